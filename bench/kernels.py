@@ -1,0 +1,103 @@
+"""The one kernel interface every back end implements (BabelStream-style), and the exact counts it reports.
+
+A back end (``cpu_asm``, ``opencl``, ``cuda``) describes which kernels it has, whether it can run here and why
+not, the default sweep points, and prepares a point for repeated runs. Only the runner times whole regions,
+repeats and records meters; a prepared kernel runs ``reps`` repetitions, times them inside the native code or with
+device events, and verifies its output against a reference computed from its parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
+
+KERNELS = ("intensity", "cache", "chase", "int")
+PRECISIONS = ("sp", "dp", "int32")
+LEVELS = ("mem", "l1", "l2", "l3", "shared")
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Useful work and traffic of ONE repetition; column names are those of archline.results/1."""
+
+    flops_sp: int = 0
+    flops_dp: int = 0
+    int_ops: int = 0
+    bytes_mem: int = 0
+    bytes_l1: int = 0
+    bytes_l2: int = 0
+    bytes_l3: int = 0
+    bytes_shared: int = 0
+    rand_accesses: int = 0
+    bus_bytes: int = 0  # bytes the hardware really moves where write-allocate adds traffic (0 = same as counted)
+
+    def scaled(self, reps: int) -> Counts:
+        return Counts(**{f.name: getattr(self, f.name) * reps for f in fields(self)})
+
+    def as_row(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def flops(self) -> int:
+        return self.flops_sp + self.flops_dp
+
+    @property
+    def bytes_total(self) -> int:
+        return self.bytes_mem + self.bytes_l1 + self.bytes_l2 + self.bytes_l3 + self.bytes_shared
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One sweep point: which kernel, at which precision and memory level, with which parameters."""
+
+    backend: str
+    kernel: str                      # one of KERNELS
+    precision: str                   # one of PRECISIONS
+    level: str                       # one of LEVELS
+    params: Mapping[str, Any] = field(default_factory=dict)   # e.g. fma_per_elem, working_set_bytes, chains
+
+    @property
+    def label(self) -> str:
+        p = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.backend}:{self.kernel}/{self.precision}/{self.level}[{p}]"
+
+
+@dataclass
+class RunResult:
+    """What a prepared kernel returns for ``reps`` repetitions."""
+
+    time_s: float                    # the timed region (slowest thread / device events), all reps
+    reps: int
+    counts: Counts                   # for all reps (per-rep counts x reps)
+    checksum_ok: bool
+    extra: dict[str, Any] = field(default_factory=dict)   # e.g. effective_clock_hz, ns_per_access, device
+
+
+class PreparedKernel(Protocol):
+    spec: KernelSpec
+    counts_per_rep: Counts
+
+    def run(self, reps: int) -> RunResult: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def availability(self) -> tuple[bool, str]:
+        """(usable, reason): the reason says why not, or names the device/ISA when usable."""
+        ...
+
+    def describe(self) -> list[dict[str, Any]]:
+        """One dict per kernel variant: name, precision, level, available (bool), reason."""
+        ...
+
+    def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
+        """The default points of a kernel's sweep on this machine (intensity 0.25..64 flop/B, >= 4 per doubling)."""
+        ...
+
+    def prepare(self, spec: KernelSpec, device: str | None = None) -> PreparedKernel:
+        """Allocate, fill with random data and first-touch; raise BenchError subclasses for bad input."""
+        ...
