@@ -16,6 +16,10 @@ SUBCOMMANDS: dict[str, str] = {
     "platforms": "archline.cli.platforms:platforms",
     "model": "archline.cli.model:model",
     "plot": "archline.cli.plot:plot",
+    "bound": "archline.cli.bound:bound",
+    "predict": "archline.cli.predict:predict",
+    "tune": "archline.cli.tune:tune",
+    "design-space": "archline.cli.design_space:design_space",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".
