@@ -1,8 +1,10 @@
-"""Upper bounds on operational intensity from I/O lower bounds (Elango et al., TACO 2015 = S2; model.md §12.2).
+"""Upper bounds on operational intensity from I/O lower bounds (Elango et al., TACO 2015 = S2; model.md
+§12.2).
 
-A bound is data plus a formula: ``OiBound`` holds the operation count, the I/O lower bound, the bound in flop per
-word as a function of the fast-memory size S (in words), the smallest S its proof allows, its citation and how sure
-the restatement is. ``register_bound`` adds one; ``BOUNDS`` holds the four of S2 §3 (matmul, fft, cg, jacobi2d).
+A bound is data plus a formula: ``OiBound`` holds the operation count, the I/O lower bound, the bound in flop
+per word as a function of the fast-memory size S (in words), the smallest S its proof allows, its citation
+and how sure the restatement is. ``register_bound`` adds one; ``BOUNDS`` holds the four of S2 §3 (matmul,
+fft, cg, jacobi2d).
 
 OI_max(S) = W / (word_bytes * Q_min(S)) flop/byte (S2 §2.2); the paper's words are 8-byte doubles, so its
 flop/byte column is the flop/word bound divided by 8. With a cost table the bound becomes a floor on time and
@@ -63,7 +65,8 @@ register_bound(OiBound(
     min_fast_memory_words=3, min_reason="one element each of A, B and C must be in fast memory to compute",
     citation="S2 Sec. 3.1 and Sec. 5 (Elango et al., TACO 2015); model.md §12.2",
     certainty="garbled-resolved",
-    notes=("radicals lost in the seed text; 4*sqrt(2S) restored from the printed 181.02 flop/B at S = 2^16 words",),
+    notes=("radicals lost in the seed text; 4*sqrt(2S) restored from the printed 181.02 flop/B "
+           "at S = 2^16 words",),
 ))
 register_bound(OiBound(
     name="fft", title="FFT, N-point (radix-2 butterfly CDAG)",
@@ -136,7 +139,8 @@ class BoundResult:
             "op_count": b.op_count, "io_lower_bound_words": b.io_lower_bound_words,
             "formula_flop_per_word": b.formula_flop_per_word,
             "formula_flop_per_byte": f"({b.formula_flop_per_word}) / word_bytes",
-            "citation": b.citation, "certainty": b.certainty, "uncertain": b.uncertain, "notes": list(b.notes),
+            "citation": b.citation, "certainty": b.certainty, "uncertain": b.uncertain,
+            "notes": list(b.notes),
         }
         if self.platform is not None:
             d.update({"platform": self.platform, "precision": self.precision, "emulated": self.emulated,
@@ -152,11 +156,13 @@ def oi_upper_bound(algorithm: str, fast_memory_bytes: float, word_bytes: int = 8
     if word_bytes <= 0:
         raise FastMemoryError(f"word size must be positive, got {word_bytes} bytes")
     if not math.isfinite(fast_memory_bytes) or fast_memory_bytes <= 0:
-        raise FastMemoryError(f"fast-memory size must be a positive number of bytes, got {fast_memory_bytes:g}")
+        raise FastMemoryError(
+            f"fast-memory size must be a positive number of bytes, got {fast_memory_bytes:g}")
     s_words = fast_memory_bytes / word_bytes
     if s_words < b.min_fast_memory_words:
         raise FastMemoryError(
-            f"fast memory of {fast_memory_bytes:g} B = {s_words:g} words of {word_bytes} B is too small for the "
+            f"fast memory of {fast_memory_bytes:g} B = {s_words:g} words of {word_bytes} B is too small for "
+            "the "
             f"{algorithm} bound: it assumes S >= {b.min_fast_memory_words:g} words ({b.min_reason})")
     per_word = float(b.oi_flop_per_word(s_words))
     return BoundResult(algorithm=algorithm, fast_memory_bytes=float(fast_memory_bytes), word_bytes=word_bytes,
@@ -170,7 +176,8 @@ def with_costs(result: BoundResult, platform: Platform) -> BoundResult:
     Precision follows the word: 8-byte words use the double-precision costs, 4-byte words single precision.
     """
     precision = "dp" if result.word_bytes >= 8 else "sp"
-    m = platform.machine(precision, needed_for=f"the {result.algorithm} time/energy bound ({precision} words)")
+    m = platform.machine(precision,
+                         needed_for=f"the {result.algorithm} time/energy bound ({precision} words)")
     i = result.oi_upper_flop_per_byte
     t = float(m.time_per_flop_s(i))
     e = float(m.energy_per_flop_j(i))
@@ -189,9 +196,11 @@ def parse_bytes(text: str) -> float:
     num = s.rstrip("BKMGI")
     suffix = s[len(num):]
     if suffix not in _SUFFIX:
-        raise FastMemoryError(f"cannot read fast-memory size '{text}' (use bytes, or K/M/G suffixes: 512K, 8MiB)")
+        raise FastMemoryError(
+            f"cannot read fast-memory size '{text}' (use bytes, or K/M/G suffixes: 512K, 8MiB)")
     try:
         v = float(num)
     except ValueError:
-        raise FastMemoryError(f"cannot read fast-memory size '{text}' (use bytes, or K/M/G suffixes)") from None
+        raise FastMemoryError(
+            f"cannot read fast-memory size '{text}' (use bytes, or K/M/G suffixes)") from None
     return v * _SUFFIX[suffix]

@@ -1,4 +1,6 @@
-"""archline bound: Elango et al. (S2) OI upper bounds at the paper's cache sizes (S2 Sec. 5, seed_tables T17/T23)."""
+"""archline bound: Elango et al. (S2) OI upper bounds at the paper's cache sizes.
+
+Values: S2 Sec. 5 (seed_tables T17, T23; elango_oi_upper_bounds.csv, elango_design_space_results.csv)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from archline.fit import oi_bounds as ob
 from archline.fit.errors import ArchlineFitError
 
@@ -70,7 +71,8 @@ def test_use_bound_with_costs_floor(tmp_path: Path, archline_run: Run) -> None:
     """Energy floor = eps_flop + eps_mem/OI + pi0*max(tau_flop, tau_mem/OI) (S2 Sec. 2.1; S0 eq.3-5)."""
     costs = {"schema": "archline.costs/1", "platform": "toy", "model": "basic", "emulated": True,
              "coefficients": {"eps_flop_dp": {"value": 100e-12, "unit": "J/flop"},
-                              "eps_mem": {"value": 500e-12, "unit": "J/byte"}, "pi0": {"value": 10.0, "unit": "W"}},
+                              "eps_mem": {"value": 500e-12, "unit": "J/byte"},
+                              "pi0": {"value": 10.0, "unit": "W"}},
              "tau": {"tau_flop_dp": {"value": 1e-11}, "tau_mem": {"value": 1e-10}}}
     p = tmp_path / "c.json"
     p.write_text(json.dumps(costs))
