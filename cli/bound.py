@@ -14,7 +14,8 @@ import click
 @click.option("--word-bytes", type=click.Choice(["4", "8"]), default="8", show_default=True,
               help="bytes per word (the paper's words are 8-byte doubles)")
 @click.option("--costs", metavar="COSTS",
-              help="a cost table (.json), profile (.toml) or shipped platform name: adds floors on time and energy per flop and the best flop/J")
+              help="a cost table (.json), profile (.toml) or shipped platform name: "
+              "adds floors on time and energy per flop and the best flop/J")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--list", "list_", is_flag=True, help="list the known algorithms with their formulas")
 def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs: str | None, fmt: str,
