@@ -1,0 +1,62 @@
+"""``archline predict``: an application's energy and time from its counts and a cost table (S1 Ch. 6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("predict")
+@click.argument("counts", type=click.Path(path_type=Path))
+@click.option("--costs", required=True, metavar="COSTS",
+              help="cost table (.json from archline fit), profile (.toml) or shipped platform name")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), metavar="FIG.png",
+              help="also draw the breakdown as a stacked bar chart")
+def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
+    """Energy and time of the application(s) counted in COUNTS, term by term.
+
+    \b
+    E = sum_i N_i*eps_i + pi0*T   (thesis Ch. 6; model.md §6.6). T is the measured time_s when the
+    counts give it, else the model time max(W*tau_flop, Q*tau_mem).
+
+    \b
+    COUNTS is a CSV with one row per application or kernel and columns named as result rows:
+      name,time_s,flops_sp,flops_dp,int_ops,bytes_mem,bytes_l3,bytes_l2,bytes_l1,bytes_shared,rand_accesses
+    (any subset; core_mhz,mem_mhz or core_v,mem_v pick a DVFS setting), or an nvprof --csv --metrics export.
+
+    \b
+    Example:
+      archline predict fmm_counts.csv --costs gtx580 --plot fmm.png
+    """
+    from archline.fit import app_predict as ap
+    from archline.fit.profiles import load_platform
+
+    platform = load_platform(costs)
+    rows = ap.read_counts(counts)
+    preds = ap.predict(rows, platform)
+    if plot_path is not None:
+        ap.plot_breakdown(preds, plot_path, title=f"predicted energy on {platform.name}"
+                          + (" (emulated)" if platform.emulated else ""))
+    if fmt == "json":
+        click.echo(json.dumps({"platform": platform.name, "emulated": platform.emulated,
+                               "source": "S1 Ch. 6; model.md §6.6",
+                               "predictions": [p.as_dict() for p in preds]}, indent=2))
+        return
+    terms = [t for t in [*ap.TERMS, ap.CONSTANT_TERM] if any(t in p.terms_j for p in preds)]
+    tag = " (emulated)" if platform.emulated else ""
+    click.echo(f"predicted energy on {platform.name}{tag}: E = sum N_i*eps_i + pi0*T (S1 Ch. 6)")
+    head = f"{'name':<16}{'E (J)':>12}{'T (s)':>12}{'P (W)':>10}  " + "".join(f"{t:>11}" for t in terms)
+    click.echo(head)
+    for p in preds:
+        parts = "".join(f"{100 * p.terms_j[t] / p.energy_j if t in p.terms_j and p.energy_j else 0:>10.1f}%"
+                        for t in terms)
+        t_mark = "" if p.time_source == "measured" else "*"
+        click.echo(f"{p.name:<16}{p.energy_j:>12.5g}{p.time_s:>11.4g}{t_mark or ' '}"
+                   f"{p.power_w:>10.4g}  {parts}")
+    if any(p.time_source == "model" for p in preds):
+        click.echo("* time from the model, max(W*tau_flop, Q*tau_mem): no time_s in the counts")
+    if plot_path is not None:
+        click.echo(f"wrote {plot_path}")

@@ -1,0 +1,281 @@
+"""Application energy and time from counted work and traffic per level (S1 Ch. 6; S0 §V-C; model.md §6.6).
+
+    E_pred = sum_i N_i * eps_i(Vcore, Vmem) + pi0(Vcore, Vmem) * T
+
+N_i are counts per operation or access type (flops, integer ops, bytes from DRAM, L3, L2, L1, shared memory,
+random accesses), keyed by the archline.results/1 column names. T is the measured time when the counts give
+``time_s`` (as in the thesis); otherwise the model's time max(W*tau_flop, Q_mem*tau_mem) (S0 eq.3), which the
+thesis notes could supply it. Costs come from a profile, a basic cost table, or a DVFS cost table (a setting
+picked by the row's core/memory clocks or voltages).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archline.fit.dvfs import DVFS_COEFFICIENTS, costs_at
+from archline.fit.errors import ArchlineFitError, MissingValueError
+from archline.fit.hierarchy import COUNT_TO_COST
+from archline.fit.profiles import Platform
+
+
+class CountsFormatError(ArchlineFitError):
+    pass
+
+
+#: Terms of the breakdown, in display order: term -> count columns charged to it.
+TERMS: dict[str, tuple[str, ...]] = {
+    "flops": ("flops_sp", "flops_dp"),
+    "int": ("int_ops",),
+    "dram": ("bytes_mem",),
+    "l3": ("bytes_l3",),
+    "l2": ("bytes_l2",),
+    "l1": ("bytes_l1",),
+    "shared": ("bytes_shared",),
+    "rand": ("rand_accesses",),
+}
+CONSTANT_TERM = "constant"
+#: Columns that describe a row rather than count work.
+META_COLUMNS = ("name", "kernel", "setting", "time_s", "core_mhz", "mem_mhz", "core_v", "mem_v", "precision")
+
+#: nvprof ``--metrics`` names (long-form CSV export) -> (result column, bytes or ops per unit).
+#: Transactions are 32 B (DRAM/L2 sectors on Kepler/Maxwell); shared-memory transactions are taken as 128 B
+#: (one warp-wide 4-byte access). The thesis does not state its multipliers (model.md §13 item 11).
+NVPROF_METRICS: dict[str, tuple[str, float]] = {
+    "flop_count_sp": ("flops_sp", 1.0), "flop_count_dp": ("flops_dp", 1.0),
+    "inst_integer": ("int_ops", 1.0),
+    "dram_read_transactions": ("bytes_mem", 32.0), "dram_write_transactions": ("bytes_mem", 32.0),
+    "dram_read_bytes": ("bytes_mem", 1.0), "dram_write_bytes": ("bytes_mem", 1.0),
+    "l2_read_transactions": ("bytes_l2", 32.0), "l2_write_transactions": ("bytes_l2", 32.0),
+    "shared_load_transactions": ("bytes_shared", 128.0), "shared_store_transactions": ("bytes_shared", 128.0),
+    "l1_cache_global_hit_rate": ("", 0.0),
+}
+
+
+@dataclass
+class CountsRow:
+    name: str
+    counts: dict[str, float]
+    time_s: float | None = None
+    setting: dict[str, float] = field(default_factory=dict)   # core_mhz, mem_mhz, core_v, mem_v (any subset)
+
+
+@dataclass
+class Prediction:
+    name: str
+    energy_j: float
+    time_s: float
+    time_source: str                   # "measured" or "model"
+    terms_j: dict[str, float]          # term -> energy, constant included
+    costs_used: dict[str, float]       # coefficient -> value
+    setting: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def power_w(self) -> float:
+        return self.energy_j / self.time_s if self.time_s > 0 else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "energy_j": self.energy_j, "time_s": self.time_s,
+                "time_source": self.time_source, "power_w": self.power_w,
+                "terms_j": self.terms_j, "costs": self.costs_used, "setting": self.setting}
+
+
+def _float(x: str, where: str) -> float:
+    try:
+        v = float(x)
+    except ValueError:
+        raise CountsFormatError(f"{where}: expected a number, got '{x}'") from None
+    if not math.isfinite(v) or v < 0:
+        raise CountsFormatError(f"{where}: expected a finite non-negative number, got '{x}'")
+    return v
+
+
+def _read_nvprof(rows: list[dict[str, str]], path: Path) -> list[CountsRow]:
+    """nvprof --csv --metrics ... export: one row per (kernel, metric); counts = Avg * Invocations."""
+    out: dict[str, CountsRow] = {}
+    for k, r in enumerate(rows, start=2):
+        metric = (r.get("Metric Name") or "").strip()
+        kernel = (r.get("Kernel") or "kernel").strip()
+        if metric not in NVPROF_METRICS:
+            raise CountsFormatError(f"{path}: line {k}: unknown nvprof metric '{metric}' "
+                                    f"(known: {', '.join(sorted(NVPROF_METRICS))})")
+        column, scale = NVPROF_METRICS[metric]
+        if not column:
+            continue
+        calls = _float(r.get("Invocations") or "1", f"{path}: line {k}: Invocations")
+        avg = _float((r.get("Avg") or "").replace(",", ""), f"{path}: line {k}: Avg")
+        row = out.setdefault(kernel, CountsRow(kernel, {}))
+        row.counts[column] = row.counts.get(column, 0.0) + avg * calls * scale
+    return list(out.values())
+
+
+def read_counts(path: Path) -> list[CountsRow]:
+    """A counts CSV (result-column names; optional name, time_s and DVFS setting columns), or an nvprof
+    export."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise CountsFormatError(f"cannot read counts file {path}: {e.strerror}") from None
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("#", "=="))]
+    reader = csv.DictReader(lines)
+    fields = [f.strip() for f in (reader.fieldnames or [])]
+    if not fields:
+        raise CountsFormatError(f"{path}: empty counts file")
+    rows = list(reader)
+    if "Metric Name" in fields:
+        return _read_nvprof(rows, path)
+    unknown = [f for f in fields if f not in COUNT_TO_COST and f not in META_COLUMNS]
+    if unknown:
+        raise CountsFormatError(
+            f"{path}: unknown column(s) {', '.join(unknown)} (counts: {', '.join(COUNT_TO_COST)}; "
+            f"others: {', '.join(META_COLUMNS)})")
+    if not any(f in COUNT_TO_COST for f in fields):
+        raise CountsFormatError(f"{path}: no count column (need one of {', '.join(COUNT_TO_COST)})")
+    out: list[CountsRow] = []
+    for k, raw in enumerate(rows, start=2):
+        r = {(a or "").strip(): (b or "").strip() for a, b in raw.items()}
+        name = r.get("name") or r.get("kernel") or r.get("setting") or f"row{k - 1}"
+        counts = {c: _float(r[c], f"{path}: line {k}: {c}") for c in COUNT_TO_COST if r.get(c)}
+        t = _float(r["time_s"], f"{path}: line {k}: time_s") if r.get("time_s") else None
+        setting = {c: _float(r[c], f"{path}: line {k}: {c}")
+                   for c in ("core_mhz", "mem_mhz", "core_v", "mem_v") if r.get(c)}
+        out.append(CountsRow(name, counts, t, setting))
+    if not out:
+        raise CountsFormatError(f"{path}: no data rows")
+    return out
+
+
+# --- costs -----------------------------------------------------------------------------------------------
+
+def is_dvfs(platform: Platform) -> bool:
+    return bool(platform.dvfs.get("settings")) or bool(platform.dvfs.get("coefficients"))
+
+
+def _dvfs_coefficients(platform: Platform) -> dict[str, float]:
+    raw = platform.dvfs.get("coefficients", {})
+    out: dict[str, float] = {}
+    for k in DVFS_COEFFICIENTS:
+        e = raw.get(k)
+        if isinstance(e, dict) and "value" in e:
+            out[k] = float(e["value"])
+        elif isinstance(e, (int, float)):
+            out[k] = float(e)
+    return out
+
+
+def _match(setting: Mapping[str, Any], want: Mapping[str, float]) -> bool:
+    for k, v in want.items():
+        if k in setting and setting[k] is not None and not math.isclose(float(setting[k]), v, rel_tol=1e-6):
+            return False
+    return True
+
+
+def dvfs_setting_costs(platform: Platform,
+                       want: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """Costs at one DVFS setting: from the table's ``settings`` list when one matches the wanted
+    clocks/voltages, else from the eq.48 coefficients at the wanted voltages (eq.44-46).
+    Returns (costs, setting)."""
+    settings = platform.dvfs.get("settings") or []
+    hits = [s for s in settings if isinstance(s, dict) and _match(s, want)]
+    if len(hits) == 1 or (hits and want):
+        s = hits[0]
+        costs = {k: float(v) for k, v in s.items()
+                 if k not in ("core_mhz", "mem_mhz", "core_v", "mem_v", "id") and isinstance(v, (int, float))}
+        return costs, {k: float(s[k]) for k in ("core_mhz", "mem_mhz", "core_v", "mem_v") if k in s}
+    if "core_v" in want and "mem_v" in want:
+        coeffs = _dvfs_coefficients(platform)
+        missing = [k for k in DVFS_COEFFICIENTS if k not in coeffs]
+        if missing:
+            raise MissingValueError(f"cost table '{platform.name}' has no DVFS coefficient {missing[0]}; "
+                                    "costs at an arbitrary voltage need all of eq.48")
+        return costs_at(coeffs, want["core_v"], want["mem_v"]).as_dict(), dict(want)
+    what = ", ".join(f"{k}={v:g}" for k, v in want.items()) or "no setting given"
+    raise MissingValueError(
+        f"DVFS cost table '{platform.name}' has {len(settings)} settings and none matches ({what}); give "
+        "core_mhz/mem_mhz of a listed setting, or core_v and mem_v, in the counts")
+
+
+def platform_costs(platform: Platform) -> dict[str, float]:
+    keys = [*COUNT_TO_COST.values(), "pi0", "tau_flop_sp", "tau_flop_dp", "tau_mem"]
+    return {k: v for k in keys if (v := platform.value(k)) is not None}
+
+
+def predict_row(row: CountsRow, costs: Mapping[str, float], platform_name: str,
+                setting: Mapping[str, float] | None = None) -> Prediction:
+    used: dict[str, float] = {}
+
+    def need(key: str, why: str) -> float:
+        if key not in costs:
+            raise MissingValueError(f"cost table '{platform_name}' has no value for {key}; {why} needs it")
+        used[key] = costs[key]
+        return costs[key]
+
+    terms: dict[str, float] = {}
+    for term, columns in TERMS.items():
+        e = 0.0
+        for c in columns:
+            n = row.counts.get(c, 0.0)
+            if n:
+                e += n * need(COUNT_TO_COST[c], f"the {term} term of '{row.name}' ({c} = {n:g})")
+        if e or any(c in row.counts for c in columns):
+            terms[term] = e
+    if row.time_s is not None:
+        t, source = row.time_s, "measured"
+    else:
+        why = f"the model time of '{row.name}' (no time_s column)"
+        t_parts = [row.counts.get("flops_sp", 0.0) * need("tau_flop_sp", why) if row.counts.get("flops_sp")
+                   else 0.0,
+                   row.counts.get("flops_dp", 0.0) * need("tau_flop_dp", why) if row.counts.get("flops_dp")
+                   else 0.0]
+        q = row.counts.get("bytes_mem", 0.0)
+        t_mem = q * need("tau_mem", why) if q else 0.0
+        t, source = max(sum(t_parts), t_mem), "model"
+    terms[CONSTANT_TERM] = need("pi0", f"the constant-power term of '{row.name}'") * t
+    return Prediction(row.name, sum(terms.values()), t, source, terms, used, dict(setting or row.setting))
+
+
+def predict(rows: Sequence[CountsRow], platform: Platform) -> list[Prediction]:
+    out = []
+    base = platform_costs(platform)
+    for row in rows:
+        if is_dvfs(platform):
+            costs, setting = dvfs_setting_costs(platform, row.setting)
+            out.append(predict_row(row, {**base, **costs}, platform.name, setting))
+        else:
+            out.append(predict_row(row, base, platform.name))
+    return out
+
+
+# --- figure ------------------------------------------------------------------------------------------------
+
+_LABELS = {"flops": "flops", "int": "integer ops", "dram": "DRAM", "l3": "L3", "l2": "L2", "l1": "L1",
+           "shared": "shared memory", "rand": "random access", "constant": "constant power (pi0*T)"}
+
+def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str = "") -> Path:
+    """Stacked bar chart of the predicted energy of each row, by term."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    terms = [t for t in [*TERMS, CONSTANT_TERM] if any(t in p.terms_j for p in predictions)]
+    names = [p.name for p in predictions]
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 3), 4.2))
+    bottom = [0.0] * len(predictions)
+    for t in terms:
+        vals = [p.terms_j.get(t, 0.0) for p in predictions]
+        ax.bar(names, vals, bottom=bottom, label=_LABELS.get(t, t))
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_ylabel("predicted energy (J)")
+    ax.set_title(title or "predicted energy by term (S1 Ch. 6)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
+    fig.tight_layout()
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
