@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
-
 from archline.fit import roofline as rl
 from archline.fit.roofline import FloatArray
+from numpy.typing import ArrayLike
 
 
 def _a(x: ArrayLike) -> FloatArray:
@@ -53,7 +52,14 @@ def greenup_bounds(
     intensity_flop_per_byte: ArrayLike, f: ArrayLike, m: ArrayLike, B_tau: ArrayLike, B_eps: ArrayLike,
     eta: ArrayLike = 1.0,
 ) -> tuple[FloatArray, FloatArray]:
-    """(lower, upper) bounds on the greenup per case (eq.30-31 and §2.2; eq.18-23 at eta = 1)."""
+    """(lower, upper) bounds on the greenup per case (eq.30-31 and §2.2; eq.18-23 at eta = 1).
+
+    Case 1 upper bound: S1 §3.5.10 prints (1 + X/I)/(1 + X/B_tau), X = Bhat_eps(I). Its derivation replaces
+    Bhat_eps(f*m*I) by the larger Bhat_eps(I) in the denominator, so for eta < 1 it is not an upper bound
+    (counterexample: I=2, f=1, m=3, B_tau=7, B_eps=1, eta=0.5 gives dE = 2.14 > 1.75). We use the valid bound
+    (1 + X/I)/(1 + eta*B_eps/B_tau), from Bhat_eps(f*m*I) >= eta*B_eps, 1/m > f*I/B_tau and f >= 1; it equals
+    eq.19 at eta = 1.
+    """
     i, f_, m_, b_tau, b_eps, e = (_a(x) for x in (intensity_flop_per_byte, f, m, B_tau, B_eps, eta))
     d_t = speedup(i, f_, m_, b_tau)
     ratio = (b_tau * (1 - e) + e * (b_eps + i)) / (b_tau + e * b_eps)
@@ -61,6 +67,6 @@ def greenup_bounds(
     case = tradeoff_case(i, f_, m_, b_tau)
     lo = np.select([case == 1, case == 2], [ratio, d_t * ratio],
                    d_t * (1 + e * b_eps / i) / (1 + e * b_eps / (f_ * i)))
-    hi = np.select([case == 1, case == 2], [(1 + x / i) / (1 + x / b_tau), m_ * ratio],
+    hi = np.select([case == 1, case == 2], [(1 + x / i) / (1 + e * b_eps / b_tau), m_ * ratio],
                    (1 + e * b_eps / i) / (1 + e * b_eps / (m_ * i)))
     return lo, hi

@@ -1,0 +1,37 @@
+"""archline plot"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("files_or_costs", nargs=-1, required=True)
+@click.option("--kind", type=click.Choice(["roofline", "archline", "powerline", "compare", "all"]), default="all",
+              show_default=True,
+              help="one panel, all three, or 'compare': several platforms on the same three panels")
+@click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="output figure (.png, .pdf, .svg)")
+def plot(files_or_costs: tuple[str, ...], kind: str, precision: str, out: Path) -> None:
+    """Draw the model of platforms or cost tables, with measured results over it.
+
+    \b
+    FILES_OR_COSTS mixes platform names, profile .toml, cost-table .json and
+    result .csv files (archline.results/1). Results are drawn as points over
+    the model of the platform named in their rows (or over the given costs).
+
+    \b
+    Examples:
+      archline plot gtx580 gtx680 i7-950 --kind compare --out compare.png
+      archline plot results/run1/results.csv costs.json --kind all --out fit.png
+    """
+    from archline.fit.plot_inputs import load_plot_inputs
+    from archline.fit.plots import KINDS, plot_model
+
+    curves, measured = load_plot_inputs(files_or_costs, precision)
+    kinds = KINDS if kind in ("all", "compare") else (kind,)
+    path = plot_model(curves, out, kinds=kinds, measured=measured)
+    click.echo(f"wrote {path}")

@@ -1,0 +1,52 @@
+"""Turn the command line's mix of platform names, profiles, cost tables and result CSVs into plot inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from archline.fit.errors import ArchlineFitError
+from archline.fit.plots import Curve, Measured, curves_for
+from archline.fit.profiles import Platform, load_platform
+
+
+def measured_from_results(path: Path, precision: str) -> list[Measured]:
+    """Intensity-kernel rows of an archline.results/1 CSV as points: I = flops/bytes_mem, rate, flop/J, power."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise ArchlineFitError(f"cannot read results {path}: {e}") from None
+    need = {"schema", "platform", "kernel", "precision", "time_s", "flops_sp", "flops_dp", "bytes_mem"}
+    missing = need - set(df.columns)
+    if missing:
+        cols = ", ".join(sorted(missing))
+        raise ArchlineFitError(f"{path}: not an archline.results/1 file (missing columns: {cols})")
+    df = df[(df["kernel"] == "intensity") & (df["precision"] == precision)]
+    out = []
+    for (platform, backend), g in df.groupby(["platform", "backend"] if "backend" in df else ["platform"] * 2):
+        flops = (g["flops_sp"].fillna(0) + g["flops_dp"].fillna(0)).to_numpy(float)
+        inten = flops / g["bytes_mem"].to_numpy(float)
+        t = g["time_s"].to_numpy(float)
+        energy = g["energy_j"].to_numpy(float) if "energy_j" in g else np.full(len(g), np.nan)
+        has_e = bool(np.isfinite(energy).any())
+        tag = " [emulated]" if backend == "emulated" else ""
+        out.append(Measured(f"{platform} {precision.upper()}{tag}", inten, flops / t,
+                            flops / energy if has_e else None, energy / t if has_e else None))
+    return out
+
+
+def load_plot_inputs(items: Sequence[str], precision: str) -> tuple[list[Curve], list[Measured]]:
+    platforms: list[Platform] = []
+    measured: list[Measured] = []
+    for item in items:
+        if item.endswith(".csv"):
+            measured += measured_from_results(Path(item), precision)
+        else:
+            platforms.append(load_platform(item))
+    if not platforms:
+        raise ArchlineFitError("give at least one platform name, profile or cost table to draw the model under "
+                               "the measurements")
+    return curves_for(platforms, [precision]), measured

@@ -1,0 +1,104 @@
+"""What `archline model show|predict` report: the constants and derived quantities of a platform, keyed by the
+symbol names of model.md §0 (B_tau, B_eps, eps_hat, pi0, delta_pi, …), in SI units."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from archline.fit.errors import ArchlineFitError
+from archline.fit.machine import Machine
+from archline.fit.profiles import Platform
+
+#: symbol -> (unit, meaning) for every key `model show` emits.
+SYMBOLS: dict[str, tuple[str, str]] = {
+    "tau_flop": ("s/flop", "time per flop (1 / peak flop rate)"),
+    "tau_mem": ("s/byte", "time per byte (1 / peak bandwidth)"),
+    "eps_flop": ("J/flop", "energy per flop"),
+    "eps_mem": ("J/byte", "energy per byte from DRAM"),
+    "pi0": ("W", "constant power"),
+    "delta_pi": ("W", "usable power above pi0 (the cap); absent = uncapped"),
+    "B_tau": ("flop/byte", "time balance tau_mem/tau_flop"),
+    "B_eps": ("flop/byte", "energy balance eps_mem/eps_flop"),
+    "balance_gap": ("-", "B_eps / B_tau"),
+    "eps_0": ("J/flop", "constant energy per flop pi0*tau_flop"),
+    "eps_hat": ("J/flop", "least energy per flop eps_flop + eps_0"),
+    "eta_flop": ("-", "constant-flop energy efficiency eps_flop/eps_hat"),
+    "Bhat_eps": ("flop/byte", "effective energy balance point (arch line = 1/2)"),
+    "pi_flop": ("W", "flop power at peak rate, excluding pi0"),
+    "pi_mem": ("W", "memory power at peak bandwidth, excluding pi0"),
+    "P_max": ("W", "highest power the model draws: pi0 + min(delta_pi, pi_flop + pi_mem)"),
+    "B_tau_minus": ("flop/byte", "below this the cap does not bind (eq.37)"),
+    "B_tau_plus": ("flop/byte", "above this the cap does not bind (eq.36)"),
+    "headroom": ("-", "pi0 / (pi0 + delta_pi)"),
+    "peak_flop_per_s": ("flop/s", "1/tau_flop"),
+    "peak_flop_per_j": ("flop/J", "1/eps_hat"),
+    "streaming_energy_per_byte": ("J/byte", "eps_mem + tau_mem*pi0"),
+}
+
+
+def machine_summary(m: Machine) -> dict[str, float]:
+    out: dict[str, float] = {
+        "tau_flop": m.tau_flop_s, "tau_mem": m.tau_mem_s_per_byte, "eps_flop": m.eps_flop_j,
+        "eps_mem": m.eps_mem_j_per_byte, "pi0": m.pi0_w,
+        "B_tau": m.B_tau, "B_eps": m.B_eps, "balance_gap": m.balance_gap, "eps_0": m.eps_0,
+        "eps_hat": m.eps_hat, "eta_flop": m.eta_flop, "Bhat_eps": m.energy_balance_point,
+        "pi_flop": m.pi_flop, "pi_mem": m.pi_mem, "P_max": m.peak_power_w,
+        "peak_flop_per_s": 1.0 / m.tau_flop_s, "peak_flop_per_j": 1.0 / m.eps_hat,
+        "streaming_energy_per_byte": m.streaming_energy_per_byte_j,
+    }
+    if m.capped:
+        out.update(delta_pi=m.delta_pi_w, B_tau_minus=m.B_tau_minus, B_tau_plus=m.B_tau_plus, headroom=m.headroom)
+    return out
+
+
+def platform_summary(platform: Platform, precisions: Sequence[str] | None = None) -> dict[str, Any]:
+    """Per precision the full summary; a precision the platform lacks values for raises naming the value."""
+    wanted = list(precisions) if precisions else platform.precisions_available()
+    if not wanted:
+        # Ask for sp so the error names the first missing constant.
+        platform.machine("sp", needed_for="model show")
+    per = {p: machine_summary(platform.machine(p, needed_for=f"model show ({p})")) for p in wanted}
+    return {"platform": platform.name, "title": platform.title, "emulated": platform.emulated,
+            "origin": platform.origin, **per}
+
+
+def parse_intensities(text: str) -> list[float]:
+    """'0.25,1,4' or '0.25:64' (powers of two between) -> intensities; each must be > 0."""
+    text = text.strip()
+    try:
+        if ":" in text:
+            lo_s, hi_s = text.split(":", 1)
+            lo, hi = float(lo_s), float(hi_s)
+            if lo <= 0 or hi < lo:
+                raise ArchlineFitError(f"intensity range '{text}' must be LOW:HIGH with 0 < LOW <= HIGH")
+            return [float(x) for x in 2.0 ** np.arange(math.log2(lo), math.log2(hi) + 1e-9, 1.0)]
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ArchlineFitError(f"intensity list '{text}' is not a comma-separated list of numbers") from None
+    if not values:
+        raise ArchlineFitError("no intensities given")
+    bad = [v for v in values if not (v > 0 and math.isfinite(v))]
+    if bad:
+        raise ArchlineFitError(f"intensities must be positive flop/byte, got {bad[0]:g}")
+    return values
+
+
+def predict_rows(m: Machine, intensities: Sequence[float], cap_divisor: float = 1.0) -> list[dict[str, Any]]:
+    """For each intensity: gflop_per_s, gflop_per_j and power_w (capped model whenever delta_pi is known)."""
+    if not cap_divisor > 0:
+        raise ArchlineFitError(f"--cap-divisor must be > 0, got {cap_divisor:g}")
+    if cap_divisor != 1.0 and not m.capped:
+        raise ArchlineFitError("--cap-divisor needs delta_pi, which this platform does not have")
+    mk = m.throttled(cap_divisor) if cap_divisor != 1.0 else m
+    i = np.asarray(intensities, dtype=np.float64)
+    perf = mk.performance_flop_per_s(i)
+    eff = mk.efficiency_flop_per_j(i)
+    power = mk.power_w(i)
+    binds = mk.cap_binds(i)
+    return [{"intensity": float(i[k]), "gflop_per_s": float(perf[k]) / 1e9, "gflop_per_j": float(eff[k]) / 1e9,
+             "power_w": float(power[k]), "cap_binds": bool(binds[k]),
+             "bound": "cap" if binds[k] else ("memory" if i[k] < mk.B_tau else "compute")}
+            for k in range(len(i))]

@@ -1,0 +1,31 @@
+"""Shared fixtures: run the real `archline` entry point in-process and capture what a user would see."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    from archline.cli.main import main
+
+    def _run(*args: str) -> CliResult:
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        out = capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+    return _run

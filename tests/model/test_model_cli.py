@@ -1,0 +1,134 @@
+"""`archline platforms` and `archline model`: output contracts and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def _one_line_error(r) -> None:  # type: ignore[no-untyped-def]
+    assert r.exit_code != 0
+    assert "Traceback" not in r.stderr + r.stdout
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("archline: error:") or lines[0].startswith("Error:")
+
+
+def test_model_show_json_keys_are_symbols_in_si(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("model", "show", "fermi-sample", "--precision", "dp", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)["dp"]
+    for key in ("B_tau", "B_eps", "eps_hat", "eta_flop", "pi0", "pi_flop", "pi_mem", "tau_flop", "tau_mem"):
+        assert key in d
+    assert d["B_eps"] == pytest.approx(14.4)
+    assert d["tau_flop"] == pytest.approx(1 / 515e9)
+    assert "delta_pi" not in d  # not known: omitted, never 0
+
+
+def test_model_predict_json(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("model", "predict", "gtx580", "--intensity", "0.5,8.2176,64", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    pts = json.loads(r.stdout)["points"]
+    assert [p["intensity"] for p in pts] == [0.5, 8.2176, 64]
+    assert pts[0]["gflop_per_s"] == pytest.approx(0.5 * 192.4)
+    assert pts[1]["power_w"] == pytest.approx(378.3, abs=0.2)  # peak at I = B_tau
+
+
+def test_capped_predict_with_user_profile(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    prof = tmp_path / "mybox.toml"
+    prof.write_text('''name = "mybox"
+[constants]
+peak_flop_per_s_sp = { value = 1e12, source = "spec" }
+peak_byte_per_s = { value = 1e11, source = "spec" }
+eps_flop_sp = { value = 50e-12 }
+eps_mem = { value = 500e-12 }
+pi0 = { value = 40.0 }
+delta_pi = { value = 60.0 }
+''')
+    r = run_cli("model", "predict", str(prof), "-i", "10", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    p = json.loads(r.stdout)["points"][0]
+    assert p["cap_binds"] and p["power_w"] == pytest.approx(100.0)
+    r2 = run_cli("model", "predict", str(prof), "-i", "10", "--cap-divisor", "2", "--format", "json")
+    assert json.loads(r2.stdout)["points"][0]["power_w"] == pytest.approx(70.0)
+
+
+@pytest.mark.parametrize("args", [
+    ("model", "show", "no-such-platform"),
+    ("model", "predict", "gtx580", "--intensity", "-1"),
+    ("model", "predict", "gtx580", "--intensity", "0"),
+    ("model", "predict", "gtx580", "--intensity", "abc"),
+    ("model", "predict", "gtx580", "--intensity", "4", "--cap-divisor", "2"),  # needs delta_pi
+    ("model", "show", "titan"),          # eps_flop not in the seed: name the missing value
+    ("platforms", "show", "nope"),
+])
+def test_bad_input_one_line(run_cli, args) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(run_cli(*args))
+
+
+def test_missing_value_is_named(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("model", "show", "titan")
+    assert "eps_flop_sp" in r.stderr and "NOT IN SEED" in r.stderr
+
+
+def test_malformed_profile_and_costs(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text("name = 'x'\n[constants\n")
+    _one_line_error(run_cli("model", "show", str(bad_toml)))
+    typo = tmp_path / "typo.toml"
+    typo.write_text("name = 'x'\n[constants]\neps_flop_spp = 1e-12\n")
+    r = run_cli("model", "show", str(typo))
+    _one_line_error(r)
+    assert "eps_flop_spp" in r.stderr
+    neg = tmp_path / "neg.toml"
+    neg.write_text("name = 'x'\n[constants]\neps_mem = -1e-12\n")
+    _one_line_error(run_cli("model", "show", str(neg)))
+    bad_json = tmp_path / "c.json"
+    bad_json.write_text("{not json")
+    _one_line_error(run_cli("model", "show", str(bad_json)))
+    wrong_schema = tmp_path / "w.json"
+    wrong_schema.write_text('{"schema": "something/1"}')
+    _one_line_error(run_cli("model", "show", str(wrong_schema)))
+    _one_line_error(run_cli("model", "show", str(tmp_path / "missing.json")))
+
+
+def test_costs_json_works_like_a_profile(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    costs = {"schema": "archline.costs/1", "platform": "gtx580-fit", "model": "basic", "emulated": True,
+             "coefficients": {"eps_flop_sp": {"value": 99.7e-12, "unit": "J/flop"},
+                              "eps_flop_dp": {"value": 212e-12, "unit": "J/flop"},
+                              "eps_mem": {"value": 513e-12, "unit": "J/byte"}, "pi0": {"value": 122.0, "unit": "W"}},
+             "tau": {"tau_flop_sp": {"value": 1 / 1581.06e9}, "tau_flop_dp": {"value": 1 / 197.63e9},
+                     "tau_mem": {"value": 1 / 192.4e9}}}
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(costs))
+    r = run_cli("model", "show", str(path), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["emulated"] is True
+    assert d["sp"]["B_tau"] == pytest.approx(8.2176, rel=1e-4)
+    r = run_cli("model", "show", str(path))
+    assert "[emulated]" in r.stdout
+    out = tmp_path / "p.png"
+    r = run_cli("plot", "gtx580", str(path), "--kind", "compare", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert out.stat().st_size > 10_000
+
+
+def test_model_plot_writes_figure(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "g.png"
+    r = run_cli("model", "plot", "gtx580", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_platforms_list_and_show(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("platforms", "list", "--format", "json")
+    names = {p["name"] for p in json.loads(r.stdout)}
+    assert {"gtx580", "gtx680", "i7-950", "fermi-sample", "titan", "xeon-phi", "arndale-gpu", "jetson-tk1"} <= names
+    assert len(names) >= 14  # the 12 platforms of S1 Table 6 (GTX 580/680 and the i7-950 among them) + fermi + jetson
+    r = run_cli("platforms", "show", "gtx580", "--format", "json")
+    c = json.loads(r.stdout)["constants"]
+    assert c["eps_flop_sp"]["source"].startswith("S1 Table 4")
+    assert c["delta_pi"]["value"] is None
