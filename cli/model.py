@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.fit.summary import SYMBOLS, parse_intensities, platform_summary, predict_rows
 from archline.fit.units import display

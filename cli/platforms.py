@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.fit.profiles import CONSTANT_UNITS, iter_profiles, load_platform, load_profile
 from archline.fit.units import display

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from archline.fit.roofline import FloatArray
 from numpy.typing import ArrayLike
+
+from archline.fit.roofline import FloatArray
 
 #: eq.48 coefficient names (archline.costs/1, snake case) in design-matrix order.
 DVFS_COEFFICIENTS: tuple[str, ...] = (

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from archline.fit.roofline import FloatArray
 from numpy.typing import ArrayLike
+
+from archline.fit.roofline import FloatArray
 
 #: Count column (archline.results/1) -> coefficient name (archline.costs/1) for every linear energy term.
 COUNT_TO_COST: dict[str, str] = {

@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import ArrayLike
+
 from archline.fit import roofline as rl
 from archline.fit.roofline import FloatArray
-from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
 from archline.fit.errors import ArchlineFitError
 from archline.fit.plots import Curve, Measured, curves_for
 from archline.fit.profiles import Platform, load_platform

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from archline.fit.errors import ArchlineFitError
 from archline.fit.machine import Machine
 from archline.fit.profiles import Platform

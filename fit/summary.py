@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from archline.fit.errors import ArchlineFitError
 from archline.fit.machine import Machine
 from archline.fit.profiles import Platform

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
+
 from archline.fit import roofline as rl
 from archline.fit.roofline import FloatArray
-from numpy.typing import ArrayLike
 
 
 def _a(x: ArrayLike) -> FloatArray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from archline.fit import dvfs, hierarchy
 from archline.fit.cluster import iso_power
 

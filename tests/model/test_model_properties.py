@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from archline.fit import roofline as rl
 from archline.fit.machine import Machine
 from archline.fit.tradeoffs import greenup, greenup_bounds, greenup_max_extra_work, speedup, tradeoff_case
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 pos = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
 
