@@ -1,0 +1,5 @@
+import sys
+
+from archline.cli.main import main
+
+sys.exit(main())
