@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from archline.fit import oi_bounds as ob
 from archline.fit.errors import ArchlineFitError
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from archline.fit import app_predict as ap
 from archline.fit.dvfs import costs_at
 from archline.fit.profiles import load_platform
