@@ -9,6 +9,7 @@ device generated so tests can check that each one was decoded or counted as lost
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -97,9 +98,14 @@ class PowerMon2Core:
         self._drops = sorted(self.faults.drop_bytes)
         self._noise = sorted(self.faults.noise)
         self.stream_bytes_out = 0
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------ host side
     def write(self, data: bytes) -> None:
+        with self._lock:
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
         if self.disconnected or self.faults.silent:
             return
         self._advance()
@@ -118,10 +124,11 @@ class PowerMon2Core:
                 self._line += ch
 
     def read_available(self) -> bytes:
-        self._advance()
-        out = bytes(self._out)
-        self._out.clear()
-        return out
+        with self._lock:
+            self._advance()
+            out = bytes(self._out)
+            self._out.clear()
+            return out
 
     def next_due_s(self) -> float | None:
         """Host time at which the next record is due, or None when idle."""
