@@ -299,15 +299,18 @@ class EmulatedDevice:
         return self.rails.readings(p)
 
     # --- running work ---
-    def run_counts(self, counts: Counts) -> float:
-        """Occupy the device with this work: sleep its compressed time, draw its power; return device seconds."""
+    def run_counts(self, counts: Counts) -> tuple[float, float, float]:
+        """Occupy the device with this work: draw its power for its compressed time and sleep until it is done.
+
+        Returns (device seconds, host start, host end): the interval is exact, whatever the host's wake-up lag.
+        """
         t_dev = self.model.time_s(counts)
         p = self.model.power_w(counts)
         t0 = self.clock()
         t1 = t0 + t_dev / self.time_compression
         self.schedule.add(t0, t1, p)
         _sleep_until(t1, self.clock)
-        return t_dev
+        return t_dev, t0, t1
 
     def idle(self, device_s: float) -> None:
         _sleep_until(self.clock() + device_s / self.time_compression, self.clock)
@@ -321,7 +324,7 @@ def _sleep_until(t_end: float, clock: Callable[[], float]) -> None:
         left = t_end - clock()
         if left <= 0:
             return
-        time.sleep(left if left > 0.002 else 0.0)  # sleep, then yield-spin the last 2 ms for an exact edge
+        time.sleep(left - 0.002 if left > 0.003 else 0.0)  # sleep, then yield-spin the last 2 ms
 
 
 # --- the back end -----------------------------------------------------------------------------------------
@@ -336,9 +339,10 @@ class EmulatedKernel:
         if reps < 1:
             raise BenchError(f"repetitions must be at least 1, got {reps}")
         counts = self.counts_per_rep.scaled(reps)
-        t_dev = self.device.run_counts(counts)
+        t_dev, t0, t1 = self.device.run_counts(counts)
         return RunResult(time_s=t_dev, reps=reps, counts=counts, checksum_ok=True,
-                         extra={"emulated": True, "power_w": self.device.model.power_w(counts)})
+                         extra={"emulated": True, "power_w": self.device.model.power_w(counts),
+                                "t0_host_s": t0, "t1_host_s": t1})
 
     def close(self) -> None:
         pass

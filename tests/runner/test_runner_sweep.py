@@ -1,0 +1,150 @@
+"""bench sweep: lock, resume by config hash, atomic appends under SIGKILL, log, exit codes (issue 7)."""
+
+from __future__ import annotations
+
+import csv
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from archline.bench.sweep import EXIT_CONFIG, EXIT_LOCKED, EXIT_MORE_TO_DO, EXIT_OK, RESULTS_NAME, load_config
+
+SWEEP = [sys.executable, "-m", "archline.bench.sweep"]
+
+
+def _config(tmp: Path, name: str = "nightly", **extra: object) -> Path:
+    keys: dict[str, object] = {"platform": '"gtx580"', "emulate": "true", "quick": "true",
+                               "time_compression": 400.0, "out": '"out"', **extra}
+    lines = ["[sweep]"] + [f"{k} = {v}" for k, v in keys.items()]
+    p = tmp / f"{name}.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _check_results(path: Path) -> list[dict[str, str]]:
+    """Every line complete (ends in a newline, as many fields as the header); return the rows."""
+    data = path.read_bytes()
+    assert data.endswith(b"\n"), "results file ends in a partial line"
+    lines = data.decode().splitlines()
+    header = next(csv.reader([lines[0]]))
+    rows = []
+    for i, line in enumerate(lines[1:], start=2):
+        fields = next(csv.reader([line]))
+        assert len(fields) == len(header), f"line {i} has {len(fields)} fields, header has {len(header)}"
+        rows.append(dict(zip(header, fields)))
+    for r in rows:
+        assert r["schema"] == "archline.results/1"
+        assert float(r["time_s"]) > 0 and float(r["energy_j"]) > 0
+        assert r["emulated"] == "true" and r["backend"] == "emulated"
+    return rows
+
+
+def _n_points(cfg: Path) -> int:
+    from archline.bench.runner_session import open_session
+
+    c = load_config(cfg)
+    s = open_session(c.platform, emulate=True, quick=c.quick, time_compression=c.time_compression)
+    try:
+        return len(s.points)
+    finally:
+        s.close()
+
+
+def _kill_and_finish(tmp: Path, kills: int, seed: int) -> None:
+    cfg = _config(tmp)
+    rng = random.Random(seed)
+    for _ in range(kills):
+        p = subprocess.Popen(SWEEP + [str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 1.2))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    done = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == EXIT_OK, done.stderr
+    rows = _check_results(tmp / "out" / RESULTS_NAME)
+    ids = [r["point_id"] for r in rows]
+    assert len(ids) == len(set(ids)), "a point was written twice"
+    assert len(ids) == _n_points(cfg)
+    assert len({r["config_hash"] for r in rows}) == 1
+    # a further run has nothing to do and says so
+    again = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    assert again.returncode == EXIT_OK
+    assert len(_check_results(tmp / "out" / RESULTS_NAME)) == len(ids)
+    log = (tmp / "out" / "sweep.log").read_text()
+    assert "already done" in log
+
+
+def test_runner_sigkill_5_times_then_finish(tmp_path: Path) -> None:
+    _kill_and_finish(tmp_path, 5, seed=1)
+
+
+@pytest.mark.slow
+def test_runner_sigkill_20_times_then_finish(tmp_path: Path) -> None:
+    _kill_and_finish(tmp_path, 20, seed=2)
+
+
+def test_runner_second_sweep_exits_at_once_saying_locked(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, time_compression=5.0)
+    first = subprocess.Popen(SWEEP + [str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        lock = tmp_path / "out" / ".sweep.lock"
+        t_end = time.monotonic() + 30
+        while time.monotonic() < t_end and not (lock.exists() and lock.read_text().startswith("pid")):
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        second = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=30)
+        assert time.monotonic() - t0 < 10
+        assert second.returncode == EXIT_LOCKED
+        assert "locked" in second.stderr and f"pid {first.pid}" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    # the kernel dropped the dead process's lock: the next run gets it (one point is enough to show it)
+    cfg.write_text(cfg.read_text() + "max_points = 1\n")
+    third = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=120)
+    assert third.returncode in (EXIT_OK, EXIT_MORE_TO_DO), third.stderr
+
+
+def test_runner_sweep_config_typo_names_the_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('[sweep]\nplatfrom = "gtx580"\n')
+    r = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == EXIT_CONFIG
+    assert "platfrom" in r.stderr and "did you mean 'platform'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_runner_sweep_unknown_platform_and_bad_cap(tmp_path: Path) -> None:
+    cfg = tmp_path / "a.toml"
+    cfg.write_text('[sweep]\nplatform = "gtx9999"\nemulate = true\n')
+    r = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == EXIT_CONFIG and "unknown platform 'gtx9999'" in r.stderr
+    cfg.write_text('[sweep]\nplatform = "gtx580"\nemulate = true\npower_caps_w = [5000.0]\n')
+    r = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == EXIT_CONFIG and "outside" in r.stderr and "allowed range" in r.stderr
+
+
+def test_runner_sweep_resume_max_points_and_config_change(tmp_path: Path) -> None:
+    from archline.bench.sweep import main
+
+    cfg = _config(tmp_path, max_points=5)
+    assert main([str(cfg)], echo=lambda s: None) == EXIT_MORE_TO_DO
+    rows = _check_results(tmp_path / "out" / RESULTS_NAME)
+    assert len(rows) == 5
+    # a partial line left by a power cut is cut off before appending
+    with open(tmp_path / "out" / RESULTS_NAME, "ab") as f:
+        f.write(b"archline.results/1,half-a-row")
+    assert main([str(cfg)], echo=lambda s: None) == EXIT_MORE_TO_DO
+    rows = _check_results(tmp_path / "out" / RESULTS_NAME)
+    assert len(rows) == 10
+    assert "removed a partial last line" in (tmp_path / "out" / "sweep.log").read_text()
+    # another config (other precisions) hashes differently: its points are measured afresh in the same file
+    cfg2 = _config(tmp_path, precisions='["dp"]', kernels='["intensity"]')
+    assert main([str(cfg2)], echo=lambda s: None) == EXIT_OK
+    rows = _check_results(tmp_path / "out" / RESULTS_NAME)
+    assert len({r["config_hash"] for r in rows}) == 2
