@@ -1,0 +1,79 @@
+"""``archline design-space``: Elango et al.'s LLC-vs-cores chip design space (S2 §4-6; model.md §12.3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("design-space")
+@click.argument("algorithm")
+@click.option("--machine", "machine_file", type=click.Path(path_type=Path), metavar="MACHINE.toml",
+              help="your own chip (keys of fit/design_space.DesignMachine); default: S2's Nehalem-EX")
+@click.option("--objective", type=click.Choice(["energy", "performance"]), default="energy", show_default=True,
+              help="maximise flop/J or flop/s")
+@click.option("--eps-scaling", type=click.Choice(["v", "v2", "table6"]), default=None,
+              help="how eps_flop(f) scales with the V/f state (default: the machine's; Nehalem-EX: v)")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), metavar="FIG.png",
+              help="draw the efficiency map (LLC size x active cores)")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_scaling: str | None,
+                 plot_path: Path | None, fmt: str) -> None:
+    """Split a chip between LLC and cores, sweep frequency, and find the best (LLC, cores, f) for ALGORITHM.
+
+    \b
+    E_eff = [eps_flop(f) + eps_mem/OI(S) + (P*pi_cpu + pi_cache(S)) / min(P*F(f), B_mem*OI(S))]^-1
+    (Elango et al., TACO 2015, eq.1-3), OI(S) from 'archline bound'. ALGORITHM: matmul, fft, cg, jacobi2d.
+
+    \b
+    Examples:
+      archline design-space cg                       S2 §6: 0.373 GFLOP/J at 4 KB, 3 cores, 1.26 GHz
+      archline design-space fft --plot fft-map.png
+      archline design-space matmul --machine mychip.toml --objective performance
+    """
+    from dataclasses import replace
+
+    from archline.fit import design_space as ds_mod
+    from archline.fit.oi_bounds import get_bound
+
+    get_bound(algorithm)
+    machine = ds_mod.load_machine(machine_file) if machine_file else ds_mod.nehalem_ex()
+    if eps_scaling:
+        machine = replace(machine, eps_scaling=eps_scaling)
+    ds = ds_mod.sweep(algorithm, machine)
+    best = ds.best(objective)
+    per_llc = ds.best_per_llc(objective)
+    if plot_path is not None:
+        ds_mod.plot_efficiency_map(ds, plot_path, objective)
+
+    def row(p: ds_mod.Point) -> dict[str, object]:
+        return {"llc_bytes": p.llc_bytes, "llc_area_mm2": p.llc_area_mm2, "alpha": p.alpha,
+                "max_cores": p.max_cores, "cores": p.cores, "freq_hz": p.freq_hz,
+                "oi_flop_per_byte": p.oi_flop_per_byte, "perf_flop_per_s": p.perf_flop_per_s,
+                "flop_per_j": p.flop_per_j, "bandwidth_bound": p.bandwidth_bound,
+                "case": ds_mod.case_of(machine, p.oi_flop_per_byte, p.cores),
+                "llc_area_extrapolated": p.extrapolated}
+
+    if fmt == "json":
+        click.echo(json.dumps({"algorithm": algorithm, "machine": machine.name, "machine_source": machine.source,
+                               "objective": objective, "eps_scaling": machine.eps_scaling, "best": row(best),
+                               "best_per_llc": [row(p) for p in per_llc], "notes": ds.notes,
+                               "citation": "S2 Sec. 4-6 (Elango et al., TACO 2015); model.md §12.3"}, indent=2))
+        return
+    click.echo(f"{algorithm} on {machine.name} ({machine.source}); objective: {objective}")
+    click.echo(f"{'LLC':>8}{'alpha':>7}{'Pmax':>6}{'P':>4}{'f GHz':>7}{'OI flop/B':>11}{'GFLOP/s':>9}"
+               f"{'GFLOP/J':>9}  case")
+    for p in per_llc:
+        mark = " *" if p is best else ""
+        ext = " (area extrapolated)" if p.extrapolated else ""
+        click.echo(f"{ds_mod._fmt_bytes(p.llc_bytes):>8}{p.alpha:>7.3f}{p.max_cores:>6}{p.cores:>4}"
+                   f"{p.freq_hz / 1e9:>7.2f}{p.oi_flop_per_byte:>11.4g}{p.perf_flop_per_s / 1e9:>9.4g}"
+                   f"{p.flop_per_j / 1e9:>9.4g}  {ds_mod.case_of(machine, p.oi_flop_per_byte, p.cores)}{mark}{ext}")
+    click.echo(f"best: LLC {ds_mod._fmt_bytes(best.llc_bytes)}, {best.cores} cores, {best.freq_hz / 1e9:.2f} GHz: "
+               f"{best.flop_per_j / 1e9:.4g} GFLOP/J, {best.perf_flop_per_s / 1e9:.4g} GFLOP/s")
+    for n in ds.notes:
+        click.echo(f"note: {n}")
+    if plot_path is not None:
+        click.echo(f"wrote {plot_path}")

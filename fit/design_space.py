@@ -1,0 +1,355 @@
+"""Elango et al.'s architecture design space (S2 §4-6; model.md §12.3).
+
+A chip of area A gives alpha*A to a last-level cache of S words and the rest to cores of area A_core:
+P_max = floor((A - area(S)) / A_core). For every LLC size, number of active cores p <= P_max and core
+frequency f:
+
+    perf  = min(p*F_flops(f), B_mem*OI(S))                                              (S2 eq.1)
+    E_eff = [eps_flop(f) + eps_mem/OI(S) + (p*pi_cpu + pi_cache(S)) / perf]^-1          (S2 eq.3)
+
+with OI(S) the algorithm's upper bound (fit/oi_bounds.py). The default machine is the paper's Nehalem-EX
+(S2 Tables III-VI, §4.2; fit/data/elango_*.csv).
+
+Stated interpretations (the paper does not give them exactly):
+
+* area(S): S2 Table V (CACTI) interpolated log-log between its sizes (4 KB - 8 MB); past 8 MB, extrapolated
+  linearly at the 4 MB -> 8 MB marginal area (9.86 mm^2/MB), which puts 64 MB at 0.94 of the die and leaves one
+  core, as S2 §4.2 says. Any result past 8 MB says so.
+* pi_cache(S) = 21 W x area(S)/684 mm^2 (leakage is area-proportional, as pi_cpu is; model.md §12.3).
+* F_flops(f) = 9.04 GFLOP/s x f/2.26 GHz per core (grows linearly with f, S2 §6).
+* eps_flop(f): scaled from 1.3 nJ at 2.26 GHz / 1.1 V with the S2 Table VI voltage at f. The default scaling
+  "v" (eps proportional to V) is the one of three that reproduces S2 §6's printed CG optimum, 0.373 GFLOP/J at
+  4 KB, 3 cores, 1.26 GHz; "v2" (eps ~ V^2, S2 §6's "energy is proportional to V^2 f") and "table6" (Table VI
+  per-core dynamic power / per-core flop rate, normalised to 1.3 nJ at 2.26 GHz) are available.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from archline.fit.errors import ArchlineFitError, ProfileFormatError
+from archline.fit.oi_bounds import BoundResult, oi_upper_bound
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DATA_DIR = Path(__file__).parent / "data"
+EPS_SCALINGS = ("v", "v2", "table6")
+
+
+class DesignSpaceError(ArchlineFitError):
+    pass
+
+
+@dataclass(frozen=True)
+class VfPoint:
+    voltage_v: float
+    freq_hz: float
+    core_dyn_w: float
+
+
+@dataclass(frozen=True)
+class DesignMachine:
+    name: str
+    die_area_mm2: float
+    core_area_mm2: float
+    flops_per_s_per_core_at_fmax: float
+    b_mem_byte_per_s: float
+    eps_flop_at_fmax_j: float
+    eps_mem_j_per_byte: float
+    pi_cpu_w: float
+    leakage_total_w: float
+    vf: tuple[VfPoint, ...]                      # sorted by frequency
+    cacti: tuple[tuple[float, float], ...]       # (LLC bytes, area mm^2), sorted
+    word_bytes: int = 8
+    eps_scaling: str = "v"
+    source: str = ""
+
+    @property
+    def f_min_hz(self) -> float:
+        return self.vf[0].freq_hz
+
+    @property
+    def f_max_hz(self) -> float:
+        return self.vf[-1].freq_hz
+
+    def flops_per_core(self, f_hz: float) -> float:
+        """F_flops(f): linear in f (S2 §6)."""
+        return self.flops_per_s_per_core_at_fmax * f_hz / self.f_max_hz
+
+    def voltage_v(self, f_hz: float) -> float:
+        fs = [p.freq_hz for p in self.vf]
+        return float(np.interp(f_hz, fs, [p.voltage_v for p in self.vf]))
+
+    def eps_flop_j(self, f_hz: float) -> float:
+        top = self.vf[-1]
+        if self.eps_scaling == "v":
+            return self.eps_flop_at_fmax_j * self.voltage_v(f_hz) / top.voltage_v
+        if self.eps_scaling == "v2":
+            return self.eps_flop_at_fmax_j * (self.voltage_v(f_hz) / top.voltage_v) ** 2
+        fs = [p.freq_hz for p in self.vf]
+        per_hz = float(np.interp(f_hz, fs, [p.core_dyn_w / p.freq_hz for p in self.vf]))
+        return self.eps_flop_at_fmax_j * per_hz / (top.core_dyn_w / top.freq_hz)
+
+    def llc_area_mm2(self, size_bytes: float) -> tuple[float, bool]:
+        """CACTI area of an LLC of ``size_bytes``: log-log interpolation inside the table, linear extrapolation
+        at the last interval's marginal area above it. Returns (area, extrapolated)."""
+        sizes = [s for s, _ in self.cacti]
+        areas = [a for _, a in self.cacti]
+        if size_bytes <= sizes[-1]:
+            if size_bytes < sizes[0]:
+                return areas[0] * size_bytes / sizes[0], True
+            a = float(np.exp(np.interp(np.log(size_bytes), np.log(sizes), np.log(areas))))
+            return a, False
+        slope = (areas[-1] - areas[-2]) / (sizes[-1] - sizes[-2])
+        return areas[-1] + slope * (size_bytes - sizes[-1]), True
+
+    def pi_cache_w(self, area_mm2: float) -> float:
+        """Static leakage of the LLC, area-proportional from the chip's total (model.md §12.3, DERIVED)."""
+        return self.leakage_total_w * area_mm2 / self.die_area_mm2
+
+    def max_cores(self, llc_area_mm2: float) -> int:
+        """P = floor((A - area(S)) / A_core) (model.md §12.3, DERIVED)."""
+        return max(0, math.floor((self.die_area_mm2 - llc_area_mm2) / self.core_area_mm2 + 1e-9))
+
+    def cores_at_alpha(self, alpha: float) -> int:
+        return self.max_cores(alpha * self.die_area_mm2)
+
+
+def _read_csv(name: str) -> list[dict[str, str]]:
+    with (DATA_DIR / name).open() as f:
+        return list(csv.DictReader(f))
+
+
+def nehalem_ex(eps_scaling: str = "v") -> DesignMachine:
+    """S2's testbed: Tables III-VI and §4.2 (fit/data/elango_*.csv)."""
+    p = {r["parameter"]: r["value"] for r in _read_csv("elango_testbed_params.csv")}
+    vf = sorted((VfPoint(float(r["voltage_v"]), float(r["clock_mhz"]) * 1e6, float(r["peak_core_dyn_w"]))
+                 for r in _read_csv("elango_table6_vf_power.csv")), key=lambda v: v.freq_hz)
+    cacti = tuple((float(r["size_kb"]) * 1024, float(r["area_mm2"])) for r in _read_csv("elango_table5_cacti_llc.csv"))
+    leak = next(float(r["value"]) for r in _read_csv("elango_table3_nehalem_ex_spec.csv")
+                if r["parameter"] == "Leakage (total)")
+    return DesignMachine(
+        name="nehalem-ex", die_area_mm2=float(p["A (die area)"]), core_area_mm2=float(p["A_core"]),
+        flops_per_s_per_core_at_fmax=float(p["F_flops(f) per core"]) * 1e9,
+        b_mem_byte_per_s=float(p["B_mem"]) * 1e9, eps_flop_at_fmax_j=float(p["eps_flop(f)"]) * 1e-9,
+        eps_mem_j_per_byte=float(p["eps_mem"]) * 1e-9, pi_cpu_w=float(p["pi_cpu"]), leakage_total_w=leak,
+        vf=tuple(vf), cacti=cacti, eps_scaling=_check_scaling(eps_scaling),
+        source="S2 Tables III-VI, Sec. 4.2 (Intel Nehalem-EX, 45 nm; McPAT and CACTI)")
+
+
+def _check_scaling(s: str) -> str:
+    if s not in EPS_SCALINGS:
+        raise DesignSpaceError(f"eps_flop scaling must be one of {', '.join(EPS_SCALINGS)}, got '{s}'")
+    return s
+
+
+MACHINE_KEYS = {"name", "die_area_mm2", "core_area_mm2", "flops_per_s_per_core_at_fmax", "b_mem_byte_per_s",
+                "eps_flop_at_fmax_j", "eps_mem_j_per_byte", "pi_cpu_w", "leakage_total_w", "word_bytes",
+                "eps_scaling", "vf", "cacti", "source"}
+
+
+def load_machine(path: Path) -> DesignMachine:
+    """A user's machine as TOML: the scalar keys of DesignMachine (SI units, areas in mm^2), ``vf`` as a list of
+    {voltage_v, freq_hz, core_dyn_w} and ``cacti`` as a list of {size_bytes, area_mm2}. Missing keys take the
+    Nehalem-EX values."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise DesignSpaceError(f"cannot read machine file {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileFormatError(f"{path}: not valid TOML: {e}") from None
+    unknown = set(data) - MACHINE_KEYS
+    if unknown:
+        raise ProfileFormatError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
+                                 f"(known: {', '.join(sorted(MACHINE_KEYS))})")
+    base = nehalem_ex()
+    kw: dict[str, Any] = {"name": str(data.get("name", path.stem)), "source": str(data.get("source", path))}
+    for k in MACHINE_KEYS - {"name", "source", "vf", "cacti", "eps_scaling", "word_bytes"}:
+        if k in data:
+            v = data[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ProfileFormatError(f"{path}: {k} must be a positive number, got {v!r}")
+            kw[k] = float(v)
+    if "word_bytes" in data:
+        kw["word_bytes"] = int(data["word_bytes"])
+    if "eps_scaling" in data:
+        kw["eps_scaling"] = _check_scaling(str(data["eps_scaling"]))
+    try:
+        if "vf" in data:
+            kw["vf"] = tuple(sorted((VfPoint(float(e["voltage_v"]), float(e["freq_hz"]), float(e["core_dyn_w"]))
+                                     for e in data["vf"]), key=lambda v: v.freq_hz))
+        if "cacti" in data:
+            kw["cacti"] = tuple(sorted((float(e["size_bytes"]), float(e["area_mm2"])) for e in data["cacti"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ProfileFormatError(f"{path}: bad vf/cacti entry ({e}); vf needs voltage_v, freq_hz, core_dyn_w; "
+                                 "cacti needs size_bytes, area_mm2") from None
+    m = replace(base, **kw)
+    if len(m.vf) < 1 or len(m.cacti) < 2:
+        raise ProfileFormatError(f"{path}: need at least one vf point and two cacti points")
+    return m
+
+
+# --- the sweep --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Point:
+    llc_bytes: float
+    llc_area_mm2: float
+    alpha: float
+    max_cores: int
+    cores: int
+    freq_hz: float
+    oi_flop_per_byte: float
+    perf_flop_per_s: float
+    flop_per_j: float
+    bandwidth_bound: bool
+    extrapolated: bool
+
+
+@dataclass
+class DesignSpace:
+    algorithm: str
+    machine: DesignMachine
+    points: list[Point]
+    llc_sizes_bytes: list[float]
+    freqs_hz: list[float]
+    notes: list[str] = field(default_factory=list)
+
+    def best(self, objective: str = "energy") -> Point:
+        key = (lambda p: p.flop_per_j) if objective == "energy" else (lambda p: (p.perf_flop_per_s, p.flop_per_j))
+        return max(self.points, key=key)
+
+    def best_per_llc(self, objective: str = "energy") -> list[Point]:
+        out = []
+        for s in self.llc_sizes_bytes:
+            ps = [p for p in self.points if p.llc_bytes == s]
+            if ps:
+                out.append(max(ps, key=(lambda p: p.flop_per_j) if objective == "energy"
+                               else (lambda p: (p.perf_flop_per_s, p.flop_per_j))))
+        return out
+
+
+def case_of(m: DesignMachine, oi_flop_per_byte: float, cores: int) -> str:
+    """S2 §6's cases for p = ``cores`` active cores:
+    I   bandwidth-bound on one core at f_min;
+    II  compute-bound with p cores at every f;
+    III compute-bound at f_min, bandwidth-bound at f_max (an f_cutoff in between);
+    IV  compute-bound with p at every f and bandwidth-bound with p+1 at every f (q*F(f_min) > B_mem*OI);
+    else bandwidth-bound with p cores at every f."""
+    roof = m.b_mem_byte_per_s * oi_flop_per_byte
+    fmin, fmax = m.flops_per_core(m.f_min_hz), m.flops_per_core(m.f_max_hz)
+    if roof < fmin:
+        return "I"
+    if cores * fmax <= roof:
+        return "IV" if (cores + 1) * fmin > roof else "II"
+    if cores * fmin <= roof:
+        return "III"
+    return "bandwidth-bound"
+
+
+def default_llc_sizes() -> list[float]:
+    """4 KB to 64 MB in powers of two (S2 §5)."""
+    return [4096.0 * 2**k for k in range(15)]
+
+
+def sweep(algorithm: str, machine: DesignMachine | None = None, *, llc_sizes_bytes: Sequence[float] | None = None,
+          freqs_hz: Sequence[float] | None = None) -> DesignSpace:
+    """Every (LLC size, active cores, frequency) of the design space with its perf and flop/J bounds."""
+    m = machine or nehalem_ex()
+    sizes = list(llc_sizes_bytes or default_llc_sizes())
+    freqs = sorted(freqs_hz or [p.freq_hz for p in m.vf])
+    if any(f < m.f_min_hz * (1 - 1e-9) or f > m.f_max_hz * (1 + 1e-9) for f in freqs):
+        raise DesignSpaceError(f"frequencies must lie in the V/f table's range "
+                               f"{m.f_min_hz / 1e6:g}-{m.f_max_hz / 1e6:g} MHz")
+    pts: list[Point] = []
+    notes: list[str] = []
+    extrap: list[float] = []
+    for s in sizes:
+        area, ext = m.llc_area_mm2(s)
+        if ext:
+            extrap.append(s)
+        pmax = m.max_cores(area)
+        if pmax < 1:
+            notes.append(f"LLC of {_fmt_bytes(s)} ({area:.0f} mm^2) leaves no room for a core: skipped")
+            continue
+        b: BoundResult = oi_upper_bound(algorithm, s, m.word_bytes)
+        oi = b.oi_upper_flop_per_byte
+        pi_cache = m.pi_cache_w(area)
+        for f in freqs:
+            eps_f = m.eps_flop_j(f)
+            per_core = m.flops_per_core(f)
+            for p in range(1, pmax + 1):
+                compute, bw = p * per_core, m.b_mem_byte_per_s * oi
+                perf = min(compute, bw)
+                e = eps_f + m.eps_mem_j_per_byte / oi + (p * m.pi_cpu_w + pi_cache) / perf
+                pts.append(Point(s, area, area / m.die_area_mm2, pmax, p, f, oi, perf, 1.0 / e, bw < compute, ext))
+    if not pts:
+        raise DesignSpaceError("no LLC size leaves room for a core on this chip")
+    if extrap:
+        top = m.cacti[-1][0]
+        notes.append(f"LLC areas above {_fmt_bytes(top)} ({', '.join(_fmt_bytes(s) for s in extrap if s > top)}) are "
+                     f"EXTRAPOLATED linearly past the CACTI table (S2 Table V ends at {_fmt_bytes(top)}) at "
+                     f"{(m.cacti[-1][1] - m.cacti[-2][1]) / ((m.cacti[-1][0] - m.cacti[-2][0]) / 2**20):.2f} "
+                     "mm^2/MB")
+    notes.append(f"eps_flop(f) scaled by '{m.eps_scaling}' from {m.eps_flop_at_fmax_j * 1e9:g} nJ at "
+                 f"{m.f_max_hz / 1e9:g} GHz (see fit/design_space.py)")
+    return DesignSpace(algorithm, m, pts, sizes, freqs, notes)
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, k in (("MB", 2**20), ("KB", 2**10)):
+        if b >= k and b % k == 0:
+            return f"{b / k:g} {unit}"
+    return f"{b:g} B"
+
+
+# --- figure ---------------------------------------------------------------------------------------------------
+
+def plot_efficiency_map(ds: DesignSpace, out_path: Path, objective: str = "energy") -> Path:
+    """The design space as a map: LLC size (x) by active cores (y), colour = the best flop/J (or flop/s) over
+    frequency; the optimum is marked, and extrapolated LLC sizes are hatched."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = ds.llc_sizes_bytes
+    pmax = max(p.max_cores for p in ds.points)
+    grid = np.full((pmax, len(sizes)), np.nan)
+    for p in ds.points:
+        j = sizes.index(p.llc_bytes)
+        v = p.flop_per_j / 1e9 if objective == "energy" else p.perf_flop_per_s / 1e9
+        if np.isnan(grid[p.cores - 1, j]) or v > grid[p.cores - 1, j]:
+            grid[p.cores - 1, j] = v
+    fig, ax = plt.subplots(figsize=(8.5, 5.0))
+    mesh = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis",
+                     extent=(-0.5, len(sizes) - 0.5, 0.5, pmax + 0.5))
+    cb = fig.colorbar(mesh, ax=ax)
+    cb.set_label("best GFLOP/J over frequency" if objective == "energy" else "best GFLOP/s over frequency")
+    best = ds.best(objective)
+    ax.plot(sizes.index(best.llc_bytes), best.cores, marker="*", color="red", markersize=16,
+            label=f"best: {_fmt_bytes(best.llc_bytes)}, {best.cores} cores, {best.freq_hz / 1e9:.2f} GHz")
+    ext = [j for j, s in enumerate(sizes) if ds.machine.llc_area_mm2(s)[1]]
+    for j in ext:
+        ax.axvspan(j - 0.5, j + 0.5, facecolor="none", edgecolor="white", hatch="//", linewidth=0)
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([_fmt_bytes(s).replace(" ", "") for s in sizes], rotation=45, ha="right")
+    ax.set_xlabel("LLC size (hatched: area extrapolated past CACTI table)" if ext else "LLC size")
+    ax.set_ylabel("active cores")
+    ax.set_title(f"{ds.algorithm} on {ds.machine.name}: design-space bound (Elango et al. S2 §6)")
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
