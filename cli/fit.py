@@ -1,0 +1,80 @@
+"""archline fit FILES... : the per-platform cost table from result rows."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("fit")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
+              help="table for people (pJ/flop, pJ/B, W); json = archline.costs/1; csv = one line per number.")
+@click.option("--out", type=click.Path(), default=None,
+              help="write here instead of stdout; with several platforms and json, a directory (one file each).")
+@click.option("--model", type=click.Choice(["auto", "basic", "cache", "capped", "dvfs"]), default="auto",
+              show_default=True, help="auto picks by cross-validated error and says so.")
+@click.option("--cache-method", type=click.Choice(["joint", "residual"]), default="joint", show_default=True,
+              help="cache model: one joint fit, or S1 eq.11-12 residuals after eq.9.")
+@click.option("--figure", type=click.Path(dir_okay=False), default=None,
+              help="fit-report PNG: measured points over the fitted lines, and residuals.")
+@click.option("--points", type=click.Path(dir_okay=False), default=None,
+              help="CSV of per-point relative errors of time, energy and power.")
+@click.option("--include-emulated/--exclude-emulated", default=True, show_default=True,
+              help="fit emulated rows (as their own group, labelled emulated) or drop them.")
+@click.option("--mix-emulated", is_flag=True, help="fit emulated and real rows of a platform together.")
+@click.option("--platform", default=None, help="fit only this platform's rows.")
+@click.option("--folds", type=int, default=None,
+              help="k for k-fold cross-validation [default: 10; dvfs: the number of settings].")
+@click.option("--holdout-col", default=None,
+              help="column splitting rows into training (T) and validation (V/validation/test/1/true).")
+@click.option("--one-precision", is_flag=True, help="basic: allow data with only SP or only DP rows.")
+@click.option("--bootstrap", "n_boot", type=int, default=200, show_default=True,
+              help="bootstrap resamples for the non-OLS fits (capped uses at most 100).")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed for folds and bootstrap.")
+def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_method: str, figure: str | None,
+        points: str | None, include_emulated: bool, mix_emulated: bool, platform: str | None, folds: int | None,
+        holdout_col: str | None, one_precision: bool, n_boot: int, seed: int) -> None:
+    """Fit the energy-roofline model to archline.results/1 CSV FILES.
+
+    \b
+    Models (model.md §6):
+      basic   S0 eq.9, SP and DP jointly (statsmodels OLS)
+      cache   + L1/L2/L3/shared, random-access, integer terms (joint or residual eq.11-12)
+      capped  power-cap model eq.32-38 (scipy least squares), KS test free vs capped
+      dvfs    S1 eq.48 by non-negative least squares over every voltage setting
+    Every coefficient has a standard error and a 95% interval; one the data cannot identify is left out with
+    a warning, never printed as 0.
+
+    \b
+    Examples:
+      archline fit results/*.csv
+      archline fit results/*.csv --format json --out gtx580.json
+      archline fit tk1/*.csv --model dvfs --folds 16 --holdout-col split
+      archline fit results/*.csv --figure fit.png --points errors.csv
+    """
+    from archline.fit.costs_table import render, write_costs, write_points
+    from archline.fit.fit_api import FitOptions, fit_files
+
+    opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
+                      mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
+                      one_precision=one_precision, n_boot=n_boot, seed=seed)
+    results = fit_files(files, opts)
+    if out is None:
+        click.echo(render(results, fmt), nl=False)
+    else:
+        for p in write_costs(results, out, fmt):
+            click.echo(f"wrote {p}", err=True)
+    if fmt != "table":
+        for r in results:
+            for w in r.warnings:
+                click.echo(f"archline: warning: {r.platform}: {w}", err=True)
+    if points:
+        click.echo(f"wrote {write_points(results, points)}", err=True)
+    if figure:
+        from archline.fit.report_figure import fit_report_figure
+
+        for path in fit_report_figure(results, figure):
+            click.echo(f"wrote {path}", err=True)
+    sys.stdout.flush()

@@ -1,0 +1,196 @@
+"""``archline fit`` as a library call: read result files, group them, fit a model per group, validate.
+
+    results = fit_files(["results/run1.csv"], FitOptions(model="auto", folds=10))
+    write_costs(results, "gtx580.json", fmt="json")
+
+``--model auto`` chooses by cross-validated error and says so in ``extra["auto"]`` and the warnings:
+dvfs when the rows span at least two (core_v, mem_v) settings; otherwise the cache model (joint or residual,
+whichever cross-validates better) when cache/random/integer rows exist; otherwise basic or capped, whichever
+has the lower CV error of time and energy, capped only when its power cap is identified.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from archline.fit.fit_result import FitResult, Predictor
+from archline.fit.regress_basic import fit_basic, fit_basic_params, predict_linear
+from archline.fit.regress_cache import fit_cache, fit_joint_params, fit_residual_params, has_cache_rows
+from archline.fit.regress_capped import fit_capped, fit_capped_params, predict_capped
+from archline.fit.regress_dvfs import distinct_settings, fit_dvfs, fit_dvfs_params, predict_dvfs
+from archline.fit.results_io import Group, ResultsError, group_rows, read_results
+from archline.fit.validation import cross_validate, holdout
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+MODELS: tuple[str, ...] = ("basic", "cache", "capped", "dvfs", "auto")
+
+
+@dataclass
+class FitOptions:
+    model: str = "auto"
+    folds: int | None = None            # None: 10, or the number of settings for dvfs (S1: 16-fold)
+    holdout_col: str | None = None
+    include_emulated: bool = True
+    mix_emulated: bool = False
+    platform: str | None = None
+    cache_method: str = "joint"         # joint | residual
+    one_precision: bool = False         # basic: allow a single precision
+    n_boot: int = 200
+    seed: int = 0
+    validate: bool = True
+
+
+def _fitter(model: str, opts: FitOptions) -> Callable[[pd.DataFrame], Predictor]:
+    """Point-estimate fitter used by cross-validation and holdout."""
+    def basic(f: pd.DataFrame) -> Predictor:
+        p = fit_basic_params(f)
+        return lambda g: predict_linear(p, g)
+
+    def cache(f: pd.DataFrame) -> Predictor:
+        p = fit_joint_params(f) if opts.cache_method == "joint" else fit_residual_params(f)
+        return lambda g: predict_linear(p, g)
+
+    def capped(f: pd.DataFrame) -> Predictor:
+        p = fit_capped_params(f)
+        return lambda g: predict_capped(p, g)
+
+    def dvfs(f: pd.DataFrame) -> Predictor:
+        p = fit_dvfs_params(f)
+        return lambda g: predict_dvfs(p, g)
+
+    return {"basic": basic, "cache": cache, "capped": capped, "dvfs": dvfs}[model]
+
+
+def _fit_one(frame: pd.DataFrame, model: str, platform: str, emulated: bool, opts: FitOptions) -> FitResult:
+    if model == "basic":
+        return fit_basic(frame, platform=platform, emulated=emulated,
+                         require_both_precisions=not opts.one_precision)
+    if model == "cache":
+        return fit_cache(frame, platform=platform, emulated=emulated, method=opts.cache_method)
+    if model == "capped":
+        return fit_capped(frame, platform=platform, emulated=emulated, n_boot=min(opts.n_boot, 100),
+                          seed=opts.seed)
+    if model == "dvfs":
+        return fit_dvfs(frame, platform=platform, emulated=emulated, n_boot=opts.n_boot, seed=opts.seed)
+    raise ResultsError(f"unknown model '{model}' (known: {', '.join(MODELS)})")
+
+
+def _folds(model: str, rows: pd.DataFrame, opts: FitOptions) -> int:
+    if opts.folds is not None:
+        return opts.folds
+    if model == "dvfs":
+        return max(2, min(distinct_settings(rows), len(rows)))
+    return max(2, min(10, len(rows) // 3))
+
+
+def _validate(result: FitResult, opts: FitOptions, cache_method: str | None = None) -> None:
+    assert result.rows is not None
+    rows = result.rows
+    o = opts if cache_method is None else FitOptions(**{**opts.__dict__, "cache_method": cache_method})
+    fitter = _fitter(result.model, o)
+    k = _folds(result.model, rows, opts)
+    if len(rows) >= 2 * k:
+        result.quality.update(cross_validate(rows, fitter, k, seed=opts.seed))
+    else:
+        result.warnings.append(f"too few points ({len(rows)}) for {k}-fold cross-validation; skipped")
+    if opts.holdout_col:
+        result.quality.update(holdout(rows, fitter, opts.holdout_col))
+
+
+def _cv_score(q: dict[str, Any], with_time: bool = True) -> float:
+    e = q.get("cv_mape_pct", math.inf)
+    t = q.get("cv_time_mape_pct")
+    return float(e if t is None or not with_time else (e + t) / 2)
+
+
+def fit_group(group: Group, opts: FitOptions) -> FitResult:
+    frame = group.frame
+    if opts.model != "auto":
+        r = _fit_one(frame, opts.model, group.platform, group.emulated, opts)
+        if opts.validate:
+            _validate(r, opts)
+        return r
+    # --- auto ---
+    if distinct_settings(frame) >= 2:
+        r = _fit_one(frame, "dvfs", group.platform, group.emulated, opts)
+        _validate(r, opts)
+        r.extra["auto"] = {"chosen": "dvfs", "reason": f"{distinct_settings(frame)} (core_v, mem_v) settings"}
+        r.warnings.insert(0, "auto: chose dvfs (the rows span several voltage settings)")
+        return r
+    candidates: list[FitResult] = []
+    if has_cache_rows(frame):
+        for method in ("joint", "residual"):
+            o = FitOptions(**{**opts.__dict__, "cache_method": method})
+            r = fit_cache(frame, platform=group.platform, emulated=group.emulated, method=method)
+            _validate(r, o, method)
+            candidates.append(r)
+    else:
+        errors: list[str] = []
+        for model in ("basic", "capped"):
+            try:
+                r = _fit_one(frame, model, group.platform, group.emulated,
+                             FitOptions(**{**opts.__dict__, "one_precision": True}))
+            except ResultsError as e:
+                errors.append(f"{model}: {e}")
+                continue
+            if model == "capped" and "delta_pi" in r.omitted:
+                errors.append("capped: the power cap is not identified")
+                continue
+            _validate(r, opts)
+            candidates.append(r)
+        if not candidates:
+            raise ResultsError("no model fits these rows: " + "; ".join(errors))
+    with_time = not has_cache_rows(frame)  # the cache methods share one time model: compare energy only
+    scores = {f"{c.model}" + (f"/{c.extra.get('method')}" if c.model == "cache" else ""):
+              _cv_score(c.quality, with_time) for c in candidates}
+    best = min(candidates, key=lambda c: _cv_score(c.quality, with_time))
+    label = best.model + (f"/{best.extra.get('method')}" if best.model == "cache" else "")
+    best.extra["auto"] = {"chosen": label, "cv_scores_pct": scores,
+                          "score": "mean of CV energy and time MAPE" if with_time else "CV energy MAPE"}
+    best.warnings.insert(0, "auto: chose " + label + " by cross-validated error ("
+                         + ", ".join(f"{k} {v:.3g}%" for k, v in scores.items()) + ")")
+    return best
+
+
+def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> list[FitResult]:
+    """Read, validate, group and fit. One result per (platform, emulated) group."""
+    opts = opts or FitOptions()
+    if opts.model not in MODELS:
+        raise ResultsError(f"unknown model '{opts.model}' (known: {', '.join(MODELS)})")
+    rs = read_results(paths)
+    groups = group_rows(rs, include_emulated=opts.include_emulated, mix_emulated=opts.mix_emulated,
+                        platform=opts.platform)
+    results = [fit_group(g, opts) for g in groups]
+    for r in results:
+        r.warnings.extend(rs.notes)
+        r.extra["files"] = rs.files
+    return results
+
+
+def fit_frame(frame: pd.DataFrame, opts: FitOptions | None = None, *, platform: str = "",
+              emulated: bool = False) -> FitResult:
+    """Fit one already-read frame (e.g. from :mod:`archline.fit.synthetic` after :func:`prepare_frame`)."""
+    return fit_group(Group(platform, emulated, frame.reset_index(drop=True)), opts or FitOptions())
+
+
+def prepare_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Validate an in-memory frame exactly as files are validated (writes nothing)."""
+    import tempfile
+
+    from archline.fit.synthetic import write_results_csv
+
+    with tempfile.TemporaryDirectory() as d:
+        p = write_results_csv(frame, Path(d) / "frame.csv")
+        return read_results([p]).frame
+
+
+def finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))

@@ -1,0 +1,135 @@
+"""What every regression returns: coefficients with uncertainty, quality, warnings, and a predictor.
+
+Shared by :mod:`regress_basic`, :mod:`regress_cache`, :mod:`regress_capped` and :mod:`regress_dvfs`; written out
+by :mod:`costs_table` as ``archline.costs/1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from archline.fit.results_io import COUNT_COLUMNS
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: SI unit of every coefficient the fits can report (archline.costs/1).
+UNITS: dict[str, str] = {
+    "eps_flop_sp": "J/flop", "eps_flop_dp": "J/flop", "delta_eps_dp": "J/flop", "eps_mem": "J/byte",
+    "eps_l1": "J/byte", "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access",
+    "eps_int": "J/op", "pi0": "W", "delta_pi": "W",
+    "tau_flop_sp": "s/flop", "tau_flop_dp": "s/flop", "tau_mem": "s/byte",
+    "c0_core_single": "J/(flop*V^2)", "delta_c0_core_double": "J/(flop*V^2)", "c0_mem": "J/(byte*V^2)",
+    "c0_core_integer": "J/(op*V^2)", "c0_core_sm": "J/(byte*V^2)", "c0_core_l2": "J/(byte*V^2)",
+    "c1_core": "W/V", "c1_mem": "W/V", "pi_misc": "W",
+}
+
+#: count column -> energy coefficient for the linear (cache / joint) fits.
+COUNT_COEFFICIENT: dict[str, str] = {
+    "flops_sp": "eps_flop_sp", "flops_dp": "eps_flop_dp", "int_ops": "eps_int", "bytes_mem": "eps_mem",
+    "bytes_l1": "eps_l1", "bytes_l2": "eps_l2", "bytes_l3": "eps_l3", "bytes_shared": "eps_shared",
+    "rand_accesses": "eps_rand",
+}
+#: Order in which a row's own operation count is chosen as its normaliser (see :func:`row_normaliser`).
+NORMALISER_ORDER: tuple[str, ...] = ("work_flop", "int_ops", "bytes_shared", "bytes_l1", "bytes_l2", "bytes_l3",
+                                     "rand_accesses", "bytes_mem")
+#: Counts that make a row something other than a plain intensity (flop + DRAM) point.
+NON_BASIC_COUNTS: tuple[str, ...] = tuple(c for c in COUNT_COLUMNS
+                                          if c not in ("flops_sp", "flops_dp", "bytes_mem"))
+
+
+@dataclass
+class Coefficient:
+    name: str
+    value: float
+    stderr: float | None
+    ci95: tuple[float, float] | None
+    unit: str
+    method: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"value": self.value,
+                             "stderr": None if self.stderr is None else float(self.stderr),
+                             "ci95": None if self.ci95 is None else [float(self.ci95[0]), float(self.ci95[1])],
+                             "unit": self.unit}
+        if self.method:
+            d["method"] = self.method
+        return d
+
+
+#: predictor(frame) -> (predicted time_s or None, predicted energy_j)
+Predictor = Callable[["pd.DataFrame"], tuple["np.ndarray | None", "np.ndarray"]]
+
+
+@dataclass
+class FitResult:
+    platform: str
+    model: str
+    emulated: bool
+    n_points: int
+    coefficients: dict[str, Coefficient]
+    tau: dict[str, Coefficient] = field(default_factory=dict)
+    derived: dict[str, float] = field(default_factory=dict)
+    quality: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    omitted: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    point_errors: pd.DataFrame | None = None
+    predictor: Predictor | None = None
+    rows: pd.DataFrame | None = None
+
+    def value(self, name: str) -> float | None:
+        c = self.coefficients.get(name) or self.tau.get(name)
+        return None if c is None else c.value
+
+
+def row_normaliser(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's own operation count N and the column it came from.
+
+    DECISION (model.md §6.4 open point; also used by the joint cache fit): a row is divided by W (flops) when it
+    has flops, which is exactly eq.9/eq.48; a row with W = 0 (integer, shared-memory, L1/L2/L3, random-access
+    or pure streaming benchmark) is divided by its own operation count, taken in the order int_ops,
+    bytes_shared, bytes_l1, bytes_l2, bytes_l3, rand_accesses, bytes_mem. The response E/N is then that
+    row's energy per operation of its own kind, of the same order as the cost being fitted, so no row kind
+    dominates the least-squares loss. Rows with no counts at all (idle) have N = 0 and are left out by callers.
+    """
+    n = np.zeros(len(frame))
+    src = np.full(len(frame), "", dtype=object)
+    for col in NORMALISER_ORDER:
+        v = frame[col].to_numpy(dtype=np.float64)
+        take = (n == 0) & (v > 0)
+        n[take] = v[take]
+        src[take] = col
+    return n, src
+
+
+def t_interval(value: float, stderr: float, dof: int) -> tuple[float, float]:
+    from scipy import stats
+
+    q = float(stats.t.ppf(0.975, max(dof, 1)))
+    return (value - q * stderr, value + q * stderr)
+
+
+def relative_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    """(model - measured)/measured: signed, overprediction positive (model.md §6.3)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (pred - meas) / meas
+
+
+def error_summary(err: np.ndarray, prefix: str) -> dict[str, float]:
+    """Mean |err|, median |err|, sd, min, max (in %) of a relative-error vector; NaNs ignored."""
+    a = np.abs(err[np.isfinite(err)]) * 100.0
+    if a.size == 0:
+        return {}
+    return {f"{prefix}_mape_pct": float(a.mean()), f"{prefix}_median_ape_pct": float(np.median(a)),
+            f"{prefix}_sd_pct": float(a.std(ddof=1)) if a.size > 1 else 0.0,
+            f"{prefix}_min_pct": float(a.min()), f"{prefix}_max_pct": float(a.max())}
+
+
+def finite(x: float) -> bool:
+    return isinstance(x, float) and math.isfinite(x)
