@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, str] = {
     "platforms": "archline.cli.platforms:platforms",
     "model": "archline.cli.model:model",
     "plot": "archline.cli.plot:plot",
+    "fit": "archline.cli.fit:fit",
     "bound": "archline.cli.bound:bound",
     "predict": "archline.cli.predict:predict",
     "tune": "archline.cli.tune:tune",
