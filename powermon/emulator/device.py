@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,7 +71,7 @@ class Truth:
 class PowerMon2Core:
     def __init__(self, power: PowerSource | PowerCallable | None = None, faults: Faults | None = None,
                  speed: float = 1.0, seed: int = 0, clock: Callable[[], float] = time.monotonic,
-                 r_sense_ohm: float = DEFAULT_R_SENSE_OHM) -> None:
+                 r_sense_ohm: float | Mapping[int, float] = DEFAULT_R_SENSE_OHM) -> None:
         if speed <= 0:
             raise ValueError("speed must be > 0")
         self.power = as_power_source(power)
@@ -209,7 +209,9 @@ class PowerMon2Core:
         t_s = ks * self.period_ticks / TICK_HZ
         volts, amps = self.power.sample(t_s, chans)
         vcode = code_from_volts(volts)
-        icode = code_from_amps(amps, self.r_sense_ohm)
+        rs = self.r_sense_ohm
+        r = np.array([rs.get(c, DEFAULT_R_SENSE_OHM) for c in chans]) if isinstance(rs, Mapping) else rs
+        icode = code_from_amps(amps, r)
         if self.faults.adc_noise_lsb:
             vcode = np.clip(np.rint(vcode + self.rng.normal(0, self.faults.adc_noise_lsb, vcode.shape)), 1, 4095)
             icode = np.clip(np.rint(icode + self.rng.normal(0, self.faults.adc_noise_lsb, icode.shape)), 1, 4095)
