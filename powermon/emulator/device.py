@@ -231,12 +231,16 @@ class PowerMon2Core:
         if stall is not None:
             in_stall = (t_s >= stall[0]) & (t_s < stall[0] + stall[1])
             sent[in_stall] = False
+        carry: list[tuple[int, int]] = []
         for b_ev, b_n in self._bursts:
             if k0 <= b_ev < k1:
                 row = b_ev - k0
                 flat = sent.reshape(-1)
                 flat[row * n: row * n + b_n] = False
-        self._bursts = [b for b in self._bursts if b[0] >= k1]
+                left = b_n - (len(flat) - row * n)
+                if left > 0:            # the burst runs past this batch of events
+                    carry.append((k1, left))
+        self._bursts = sorted([b for b in self._bursts if b[0] >= k1] + carry)
         # assemble: [time record] + samples per event, skipping lost ones, flagging after the first loss
         flat_sent = sent.reshape(-1)
         flat_words = words.reshape(-1).copy()
