@@ -229,8 +229,8 @@ def fit_basic(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False
     warnings: list[str] = []
     omitted: dict[str, str] = {}
     for name, c in list(coeffs.items()):
-        if c.stderr is not None and c.ci95 is not None and (c.value <= 0 or c.ci95[0] <= 0 < c.ci95[1]
-                                                            and name != "delta_eps_dp"):
+        if c.stderr is not None and c.ci95 is not None and (c.value <= 0 or (c.ci95[0] <= 0 < c.ci95[1]
+                                                            and name != "delta_eps_dp")):
             omitted[name] = (f"not identified by the data: estimate {c.value:.3g} {c.unit}, 95% CI "
                              f"[{c.ci95[0]:.3g}, {c.ci95[1]:.3g}] includes 0")
             warnings.append(f"{name} omitted: {omitted[name]}")

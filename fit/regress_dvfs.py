@@ -102,7 +102,7 @@ def distinct_settings(frame: pd.DataFrame) -> int:
     if not all(k in frame.columns for k in ("core_v", "mem_v")):
         return 0
     v = frame[["core_v", "mem_v"]].dropna()
-    return int(len(v.drop_duplicates()))
+    return len(v.drop_duplicates())
 
 
 def fit_dvfs(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False, n_boot: int = 200,
@@ -149,17 +149,17 @@ def fit_dvfs(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False,
         elif (hi[j] - lo[j]) / 2 > 0.5 * beta[j]:
             unident[name] = (f"bootstrap 95% interval [{lo[j]:.3g}, {hi[j]:.3g}] wider than +-50% of the "
                              f"estimate {beta[j]:.3g}")
-    corr = np.corrcoef(boots[:, active].T) if n_boot > 2 else np.eye(int(active.sum()))
+    corr = np.atleast_2d(np.asarray(np.corrcoef(boots[:, active].T) if n_boot > 2 else np.eye(int(active.sum()))))
     names_a = [nm for j, nm in enumerate(DVFS_COEFFICIENTS) if active[j]]
     pairs: list[tuple[str, str, float]] = []
-    for a in range(len(names_a)):
-        for b2 in range(a + 1, len(names_a)):
-            r = corr[a, b2]
-            if np.isfinite(r) and abs(r) > 0.95 and (names_a[a] in unident or names_a[b2] in unident):
-                pairs.append((names_a[a], names_a[b2], float(r)))
+    for ia in range(len(names_a)):
+        for ib in range(ia + 1, len(names_a)):
+            rho = float(corr[ia, ib])
+            if math.isfinite(rho) and abs(rho) > 0.95 and (names_a[ia] in unident or names_a[ib] in unident):
+                pairs.append((names_a[ia], names_a[ib], rho))
     vm = rows["mem_v"].to_numpy(dtype=np.float64)
     vc = rows["core_v"].to_numpy(dtype=np.float64)
-    for a, b2, r in pairs:
+    for a, b2, rho in pairs:
         detail = ""
         if {a, b2} == {"c1_mem", "pi_misc"}:
             detail = (f": the memory voltage varies only {vm.min():.4g}-{vm.max():.4g} V "
@@ -168,9 +168,9 @@ def fit_dvfs(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False,
         elif {a, b2} == {"c1_core", "pi_misc"}:
             detail = (f": the core voltage varies only {vc.min():.4g}-{vc.max():.4g} V, so C1,core*Vcore and "
                       f"pi_misc are indistinguishable; their sum is in each setting's pi0")
-        warnings.append(f"{a} and {b2} cannot be told apart (bootstrap correlation {r:+.3f}){detail}")
-        unident.setdefault(a, "aliased")
-        unident.setdefault(b2, "aliased")
+        warnings.append(f"{a} and {b2} cannot be told apart (bootstrap correlation {rho:+.3f}){detail}")
+        unident[a] = f"cannot be told apart from {b2} (bootstrap correlation {rho:+.3f}; {unident.get(a, '')})"
+        unident[b2] = f"cannot be told apart from {a} (bootstrap correlation {rho:+.3f}; {unident.get(b2, '')})"
     coeffs: dict[str, Coefficient] = {}
     for j, name in enumerate(DVFS_COEFFICIENTS):
         if not active[j]:

@@ -60,7 +60,8 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
             continue
         ax_perf.plot(grid, m.performance_flop_per_s(grid) / 1e9, color=c, lw=1.8,
                      label=f"fitted roofline {prec.upper()}")
-        ax_eff.plot(grid, m.efficiency_flop_per_j(grid) / 1e9, color=c, lw=1.8, label=f"fitted arch line {prec.upper()}")
+        ax_eff.plot(grid, m.efficiency_flop_per_j(grid) / 1e9, color=c, lw=1.8,
+                    label=f"fitted arch line {prec.upper()}")
         ax_pow.plot(grid, m.power_w(grid), color=c, lw=1.8, label=f"fitted power line {prec.upper()}")
         if m.capped:
             ax_pow.axhline(m.pi0_w + m.delta_pi_w, color="grey", ls=":", lw=1)

@@ -77,9 +77,9 @@ class ResultsSet:
     notes: list[str] = field(default_factory=list)
 
 
-def _where(frame: pd.DataFrame, idx: object) -> str:
-    row = frame.loc[idx]
-    return f"{row['_file']}:{int(row['_line'])}"
+def _where(frame: pd.DataFrame, pos: int) -> str:
+    """file:line of the row at position ``pos``."""
+    return f"{frame['_file'].iloc[pos]}:{int(frame['_line'].iloc[pos])}"
 
 
 def _read_one(path: Path) -> pd.DataFrame:
@@ -118,8 +118,8 @@ def _to_numeric(frame: pd.DataFrame, column: str, *, fill_zero: bool) -> None:
     num = pd.to_numeric(raw, errors="coerce")
     bad = num.isna() & raw.notna() & (raw.astype("string").str.strip().str.len() > 0)
     if bool(bad.any()):
-        idx = bad.idxmax()
-        raise MalformedRowError(f"{_where(frame, idx)}: column {column} is not a number: {raw.loc[idx]!r}")
+        pos = int(np.argmax(bad.to_numpy(dtype=bool)))
+        raise MalformedRowError(f"{_where(frame, pos)}: column {column} is not a number: {raw.iloc[pos]!r}")
     num = num.astype(np.float64)
     frame[column] = num.fillna(0.0) if fill_zero else num
 
@@ -142,15 +142,15 @@ def read_results(paths: Iterable[str | Path]) -> ResultsSet:
     notes: list[str] = []
 
     schema = frame["schema"].astype("string").str.strip()
-    bad_schema = schema != RESULTS_SCHEMA
-    if bool(bad_schema.fillna(True).any()):
-        idx = bad_schema.fillna(True).idxmax()
-        raise SchemaError(f"{_where(frame, idx)}: schema is {frame.loc[idx, 'schema']!r}, expected "
+    bad_schema = (schema != RESULTS_SCHEMA).fillna(True).to_numpy(dtype=bool)
+    if bad_schema.any():
+        pos = int(np.argmax(bad_schema))
+        raise SchemaError(f"{_where(frame, pos)}: schema is {frame['schema'].iloc[pos]!r}, expected "
                           f"'{RESULTS_SCHEMA}'")
     for col in ("platform", "kernel"):
-        empty = frame[col].isna() | (frame[col].astype("string").str.strip() == "")
-        if bool(empty.any()):
-            raise MalformedRowError(f"{_where(frame, empty.idxmax())}: empty {col}")
+        empty = (frame[col].isna() | (frame[col].astype("string").str.strip() == "")).to_numpy(dtype=bool)
+        if empty.any():
+            raise MalformedRowError(f"{_where(frame, int(np.argmax(empty)))}: empty {col}")
     for col in ("time_s", "energy_j"):
         _to_numeric(frame, col, fill_zero=False)
     for col in COUNT_COLUMNS:
@@ -164,22 +164,22 @@ def read_results(paths: Iterable[str | Path]) -> ResultsSet:
     e = frame["energy_j"].to_numpy()
     bad = ~np.isfinite(e)
     if bool(bad.any()):
-        raise BadValueError(f"{_where(frame, frame.index[np.argmax(bad)])}: energy_j is missing or NaN")
+        raise BadValueError(f"{_where(frame, int(np.argmax(bad)))}: energy_j is missing or NaN")
     bad = e < 0
     if bool(bad.any()):
         i = int(np.argmax(bad))
-        raise BadValueError(f"{_where(frame, frame.index[i])}: negative energy_j ({e[i]:g} J)")
+        raise BadValueError(f"{_where(frame, i)}: negative energy_j ({e[i]:g} J)")
     t = frame["time_s"].to_numpy()
     bad = ~np.isfinite(t) | (t <= 0)
     if bool(bad.any()):
         i = int(np.argmax(bad))
-        raise BadValueError(f"{_where(frame, frame.index[i])}: time_s must be a positive number, got {t[i]!r}")
+        raise BadValueError(f"{_where(frame, i)}: time_s must be a positive number, got {t[i]!r}")
     counts = frame[list(COUNT_COLUMNS)].to_numpy()
     bad_rows = (~np.isfinite(counts) | (counts < 0)).any(axis=1)
     if bool(bad_rows.any()):
         i = int(np.argmax(bad_rows))
         j = int(np.argmax((~np.isfinite(counts[i])) | (counts[i] < 0)))
-        raise BadValueError(f"{_where(frame, frame.index[i])}: {COUNT_COLUMNS[j]} must be >= 0, "
+        raise BadValueError(f"{_where(frame, i)}: {COUNT_COLUMNS[j]} must be >= 0, "
                             f"got {counts[i, j]:g}")
 
     frame["platform"] = frame["platform"].astype("string").str.strip()
@@ -247,7 +247,7 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], model: str) -> 
         v = frame[c].to_numpy(dtype=np.float64)
         bad = ~np.isfinite(v) | (v <= 0)
         if bad.any():
-            raise BadValueError(f"{_where(frame, frame.index[int(np.argmax(bad))])}: the {model} model needs a "
+            raise BadValueError(f"{_where(frame, int(np.argmax(bad)))}: the {model} model needs a "
                                 f"positive {c}, got {v[int(np.argmax(bad))]!r}")
 
 

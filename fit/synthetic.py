@@ -153,7 +153,8 @@ def synthetic_results(platform: SyntheticPlatform = GTX580, *, n_sp: int = 25, n
     if n_rand > 0:
         na = np.repeat(np.linspace(1.0, 4.0, n_rand) * 2.0**24, n_repeats)
         n_rand = na.size
-        t = na / p.rand_per_s / (1.0 - efficiency_spread * rng.random(n_rand)) * (1 + noise * rng.standard_normal(n_rand))
+        u = 1.0 - efficiency_spread * rng.random(n_rand)
+        t = na / p.rand_per_s / u * (1 + noise * rng.standard_normal(n_rand))
         e = (na * p.eps_rand_j + p.pi0_w * t) * (1 + noise * rng.standard_normal(n_rand))
         parts.append(_frame({"kernel": ["chase"] * n_rand, "precision": [""] * n_rand, "level": ["mem"] * n_rand,
                              "time_s": t, "energy_j": e, "rand_accesses": na}, n_rand, p.name))
