@@ -219,24 +219,68 @@ class GpuKernelDesc:
 
 
 def _stream_reference(d: GpuKernelDesc, x: np.ndarray) -> np.ndarray:
+    """Each round applies an affine map acc -> M*acc + B per lane; build them for all rounds at once (fma_num
+    vectorised passes), then compose them in order with a pairwise tree (log2(rounds) passes).
+
+    int32: exact modulo 2**32 (numpy uint32 wraps). sp/dp: float64, within a few ulps of the device because the
+    recurrence is contractive (|x| <= 0.95)."""
     rounds, _, g, w = x.shape
     n, e = d.fma_num, d.elems
-    if d.precision == "int32":
-        acc = np.full((d.chains, g, w), INT_SEED, dtype=np.uint32)
-        c: Any = np.uint32(INT_C)
-        for r in range(rounds):
-            xr = x[r].reshape(d.chains, e, g, w)
-            for j in range(n):
-                addend = xr[:, n + j] if n + j < e else c
-                acc = acc * xr[:, j % e] + addend
-        return acc
-    acc64 = np.full((d.chains, g, w), SEED, dtype=np.float64)
-    for r in range(rounds):
-        xr = x[r].reshape(d.chains, e, g, w).astype(np.float64)
+    is_int = d.precision == "int32"
+    ct = np.uint32 if is_int else np.float64
+    if not is_int and rounds > 64:
+        x = x[_first_round_that_matters(x.reshape(rounds, d.chains, e, g, w), n, e):]
+        rounds = x.shape[0]
+    xr = x.reshape(rounds, d.chains, e, g, w).astype(ct, copy=False)
+    c: Any = np.uint32(INT_C) if is_int else CONST_C
+    one = ct(1)
+    if n < e:   # every FMA is distinct: acc*x_j + x_{n+j}
+        m, b = np.ones((rounds, d.chains, g, w), dtype=ct), np.zeros((rounds, d.chains, g, w), dtype=ct)
         for j in range(n):
-            addend64 = xr[:, n + j] if n + j < e else CONST_C
-            acc64 = acc64 * xr[:, j % e] + addend64
-    return acc64.astype(d.dtype)
+            mult = xr[:, :, j]
+            m, b = m * mult, b * mult + (xr[:, :, n + j] if n + j < e else c)
+    else:       # n = q*e + r: the period (x_0..x_{e-1}, addend c) applied q times, then x_0..x_{r-1}
+        q, rem = divmod(n, e)
+        pm, pb = xr[:, :, 0].copy(), np.full(xr.shape[:2] + xr.shape[3:], c, dtype=ct)
+        for j in range(1, e):
+            mult = xr[:, :, j]
+            pm, pb = pm * mult, pb * mult + c
+        m, b = np.full_like(pm, one), np.zeros_like(pb)
+        while q:    # powers of one map commute: plain square-and-multiply
+            if q & 1:
+                m, b = pm * m, pm * b + pb
+            q >>= 1
+            if q:
+                pm, pb = pm * pm, pm * pb + pb
+        for j in range(rem):
+            mult = xr[:, :, j]
+            m, b = m * mult, b * mult + c
+    while m.shape[0] > 1:
+        if m.shape[0] % 2:
+            m = np.concatenate([m, np.ones_like(m[:1])])
+            b = np.concatenate([b, np.zeros_like(b[:1])])
+        m1, b1, m2, b2 = m[0::2], b[0::2], m[1::2], b[1::2]
+        m, b = m2 * m1, m2 * b1 + b2
+    seed = np.uint32(INT_SEED) if is_int else SEED
+    acc = m[0] * seed + b[0]
+    return acc.astype(d.dtype)
+
+
+def _first_round_that_matters(x: np.ndarray, n: int, e: int) -> int:
+    """The recurrence forgets: the state entering round r is multiplied by the product P_r of every later
+    multiplier, and |state| <= 19 (= 0.95 / (1 - 0.95)), so starting from the seed at round r errs by at most
+    38 * P_r. Return the latest round whose P_r < 1e-40 on every lane (0 if none): float64 cannot see the rest."""
+    cnt = [(n // e + (1 if i < n % e else 0)) if n >= e else (1 if i < n else 0) for i in range(e)]
+    with np.errstate(divide="ignore"):
+        logm = sum(ci * np.log(np.abs(x[:, :, i].astype(np.float64))) for i, ci in enumerate(cnt) if ci)
+    suffix = np.cumsum(np.asarray(logm)[::-1], axis=0)[::-1]        # suffix[r] = log P_{r-1}... of rounds r..end
+    thr = np.log(1e-40 / 38.0)
+    ok = suffix < thr                                                 # starting at round r-1 is safe if ok[r]
+    rounds = x.shape[0]
+    # latest r with ok[r] on every lane: state entering round r-1 ... use r itself (one round of margin)
+    good = np.all(ok, axis=tuple(range(1, ok.ndim)))
+    idx = np.nonzero(good)[0]
+    return int(max(idx[-1] - 1, 0)) if idx.size and rounds > 1 else 0
 
 
 def _cache_reference(d: GpuKernelDesc, a: np.ndarray, g: int, rounds: int) -> np.ndarray:
@@ -371,7 +415,7 @@ def _mad(d: GpuKernelDesc, lang: str, acc: str, x: str, a: str) -> str:
     if d.precision == "int32":
         return f"{acc} = {acc} * {x} + {a};"
     if lang == "opencl":
-        return f"{acc} = fma({acc}, {x}, {a});"
+        return f"{acc} = mad({acc}, {x}, {a});"
     return f"{acc} = {'fmaf' if d.precision == 'sp' else 'fma'}({acc}, {x}, {a});"
 
 
