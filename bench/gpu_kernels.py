@@ -231,7 +231,11 @@ def _stream_reference(d: GpuKernelDesc, x: np.ndarray) -> np.ndarray:
     if not is_int and rounds > 64:
         x = x[_first_round_that_matters(x.reshape(rounds, d.chains, e, g, w), n, e):]
         rounds = x.shape[0]
-    xr = x.reshape(rounds, d.chains, e, g, w).astype(ct, copy=False)
+    xr: Any = x.reshape(rounds, d.chains, e, g, w).astype(ct, copy=False)
+    m: Any
+    b: Any
+    pm: Any
+    pb: Any
     c: Any = np.uint32(INT_C) if is_int else CONST_C
     one = ct(1)
     if n < e:   # every FMA is distinct: acc*x_j + x_{n+j}
