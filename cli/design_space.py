@@ -16,11 +16,13 @@ import click
               help="maximise flop/J or flop/s")
 @click.option("--eps-scaling", type=click.Choice(["v", "v2", "table6"]), default=None,
               help="how eps_flop(f) scales with the V/f state (default: the machine's; Nehalem-EX: v)")
+@click.option("--freq-steps", type=click.IntRange(min=2), default=None, metavar="N",
+              help="sweep N evenly spaced frequencies between the V/f table's ends (default: its states only)")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), metavar="FIG.png",
               help="draw the efficiency map (LLC size x active cores)")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_scaling: str | None,
-                 plot_path: Path | None, fmt: str) -> None:
+                 freq_steps: int | None, plot_path: Path | None, fmt: str) -> None:
     """Split a chip between LLC and cores, sweep frequency, and find the best (LLC, cores, f) for ALGORITHM.
 
     \b
@@ -42,7 +44,11 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
     machine = ds_mod.load_machine(machine_file) if machine_file else ds_mod.nehalem_ex()
     if eps_scaling:
         machine = replace(machine, eps_scaling=eps_scaling)
-    ds = ds_mod.sweep(algorithm, machine)
+    freqs = None
+    if freq_steps:
+        step = (machine.f_max_hz - machine.f_min_hz) / (freq_steps - 1)
+        freqs = [machine.f_min_hz + k * step for k in range(freq_steps)]
+    ds = ds_mod.sweep(algorithm, machine, freqs_hz=freqs)
     best = ds.best(objective)
     per_llc = ds.best_per_llc(objective)
     if plot_path is not None:
