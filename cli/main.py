@@ -14,6 +14,7 @@ import click
 #: command name -> "module:attribute" of its click command or group (imported lazily: keeps --help fast).
 SUBCOMMANDS: dict[str, str] = {
     "platforms": "archline.cli.platforms:platforms",
+    "meter": "archline.cli.meter:meter",
     "model": "archline.cli.model:model",
     "plot": "archline.cli.plot:plot",
     "fit": "archline.cli.fit:fit",

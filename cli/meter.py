@@ -1,0 +1,126 @@
+"""``archline meter``: list meters, record, decode a PowerMon 2 capture, integrate samples, emulate a PowerMon 2."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+
+@click.group()
+def meter() -> None:
+    """Power meters: PowerMon 2 (serial), RAPL, NVML, and a PowerMon 2 emulator.
+
+    \b
+    Examples:
+      archline meter list
+      archline meter emulate --speed 1                 # prints the pty to use as a port
+      archline meter record --meter powermon2:/dev/ttyUSB0 --channels 0,1,2,3 --duration 10 --out t.parquet
+      archline meter decode capture.raw.bin --out samples.csv
+      archline meter integrate samples.csv --format json
+    """
+
+
+def _ints(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated channel ids, got {text!r}") from None
+
+
+@meter.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+def list_cmd(fmt: str) -> None:
+    """Meters found on this machine (serial ports, RAPL zones, NVML GPUs), each absent kind with its reason."""
+    from archline.powermon.offline import list_meters
+
+    rows = list_meters()
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        mark = "yes" if r["available"] else "no "
+        click.echo(f"{r['kind']:<7} {mark} {r['name']:<16} {r['detail']}")
+
+
+@meter.command("record")
+@click.option("--meter", "spec", required=True, help="powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX]")
+@click.option("--channels", help="PowerMon 2 channels, e.g. 0,1,2,3 (default 0-7)")
+@click.option("--rate", "rate_hz", type=float, default=128.0, show_default=True, help="per-channel Hz (1024/N)")
+@click.option("--duration", "duration_s", type=float, default=10.0, show_default=True, help="seconds")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="trace .parquet, .csv.gz or .csv")
+def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: float, out: str) -> None:
+    """Record a meter for a while into a tidy trace (a PowerMon 2 also keeps its raw capture)."""
+    from archline.powermon.offline import record
+
+    path, summary = record(spec, duration_s, out, _ints(channels), rate_hz)
+    click.echo(json.dumps({"trace": str(path), **summary}, indent=1, default=float))
+
+
+@meter.command("decode")
+@click.argument("raw", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="samples .csv, .csv.gz or .parquet")
+@click.option("--channels", help="enabled channels (default: from RAW.json, else guessed from the data)")
+@click.option("--rate", "rate_hz", type=float, help="per-channel Hz (default: from RAW.json, else 128)")
+@click.option("--r-sense", "r_sense_ohm", type=float, help="shunt ohms for every channel (default: RAW.json)")
+def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None) -> None:
+    """Decode a PowerMon 2 byte capture into samples (t_s, channel, voltage_v, current_a, power_w)."""
+    from archline.powermon.offline import decode_file
+
+    s, meta = decode_file(raw, out, _ints(channels), rate_hz, r_sense_ohm)
+    st = meta["stats"]
+    label = " (emulated)" if s.emulated else ""
+    click.echo(f"{len(s)} samples{label} -> {out}; overflows {st['overflows']}, gaps {st['gaps']}, "
+               f"lost records {st['lost_records']}, resyncs {st['resyncs']}, skipped bytes {st['skipped_bytes']}",
+               err=True)
+
+
+@meter.command("integrate")
+@click.argument("samples", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--start", "t0_s", type=float, help="region start (t_s of the file)")
+@click.option("--end", "t1_s", type=float, help="region end")
+def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None) -> None:
+    """Energy per channel and in total (trapezoid, partial samples at the edges), with an error bound."""
+    from archline.powermon.offline import integrate_file
+
+    res = integrate_file(samples, t0_s, t1_s)
+    if fmt == "json":
+        click.echo(json.dumps(res.as_json(), indent=1))
+        return
+    label = "  (emulated)" if res.emulated else ""
+    click.echo(f"{'channel':>8} {'energy_j':>14} {'err_j':>10} {'mean_power_w':>13} {'n_samples':>10}{label}")
+    for k, c in res.channels.items():
+        click.echo(f"{k:>8} {c.energy_j:14.6f} {c.energy_err_j:10.4f} {c.mean_power_w:13.4f} {c.n_samples:10d}")
+    click.echo(f"{'total':>8} {res.total_energy_j:14.6f} {res.energy_err_j:10.4f} over {res.duration_s:.6f} s; "
+               f"overflows {res.overflows}, gaps {res.gaps}")
+
+
+@meter.command("emulate")
+@click.option("--script", type=click.Path(exists=True, dir_okay=False),
+              help='power script JSON/TOML: {"steps": [{"t_s": 0, "channels": {"0": [12.0, 5.0]}}]}')
+@click.option("--speed", type=float, default=1.0, show_default=True, help="emulated seconds per real second")
+@click.option("--seed", type=int, default=0)
+@click.option("--duration", "duration_s", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+@click.option("--port-file", type=click.Path(dir_okay=False), help="also write the pty path to this file")
+def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float | None, port_file: str | None) -> None:
+    """A PowerMon 2 (emulated) on a pseudo-terminal: prints the port to give to a driver or `meter record`."""
+    from pathlib import Path
+
+    from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
+
+    core = PowerMon2Core(Script.load(script) if script else None, speed=speed, seed=seed)
+    with PtyServer(core) as srv:
+        click.echo(srv.port)
+        if port_file:
+            Path(port_file).write_text(srv.port + "\n")
+        click.echo(f"PowerMon 2 (emulated, speed {speed:g}) on {srv.port}; Ctrl-C to stop", err=True)
+        t_end = None if duration_s is None else time.monotonic() + duration_s
+        try:
+            while (t_end is None or time.monotonic() < t_end) and not srv.closed:
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            pass
