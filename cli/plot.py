@@ -34,10 +34,10 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str, out: Path) 
     from archline.fit.plots import KINDS, plot_model
 
     if kind == "ceilings":
+        from dataclasses import replace
+
         from archline.fit.power_roofline import ceilings_from_platform, plot_power_roofline
         from archline.fit.profiles import load_platform
-
-        from dataclasses import replace
 
         ceilings = [replace(c, label=f"{pl.name} {c.label}")
                     for pl in map(load_platform, files_or_costs) for c in ceilings_from_platform(pl)]

@@ -132,3 +132,10 @@ def test_platforms_list_and_show(run_cli) -> None:  # type: ignore[no-untyped-de
     c = json.loads(r.stdout)["constants"]
     assert c["eps_flop_sp"]["source"].startswith("S1 Table 4")
     assert c["delta_pi"]["value"] is None
+
+
+def test_plot_ceilings(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "c.png"
+    r = run_cli("plot", "gtx580", "gtx680", "--kind", "ceilings", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes()[:4] == b"\x89PNG"
