@@ -1,0 +1,145 @@
+"""Recorder regions on an emulated meter, integration, traces, and the `archline meter` commands."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from archline.cli.meter import meter as meter_cli
+from archline.powermon.driver import PowerMon2
+from archline.powermon.emulator import Script
+from archline.powermon.errors import MeterError
+from archline.powermon.integrate import integrate_series
+from archline.powermon.meters import emulated_powermon, powermon_from_section
+from archline.powermon.rails import GPU_INTERPOSER_SECTION, RailMap
+from archline.powermon.recorder import Recorder
+from archline.powermon.traces import read_samples
+from archline.powermon.testing import SCRIPT
+
+GPU = {**GPU_INTERPOSER_SECTION,
+       "channels": {"0": {"rail": "pcie_12v", "r_sense_ohm": 0.00422}, "1": {"rail": "pcie_3v3", "r_sense_ohm": 0.01},
+                    "2": {"rail": "aux_6pin"}, "3": {"rail": "aux_8pin"}}}
+
+
+def test_recorder_regions_energy_within_0p1_percent(tmp_path: Path) -> None:
+    m = emulated_powermon(GPU, SCRIPT, speed=4.0, name="pm")
+    with Recorder([m]) as rec:
+        time.sleep(0.1)
+        rec.begin("outer")
+        rec.begin("a")
+        time.sleep(0.4)
+        ra = rec.end("a")
+        time.sleep(0.3)
+        ro = rec.end("outer")
+        with pytest.raises(MeterError, match="never begun"):
+            rec.end("a")
+    cm = m.driver.clock_map()
+    for r in (ra, ro):
+        mr = r.meters["pm"]
+        d0, d1 = cm.to_device(r.t_start_s), cm.to_device(r.t_end_s)
+        want = SCRIPT.energy_j(d0, d1, [0, 1, 2, 3])
+        assert r.energy_j() == pytest.approx(want, rel=1e-3)
+        assert abs(r.energy_j() - want) <= r.energy_err_j()
+        assert r.emulated and mr.emulated and mr.overflows == 0 and mr.gaps == 0
+        assert r.energy_j(device="gpu") == pytest.approx(r.energy_j())
+        assert set(mr.channels) == {"0", "1", "2", "3"} and mr.channels["1"].rail == "pcie_3v3"
+        assert mr.n_samples == pytest.approx((d1 - d0) * 128 * 4, abs=8)
+        assert mr.samples is not None and len(mr.samples) >= mr.n_samples
+    paths = rec.write_traces(tmp_path / "run", "parquet") + rec.write_traces(tmp_path / "run2", "csv.gz")
+    for p in paths:
+        s, meta = read_samples(p)
+        assert len(s) > 0 and meta["emulated"] is True and meta["marks"][0]["name"] == "outer"
+
+
+def test_channel_map_errors() -> None:
+    with pytest.raises(MeterError, match="channel 9"):
+        RailMap.from_section({"channels": {9: {"rail": "x"}}})
+    with pytest.raises(MeterError, match="no channel measures"):
+        RailMap.from_section({"channels": {0: {"rail": "pcie_12v"}}, "devices": {"gpu": ["pcie_12v", "aux_8pin"]}})
+    with pytest.raises(MeterError, match="no port"):
+        powermon_from_section({"channels": {0: {"rail": "a"}}})
+
+
+def test_integrate_partial_edges_and_bound() -> None:
+    t = np.arange(0, 1.01, 0.1)
+    p = 10.0 + 5.0 * t            # linear: the trapezoid is exact
+    ce = integrate_series(t, p, 0.05, 0.95)
+    assert ce.energy_j == pytest.approx(10.0 * 0.9 + 2.5 * (0.95**2 - 0.05**2))
+    assert ce.energy_err_j > 0 and ce.gaps == 0
+    t2 = np.delete(t, [4, 5])
+    assert integrate_series(t2, 10 + 0 * t2, period_s=0.1).gaps == 1
+    assert integrate_series(t2, 10 + 0 * t2, period_s=0.1).lost_samples == 2
+
+
+def test_decode_and_integrate_commands(pty_device, tmp_path: Path) -> None:
+    flat = Script.constant({0: (12.0, 5.0), 1: (3.3, 2.0), 2: (12.0, 8.0)})
+    core, srv = pty_device(None, 4.0, flat)
+    raw = tmp_path / "cap.raw.bin"
+    with PowerMon2(srv.port, [0, 1, 2], rate_hz=256, speed=4.0, raw_path=raw):
+        time.sleep(1.0)
+    runner = CliRunner()
+    out = tmp_path / "samples.csv"
+    res = runner.invoke(meter_cli, ["decode", str(raw), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    header = out.read_text().splitlines()[0]
+    assert header == "t_s,channel,voltage_v,current_a,power_w"
+    res = runner.invoke(meter_cli, ["integrate", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.output)
+    assert set(js) >= {"channels", "total_energy_j", "energy_err_j", "duration_s", "overflows", "gaps"}
+    assert set(js["channels"]) == {"0", "1", "2"} and js["overflows"] == 0 and js["gaps"] == 0
+    for c in js["channels"].values():
+        assert set(c) >= {"energy_j", "mean_power_w", "n_samples"}
+    # host seconds x speed = device seconds: compare with the script over the same device span
+    s, _ = read_samples(out)
+    span_dev = (s.t_s.max() - s.t_s.min()) * 4.0
+    expected_w = 12.0 * 5.0 + 3.3 * 2.0 + 12.0 * 8.0
+    assert js["total_energy_j"] * 4.0 / span_dev == pytest.approx(expected_w, rel=2e-3)
+    # bad input: one-line errors, not tracebacks
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"\xff" * 4000)
+    res = runner.invoke(meter_cli, ["decode", str(garbage), "--out", str(tmp_path / "g.csv")])
+    assert res.exit_code != 0 and isinstance(res.exception, MeterError)
+    (tmp_path / "t.bin").write_bytes(b"\x00\x01")
+    res = runner.invoke(meter_cli, ["decode", str(tmp_path / "t.bin"), "--out", str(tmp_path / "t.csv")])
+    assert isinstance(res.exception, MeterError) and "truncated" in str(res.exception)
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", "import sys; from archline.cli.main import main; sys.exit(main())",
+                        "meter", "decode", str(tmp_path / "none.bin"), "--out", str(tmp_path / "x.csv")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "does not exist" in p.stderr
+
+
+def test_emulate_command_serves_a_pty(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"steps": [{"t_s": 0, "channels": {"0": [12.0, 2.0]}}]}))
+    portfile = tmp_path / "port"
+    proc = subprocess.Popen([sys.executable, "-c", "from archline.cli.main import main; main()", "meter", "emulate",
+                             "--script", str(script), "--duration", "20", "--port-file", str(portfile)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            if portfile.exists() and portfile.read_text().strip():
+                break
+            time.sleep(0.05)
+        pm = PowerMon2(portfile.read_text().strip(), [0], rate_hz=128)
+        with pm:
+            time.sleep(0.5)
+        assert pm.emulated and len(pm.samples()) >= 50
+        assert np.allclose(pm.samples().power_w, 24.0, rtol=2e-3)
+    finally:
+        proc.terminate()
+        proc.wait(5)
