@@ -45,7 +45,7 @@ class DecodeStats:
     failed_reads: int = 0        #: sample records with all 24 data bits zero (excluded from integration)
     overflows: int = 0           #: overflow events (the first record carrying the sticky flag)
     gaps: int = 0                #: holes in the sample sequence
-    uncertain_gaps: int = 0      #: holes only seen as a shortfall at a time record (position within that second unknown)
+    uncertain_gaps: int = 0      #: holes only seen as a shortfall at a time record (position in that second unknown)
     lost_records: int = 0        #: sample records missing according to the cadence
     resyncs: int = 0             #: realignments after an implausible record
     skipped_bytes: int = 0       #: bytes dropped while (re)aligning, including a partial first record
@@ -148,7 +148,7 @@ class StreamDecoder:
     @property
     def has_open_hole(self) -> bool:
         """True while the current (unfinished) second has a hole whose size the next time record will tell."""
-        return bool(self._seg.holes) or self._ovf and self._seg.n > 0
+        return bool(self._seg.holes) or (self._ovf and self._seg.n > 0)
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         self.bytes_fed += len(data)

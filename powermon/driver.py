@@ -53,7 +53,7 @@ def period_for_rate(rate_hz: float) -> int:
     return period
 
 
-def open_port(port: str, timeout_s: float) -> serial.SerialBase:
+def open_port(port: str, timeout_s: float) -> Any:
     """Open a port by name or URL with PowerMon 2 line settings; one-line errors for the usual failures."""
     try:
         kwargs: dict[str, Any] = {"baudrate": BAUD_RATE, "bytesize": serial.EIGHTBITS, "parity": serial.PARITY_NONE,
@@ -122,7 +122,7 @@ class PowerMon2:
         self.error: MeterError | None = None
         self.started_host_s: float | None = None
         self.stopped_host_s: float | None = None
-        self._ser: serial.SerialBase | None = None
+        self._ser: Any = None
         self._raw: IO[bytes] | None = None
         self._thread: threading.Thread | None = None
         self._stop_evt = threading.Event()
@@ -194,7 +194,7 @@ class PowerMon2:
         assert self._ser is not None
         if self.raw_path is not None:
             self.raw_path.parent.mkdir(parents=True, exist_ok=True)
-            self._raw = open(self.raw_path, "wb")  # noqa: SIM115 - closed in stop()
+            self._raw = open(self.raw_path, "wb")
             self._write_sidecar()
         self._stop_evt.clear()
         self._ser.write(b"e\r")

@@ -94,7 +94,8 @@ class Integration:
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "channels": {k: {"energy_j": c.energy_j, "energy_err_j": c.energy_err_j,
-                             "mean_power_w": c.mean_power_w, "n_samples": c.n_samples} for k, c in self.channels.items()},
+                             "mean_power_w": c.mean_power_w, "n_samples": c.n_samples}
+                         for k, c in self.channels.items()},
             "total_energy_j": self.total_energy_j, "energy_err_j": self.energy_err_j,
             "duration_s": self.duration_s, "overflows": self.overflows, "gaps": self.gaps,
             "t_start_s": self.t_start_s, "t_end_s": self.t_end_s,

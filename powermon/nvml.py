@@ -19,7 +19,9 @@ def load_nvml(nvml: Any = None) -> Any:
     """The pynvml module (or a given fake), initialised; MeterError with the reason when unavailable."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
+
+            nvml = pynvml
         except ImportError:
             raise MeterError("NVML unavailable: nvidia-ml-py is not installed (pip install nvidia-ml-py)") from None
     try:

@@ -57,13 +57,14 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
     clock = side.get("clock") or {}
     emulated = bool(side.get("emulated", False))
     if "offset_s" in clock:
-        t = clock["offset_s"] + t_dev * clock.get("seconds_per_device_s", 1.0) * (1 + clock.get("drift_ppm", 0) * 1e-6)
+        scale = clock.get("seconds_per_device_s", 1.0) * (1 + clock.get("drift_ppm", 0) * 1e-6)
+        t = clock["offset_s"] + t_dev * scale
         clock_name = "host_monotonic"
     else:
         t = t_dev
         clock_name = "device_s"
-    s = samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, r_lut, t, str(side.get("meter", "powermon2")),
-                             emulated, clock_name)
+    s = samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, r_lut, t,
+                             str(side.get("meter", "powermon2")), emulated, clock_name)
     stats = dec.stats.as_dict()
     meta = {"source": str(raw), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
             "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"]}

@@ -119,8 +119,8 @@ def split_words(w: U32) -> Words:
         is_time=is_time,
         is_done=is_done,
         is_sample=~is_time & ~is_done,
-        sensor=(w >> 24) & 0xF,
-        vcode=(((w >> 16) & 0xFF) << 4) | (b3 >> 4),
-        icode=(((w >> 8) & 0xFF) << 4) | (b3 & 0xF),
-        counter=w & TIME_COUNTER_MASK,
+        sensor=((w >> 24) & 0xF).astype(np.uint32),
+        vcode=((((w >> 16) & 0xFF) << 4) | (b3 >> 4)).astype(np.uint32),
+        icode=((((w >> 8) & 0xFF) << 4) | (b3 & 0xF)).astype(np.uint32),
+        counter=(w & TIME_COUNTER_MASK).astype(np.uint32),
     )

@@ -21,7 +21,8 @@ POWERCAP_ROOT = Path("/sys/class/powercap")
 DEFAULT_MAX_POWER_W = 1000.0
 
 PERMISSION_FIX = ("energy_uj is readable by root only (Linux >= 5.10, CVE-2020-8694): run as root, or "
-                  "`sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj /sys/class/powercap/intel-rapl:*:*/energy_uj`"
+                  "`sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj "
+                  "/sys/class/powercap/intel-rapl:*:*/energy_uj`"
                   " (again after each boot, or with a udev rule)")
 
 

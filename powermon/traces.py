@@ -110,7 +110,8 @@ def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | Non
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            table = pa.table({**samples.columns(), "meter": pa.array([samples.meter] * len(samples)).dictionary_encode(),
+            meter = pa.array([samples.meter] * len(samples)).dictionary_encode()
+            table = pa.table({**samples.columns(), "meter": meter,
                               "emulated": np.full(len(samples), samples.emulated)})
             table = table.replace_schema_metadata({"archline": json.dumps(_meta(samples, meta))})
             pq.write_table(table, tmp)

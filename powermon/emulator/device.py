@@ -224,8 +224,6 @@ class PowerMon2Core:
         sec_now = (ks * self.period_ticks) // TICK_HZ
         new_sec = (sec_now > sec_before) & (ks > 0)
         sent = np.ones((len(ks), n), dtype=bool)
-        is_time_rec: list[bool] = []
-        seq: list[np.ndarray] = []
         # time window of a stall (emulated seconds) -> records lost
         stall = self.faults.stall
         if stall is not None:

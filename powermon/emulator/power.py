@@ -7,6 +7,7 @@ or any object with the vectorised method ``sample(t_s: ndarray, channels) -> (vo
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ class Script:
         if not steps:
             raise MeterError("a power script needs at least one step")
         times = [float(t) for t, _ in steps]
-        if any(b <= a for a, b in zip(times, times[1:], strict=False)) or times[0] < 0:
+        if any(b <= a for a, b in itertools.pairwise(times)) or times[0] < 0:
             raise MeterError("power script step times must start at >= 0 and increase")
         chans = sorted({int(c) for _, m in steps for c in m})
         self.channels = chans

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from urllib.parse import parse_qs, urlsplit
 
-import serial
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 from archline.powermon.emulator.device import Faults, PowerMon2Core
@@ -78,14 +77,20 @@ class Serial(SerialBase):
     def open(self) -> None:
         if self.is_open:
             raise SerialException("port already open")
-        if self._port is None:
+        if self._url_port() is None:
             raise SerialException("port must be configured before it can be used")
-        self.core = core_from_url(str(self._port))
+        self.core = core_from_url(str(self._url_port()))
         self._rx = bytearray()
         self.is_open = True
 
     def close(self) -> None:
         self.is_open = False
+
+    def _url_port(self) -> str | None:
+        return getattr(self, "_port", None)
+
+    def _read_timeout(self) -> float | None:
+        return getattr(self, "_timeout", None)
 
     def _reconfigure_port(self) -> None:
         pass
@@ -104,7 +109,8 @@ class Serial(SerialBase):
 
     def read(self, size: int = 1) -> bytes:
         assert self.core is not None
-        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        timeout = self._read_timeout()
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self._pull()
             if len(self._rx) >= size:
@@ -126,7 +132,7 @@ class Serial(SerialBase):
             raise PortNotOpenError()
         if self.core.disconnected:
             raise SerialException("device disconnected (emulated)")
-        b = serial.to_bytes(data)
+        b = bytes(data)
         self.core.write(b)
         return len(b)
 

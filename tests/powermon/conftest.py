@@ -5,8 +5,6 @@ from collections.abc import Iterator
 import pytest
 
 from archline.powermon.emulator import Faults, PowerMon2Core, PtyServer, Script
-
-
 from archline.powermon.testing import SCRIPT
 
 
@@ -14,7 +12,8 @@ from archline.powermon.testing import SCRIPT
 def pty_device() -> Iterator[tuple[PowerMon2Core, PtyServer]]:
     servers: list[PtyServer] = []
 
-    def make(faults: Faults | None = None, speed: float = 1.0, script: Script = SCRIPT) -> tuple[PowerMon2Core, PtyServer]:
+    def make(faults: Faults | None = None, speed: float = 1.0,
+             script: Script = SCRIPT) -> tuple[PowerMon2Core, PtyServer]:
         core = PowerMon2Core(script, faults, speed=speed)
         srv = PtyServer(core).start()
         servers.append(srv)

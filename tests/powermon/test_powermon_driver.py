@@ -15,7 +15,6 @@ from archline.powermon.driver import PowerMon2, sidecar_path
 from archline.powermon.emulator import Faults, register_device, unregister_device
 from archline.powermon.errors import MeterError
 from archline.powermon.protocol import TICK_HZ, encode_samples, encode_time, split_words, words_from_bytes
-
 from archline.powermon.testing import SCRIPT, match_truth
 
 
@@ -52,7 +51,7 @@ def test_128hz_8_channels_every_sample_and_energy(pty_device, transport, tmp_pat
     pm, core = _capture(pty_device, chans, 128, 5.0, speed=5.0, raw_path=tmp_path / "cap.bin", transport=transport)
     assert pm.emulated and "PowerMon" in pm.version and pm.error is None
     st = pm.stats
-    truth, sent = core.truth.records()
+    truth, _ = core.truth.records()
     rec = pm.decoder.records()
     assert st.done and st.lost_records == 0 and st.gaps == 0 and st.overflows == 0 and st.resyncs == 0
     assert match_truth(truth, rec) == len(truth) == len(rec) >= 5 * 128 * 8
@@ -118,7 +117,7 @@ def test_injected_faults_are_decoded_and_counted(pty_device, name: str) -> None:
 
 
 def test_disconnect_is_an_error_and_keeps_what_came(pty_device, tmp_path: Path) -> None:
-    core, srv = pty_device(Faults(disconnect_s=0.5), 1.0)
+    _, srv = pty_device(Faults(disconnect_s=0.5), 1.0)
     pm = PowerMon2(srv.port, [0, 1], rate_hz=128, raw_path=tmp_path / "d.bin")
     with pm:
         time.sleep(1.0)

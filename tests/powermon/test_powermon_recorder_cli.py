@@ -18,8 +18,8 @@ from archline.powermon.integrate import integrate_series
 from archline.powermon.meters import emulated_powermon, powermon_from_section
 from archline.powermon.rails import GPU_INTERPOSER_SECTION, RailMap
 from archline.powermon.recorder import Recorder
-from archline.powermon.traces import read_samples
 from archline.powermon.testing import SCRIPT
+from archline.powermon.traces import read_samples
 
 GPU = {**GPU_INTERPOSER_SECTION,
        "channels": {"0": {"rail": "pcie_12v", "r_sense_ohm": 0.00422}, "1": {"rail": "pcie_3v3", "r_sense_ohm": 0.01},
@@ -78,7 +78,7 @@ def test_integrate_partial_edges_and_bound() -> None:
 
 def test_decode_and_integrate_commands(pty_device, tmp_path: Path) -> None:
     flat = Script.constant({0: (12.0, 5.0), 1: (3.3, 2.0), 2: (12.0, 8.0)})
-    core, srv = pty_device(None, 4.0, flat)
+    _, srv = pty_device(None, 4.0, flat)
     raw = tmp_path / "cap.raw.bin"
     with PowerMon2(srv.port, [0, 1, 2], rate_hz=256, speed=4.0, raw_path=raw):
         time.sleep(1.0)

@@ -79,7 +79,7 @@ def test_unreadable_energy_file_says_how_to_fix(tmp_path: Path, monkeypatch: pyt
         return real(path)
 
     monkeypatch.setattr(rapl, "_read_text", deny)
-    with pytest.raises(MeterError, match="permission denied.*chmod"):
+    with pytest.raises(MeterError, match=r"permission denied.*chmod"):
         RaplMeter(root=root)
 
 
