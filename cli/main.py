@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, str] = {
     "meter": "archline.cli.meter:meter",
     "model": "archline.cli.model:model",
     "plot": "archline.cli.plot:plot",
+    "bench": "archline.cli.bench:bench",
     "fit": "archline.cli.fit:fit",
     "bound": "archline.cli.bound:bound",
     "predict": "archline.cli.predict:predict",

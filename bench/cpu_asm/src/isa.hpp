@@ -1,0 +1,30 @@
+// One table per compiled ISA: the descriptor numbers (vectors per trip G, accumulators A) next to the entry points.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+struct IsaTable {
+  const char* name;
+  int vec_bytes;
+  int g_fp, a_fp;    // intensity: vectors per trip, accumulator registers
+  int g_int, a_int;  // int32 chains
+  int g_ld, a_ld;    // load (read-only) kernel
+  int g_st;          // rmw / store kernels
+  double (*intensity_dp)(const double*, std::size_t trips, int fma_per_trip);
+  double (*intensity_sp)(const float*, std::size_t trips, int fma_per_trip);
+  uint32_t (*int_add)(const uint32_t*, std::size_t trips, int steps);
+  uint32_t (*int_mul)(const uint32_t*, std::size_t trips, int steps);  // nullptr: not in this ISA
+  double (*load)(const double*, std::size_t trips);
+  void (*rmw)(double*, std::size_t trips, double c);
+  void (*store)(double*, std::size_t trips, double c);
+};
+
+#define ISA_TABLE(NAME, VB, D, S, I, GFP, AFP, GINT, AINT, GLD, ALD, GST, MULFN)                              \
+  extern const IsaTable NAME = {#NAME, VB, GFP, AFP, GINT, AINT, GLD, ALD, GST,                              \
+                                &kern::intensity<D, GFP, AFP>, &kern::intensity<S, GFP, AFP>,                \
+                                &kern::int_chains<I, GINT, AINT, false>, MULFN,                              \
+                                &kern::load_sum<D, GLD, ALD>, &kern::rmw<D, GST>, &kern::store<D, GST>};
+
+extern const IsaTable avx512;
+extern const IsaTable avx2;
+extern const IsaTable sse2;

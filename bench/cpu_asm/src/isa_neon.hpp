@@ -1,0 +1,36 @@
+// AArch64 Advanced SIMD (NEON, 128-bit, 32 v registers). Intensity: G=16 chains (fmls: y = y - y*y), A=8
+// accumulators (24 of 32 registers). Same kern.hpp bodies as x86-64; descriptor in variants.py ISAS["neon"].
+#pragma once
+#include <arm_neon.h>
+#include "kern.hpp"
+
+namespace neon {
+struct D {
+  using T = double; using v = float64x2_t; static constexpr int L = 2;
+  static v load(const T* p) { return vld1q_f64(p); }
+  static void store(T* p, v a) { vst1q_f64(p, a); }
+  static v zero() { return vdupq_n_f64(0.0); }
+  static v set1(T c) { return vdupq_n_f64(c); }
+  static v add(v a, v b) { return vaddq_f64(a, b); }
+  static v fma(v a, v b, v c) { return vfmaq_f64(c, a, b); }   // c + a*b (fmla)
+  static v fnma(v a, v b, v c) { return vfmsq_f64(c, a, b); }  // c - a*b (fmls)
+};
+struct S {
+  using T = float; using v = float32x4_t; static constexpr int L = 4;
+  static v load(const T* p) { return vld1q_f32(p); }
+  static void store(T* p, v a) { vst1q_f32(p, a); }
+  static v zero() { return vdupq_n_f32(0.0f); }
+  static v add(v a, v b) { return vaddq_f32(a, b); }
+  static v fma(v a, v b, v c) { return vfmaq_f32(c, a, b); }
+  static v fnma(v a, v b, v c) { return vfmsq_f32(c, a, b); }
+};
+struct I {
+  using T = uint32_t; using v = uint32x4_t; static constexpr int L = 4;
+  static v load(const T* p) { return vld1q_u32(p); }
+  static void store(T* p, v a) { vst1q_u32(p, a); }
+  static v zero() { return vdupq_n_u32(0); }
+  static v add(v a, v b) { return vaddq_u32(a, b); }
+  static v mul(v a, v b) { return vmulq_u32(a, b); }
+};
+constexpr int G_FP = 16, A_FP = 8, G_INT = 16, A_INT = 8, G_LD = 16, A_LD = 8, G_ST = 16;
+}  // namespace neon

@@ -1,0 +1,183 @@
+// Generic kernel bodies, written once in C++ over a small vector-traits type V and instantiated per ISA
+// (isa_avx512.cpp, isa_avx2.cpp, isa_sse2.cpp, isa_neon.hpp). Intrinsics, not hand-written assembly: GCC 12 emits
+// the same instruction stream a .S file would (one load per vector, one vfnmadd/vfmadd per FMA, the Horner
+// steps in registers; checked with objdump, see tests/bench_cpu/test_cpu_asm_code.py) and it keeps one source
+// for x86-64 and AArch64.
+//
+// Kernels-as-data (likwid-bench .ptt style): the per-variant counts are DECLARED in kern_desc.hpp / the Python
+// descriptors, and these bodies implement exactly that many operations:
+//
+//  intensity  One trip loads G vectors (G*L elements) and performs F vector FMAs, F >= G/2.
+//             F <  G: "pairs" mode: P = G-F FMAs acc += x[2i]*x[2i+1] (two fresh loads each), the other G-2P
+//                     vectors acc += x*x.                                      FMAs/trip = P + G-2P = F
+//             F >= G: "chains" mode: Q = F/G, R = F%G; every vector y=x runs Q-1 (+1 if g<R) steps
+//                     y = y - y*y (one vfnmadd, no constant register), then acc += y*y.   FMAs/trip = F
+//             flops/element = 2F/G, bytes/element = sizeof(T): I = 2F/(G*sizeof(T)) flop/byte, exact.
+//             The accumulators are flushed into a double every BLOCK trips (keeps float sums accurate).
+//  int        One trip loads G int32 vectors; S steps of y[g] = y[g] OP y[(g+1)%G] (in place, g ascending,
+//             OP = add or mul, wrapping mod 2^32), then acc += y[g].      int ops/trip = (S+1)*G
+//  load       acc[g%A] += x[g]  (read only)                                   bytes = 8 per element
+//  rmw        x[g] = x[g] + c   (read-modify-write)                           bytes = 16 per element
+//  store      x[g] = c          (write only; write-allocate doubles bus traffic below L1)
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace kern {
+
+constexpr std::size_t BLOCK = 512;  // trips between accumulator flushes
+
+template <class V>
+inline double hsum_d(typename V::v a) {
+  alignas(64) typename V::T t[V::L];
+  V::store(t, a);
+  double s = 0;
+  for (int i = 0; i < V::L; ++i) s += double(t[i]);
+  return s;
+}
+
+// ---- intensity, chains mode: Q runtime, R compile time -------------------------------------------------
+template <class V, int G, int A, int R>
+double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
+  using v = typename V::v;
+  double total = 0;
+  std::size_t t = 0;
+  while (t < trips) {
+    v acc[A];
+#pragma GCC unroll 32
+    for (int a = 0; a < A; ++a) acc[a] = V::zero();
+    const std::size_t end = (trips - t < BLOCK) ? trips : t + BLOCK;
+    for (; t < end; ++t) {
+      const typename V::T* p = x + t * std::size_t(G * V::L);
+      v y[G];
+#pragma GCC unroll 32
+      for (int g = 0; g < G; ++g) y[g] = V::load(p + g * V::L);
+      for (int s = 1; s < Q; ++s) {
+#pragma GCC unroll 32
+        for (int g = 0; g < G; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
+      }
+#pragma GCC unroll 32
+      for (int g = 0; g < R; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
+#pragma GCC unroll 32
+      for (int g = 0; g < G; ++g) acc[g % A] = V::fma(y[g], y[g], acc[g % A]);
+    }
+#pragma GCC unroll 32
+    for (int a = 0; a < A; ++a) total += hsum_d<V>(acc[a]);
+  }
+  return total;
+}
+
+// ---- intensity, pairs mode: P = G - F pairs ---------------------------------------------------------------
+template <class V, int G, int A, int P>
+double pairs(const typename V::T* __restrict x, std::size_t trips, int) {
+  using v = typename V::v;
+  double total = 0;
+  std::size_t t = 0;
+  while (t < trips) {
+    v acc[A];
+#pragma GCC unroll 32
+    for (int a = 0; a < A; ++a) acc[a] = V::zero();
+    const std::size_t end = (trips - t < BLOCK) ? trips : t + BLOCK;
+    for (; t < end; ++t) {
+      const typename V::T* p = x + t * std::size_t(G * V::L);
+#pragma GCC unroll 32
+      for (int i = 0; i < P; ++i)
+        acc[i % A] = V::fma(V::load(p + (2 * i) * V::L), V::load(p + (2 * i + 1) * V::L), acc[i % A]);
+#pragma GCC unroll 32
+      for (int g = 2 * P; g < G; ++g) {
+        const v y = V::load(p + g * V::L);
+        acc[(g - P) % A] = V::fma(y, y, acc[(g - P) % A]);
+      }
+    }
+#pragma GCC unroll 32
+    for (int a = 0; a < A; ++a) total += hsum_d<V>(acc[a]);
+  }
+  return total;
+}
+
+template <class V, int G, int A, std::size_t... R>
+double intensity_dispatch(const typename V::T* x, std::size_t trips, int F, std::index_sequence<R...>) {
+  using fn = double (*)(const typename V::T*, std::size_t, int);
+  static constexpr fn ch[] = {&chains<V, G, A, int(R)>...};
+  static constexpr fn pr[] = {&pairs<V, G, A, (int(R) == 0 ? 1 : (int(R) > G / 2 ? G / 2 : int(R)))>...};  // pr[P], P in 1..G/2
+  if (F >= G) return ch[F % G](x, trips, F / G);
+  const int P = G - F;
+  if (P < 1 || P > G / 2) return -1.0;  // caller validates F >= G/2
+  return pr[P](x, trips, F);
+}
+
+template <class V, int G, int A>
+double intensity(const typename V::T* x, std::size_t trips, int F) {
+  return intensity_dispatch<V, G, A>(x, trips, F, std::make_index_sequence<G>{});
+}
+
+// ---- int32 add / mul chains ----------------------------------------------------------------------------------
+template <class V, int G, int A, bool MUL>
+uint32_t int_chains(const uint32_t* __restrict x, std::size_t trips, int S) {
+  using v = typename V::v;
+  v acc[A];
+#pragma GCC unroll 32
+  for (int a = 0; a < A; ++a) acc[a] = V::zero();
+  for (std::size_t t = 0; t < trips; ++t) {
+    const uint32_t* p = x + t * std::size_t(G * V::L);
+    v y[G];
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) y[g] = V::load(p + g * V::L);
+    for (int s = 0; s < S; ++s) {
+#pragma GCC unroll 32
+      for (int g = 0; g < G; ++g) {
+        if constexpr (MUL) y[g] = V::mul(y[g], y[(g + 1) % G]);
+        else y[g] = V::add(y[g], y[(g + 1) % G]);
+      }
+    }
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) acc[g % A] = V::add(acc[g % A], y[g]);
+  }
+  uint32_t s = 0;
+  for (int a = 0; a < A; ++a) {
+    alignas(64) uint32_t t[V::L];
+    V::store(t, acc[a]);
+    for (int i = 0; i < V::L; ++i) s += t[i];
+  }
+  return s;
+}
+
+// ---- cache kernels (double) ---------------------------------------------------------------------------------
+template <class V, int G, int A>
+double load_sum(const double* __restrict x, std::size_t trips) {
+  using v = typename V::v;
+  v acc[A];
+#pragma GCC unroll 32
+  for (int a = 0; a < A; ++a) acc[a] = V::zero();
+  for (std::size_t t = 0; t < trips; ++t) {
+    const double* p = x + t * std::size_t(G * V::L);
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) acc[g % A] = V::add(acc[g % A], V::load(p + g * V::L));
+  }
+  double s = 0;
+  for (int a = 0; a < A; ++a) s += hsum_d<V>(acc[a]);
+  return s;
+}
+
+template <class V, int G>
+void rmw(double* __restrict x, std::size_t trips, double c) {
+  const typename V::v cv = V::set1(c);
+  for (std::size_t t = 0; t < trips; ++t) {
+    double* p = x + t * std::size_t(G * V::L);
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) V::store(p + g * V::L, V::add(V::load(p + g * V::L), cv));
+  }
+}
+
+template <class V, int G>
+void store(double* __restrict x, std::size_t trips, double c) {
+  const typename V::v cv = V::set1(c);
+  for (std::size_t t = 0; t < trips; ++t) {
+    double* p = x + t * std::size_t(G * V::L);
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) V::store(p + g * V::L, cv);
+  }
+}
+
+}  // namespace kern

@@ -1,0 +1,418 @@
+// pybind11 module _kernels: allocation with first-touch, pinned OpenMP threads, the timed region (measured here,
+// slowest thread counts), the effective-clock probe, and the pointer chase. The arithmetic kernels live in
+// kern.hpp, instantiated per ISA in isa_*.cpp.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <omp.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "data.hpp"
+#include "isa.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Dependent add chain: one cycle per add on every x86-64 and AArch64 core we know, so adds / seconds = core clock.
+double clock_probe_hz(uint64_t iters = 1u << 18) {
+  double t0 = now_s();
+  uint64_t x = 0, n = iters;
+#if defined(__x86_64__)
+  __asm__ volatile(
+      "1:\n\t"
+      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+      "dec %1\n\tjnz 1b\n"
+      : "+r"(x), "+r"(n)::"cc");
+#elif defined(__aarch64__)
+  __asm__ volatile(
+      "1:\n\t"
+      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
+      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
+      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
+      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
+      "subs %1, %1, #1\n\tb.ne 1b\n"
+      : "+r"(x), "+r"(n)::"cc");
+#endif
+  double t1 = now_s();
+  return double(x) / (t1 - t0);
+}
+
+void pin(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+// The OpenMP master is the Python thread: pinning it must not outlive the call.
+struct AffinityGuard {
+  cpu_set_t saved;
+  bool ok;
+  AffinityGuard() { ok = sched_getaffinity(0, sizeof(saved), &saved) == 0; }
+  ~AffinityGuard() {
+    if (ok) sched_setaffinity(0, sizeof(saved), &saved);
+  }
+};
+
+const IsaTable* find_isa(const std::string& name) {
+  if (name == "avx512") return &avx512;
+  if (name == "avx2") return &avx2;
+  if (name == "sse2") return &sse2;
+  throw std::invalid_argument("unknown ISA '" + name + "' (compiled: avx512, avx2, sse2)");
+}
+
+struct Mapping {
+  void* ptr = nullptr;   // usable start (2 MiB aligned for large mappings, so THP can back it)
+  void* base = nullptr;  // what munmap gets
+  std::size_t bytes = 0;
+  std::size_t mapped = 0;
+  std::string pages = "4k";
+};
+
+Mapping map_bytes(std::size_t bytes, bool want_hugetlb) {
+  Mapping m;
+  m.bytes = bytes;
+  constexpr std::size_t huge = 2u << 20;
+  if (want_hugetlb) {
+    std::size_t rb = (bytes + huge - 1) / huge * huge;
+    void* p = mmap(nullptr, rb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (p != MAP_FAILED) {
+      m.ptr = m.base = p;
+      m.bytes = m.mapped = rb;
+      m.pages = "hugetlb-2M";
+      return m;
+    }
+  }
+  const bool big = bytes >= huge;
+  m.mapped = big ? bytes + huge : bytes;
+  void* p = mmap(nullptr, m.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  m.base = p;
+  m.ptr = big ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + huge - 1) / huge * huge) : p;
+  if (big && madvise(m.ptr, bytes, MADV_HUGEPAGE) == 0) m.pages = "4k+thp-advised";
+  return m;
+}
+
+enum class Kind { intensity_dp, intensity_sp, int_add, int_mul, load, rmw, store };
+
+Kind parse_kind(const std::string& k) {
+  if (k == "intensity_dp") return Kind::intensity_dp;
+  if (k == "intensity_sp") return Kind::intensity_sp;
+  if (k == "int_add") return Kind::int_add;
+  if (k == "int_mul") return Kind::int_mul;
+  if (k == "load") return Kind::load;
+  if (k == "rmw") return Kind::rmw;
+  if (k == "store") return Kind::store;
+  throw std::invalid_argument("unknown kernel kind '" + k + "'");
+}
+
+// A streaming kernel over n elements split into per-thread ranges of whole trips.
+class Stream {
+ public:
+  Stream(const std::string& kind, const std::string& isa, std::size_t n_elems, std::vector<int> cpus, uint64_t seed,
+         std::size_t period)
+      : kind_(parse_kind(kind)), isa_(find_isa(isa)), n_(n_elems), cpus_(std::move(cpus)), seed_(seed),
+        period_(period) {
+    if (cpus_.empty()) throw std::invalid_argument("need at least one cpu");
+    if (period_ == 0) throw std::invalid_argument("period must be > 0");
+    if (kind_ == Kind::int_mul && !isa_->int_mul)
+      throw std::invalid_argument(std::string("int32 multiply is not available on ") + isa_->name);
+    const int vb = isa_->vec_bytes;
+    switch (kind_) {
+      case Kind::intensity_dp: esize_ = 8; lanes_ = vb / 8; g_ = isa_->g_fp; break;
+      case Kind::intensity_sp: esize_ = 4; lanes_ = vb / 4; g_ = isa_->g_fp; break;
+      case Kind::int_add: case Kind::int_mul: esize_ = 4; lanes_ = vb / 4; g_ = isa_->g_int; break;
+      case Kind::load: esize_ = 8; lanes_ = vb / 8; g_ = isa_->g_ld; break;
+      case Kind::rmw: case Kind::store: esize_ = 8; lanes_ = vb / 8; g_ = isa_->g_st; break;
+    }
+    const std::size_t trip = std::size_t(g_) * lanes_;
+    if (n_ == 0 || n_ % trip != 0)
+      throw std::invalid_argument("n_elems must be a positive multiple of " + std::to_string(trip));
+    const std::size_t trips = n_ / trip;
+    const std::size_t nt = cpus_.size();
+    if (trips < nt) throw std::invalid_argument("fewer trips than threads");
+    for (std::size_t t = 0; t <= nt; ++t) bounds_.push_back(trips * t / nt);
+    map_ = map_bytes(n_ * esize_, false);
+    init();
+  }
+  ~Stream() { close(); }
+  void close() {
+    if (map_.base) munmap(map_.base, map_.mapped);
+    map_.base = nullptr;
+    map_.ptr = nullptr;
+  }
+
+  std::size_t trip_elems() const { return std::size_t(g_) * lanes_; }
+
+  py::dict run(long reps, int knob) {
+    if (!map_.ptr) throw std::invalid_argument("kernel is closed");
+    if (reps <= 0) throw std::invalid_argument("reps must be > 0");
+    const int nt = int(cpus_.size());
+    std::vector<double> t_thread(nt), clk(nt), part_d(nt, 0.0);
+    std::vector<uint32_t> part_u(nt, 0);
+    const std::size_t trip = trip_elems();
+    {
+      py::gil_scoped_release release;
+      AffinityGuard guard;
+#pragma omp parallel num_threads(nt)
+      {
+        const int t = omp_get_thread_num();
+        pin(cpus_[t]);
+        const std::size_t b0 = bounds_[t], b1 = bounds_[t + 1], trips = b1 - b0;
+        char* base = static_cast<char*>(map_.ptr) + b0 * trip * esize_;
+        double c0 = clock_probe_hz();
+        double acc_d = 0;
+        uint32_t acc_u = 0;
+#pragma omp barrier
+        const double t0 = now_s();
+        for (long r = 0; r < reps; ++r) {
+          switch (kind_) {
+            case Kind::intensity_dp: acc_d += isa_->intensity_dp(reinterpret_cast<double*>(base), trips, knob); break;
+            case Kind::intensity_sp: acc_d += isa_->intensity_sp(reinterpret_cast<float*>(base), trips, knob); break;
+            case Kind::int_add: acc_u += isa_->int_add(reinterpret_cast<uint32_t*>(base), trips, knob); break;
+            case Kind::int_mul: acc_u += isa_->int_mul(reinterpret_cast<uint32_t*>(base), trips, knob); break;
+            case Kind::load: acc_d += isa_->load(reinterpret_cast<double*>(base), trips); break;
+            case Kind::rmw: isa_->rmw(reinterpret_cast<double*>(base), trips, 1.0); break;
+            case Kind::store: isa_->store(reinterpret_cast<double*>(base), trips, double(r + 1)); break;
+          }
+        }
+        const double t1 = now_s();
+        double c1 = clock_probe_hz();
+        t_thread[t] = t1 - t0;
+        clk[t] = 0.5 * (c0 + c1);
+        part_d[t] = acc_d;
+        part_u[t] = acc_u;
+      }
+    }
+    if (kind_ == Kind::rmw) total_rmw_ += reps;
+    if (kind_ == Kind::store) last_store_ = double(reps);
+    double sum_d = 0, clk_mean = 0;
+    uint32_t sum_u = 0;
+    for (int t = 0; t < nt; ++t) {
+      sum_d += part_d[t];
+      sum_u += part_u[t];
+      clk_mean += clk[t] / nt;
+    }
+    py::dict d;
+    d["time_s"] = *std::max_element(t_thread.begin(), t_thread.end());
+    d["thread_time_s"] = t_thread;
+    d["effective_clock_hz"] = clk_mean;
+    d["thread_clock_hz"] = clk;
+    if (kind_ == Kind::int_add || kind_ == Kind::int_mul) d["checksum"] = py::int_(sum_u);
+    else if (kind_ == Kind::rmw || kind_ == Kind::store) d["checksum"] = buffer_sum();
+    else d["checksum"] = sum_d;
+    d["pages"] = map_.pages;
+    return d;
+  }
+
+  // Sum of the buffer in double (exact for the cache kernels' data: multiples of 2^-12 far below 2^41).
+  double buffer_sum() const {
+    const int nt = int(cpus_.size());
+    std::vector<double> part(nt, 0.0);
+    const std::size_t trip = trip_elems();
+    AffinityGuard guard;
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num();
+      pin(cpus_[t]);
+      const double* p = static_cast<const double*>(map_.ptr);
+      double s = 0;
+      for (std::size_t i = bounds_[t] * trip; i < bounds_[t + 1] * trip; ++i) s += p[i];
+      part[t] = s;
+    }
+    double s = 0;
+    for (double v : part) s += v;
+    return s;
+  }
+
+  std::string pages() const { return map_.pages; }
+
+ private:
+  void init() {
+    const int nt = int(cpus_.size());
+    const std::size_t trip = trip_elems();
+    AffinityGuard guard;
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num();
+      pin(cpus_[t]);  // first touch by the thread that will use the pages
+      for (std::size_t i = bounds_[t] * trip; i < bounds_[t + 1] * trip; ++i) {
+        const uint64_t z = data::raw(seed_, i, period_);
+        switch (kind_) {
+          case Kind::intensity_dp: static_cast<double*>(map_.ptr)[i] = data::dp(z); break;
+          case Kind::intensity_sp: static_cast<float*>(map_.ptr)[i] = data::sp(z); break;
+          case Kind::int_add: case Kind::int_mul: static_cast<uint32_t*>(map_.ptr)[i] = data::i32(z); break;
+          case Kind::load: case Kind::rmw: case Kind::store: static_cast<double*>(map_.ptr)[i] = data::cache(z); break;
+        }
+      }
+    }
+  }
+
+  Kind kind_;
+  const IsaTable* isa_;
+  std::size_t n_;
+  std::vector<int> cpus_;
+  uint64_t seed_;
+  std::size_t period_;
+  int esize_ = 8, lanes_ = 1, g_ = 1;
+  std::vector<std::size_t> bounds_;
+  Mapping map_;
+  long total_rmw_ = 0;
+  double last_store_ = 0;
+};
+
+// ---- pointer chase ---------------------------------------------------------------------------------------------
+template <int C>
+void chase_steps(void** p[], std::size_t steps) {
+  void** q[C];
+  for (int c = 0; c < C; ++c) q[c] = p[c];
+  std::size_t s = 0;
+  for (; s + 4 <= steps; s += 4) {
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+#pragma GCC unroll 32
+      for (int c = 0; c < C; ++c) q[c] = static_cast<void**>(*q[c]);
+    }
+  }
+  for (; s < steps; ++s)
+    for (int c = 0; c < C; ++c) q[c] = static_cast<void**>(*q[c]);
+  for (int c = 0; c < C; ++c) p[c] = q[c];
+}
+
+class Chase {
+ public:
+  // order: the cyclic visiting order of the nodes (node k lives at byte k*stride); chains start at evenly spaced
+  // positions of that cycle, so they never meet.
+  Chase(py::array_t<uint64_t, py::array::c_style | py::array::forcecast> order, std::size_t stride, int chains,
+        int cpu, bool hugetlb)
+      : stride_(stride), chains_(chains), cpu_(cpu) {
+    auto o = order.unchecked<1>();
+    n_ = std::size_t(o.shape(0));
+    if (n_ < 2) throw std::invalid_argument("need at least 2 nodes");
+    if (stride_ < sizeof(void*) || stride_ % sizeof(void*)) throw std::invalid_argument("bad stride");
+    if (chains_ < 1 || chains_ > 32 || (chains_ & (chains_ - 1))) throw std::invalid_argument("chains: 1,2,4..32");
+    if (n_ % std::size_t(chains_)) throw std::invalid_argument("nodes must be a multiple of chains");
+    AffinityGuard guard;
+    pin(cpu_);
+    map_ = map_bytes(n_ * stride_, hugetlb);
+    char* base = static_cast<char*>(map_.ptr);
+    std::memset(base, 0, n_ * stride_);  // first touch on the measuring cpu
+    for (std::size_t j = 0; j < n_; ++j) {
+      const uint64_t a = o(j), b = o((j + 1) % n_);
+      if (a >= n_ || b >= n_) throw std::invalid_argument("order entry out of range");
+      *reinterpret_cast<void**>(base + a * stride_) = base + b * stride_;
+    }
+    for (int c = 0; c < chains_; ++c) pos_.push_back(reinterpret_cast<void**>(base + o(c * (n_ / chains_)) * stride_));
+  }
+  ~Chase() { close(); }
+  void close() {
+    if (map_.base) munmap(map_.base, map_.mapped);
+    map_.base = nullptr;
+    map_.ptr = nullptr;
+  }
+
+  // reps x (n / chains) dependent steps per chain; checksum = node index where each chain stands.
+  py::dict run(long reps) {
+    if (!map_.ptr) throw std::invalid_argument("kernel is closed");
+    if (reps <= 0) throw std::invalid_argument("reps must be > 0");
+    const std::size_t steps = n_ / std::size_t(chains_);
+    double t0, t1, c0, c1;
+    {
+      py::gil_scoped_release release;
+      AffinityGuard guard;
+      pin(cpu_);
+      c0 = clock_probe_hz();
+      t0 = now_s();
+      for (long r = 0; r < reps; ++r) {
+        switch (chains_) {
+          case 1: chase_steps<1>(pos_.data(), steps); break;
+          case 2: chase_steps<2>(pos_.data(), steps); break;
+          case 4: chase_steps<4>(pos_.data(), steps); break;
+          case 8: chase_steps<8>(pos_.data(), steps); break;
+          case 16: chase_steps<16>(pos_.data(), steps); break;
+          case 32: chase_steps<32>(pos_.data(), steps); break;
+        }
+      }
+      t1 = now_s();
+      c1 = clock_probe_hz();
+    }
+    std::vector<uint64_t> where;
+    for (auto* p : pos_) where.push_back(uint64_t((reinterpret_cast<char*>(p) - static_cast<char*>(map_.ptr)) / stride_));
+    py::dict d;
+    d["time_s"] = t1 - t0;
+    d["thread_time_s"] = std::vector<double>{t1 - t0};
+    d["effective_clock_hz"] = 0.5 * (c0 + c1);
+    d["checksum"] = where;
+    d["pages"] = map_.pages;
+    return d;
+  }
+
+ private:
+  std::size_t stride_, n_ = 0;
+  int chains_, cpu_;
+  Mapping map_;
+  std::vector<void**> pos_;
+};
+
+py::dict isa_info(const std::string& name) {
+  const IsaTable* t = find_isa(name);
+  py::dict d;
+  d["name"] = t->name;
+  d["vec_bytes"] = t->vec_bytes;
+  d["g_fp"] = t->g_fp;
+  d["a_fp"] = t->a_fp;
+  d["g_int"] = t->g_int;
+  d["a_int"] = t->a_int;
+  d["g_ld"] = t->g_ld;
+  d["a_ld"] = t->a_ld;
+  d["g_st"] = t->g_st;
+  d["int_mul"] = t->int_mul != nullptr;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kernels, m) {
+  m.doc() = "archline cpu_asm kernels: intensity (sp/dp), int32 chains, cache load/rmw/store, pointer chase.";
+  m.def("compiled_isas", []() { return std::vector<std::string>{"avx512", "avx2", "sse2"}; });
+  m.def("isa_info", &isa_info);
+  m.def("clock_probe_hz", [](int cpu) {
+    AffinityGuard guard;
+    pin(cpu);
+    return clock_probe_hz(1u << 20);
+  }, py::arg("cpu") = -1);
+  m.def("max_threads", []() { return omp_get_num_procs(); });
+  py::class_<Stream>(m, "Stream")
+      .def(py::init<const std::string&, const std::string&, std::size_t, std::vector<int>, uint64_t, std::size_t>(),
+           py::arg("kind"), py::arg("isa"), py::arg("n_elems"), py::arg("cpus"), py::arg("seed"), py::arg("period"))
+      .def("run", &Stream::run, py::arg("reps"), py::arg("knob") = 0)
+      .def("buffer_sum", &Stream::buffer_sum)
+      .def("close", &Stream::close)
+      .def_property_readonly("pages", &Stream::pages)
+      .def_property_readonly("trip_elems", &Stream::trip_elems);
+  py::class_<Chase>(m, "Chase")
+      .def(py::init<py::array_t<uint64_t, py::array::c_style | py::array::forcecast>, std::size_t, int, int, bool>(),
+           py::arg("order"), py::arg("stride"), py::arg("chains"), py::arg("cpu"), py::arg("hugetlb"))
+      .def("run", &Chase::run, py::arg("reps"))
+      .def("close", &Chase::close);
+}

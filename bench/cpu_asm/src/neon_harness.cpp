@@ -1,0 +1,77 @@
+// Stand-alone AArch64 harness for the NEON kernels: cross-built with aarch64-linux-gnu-g++ -static and run under
+// qemu-aarch64 by tests/bench_cpu/test_cpu_neon_qemu.py. One thread; prints one JSON line with the checksum and
+// the counts the kernel declares, which the test compares with the Python reference and variants.py.
+//   usage: neon_harness KIND N_ELEMS KNOB SEED REPS PERIOD
+//   KIND: intensity_dp intensity_sp int_add int_mul load rmw store
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "data.hpp"
+#include "isa_neon.hpp"
+
+using namespace neon;
+
+int main(int argc, char** argv) {
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s KIND N_ELEMS KNOB SEED REPS PERIOD\n", argv[0]);
+    return 2;
+  }
+  const std::string kind = argv[1];
+  const std::size_t n = std::strtoull(argv[2], nullptr, 10);
+  const int knob = std::atoi(argv[3]);
+  const uint64_t seed = std::strtoull(argv[4], nullptr, 10);
+  const long reps = std::atol(argv[5]);
+  const std::size_t period = std::strtoull(argv[6], nullptr, 10);
+  int g = 0, lanes = 0, esize = 0;
+  if (kind == "intensity_dp") { g = G_FP; lanes = D::L; esize = 8; }
+  else if (kind == "intensity_sp") { g = G_FP; lanes = S::L; esize = 4; }
+  else if (kind == "int_add" || kind == "int_mul") { g = G_INT; lanes = I::L; esize = 4; }
+  else if (kind == "load") { g = G_LD; lanes = D::L; esize = 8; }
+  else if (kind == "rmw" || kind == "store") { g = G_ST; lanes = D::L; esize = 8; }
+  else { std::fprintf(stderr, "unknown kind %s\n", kind.c_str()); return 2; }
+  const std::size_t trip = std::size_t(g) * lanes;
+  if (n == 0 || n % trip || reps <= 0 || period == 0 || period % trip) {
+    std::fprintf(stderr, "n must be a positive multiple of %zu, reps > 0, period a multiple of the trip\n", trip);
+    return 2;
+  }
+  if (kind.rfind("intensity", 0) == 0 && 2 * knob < g) { std::fprintf(stderr, "F below G/2\n"); return 2; }
+  void* buf = std::aligned_alloc(64, (n * esize + 63) / 64 * 64);
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint64_t z = data::raw(seed, i, period);
+    if (kind == "intensity_dp") static_cast<double*>(buf)[i] = data::dp(z);
+    else if (kind == "intensity_sp") static_cast<float*>(buf)[i] = data::sp(z);
+    else if (esize == 4) static_cast<uint32_t*>(buf)[i] = data::i32(z);
+    else static_cast<double*>(buf)[i] = data::cache(z);
+  }
+  const std::size_t trips = n / trip;
+  double cs_d = 0;
+  uint32_t cs_u = 0;
+  uint64_t flops = 0, int_ops = 0, bytes = 0, bus = 0;
+  for (long r = 0; r < reps; ++r) {
+    if (kind == "intensity_dp") cs_d += kern::intensity<D, G_FP, A_FP>(static_cast<double*>(buf), trips, knob);
+    else if (kind == "intensity_sp") cs_d += kern::intensity<S, G_FP, A_FP>(static_cast<float*>(buf), trips, knob);
+    else if (kind == "int_add") cs_u += kern::int_chains<I, G_INT, A_INT, false>(static_cast<uint32_t*>(buf), trips, knob);
+    else if (kind == "int_mul") cs_u += kern::int_chains<I, G_INT, A_INT, true>(static_cast<uint32_t*>(buf), trips, knob);
+    else if (kind == "load") cs_d += kern::load_sum<D, G_LD, A_LD>(static_cast<double*>(buf), trips);
+    else if (kind == "rmw") kern::rmw<D, G_ST>(static_cast<double*>(buf), trips, 1.0);
+    else kern::store<D, G_ST>(static_cast<double*>(buf), trips, double(r + 1));
+  }
+  // Declared counts per repetition (kernels as data), for the test to compare with variants.py.
+  if (kind.rfind("intensity", 0) == 0) { flops = n * 2 * uint64_t(knob) / g; bytes = n * esize; bus = bytes; }
+  else if (esize == 4) { int_ops = n * uint64_t(knob + 1); bytes = n * 4; bus = bytes; }
+  else if (kind == "load") { bytes = n * 8; bus = bytes; }
+  else if (kind == "rmw") { bytes = n * 16; bus = bytes; }
+  else { bytes = n * 8; bus = 2 * bytes; }
+  if (kind == "rmw" || kind == "store") {
+    cs_d = 0;
+    for (std::size_t i = 0; i < n; ++i) cs_d += static_cast<double*>(buf)[i];
+  }
+  std::printf("{\"kind\": \"%s\", \"g\": %d, \"lanes\": %d, \"checksum_f\": %.17g, \"checksum_u\": %" PRIu32
+              ", \"flops\": %" PRIu64 ", \"int_ops\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"bus_bytes\": %" PRIu64 "}\n",
+              kind.c_str(), g, lanes, cs_d, cs_u, flops, int_ops, bytes, bus);
+  std::free(buf);
+  return 0;
+}

@@ -1,0 +1,55 @@
+"""The declared counts match the instructions: compile each ISA's translation unit to assembly and check that one
+Horner step of the chains kernel is exactly G register-only FMA instructions (no spills, no extra loads)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from archline.bench.cpu_asm.variants import ISAS
+
+SRC = Path(__file__).resolve().parents[2] / "bench" / "cpu_asm" / "src"
+X86_FLAGS = {"avx512": ["-mavx512f", "-mfma"], "avx2": ["-mavx2", "-mfma"], "sse2": ["-msse2"]}
+STEP_INSN = {"avx512": r"vfnmadd\d{3}p[ds]\s+%zmm", "avx2": r"vfnmadd\d{3}p[ds]\s+%ymm", "sse2": r"subp[ds]\s+%xmm",
+             "neon": r"fmls\s+v\d+\.(2d|4s)"}
+
+
+def _asm(isa: str, tmp: Path) -> str:
+    if isa == "neon":
+        cxx, src, flags = "aarch64-linux-gnu-g++", SRC / "neon_harness.cpp", ["-march=armv8-a"]
+    else:
+        cxx, src, flags = "g++", SRC / f"isa_{isa}.cpp", X86_FLAGS[isa]
+    if shutil.which(cxx) is None:
+        pytest.skip(f"{cxx} not installed")
+    out = tmp / f"{isa}.s"
+    subprocess.run([cxx, "-std=c++17", "-O3", "-ffp-contract=off", *flags, "-S", "-o", str(out), str(src)],
+                   check=True, capture_output=True, timeout=240)
+    return subprocess.run(["c++filt"], input=out.read_text(), capture_output=True, text=True, check=True).stdout
+
+
+def _function(asm: str, name_re: str) -> list[str]:
+    lines = asm.splitlines()
+    start = next(i for i, ln in enumerate(lines) if re.match(name_re, ln))
+    end = next(i for i in range(start, len(lines)) if ".cfi_endproc" in lines[i] or lines[i].strip() == ".size")
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2", "sse2", "neon"])
+def test_horner_loop_is_g_register_fmas(isa: str, tmp_path: Path) -> None:
+    v = ISAS[isa]
+    asm = _asm(isa, tmp_path)
+    dtype = r"neon::D" if isa == "neon" else r"\(anonymous namespace\)::D"
+    body = _function(asm, rf"^double kern::chains<{dtype}, {v.g_fp}, {v.a_fp}, 0>\(")
+    step = re.compile(STEP_INSN[isa])
+    # the runtime Horner loop: the first basic block that holds step instructions, up to its backward branch
+    idx = [i for i, ln in enumerate(body) if step.search(ln)]
+    assert idx, f"no {STEP_INSN[isa]} in chains kernel"
+    loop = body[idx[0]: idx[-1] + 1]
+    n_steps = sum(1 for ln in loop if step.search(ln))
+    assert n_steps == v.g_fp, (isa, n_steps)
+    mem = [ln for ln in loop if "(" in ln or "[" in ln]
+    assert not mem, f"memory traffic inside the Horner loop: {mem}"

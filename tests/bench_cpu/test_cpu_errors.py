@@ -1,0 +1,86 @@
+"""Bad input gets a BenchError subclass with a clear message, never a crash or a silent zero."""
+
+from __future__ import annotations
+
+import pytest
+
+from archline.bench.cpu_asm.backend import CpuAsmBackend, isa_usable
+from archline.bench.cpu_asm.variants import ISAS
+from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.kernels import KernelSpec
+
+
+def _spec(kernel: str = "intensity", precision: str = "dp", level: str = "mem", **params: object) -> KernelSpec:
+    base: dict[str, object] = {"working_set_bytes": 1 << 20}
+    if kernel == "intensity":
+        base["fma_per_trip"] = 24
+    base.update(params)
+    return KernelSpec("cpu_asm", kernel, precision, level, base)
+
+
+def test_unsupported_isa(cpu_backend: CpuAsmBackend) -> None:
+    missing = [n for n in ("avx512", "avx2", "sse2") if not isa_usable(ISAS[n])[0]]
+    for name in [*missing, "neon"]:
+        with pytest.raises(UnsupportedError, match=name):
+            cpu_backend.prepare(_spec(isa=name))
+    with pytest.raises(UnsupportedError, match="unknown ISA"):
+        cpu_backend.prepare(_spec(isa="mmx"))
+
+
+def test_working_set_larger_than_memory(cpu_backend: CpuAsmBackend) -> None:
+    with pytest.raises(BenchError, match="larger than"):
+        cpu_backend.prepare(_spec(working_set_bytes=1 << 50))
+    with pytest.raises(BenchError, match="larger than"):
+        cpu_backend.prepare(_spec("chase", level="mem", working_set_bytes=1 << 50))
+
+
+@pytest.mark.parametrize("bad", [0, -1, -4096, 1.5, "big", True])
+def test_bad_sizes(cpu_backend: CpuAsmBackend, bad: object) -> None:
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec(working_set_bytes=bad))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec("cache", level="l1", working_set_bytes=bad))
+
+
+def test_too_small_and_bad_knobs(cpu_backend: CpuAsmBackend) -> None:
+    with pytest.raises(BenchError, match="below one trip"):
+        cpu_backend.prepare(_spec(working_set_bytes=64))
+    with pytest.raises(BenchError, match="floor"):
+        cpu_backend.prepare(_spec(fma_per_trip=1))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec(fma_per_trip=0))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec("int", "int32", steps=-1))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec("cache", level="l1", mode="copy"))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec("chase", level="l1", chains=3))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec(threads=0))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec(threads=10_000))
+    with pytest.raises(UnsupportedError):
+        cpu_backend.prepare(_spec("cache", "sp", level="l1"))
+    with pytest.raises(BenchError):
+        cpu_backend.prepare(_spec("intensity", level="l1"))
+    with pytest.raises(BenchError):
+        cpu_backend.sweep("nope", "dp")
+
+
+@pytest.mark.parametrize("reps", [0, -3, 2.0, None, True])
+def test_bad_reps(cpu_backend: CpuAsmBackend, reps: object) -> None:
+    p = cpu_backend.prepare(_spec())
+    try:
+        with pytest.raises(BenchError, match="reps"):
+            p.run(reps)  # type: ignore[arg-type]
+    finally:
+        p.close()
+
+
+def test_bad_reps_runner(cpu_backend: CpuAsmBackend) -> None:
+    from archline.bench.run import measure
+
+    with pytest.raises(BenchError, match="reps"):
+        measure(cpu_backend, _spec(), reps=0)
+    with pytest.raises(BenchError, match="min_time"):
+        measure(cpu_backend, _spec(), min_time_s=0)
