@@ -111,8 +111,26 @@ def _cv_score(q: dict[str, Any], with_time: bool = True) -> float:
     return float(e if t is None or not with_time else (e + t) / 2)
 
 
+#: Columns the fits read; the rest (host, run_id, ...) is dropped before fitting so that the many row subsets
+#: of cross-validation and the bootstrap copy only numbers.
+FIT_COLUMNS: tuple[str, ...] = (
+    "platform", "kernel", "precision", "time_s", "energy_j", "work_flop", "flops_sp", "flops_dp", "int_ops",
+    "bytes_mem", "bytes_l1", "bytes_l2", "bytes_l3", "bytes_shared", "rand_accesses", "core_mhz", "mem_mhz",
+    "core_v", "mem_v", "power_cap_w", "emulated", "_file", "_line",
+)
+
+
+def slim(frame: pd.DataFrame, extra: Iterable[str] = ()) -> pd.DataFrame:
+    keep = [c for c in (*FIT_COLUMNS, *extra) if c in frame.columns]
+    out = frame[keep].copy()
+    for c in ("platform", "kernel", "precision", "_file"):
+        if c in out.columns:
+            out[c] = out[c].astype(object)
+    return out
+
+
 def fit_group(group: Group, opts: FitOptions) -> FitResult:
-    frame = group.frame
+    frame = slim(group.frame, [opts.holdout_col] if opts.holdout_col else [])
     if opts.model != "auto":
         r = _fit_one(frame, opts.model, group.platform, group.emulated, opts)
         if opts.validate:

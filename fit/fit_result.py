@@ -133,3 +133,19 @@ def error_summary(err: np.ndarray, prefix: str) -> dict[str, float]:
 
 def finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x)
+
+
+def fast_relative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Point estimate of the two-step relative-residual least squares (OLS, then weights 1/yhat^2) through the
+    column-scaled normal equations: O(n p^2) with one pass of BLAS, for cross-validation folds. The reported fit
+    uses statsmodels (standard errors, intervals); this gives the same point estimate."""
+    scale = np.linalg.norm(x, axis=0)
+    scale[scale == 0] = 1.0
+    xs = x / scale
+    beta = np.linalg.lstsq(xs.T @ xs, xs.T @ y, rcond=None)[0]
+    yhat = xs @ beta
+    w = 1.0 / np.where(yhat > 0, yhat, y)
+    xw = xs * w[:, None]
+    yw = y * w
+    beta = np.linalg.lstsq(xw.T @ xw, xw.T @ yw, rcond=None)[0]
+    return np.asarray(beta / scale)

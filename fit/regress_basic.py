@@ -69,28 +69,34 @@ def _ols_basic(rows: pd.DataFrame, both: bool, weighting: str = "relative") -> t
     plain OLS lets the low-intensity points' absolute noise swamp eps_s. ``"none"`` is R's lm, as S0 used."""
     from statsmodels.regression.linear_model import OLS, WLS
 
-    w = rows["work_flop"].to_numpy(dtype=np.float64)
-    y = rows["energy_j"].to_numpy() / w
-    cols = [np.ones_like(w), rows["bytes_mem"].to_numpy() / w, rows["time_s"].to_numpy() / w]
-    if both:
-        cols.append(rows["flops_dp"].to_numpy() / w)  # R: 1 on a double-precision row
-    x = np.column_stack(cols)
-    res = OLS(y, x).fit()
+    x, y = _design_basic(rows, both)
+    res = OLS(y, x).fit(method="qr")
     if weighting == "relative":
         yhat = np.asarray(res.fittedvalues)
         yhat = np.where(yhat > 0, yhat, y)
-        res = WLS(y, x, weights=1.0 / yhat**2).fit()
+        res = WLS(y, x, weights=1.0 / yhat**2).fit(method="qr")
     elif weighting != "none":
         raise ValueError(f"weighting must be 'relative' or 'none', got {weighting!r}")
     return np.asarray(res.params), np.asarray(res.cov_params()), res
 
 
-def fit_basic_params(frame: pd.DataFrame, weighting: str = "relative") -> dict[str, float]:
+def _design_basic(rows: pd.DataFrame, both: bool) -> tuple[np.ndarray, np.ndarray]:
+    w = rows["work_flop"].to_numpy(dtype=np.float64)
+    cols = [np.ones_like(w), rows["bytes_mem"].to_numpy() / w, rows["time_s"].to_numpy() / w]
+    if both:
+        cols.append(rows["flops_dp"].to_numpy() / w)  # R: 1 on a double-precision row
+    return np.column_stack(cols), rows["energy_j"].to_numpy() / w
+
+
+def fit_basic_params(frame: pd.DataFrame) -> dict[str, float]:
     """Point estimates only (for cross-validation): eps_flop_sp/dp, eps_mem, pi0 plus observed taus."""
+    from archline.fit.fit_result import fast_relative_lstsq
+
     rows = basic_rows(frame)
     prec = precisions_present(rows)
     both = len(prec) == 2
-    beta, _, _ = _ols_basic(rows, both, weighting)
+    x, y = _design_basic(rows, both)
+    beta = fast_relative_lstsq(x, y)
     out = _named(beta, prec)
     out.update({k: c.value for k, c in observed_tau(rows).items()})
     return out

@@ -23,6 +23,7 @@ from archline.fit.fit_result import (
     Coefficient,
     FitResult,
     error_summary,
+    fast_relative_lstsq,
     row_normaliser,
     t_interval,
 )
@@ -71,7 +72,7 @@ def _design(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str]]:
 def fit_joint_params(frame: pd.DataFrame) -> dict[str, float]:
     rows = usable_rows(frame)
     x, y, names = _design(rows)
-    beta, _, _ = _wls(x, y)
+    beta = fast_relative_lstsq(x, y)
     out = dict(zip(names, (float(b) for b in beta), strict=True))
     out.update({k: c.value for k, c in observed_tau(basic_rows(rows)).items()})
     return out
@@ -81,10 +82,10 @@ def _wls(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, object]:
     """No-intercept least squares on relative residuals (two-step: OLS, then weights 1/yhat^2)."""
     from statsmodels.regression.linear_model import OLS, WLS
 
-    res = OLS(y, x).fit()
+    res = OLS(y, x).fit(method="qr")
     yhat = np.asarray(res.fittedvalues)
     yhat = np.where(yhat > 0, yhat, y)
-    res = WLS(y, x, weights=1.0 / yhat**2).fit()
+    res = WLS(y, x, weights=1.0 / yhat**2).fit(method="qr")
     return np.asarray(res.params), np.asarray(res.cov_params()), res
 
 
@@ -143,7 +144,8 @@ def fit_cache(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False
         beta, cov, res = _wls(x, y)
         ci = np.asarray(res.conf_int(0.05))  # type: ignore[attr-defined]
         se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        rank = int(np.linalg.matrix_rank(x / np.linalg.norm(x, axis=0), tol=1e-10))
+        xn = x / np.linalg.norm(x, axis=0)
+        rank = int(np.linalg.matrix_rank(xn.T @ xn, tol=1e-12))  # Gram matrix: p x p, cheap for 10^6 rows
         if rank < len(names):
             warnings.append(f"design matrix has rank {rank} < {len(names)} coefficients: some costs are aliased")
         for j, name in enumerate(names):

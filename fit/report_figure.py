@@ -28,9 +28,21 @@ def _machine(r: FitResult, prec: str) -> Machine | None:
                    vals["eps_mem"], vals["pi0"], math.inf if dpi is None else dpi)  # type: ignore[arg-type]
 
 
+MAX_DOTS = 20_000
+
+
+def _subsample(r: FitResult) -> tuple[Any, Any]:
+    """At most MAX_DOTS rows (seeded) for the scatter: a million dots is unreadable and slow."""
+    rows, pe = r.rows, r.point_errors
+    assert rows is not None and pe is not None
+    if len(rows) > MAX_DOTS:
+        idx = np.sort(np.random.default_rng(0).choice(len(rows), MAX_DOTS, replace=False))
+        return rows.iloc[idx], pe.iloc[idx]
+    return rows, pe
+
+
 def _intensity_panels(r: FitResult, fig: Any) -> None:
-    rows = r.rows
-    assert rows is not None and r.point_errors is not None
+    rows, pe = _subsample(r)
     axes = fig.subplots(2, 2)
     ax_perf, ax_eff, ax_pow, ax_res = axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 1]
     w = rows["work_flop"].to_numpy()
@@ -50,10 +62,10 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
             ax_perf.scatter(intensity[sel], w[sel] / t[sel] / 1e9, s=14, color=c, alpha=0.6, label=label, zorder=3)
             ax_eff.scatter(intensity[sel], w[sel] / e[sel] / 1e9, s=14, color=c, alpha=0.6, label=label, zorder=3)
             ax_pow.scatter(intensity[sel], e[sel] / t[sel], s=14, color=c, alpha=0.6, label=label, zorder=3)
-            ax_res.scatter(intensity[sel], 100 * r.point_errors["energy_rel_err"].to_numpy()[sel], s=14, color=c,
+            ax_res.scatter(intensity[sel], 100 * pe["energy_rel_err"].to_numpy()[sel], s=14, color=c,
                            alpha=0.7, label=f"energy {prec.upper()}", zorder=3)
-            if "time_rel_err" in r.point_errors:
-                ax_res.scatter(intensity[sel], 100 * r.point_errors["time_rel_err"].to_numpy()[sel], s=14,
+            if "time_rel_err" in pe:
+                ax_res.scatter(intensity[sel], 100 * pe["time_rel_err"].to_numpy()[sel], s=14,
                                marker="x", color=c, alpha=0.7, label=f"time {prec.upper()}", zorder=3)
         m = _machine(r, prec)
         if m is None:
@@ -81,15 +93,14 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
 
 
 def _dvfs_panels(r: FitResult, fig: Any) -> None:
-    rows = r.rows
-    assert rows is not None and r.point_errors is not None
+    rows, pe = _subsample(r)
     ax_pe, ax_res, ax_pi0 = fig.subplots(1, 3)
     e = rows["energy_j"].to_numpy()
-    ep = r.point_errors["energy_pred_j"].to_numpy()
+    ep = pe["energy_pred_j"].to_numpy()
     for kernel in sorted(set(rows["kernel"].astype(str))):
         sel = (rows["kernel"].astype(str) == kernel).to_numpy()
         ax_pe.scatter(e[sel], ep[sel], s=8, alpha=0.5, label=kernel)
-        ax_res.scatter(rows["core_v"].to_numpy()[sel], 100 * r.point_errors["energy_rel_err"].to_numpy()[sel],
+        ax_res.scatter(rows["core_v"].to_numpy()[sel], 100 * pe["energy_rel_err"].to_numpy()[sel],
                        s=8, alpha=0.5, label=kernel)
     lim = [float(min(e.min(), ep.min())), float(max(e.max(), ep.max()))]
     ax_pe.plot(lim, lim, color="black", lw=1, label="model = measured")

@@ -103,3 +103,13 @@ def test_fit_auto_picks_dvfs_for_voltage_settings() -> None:
     r = fit_frame(f, FitOptions(model="auto", n_boot=20))
     assert r.model == "dvfs" and r.extra["auto"]["chosen"] == "dvfs"
     assert r.quality["cv_folds"] == 4
+
+
+def test_fit_auto_picks_capped_when_the_cap_binds() -> None:
+    f = prepare_frame(synthetic_results(GTX580_CAPPED, noise=0.01, seed=3, n_l1=0, n_l2=0, n_rand=0,
+                                        efficiency_spread=0.0, n_repeats=2))
+    r = fit_frame(f, FitOptions(model="auto", n_boot=10, folds=5))
+    assert r.model == "capped"
+    scores = r.extra["auto"]["cv_scores_pct"]
+    assert scores["capped"] < scores["basic"]
+    assert r.quality["cv_folds"] == 5
