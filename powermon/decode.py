@@ -118,6 +118,7 @@ class StreamDecoder:
         self._c0: int | None = time_set_s
         self._last_counter: int | None = time_set_s
         self._ovf = False
+        self.first_overflow_event: int | None = None     #: event index where the first overflow was flagged
         self._synced = False
         self._at_start = True
         self._hole_pending = False
@@ -125,6 +126,7 @@ class StreamDecoder:
         self._last_rank = self.n
         self._buf = bytearray()
         self._final: list[RecordArrays] = []
+        self._final_ev0: list[int] = []          # first event of each finalized part (non-decreasing)
         self._final_n = 0
         self._seg = _Segment()
         self._cache: RecordArrays | None = None
@@ -164,6 +166,21 @@ class StreamDecoder:
             self._process(final=True)
             self._close_segment(None)
         self._buf.clear()
+
+    @property
+    def last_event(self) -> int:
+        """Event index of the newest accepted sample (-1 before any)."""
+        return self._cur_event
+
+    def records_between(self, event_lo: int, event_hi: int) -> RecordArrays:
+        """Decoded records with ``event_lo <= event <= event_hi`` (touches only the parts that overlap)."""
+        import bisect
+
+        i0 = max(bisect.bisect_right(self._final_ev0, event_lo) - 1, 0)
+        i1 = bisect.bisect_right(self._final_ev0, event_hi)
+        rec = RecordArrays.concat([*self._final[i0:i1], *self._seg.parts])
+        sel = np.flatnonzero((rec.event >= event_lo) & (rec.event <= event_hi))
+        return RecordArrays(rec.event[sel], rec.channel[sel], rec.vcode[sel], rec.icode[sel], rec.overflow[sel])
 
     def records(self) -> RecordArrays:
         """All decoded sample records so far (the current second's event indices may still shift)."""
@@ -328,6 +345,7 @@ class StreamDecoder:
             self._hole_pending = False
         if a <= ovf_at < b:
             seg.holes.append((base + ovf_at - a, "overflow"))
+            self.first_overflow_event = int(ev[ovf_at - a])
         for k in np.flatnonzero(r != expected):
             seg.holes.append((base + int(k), "order"))
         vc = f.vcode[a:b].astype(np.uint16)
@@ -375,7 +393,10 @@ class StreamDecoder:
         if lost > 0:
             self.stats.lost_records += lost
             self.stats.gaps += len(positions)
-        self._final.extend(seg.parts)
+        for part in seg.parts:
+            if len(part):
+                self._final.append(part)
+                self._final_ev0.append(int(part.event[0]))
         self._final_n += seg.n
         start = end_event
         self._seg = _Segment(start_event=start)

@@ -128,7 +128,7 @@ class PowerMon2:
         self._stop_evt = threading.Event()
         self._lock = threading.Lock()
         self._pairs_host: list[float] = []
-        self._pairs_n: list[int] = []
+        self._pairs_ev: list[int] = []
         self.decoder = StreamDecoder(self.channels, self.period_ticks, self.time_set_s)
         self._r_lut = np.full(16, DEFAULT_R_SENSE_OHM)
         for c, r in self.r_sense_ohm.items():
@@ -232,8 +232,9 @@ class PowerMon2:
                     self._raw.write(chunk)
                 with self._lock:
                     self.decoder.feed(chunk)
-                    self._pairs_host.append(t_r)
-                    self._pairs_n.append(self.decoder.n_accepted)
+                    if self.decoder.last_event >= 0:
+                        self._pairs_host.append(t_r)
+                        self._pairs_ev.append(self.decoder.last_event)
                 if self.decoder.done:
                     break
         except MeterError as e:
@@ -287,12 +288,9 @@ class PowerMon2:
 
     def clock_map(self) -> ClockMap:
         with self._lock:
-            rec = self.decoder.records()
-            n = np.asarray(self._pairs_n, dtype=np.int64)
+            ev = np.asarray(self._pairs_ev, dtype=np.float64)
             host = np.asarray(self._pairs_host)
-        keep = n > 0
-        t_dev = rec.event[n[keep] - 1] * (self.period_ticks / TICK_HZ) if len(rec) else np.zeros(0)
-        cm = fit_clock(host[keep], t_dev, 1.0 / self.speed)
+        cm = fit_clock(host, ev * (self.period_ticks / TICK_HZ), 1.0 / self.speed)
         if cm is None:
             start = self.started_host_s if self.started_host_s is not None else 0.0
             return ClockMap(start, 1.0 / self.speed)
@@ -301,10 +299,10 @@ class PowerMon2:
     def latest_host_s(self) -> float | None:
         """Host time of the newest decoded sample, or None."""
         with self._lock:
-            rec = self.decoder.records()
-        if not len(rec):
+            last = self.decoder.last_event
+        if last < 0:
             return None
-        return float(self.clock_map().to_host(rec.event[-1] * self.period_ticks / TICK_HZ))
+        return float(self.clock_map().to_host(last * self.period_ticks / TICK_HZ))
 
     def wait_until(self, t_host_s: float, timeout_s: float = 2.0) -> bool:
         """Block until samples up to ``t_host_s`` (and the hole accounting of their second) are decoded."""
@@ -319,9 +317,16 @@ class PowerMon2:
             time.sleep(self.poll_s)
         return False
 
-    def samples(self) -> Samples:
+    def samples(self, t_dev_lo_s: float | None = None, t_dev_hi_s: float | None = None) -> Samples:
+        """Decoded samples (all, or those between two device times, which touches only that stretch)."""
         with self._lock:
-            rec = self.decoder.records()
+            if t_dev_lo_s is None and t_dev_hi_s is None:
+                rec = self.decoder.records()
+            else:
+                per = self.period_ticks / TICK_HZ
+                lo = -1 if t_dev_lo_s is None else int(np.floor(t_dev_lo_s / per))
+                hi = 2**62 if t_dev_hi_s is None else int(np.ceil(t_dev_hi_s / per))
+                rec = self.decoder.records_between(lo, hi)
         cm = self.clock_map()
         t_dev = rec.event * (self.period_ticks / TICK_HZ)
         return samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, self._r_lut,

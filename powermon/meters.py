@@ -144,11 +144,11 @@ class PowerMonMeter:
 
     def region(self, t0_s: float, t1_s: float) -> MeterRegion:
         # integrate on the device's timeline (emulated seconds when the emulator runs faster than real time)
-        s = self.driver.samples()
         cm = self.driver.clock_map()
-        t_dev_all = s.meta["t_dev_s"]
         d0, d1 = cm.to_device(t0_s), cm.to_device(t1_s)
         period = 1.0 / self.driver.rate_hz
+        s = self.driver.samples(d0 - 64 * period, d1 + 64 * period)
+        t_dev_all = s.meta["t_dev_s"]
         valid = s.valid if s.valid is not None else np.ones(len(s), bool)
         chans: dict[str, ChannelResult] = {}
         gaps = lost = 0
@@ -175,11 +175,10 @@ class PowerMonMeter:
         dur = d1 - d0
         total = sum(c.energy_j for c in chans.values())
         err = sum(c.energy_err_j for c in chans.values())
-        rec = self.driver.decoder.records()
         ovf = 0
-        if len(rec) and rec.overflow.any():
-            first = int(np.argmax(rec.overflow))
-            t_ovf = rec.event[first] * self.driver.period_ticks / 1024
+        ovf_event = self.driver.decoder.first_overflow_event
+        if ovf_event is not None:
+            t_ovf = ovf_event * self.driver.period_ticks / 1024
             ovf = int(d0 - period <= t_ovf <= d1 + period)
         inside = s.take(np.flatnonzero((t_dev_all >= d0 - period) & (t_dev_all <= d1 + period)))
         if self.driver.error is not None:

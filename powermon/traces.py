@@ -19,80 +19,103 @@ import numpy.typing as npt
 from archline.powermon.errors import MeterError
 from archline.powermon.samples import COLUMNS, Samples
 
-_PAD = 0
+#: "000".."999" as 4-byte words (3 ASCII digits + a spare byte): one 1-D gather gives three digits
+_LUT4 = np.frombuffer(b"".join(f"{i:03d}".encode() + b"0" for i in range(1000)), dtype=np.uint32).copy()
+_POW10 = 10.0 ** np.arange(0, 19)
 
 
-def _fixed_point(x: npt.NDArray[np.float64], decimals: int) -> tuple[npt.NDArray[np.uint8], bool]:
-    """Digits of |x| with ``decimals`` decimals as an (n, width) byte matrix; leading zeros are padding."""
-    scaled = np.rint(np.abs(x) * 10.0**decimals).astype(np.int64)
-    neg = bool(np.any(x < 0))
-    top = int(scaled.max()) if scaled.size else 0
-    n_int = max(1, len(str(top // 10**decimals)))
-    width = n_int + 1 + decimals + (1 if neg else 0)
-    out = np.empty((x.size, width), dtype=np.uint8)
-    col = width - 1
-    v = scaled.copy()
-    for _ in range(decimals):
-        out[:, col] = (v % 10 + 48).astype(np.uint8)
-        v //= 10
-        col -= 1
-    out[:, col] = ord(".")
-    col -= 1
-    lead = np.ones(x.size, dtype=bool)   # still in the leading zeros (the units digit is always written)
-    for k in range(n_int):
-        d = (v % 10).astype(np.uint8)
-        v //= 10
-        if k == 0:
-            out[:, col] = d + 48
+def _digits(v: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.uint8]:
+    """The last ``n`` decimal digits of non-negative integers, zero-padded, as an (m, n) ASCII matrix."""
+    groups = -(-n // 3)
+    words = np.empty((v.size, groups), dtype=np.uint32)
+    w = v
+    for g in range(groups):
+        w, r = np.divmod(w, 1000)
+        words[:, groups - 1 - g] = _LUT4[r]
+    b = words.view(np.uint8).reshape(v.size, groups, 4)[:, :, :3].reshape(v.size, 3 * groups)
+    return b[:, 3 * groups - n:]
+
+
+def _fixed_sig(x: npt.NDArray[np.float64], sig: int, out: npt.NDArray[np.uint8]) -> None:
+    """Write non-negative ``x`` with ``sig`` significant digits and a decimal point into ``out`` (m, sig + 1):
+    every row has the same width, so rows need no padding and no squeezing (e.g. 12.00000, 0.123456, 665.1234)."""
+    n_int = np.ones(x.size, dtype=np.int64)
+    for k in range(1, sig):
+        n_int += x >= _POW10[k]
+    scaled = np.rint(x * _POW10[sig - n_int]).astype(np.int64)
+    over = scaled >= 10**sig                # 9.9999999 rounds up to 10.000000
+    if over.any():
+        n_int[over] += 1
+        scaled[over] = np.rint(x[over] * _POW10[np.maximum(sig - n_int[over], 0)]).astype(np.int64)
+    if sig == 7:
+        # a row is 8 bytes = one little-endian uint64 (7 digits + the point), built from 3-digit words
+        a, rest = np.divmod(scaled, 1_000_000)
+        b, c = np.divmod(rest, 1000)
+        lut = _LUT4.astype(np.uint64) & np.uint64(0xFFFFFF)
+        u = (a.astype(np.uint64) + np.uint64(48)) | (lut[b] << np.uint64(8)) | (lut[c] << np.uint64(32))
+        shift = (n_int.astype(np.uint64) << np.uint64(3))
+        low = u & ((np.uint64(1) << shift) - np.uint64(1))
+        high = (u >> shift) << (shift + np.uint64(8))
+        res = low | (np.uint64(46) << shift) | high
+        out[:] = res.view(np.uint8).reshape(-1, 8)
+        return
+    d = _digits(scaled, sig)
+    lo_k, hi_k = int(n_int.min()), int(n_int.max())
+    for k in range(lo_k, hi_k + 1):
+        if lo_k == hi_k:
+            out[:, :k] = d[:, :k]
+            out[:, k] = 46
+            out[:, k + 1:] = d[:, k:]
         else:
-            out[:, col] = np.where((d == 0) & (v == 0), _PAD, d + 48)
-        col -= 1
-    if neg:
-        out[:, 0] = _PAD
-        # put the minus sign just before the first digit
-        first = np.argmax(out[:, 1:] != _PAD, axis=1) + 1
-        rows = np.flatnonzero(x < 0)
-        out[rows, first[rows] - 1] = ord("-")
-    del lead
-    return out, neg
+            rows = np.flatnonzero(n_int == k)
+            if rows.size:
+                dr = d[rows]
+                block = np.empty((rows.size, sig + 1), dtype=np.uint8)
+                block[:, :k] = dr[:, :k]
+                block[:, k] = 46
+                block[:, k + 1:] = dr[:, k:]
+                out[rows] = block
 
 
-def _int_col(x: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
-    v = np.asarray(x, dtype=np.int64)
-    top = int(v.max()) if v.size else 0
-    width = max(1, len(str(top)))
-    out = np.empty((v.size, width), dtype=np.uint8)
-    w = v.copy()
-    for k in range(width):
-        d = (w % 10).astype(np.uint8)
-        w //= 10
-        out[:, width - 1 - k] = d + 48 if k == 0 else np.where((d == 0) & (w == 0), _PAD, d + 48)
-    return out
+SIG_T = 13      #: significant digits of t_s (0.1 us at 1e5 s)
+SIG_V = 7       #: of voltage_v, current_a, power_w (the ADC has 12 bits)
 
 
-def csv_bytes(samples: Samples, chunk_rows: int = 1 << 20) -> list[bytes]:
-    """The samples CSV as byte chunks (header first)."""
+def csv_bytes(samples: Samples, chunk_rows: int = 1 << 19) -> list[bytes]:
+    """The samples CSV as byte chunks (header first). Fixed significant digits, formatted with numpy."""
     parts = [(",".join(COLUMNS) + "\n").encode()]
     n = len(samples)
-    if n and int(samples.channel.min()) < 0:
-        raise MeterError("negative channel id in samples")
+    cols = (samples.t_s, samples.voltage_v, samples.current_a, samples.power_w)
+    if n and (min(float(np.min(c)) for c in cols) < 0 or not all(np.isfinite(c).all() for c in cols)):
+        return _csv_bytes_arrow(samples)
+    if n and (int(samples.channel.min()) < 0 or int(samples.channel.max()) > 9):
+        return _csv_bytes_arrow(samples)
+    widths = [SIG_T + 1, 1, SIG_V + 1, SIG_V + 1, SIG_V + 1]
+    row = sum(widths) + len(widths)
     for lo in range(0, n, chunk_rows):
         hi = min(n, lo + chunk_rows)
-        cols = [
-            _fixed_point(samples.t_s[lo:hi], 7)[0],
-            _int_col(samples.channel[lo:hi]),
-            _fixed_point(samples.voltage_v[lo:hi], 6)[0],
-            _fixed_point(samples.current_a[lo:hi], 6)[0],
-            _fixed_point(samples.power_w[lo:hi], 6)[0],
-        ]
-        m = hi - lo
-        pieces: list[npt.NDArray[np.uint8]] = []
-        for k, c in enumerate(cols):
-            pieces.append(c)
-            pieces.append(np.full((m, 1), ord("," if k < len(cols) - 1 else "\n"), dtype=np.uint8))
-        mat = np.hstack(pieces)
-        parts.append(mat[mat != _PAD].tobytes())
+        mat = np.empty((hi - lo, row), dtype=np.uint8)
+        c = 0
+        for k, wdt in enumerate(widths):
+            if k == 1:
+                mat[:, c] = samples.channel[lo:hi].astype(np.uint8) + 48
+            else:
+                _fixed_sig(np.asarray(cols[k - (1 if k > 1 else 0)][lo:hi], dtype=np.float64), wdt - 1,
+                           mat[:, c: c + wdt])
+            c += wdt
+            mat[:, c] = ord("," if k < len(widths) - 1 else "\n")
+            c += 1
+        parts.append(mat.tobytes())
     return parts
+
+
+def _csv_bytes_arrow(samples: Samples) -> list[bytes]:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(pa.table(samples.columns()), sink, pcsv.WriteOptions(quoting_style="none"))
+    return [sink.getvalue().to_pybytes()]
 
 
 def _atomic(path: Path) -> Path:
