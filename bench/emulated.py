@@ -177,45 +177,49 @@ class EmulatedModel:
 
 
 class PowerSchedule:
-    """Device power over host time: kernel intervals at their power, ``idle_w`` elsewhere. Thread-safe."""
+    """Device power over host time as a step function: each event sets the power from its time on.
 
-    def __init__(self, idle_w: float, keep: int = 100_000) -> None:
+    A kernel run sets its power when it starts and the device keeps drawing it until the next run or until it
+    is told to idle: gaps between back-to-back runs are host scheduling (microseconds on real hardware, but
+    milliseconds of GIL hand-over here, i.e. a large slice of compressed device time), not device idleness.
+    An event's time is read under the lock, so an emulator thread that samples concurrently never sees a
+    time after the event with the power before it. Thread-safe.
+    """
+
+    def __init__(self, idle_w: float, clock: Callable[[], float] = time.monotonic, keep: int = 100_000) -> None:
         self.idle_w = idle_w
-        self._starts: list[float] = []
-        self._ends: list[float] = []
+        self._clock = clock
+        self._times: list[float] = []
         self._power: list[float] = []
         self._lock = threading.Lock()
         self._keep = keep
 
-    def add(self, t0_s: float, t1_s: float, power_w: float) -> None:
+    def set_now(self, power_w: float) -> float:
+        """From now on the device draws ``power_w``; returns the event's host time."""
         with self._lock:
-            self._starts.append(t0_s)
-            self._ends.append(t1_s)
+            t = self._clock()
+            self._times.append(t)
             self._power.append(power_w)
-            if len(self._starts) > self._keep:
-                drop = len(self._starts) - self._keep // 2
-                del self._starts[:drop], self._ends[:drop], self._power[:drop]
+            if len(self._times) > self._keep:
+                drop = len(self._times) - self._keep // 2
+                del self._times[:drop], self._power[:drop]
+            return t
 
     def power_at(self, t_s: float) -> float:
         with self._lock:
-            i = bisect.bisect_right(self._starts, t_s) - 1
-            if i >= 0 and t_s < self._ends[i]:
-                return self._power[i]
-            return self.idle_w
+            i = bisect.bisect_right(self._times, t_s) - 1
+            return self._power[i] if i >= 0 else self.idle_w
 
     def power_array(self, t_s: np.ndarray) -> np.ndarray:
         with self._lock:
-            starts = np.asarray(self._starts)
-            ends = np.asarray(self._ends)
+            times = np.asarray(self._times)
             power = np.asarray(self._power)
         t = np.asarray(t_s, dtype=np.float64)
         out = np.full(t.shape, self.idle_w)
-        if starts.size:
-            i = np.searchsorted(starts, t, side="right") - 1
+        if times.size:
+            i = np.searchsorted(times, t, side="right") - 1
             ok = i >= 0
-            ic = np.clip(i, 0, None)
-            inside = ok & (t < ends[ic])
-            out[inside] = power[ic[inside]]
+            out[ok] = power[i[ok]]
         return out
 
 
@@ -273,7 +277,7 @@ class EmulatedDevice:
         self.rails = rails or RailSplit.for_meter(None, model.free_peak_power_w)
         self.noise_rel = noise_rel
         self.clock = clock
-        self.schedule = PowerSchedule(model.idle_w)
+        self.schedule = PowerSchedule(model.idle_w, clock)
         self._rng = np.random.default_rng(seed)
         self.rails.check_range(model.free_peak_power_w * (1 + 4 * noise_rel), model.platform)
 
@@ -305,15 +309,15 @@ class EmulatedDevice:
         Returns (device seconds, host start, host end): the interval is exact, whatever the host's wake-up lag.
         """
         t_dev = self.model.time_s(counts)
-        p = self.model.power_w(counts)
-        t0 = self.clock()
+        t0 = self.schedule.set_now(self.model.power_w(counts))
         t1 = t0 + t_dev / self.time_compression
-        self.schedule.add(t0, t1, p)
         _sleep_until(t1, self.clock)
         return t_dev, t0, t1
 
     def idle(self, device_s: float) -> None:
-        _sleep_until(self.clock() + device_s / self.time_compression, self.clock)
+        """Nothing runs: the device draws its idle power from now on, for ``device_s`` device seconds."""
+        t0 = self.schedule.set_now(self.model.idle_w)
+        _sleep_until(t0 + device_s / self.time_compression, self.clock)
 
     def host_to_device_s(self, host_s: float) -> float:
         return host_s * self.time_compression

@@ -63,7 +63,7 @@ DRIFT_REL = 0.01
 #: without a meter, a region lasts at least this long (device seconds)
 MIN_REGION_S = 0.1
 #: warm-up and tail last at least this many meter sample periods
-EDGE_SAMPLES = 8
+EDGE_SAMPLES = 32
 
 
 @dataclass
@@ -301,12 +301,14 @@ class Runner:
         self._idle = idle or (lambda s: time.sleep(s))
         self._set_point = set_point
         self._last_idle_w: float | None = None
+        self._meter_point = -1
 
     # --- idle power ---
     def measure_idle(self, tag: str) -> float | None:
         if self.meter.sample_hz is None or self.s.idle_s <= 0:
             return None
         name = f"idle-{tag}"
+        self._idle(EDGE_SAMPLES / self.meter.sample_hz)  # settle: the region starts on idle samples only
         self.meter.begin(name)
         self._idle(self.s.idle_s)
         r = self.meter.end(name)
@@ -322,6 +324,10 @@ class Runner:
         in_force: dict[str, Any] = {}
         if self._set_point is not None:
             in_force = self._set_point(point)
+        start_point = getattr(self.meter, "start_point", None)
+        if start_point is not None and index != self._meter_point:
+            start_point()
+            self._meter_point = index
         if self._last_idle_w is None:
             self._last_idle_w = self.measure_idle("first")
         idle_before = self._last_idle_w
