@@ -27,7 +27,6 @@ from archline.powermon.protocol import (
     N_SENSORS,
     RECORD_BYTES,
     TICK_HZ,
-    U32,
     Words,
     split_words,
     words_from_bytes,
@@ -190,12 +189,11 @@ class StreamDecoder:
 
     # ---------------------------------------------------------------- validity
     def _basic_valid(self, f: Words, relaxed_time: bool) -> npt.NDArray[np.bool_]:
-        w = f.word
-        v = f.is_sample & ((w & BIT_28) == 0) & self._enabled[f.sensor]
-        v |= f.is_done & ((w & 0x1FFF_FFFF) == 0)
+        v = f.is_sample & ~f.bit28 & self._enabled[f.sensor]
+        v |= f.done_clean
         ti = np.flatnonzero(f.is_time)
         if ti.size:
-            c = f.counter[ti].astype(np.int64)
+            c = f.counter_at(ti)
             if relaxed_time:
                 if self._last_counter is None:
                     ok = np.ones(ti.size, dtype=bool)
@@ -220,15 +218,28 @@ class StreamDecoder:
             v[1:] &= ~(seen[:-1] & ~f.overflow[1:])
         return v
 
-    def _find_sync(self, buf: bytearray, start: int, final: bool) -> int | None:
+    def _find_sync(self, buf: bytearray, start: int, final: bool, chunk: int = 4096) -> int | None:
+        """First byte position >= start where ``window`` plausible records in channel order begin."""
+        margin = (self.window + 1) * RECORD_BYTES
+        pos = start
+        while True:
+            end = min(len(buf), pos + chunk + margin)
+            last_window = end >= len(buf)
+            hit = self._find_sync_in(memoryview(buf)[:end], pos, final and last_window)
+            if hit is not None and (hit < pos + chunk or last_window):
+                return hit
+            if last_window:
+                return None
+            pos += chunk
+
+    def _find_sync_in(self, buf: bytearray | memoryview, start: int, final: bool) -> int | None:
         best: int | None = None
         for s in range(RECORD_BYTES):
             off = start + s
-            w = words_from_bytes(buf, off)
-            m = len(w)
+            f = Words.from_bytes(buf, off)
+            m = len(f)
             if m == 0:
                 continue
-            f = split_words(w)
             good = self._basic_valid(f, relaxed_time=True)
             if m > 1:
                 r = self._rank[f.sensor]
@@ -271,23 +282,22 @@ class StreamDecoder:
                     self.stats.resyncs += 1
                 self._synced = True
                 pos = q
-            w = words_from_bytes(buf, pos)
-            m = len(w)
+            f = Words.from_bytes(buf, pos)
+            m = len(f)
             if m == 0:
                 break
-            f = split_words(w)
             v = self._valid(f)
             bad = np.flatnonzero(~v)
             i = int(bad[0]) if bad.size else m
             dn = np.flatnonzero(f.is_done[:i])
             if dn.size:
-                pos += RECORD_BYTES * self._accept(w[: dn[0] + 1])
+                pos += RECORD_BYTES * self._accept(f.head(int(dn[0]) + 1))
                 break
             if not bad.size:
                 take = m if final else m - 1
-                pos += RECORD_BYTES * self._accept(w[:take])
+                pos += RECORD_BYTES * self._accept(f.head(take))
                 break
-            pos += RECORD_BYTES * self._accept(w[: max(i - 1, 0)])
+            pos += RECORD_BYTES * self._accept(f.head(max(i - 1, 0)))
             # the record before the implausible one may hold the lost byte: discard it and realign
             self._synced = False
             self._hole_pending = True
@@ -302,12 +312,11 @@ class StreamDecoder:
             pos = len(buf)
         del buf[:pos]
 
-    def _accept(self, w: U32) -> int:
-        m = len(w)
+    def _accept(self, f: Words) -> int:
+        m = len(f)
         if m == 0:
             return 0
         self._at_start = False
-        f = split_words(w)
         ovf_at = -1
         if not self._ovf:
             o = np.flatnonzero(f.overflow)
@@ -320,7 +329,7 @@ class StreamDecoder:
         a = 0
         for t in ti:
             self._add_samples(f, a, int(t), ovf_at)
-            self._time_record(int(f.counter[t]))
+            self._time_record(int(f.counter_at(np.array([t]))[0]))
             a = int(t) + 1
         self._add_samples(f, a, end, ovf_at)
         if end < m:

@@ -9,7 +9,7 @@ Everything here follows ``shared/reference/powermon2_protocol.md``. Records are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -86,23 +86,88 @@ def encode_done(overflow: bool = False) -> bytes:
     return (FLAG_DONE | (FLAG_OVERFLOW if overflow else 0)).to_bytes(4, "big")
 
 
-@dataclass
 class Words:
-    """Fields of an array of records, decoded at once."""
+    """Fields of an array of records, each computed once when first used, from the (m, 4) byte matrix."""
 
-    word: U32
-    overflow: npt.NDArray[np.bool_]
-    is_time: npt.NDArray[np.bool_]
-    is_done: npt.NDArray[np.bool_]
-    is_sample: npt.NDArray[np.bool_]
-    sensor: npt.NDArray[np.uint32]
-    vcode: npt.NDArray[np.uint32]
-    icode: npt.NDArray[np.uint32]
-    counter: npt.NDArray[np.uint32]
+    def __init__(self, b: npt.NDArray[np.uint8]) -> None:
+        self.b = b
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, offset: int = 0) -> Words:
+        n = max((len(data) - offset) // RECORD_BYTES, 0)
+        b = np.frombuffer(data, dtype=np.uint8, count=n * RECORD_BYTES, offset=offset).reshape(n, RECORD_BYTES)
+        return cls(b.copy())
+
+    def __len__(self) -> int:
+        return len(self.b)
+
+    def head(self, n: int) -> Words:
+        out = Words(self.b[:n])
+        for k, v in self.__dict__.items():
+            if k != "b":
+                out.__dict__[k] = v[:n]
+        return out
+
+    @cached_property
+    def b0(self) -> npt.NDArray[np.uint8]:
+        return np.ascontiguousarray(self.b[:, 0])
+
+    @cached_property
+    def word(self) -> U32:
+        return np.ascontiguousarray(self.b).view(">u4").reshape(-1).astype(np.uint32)
+
+    @cached_property
+    def overflow(self) -> npt.NDArray[np.bool_]:
+        return self.b0 >= 0x80
+
+    @cached_property
+    def is_time(self) -> npt.NDArray[np.bool_]:
+        return (self.b0 & 0x40) != 0
+
+    @cached_property
+    def is_done(self) -> npt.NDArray[np.bool_]:
+        return (self.b0 & 0x60) == 0x20
+
+    @cached_property
+    def is_sample(self) -> npt.NDArray[np.bool_]:
+        return (self.b0 & 0x60) == 0
+
+    @cached_property
+    def bit28(self) -> npt.NDArray[np.bool_]:
+        return (self.b0 & 0x10) != 0
+
+    @cached_property
+    def done_clean(self) -> npt.NDArray[np.bool_]:
+        """Done records whose other bits (below the overflow flag) are all zero."""
+        b = self.b
+        return self.is_done & ((self.b0 & 0x1F) == 0) & ((b[:, 1] | b[:, 2] | b[:, 3]) == 0)
+
+    @cached_property
+    def sensor(self) -> npt.NDArray[np.uint8]:
+        return np.asarray(self.b0 & 0x0F, dtype=np.uint8)
+
+    @cached_property
+    def vcode(self) -> npt.NDArray[np.uint16]:
+        b = self.b
+        return np.asarray((b[:, 1].astype(np.uint16) << 4) | (b[:, 3] >> 4), dtype=np.uint16)
+
+    @cached_property
+    def icode(self) -> npt.NDArray[np.uint16]:
+        b = self.b
+        return np.asarray((b[:, 2].astype(np.uint16) << 4) | (b[:, 3] & 0x0F), dtype=np.uint16)
+
+    @cached_property
+    def counter(self) -> U32:
+        return np.asarray(self.word & TIME_COUNTER_MASK, dtype=np.uint32)
+
+    def counter_at(self, idx: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+        """Time-record counters (low 30 bits) of the records at ``idx`` only."""
+        b = self.b[idx].astype(np.int64)
+        return ((b[:, 0] & 0x3F) << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]
 
 
 def words_from_bytes(data: bytes | bytearray | memoryview, offset: int = 0) -> U32:
-    """The whole 4-byte records of ``data`` starting at byte ``offset`` (no copy)."""
+    """The whole 4-byte records of ``data`` starting at byte ``offset``, as native uint32."""
     n = (len(data) - offset) // RECORD_BYTES
     if n <= 0:
         return np.zeros(0, dtype=np.uint32)
@@ -110,17 +175,4 @@ def words_from_bytes(data: bytes | bytearray | memoryview, offset: int = 0) -> U
 
 
 def split_words(w: U32) -> Words:
-    is_time = (w & FLAG_TIME) != 0
-    is_done = ~is_time & ((w & FLAG_DONE) != 0)
-    b3 = w & 0xFF
-    return Words(
-        word=w,
-        overflow=(w & FLAG_OVERFLOW) != 0,
-        is_time=is_time,
-        is_done=is_done,
-        is_sample=~is_time & ~is_done,
-        sensor=((w >> 24) & 0xF).astype(np.uint32),
-        vcode=((((w >> 16) & 0xFF) << 4) | (b3 >> 4)).astype(np.uint32),
-        icode=((((w >> 8) & 0xFF) << 4) | (b3 & 0xF)).astype(np.uint32),
-        counter=(w & TIME_COUNTER_MASK).astype(np.uint32),
-    )
+    return Words(np.asarray(w, dtype=">u4").view(np.uint8).reshape(-1, RECORD_BYTES))
