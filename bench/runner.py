@@ -42,19 +42,18 @@ from archline.bench.kernels import Backend, KernelSpec, RunResult
 from archline.bench.profile_sections import BenchProfile, BenchSection, QUICK_RANGES
 from archline.bench.runner_meters import RegionEnergy, RunnerMeter
 
-SCHEMA = "archline.results/1"
-#: DESIGN.md §3, in order; then this runner's extra columns.
-CONTRACT_COLUMNS: tuple[str, ...] = (
-    "schema", "run_id", "started_at", "platform", "host", "device", "backend", "kernel", "precision", "level",
-    "reps", "time_s", "energy_j", "energy_err_j", "flops_sp", "flops_dp", "int_ops", "bytes_mem", "bytes_l1",
-    "bytes_l2", "bytes_l3", "bytes_shared", "rand_accesses", "power_cap_w", "core_mhz", "mem_mhz", "core_v",
-    "mem_v", "meter", "sample_hz", "n_samples", "checksum_ok",
+from archline.bench.results import COLUMNS as CONTRACT_COLUMNS  # noqa: E402
+from archline.bench.results import EXTRA_COLUMNS as RESULTS_EXTRA_COLUMNS  # noqa: E402
+from archline.bench.results import SCHEMA  # noqa: E402
+
+#: This runner's columns after the contract ones (DESIGN.md §3) and bench.results' extras.
+RUNNER_COLUMNS: tuple[str, ...] = (
+    "emulated", "point_id", "config_hash", "n_regions", "time_spread_rel", "energy_spread_rel", "power_w",
+    "idle_w_before", "idle_w_after", "throttled", "clock_drift_rel", "power_cap_requested_w",
+    "core_mhz_requested", "mem_mhz_requested", "trace",
 )
-EXTRA_COLUMNS: tuple[str, ...] = (
-    "emulated", "point_id", "config_hash", "params", "intensity_flop_per_byte", "n_regions", "time_spread_rel",
-    "energy_spread_rel", "power_w", "idle_w_before", "idle_w_after", "throttled", "clock_drift_rel",
-    "power_cap_requested_w", "core_mhz_requested", "mem_mhz_requested", "bus_bytes", "trace", "note",
-)
+EXTRA_COLUMNS: tuple[str, ...] = RESULTS_EXTRA_COLUMNS + tuple(c for c in RUNNER_COLUMNS
+                                                               if c not in RESULTS_EXTRA_COLUMNS)
 COLUMNS: tuple[str, ...] = CONTRACT_COLUMNS + EXTRA_COLUMNS
 #: per-repetition time rising by more than this over a point's regions flags throttling
 THROTTLE_REL = 0.05
@@ -426,6 +425,11 @@ class Runner:
             "idle_w_before": idle_before, "idle_w_after": idle_after, "throttled": throttled,
             "clock_drift_rel": drift, "note": "; ".join(notes),
         }
+        for key in ("isa", "threads", "effective_clock_hz", "ns_per_access", "cycles_per_access"):
+            if key in res.extra:
+                row[key] = res.extra[key]
+        if res.extra.get("effective_clock_hz"):
+            row["core_mhz"] = round(float(res.extra["effective_clock_hz"]) / 1e6, 1)
         row.update(self.ctx.settings_cols)
         row.update(in_force)
         if c.bus_bytes == 0:

@@ -217,11 +217,59 @@ def open_emulated_powermon(device: Any, spec: MeterSpec, *, seed: int = 0,
     return meter, meter.close
 
 
-def open_real_meter(spec: MeterSpec, raw_dir: Path | None = None) -> tuple[DriverMeter, Callable[[], None]]:
-    """A meter from a profile's [[meters]] entry on real hardware. PowerMon 2 only for now."""
-    if spec.kind != "powermon2":
-        raise MeterError(f"meter '{spec.name}': kind '{spec.kind}' is not wired into the runner yet "
-                         "(only powermon2); remove it from [[meters]] or use a PowerMon 2")
+class CounterMeter:
+    """A powermon counter meter (RAPL, NVML) seen by the runner: regions read at the kernel's own marks."""
+
+    emulated = False
+
+    def __init__(self, meter: Any, spec: MeterSpec, sample_hz: float = 1000.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.meter = meter
+        self.spec = spec
+        self.name = f"{spec.name}:{spec.kind}"
+        self.sample_hz: float | None = sample_hz       # counter update rate (RAPL ~1 kHz): sizes the regions
+        self.reason = f"{spec.kind} counter ({', '.join(spec.zones) or 'all zones'})"
+        self.clock = clock
+        self._open: dict[str, float] = {}
+        meter.start()
+
+    def begin(self, name: str) -> None:
+        t = self.clock()
+        self.meter.mark(t)
+        self._open[name] = t
+
+    def end(self, name: str, t0_host_s: float | None = None, t1_host_s: float | None = None) -> RegionEnergy:
+        t0 = self._open.pop(name)
+        t1 = self.clock()
+        self.meter.mark(t1)
+        self.meter.wait_until(t1, WAIT_TIMEOUT_S)
+        r = self.meter.region(t0, t1)
+        return RegionEnergy(duration_s=t1 - t0, energy_j=r.energy_j, energy_err_j=r.energy_err_j,
+                            n_samples=r.n_samples, per_device_j={k: d.energy_j for k, d in r.devices.items()})
+
+    def live_power_w(self) -> float | None:
+        return None
+
+    def save_trace(self, path: Path, t0_host_s: float, t1_host_s: float) -> Path | None:
+        return None
+
+    def close(self) -> None:
+        self.meter.stop()
+
+
+def open_real_meter(spec: MeterSpec, raw_dir: Path | None = None) -> tuple[Any, Callable[[], None]]:
+    """A meter from a profile's [[meters]] entry on real hardware: PowerMon 2 through the driver, RAPL and NVML
+    through powermon's counter meters."""
+    if spec.kind == "rapl":
+        from archline.powermon.rapl import RaplMeter
+
+        cm = CounterMeter(RaplMeter(list(spec.zones) or None, name=spec.name), spec)
+        return cm, cm.close
+    if spec.kind == "nvml":
+        from archline.powermon.nvml import NvmlMeter
+
+        cm = CounterMeter(NvmlMeter(spec.index, name=spec.name), spec, sample_hz=50.0)
+        return cm, cm.close
     if not spec.port:
         raise MeterError(f"meter '{spec.name}' has no 'port' in the profile")
     port = spec.port

@@ -115,7 +115,13 @@ def _real_meter(prof: BenchProfile, name: str | None) -> tuple[RunnerMeter, list
     except ImportError as e:
         raise MeterMissing(f"meter '{spec.name}' ({spec.kind}) is configured but the powermon package cannot "
                            f"open it: {e}") from None
-    meter, closer = open_real_meter(spec)
+    from archline.powermon.errors import MeterError
+
+    try:
+        meter, closer = open_real_meter(spec)
+    except MeterError as e:
+        raise MeterMissing(f"meter '{spec.name}' ({spec.kind}) is configured for platform '{prof.name}' but "
+                           f"cannot be opened: {e}") from None
     return meter, [closer]
 
 

@@ -1,4 +1,4 @@
-"""archline bench list|run"""
+"""archline bench list|run|sweep"""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def bench() -> None:
     archline bench run --platform localhost --backend cpu_asm --kernel intensity --precision dp --out results/
     archline bench run --kernel cache --quick    L1/L2/L3/memory load, rmw and store bandwidth
     archline bench run --kernel chase --quick    pointer-chase latency per level (ns and cycles per access)
+    archline bench run --platform gtx580 --emulate   the GTX 580 profile on the emulated device + PowerMon 2
+    archline bench sweep nightly.toml            cron: locked, resumable, logged (docs/cron.md)
     """
 
 
@@ -76,16 +78,39 @@ def _parse_bytes(text: str) -> int:
               help="Override every point's working set, bytes with optional K/M/G suffix (e.g. 64M).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Directory for <run_id>.csv.")
+@click.option("--emulate", is_flag=True,
+              help="Run the platform's profile on the emulated device and emulated PowerMon 2 (rows say emulated).")
+@click.option("--time-compression", type=float, default=None,
+              help="--emulate: device seconds per host second (default: the profile's, else 50).")
+@click.option("--meter", "meter_name", default=None, help="Which of the profile's [[meters]] (default: the first).")
+@click.option("--power-cap", "power_caps_w", type=float, multiple=True,
+              help="Power cap in watts (repeat to sweep caps); NVML/RAPL on hardware, the model with --emulate.")
+@click.option("--all-kernels", is_flag=True, help="Every kernel and precision the profile's [bench] lists.")
 def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, quick: bool, reps: int | None,
-            min_time_s: float, isa: str | None, working_set: str | None, out_dir: Path) -> None:
-    """Run a kernel's default sweep and write archline.results/1 rows (time only until a meter is attached)."""
+            min_time_s: float, isa: str | None, working_set: str | None, out_dir: Path, emulate: bool,
+            time_compression: float | None, meter_name: str | None, power_caps_w: tuple[float, ...],
+            all_kernels: bool) -> None:
+    """Run a kernel's default sweep and write archline.results/1 rows.
+
+    \b
+    With a platform profile's meters (or --emulate), every point runs in marked regions on the meter's clock
+    (warm-up, >= 200 samples per point, early stop on a tight CI, idle power before and after) and rows carry
+    energy_j; without a meter they are time only and say why.
+    \b
+      archline bench run --platform gtx580 --emulate --out results/emu     the whole GTX 580 sweep, emulated
+      archline bench run --platform localhost --quick                       about a minute, time only w/o RAPL
+    """
     from archline.bench.errors import BackendUnavailableError
     from archline.bench.registry import get_backend
     from archline.bench.results import new_run_id, write_rows
     from archline.bench.run import run_points
 
-    if platform != "localhost":
-        raise click.BadParameter("only 'localhost' is runnable until platform profiles land", param_hint="--platform")
+    if emulate or platform != "localhost" or _localhost_has_meter():
+        _metered_run(platform, out_dir, emulate=emulate, backend=None if emulate else backend,
+                     kernel=None if all_kernels else kernel, precision=None if all_kernels else precision,
+                     quick=quick, time_compression=time_compression, meter=meter_name,
+                     power_caps_w=power_caps_w or None)
+        return
     be: Any = get_backend(backend)
     if isa is not None:
         if backend != "cpu_asm":
@@ -122,8 +147,60 @@ def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, qui
 
     rows = run_points(be, specs, reps=reps, min_time_s=min_time_s, progress_cb=progress, platform=platform,
                       run_id=run_id)
+    from archline.bench.profile_sections import localhost_profile
+
+    why = localhost_profile().detected_note
+    for r in rows:  # the reason there is no energy, in every row
+        r["note"] = f"{r['note']}; {why}" if r.get("note") else why
     path = write_rows(out_dir / f"{run_id}.csv", rows)
     bad = sum(1 for r in rows if not r["checksum_ok"])
     click.echo(str(path))
     if bad:
         raise click.ClickException(f"{bad} point(s) failed their checksum; rows kept with checksum_ok=false")
+
+
+def _localhost_has_meter() -> bool:
+    from archline.bench.profile_sections import load_bench_profile
+
+    return bool(load_bench_profile("localhost").meters)
+
+
+def _metered_run(platform: str, out_dir: Path, *, emulate: bool, backend: str | None, kernel: str | None,
+                 precision: str | None, quick: bool, time_compression: float | None, meter: str | None,
+                 power_caps_w: tuple[float, ...] | None) -> None:
+    """bench run through the metered runner (platform profiles, meters, --emulate)."""
+    import sys
+
+    from archline.bench.runner_session import run_once
+
+    if precision is None and kernel not in (None, "intensity"):
+        precision = "int32" if kernel == "int" else "sp"
+    out = run_once(platform, out_dir, emulate=emulate, backend=backend,
+                   kernels=None if kernel is None else (kernel,),
+                   precisions=None if precision is None else (precision,), quick=quick,
+                   time_compression=time_compression, meter=meter, power_caps_w=power_caps_w,
+                   stream=sys.stderr)
+    click.echo(str(out.results))
+    click.echo(f"{out.rows} rows in {out.wall_s:.1f} s; {out.session_note}", err=True)
+    if out.failed:
+        raise click.ClickException(f"{out.failed} point(s) failed (see the messages above); the other rows are kept")
+
+
+@bench.command("sweep")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def sweep_cmd(ctx: click.Context, config: Path) -> None:
+    """The cron entry point: run or resume CONFIG.toml's sweep; locked, logged, atomic.
+
+    \b
+    Exit codes: 0 done, 2 bad config, 3 some points failed (rerun retries them), 4 meter missing,
+    5 stopped at max_points (rerun resumes), 75 another sweep holds the lock, 130 interrupted.
+    Example crontab and systemd timer: docs/cron.md.
+    """
+    import sys
+
+    from archline.bench.sweep import run_sweep
+
+    res = run_sweep(config, stream=sys.stderr)
+    click.echo(res.message, err=True)
+    ctx.exit(res.exit_code)
