@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from archline.powermon.meters import PowerMonMeter
 from archline.powermon.driver import PowerMon2
+from archline.powermon.meters import PowerMonMeter
 from archline.powermon.rails import RailMap
 from archline.powermon.recorder import Recorder
 

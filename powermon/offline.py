@@ -65,6 +65,9 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
         clock_name = "device_s"
     s = samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, r_lut, t,
                              str(side.get("meter", "powermon2")), emulated, clock_name)
+    from archline.powermon.traces import code_tables
+
+    s.meta["codes"] = {"vcode": rec.vcode, "icode": rec.icode, **code_tables(r_lut)}
     stats = dec.stats.as_dict()
     meta = {"source": str(raw), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
             "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"]}

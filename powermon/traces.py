@@ -81,32 +81,83 @@ SIG_T = 13      #: significant digits of t_s (0.1 us at 1e5 s)
 SIG_V = 7       #: of voltage_v, current_a, power_w (the ADC has 12 bits)
 
 
-def csv_bytes(samples: Samples, chunk_rows: int = 1 << 19) -> list[bytes]:
-    """The samples CSV as byte chunks (header first). Fixed significant digits, formatted with numpy."""
+def _fmt_matrix(x: npt.NDArray[np.float64], sig: int) -> npt.NDArray[np.uint8]:
+    out = np.empty((x.size, sig + 1), dtype=np.uint8)
+    _fixed_sig(np.asarray(x, dtype=np.float64), sig, out)
+    return out
+
+
+def _gather_rows(table: npt.NDArray[np.uint8], idx: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
+    """``table[idx]`` for a byte matrix, one memcpy-like gather per row (void dtype)."""
+    w = table.shape[1]
+    flat = np.ascontiguousarray(table).view(f"V{w}").reshape(-1)
+    return flat[idx].view(np.uint8).reshape(-1, w)
+
+
+def _chunk_rows(samples: Samples, lo: int, hi: int) -> bytes:
+    widths = [SIG_T + 1, 1, SIG_V + 1, SIG_V + 1, SIG_V + 1]
+    row = sum(widths) + len(widths)
+    m = hi - lo
+    mat = np.empty((m, row), dtype=np.uint8)
+    codes = samples.meta.get("codes")
+    cols: list[npt.NDArray[np.uint8]] = []
+    t = samples.t_s[lo:hi]
+    # t_s: rows of one sampling event share a time: format each distinct time once
+    if m > 1:
+        new = np.empty(m, dtype=bool)
+        new[0] = True
+        np.not_equal(t[1:], t[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        cols.append(_gather_rows(_fmt_matrix(t[starts], SIG_T), np.cumsum(new) - 1))
+    else:
+        cols.append(_fmt_matrix(t, SIG_T))
+    cols.append((samples.channel[lo:hi].astype(np.uint8) + 48)[:, None])
+    if codes is not None:
+        # volts and amps take one of 4096 values per channel: format the tables, then gather
+        vtab, itab = codes["vtab"], codes["itab"]
+        cols.append(_gather_rows(vtab, codes["vcode"][lo:hi]))
+        cols.append(_gather_rows(itab, samples.channel[lo:hi].astype(np.int64) * 4096 + codes["icode"][lo:hi]))
+    else:
+        cols.append(_fmt_matrix(samples.voltage_v[lo:hi], SIG_V))
+        cols.append(_fmt_matrix(samples.current_a[lo:hi], SIG_V))
+    cols.append(_fmt_matrix(samples.power_w[lo:hi], SIG_V))
+    c = 0
+    for k, (wdt, col) in enumerate(zip(widths, cols, strict=True)):
+        mat[:, c: c + wdt] = col
+        c += wdt
+        mat[:, c] = ord("," if k < len(widths) - 1 else "\n")
+        c += 1
+    return mat.tobytes()
+
+
+def csv_bytes(samples: Samples, chunk_rows: int = 1 << 18) -> list[bytes]:
+    """The samples CSV as byte chunks (header first). Fixed significant digits, formatted with numpy on all
+    cores (numpy releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     parts = [(",".join(COLUMNS) + "\n").encode()]
     n = len(samples)
     cols = (samples.t_s, samples.voltage_v, samples.current_a, samples.power_w)
-    if n and (min(float(np.min(c)) for c in cols) < 0 or not all(np.isfinite(c).all() for c in cols)):
+    if n and (min(float(np.min(c)) for c in cols) < 0 or not all(np.isfinite(c).all() for c in cols)
+              or float(np.max(samples.t_s)) >= 10.0 ** (SIG_T - 7)):
         return _csv_bytes_arrow(samples)
     if n and (int(samples.channel.min()) < 0 or int(samples.channel.max()) > 9):
         return _csv_bytes_arrow(samples)
-    widths = [SIG_T + 1, 1, SIG_V + 1, SIG_V + 1, SIG_V + 1]
-    row = sum(widths) + len(widths)
-    for lo in range(0, n, chunk_rows):
-        hi = min(n, lo + chunk_rows)
-        mat = np.empty((hi - lo, row), dtype=np.uint8)
-        c = 0
-        for k, wdt in enumerate(widths):
-            if k == 1:
-                mat[:, c] = samples.channel[lo:hi].astype(np.uint8) + 48
-            else:
-                _fixed_sig(np.asarray(cols[k - (1 if k > 1 else 0)][lo:hi], dtype=np.float64), wdt - 1,
-                           mat[:, c: c + wdt])
-            c += wdt
-            mat[:, c] = ord("," if k < len(widths) - 1 else "\n")
-            c += 1
-        parts.append(mat.tobytes())
+    bounds = list(range(0, n, chunk_rows))
+    workers = min(len(bounds), os.cpu_count() or 1) or 1
+    with ThreadPoolExecutor(workers) as ex:
+        parts.extend(ex.map(lambda lo: _chunk_rows(samples, lo, min(n, lo + chunk_rows)), bounds))
     return parts
+
+
+def code_tables(r_lut: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.uint8]]:
+    """Formatted volts for the 4096 codes, and amps for the 4096 codes of each of 16 channels' shunts."""
+    from archline.powermon.protocol import amps_from_code, volts_from_code
+
+    codes = np.arange(4096)
+    vtab = _fmt_matrix(volts_from_code(codes), SIG_V)
+    itab = _fmt_matrix(np.concatenate([amps_from_code(codes, r) for r in r_lut]), SIG_V)
+    return {"vtab": vtab, "itab": itab}
 
 
 def _csv_bytes_arrow(samples: Samples) -> list[bytes]:

@@ -143,3 +143,25 @@ def test_emulate_command_serves_a_pty(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(5)
+
+
+def test_package_api_and_record_command(tmp_path: Path) -> None:
+    import archline.powermon as pm
+
+    section = {**GPU, "port": "/dev/does-not-exist"}
+    meter = pm.meter_from_section(section)
+    with pytest.raises(MeterError, match="does not exist"), pm.Recorder([meter]):
+        pass
+    em = pm.emulated_meter(GPU, power=lambda t_s: {0: (12.0, 5.0), 1: (3.3, 2.0), 2: (12.0, 1.0), 3: (12.0, 2.0)},
+                           speed=8.0)
+    with pm.Recorder([em]) as rec:
+        rec.begin("x")
+        time.sleep(0.3)
+        r = rec.end("x")
+    assert r.energy_j(device="gpu") / (r.time_s * 8.0) == pytest.approx(60 + 6.6 + 12 + 24, rel=2e-3)
+    assert r.summary()["pm" if "pm" in r.meters else em.name]["emulated"] is True
+    res = CliRunner().invoke(meter_cli, ["record", "--meter", "emulated:4", "--channels", "0,1", "--duration", "0.5",
+                                         "--out", str(tmp_path / "t.parquet")])
+    assert res.exit_code == 0, res.output
+    s, meta = read_samples(tmp_path / "t.parquet")
+    assert len(s) > 100 and meta["emulated"] is True and s.channels() == [0, 1]
