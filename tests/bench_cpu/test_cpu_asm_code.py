@@ -38,18 +38,23 @@ def _function(asm: str, name_re: str) -> list[str]:
     return lines[start:end]
 
 
-@pytest.mark.parametrize("isa", ["avx512", "avx2", "sse2", "neon"])
+@pytest.mark.parametrize("isa", [pytest.param("avx512", marks=pytest.mark.slow), "avx2",
+                                 pytest.param("sse2", marks=pytest.mark.slow),
+                                 pytest.param("neon", marks=pytest.mark.slow)])
 def test_horner_loop_is_g_register_fmas(isa: str, tmp_path: Path) -> None:
     v = ISAS[isa]
     asm = _asm(isa, tmp_path)
     dtype = r"neon::D" if isa == "neon" else r"\(anonymous namespace\)::D"
     body = _function(asm, rf"^double kern::chains<{dtype}, {v.g_fp}, {v.a_fp}, 0>\(")
     step = re.compile(STEP_INSN[isa])
-    # the runtime Horner loop: the first basic block that holds step instructions, up to its backward branch
+    # the runtime Horner loop: from the first step instruction to the next branch (its loop's backward jump)
     idx = [i for i, ln in enumerate(body) if step.search(ln)]
     assert idx, f"no {STEP_INSN[isa]} in chains kernel"
-    loop = body[idx[0]: idx[-1] + 1]
+    branch = re.compile(r"^\s+(j[a-z]+|b\.?(ne|eq|lt|gt|le|ge|hi|ls|lo|hs|cc|cs|mi|pl)|b|cbnz|cbz)\s")
+    end = next(i for i in range(idx[0], len(body)) if branch.match(body[i]))
+    loop = body[idx[0]: end]
     n_steps = sum(1 for ln in loop if step.search(ln))
-    assert n_steps == v.g_fp, (isa, n_steps)
+    # one Horner step is G independent FMAs; the compiler may unroll the runtime step loop (whole steps only)
+    assert n_steps > 0 and n_steps % v.g_fp == 0, (isa, n_steps)
     mem = [ln for ln in loop if "(" in ln or "[" in ln]
     assert not mem, f"memory traffic inside the Horner loop: {mem}"

@@ -14,6 +14,7 @@
 //                     y = y - y*y (one vfnmadd, no constant register), then acc += y*y.   FMAs/trip = F
 //             flops/element = 2F/G, bytes/element = sizeof(T): I = 2F/(G*sizeof(T)) flop/byte, exact.
 //             The accumulators are flushed into a double every BLOCK trips (keeps float sums accurate).
+//             Trips are walked as two interleaved streams (two_streams) for memory-level parallelism.
 //  int        One trip loads G int32 vectors; S steps of y[g] = y[g] OP y[(g+1)%G] (in place, g ascending,
 //             OP = add or mul, wrapping mod 2^32), then acc += y[g].      int ops/trip = (S+1)*G
 //  load       acc[g%A] += x[g]  (read only)                                   bytes = 8 per element
@@ -27,6 +28,18 @@
 namespace kern {
 
 constexpr std::size_t BLOCK = 512;  // trips between accumulator flushes
+
+// Walk trips [0, trips) as two interleaved streams (t and t + trips/2, then the odd last one): two sequential
+// streams per thread keep more DRAM requests in flight than one (+20..50% read bandwidth on Zen 3), and each
+// trip is still processed whole, so an element's role depends only on its position in its trip.
+template <class F>
+inline void two_streams(std::size_t t0, std::size_t t1, std::size_t half, std::size_t trips, F&& trip) {
+  for (std::size_t t = t0; t < t1; ++t) {
+    trip(t);
+    trip(t + half);
+  }
+  if (t1 == half && (trips & 1)) trip(trips - 1);
+}
 
 template <class V>
 inline double hsum_d(typename V::v a) {
@@ -42,14 +55,15 @@ template <class V, int G, int A, int R>
 double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
   using v = typename V::v;
   double total = 0;
+  const std::size_t half = trips / 2;
   std::size_t t = 0;
-  while (t < trips) {
+  do {
     v acc[A];
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) acc[a] = V::zero();
-    const std::size_t end = (trips - t < BLOCK) ? trips : t + BLOCK;
-    for (; t < end; ++t) {
-      const typename V::T* p = x + t * std::size_t(G * V::L);
+    const std::size_t end = (half - t < BLOCK / 2) ? half : t + BLOCK / 2;
+    two_streams(t, end, half, trips, [&](std::size_t u) {
+      const typename V::T* p = x + u * std::size_t(G * V::L);
       v y[G];
 #pragma GCC unroll 32
       for (int g = 0; g < G; ++g) y[g] = V::load(p + g * V::L);
@@ -61,10 +75,11 @@ double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
       for (int g = 0; g < R; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
 #pragma GCC unroll 32
       for (int g = 0; g < G; ++g) acc[g % A] = V::fma(y[g], y[g], acc[g % A]);
-    }
+    });
+    t = end;
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) total += hsum_d<V>(acc[a]);
-  }
+  } while (t < half);
   return total;
 }
 
@@ -73,14 +88,15 @@ template <class V, int G, int A, int P>
 double pairs(const typename V::T* __restrict x, std::size_t trips, int) {
   using v = typename V::v;
   double total = 0;
+  const std::size_t half = trips / 2;
   std::size_t t = 0;
-  while (t < trips) {
+  do {
     v acc[A];
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) acc[a] = V::zero();
-    const std::size_t end = (trips - t < BLOCK) ? trips : t + BLOCK;
-    for (; t < end; ++t) {
-      const typename V::T* p = x + t * std::size_t(G * V::L);
+    const std::size_t end = (half - t < BLOCK / 2) ? half : t + BLOCK / 2;
+    two_streams(t, end, half, trips, [&](std::size_t u) {
+      const typename V::T* p = x + u * std::size_t(G * V::L);
 #pragma GCC unroll 32
       for (int i = 0; i < P; ++i)
         acc[i % A] = V::fma(V::load(p + (2 * i) * V::L), V::load(p + (2 * i + 1) * V::L), acc[i % A]);
@@ -89,10 +105,11 @@ double pairs(const typename V::T* __restrict x, std::size_t trips, int) {
         const v y = V::load(p + g * V::L);
         acc[(g - P) % A] = V::fma(y, y, acc[(g - P) % A]);
       }
-    }
+    });
+    t = end;
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) total += hsum_d<V>(acc[a]);
-  }
+  } while (t < half);
   return total;
 }
 
@@ -119,7 +136,7 @@ uint32_t int_chains(const uint32_t* __restrict x, std::size_t trips, int S) {
   v acc[A];
 #pragma GCC unroll 32
   for (int a = 0; a < A; ++a) acc[a] = V::zero();
-  for (std::size_t t = 0; t < trips; ++t) {
+  two_streams(0, trips / 2, trips / 2, trips, [&](std::size_t t) {
     const uint32_t* p = x + t * std::size_t(G * V::L);
     v y[G];
 #pragma GCC unroll 32
@@ -133,7 +150,7 @@ uint32_t int_chains(const uint32_t* __restrict x, std::size_t trips, int S) {
     }
 #pragma GCC unroll 32
     for (int g = 0; g < G; ++g) acc[g % A] = V::add(acc[g % A], y[g]);
-  }
+  });
   uint32_t s = 0;
   for (int a = 0; a < A; ++a) {
     alignas(64) uint32_t t[V::L];
@@ -150,11 +167,11 @@ double load_sum(const double* __restrict x, std::size_t trips) {
   v acc[A];
 #pragma GCC unroll 32
   for (int a = 0; a < A; ++a) acc[a] = V::zero();
-  for (std::size_t t = 0; t < trips; ++t) {
+  two_streams(0, trips / 2, trips / 2, trips, [&](std::size_t t) {
     const double* p = x + t * std::size_t(G * V::L);
 #pragma GCC unroll 32
     for (int g = 0; g < G; ++g) acc[g % A] = V::add(acc[g % A], V::load(p + g * V::L));
-  }
+  });
   double s = 0;
   for (int a = 0; a < A; ++a) s += hsum_d<V>(acc[a]);
   return s;
