@@ -3,7 +3,8 @@
 Ports are opened with :func:`serial.serial_for_url`, so ``/dev/ttyUSB0``, a pty such as ``/dev/pts/7``,
 ``spy:///dev/ttyUSB0`` and the in-process emulator ``powermon://default?speed=10`` all work. Every byte read
 while streaming is appended to the raw capture (when ``raw_path`` is given) before it is decoded, with a
-JSON sidecar (``RAW.json``) holding what an offline decode needs.
+JSON sidecar (``RAW.json``) holding what an offline decode needs; without a ``raw_path`` the capture goes
+to ``$TMPDIR/archline-powermon/``.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ class PowerMon2:
         self.stall_error_s = stall_error_s
         self.emulated = emulated or port.startswith("powermon://")
         self.clock = clock
-        self.raw_path = Path(raw_path) if raw_path is not None else None
+        # a raw capture is always written as it streams (to the temp dir unless told where)
+        self.raw_path = Path(raw_path) if raw_path is not None else default_raw_path(name)
         self.version = ""
         self.time_set_s = 0
         self.stalls = 0
@@ -352,6 +354,13 @@ class PowerMon2:
         tmp = side.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.meta(), indent=1))
         os.replace(tmp, side)
+
+
+def default_raw_path(name: str) -> Path:
+    import tempfile
+
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+    return Path(tempfile.gettempdir()) / "archline-powermon" / f"{safe}-{time.time_ns()}-{os.getpid()}.raw.bin"
 
 
 def sidecar_path(raw_path: str | Path) -> Path:
