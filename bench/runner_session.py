@@ -177,6 +177,9 @@ def open_session(platform: str, *, emulate: bool = False, backend: str | None = 
         ok, why = backend_obj.availability()
         if not ok:
             raise BenchError(f"backend '{bname}' is not usable here: {why}")
+        from archline.bench.controls import DEFAULT_RESTORE, apply_pending_restore
+
+        apply_pending_restore(restore_file or DEFAULT_RESTORE, log=log)  # what a crashed run left changed
         rmeter, cl = _real_meter(prof, meter)
         closers += cl
         if caps or dvfs_ids:
