@@ -78,7 +78,10 @@ class GpuKernelDesc:
     elems: int = 1              # ... of this many loaded elements (per lane)
     vector_width: int = 1       # lanes per load (OpenCL vector type / CUDA float2/float4)
     chains: int = 1             # independent accumulators per work-item (chase: number of walkers)
-    layout: str = "interleaved"  # interleaved (coalesced, GPUs) | blocked (one contiguous range per work-item, CPUs)
+    # interleaved: neighbouring work-items load neighbouring vectors (coalesced, GPUs); blocked: one contiguous
+    # range per work-item; streams (intensity/int): each of a work-item's chains x elems loads walks its own
+    # contiguous range, so a CPU core keeps several prefetch streams in flight
+    layout: str = "interleaved"
     local_elems: int = 0        # shared: vectors held in local memory per work-group (power of two)
     chase_unroll: int = 8       # chase: steps per loop trip
 
@@ -95,8 +98,10 @@ class GpuKernelDesc:
             raise BenchError(f"vector_width must be 1, 2, 4, 8 or 16, got {self.vector_width}")
         if self.chains < 1 or self.elems < 1 or self.fma_num < 1 or 2 * self.fma_num < self.elems:
             raise BenchError(f"bad kernel shape {self}")
-        if self.layout not in ("interleaved", "blocked"):
-            raise BenchError(f"layout must be interleaved or blocked, got {self.layout}")
+        if self.layout not in ("interleaved", "blocked", "streams"):
+            raise BenchError(f"layout must be interleaved, blocked or streams, got {self.layout}")
+        if self.layout == "streams" and self.kernel not in ("intensity", "int"):
+            raise BenchError("layout 'streams' applies to the intensity and int kernels")
         if self.kernel == "cache" and self.level == "shared" and (
             self.local_elems <= 0 or self.local_elems & (self.local_elems - 1)
         ):
@@ -196,7 +201,10 @@ class GpuKernelDesc:
             return nxt
         if self.precision == "int32":
             return rng.integers(0, 2**32, size=n_elems, dtype=np.uint32)
-        return rng.uniform(-X_BOUND, X_BOUND, size=n_elems).astype(self.dtype)
+        x = rng.random(n_elems, dtype=self.dtype.type)      # [0, 1) in the element type: no float64 detour
+        x *= self.dtype.type(2 * X_BOUND)
+        x -= self.dtype.type(X_BOUND)
+        return x
 
     def reference(self, a: np.ndarray, global_size: int, rounds: int, local_size: int = 1) -> np.ndarray:
         """The expected output buffer (chains x global_size x lanes, as the kernel writes it)."""
@@ -210,6 +218,8 @@ class GpuKernelDesc:
                 raise BenchError(f"input holds {a.size} elements, the launch needs {need}")
             if self.layout == "interleaved":
                 x = a[:need].reshape(rounds, v, g, w)
+            elif self.layout == "streams":
+                x = a[:need].reshape(g, v, rounds, w).transpose(2, 1, 0, 3)
             else:
                 x = a[:need].reshape(g, rounds, v, w).transpose(1, 2, 0, 3)
             return _stream_reference(self, x)
@@ -448,6 +458,9 @@ def _render_stream(d: GpuKernelDesc, lang: str) -> str:
     if d.layout == "interleaved":
         body.append(f"    const size_t base = (size_t)r * {v}u * G + g;")
         idx = [f"base + (size_t){j}u * G" for j in range(v)]
+    elif d.layout == "streams":
+        body.append(f"    const size_t base = (size_t)g * rounds * {v}u + r;")
+        idx = [f"base + (size_t){j}u * rounds" for j in range(v)]
     else:
         body.append(f"    const size_t base = ((size_t)g * rounds + r) * {v}u;")
         idx = [f"base + {j}u" for j in range(v)]

@@ -109,12 +109,14 @@ def tuned_work_size(dev: Any, kernel: str, precision: str, level: str) -> Geomet
     cus = int(dev.max_compute_units)
     is_cpu = bool(dev.type & cl.device_type.CPU)
     if is_cpu:
+        # PoCL on Zen 3 (benchmarks/opencl_vs_clpeak.py): one native vector (AVX2: float8/double4) per chain,
+        # 6 chains (8 spill: 16 ymm registers), one work-item per work-group, 4 work-groups per core;
+        # streaming kernels give every chain its own prefetch stream
         pref = int(dev.preferred_vector_width_double if precision == "dp" else dev.preferred_vector_width_float)
         w = max(min(max(pref, 1), 16), 4 if precision != "dp" else 2)
-        chains = 8 if kernel in ("intensity", "int") else 4
-        lsz = 1
-        gsz = cus * 4 * lsz
-        return Geometry(gsz, lsz, w, chains, "blocked", cus, True)
+        streaming = kernel in ("intensity", "int")
+        chains = 6 if streaming else 4
+        return Geometry(cus * 4, 1, w, chains, "streams" if streaming else "blocked", cus, True)
     lsz = min(256, int(dev.max_work_group_size))
     w = 2 if precision == "dp" else 4
     if kernel in ("intensity", "int"):

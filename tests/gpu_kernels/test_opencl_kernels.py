@@ -70,6 +70,14 @@ def test_intensity_counts_and_checksum(precision: str, fma: float) -> None:
     assert res.time_s > 0
 
 
+@pytest.mark.parametrize("layout", ["streams", "blocked", "interleaved"])
+@pytest.mark.parametrize(("precision", "fma"), [("sp", 0.625), ("dp", 3)])
+def test_intensity_layouts(layout: str, precision: str, fma: float) -> None:
+    _, res = _run("intensity", precision, "mem", {"fma_per_elem": fma, "working_set_bytes": 64 << 10,
+                                                   "layout": layout, "chains": 3, "global_size": 6})
+    assert res.checksum_ok and res.extra["layout"] == layout
+
+
 @pytest.mark.parametrize("fma", [0.5, 1.25, 4, 9])
 def test_int32_exact(fma: float) -> None:
     pk, res = _run("int", "int32", "mem", {"fma_per_elem": fma, "working_set_bytes": 64 << 10})
