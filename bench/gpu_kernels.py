@@ -608,6 +608,16 @@ def intensity_points(precision: str, quick: bool = False) -> list[dict[str, Any]
     return [{"fma_per_elem": float(f)} for f in fma_per_elem_points(precision, quick)]
 
 
+def describe_counts(kernel: str, precision: str, level: str) -> dict[str, str]:
+    """Declared work per element, as `archline bench list` prints it (likwid-bench style)."""
+    s = 8 if precision == "dp" else 4
+    if kernel in ("intensity", "int"):
+        return {"flops_per_elem": "2F", "bytes_per_elem": f"{s}"}
+    if kernel == "cache":
+        return {"flops_per_elem": "1 add", "bytes_per_elem": f"{s} ({level})"}
+    return {"flops_per_elem": "0", "bytes_per_elem": "1 random access (4)"}
+
+
 def cache_points(quick: bool = False) -> list[tuple[str, dict[str, Any]]]:
     levels = ("shared", "l2", "mem") if quick else ("shared", "l1", "l2", "mem")
     return [(lv, {}) for lv in levels]

@@ -31,6 +31,7 @@ from archline.bench.gpu_kernels import (
     cache_points,
     cache_strides,
     chase_starts,
+    describe_counts,
     intensity_points,
     parse_spec,
 )
@@ -278,7 +279,7 @@ class CudaBackend:
         variants += [("cache", p, lv) for p in ("sp", "dp") for lv in ("shared", "l2", "mem")]
         variants += [("chase", "int32", lv) for lv in ("l2", "mem")]
         return [{"name": k, "precision": p, "level": lv, "available": ok, "reason": "" if ok else why,
-                 "backend": NAME} for k, p, lv in variants]
+                 "backend": NAME, **describe_counts(k, p, lv)} for k, p, lv in variants]
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
         if kernel in ("intensity", "int"):

@@ -23,6 +23,7 @@ from archline.bench.gpu_kernels import (
     cache_points,
     cache_strides,
     chase_starts,
+    describe_counts,
     intensity_points,
     parse_spec,
 )
@@ -294,7 +295,7 @@ class OpenCLBackend:
             if ok and prec == "dp" and not fp64:
                 avail, reason = False, "unsupported: the device has no fp64 (cl_khr_fp64)"
             rows.append({"name": kernel, "precision": prec, "level": level, "available": avail,
-                         "reason": reason, "backend": NAME})
+                         "reason": reason, "backend": NAME, **describe_counts(kernel, prec, level)})
         return rows
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
