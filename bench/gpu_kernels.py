@@ -429,7 +429,7 @@ def _mad(d: GpuKernelDesc, lang: str, acc: str, x: str, a: str) -> str:
     if d.precision == "int32":
         return f"{acc} = {acc} * {x} + {a};"
     if lang == "opencl":
-        return f"{acc} = mad({acc}, {x}, {a});"
+        return f"{acc} = fma({acc}, {x}, {a});"
     return f"{acc} = {'fmaf' if d.precision == 'sp' else 'fma'}({acc}, {x}, {a});"
 
 

@@ -32,7 +32,7 @@ def test_fma_fraction_rejects(value: object) -> None:
 def test_source_holds_declared_fmas(n: int, e: int, w: int, c: int) -> None:
     d = GpuKernelDesc("intensity", "sp", fma_num=n, elems=e, vector_width=w, chains=c)
     ocl = d.opencl_source()
-    assert len(re.findall(r"\bmad\(", ocl)) == n * c                     # one vector FMA per chain and step
+    assert len(re.findall(r"\bfma\(", ocl)) == n * c                     # one vector FMA per chain and step
     assert len(re.findall(r"= a\[", ocl)) == e * c                       # loads fixed: elems per chain
     if w <= 4:
         cu = d.cuda_source()
