@@ -6,7 +6,8 @@
 ``--model auto`` chooses by cross-validated error and says so in ``extra["auto"]`` and the warnings:
 dvfs when the rows span at least two (core_v, mem_v) settings; otherwise the cache model (joint or residual,
 whichever cross-validates better) when cache/random/integer rows exist; otherwise basic or capped, whichever
-has the lower CV error of time and energy, capped only when its power cap is identified.
+has the lower CV error of time and energy, capped only when its power cap is identified. A score within 1% of
+the lowest counts as a tie, which goes to the simpler candidate (basic, joint).
 """
 
 from __future__ import annotations
@@ -169,7 +170,9 @@ def fit_group(group: Group, opts: FitOptions) -> FitResult:
     with_time = not has_cache_rows(frame)  # the cache methods share one time model: compare energy only
     scores = {f"{c.model}" + (f"/{c.extra.get('method')}" if c.model == "cache" else ""):
               _cv_score(c.quality, with_time) for c in candidates}
-    best = min(candidates, key=lambda c: _cv_score(c.quality, with_time))
+    lowest = min(_cv_score(c.quality, with_time) for c in candidates)
+    # ties (within 1% of the lowest score) go to the simpler candidate: basic before capped, joint before residual
+    best = next(c for c in candidates if _cv_score(c.quality, with_time) <= lowest * 1.01)
     label = best.model + (f"/{best.extra.get('method')}" if best.model == "cache" else "")
     best.extra["auto"] = {"chosen": label, "cv_scores_pct": scores,
                           "score": "mean of CV energy and time MAPE" if with_time else "CV energy MAPE"}
