@@ -37,9 +37,18 @@ class ControlRangeError(ControlError):
 
 
 class Control(Protocol):
-    kind: str          # restore-file key: nvml_power, nvml_clocks, rapl, jetson, cpufreq
-    target: str        # which device/zone/file
-    unit: str
+    @property
+    def kind(self) -> str:
+        """Restore-file key: nvml_power, nvml_core_clock, nvml_mem_clock, rapl, jetson, cpufreq."""
+        ...
+
+    @property
+    def target(self) -> str:
+        """Which device, zone or file."""
+        ...
+
+    @property
+    def unit(self) -> str: ...
 
     def available(self) -> tuple[bool, str]: ...
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
+
 from archline.bench.errors import BenchError, UnsupportedError
 from archline.bench.kernels import Counts, KernelSpec, RunResult
 from archline.bench.profile_sections import (
@@ -382,7 +383,8 @@ class EmulatedBackend:
         emu = self.profile.emulate
         self.device = EmulatedDevice(
             self.model, time_compression=time_compression or emu.time_compression,
-            rails=RailSplit.for_meter(meter, self.model.free_peak_power_w), noise_rel=emu.noise_rel if noise_rel is None else noise_rel, seed=seed)
+            rails=RailSplit.for_meter(meter, self.model.free_peak_power_w),
+            noise_rel=emu.noise_rel if noise_rel is None else noise_rel, seed=seed)
 
     def availability(self) -> tuple[bool, str]:
         return True, f"emulated {self.profile.name} (capped model with the profile's constants; no hardware)"

@@ -39,12 +39,11 @@ from typing import Any, TextIO
 
 from archline.bench.errors import BenchError
 from archline.bench.kernels import Backend, KernelSpec, RunResult
-from archline.bench.profile_sections import BenchProfile, BenchSection, QUICK_RANGES
+from archline.bench.profile_sections import QUICK_RANGES, BenchProfile, BenchSection
+from archline.bench.results import COLUMNS as CONTRACT_COLUMNS
+from archline.bench.results import EXTRA_COLUMNS as RESULTS_EXTRA_COLUMNS
+from archline.bench.results import SCHEMA
 from archline.bench.runner_meters import RegionEnergy, RunnerMeter
-
-from archline.bench.results import COLUMNS as CONTRACT_COLUMNS  # noqa: E402
-from archline.bench.results import EXTRA_COLUMNS as RESULTS_EXTRA_COLUMNS  # noqa: E402
-from archline.bench.results import SCHEMA  # noqa: E402
 
 #: This runner's columns after the contract ones (DESIGN.md §3) and bench.results' extras.
 RUNNER_COLUMNS: tuple[str, ...] = (

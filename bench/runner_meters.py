@@ -151,7 +151,8 @@ class ScheduleMeter:
     def save_trace(self, path: Path, t0_host_s: float, t1_host_s: float) -> Path | None:
         t, p = self._samples(t0_host_s, t1_host_s)
         lines = ["t_s,channel,voltage_v,current_a,power_w"]
-        lines += [f"{(ti - self._origin) * self._c:.6f},0,12.0,{pi / 12.0:.6f},{pi:.6f}" for ti, pi in zip(t, p)]
+        lines += [f"{(ti - self._origin) * self._c:.6f},0,12.0,{pi / 12.0:.6f},{pi:.6f}"
+                  for ti, pi in zip(t, p, strict=True)]
         return write_atomic(path, gzip.compress(("\n".join(lines) + "\n").encode()))
 
     def close(self) -> None:

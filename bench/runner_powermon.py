@@ -172,7 +172,7 @@ class DriverMeter:
         last = s.t_s[-1]
         recent = s.between(last - 2 * self._host_period_s(), last)
         by_ch: dict[int, float] = {}
-        for c, p in zip(recent.channel.tolist(), recent.power_w.tolist()):
+        for c, p in zip(recent.channel.tolist(), recent.power_w.tolist(), strict=False):
             by_ch[int(c)] = float(p)
         return sum(by_ch.values()) if by_ch else None
 

@@ -28,6 +28,10 @@ from archline.bench.runner import (
 from archline.bench.runner_meters import RunnerMeter, ScheduleMeter, TimeOnlyMeter
 
 
+#: the emulated PowerMon 2's stream over the pty, records per host second, that the decoder keeps up with
+MAX_EMULATED_RECORDS_PER_S = 60_000
+
+
 class MeterMissing(BenchError):
     """A meter the profile configures is not there (or not permitted)."""
 
@@ -154,6 +158,14 @@ def open_session(platform: str, *, emulate: bool = False, backend: str | None = 
                              meter=prof.meter(meter) if meter else None)
         for c in caps:
             be.model.with_cap(c)  # raises with the allowed range
+        rec_per_s = be.meter.rate_hz * len(be.meter.channels) * be.device.time_compression
+        if rec_per_s > MAX_EMULATED_RECORDS_PER_S:
+            from archline.bench.emulated import EmulationError
+
+            raise EmulationError(
+                f"time compression {be.device.time_compression:g}x would stream {rec_per_s:.0f} PowerMon records "
+                f"per second over the pty (limit {MAX_EMULATED_RECORDS_PER_S}); lower --time-compression to "
+                f"{MAX_EMULATED_RECORDS_PER_S / (be.meter.rate_hz * len(be.meter.channels)):.0f} or less")
         rmeter, cl, why = _emulated_meter(be, be.meter, seed, log)
         closers += cl
         note = "; ".join(x for x in (f"emulated {prof.name}: time compression {be.device.time_compression:g}x, "

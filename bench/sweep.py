@@ -293,6 +293,11 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         cut = repair_tail(results)
         if cut:
             log(f"removed a partial last line ({cut} bytes) from {results}")
+        stale = list((cfg.out / "traces").glob("**/.*.tmp"))
+        for f in stale:  # temp files of traces a killed run was writing; never final names
+            f.unlink(missing_ok=True)
+        if stale:
+            log(f"removed {len(stale)} unfinished trace temp file(s)")
         try:
             session = open_session(
                 cfg.platform, emulate=cfg.emulate, backend=cfg.backend, kernels=cfg.kernels,

@@ -19,7 +19,7 @@ SWEEP = [sys.executable, "-m", "archline.bench.sweep"]
 
 def _config(tmp: Path, name: str = "nightly", **extra: object) -> Path:
     keys: dict[str, object] = {"platform": '"gtx580"', "emulate": "true", "quick": "true",
-                               "time_compression": 400.0, "out": '"out"', **extra}
+                               "time_compression": 100.0, "out": '"out"', **extra}
     lines = ["[sweep]"] + [f"{k} = {v}" for k, v in keys.items()]
     p = tmp / f"{name}.toml"
     p.write_text("\n".join(lines) + "\n")
@@ -36,7 +36,7 @@ def _check_results(path: Path) -> list[dict[str, str]]:
     for i, line in enumerate(lines[1:], start=2):
         fields = next(csv.reader([line]))
         assert len(fields) == len(header), f"line {i} has {len(fields)} fields, header has {len(header)}"
-        rows.append(dict(zip(header, fields)))
+        rows.append(dict(zip(header, fields, strict=False)))
     for r in rows:
         assert r["schema"] == "archline.results/1"
         assert float(r["time_s"]) > 0 and float(r["energy_j"]) > 0
@@ -59,11 +59,11 @@ def _kill_and_finish(tmp: Path, kills: int, seed: int) -> None:
     cfg = _config(tmp)
     rng = random.Random(seed)
     for _ in range(kills):
-        p = subprocess.Popen(SWEEP + [str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen([*SWEEP, str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.3, 1.2))
         p.send_signal(signal.SIGKILL)
         p.wait()
-    done = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_OK, done.stderr
     rows = _check_results(tmp / "out" / RESULTS_NAME)
     ids = [r["point_id"] for r in rows]
@@ -71,7 +71,7 @@ def _kill_and_finish(tmp: Path, kills: int, seed: int) -> None:
     assert len(ids) == _n_points(cfg)
     assert len({r["config_hash"] for r in rows}) == 1
     # a further run has nothing to do and says so
-    again = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    again = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=60)
     assert again.returncode == EXIT_OK
     assert len(_check_results(tmp / "out" / RESULTS_NAME)) == len(ids)
     log = (tmp / "out" / "sweep.log").read_text()
@@ -89,14 +89,14 @@ def test_runner_sigkill_20_times_then_finish(tmp_path: Path) -> None:
 
 def test_runner_second_sweep_exits_at_once_saying_locked(tmp_path: Path) -> None:
     cfg = _config(tmp_path, time_compression=5.0)
-    first = subprocess.Popen(SWEEP + [str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen([*SWEEP, str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         lock = tmp_path / "out" / ".sweep.lock"
         t_end = time.monotonic() + 30
         while time.monotonic() < t_end and not (lock.exists() and lock.read_text().startswith("pid")):
             time.sleep(0.05)
         t0 = time.monotonic()
-        second = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=30)
+        second = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=30)
         assert time.monotonic() - t0 < 10
         assert second.returncode == EXIT_LOCKED
         assert "locked" in second.stderr and f"pid {first.pid}" in second.stderr
@@ -106,14 +106,14 @@ def test_runner_second_sweep_exits_at_once_saying_locked(tmp_path: Path) -> None
         first.wait()
     # the kernel dropped the dead process's lock: the next run gets it (one point is enough to show it)
     cfg.write_text(cfg.read_text() + "max_points = 1\n")
-    third = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=120)
+    third = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=120)
     assert third.returncode in (EXIT_OK, EXIT_MORE_TO_DO), third.stderr
 
 
 def test_runner_sweep_config_typo_names_the_key(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.toml"
     cfg.write_text('[sweep]\nplatfrom = "gtx580"\n')
-    r = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=60)
     assert r.returncode == EXIT_CONFIG
     assert "platfrom" in r.stderr and "did you mean 'platform'" in r.stderr
     assert "Traceback" not in r.stderr
@@ -122,10 +122,10 @@ def test_runner_sweep_config_typo_names_the_key(tmp_path: Path) -> None:
 def test_runner_sweep_unknown_platform_and_bad_cap(tmp_path: Path) -> None:
     cfg = tmp_path / "a.toml"
     cfg.write_text('[sweep]\nplatform = "gtx9999"\nemulate = true\n')
-    r = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=60)
     assert r.returncode == EXIT_CONFIG and "unknown platform 'gtx9999'" in r.stderr
     cfg.write_text('[sweep]\nplatform = "gtx580"\nemulate = true\npower_caps_w = [5000.0]\n')
-    r = subprocess.run(SWEEP + [str(cfg)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=60)
     assert r.returncode == EXIT_CONFIG and "outside" in r.stderr and "allowed range" in r.stderr
 
 

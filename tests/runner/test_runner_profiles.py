@@ -1,0 +1,155 @@
+"""Profile sections ([bench], [[meters]], [emulate], [dvfs]), localhost detection, the emulated model and the
+runner's small parts (issue 7)."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import pytest
+
+from archline.bench.emulated import EmulatedBackend, EmulatedModel, PowerSchedule
+from archline.bench.kernels import Counts
+from archline.bench.profile_sections import (
+    ProfileSectionError,
+    bench_profile,
+    load_bench_profile,
+    localhost_profile,
+    parse_bench,
+    parse_meters,
+)
+from archline.bench.runner import Progress, append_row, ci_halfwidth_rel, ensure_header, repair_tail, row_line
+from archline.fit.profiles import load_platform
+
+
+def test_runner_shipped_profiles_have_valid_bench_sections() -> None:
+    gtx = load_bench_profile("gtx580")
+    (pm,) = gtx.meters
+    assert pm.kind == "powermon2" and pm.rate_hz == 128
+    assert [c.rail for c in pm.channels] == ["pcie_slot_12v", "pcie_slot_3v3", "aux_6pin_12v", "aux_8pin_12v"]
+    assert {c.device for c in pm.channels} == {"gpu"}
+    cpu = load_bench_profile("i7-950")
+    assert [c.rail for c in cpu.meters[0].channels] == ["atx_3v3", "atx_5v", "atx_12v", "eps_4pin_12v"]
+    jet = load_bench_profile("jetson-tk1")
+    assert len(jet.dvfs.settings) == 8 and jet.dvfs.core_clock_files[0].endswith("override.gbus/rate")
+
+
+@pytest.mark.parametrize(("table", "text"), [
+    ({"reps": 5, "warmup_repz": 1}, "unknown key 'warmup_repz' (did you mean 'warmup_reps'?)"),
+    ({"backend": "cudaa"}, "backend must be one of"),
+    ({"kernels": ["intensity", "stream"]}, "unknown value 'stream'"),
+    ({"sweep": {"intensity_sp": {"min": 4.0, "max": 1.0}}}, "max (1) is below min (4)"),
+    ({"sweep": {"intensity_qp": {}}}, "unknown key 'intensity_qp'"),
+    ({"min_regions": 5, "max_regions": 2}, "exceeds max_regions"),
+])
+def test_runner_bench_section_errors_name_the_key(table: dict[str, object], text: str) -> None:
+    with pytest.raises(ProfileSectionError) as e:
+        parse_bench(table, "p.toml")
+    assert text in str(e.value)
+
+
+@pytest.mark.parametrize(("meters", "text"), [
+    ([{"name": "a", "kind": "powermon3"}], "kind must be one of"),
+    ([{"name": "a", "kind": "powermon2"}], "needs 'channels'"),
+    ([{"name": "a", "kind": "powermon2", "channels": [{"id": 9, "rail": "x", "nominal_v": 12.0}]}], "0-7"),
+    ([{"name": "a", "kind": "powermon2", "channels": [{"id": 1, "rail": "x", "nominal_v": 12.0, "shunt": 1}]}],
+     "unknown key 'shunt'"),
+    ([{"name": "a", "kind": "powermon2", "channels": [{"id": 1, "rail": "x", "nominal_v": 12.0, "share": 0.4}]}],
+     "sum to 0.4"),
+    ([{"name": "a", "kind": "rapl"}, {"name": "a", "kind": "rapl"}], "used twice"),
+])
+def test_runner_meter_section_errors(meters: list[dict[str, object]], text: str) -> None:
+    with pytest.raises(ProfileSectionError) as e:
+        parse_meters(meters, "p.toml")
+    assert text in str(e.value)
+
+
+def test_runner_localhost_detects_rapl_or_says_why(tmp_path: Path) -> None:
+    none = localhost_profile(tmp_path / "missing")
+    assert none.meters == () and "time only" in none.detected_note and "no RAPL" in none.detected_note
+    z = tmp_path / "pc" / "intel-rapl:0"
+    z.mkdir(parents=True)
+    (z / "name").write_text("package-0\n")
+    (z / "energy_uj").write_text("123\n")
+    found = localhost_profile(tmp_path / "pc")
+    assert found.meters[0].kind == "rapl" and found.meters[0].zones == ("package-0",)
+    assert "RAPL zones: package-0" in found.detected_note
+
+
+def test_runner_emulated_model_is_the_capped_model() -> None:
+    """Time and energy of counted work equal fit's Machine (eq.34/35, eq.32) at the emulated rates."""
+    prof = bench_profile(load_platform("gtx580"))
+    model = EmulatedModel.from_profile(prof)
+    from archline.fit.machine import Machine
+
+    m = Machine(tau_flop_s=1 / 1398e9, tau_mem_s_per_byte=1 / 170e9, eps_flop_j=99.7e-12,
+                eps_mem_j_per_byte=513e-12, pi0_w=122.0)
+    for i in (0.25, 1.0, 8.0, 64.0):
+        q = 1 << 30
+        c = Counts(flops_sp=round(i * q), bytes_mem=q)
+        w = c.flops_sp
+        assert model.time_s(c) / w == pytest.approx(float(m.time_per_flop_s(w / q)), rel=1e-12)
+        assert model.energy_j(c) / w == pytest.approx(float(m.energy_per_flop_j(w / q)), rel=1e-12)
+    capped = model.with_cap(200.0)
+    mc = Machine(tau_flop_s=1 / 1398e9, tau_mem_s_per_byte=1 / 170e9, eps_flop_j=99.7e-12,
+                 eps_mem_j_per_byte=513e-12, pi0_w=122.0, delta_pi_w=78.0)
+    c = Counts(flops_sp=8 << 30, bytes_mem=1 << 30)
+    assert capped.power_w(c) == pytest.approx(float(mc.power_w(8.0)), rel=1e-12)
+    assert capped.power_w(c) <= 200.0 + 1e-9
+    with pytest.raises(Exception, match="allowed range"):
+        model.with_cap(100.0)
+    assert model.idle_w == 39.6
+
+
+def test_runner_emulated_sweep_counts_are_exact_and_match_design() -> None:
+    be = EmulatedBackend("gtx580")
+    sp, dp = be.sweep("intensity", "sp"), be.sweep("intensity", "dp")
+    assert (len(sp), len(dp)) == (25, 36)        # model.md §6.4: 25 SP and 36 DP intensity samples
+    for spec in sp + dp:
+        c = be.counts(spec)
+        q, i = int(spec.params["bytes_per_rep"]), float(spec.params["intensity"])
+        assert c.bytes_mem == q and c.flops == round(i * q)
+        assert c.scaled(7).bytes_mem == 7 * q
+    assert {s.level for s in be.sweep("cache", "sp")} == {"l1", "l2"}   # gtx580 gives eps_l1 and eps_l2 only
+
+
+def test_runner_power_schedule_steps() -> None:
+    t = [0.0]
+    s = PowerSchedule(10.0, clock=lambda: t[0])
+    assert s.power_at(5.0) == 10.0
+    t[0] = 1.0
+    s.set_now(100.0)
+    t[0] = 2.0
+    s.set_now(10.0)
+    import numpy as np
+
+    got = s.power_array(np.array([0.5, 1.0, 1.5, 2.5]))
+    assert got.tolist() == [10.0, 100.0, 100.0, 10.0]
+
+
+def test_runner_rows_and_files(tmp_path: Path) -> None:
+    f = tmp_path / "r.csv"
+    ensure_header(f)
+    append_row(f, {"schema": "archline.results/1", "note": 'a, "quoted" note', "time_s": 1.5})
+    assert f.read_text().count("\n") == 2
+    line = row_line({"schema": "x", "emulated": True, "energy_j": math.nan})
+    assert line.endswith(b"\n") and b"true" in line
+    with open(f, "ab") as fh:
+        fh.write(b"partial")
+    assert repair_tail(f) == len(b"partial") and f.read_bytes().endswith(b"\n")
+    assert ci_halfwidth_rel([1.0]) == math.inf
+    assert ci_halfwidth_rel([1.0, 1.0, 1.0]) == 0.0
+
+
+def test_runner_progress_plain_lines_when_not_a_tty() -> None:
+    buf = io.StringIO()
+    p = Progress(2, buf, tty=False)
+    p.update("intensity/sp", 123.0)       # no live line on a pipe
+    p.point_done("p1", {"time_s": 1.0, "energy_j": 2.0, "power_w": 2.0})
+    out = buf.getvalue()
+    assert "\r" not in out and "\x1b" not in out and out.count("\n") == 1 and "point 1/2 p1" in out
+    tty = io.StringIO()
+    p = Progress(2, tty, tty=True)
+    p.update("intensity/sp", 123.0)
+    assert "\r" in tty.getvalue() and "123.0 W" in tty.getvalue() and "ETA" in tty.getvalue()
