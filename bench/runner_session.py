@@ -27,7 +27,6 @@ from archline.bench.runner import (
 )
 from archline.bench.runner_meters import RunnerMeter, ScheduleMeter, TimeOnlyMeter
 
-
 #: the emulated PowerMon 2's stream over the pty, records per host second, that the decoder keeps up with
 MAX_EMULATED_RECORDS_PER_S = 60_000
 
