@@ -45,7 +45,8 @@ def main() -> int:
     for key, c in costs["coefficients"].items():
         want = prof.platform.value(key)
         if want:
-            print(f"  {key:12s} fitted {c['value']:.5g}  put in {want:.5g}  error {100 * (c['value'] / want - 1):+.3f}%")
+            err_pct = 100 * (c["value"] / want - 1)
+            print(f"  {key:12s} fitted {c['value']:.5g}  put in {want:.5g}  error {err_pct:+.3f}%")
     return 0
 
 
