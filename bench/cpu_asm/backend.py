@@ -112,13 +112,13 @@ class CpuAsmBackend:
             if ok and v.arch == "aarch64":
                 ok, why = False, "NEON kernels run natively only on an AArch64 build (tested under qemu-user)"
             for kernel, precs in KERNEL_PRECISIONS.items():
-                if kernel == "chase" and isa != "sse2" and v.arch == "x86_64":
-                    continue  # the chase is scalar: listed once
+                if kernel == "chase":
+                    continue  # scalar: listed once below
                 for prec in precs:
                     k_ok, k_why = ok, why
                     if kernel == "int" and not v.int_mul:
                         k_why = f"{why}; int mul unavailable (add only)"
-                    row: dict[str, Any] = {"name": kernel, "isa": "scalar" if kernel == "chase" else isa,
+                    row: dict[str, Any] = {"name": kernel, "isa": isa,
                                            "precision": prec, "level": ",".join(KERNEL_LEVELS[kernel]),
                                            "available": k_ok, "reason": k_why}
                     if kernel == "intensity":
@@ -131,6 +131,13 @@ class CpuAsmBackend:
                     elif kernel == "cache":
                         row["bytes_per_elem"] = "load 8, rmw 16, store 8 (bus 16)"
                     out.append(row)
+        try:
+            _native()
+            ok, why = True, "scalar dependent loads, 1 thread; 1..32 chains, page-local and huge-page variants"
+        except ImportError as e:
+            ok, why = False, f"native kernels not built: {e}"
+        out.append({"name": "chase", "isa": "scalar", "precision": "dp", "level": ",".join(KERNEL_LEVELS["chase"]),
+                    "available": ok, "reason": why, "bytes_per_elem": "64 B node per access"})
         return out
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:

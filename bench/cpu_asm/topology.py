@@ -91,15 +91,17 @@ def hugetlb_pages_free() -> int:
 
 
 def level_working_sets(threads: int, *, quick: bool = False) -> dict[str, int]:
-    """Total working set (all threads) that lives in each level: half of each private cache per thread, a
-    half of the shared L3, and for memory 1 GiB (quick: 8x the last cache, at least 64 MiB)."""
+    """Total working set (all threads) that lives in each level: half of each private cache per thread,
+    4x L2 per thread (at most half the L3) for L3, and for memory 1 GiB (quick: 8x the last cache, at least 64 MiB)."""
     levels = {c.level: c for c in caches()}
     l1 = levels[1].size_bytes if 1 in levels else 32 * 1024
     l2 = levels[2].size_bytes if 2 in levels else 512 * 1024
     l3c = levels.get(3)
     l3 = l3c.size_bytes if l3c else 8 * 1024**2
     out = {"l1": threads * l1 // 2, "l2": threads * l2 // 2}
-    out["l3"] = max(l3 // 2, threads * l2 * 4) if l3c else 0
+    # L3: well past the private L2s and well inside the L3 (4x L2 per thread, at most half the L3): on a shared or
+    # virtualised L3 the part one tenant really keeps is often a few MiB
+    out["l3"] = min(l3 // 2, threads * l2 * 4) if l3c else 0
     last = l3 if l3c else l2
     out["mem"] = max(8 * last, 64 * 1024**2) if quick else max(2**30, 8 * last)
     return {k: v for k, v in out.items() if v}
