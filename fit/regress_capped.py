@@ -69,6 +69,37 @@ class _Problem:
         t, e = self.model(p, self.t)
         return np.concatenate([np.log(t / self.t), np.log(np.maximum(e, 1e-300) / self.e)])
 
+    def jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """Analytic d residual / d log(parameter): the max of eq.34 is differentiated on its active branch."""
+        p = self.unpack(theta)
+        n = self.t.size
+        col = {name: j for j, name in enumerate(self.names)}
+        t_flop = self.w_sp * p.get("tau_flop_sp", 0.0) + self.w_dp * p.get("tau_flop_dp", 0.0)
+        t_mem = self.q * p["tau_mem"]
+        parts = {"sp": self.w_sp * p.get("eps_flop_sp", 0.0), "dp": self.w_dp * p.get("eps_flop_dp", 0.0),
+                 "mem": self.q * p["eps_mem"]}
+        dyn = parts["sp"] + parts["dp"] + parts["mem"]
+        t_cap = dyn / p["delta_pi"] if self.capped else np.zeros(n)
+        t_model = np.maximum(np.maximum(t_flop, t_mem), t_cap)
+        on_cap = self.capped & (t_cap >= np.maximum(t_flop, t_mem))
+        on_mem = ~on_cap & (t_mem > t_flop)
+        on_flop = ~on_cap & ~on_mem
+        jac = np.zeros((2 * n, theta.size))
+        for prec, w in (("sp", self.w_sp), ("dp", self.w_dp)):
+            if f"tau_flop_{prec}" in col:
+                jac[:n, col[f"tau_flop_{prec}"]] = np.where(on_flop, w * p[f"tau_flop_{prec}"] / t_model, 0.0)
+        jac[:n, col["tau_mem"]] = np.where(on_mem, 1.0, 0.0)
+        e_model = np.maximum(dyn + p["pi0"] * self.t, 1e-300)
+        for key, name in (("sp", "eps_flop_sp"), ("dp", "eps_flop_dp"), ("mem", "eps_mem")):
+            if name in col:
+                if self.capped:
+                    jac[:n, col[name]] = np.where(on_cap, parts[key] / dyn, 0.0)
+                jac[n:, col[name]] = parts[key] / e_model
+        jac[n:, col["pi0"]] = p["pi0"] * self.t / e_model
+        if self.capped:
+            jac[:n, col["delta_pi"]] = np.where(on_cap, -1.0, 0.0)
+        return jac
+
     def subset(self, idx: np.ndarray) -> _Problem:
         new = object.__new__(_Problem)
         new.__dict__.update(self.__dict__)
@@ -80,7 +111,8 @@ class _Problem:
 def _solve(prob: _Problem, theta0: np.ndarray) -> np.ndarray:
     from scipy.optimize import least_squares
 
-    res = least_squares(prob.residuals, theta0, method="trf", x_scale=1.0, max_nfev=200 * theta0.size)
+    res = least_squares(prob.residuals, theta0, jac=prob.jacobian, method="lm", x_scale=1.0,
+                        max_nfev=200 * theta0.size)
     return np.asarray(res.x)
 
 
