@@ -388,12 +388,18 @@ class Runner:
         # throttling: per-repetition time of the last region vs the first
         per_rep = [x.time_s / x.reps for x, _ in regions]
         throttled = len(per_rep) >= 2 and per_rep[-1] > per_rep[0] * (1 + THROTTLE_REL)
+        clocks = [float(x.extra["effective_clock_hz"]) for x, _ in regions if x.extra.get("effective_clock_hz")]
+        if len(clocks) >= 2 and min(clocks) < max(clocks) * (1 - THROTTLE_REL):
+            throttled = True
         drifts = [abs(g.duration_s - x.time_s) / x.time_s for x, g in regions
                   if x.time_s > 0 and self.meter.sample_hz is not None]
         drift = max(drifts) if drifts else None
         notes = [n for n in (self.ctx.note, self.meter.reason if self.meter.sample_hz is None else "") if n]
         if throttled:
-            notes.append(f"throttling suspected: time per repetition rose {per_rep[-1] / per_rep[0] - 1:.1%}")
+            why = f"time per repetition rose {per_rep[-1] / per_rep[0] - 1:.1%}"
+            if len(clocks) >= 2:
+                why += f", effective clock {min(clocks) / 1e6:.0f}-{max(clocks) / 1e6:.0f} MHz over the regions"
+            notes.append(f"throttling suspected: {why}")
         if drift is not None and drift > DRIFT_REL:
             notes.append(f"clock drift: meter and kernel timer disagree by {drift:.1%}")
         if len(regions) >= self.s.max_regions and len(regions) >= 2:

@@ -108,7 +108,8 @@ def _emulated_meter(backend: Any, spec: MeterSpec | None, seed: int,
     return meter, [closer], ""
 
 
-def _real_meter(prof: BenchProfile, name: str | None) -> tuple[RunnerMeter, list[Callable[[], None]]]:
+def _real_meter(prof: BenchProfile, name: str | None,
+                raw_dir: Path | None = None) -> tuple[RunnerMeter, list[Callable[[], None]]]:
     if not prof.meters:
         reason = prof.detected_note or f"platform '{prof.name}' configures no meter"
         return TimeOnlyMeter(reason), []
@@ -121,7 +122,7 @@ def _real_meter(prof: BenchProfile, name: str | None) -> tuple[RunnerMeter, list
     from archline.powermon.errors import MeterError
 
     try:
-        meter, closer = open_real_meter(spec)
+        meter, closer = open_real_meter(spec, raw_dir=raw_dir)
     except MeterError as e:
         raise MeterMissing(f"meter '{spec.name}' ({spec.kind}) is configured for platform '{prof.name}' but "
                            f"cannot be opened: {e}") from None
@@ -191,7 +192,10 @@ def open_session(platform: str, *, emulate: bool = False, backend: str | None = 
         from archline.bench.controls import DEFAULT_RESTORE, apply_pending_restore
 
         apply_pending_restore(restore_file or DEFAULT_RESTORE, log=log)  # what a crashed run left changed
-        rmeter, cl = _real_meter(prof, meter)
+        # the raw meter captures go next to the traces: <trace_dir>/<run_id>/powermon-NNNN.raw (+ .json)
+        pending_ctx = RunContext.new(prof.name, device or prof.bench.device or why, backend_obj.name, False)
+        raw_dir = None if trace_dir is None else trace_dir / pending_ctx.run_id
+        rmeter, cl = _real_meter(prof, meter, raw_dir)
         closers += cl
         if caps or dvfs_ids:
             from archline.bench.controls import open_controls
@@ -202,6 +206,8 @@ def open_session(platform: str, *, emulate: bool = False, backend: str | None = 
         dev_name = device or prof.bench.device or why
         backend_name = backend_obj.name
     ctx = RunContext.new(prof.name, dev_name, backend_name, emulate, note=note)
+    if not emulate:
+        ctx.run_id, ctx.started_at = pending_ctx.run_id, pending_ctx.started_at
     if config_hasher is not None:
         ctx.config_hash = config_hasher(prof.platform.raw)
     if trace_dir is not None:

@@ -106,7 +106,9 @@ def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, qui
     from archline.bench.run import run_points
 
     if emulate or platform != "localhost" or _localhost_has_meter():
-        _metered_run(platform, out_dir, emulate=emulate, backend=None if emulate else backend,
+        src = click.get_current_context().get_parameter_source("backend")
+        explicit = src is not None and src.name not in ("DEFAULT", "DEFAULT_MAP")
+        _metered_run(platform, out_dir, emulate=emulate, backend=backend if explicit and not emulate else None,
                      kernel=None if all_kernels else kernel, precision=None if all_kernels else precision,
                      quick=quick, time_compression=time_compression, meter=meter_name,
                      power_caps_w=power_caps_w or None)

@@ -153,3 +153,49 @@ def test_runner_progress_plain_lines_when_not_a_tty() -> None:
     p = Progress(2, tty, tty=True)
     p.update("intensity/sp", 123.0)
     assert "\r" in tty.getvalue() and "123.0 W" in tty.getvalue() and "ETA" in tty.getvalue()
+
+
+class _SlowingKernel:
+    """A fake prepared kernel whose repetitions get slower (a throttling device) and whose clock drops."""
+
+    def __init__(self, spec: object) -> None:
+        from archline.bench.kernels import Counts
+
+        self.spec = spec
+        self.counts_per_rep = Counts(flops_dp=1000, bytes_mem=8000)
+        self.calls = 0
+
+    def run(self, reps: int) -> object:
+        from archline.bench.kernels import RunResult
+
+        self.calls += 1
+        per_rep = 1e-4 * (1.0 + 0.1 * self.calls)
+        clock = 3e9 / (1.0 + 0.1 * self.calls)
+        return RunResult(per_rep * reps, reps, self.counts_per_rep.scaled(reps), True,
+                         {"effective_clock_hz": clock})
+
+    def close(self) -> None:
+        pass
+
+
+class _FakeBackend:
+    name = "fake"
+
+    def prepare(self, spec: object, device: object = None) -> _SlowingKernel:
+        return _SlowingKernel(spec)
+
+
+def test_runner_flags_throttling_and_states_time_only_reason() -> None:
+    from archline.bench.kernels import KernelSpec
+    from archline.bench.runner import Point, RunContext, Runner, RunSettings
+    from archline.bench.runner_meters import TimeOnlyMeter
+
+    meter = TimeOnlyMeter("no meter on this box (test)")
+    ctx = RunContext.new("x", "dev", "fake", False)
+    s = RunSettings(reps=10, min_regions=3, max_regions=4, min_region_s=0.0, idle_s=0.0, warmup_reps=1)
+    r = Runner(_FakeBackend(), meter, ctx, s)  # type: ignore[arg-type]
+    row = r.measure(Point(KernelSpec("fake", "intensity", "dp", "mem", {})), 0)
+    assert row["throttled"] is True and "throttling suspected" in row["note"]
+    assert "MHz over the regions" in row["note"] and "no meter on this box" in row["note"]
+    assert row["energy_j"] is None and row["n_regions"] == 4 and row["reps"] == 10
+    assert row["flops_dp"] == 10_000 and row["bytes_mem"] == 80_000
