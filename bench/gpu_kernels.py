@@ -669,7 +669,8 @@ def parse_spec(kernel: str, precision: str, level: str, params: dict[str, Any], 
             gsz, per = 1, walkers
         else:
             gsz, per = walkers, 1                                       # one walker per GPU thread
-        lsz = 1 if "local_size" not in params else lsz
+        if "local_size" not in params:   # GPUs: whole warps of walkers where the count allows; CPUs: 1
+            lsz = 1 if geo.is_cpu else max(x for x in (1, 32, 64, 128, 256) if x <= geo.local_size and gsz % x == 0)
         if gsz % lsz:
             lsz = 1
         desc = GpuKernelDesc("chase", "int32", level, chains=per)
