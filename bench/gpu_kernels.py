@@ -341,9 +341,16 @@ def chase_starts(n_elems: int, walkers: int) -> np.ndarray:
 
 
 def _chase_reference(nxt: np.ndarray, walkers: int, steps: int) -> np.ndarray:
-    """Where each walker stands after ``steps`` steps: binary powers of the permutation (log2(steps) gathers)."""
-    k = chase_starts(nxt.size, walkers).astype(np.int64)
-    p = nxt.astype(np.int64)
+    """Where each walker stands after ``steps`` steps.
+
+    Few steps or a big table: walk the walkers themselves (one small gather a step). Otherwise binary powers of the
+    permutation (log2(steps) gathers of the whole table)."""
+    k = chase_starts(nxt.size, walkers)
+    if steps <= 4_000_000 or nxt.size > 16_000_000:
+        for _ in range(steps):
+            k = nxt[k]
+        return k
+    p = nxt
     s = steps
     while s:
         if s & 1:
@@ -351,7 +358,7 @@ def _chase_reference(nxt: np.ndarray, walkers: int, steps: int) -> np.ndarray:
         s >>= 1
         if s:
             p = p[p]
-    return k.astype(np.uint32)
+    return k
 
 
 # ---------------------------------------------------------------------------------------------------------------

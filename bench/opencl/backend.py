@@ -135,6 +135,8 @@ def default_working_set_bytes(dev: Any, kernel: str, level: str) -> int:
     cache = int(dev.global_mem_cache_size) or (4 << 20)
     max_alloc = int(dev.max_mem_alloc_size)
     cap = min(max_alloc, int(dev.global_mem_size) // 4)
+    if level == "mem" and kernel == "chase":   # 2x the last cache: misses everywhere, a table built in seconds
+        return min(max(64 << 20, 2 * cache), cap)
     if level == "mem":
         return min(max(256 << 20, 8 * cache), cap)
     is_cpu = bool(dev.type & _cl().device_type.CPU)
