@@ -247,6 +247,8 @@ class CudaPrepared:
         extra.update(nv.summary())
         extra.update(timer="cuda-events", checksum=float(got.astype(np.float64).sum()),
                      checksum_ref=float(exp.astype(np.float64).sum()))
+        if self.desc.kernel == "chase":   # every walker's steps are dependent: time per step = latency
+            extra["ns_per_access"] = time_s / (reps * self.rounds) * 1e9
         return RunResult(time_s=float(time_s), reps=reps, counts=self.counts_per_rep.scaled(reps), checksum_ok=ok,
                          extra=extra)
 

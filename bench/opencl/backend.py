@@ -260,6 +260,8 @@ class OpenCLPrepared:
         extra = dict(self.info)
         extra.update(chk)
         extra.update(host_time_s=host_s, min_launch_time_s=min(launches), timer="opencl-profiling-events")
+        if self.desc.kernel == "chase":   # every walker's steps are dependent: time per step = latency
+            extra["ns_per_access"] = dev_s / (reps * self.rounds) * 1e9
         return RunResult(time_s=dev_s, reps=reps, counts=self.counts_per_rep.scaled(reps), checksum_ok=ok,
                          extra=extra)
 
