@@ -63,7 +63,7 @@ def main() -> None:
     cc = props["major"] * 10 + props["minor"]
     sms = props["multiProcessorCount"]
     spec_gbs = 2 * props["memoryClockRate"] * 1e3 * props["memoryBusWidth"] / 8 / 1e9
-    rows = []
+    rows: list[dict[str, Any]] = []
     for prec, lanes in (("sp", FP32_LANES), ("dp", FP64_LANES)):
         specs = [KernelSpec("cuda", "intensity", prec, "mem", {"fma_per_elem": f, "chains": c, "vector_width": w,
                                                                "working_set_bytes": 256 << 20})

@@ -123,9 +123,9 @@ def main() -> None:
             cp[m].append(run_clpeak(pi, di, (m,))[m])
             print(f"round {rnd + 1} {m}: clpeak {max(cp[m][-1].values(), default=0):.2f} ({time.time() - t0:.0f} s)",
                   file=sys.stderr, flush=True)
-            val = ours(m, a.device, a.quick)
-            if val[0] > mine.get(m, (0.0, {}, True))[0]:
-                mine[m] = val
+            got = ours(m, a.device, a.quick)
+            if got[0] > mine.get(m, (0.0, {}, True))[0]:
+                mine[m] = got
     rows = []
     for k in SECTIONS:
         best_cp, best_w = max(((v, w) for c in cp[k] for w, v in c.items()), default=(0.0, "-"))
