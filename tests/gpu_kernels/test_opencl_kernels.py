@@ -65,7 +65,7 @@ def test_intensity_counts_and_checksum(precision: str, fma: float) -> None:
     assert per_rep.bytes_mem == n_elems * s + g * c * w * s     # loads + one vector per chain written back
     assert res.counts == per_rep.scaled(2)
     assert res.extra["intensity_flop_per_byte"] == pytest.approx(2 * fma / s)
-    for key in ("device", "driver_version", "platform_version", "device_version", "opencl_c_version"):
+    for key in ("device", "driver_version", "platform_version", "device_version", "opencl_c_version", "compiler"):
         assert res.extra[key], key
     assert res.time_s > 0
 
