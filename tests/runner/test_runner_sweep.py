@@ -148,3 +148,20 @@ def test_runner_sweep_resume_max_points_and_config_change(tmp_path: Path) -> Non
     assert main([str(cfg2)], echo=lambda s: None) == EXIT_OK
     rows = _check_results(tmp_path / "out" / RESULTS_NAME)
     assert len({r["config_hash"] for r in rows}) == 2
+
+
+def test_runner_sigterm_exits_130_and_keeps_rows(tmp_path: Path) -> None:
+    from archline.bench.sweep import EXIT_INTERRUPTED
+
+    cfg = _config(tmp_path, time_compression=20.0)
+    p = subprocess.Popen([*SWEEP, str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    results = tmp_path / "out" / RESULTS_NAME
+    t_end = time.monotonic() + 60
+    while time.monotonic() < t_end and (not results.exists() or results.read_text().count("\n") < 2):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == EXIT_INTERRUPTED, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert len(_check_results(results)) >= 1
+    assert "interrupted; finished rows are kept" in (tmp_path / "out" / "sweep.log").read_text()
