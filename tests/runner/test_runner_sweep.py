@@ -60,7 +60,7 @@ def _kill_and_finish(tmp: Path, kills: int, seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(kills):
         p = subprocess.Popen([*SWEEP, str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.2))
+        time.sleep(rng.uniform(0.2, 0.9))
         p.send_signal(signal.SIGKILL)
         p.wait()
     done = subprocess.run([*SWEEP, str(cfg)], capture_output=True, text=True, timeout=120)
@@ -78,13 +78,14 @@ def _kill_and_finish(tmp: Path, kills: int, seed: int) -> None:
     assert "already done" in log
 
 
-def test_runner_sigkill_5_times_then_finish(tmp_path: Path) -> None:
-    _kill_and_finish(tmp_path, 5, seed=1)
+def test_runner_sigkill_20_times_then_finish(tmp_path: Path) -> None:
+    """Acceptance: SIGKILL at random points 20 times, then finish: every point once, no partial row."""
+    _kill_and_finish(tmp_path, 20, seed=2)
 
 
 @pytest.mark.slow
-def test_runner_sigkill_20_times_then_finish(tmp_path: Path) -> None:
-    _kill_and_finish(tmp_path, 20, seed=2)
+def test_runner_sigkill_50_times_then_finish(tmp_path: Path) -> None:
+    _kill_and_finish(tmp_path, 50, seed=3)
 
 
 def test_runner_second_sweep_exits_at_once_saying_locked(tmp_path: Path) -> None:
