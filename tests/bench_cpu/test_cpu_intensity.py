@@ -100,3 +100,19 @@ def test_backend_sweep_matches_descriptor(cpu_backend) -> None:
     assert len(specs) >= 33
     assert all(s.level == "mem" and s.kernel == "intensity" for s in specs)
     assert specs[0].params["fma_per_trip"] * 2 == ISAS[specs[0].params["isa"]].g_fp * 8 // 4
+
+
+@pytest.mark.parametrize("precision", ["dp", "sp"])
+def test_many_reps_checksum_stays_within_tolerance(cpu_backend, precision: str) -> None:
+    """Summing the same per-rep checksum 10^5..10^6 times must not drift out of the tolerance (compensated sum)."""
+    v = ISAS[str(best_isa())]
+    n = v.g_fp * v.lanes(precision)
+    for f in (v.g_fp + 1, 7 * v.g_fp + 3):
+        spec = KernelSpec("cpu_asm", "intensity", precision, "mem",
+                          {"fma_per_trip": f, "working_set_bytes": n * ELEM_BYTES[precision], "threads": 1})
+        p = cpu_backend.prepare(spec)
+        try:
+            res = p.run(300_000)
+            assert res.checksum_ok, (res.extra["checksum"], res.extra["checksum_expected"])
+        finally:
+            p.close()

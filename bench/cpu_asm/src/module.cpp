@@ -185,13 +185,20 @@ class Stream {
         uint32_t acc_u = 0;
 #pragma omp barrier
         const double t0 = now_s();
+        double comp = 0;  // Kahan compensation: reps x the same per-rep checksum stays within ~2 ulp
+        auto add_d = [&](double v) {
+          const double y = v - comp;
+          const double sum = acc_d + y;
+          comp = (sum - acc_d) - y;
+          acc_d = sum;
+        };
         for (long r = 0; r < reps; ++r) {
           switch (kind_) {
-            case Kind::intensity_dp: acc_d += isa_->intensity_dp(reinterpret_cast<double*>(base), trips, knob); break;
-            case Kind::intensity_sp: acc_d += isa_->intensity_sp(reinterpret_cast<float*>(base), trips, knob); break;
+            case Kind::intensity_dp: add_d(isa_->intensity_dp(reinterpret_cast<double*>(base), trips, knob)); break;
+            case Kind::intensity_sp: add_d(isa_->intensity_sp(reinterpret_cast<float*>(base), trips, knob)); break;
             case Kind::int_add: acc_u += isa_->int_add(reinterpret_cast<uint32_t*>(base), trips, knob); break;
             case Kind::int_mul: acc_u += isa_->int_mul(reinterpret_cast<uint32_t*>(base), trips, knob); break;
-            case Kind::load: acc_d += isa_->load(reinterpret_cast<double*>(base), trips); break;
+            case Kind::load: add_d(isa_->load(reinterpret_cast<double*>(base), trips)); break;
             case Kind::rmw: isa_->rmw(reinterpret_cast<double*>(base), trips, 1.0); break;
             case Kind::store: isa_->store(reinterpret_cast<double*>(base), trips, double(r + 1)); break;
           }
