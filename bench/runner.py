@@ -49,7 +49,7 @@ from archline.bench.runner_meters import RegionEnergy, RunnerMeter
 RUNNER_COLUMNS: tuple[str, ...] = (
     "emulated", "point_id", "config_hash", "n_regions", "time_spread_rel", "energy_spread_rel", "power_w",
     "idle_w_before", "idle_w_after", "throttled", "clock_drift_rel", "power_cap_requested_w",
-    "core_mhz_requested", "mem_mhz_requested", "trace",
+    "core_mhz_requested", "mem_mhz_requested", "energy_by_device", "trace",
 )
 EXTRA_COLUMNS: tuple[str, ...] = RESULTS_EXTRA_COLUMNS + tuple(c for c in RUNNER_COLUMNS
                                                                if c not in RESULTS_EXTRA_COLUMNS)
@@ -378,7 +378,10 @@ class Runner:
              idle_before: float | None, idle_after: float | None) -> dict[str, Any]:
         spec = point.spec
         times = [x.time_s for x, _ in regions]
-        order = sorted(range(len(regions)), key=lambda i: times[i])
+        metered = all(g.energy_j is not None for _, g in regions)
+        order_key = [g.energy_j if metered and g.energy_j is not None else t
+               for t, (_, g) in zip(times, regions, strict=True)]
+        order = sorted(range(len(regions)), key=lambda i: order_key[i])   # the median region (by energy when metered)
         mid = order[len(order) // 2]
         res, reg = regions[mid]
         c = res.counts
@@ -429,6 +432,8 @@ class Runner:
             "power_w": med_e / med_t if med_e is not None and med_t > 0 else None,
             "idle_w_before": idle_before, "idle_w_after": idle_after, "throttled": throttled,
             "clock_drift_rel": drift, "note": "; ".join(notes),
+            "energy_by_device": ";".join(f"{d}={e!r}" for d, e in sorted(reg.per_device_j.items()))
+            if med_e is not None and reg.per_device_j else None,
         }
         for key in ("isa", "threads", "effective_clock_hz", "ns_per_access", "cycles_per_access"):
             if key in res.extra:
