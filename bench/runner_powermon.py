@@ -261,9 +261,12 @@ def open_real_meter(spec: MeterSpec, raw_dir: Path | None = None) -> tuple[Any, 
     """A meter from a profile's [[meters]] entry on real hardware: PowerMon 2 through the driver, RAPL and NVML
     through powermon's counter meters."""
     if spec.kind == "rapl":
+        import os
+
         from archline.powermon.rapl import RaplMeter
 
-        cm = CounterMeter(RaplMeter(list(spec.zones) or None, name=spec.name), spec)
+        root = os.environ.get("ARCHLINE_POWERCAP_ROOT", "/sys/class/powercap")
+        cm = CounterMeter(RaplMeter(list(spec.zones) or None, root=root, name=spec.name), spec)
         return cm, cm.close
     if spec.kind == "nvml":
         from archline.powermon.nvml import NvmlMeter

@@ -166,10 +166,13 @@ class _SlowingKernel:
         self.calls = 0
 
     def run(self, reps: int) -> object:
+        import time
+
         from archline.bench.kernels import RunResult
 
         self.calls += 1
         per_rep = 1e-4 * (1.0 + 0.1 * self.calls)
+        time.sleep(per_rep * reps)
         clock = 3e9 / (1.0 + 0.1 * self.calls)
         return RunResult(per_rep * reps, reps, self.counts_per_rep.scaled(reps), True,
                          {"effective_clock_hz": clock})
@@ -199,3 +202,44 @@ def test_runner_flags_throttling_and_states_time_only_reason() -> None:
     assert "MHz over the regions" in row["note"] and "no meter on this box" in row["note"]
     assert row["energy_j"] is None and row["n_regions"] == 4 and row["reps"] == 10
     assert row["flops_dp"] == 10_000 and row["bytes_mem"] == 80_000
+
+
+def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """localhost on a machine with readable RAPL: the runner reads the package counter around each region."""
+    import threading
+    import time
+
+    from archline.bench.kernels import KernelSpec
+    from archline.bench.runner import Point, RunContext, Runner, RunSettings
+    from archline.bench.runner_powermon import open_real_meter
+    from archline.powermon.fakes import make_powercap_tree
+
+    root = make_powercap_tree(tmp_path / "pc", {"intel-rapl:0": {"name": "package-0", "energy_uj": 0,
+                                                                 "max_energy_range_uj": 262143328850}})
+    monkeypatch.setenv("ARCHLINE_POWERCAP_ROOT", str(root))
+    prof = load_bench_profile("localhost")
+    (spec,) = prof.meters
+    assert spec.kind == "rapl" and "RAPL zones: package-0" in prof.detected_note
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def burn() -> None:  # the package draws 40 W
+        while not stop.is_set():
+            tmp = root / "intel-rapl:0" / ".e.tmp"   # atomic, as sysfs reads are
+            tmp.write_text(f"{int((time.monotonic() - t0) * 40e6)}\n")
+            tmp.replace(root / "intel-rapl:0" / "energy_uj")
+            time.sleep(0.002)
+
+    th = threading.Thread(target=burn, daemon=True)
+    th.start()
+    meter, close = open_real_meter(spec)
+    try:
+        s = RunSettings(reps=200, min_regions=2, max_regions=2, min_samples=100, idle_s=0.0, warmup_reps=1)
+        row = Runner(_FakeBackend(), meter, RunContext.new("localhost", "cpu", "fake", False), s).measure(  # type: ignore[arg-type]
+            Point(KernelSpec("fake", "intensity", "dp", "mem", {})), 0)
+    finally:
+        close()
+        stop.set()
+        th.join()
+    assert row["meter"] == "rapl:rapl" and row["energy_j"] > 0
+    assert row["power_w"] == pytest.approx(40.0, rel=0.25)
