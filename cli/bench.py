@@ -157,6 +157,13 @@ def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, qui
     path = write_rows(out_dir / f"{run_id}.csv", rows)
     bad = sum(1 for r in rows if not r["checksum_ok"])
     click.echo(str(path))
+    if kernel in ("intensity", "int"):  # time only: no model to draw under, so the observed roofline
+        from archline.bench.runner_plot import time_roofline_png
+
+        png = time_roofline_png(path, path.with_suffix(".roofline.png"),
+                                title=f"{platform}: observed time roofline (time only: "
+                                      f"{why.split('no energy: ')[-1].split(':')[0]})")
+        click.echo(f"roofline plot: {png}", err=True)
     if bad:
         raise click.ClickException(f"{bad} point(s) failed their checksum; rows kept with checksum_ok=false")
 

@@ -30,4 +30,5 @@ def test_runner_localhost_quick_time_only_rows_say_why(tmp_path: Path, capsys: p
         assert float(r["time_s"]) > 0 and r["checksum_ok"] == "true"
         assert r["energy_j"] == "" and r["meter"] == ""
         assert "time only" in r["note"] and "no RAPL" in r["note"]
+    assert (f.with_suffix(".roofline.png")).stat().st_size > 0
     assert wall_s < 120

@@ -243,3 +243,21 @@ def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch:
         th.join()
     assert row["meter"] == "rapl:rapl" and row["energy_j"] > 0
     assert row["power_w"] == pytest.approx(40.0, rel=0.25)
+
+
+def test_runner_time_roofline_plot_from_time_only_rows(tmp_path: Path) -> None:
+    from archline.bench.runner import COLUMNS, append_row
+    from archline.bench.runner_plot import points_by_precision, time_roofline_png
+
+    f = tmp_path / "r.csv"
+    ensure_header(f)
+    for i in (0.25, 1.0, 4.0, 16.0):
+        q = 1 << 20
+        w = round(i * q)
+        t = max(w / 50e9, q / 10e9)
+        append_row(f, {"schema": "archline.results/1", "precision": "dp", "flops_dp": w, "bytes_mem": q,
+                       "time_s": t, "checksum_ok": True}, COLUMNS)
+    pts = points_by_precision(f)["dp"]
+    assert max(y for _, y in pts) == pytest.approx(50e9) and max(y / x for x, y in pts) == pytest.approx(10e9)
+    png = time_roofline_png(f, tmp_path / "roof.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
