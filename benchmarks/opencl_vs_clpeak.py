@@ -78,14 +78,18 @@ def measure(spec_params: dict[str, Any], kernel: str, precision: str, level: str
 
 
 def candidates(quick: bool) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
-    comp = [{"fma_per_elem": 128, "chains": c, "working_set_bytes": 16 << 20} for c in ((6,) if quick else (6, 5))]
+    """The back end's defaults first, then a few other shapes (vector width x chains x work-items)."""
+    shapes: list[dict[str, Any]] = [{}, {"vector_width": 8, "chains": 6}]
+    comp = [{"fma_per_elem": 128, "working_set_bytes": 16 << 20, **sh} for sh in (shapes[:1] if quick else shapes)]
+    dp_comp = [{"fma_per_elem": 128, "working_set_bytes": 16 << 20, **sh}
+               for sh in ([{}] if quick else [{}, {"vector_width": 4, "chains": 6}])]
+    bw_shapes: list[dict[str, Any]] = [{}, {"chains": 4, "global_size": 4}, {"vector_width": 8, "chains": 6}]
     bw: list[tuple[str, str, dict[str, Any]]] = [
-        ("intensity", "sp", {"fma_per_elem": 0.5, "layout": "streams", "chains": 6, "global_size": g})
-        for g in ((8,) if quick else (8, 2))
+        ("intensity", "sp", {"fma_per_elem": 0.5, **sh}) for sh in (bw_shapes[:1] if quick else bw_shapes)
     ]
     if not quick:
         bw.append(("cache", "sp", {"chains": 4}))
-    return {"sp_gflops": [("intensity", "sp", p) for p in comp], "dp_gflops": [("intensity", "dp", p) for p in comp],
+    return {"sp_gflops": [("intensity", "sp", p) for p in comp], "dp_gflops": [("intensity", "dp", p) for p in dp_comp],
             "bandwidth_gbps": bw}
 
 

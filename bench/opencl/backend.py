@@ -8,6 +8,7 @@ Kernels are timed with OpenCL profiling events (device time from the first launc
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -111,13 +112,13 @@ def tuned_work_size(dev: Any, kernel: str, precision: str, level: str) -> Geomet
     cus = int(dev.max_compute_units)
     is_cpu = bool(dev.type & cl.device_type.CPU)
     if is_cpu:
-        # PoCL on Zen 3 (benchmarks/opencl_vs_clpeak.py): one native vector (AVX2: float8/double4) per chain,
-        # 6 chains (8 spill: 16 ymm registers), one work-item per work-group, 4 work-groups per core;
-        # streaming kernels give every chain its own prefetch stream
+        # PoCL on Zen 3 (benchmarks/opencl_vs_clpeak.py): two native vectors per chain (AVX2: float16/double8),
+        # 3 chains = 6 independent FMAs in flight in 12 of the 16 ymm registers, one work-item per work-group,
+        # 4 work-groups per core; streaming kernels give every chain its own prefetch stream (64 B a round)
         pref = int(dev.preferred_vector_width_double if precision == "dp" else dev.preferred_vector_width_float)
-        w = max(min(max(pref, 1), 16), 4 if precision != "dp" else 2)
         streaming = kernel in ("intensity", "int")
-        chains = 6 if streaming else 4
+        w = max(min(2 * max(pref, 1) if streaming else max(pref, 1), 16), 2 if precision == "dp" else 4)
+        chains = 3 if streaming else 4
         return Geometry(cus * 4, 1, w, chains, "streams" if streaming else "blocked", cus, True)
     lsz = min(256, int(dev.max_work_group_size))
     w = 2 if precision == "dp" else 4
@@ -174,7 +175,9 @@ class OpenCLPrepared:
         self._out = cl.Buffer(ctx, mf.WRITE_ONLY, size=self._out_host.nbytes)
         src = desc.opencl_source()
         try:
-            self._prg = cl.Program(ctx, src).build(options=["-cl-std=CL1.2"])
+            with warnings.catch_warnings():     # PoCL's notes on wide-vector ABIs are not the user's business
+                warnings.simplefilter("ignore")
+                self._prg = cl.Program(ctx, src).build(options=["-cl-std=CL1.2"])
         except cl.Error as e:
             raise BenchError(f"OpenCL build of {desc.name} failed on {dev.name}: {e}") from None
         self._kernel = getattr(self._prg, desc.name)
