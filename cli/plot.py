@@ -45,5 +45,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str, out: Path) 
         return
     curves, measured = load_plot_inputs(files_or_costs, precision)
     kinds = KINDS if kind in ("all", "compare") else (kind,)
+    if kind == "all" and all(c.time_only for c in curves):
+        kinds = ("roofline",)  # time-only results: the arch and power lines need energy
     path = plot_model(curves, out, kinds=kinds, measured=measured)
     click.echo(f"wrote {path}")

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
+from archline.fit.machine import Machine
 from archline.fit.plots import Curve, Measured, curves_for
 from archline.fit.profiles import Platform, load_platform
 
@@ -39,7 +40,22 @@ def measured_from_results(path: Path, precision: str) -> list[Measured]:
     return out
 
 
+def observed_curve(m: Measured) -> Curve:
+    """The time roofline the points themselves show: fastest flop rate and fastest bandwidth observed
+    (S0 §II-C with tau_flop = 1/max(W/T), tau_mem = 1/max(Q/T)); used where no energy was measured."""
+    rate = np.asarray(m.flop_per_s, dtype=np.float64)
+    if rate.size == 0 or not np.isfinite(rate).any():
+        raise ArchlineFitError(f"{m.label}: no rows with work, bytes and time to draw a roofline from")
+    peak = float(np.nanmax(rate))
+    bandwidth = float(np.nanmax(rate / m.intensity_flop_per_byte))
+    machine = Machine(1.0 / peak, 1.0 / bandwidth, 0.0, 0.0, 0.0)
+    return Curve(f"{m.label} observed ({peak / 1e9:.3g} GFLOP/s, {bandwidth / 1e9:.3g} GB/s)", machine,
+                 time_only=True)
+
+
 def load_plot_inputs(items: Sequence[str], precision: str) -> tuple[list[Curve], list[Measured]]:
+    """Names/profiles/cost tables become model curves; result CSVs become points. Results with no model to
+    draw under get their observed time roofline instead."""
     platforms: list[Platform] = []
     measured: list[Measured] = []
     for item in items:
@@ -47,7 +63,8 @@ def load_plot_inputs(items: Sequence[str], precision: str) -> tuple[list[Curve],
             measured += measured_from_results(Path(item), precision)
         else:
             platforms.append(load_platform(item))
+    if not platforms and not measured:
+        raise ArchlineFitError(f"no {precision} intensity rows in the given results to plot")
     if not platforms:
-        raise ArchlineFitError("give at least one platform name, profile or cost table to draw the model under "
-                               "the measurements")
+        return [observed_curve(m) for m in measured], measured
     return curves_for(platforms, [precision]), measured

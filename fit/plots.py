@@ -24,6 +24,7 @@ class Curve:
     machine: Machine
     tdp_w: float | None = None
     emulated: bool = False
+    time_only: bool = False   # observed from time-only rows: no energy constants, roofline panel only
 
 
 @dataclass
@@ -48,7 +49,8 @@ def curves_for(platforms: Sequence[Platform], precisions: Sequence[str]) -> list
 
 
 def _intensity_range(curves: Sequence[Curve], measured: Sequence[Measured]) -> np.ndarray:
-    pts = [c.machine.B_tau for c in curves] + [c.machine.energy_balance_point for c in curves]
+    pts = [c.machine.B_tau for c in curves]
+    pts += [c.machine.energy_balance_point for c in curves if not c.time_only]
     for c in curves:
         if c.machine.capped:
             pts += [x for x in (c.machine.B_tau_minus, c.machine.B_tau_plus) if 0 < x < math.inf]
@@ -72,6 +74,9 @@ def plot_model(curves: Sequence[Curve], out_path: Path, kinds: Sequence[str] = K
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ArchlineFitError(f"unknown plot kind '{unknown[0]}' (known: {', '.join(KINDS)})")
+    if any(c.time_only for c in curves) and any(k != "roofline" for k in kinds):
+        raise ArchlineFitError("these results carry time only (no energy was measured): only --kind roofline "
+                               "can be drawn; give a platform or cost table for the arch and power lines")
     x = _intensity_range(curves, measured)
     fig, axes = plt.subplots(1, len(kinds), figsize=(5.6 * len(kinds), 4.6), squeeze=False)
     from matplotlib.ticker import FuncFormatter
@@ -98,7 +103,8 @@ def plot_model(curves: Sequence[Curve], out_path: Path, kinds: Sequence[str] = K
         ax.grid(True, which="both", alpha=0.25)
         ax.legend(fontsize=7, loc="best")
     if title is None:
-        title = "Energy roofline: " + ", ".join(c.label for c in curves)
+        what = "Roofline, time only" if all(c.time_only for c in curves) else "Energy roofline"
+        title = f"{what}: " + ", ".join(c.label for c in curves)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     out_path = Path(out_path)

@@ -139,3 +139,33 @@ def test_plot_ceilings(run_cli, tmp_path: Path) -> None:  # type: ignore[no-unty
     r = run_cli("plot", "gtx580", "gtx680", "--kind", "ceilings", "--out", str(out))
     assert r.exit_code == 0, r.stderr
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def _time_only_results(path: Path) -> None:
+    cols = ["schema", "run_id", "platform", "backend", "kernel", "precision", "level", "reps", "time_s", "energy_j",
+            "flops_sp", "flops_dp", "bytes_mem", "checksum_ok"]
+    rows = []
+    for k, inten in enumerate((0.25, 1, 4, 16, 64)):
+        flops = int(inten * 1e9)
+        t = max(flops / 50e9, 1e9 / 20e9)  # a 50 GFLOP/s, 20 GB/s machine
+        rows.append(["archline.results/1", "r", "box", "cpu_asm", "intensity", "dp", "mem", 1, t, "", 0, flops,
+                     int(1e9), "true"])
+    path.write_text(",".join(cols) + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+
+
+def test_plot_time_only_results_draw_observed_roofline(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from archline.fit.plot_inputs import load_plot_inputs
+
+    csv_path = tmp_path / "r.csv"
+    _time_only_results(csv_path)
+    curves, measured = load_plot_inputs([str(csv_path)], "dp")
+    assert curves[0].time_only
+    assert 1 / curves[0].machine.tau_flop_s == pytest.approx(50e9)
+    assert 1 / curves[0].machine.tau_mem_s_per_byte == pytest.approx(20e9)
+    out = tmp_path / "o.png"
+    r = run_cli("plot", str(csv_path), "--precision", "dp", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert out.exists()
+    r = run_cli("plot", str(csv_path), "--precision", "dp", "--kind", "archline", "--out", str(out))
+    _one_line_error(r)
+    assert "time only" in r.stderr
