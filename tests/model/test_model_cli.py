@@ -145,7 +145,7 @@ def _time_only_results(path: Path) -> None:
     cols = ["schema", "run_id", "platform", "backend", "kernel", "precision", "level", "reps", "time_s", "energy_j",
             "flops_sp", "flops_dp", "bytes_mem", "checksum_ok"]
     rows = []
-    for k, inten in enumerate((0.25, 1, 4, 16, 64)):
+    for inten in (0.25, 1, 4, 16, 64):
         flops = int(inten * 1e9)
         t = max(flops / 50e9, 1e9 / 20e9)  # a 50 GFLOP/s, 20 GB/s machine
         rows.append(["archline.results/1", "r", "box", "cpu_asm", "intensity", "dp", "mem", 1, t, "", 0, flops,
@@ -158,7 +158,7 @@ def test_plot_time_only_results_draw_observed_roofline(run_cli, tmp_path: Path) 
 
     csv_path = tmp_path / "r.csv"
     _time_only_results(csv_path)
-    curves, measured = load_plot_inputs([str(csv_path)], "dp")
+    curves, _measured = load_plot_inputs([str(csv_path)], "dp")
     assert curves[0].time_only
     assert 1 / curves[0].machine.tau_flop_s == pytest.approx(50e9)
     assert 1 / curves[0].machine.tau_mem_s_per_byte == pytest.approx(20e9)
