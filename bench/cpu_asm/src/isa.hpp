@@ -14,7 +14,7 @@ struct IsaTable {
   double (*intensity_sp)(const float*, std::size_t trips, int fma_per_trip);
   uint32_t (*int_add)(const uint32_t*, std::size_t trips, int steps);
   uint32_t (*int_mul)(const uint32_t*, std::size_t trips, int steps);  // nullptr: not in this ISA
-  double (*load)(const double*, std::size_t trips);
+  double (*load)(const double*, std::size_t trips, long reps);  // all reps in one call
   void (*rmw)(double*, std::size_t trips, double c);
   void (*store)(double*, std::size_t trips, double c);
 };

@@ -161,17 +161,21 @@ uint32_t int_chains(const uint32_t* __restrict x, std::size_t trips, int S) {
 }
 
 // ---- cache kernels (double) ---------------------------------------------------------------------------------
+// reps inside the kernel: the accumulators stay in registers across repetitions and are reduced once, so an
+// L1-sized buffer (a few hundred cycles per pass) pays no per-pass call/reduction overhead.
 template <class V, int G, int A>
-double load_sum(const double* __restrict x, std::size_t trips) {
+double load_sum(const double* __restrict x, std::size_t trips, long reps) {
   using v = typename V::v;
   v acc[A];
 #pragma GCC unroll 32
   for (int a = 0; a < A; ++a) acc[a] = V::zero();
-  two_streams(0, trips / 2, trips / 2, trips, [&](std::size_t t) {
-    const double* p = x + t * std::size_t(G * V::L);
+  for (long r = 0; r < reps; ++r) {
+    two_streams(0, trips / 2, trips / 2, trips, [&](std::size_t t) {
+      const double* p = x + t * std::size_t(G * V::L);
 #pragma GCC unroll 32
-    for (int g = 0; g < G; ++g) acc[g % A] = V::add(acc[g % A], V::load(p + g * V::L));
-  });
+      for (int g = 0; g < G; ++g) acc[g % A] = V::add(acc[g % A], V::load(p + g * V::L));
+    });
+  }
   double s = 0;
   for (int a = 0; a < A; ++a) s += hsum_d<V>(acc[a]);
   return s;

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     else if (kind == "intensity_sp") cs_d += kern::intensity<S, G_FP, A_FP>(static_cast<float*>(buf), trips, knob);
     else if (kind == "int_add") cs_u += kern::int_chains<I, G_INT, A_INT, false>(static_cast<uint32_t*>(buf), trips, knob);
     else if (kind == "int_mul") cs_u += kern::int_chains<I, G_INT, A_INT, true>(static_cast<uint32_t*>(buf), trips, knob);
-    else if (kind == "load") cs_d += kern::load_sum<D, G_LD, A_LD>(static_cast<double*>(buf), trips);
+    else if (kind == "load") cs_d += kern::load_sum<D, G_LD, A_LD>(static_cast<double*>(buf), trips, 1);
     else if (kind == "rmw") kern::rmw<D, G_ST>(static_cast<double*>(buf), trips, 1.0);
     else kern::store<D, G_ST>(static_cast<double*>(buf), trips, double(r + 1));
   }
