@@ -14,8 +14,9 @@ Kernels (model.md §7):
   The x values lie in [-0.95, 0.95], so the recurrence acc = acc * x + a is contractive and the reference in
   float64 matches the device to a few ulps whatever the FMA rounding. Limitation of that choice: the final state
   forgets the early rounds, so the sp/dp checksum proves the declared FMA sequence over each lane's last rounds,
-  not that every early element was read (the int32 kernel, the cache kernels and the chase are exact over all
-  of their data; the CUDA PTX/SASS checks show the loads and FMAs of every loop trip).
+  not that every early element was read. The int32 kernel is bit-exact but forgets too (even multipliers shift
+  early bits out). The cache kernels (exact sums) and the chase do depend on all of their data, and the CUDA
+  PTX/SASS checks show the loads and FMAs of every loop trip.
 * ``cache`` at level ``l1``/``l2``/``mem``: every work-item re-reads a global working set of ``working_set_bytes``
   and adds each element into its accumulator (1 add = 1 flop or int op per element read, counted).
 * ``cache`` at level ``shared``: each work-group copies ``local_elems`` elements into local/shared memory, then
