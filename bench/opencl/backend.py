@@ -177,7 +177,7 @@ class OpenCLPrepared:
         try:
             with warnings.catch_warnings():     # PoCL's notes on wide-vector ABIs are not the user's business
                 warnings.simplefilter("ignore")
-                self._prg = cl.Program(ctx, src).build(options=["-cl-std=CL1.2"])
+                self._prg = cl.Program(ctx, src).build(options=["-cl-std=CL1.2", "-w"])
         except cl.Error as e:
             raise BenchError(f"OpenCL build of {desc.name} failed on {dev.name}: {e}") from None
         self._kernel = getattr(self._prg, desc.name)
@@ -187,7 +187,7 @@ class OpenCLPrepared:
         self.info.update(
             global_size=global_size, local_size=local_size, rounds=rounds, vector_width=desc.vector_width,
             chains=desc.chains, layout=desc.layout, kernel_name=desc.name, source_sha=desc.source_hash(),
-            build_options="-cl-std=CL1.2", input_bytes=int(host_input.nbytes), rng_seed=seed,
+            build_options="-cl-std=CL1.2 -w", input_bytes=int(host_input.nbytes), rng_seed=seed,
         )
         if desc.kernel in ("intensity", "int"):
             self.info["fma_per_elem"] = str(desc.fma_per_elem)
