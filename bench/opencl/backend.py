@@ -90,7 +90,7 @@ def device_info(platform: Any, dev: Any) -> dict[str, Any]:
         "opencl_c_version": getattr(dev, "opencl_c_version", "").strip(),
         "platform": platform.name.strip(),
         "platform_version": platform.version.strip(),   # PoCL names its LLVM here: the compiler
-        "compiler": f"{platform.name.strip()} online compiler ({platform.version.strip()}), -cl-std=CL1.2",
+        "compiler": f"{platform.name.strip()} online compiler ({platform.version.strip()}), -cl-std=CL1.2 -w",
         "compute_units": int(dev.max_compute_units),
         "max_clock_mhz": int(dev.max_clock_frequency),
         "is_gpu": bool(dev.type & _cl().device_type.GPU),
