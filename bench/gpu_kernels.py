@@ -301,20 +301,32 @@ def _first_round_that_matters(x: np.ndarray, n: int, e: int) -> int:
     return int(max(idx[-1] - 1, 0)) if idx.size and rounds > 1 else 0
 
 
+def _sequential_sums(acc: np.ndarray, rounds: int, gather: Any, chunk_elems: int = 1 << 22) -> np.ndarray:
+    """acc + x_0 + x_1 + ... in exactly the device's order and precision, where gather(r0, r1) returns the loads
+    of rounds r0..r1-1 shaped (rounds, *acc.shape). Chunks of rounds; np.add.accumulate is strictly sequential."""
+    per = max(1, chunk_elems // max(acc.size, 1))
+    with np.errstate(over="ignore"):
+        for r0 in range(0, rounds, per):
+            x = np.array(gather(r0, min(rounds, r0 + per)), dtype=acc.dtype)
+            x[0] = acc + x[0]
+            acc = np.add.accumulate(x, axis=0, dtype=acc.dtype)[-1]
+    return acc
+
+
 def _cache_reference(d: GpuKernelDesc, a: np.ndarray, g: int, rounds: int) -> np.ndarray:
     w = d.vector_width
     nvec = a.size // w
     if nvec & (nvec - 1):
         raise BenchError("cache working set must hold a power-of-two number of vectors")
     av = a.reshape(nvec, w)
-    acc = np.zeros((d.chains, g, w), dtype=d.dtype)
     s1, s2 = cache_strides(d, g, nvec)
-    gid = np.arange(g, dtype=np.int64) * s2
-    with np.errstate(over="ignore"):
-        for r in range(rounds):
-            for k in range(d.chains):
-                acc[k] += av[((r * d.chains + k) * s1 + gid) & (nvec - 1)]
-    return acc
+    lane = (np.arange(d.chains, dtype=np.int64)[:, None] * s1 + np.arange(g, dtype=np.int64)[None, :] * s2)
+
+    def gather(r0: int, r1: int) -> np.ndarray:
+        r = np.arange(r0, r1, dtype=np.int64)[:, None, None] * (d.chains * s1)
+        return av[(r + lane[None]) & (nvec - 1)]                       # (rounds, chains, g, w)
+
+    return _sequential_sums(np.zeros((d.chains, g, w), dtype=d.dtype), rounds, gather)
 
 
 def cache_strides(d: GpuKernelDesc, global_size: int, nvec: int) -> tuple[int, int]:
@@ -331,13 +343,15 @@ def _shared_reference(d: GpuKernelDesc, a: np.ndarray, g: int, rounds: int, lsz:
     w, le = d.vector_width, d.local_elems
     groups = g // lsz
     av = a[: groups * le * w].reshape(groups, le, w)
-    acc = np.zeros((d.chains, groups, lsz, w), dtype=d.dtype)
-    lid = np.arange(lsz)
-    with np.errstate(over="ignore"):
-        for r in range(rounds):
-            for k in range(d.chains):
-                acc[k] += av[:, ((r * d.chains + k) * lsz + lid) & (le - 1)]
-    return acc.reshape(d.chains, g, w)
+    lane = np.arange(d.chains, dtype=np.int64)[:, None] * lsz + np.arange(lsz, dtype=np.int64)[None, :]
+
+    def gather(r0: int, r1: int) -> np.ndarray:
+        r = np.arange(r0, r1, dtype=np.int64)[:, None, None] * (d.chains * lsz)
+        idx = (r + lane[None]) & (le - 1)                               # (rounds, chains, lsz)
+        x = av[:, idx]                                                  # (groups, rounds, chains, lsz, w)
+        return np.moveaxis(x, 0, 2).reshape(r1 - r0, d.chains, groups * lsz, w)
+
+    return _sequential_sums(np.zeros((d.chains, g, w), dtype=d.dtype), rounds, gather)
 
 
 def chase_starts(n_elems: int, walkers: int) -> np.ndarray:
