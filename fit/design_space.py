@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,11 +36,7 @@ import numpy as np
 
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.oi_bounds import BoundResult, oi_upper_bound
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from archline.fit.profiles import read_toml
 
 DATA_DIR = Path(__file__).parent / "data"
 EPS_SCALINGS = ("v", "v2", "table6")
@@ -163,16 +158,7 @@ def load_machine(path: Path) -> DesignMachine:
     """A user's machine as TOML: the scalar keys of DesignMachine (SI units, areas in mm^2), ``vf`` as a list of
     {voltage_v, freq_hz, core_dyn_w} and ``cacti`` as a list of {size_bytes, area_mm2}. Missing keys take the
     Nehalem-EX values."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise DesignSpaceError(f"cannot read machine file {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileFormatError(f"{path}: not valid TOML: {e}") from None
-    unknown = set(data) - MACHINE_KEYS
-    if unknown:
-        raise ProfileFormatError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
-                                 f"(known: {', '.join(sorted(MACHINE_KEYS))})")
+    data = read_toml(path, set(MACHINE_KEYS), "machine file", DesignSpaceError)
     base = nehalem_ex()
     kw: dict[str, Any] = {"name": str(data.get("name", path.stem)), "source": str(data.get("source", path))}
     for k in MACHINE_KEYS - {"name", "source", "vf", "cacti", "eps_scaling", "word_bytes"}:

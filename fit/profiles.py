@@ -144,17 +144,24 @@ def _parse_constants(table: Any, origin: str) -> dict[str, Constant]:
     return out
 
 
-def load_profile(path: Path) -> Platform:
+def read_toml(path: Path, known_keys: set[str], what: str,
+              not_found: type[Exception] = PlatformNotFoundError) -> dict[str, Any]:
+    """Parse a TOML file whose top-level keys must be among ``known_keys``; errors name the file and the key."""
     try:
         data = tomllib.loads(path.read_text())
     except OSError as e:
-        raise PlatformNotFoundError(f"cannot read profile {path}: {e.strerror}") from None
+        raise not_found(f"cannot read {what} {path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ProfileFormatError(f"{path}: not valid TOML: {e}") from None
-    unknown = set(data) - PROFILE_KEYS
+    unknown = set(data) - known_keys
     if unknown:
         raise ProfileFormatError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
-                                 f"(known: {', '.join(sorted(PROFILE_KEYS))})")
+                                 f"(known: {', '.join(sorted(known_keys))})")
+    return data
+
+
+def load_profile(path: Path) -> Platform:
+    data = read_toml(path, PROFILE_KEYS, "profile")
     if data.get("schema", PROFILE_SCHEMA) != PROFILE_SCHEMA:
         raise ProfileFormatError(f"{path}: schema must be '{PROFILE_SCHEMA}', got '{data.get('schema')}'")
     if "name" not in data:
