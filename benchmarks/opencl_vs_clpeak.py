@@ -79,11 +79,12 @@ def measure(spec_params: dict[str, Any], kernel: str, precision: str, level: str
 
 def candidates(quick: bool) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
     """The back end's defaults first, then a few other shapes (vector width x chains x work-items)."""
-    shapes: list[dict[str, Any]] = [{}, {"vector_width": 8, "chains": 6}]
+    shapes: list[dict[str, Any]] = [{}, {"vector_width": 16, "chains": 3}]
     comp = [{"fma_per_elem": 128, "working_set_bytes": 16 << 20, **sh} for sh in (shapes[:1] if quick else shapes)]
     dp_comp = [{"fma_per_elem": 128, "working_set_bytes": 16 << 20, **sh}
-               for sh in ([{}] if quick else [{}, {"vector_width": 4, "chains": 6}])]
-    bw_shapes: list[dict[str, Any]] = [{}, {"chains": 4, "global_size": 4}, {"vector_width": 8, "chains": 6}]
+               for sh in ([{}] if quick else [{}, {"vector_width": 8, "chains": 3}])]
+    bw_shapes: list[dict[str, Any]] = [{}, {"vector_width": 16, "chains": 4, "global_size": 4},
+                                       {"vector_width": 16, "chains": 3}]
     bw: list[tuple[str, str, dict[str, Any]]] = [
         ("intensity", "sp", {"fma_per_elem": 0.5, **sh}) for sh in (bw_shapes[:1] if quick else bw_shapes)
     ]

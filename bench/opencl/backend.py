@@ -112,13 +112,14 @@ def tuned_work_size(dev: Any, kernel: str, precision: str, level: str) -> Geomet
     cus = int(dev.max_compute_units)
     is_cpu = bool(dev.type & cl.device_type.CPU)
     if is_cpu:
-        # PoCL on Zen 3 (benchmarks/opencl_vs_clpeak.py): two native vectors per chain (AVX2: float16/double8),
-        # 3 chains = 6 independent FMAs in flight in 12 of the 16 ymm registers, one work-item per work-group,
-        # 4 work-groups per core; streaming kernels give every chain its own prefetch stream (64 B a round)
+        # PoCL on Zen 3 (benchmarks/opencl_vs_clpeak.py, 4 alternating runs against clpeak): one native vector
+        # (AVX2: float8/double4) per chain and 6 chains = 6 independent FMAs in flight in 12 of the 16 ymm
+        # registers (8 chains spill; float16 x 3 chains was no better), one work-item per work-group, 4 per core;
+        # streaming kernels give every chain its own prefetch stream
         pref = int(dev.preferred_vector_width_double if precision == "dp" else dev.preferred_vector_width_float)
         streaming = kernel in ("intensity", "int")
-        w = max(min(2 * max(pref, 1) if streaming else max(pref, 1), 16), 2 if precision == "dp" else 4)
-        chains = 3 if streaming else 4
+        w = max(min(max(pref, 1), 16), 2 if precision == "dp" else 4)
+        chains = 6 if streaming else 4
         return Geometry(cus * 4, 1, w, chains, "streams" if streaming else "blocked", cus, True)
     lsz = min(256, int(dev.max_work_group_size))
     w = 2 if precision == "dp" else 4
