@@ -33,7 +33,7 @@ COLUMNS: tuple[str, ...] = (
 #: Extra columns the bench layer writes after the contract ones (readers must ignore unknown columns).
 EXTRA_COLUMNS: tuple[str, ...] = (
     "bus_bytes", "intensity_flop_per_byte", "isa", "threads", "effective_clock_hz", "ns_per_access",
-    "cycles_per_access", "pages", "params", "note",
+    "cycles_per_access", "pages", "driver_version", "compiler", "params", "note",
 )
 
 NO_METER_NOTE = "time only: no meter attached (energy columns empty until a meter records this region)"
@@ -62,10 +62,14 @@ def make_row(spec: KernelSpec, result: RunResult, *, run_id: str, started_at: st
         row["bus_bytes"] = ""
     ex = result.extra
     for key in ("intensity_flop_per_byte", "isa", "threads", "effective_clock_hz", "ns_per_access",
-                "cycles_per_access", "pages"):
+                "cycles_per_access", "pages", "driver_version", "compiler", "mem_mhz"):
         if key in ex:
             row[key] = ex[key]
-    if ex.get("effective_clock_hz"):
+    if not device and ex.get("device"):  # the back end names its device (OpenCL, CUDA)
+        row["device"] = ex["device"]
+    if ex.get("core_mhz"):  # measured during the run (NVML) beats the clock estimate
+        row["core_mhz"] = round(float(ex["core_mhz"]), 1)
+    elif ex.get("effective_clock_hz"):
         row["core_mhz"] = round(float(ex["effective_clock_hz"]) / 1e6, 1)
     row["params"] = ";".join(f"{k}={v}" for k, v in sorted(spec.params.items()))
     if energy:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.bench.kernels import Backend, KernelSpec, RunResult
-from archline.bench.results import make_row, new_run_id, utc_now_iso
+from archline.bench.results import make_row, new_run_id, utc_now_iso, write_rows
 
 ProgressCb = Callable[[int, int, KernelSpec, RunResult], None]
 
@@ -64,3 +65,52 @@ def run_points(backend: Backend, specs: Sequence[KernelSpec], *, reps: int | Non
         if progress_cb is not None:
             progress_cb(i, len(specs), spec, res)
     return rows
+
+
+def describe_result(res: RunResult) -> str:
+    """The figure a person looks for in a point: GFLOP/s, Gop/s, GB/s or ns per access."""
+    c = res.counts
+    if c.flops:
+        return f"{c.flops / res.time_s / 1e9:8.2f} GFLOP/s"
+    if c.int_ops:
+        return f"{c.int_ops / res.time_s / 1e9:8.2f} Gop/s"
+    if c.bytes_total:
+        return f"{c.bytes_total / res.time_s / 1e9:8.2f} GB/s"
+    if c.rand_accesses and "ns_per_access" in res.extra:
+        cyc = res.extra.get("cycles_per_access")
+        return f"{res.extra['ns_per_access']:8.2f} ns/access" + (f" {cyc:6.1f} cyc" if cyc else "")
+    return ""
+
+
+@dataclass
+class TimeOnlyRun:
+    results: Path
+    roofline_png: Path | None
+    n_rows: int
+    n_bad_checksum: int
+
+
+def run_time_only(backend: Backend, specs: Sequence[KernelSpec], out_dir: Path, *, platform: str,
+                  why_no_energy: str, reps: int | None = None, min_time_s: float = 0.2,
+                  device: str | None = None, log: Callable[[str], None] | None = None) -> TimeOnlyRun:
+    """Run ``specs`` without a meter, write the rows (each saying why there is no energy) atomically, and draw
+    the observed time roofline beside them when the sweep has intensity points."""
+    run_id = new_run_id()
+
+    def progress(i: int, n: int, spec: KernelSpec, res: RunResult) -> None:
+        if log is not None:
+            ok = "ok" if res.checksum_ok else "CHECKSUM MISMATCH"
+            log(f"[{i + 1}/{n}] {spec.label} reps={res.reps} {describe_result(res)} {ok}")
+
+    rows = run_points(backend, specs, reps=reps, min_time_s=min_time_s, progress_cb=progress, platform=platform,
+                      run_id=run_id, device=device)
+    for r in rows:
+        r["note"] = f"{r['note']}; {why_no_energy}" if r.get("note") else why_no_energy
+    path = write_rows(Path(out_dir) / f"{run_id}.csv", rows)
+    png = None
+    precisions = {s.precision for s in specs if s.kernel == "intensity"}
+    if precisions:
+        from archline.fit.plot_inputs import plot_results
+
+        png = plot_results([path], path.with_suffix(".roofline.png"), sorted(precisions)[0], kinds=("roofline",))
+    return TimeOnlyRun(path, png, len(rows), sum(1 for r in rows if not r["checksum_ok"]))

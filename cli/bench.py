@@ -86,10 +86,12 @@ def _parse_bytes(text: str) -> int:
 @click.option("--power-cap", "power_caps_w", type=float, multiple=True,
               help="Power cap in watts (repeat to sweep caps); NVML/RAPL on hardware, the model with --emulate.")
 @click.option("--all-kernels", is_flag=True, help="Every kernel and precision the profile's [bench] lists.")
+@click.option("--device", default=None,
+              help="OpenCL: 'P:D' indices or a name substring (default: the first device); CUDA: device index.")
 def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, quick: bool, reps: int | None,
             min_time_s: float, isa: str | None, working_set: str | None, out_dir: Path, emulate: bool,
             time_compression: float | None, meter_name: str | None, power_caps_w: tuple[float, ...],
-            all_kernels: bool) -> None:
+            all_kernels: bool, device: str | None) -> None:
     """Run a kernel's default sweep and write archline.results/1 rows.
 
     \b
@@ -102,8 +104,6 @@ def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, qui
     """
     from archline.bench.errors import BackendUnavailableError
     from archline.bench.registry import get_backend
-    from archline.bench.results import new_run_id, write_rows
-    from archline.bench.run import run_points
 
     if emulate or platform != "localhost" or _localhost_has_meter():
         src = click.get_current_context().get_parameter_source("backend")
@@ -131,41 +131,17 @@ def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, qui
             over["working_set_bytes"] = _parse_bytes(working_set)
         specs = [KernelSpec(s.backend, s.kernel, s.precision, s.level,
                             {**s.params, **over, **({"isa": isa} if "isa" in s.params else {})}) for s in specs]
-    run_id = new_run_id()
-
-    def progress(i: int, n: int, spec: Any, res: Any) -> None:
-        c = res.counts
-        rate = ""
-        if c.flops:
-            rate = f"{c.flops / res.time_s / 1e9:8.2f} GFLOP/s"
-        elif c.int_ops:
-            rate = f"{c.int_ops / res.time_s / 1e9:8.2f} Gop/s"
-        elif c.bytes_total:
-            rate = f"{c.bytes_total / res.time_s / 1e9:8.2f} GB/s"
-        elif c.rand_accesses:
-            rate = f"{res.extra['ns_per_access']:8.2f} ns/access {res.extra['cycles_per_access']:6.1f} cyc"
-        ok_s = "ok" if res.checksum_ok else "CHECKSUM MISMATCH"
-        click.echo(f"[{i + 1}/{n}] {spec.label} reps={res.reps} {rate} {ok_s}", err=True)
-
-    rows = run_points(be, specs, reps=reps, min_time_s=min_time_s, progress_cb=progress, platform=platform,
-                      run_id=run_id)
     from archline.bench.profile_sections import localhost_profile
+    from archline.bench.run import run_time_only
 
-    why = localhost_profile().detected_note
-    for r in rows:  # the reason there is no energy, in every row
-        r["note"] = f"{r['note']}; {why}" if r.get("note") else why
-    path = write_rows(out_dir / f"{run_id}.csv", rows)
-    bad = sum(1 for r in rows if not r["checksum_ok"])
-    click.echo(str(path))
-    if kernel in ("intensity", "int"):  # time only: no model to draw under, so the observed roofline
-        from archline.bench.runner_plot import time_roofline_png
-
-        png = time_roofline_png(path, path.with_suffix(".roofline.png"),
-                                title=f"{platform}: observed time roofline (time only: "
-                                      f"{why.split('no energy: ')[-1].split(':')[0]})")
-        click.echo(f"roofline plot: {png}", err=True)
-    if bad:
-        raise click.ClickException(f"{bad} point(s) failed their checksum; rows kept with checksum_ok=false")
+    out = run_time_only(be, specs, out_dir, platform=platform, why_no_energy=localhost_profile().detected_note,
+                        reps=reps, min_time_s=min_time_s, device=device, log=lambda m: click.echo(m, err=True))
+    click.echo(str(out.results))
+    if out.roofline_png is not None:
+        click.echo(f"roofline plot: {out.roofline_png}", err=True)
+    if out.n_bad_checksum:
+        raise click.ClickException(f"{out.n_bad_checksum} point(s) failed their checksum; rows kept with "
+                                   "checksum_ok=false")
 
 
 def _localhost_has_meter() -> bool:

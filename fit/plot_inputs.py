@@ -9,7 +9,7 @@ import numpy as np
 
 from archline.fit.errors import ArchlineFitError
 from archline.fit.machine import Machine
-from archline.fit.plots import Curve, Measured, curves_for
+from archline.fit.plots import KINDS, Curve, Measured, curves_for, plot_model
 from archline.fit.profiles import Platform, load_platform
 
 
@@ -68,3 +68,12 @@ def load_plot_inputs(items: Sequence[str], precision: str) -> tuple[list[Curve],
     if not platforms:
         return [observed_curve(m) for m in measured], measured
     return curves_for(platforms, [precision]), measured
+
+
+def plot_results(results: Sequence[Path], out_path: Path, precision: str,
+                 kinds: Sequence[str] = KINDS, platforms: Sequence[str] = ()) -> Path:
+    """Measured rows over the model of ``platforms``, or over their own observed time roofline."""
+    curves, measured = load_plot_inputs([*platforms, *map(str, results)], precision)
+    if all(c.time_only for c in curves):
+        kinds = [k for k in kinds if k == "roofline"] or ["roofline"]
+    return plot_model(curves, out_path, kinds=kinds, measured=measured)

@@ -247,7 +247,7 @@ def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch:
 
 def test_runner_time_roofline_plot_from_time_only_rows(tmp_path: Path) -> None:
     from archline.bench.runner import COLUMNS, append_row
-    from archline.bench.runner_plot import points_by_precision, time_roofline_png
+    from archline.fit.plot_inputs import load_plot_inputs, plot_results
 
     f = tmp_path / "r.csv"
     ensure_header(f)
@@ -255,9 +255,12 @@ def test_runner_time_roofline_plot_from_time_only_rows(tmp_path: Path) -> None:
         q = 1 << 20
         w = round(i * q)
         t = max(w / 50e9, q / 10e9)
-        append_row(f, {"schema": "archline.results/1", "precision": "dp", "flops_dp": w, "bytes_mem": q,
+        append_row(f, {"schema": "archline.results/1", "platform": "box", "backend": "cpu_asm",
+                       "kernel": "intensity", "precision": "dp", "flops_dp": w, "bytes_mem": q,
                        "time_s": t, "checksum_ok": True}, COLUMNS)
-    pts = points_by_precision(f)["dp"]
-    assert max(y for _, y in pts) == pytest.approx(50e9) and max(y / x for x, y in pts) == pytest.approx(10e9)
-    png = time_roofline_png(f, tmp_path / "roof.png")
+    (curve,), _ = load_plot_inputs([str(f)], "dp")
+    assert curve.time_only
+    assert 1 / curve.machine.tau_flop_s == pytest.approx(50e9)
+    assert 1 / curve.machine.tau_mem_s_per_byte == pytest.approx(10e9)
+    png = plot_results([f], tmp_path / "roof.png", "dp")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
