@@ -27,9 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from archline.powermon.emulator import Script
 
 from archline.bench.errors import BenchError, UnsupportedError
 from archline.bench.kernels import Counts, KernelSpec, RunResult
@@ -480,3 +483,29 @@ class EmulatedBackend:
         if not self.model.supports(counts):
             raise UnsupportedError(f"emulated {self.profile.name} cannot run {spec.label}: a cost is missing")
         return EmulatedKernel(spec, counts, self.device)
+
+
+def steady_power_script(profile: BenchProfile | str, intensity_flop_per_byte: float | None = None,
+                        precision: str = "sp") -> tuple[Script, str]:
+    """A constant power for ``archline meter emulate --platform``: the platform's model power while a kernel of
+    the given intensity runs (idle power when none is given), split onto the profile's PowerMon 2 rails."""
+    from archline.bench.profile_sections import load_bench_profile
+    from archline.powermon.emulator import Script
+
+    prof = load_bench_profile(profile) if isinstance(profile, str) else profile
+    model = EmulatedModel.from_profile(prof)
+    if intensity_flop_per_byte is None:
+        power_w, what = model.idle_w, f"idle, {model.idle_w:.4g} W ({model.idle_source})"
+    else:
+        if not intensity_flop_per_byte > 0:
+            raise EmulationError(f"intensity must be > 0 flop/byte, got {intensity_flop_per_byte:g}")
+        counts = intensity_counts(precision, intensity_flop_per_byte, 1 << 24)
+        if not model.supports(counts):
+            raise EmulationError(f"platform '{model.platform}' has no {precision} flop cost to emulate")
+        power_w = model.power_w(counts)
+        what = f"{precision} kernel at I = {intensity_flop_per_byte:g} flop/B, {power_w:.4g} W (capped model)"
+    meter = next((m for m in prof.meters if m.kind == "powermon2"), None)
+    split = RailSplit.for_meter(meter, model.free_peak_power_w)
+    split.check_range(power_w, model.platform)
+    step = {ch: (volts, amps) for ch, volts, amps in split.readings(power_w)}
+    return Script([(0.0, step)]), f"{model.platform} [emulated]: {what}"

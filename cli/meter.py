@@ -106,13 +106,34 @@ def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None
 @click.option("--seed", type=int, default=0)
 @click.option("--duration", "duration_s", type=float, help="stop after this many seconds (default: until Ctrl-C)")
 @click.option("--port-file", type=click.Path(dir_okay=False), help="also write the pty path to this file")
-def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float | None, port_file: str | None) -> None:
-    """A PowerMon 2 (emulated) on a pseudo-terminal: prints the port to give to a driver or `meter record`."""
+@click.option("--platform", default=None,
+              help="play this platform's model power on its profile's rails (idle unless --intensity is given)")
+@click.option("--intensity", type=float, default=None, help="with --platform: a kernel at this flop/byte")
+@click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
+def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float | None, port_file: str | None,
+                platform: str | None, intensity: float | None, precision: str) -> None:
+    """A PowerMon 2 (emulated) on a pseudo-terminal: prints the port to give to a driver or `meter record`.
+
+    \b
+    Examples:
+      archline meter emulate --script power.json
+      archline meter emulate --platform gtx580 --intensity 8 --precision sp
+    """
     from pathlib import Path
 
     from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
 
-    core = PowerMon2Core(Script.load(script) if script else None, speed=speed, seed=seed)
+    if platform is not None and script is not None:
+        raise click.UsageError("give --script or --platform, not both")
+    if intensity is not None and platform is None:
+        raise click.UsageError("--intensity needs --platform")
+    power = Script.load(script) if script else None
+    if platform is not None:
+        from archline.bench.emulated import steady_power_script
+
+        power, what = steady_power_script(platform, intensity, precision)
+        click.echo(what, err=True)
+    core = PowerMon2Core(power, speed=speed, seed=seed)
     with PtyServer(core) as srv:
         click.echo(srv.port)
         if port_file:
