@@ -27,6 +27,7 @@ def test_steady_power_is_the_model_power_on_the_gtx580_rails() -> None:
 
 def test_steady_power_idle_and_errors() -> None:
     script, what = steady_power_script("gtx580")
+    assert "idle" in what
     assert _total_w(script) == pytest.approx(39.6)  # S0 §V-A idle power
     with pytest.raises(Exception, match="pi0"):
         steady_power_script("titan")
