@@ -283,11 +283,11 @@ def _nvml_call(nvml: Any, fn: str, *args: Any) -> Any:
 
 
 @dataclass
-class NvmlPowerLimit:
+class _NvmlGpuControl:
+    """What every NVML control shares: the library object, the GPU index and its handle."""
+
     nvml: Any
     index: int = 0
-    kind: str = "nvml_power"
-    unit: str = "W"
 
     @property
     def target(self) -> str:
@@ -295,6 +295,12 @@ class NvmlPowerLimit:
 
     def _h(self) -> Any:
         return _nvml_call(self.nvml, "nvmlDeviceGetHandleByIndex", self.index)
+
+
+@dataclass
+class NvmlPowerLimit(_NvmlGpuControl):
+    kind: str = "nvml_power"
+    unit: str = "W"
 
     def available(self) -> tuple[bool, str]:
         try:
@@ -320,24 +326,15 @@ class NvmlPowerLimit:
 
 
 @dataclass
-class NvmlLockedClocks:
+class NvmlLockedClocks(_NvmlGpuControl):
     """GPU (``which="core"``) or memory (``which="mem"``) locked clocks; reset on restore."""
 
-    nvml: Any
-    index: int = 0
     which: str = "core"
     unit: str = "MHz"
 
     @property
     def kind(self) -> str:
         return f"nvml_{self.which}_clock"
-
-    @property
-    def target(self) -> str:
-        return f"gpu{self.index}"
-
-    def _h(self) -> Any:
-        return _nvml_call(self.nvml, "nvmlDeviceGetHandleByIndex", self.index)
 
     def _clock_type(self) -> Any:
         return getattr(self.nvml, "NVML_CLOCK_SM" if self.which == "core" else "NVML_CLOCK_MEM")
