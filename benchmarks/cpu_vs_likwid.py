@@ -6,8 +6,11 @@
 Prints, for each pair, the best of R alternating runs of each tool and the ratio archline / likwid:
   * peak DP / SP FMA GFLOP/s: our intensity kernel at its top point (64 flop/B) on an L1-resident buffer vs
     peakflops_avx512_fma / peakflops_sp_avx512_fma (peakflops_avx_fma / peakflops_sp_avx_fma without AVX-512);
-  * memory bandwidth: our intensity kernel at its lowest point (0.25 flop/B, read-only stream) on 1 GB vs
-    stream_mem_avx512 / stream_mem_avx_fma (triad with non-temporal stores) on 1 GB;
+  * memory bandwidth on 1 GB, against stream_mem_avx512 / stream_mem_avx_fma (triad: 2 loads + 1 non-temporal
+    store per element, 24 B counted): our intensity kernel with its non-temporal store stream (store="nt": G loads
+    + G/2 streamed stores per trip, bytes = read + written) at the sweep's lowest intensity (0.25 flop/B) and at
+    its floor F = G/2 (1/12 flop/B in DP, the triad's own intensity); and the read-only intensity kernel at
+    0.25 flop/B against both stream_mem and its read-only peer load_avx512 / load_avx on 1 GB;
   * L1 / L2 read bandwidth: our cache 'load' kernel vs load_avx512 / load_avx at the same total working set;
   * pointer-chase latency per level (ns and cycles per access, 1 chain and 8 chains), L1 against the documented
     load-to-use latency (Zen 3: 4 cycles, AMD SOG 19h; Intel Skylake: 4-5 cycles).
@@ -106,10 +109,22 @@ def main() -> int:
                  "GFLOP/s", 0.98)
     if "stream" not in skip:
         test = "stream_mem_avx512" if isa == "avx512" else "stream_mem_avx_fma"
+        mb = f"{a.mem_bytes // 10**6}MB"
+        for label, params in (
+                ("nt stores, 0.25 flop/B", {"store": "nt", "intensity": 0.25}),
+                (f"nt stores, F=G/2 ({4 * (v.g_fp // 2) / (3 * v.g_fp * 8):.3f} flop/B)",
+                 {"store": "nt", "fma_per_trip": v.g_fp // 2}),
+                ("read-only, 0.25 flop/B", {"fma_per_trip": v.g_fp})):
+            spec = KernelSpec("cpu_asm", "intensity", "dp", "mem",
+                              {**params, "working_set_bytes": a.mem_bytes, "threads": t})
+            pair(f"mem bw {label} vs {test}",
+                 lambda: likwid(test, mb, t)["MByte/s"] / 1e3,
+                 lambda spec=spec: (lambda r: (r["gbytes"], r["ok"], r["clock_ghz"]))(ours(be, spec, a.min_time)),
+                 "GB/s", 0.95)
         spec = KernelSpec("cpu_asm", "intensity", "dp", "mem",
                           {"fma_per_trip": v.g_fp, "working_set_bytes": a.mem_bytes, "threads": t})
-        pair("memory bandwidth (0.25 flop/B, 1 GB)",
-             lambda: likwid(test, f"{a.mem_bytes // 10**6}MB", t)["MByte/s"] / 1e3,
+        pair(f"mem bw read-only, 0.25 flop/B vs load_{suffix}",
+             lambda: likwid(f"load_{suffix}", mb, t)["MByte/s"] / 1e3,
              lambda: (lambda r: (r["gbytes"], r["ok"], r["clock_ghz"]))(ours(be, spec, a.min_time)), "GB/s", 0.95)
     if "cache" not in skip:
         for level in ("l1", "l2"):

@@ -4,7 +4,10 @@ Spec parameters (``KernelSpec.params``), all optional except where said:
 
 * every kernel: ``isa`` (avx512|avx2|sse2; default the widest this CPU runs), ``threads`` (default one per core),
   ``seed`` (default 1), ``working_set_bytes`` (default from the cache topology for ``spec.level``).
-* intensity: ``fma_per_trip`` (F) or ``intensity`` (flop/byte target, rounded to the nearest exact F).
+* intensity: ``fma_per_trip`` (F) or ``intensity`` (flop/byte target, rounded to the nearest exact F); ``store``
+  (``none``: read-only stream, the default; ``nt``: plus a non-temporal store stream of one result vector per two
+  loaded, I = 4F/(3 G sizeof), bytes = read + written, bus bytes = counted; ``working_set_bytes`` then covers
+  the input and the output array together, as likwid-bench's does its three arrays).
 * int: ``op`` (add|mul), ``steps`` (S; int ops/element = S+1).
 * cache: ``mode`` (load|rmw|store).
 * chase: ``chains`` (1,2,4..32), ``page_local`` (bool), ``hugetlb`` (bool; 2 MiB hugetlbfs pages when the OS has
@@ -22,14 +25,18 @@ from archline.bench.cpu_asm import topology as topo
 from archline.bench.cpu_asm.variants import (
     ELEM_BYTES,
     ISAS,
+    STORE_MODES,
     X86_ORDER,
     IsaVariant,
     cache_counts,
     chase_counts,
     fma_per_trip_for,
+    fma_per_trip_for_nt,
     int_counts,
     intensity_counts,
+    intensity_nt_counts,
     intensity_of,
+    intensity_of_nt,
     trip_elems,
 )
 from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
@@ -261,11 +268,16 @@ class CpuPrepared:
         trip = trip_elems(v, spec.kernel, spec.precision)
         esize = ELEM_BYTES[spec.precision]
         unit = trip * threads
-        n = (ws // esize) // unit * unit
+        self.store = str(p.get("store", "none")) if spec.kernel == "intensity" else "none"
+        if self.store not in STORE_MODES:
+            raise BenchError(f"intensity store must be one of {', '.join(STORE_MODES)}, got '{self.store}'")
+        nt = self.store == "nt"
+        # nt: the working set holds the input (n elements) and the streamed output (n/2)
+        n = ((ws * 2 // 3 if nt else ws) // esize) // unit * unit
         if n == 0:
             raise BenchError(f"working set {ws} B is below one trip per thread ({unit * esize} B)")
         self.n_elems = n
-        self.extra.update(isa=self.isa, working_set_bytes=n * esize, n_elems=n)
+        self.extra.update(isa=self.isa, working_set_bytes=(n + n // 2 if nt else n) * esize, n_elems=n)
         if spec.kernel == "intensity":
             if "fma_per_trip" in p:
                 f = _positive_int(p, "fma_per_trip")
@@ -273,16 +285,23 @@ class CpuPrepared:
                 target = float(p["intensity"])
                 if not target > 0:
                     raise BenchError(f"intensity must be > 0, got {target}")
-                f = fma_per_trip_for(v, spec.precision, target)
+                f = (fma_per_trip_for_nt if nt else fma_per_trip_for)(v, spec.precision, target)
             else:
                 raise BenchError("intensity kernel needs 'fma_per_trip' or 'intensity'")
             if 2 * f < v.g_fp:
                 raise BenchError(f"fma_per_trip={f} is below the floor {(v.g_fp + 1) // 2} (every load feeds an FMA)")
             self.knob = f
-            self._native = kern.Stream(f"intensity_{spec.precision}", self.isa, n, self.cpus, self.seed, ref.PERIOD)
-            self.counts_per_rep = intensity_counts(v, spec.precision, n, f, spec.level)
-            self.extra.update(fma_per_trip=f, vectors_per_trip=v.g_fp, chains=v.g_fp,
-                              intensity_flop_per_byte=intensity_of(v, spec.precision, f))
+            kind = f"intensity_nt_{spec.precision}" if nt else f"intensity_{spec.precision}"
+            self._native = kern.Stream(kind, self.isa, n, self.cpus, self.seed, ref.PERIOD)
+            if nt:
+                self.counts_per_rep = intensity_nt_counts(v, spec.precision, n, f, spec.level)
+                self.extra.update(fma_per_trip=f, vectors_per_trip=v.g_fp, chains=v.g_fp, store="nt",
+                                  stored_vectors_per_trip=v.g_fp // 2,
+                                  intensity_flop_per_byte=intensity_of_nt(v, spec.precision, f))
+            else:
+                self.counts_per_rep = intensity_counts(v, spec.precision, n, f, spec.level)
+                self.extra.update(fma_per_trip=f, vectors_per_trip=v.g_fp, chains=v.g_fp,
+                                  intensity_flop_per_byte=intensity_of(v, spec.precision, f))
         elif spec.kernel == "int":
             op = str(p.get("op", "add"))
             if op not in ("add", "mul"):
@@ -314,6 +333,11 @@ class CpuPrepared:
         if spec.kernel == "chase":
             return ref.chase_positions(self.order, self.chains, self._total_reps * (self.nodes // self.chains))
         v = self.variant
+        if spec.kernel == "intensity" and self.store == "nt":
+            if self._expected is None:
+                self._expected = ref.intensity_nt_checksum(spec.precision, self.seed, self.n_elems, v.g_fp,
+                                                           v.lanes(spec.precision), self.knob)
+            return self._expected  # the written array, rewritten identically every rep
         if spec.kernel == "intensity":
             if self._expected is None:
                 self._expected = ref.intensity_checksum(spec.precision, self.seed, self.n_elems, v.g_fp,
@@ -336,7 +360,10 @@ class CpuPrepared:
         exp = self.expected(reps)
         if self.spec.kernel == "intensity":
             v = self.variant
-            tol = ref.intensity_rel_tol(self.spec.precision, v.g_fp, v.a_fp, self.knob)
+            if self.store == "nt":
+                tol = ref.intensity_nt_rel_tol(self.spec.precision, v.g_fp, self.knob)
+            else:
+                tol = ref.intensity_rel_tol(self.spec.precision, v.g_fp, v.a_fp, self.knob)
             return bool(math.isfinite(got) and abs(got - exp) <= tol * abs(exp)), exp
         if self.spec.kernel == "chase":
             return list(got) == exp, exp

@@ -73,6 +73,38 @@ def intensity_rel_tol(precision: str, g: int, a: int, fma_per_trip: int) -> floa
     return 8 * eps * (steps + math.sqrt(512 * g / a)) + 1e-13
 
 
+def _intensity_nt_block(x: np.ndarray, g: int, lanes: int, fma_per_trip: int) -> float:
+    y = x.astype(np.float64).reshape(-1, g, lanes).copy()
+    q, r = divmod(fma_per_trip - g // 2, g)
+    for _ in range(q):
+        y -= y * y
+    if r:
+        y[:, :r, :] -= y[:, :r, :] * y[:, :r, :]
+    return float(np.sum(y[:, 0::2, :] * y[:, 1::2, :] + y[:, 0::2, :]))
+
+
+def intensity_nt_checksum(precision: str, seed: int, n: int, g: int, lanes: int, fma_per_trip: int) -> float:
+    """Sum of the nt variant's written array (n/2 elements: out = y[2j]*y[2j+1] + y[2j] per trip), float64.
+
+    The array is rewritten identically by every repetition, so this does not scale with reps."""
+    full, rest = divmod(n, PERIOD)
+    total = 0.0
+    if full:
+        total += full * _intensity_nt_block(data(precision, seed, PERIOD), g, lanes, fma_per_trip)
+    if rest:
+        total += _intensity_nt_block(data(precision, seed, rest), g, lanes, fma_per_trip)
+    return total
+
+
+def intensity_nt_rel_tol(precision: str, g: int, fma_per_trip: int) -> float:
+    """Relative tolerance of the nt checksum: every written value is positive, so the sum's relative error is at
+    most the worst element's (rounding of ~(F - G/2)/G contracting steps, the final FMA and the store in T) plus
+    the double summation, with a safety factor of 8."""
+    eps = 2.0**-24 if precision == "sp" else 2.0**-53
+    steps = (fma_per_trip - g // 2) / g + 3
+    return 8 * eps * steps + 1e-12
+
+
 def _int_block(x: np.ndarray, g: int, lanes: int, steps: int, op: str) -> int:
     y = x.reshape(-1, g, lanes).copy()
     with np.errstate(over="ignore"):

@@ -6,6 +6,10 @@ One *trip* of a streaming kernel loads ``G`` vectors of ``L`` lanes (``G*L`` ele
 * intensity: ``F`` vector FMAs per trip (``F >= G/2``); flops/element = 2F/G (FMA = 2 flops), bytes/element =
   sizeof(T); I = 2F / (G * sizeof(T)) flop/byte. F < G: "pairs" mode (G-F FMAs consume two loaded vectors each);
   F >= G: "chains" mode (each vector runs F//G (+1 for the first F%G vectors) FMAs: y = y - y*y ..., acc += y*y).
+* intensity with ``store="nt"``: the same loads plus a non-temporal store stream of G/2 result vectors per trip
+  (H = F - G/2 Horner steps spread over the G vectors, then G/2 FMAs out = y[2j]*y[2j+1] + y[2j], streamed);
+  bytes/element = 1.5 sizeof(T) (read + written; no write-allocate, so bus bytes = counted), flops/element =
+  2F/G, I = 4F / (3 G sizeof(T)). F = G/2 is stream's triad: 2 flops per 2 loads + 1 store.
 * int: ``S`` steps of y[g] = y[g] OP y[(g+1)%G] then acc += y[g]: int ops/element = S+1, 4 bytes/element.
 * cache: load = 8 bytes/element read (one vaddpd per vector), rmw = 8 read + 8 written, store = 8 written
   (write-allocate reads the line first below L1: bus bytes = 2x counted).
@@ -76,6 +80,31 @@ def fma_per_trip_for(v: IsaVariant, precision: str, intensity_flop_per_byte: flo
 
 def intensity_of(v: IsaVariant, precision: str, fma_per_trip: int) -> float:
     return 2 * fma_per_trip / (v.g_fp * ELEM_BYTES[precision])
+
+
+#: intensity store modes: "none" = read-only stream (the default), "nt" = plus a non-temporal store stream
+STORE_MODES = ("none", "nt")
+
+
+def fma_per_trip_for_nt(v: IsaVariant, precision: str, intensity_flop_per_byte: float) -> int:
+    """F for the nt variant: I = 4F / (3 G sizeof(T)), never below G/2."""
+    f = round(intensity_flop_per_byte * 3 * v.g_fp * ELEM_BYTES[precision] / 4)
+    return max(f, v.g_fp // 2)
+
+
+def intensity_of_nt(v: IsaVariant, precision: str, fma_per_trip: int) -> float:
+    return 4 * fma_per_trip / (3 * v.g_fp * ELEM_BYTES[precision])
+
+
+def intensity_nt_counts(v: IsaVariant, precision: str, n_elems: int, fma_per_trip: int,
+                        level: str = "mem") -> Counts:
+    """n_elems loaded, n_elems/2 written with streaming stores (no write-allocate: bus bytes = counted bytes)."""
+    g = v.g_fp
+    assert n_elems % (g * v.lanes(precision)) == 0 and g % 2 == 0
+    flops = n_elems * 2 * fma_per_trip // g
+    nbytes = n_elems * ELEM_BYTES[precision] + n_elems // 2 * ELEM_BYTES[precision]
+    kw = {"flops_sp" if precision == "sp" else "flops_dp": flops, f"bytes_{level}": nbytes, "bus_bytes": nbytes}
+    return Counts(**kw)  # type: ignore[arg-type]
 
 
 def intensity_counts(v: IsaVariant, precision: str, n_elems: int, fma_per_trip: int, level: str = "mem") -> Counts:

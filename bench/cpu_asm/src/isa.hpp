@@ -17,13 +17,17 @@ struct IsaTable {
   double (*load)(const double*, std::size_t trips, long reps);  // all reps in one call
   void (*rmw)(double*, std::size_t trips, double c);
   void (*store)(double*, std::size_t trips, double c);
+  // intensity with a non-temporal store stream: G/2 streamed result vectors per trip (kern::intensity_nt)
+  void (*intensity_nt_dp)(const double*, double*, std::size_t trips, int fma_per_trip);
+  void (*intensity_nt_sp)(const float*, float*, std::size_t trips, int fma_per_trip);
 };
 
 #define ISA_TABLE(NAME, VB, D, S, I, GFP, AFP, GINT, AINT, GLD, ALD, GST, MULFN)                              \
   extern const IsaTable NAME = {#NAME, VB, GFP, AFP, GINT, AINT, GLD, ALD, GST,                              \
                                 &kern::intensity<D, GFP, AFP>, &kern::intensity<S, GFP, AFP>,                \
                                 &kern::int_chains<I, GINT, AINT, false>, MULFN,                              \
-                                &kern::load_sum<D, GLD, ALD>, &kern::rmw<D, GST>, &kern::store<D, GST>};
+                                &kern::load_sum<D, GLD, ALD>, &kern::rmw<D, GST>, &kern::store<D, GST>,     \
+                                &kern::intensity_nt<D, GFP>, &kern::intensity_nt<S, GFP>};
 
 extern const IsaTable avx512;
 extern const IsaTable avx2;

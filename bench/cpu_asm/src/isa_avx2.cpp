@@ -10,6 +10,8 @@ struct D {
   using T = double; using v = __m256d; static constexpr int L = 4;
   static v load(const T* p) { return _mm256_load_pd(p); }
   static void store(T* p, v a) { _mm256_store_pd(p, a); }
+  static void stream(T* p, v a) { _mm256_stream_pd(p, a); }  // non-temporal store
+  static void sfence() { _mm_sfence(); }
   static v zero() { return _mm256_setzero_pd(); }
   static v set1(T c) { return _mm256_set1_pd(c); }
   static v add(v a, v b) { return _mm256_add_pd(a, b); }
@@ -20,6 +22,8 @@ struct S {
   using T = float; using v = __m256; static constexpr int L = 8;
   static v load(const T* p) { return _mm256_load_ps(p); }
   static void store(T* p, v a) { _mm256_store_ps(p, a); }
+  static void stream(T* p, v a) { _mm256_stream_ps(p, a); }  // non-temporal store
+  static void sfence() { _mm_sfence(); }
   static v zero() { return _mm256_setzero_ps(); }
   static v add(v a, v b) { return _mm256_add_ps(a, b); }
   static v fma(v a, v b, v c) { return _mm256_fmadd_ps(a, b, c); }

@@ -9,6 +9,8 @@ struct D {
   using T = double; using v = __m512d; static constexpr int L = 8;
   static v load(const T* p) { return _mm512_load_pd(p); }
   static void store(T* p, v a) { _mm512_store_pd(p, a); }
+  static void stream(T* p, v a) { _mm512_stream_pd(p, a); }  // non-temporal store
+  static void sfence() { _mm_sfence(); }
   static v zero() { return _mm512_setzero_pd(); }
   static v set1(T c) { return _mm512_set1_pd(c); }
   static v add(v a, v b) { return _mm512_add_pd(a, b); }
@@ -19,6 +21,8 @@ struct S {
   using T = float; using v = __m512; static constexpr int L = 16;
   static v load(const T* p) { return _mm512_load_ps(p); }
   static void store(T* p, v a) { _mm512_store_ps(p, a); }
+  static void stream(T* p, v a) { _mm512_stream_ps(p, a); }  // non-temporal store
+  static void sfence() { _mm_sfence(); }
   static v zero() { return _mm512_setzero_ps(); }
   static v add(v a, v b) { return _mm512_add_ps(a, b); }
   static v fma(v a, v b, v c) { return _mm512_fmadd_ps(a, b, c); }

@@ -10,6 +10,8 @@ struct D {
   using T = double; using v = __m128d; static constexpr int L = 2;
   static v load(const T* p) { return _mm_load_pd(p); }
   static void store(T* p, v a) { _mm_store_pd(p, a); }
+  static void stream(T* p, v a) { _mm_stream_pd(p, a); }  // non-temporal store
+  static void sfence() { _mm_sfence(); }
   static v zero() { return _mm_setzero_pd(); }
   static v set1(T c) { return _mm_set1_pd(c); }
   static v add(v a, v b) { return _mm_add_pd(a, b); }
@@ -20,6 +22,8 @@ struct S {
   using T = float; using v = __m128; static constexpr int L = 4;
   static v load(const T* p) { return _mm_load_ps(p); }
   static void store(T* p, v a) { _mm_store_ps(p, a); }
+  static void stream(T* p, v a) { _mm_stream_ps(p, a); }  // non-temporal store
+  static void sfence() { _mm_sfence(); }
   static v zero() { return _mm_setzero_ps(); }
   static v add(v a, v b) { return _mm_add_ps(a, b); }
   static v fma(v a, v b, v c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }

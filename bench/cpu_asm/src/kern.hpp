@@ -15,6 +15,7 @@
 //             flops/element = 2F/G, bytes/element = sizeof(T): I = 2F/(G*sizeof(T)) flop/byte, exact.
 //             The accumulators are flushed into a double every BLOCK trips (keeps float sums accurate).
 //             Trips are walked as STREAMS interleaved streams (streams()) for memory-level parallelism.
+//  intensity_nt  as intensity, plus a non-temporal store stream: see intensity_nt below.
 //  int        One trip loads G int32 vectors; S steps of y[g] = y[g] OP y[(g+1)%G] (in place, g ascending,
 //             OP = add or mul, wrapping mod 2^32), then acc += y[g].      int ops/trip = (S+1)*G
 //  load       acc[g%A] += x[g]  (read only)                                   bytes = 8 per element
@@ -131,6 +132,49 @@ double intensity_dispatch(const typename V::T* x, std::size_t trips, int F, std:
 template <class V, int G, int A>
 double intensity(const typename V::T* x, std::size_t trips, int F) {
   return intensity_dispatch<V, G, A>(x, trips, F, std::make_index_sequence<G>{});
+}
+
+// ---- intensity with a non-temporal store stream ("nt") ----------------------------------------------------------
+// One trip loads G vectors, writes G/2 result vectors with streaming stores (no write-allocate: bus bytes = counted
+// bytes) and performs F vector FMAs, F >= G/2: H = F - G/2 Horner steps y = y - y*y spread over the G vectors
+// (H/G each, +1 for the first H%G), then G/2 FMAs out[j] = y[2j]*y[2j+1] + y[2j] (every loaded value reaches the
+// written array). bytes/element = 1.5 sizeof(T) (1 read + 1/2 written), flops/element = 2F/G:
+// I = 4F/(3 G sizeof(T)); at F = G/2 that is stream's triad (2 flops per 2 loads + 1 store).
+template <class V, int G, int R>
+void nt_trips(const typename V::T* __restrict x, typename V::T* __restrict out, std::size_t trips, int Q) {
+  using v = typename V::v;
+  const std::size_t k = trips / STREAMS;
+  streams(0, k, k, trips, [&](std::size_t u) {
+    const typename V::T* p = x + u * std::size_t(G * V::L);
+    typename V::T* o = out + u * std::size_t((G / 2) * V::L);
+    v y[G];
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) y[g] = V::load(p + g * V::L);
+    for (int s = 0; s < Q; ++s) {
+#pragma GCC unroll 32
+      for (int g = 0; g < G; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
+    }
+#pragma GCC unroll 32
+    for (int g = 0; g < R; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
+#pragma GCC unroll 32
+    for (int j = 0; j < G / 2; ++j) V::stream(o + j * V::L, V::fma(y[2 * j], y[2 * j + 1], y[2 * j]));
+  });
+  V::sfence();
+}
+
+template <class V, int G, std::size_t... R>
+void intensity_nt_dispatch(const typename V::T* x, typename V::T* out, std::size_t trips, int F,
+                           std::index_sequence<R...>) {
+  using fn = void (*)(const typename V::T*, typename V::T*, std::size_t, int);
+  static constexpr fn tab[] = {&nt_trips<V, G, int(R)>...};
+  const int H = F - G / 2;
+  if (H < 0) return;  // caller validates F >= G/2
+  tab[H % G](x, out, trips, H / G);
+}
+
+template <class V, int G>
+void intensity_nt(const typename V::T* x, typename V::T* out, std::size_t trips, int F) {
+  intensity_nt_dispatch<V, G>(x, out, trips, F, std::make_index_sequence<G>{});
 }
 
 // ---- int32 add / mul chains ----------------------------------------------------------------------------------

@@ -113,11 +113,13 @@ Mapping map_bytes(std::size_t bytes, bool want_hugetlb) {
   return m;
 }
 
-enum class Kind { intensity_dp, intensity_sp, int_add, int_mul, load, rmw, store };
+enum class Kind { intensity_dp, intensity_sp, intensity_nt_dp, intensity_nt_sp, int_add, int_mul, load, rmw, store };
 
 Kind parse_kind(const std::string& k) {
   if (k == "intensity_dp") return Kind::intensity_dp;
   if (k == "intensity_sp") return Kind::intensity_sp;
+  if (k == "intensity_nt_dp") return Kind::intensity_nt_dp;
+  if (k == "intensity_nt_sp") return Kind::intensity_nt_sp;
   if (k == "int_add") return Kind::int_add;
   if (k == "int_mul") return Kind::int_mul;
   if (k == "load") return Kind::load;
@@ -139,8 +141,8 @@ class Stream {
       throw std::invalid_argument(std::string("int32 multiply is not available on ") + isa_->name);
     const int vb = isa_->vec_bytes;
     switch (kind_) {
-      case Kind::intensity_dp: esize_ = 8; lanes_ = vb / 8; g_ = isa_->g_fp; break;
-      case Kind::intensity_sp: esize_ = 4; lanes_ = vb / 4; g_ = isa_->g_fp; break;
+      case Kind::intensity_dp: case Kind::intensity_nt_dp: esize_ = 8; lanes_ = vb / 8; g_ = isa_->g_fp; break;
+      case Kind::intensity_sp: case Kind::intensity_nt_sp: esize_ = 4; lanes_ = vb / 4; g_ = isa_->g_fp; break;
       case Kind::int_add: case Kind::int_mul: esize_ = 4; lanes_ = vb / 4; g_ = isa_->g_int; break;
       case Kind::load: esize_ = 8; lanes_ = vb / 8; g_ = isa_->g_ld; break;
       case Kind::rmw: case Kind::store: esize_ = 8; lanes_ = vb / 8; g_ = isa_->g_st; break;
@@ -153,6 +155,7 @@ class Stream {
     if (trips < nt) throw std::invalid_argument("fewer trips than threads");
     for (std::size_t t = 0; t <= nt; ++t) bounds_.push_back(trips * t / nt);
     map_ = map_bytes(n_ * esize_, false);
+    if (is_nt()) out_ = map_bytes(n_ / 2 * esize_, false);  // G/2 result vectors per trip of G loaded
     init();
   }
   ~Stream() { close(); }
@@ -160,7 +163,11 @@ class Stream {
     if (map_.base) munmap(map_.base, map_.mapped);
     map_.base = nullptr;
     map_.ptr = nullptr;
+    if (out_.base) munmap(out_.base, out_.mapped);
+    out_.base = nullptr;
+    out_.ptr = nullptr;
   }
+  bool is_nt() const { return kind_ == Kind::intensity_nt_dp || kind_ == Kind::intensity_nt_sp; }
 
   std::size_t trip_elems() const { return std::size_t(g_) * lanes_; }
 
@@ -180,6 +187,7 @@ class Stream {
         pin(cpus_[t]);
         const std::size_t b0 = bounds_[t], b1 = bounds_[t + 1], trips = b1 - b0;
         char* base = static_cast<char*>(map_.ptr) + b0 * trip * esize_;
+        char* obase = out_.ptr ? static_cast<char*>(out_.ptr) + b0 * (trip / 2) * esize_ : nullptr;
         double c0 = clock_probe_hz();
         double acc_d = 0;
         uint32_t acc_u = 0;
@@ -197,6 +205,12 @@ class Stream {
           switch (kind_) {
             case Kind::intensity_dp: add_d(isa_->intensity_dp(reinterpret_cast<double*>(base), trips, knob)); break;
             case Kind::intensity_sp: add_d(isa_->intensity_sp(reinterpret_cast<float*>(base), trips, knob)); break;
+            case Kind::intensity_nt_dp:
+              isa_->intensity_nt_dp(reinterpret_cast<double*>(base), reinterpret_cast<double*>(obase), trips, knob);
+              break;
+            case Kind::intensity_nt_sp:
+              isa_->intensity_nt_sp(reinterpret_cast<float*>(base), reinterpret_cast<float*>(obase), trips, knob);
+              break;
             case Kind::int_add: acc_u += isa_->int_add(reinterpret_cast<uint32_t*>(base), trips, knob); break;
             case Kind::int_mul: acc_u += isa_->int_mul(reinterpret_cast<uint32_t*>(base), trips, knob); break;
             case Kind::load: break;  // ran above, all reps in one call
@@ -228,6 +242,7 @@ class Stream {
     d["thread_clock_hz"] = clk;
     if (kind_ == Kind::int_add || kind_ == Kind::int_mul) d["checksum"] = py::int_(sum_u);
     else if (kind_ == Kind::rmw || kind_ == Kind::store) d["checksum"] = buffer_sum();
+    else if (is_nt()) d["checksum"] = out_sum();  // the written array (same every rep), not the returned sums
     else d["checksum"] = sum_d;
     d["pages"] = map_.pages;
     return d;
@@ -253,6 +268,32 @@ class Stream {
     return s;
   }
 
+  // Sum of the streamed output array in double (after the run's sfence; read back outside the timed region).
+  double out_sum() const {
+    if (!out_.ptr) throw std::invalid_argument("no output array");
+    const int nt = int(cpus_.size());
+    std::vector<double> part(nt, 0.0);
+    const std::size_t half = trip_elems() / 2;
+    AffinityGuard guard;
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num();
+      pin(cpus_[t]);
+      double s = 0;
+      if (esize_ == 8) {
+        const double* p = static_cast<const double*>(out_.ptr);
+        for (std::size_t i = bounds_[t] * half; i < bounds_[t + 1] * half; ++i) s += p[i];
+      } else {
+        const float* p = static_cast<const float*>(out_.ptr);
+        for (std::size_t i = bounds_[t] * half; i < bounds_[t + 1] * half; ++i) s += double(p[i]);
+      }
+      part[t] = s;
+    }
+    double s = 0;
+    for (double v : part) s += v;
+    return s;
+  }
+
   std::string pages() const { return map_.pages; }
 
  private:
@@ -264,11 +305,14 @@ class Stream {
     {
       const int t = omp_get_thread_num();
       pin(cpus_[t]);  // first touch by the thread that will use the pages
+      if (out_.ptr)
+        std::memset(static_cast<char*>(out_.ptr) + bounds_[t] * (trip / 2) * esize_, 0,
+                    (bounds_[t + 1] - bounds_[t]) * (trip / 2) * esize_);
       for (std::size_t i = bounds_[t] * trip; i < bounds_[t + 1] * trip; ++i) {
         const uint64_t z = data::raw(seed_, i, period_);
         switch (kind_) {
-          case Kind::intensity_dp: static_cast<double*>(map_.ptr)[i] = data::dp(z); break;
-          case Kind::intensity_sp: static_cast<float*>(map_.ptr)[i] = data::sp(z); break;
+          case Kind::intensity_dp: case Kind::intensity_nt_dp: static_cast<double*>(map_.ptr)[i] = data::dp(z); break;
+          case Kind::intensity_sp: case Kind::intensity_nt_sp: static_cast<float*>(map_.ptr)[i] = data::sp(z); break;
           case Kind::int_add: case Kind::int_mul: static_cast<uint32_t*>(map_.ptr)[i] = data::i32(z); break;
           case Kind::load: case Kind::rmw: case Kind::store: static_cast<double*>(map_.ptr)[i] = data::cache(z); break;
         }
@@ -285,6 +329,7 @@ class Stream {
   int esize_ = 8, lanes_ = 1, g_ = 1;
   std::vector<std::size_t> bounds_;
   Mapping map_;
+  Mapping out_;  // intensity_nt: the streamed result array (n/2 elements)
   long total_rmw_ = 0;
   double last_store_ = 0;
 };
@@ -415,6 +460,7 @@ PYBIND11_MODULE(_kernels, m) {
            py::arg("kind"), py::arg("isa"), py::arg("n_elems"), py::arg("cpus"), py::arg("seed"), py::arg("period"))
       .def("run", &Stream::run, py::arg("reps"), py::arg("knob") = 0)
       .def("buffer_sum", &Stream::buffer_sum)
+      .def("out_sum", &Stream::out_sum)
       .def("close", &Stream::close)
       .def_property_readonly("pages", &Stream::pages)
       .def_property_readonly("trip_elems", &Stream::trip_elems);

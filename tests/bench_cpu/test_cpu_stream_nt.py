@@ -1,0 +1,86 @@
+"""Intensity kernel with a non-temporal store stream (store="nt"): exact counts (read + written bytes, flops) and
+the checksum of the written array, for every x86-64 variant this CPU can run."""
+
+from __future__ import annotations
+
+import pytest
+
+from archline.bench.cpu_asm import reference as ref
+from archline.bench.cpu_asm.topology import one_cpu_per_core
+from archline.bench.cpu_asm.variants import ELEM_BYTES, ISAS, fma_per_trip_for_nt, intensity_of_nt
+from archline.bench.errors import BenchError
+from archline.bench.kernels import KernelSpec
+
+
+def _fs(g: int) -> list[int]:
+    # the floor F = G/2 (stream's triad), every Horner remainder once, and deeper chains
+    return [g // 2, *[g // 2 + r for r in range(1, g)], g // 2 + g, 3 * g + 1, 16 * g + 5]
+
+
+@pytest.mark.parametrize("precision", ["dp", "sp"])
+def test_nt_counts_and_checksum_every_f(cpu_backend, x86_isa: str, precision: str) -> None:
+    v = ISAS[x86_isa]
+    lanes, esize = v.lanes(precision), ELEM_BYTES[precision]
+    threads = min(2, len(one_cpu_per_core()))
+    n = v.g_fp * lanes * threads * 7                       # 7 trips per thread (several streams and a tail)
+    for f in _fs(v.g_fp):
+        spec = KernelSpec("cpu_asm", "intensity", precision, "mem",
+                          {"isa": x86_isa, "store": "nt", "fma_per_trip": f, "threads": threads,
+                           "working_set_bytes": n * esize * 3 // 2})
+        p = cpu_backend.prepare(spec)
+        try:
+            assert p.n_elems == n
+            res = p.run(3)
+            key = "flops_dp" if precision == "dp" else "flops_sp"
+            assert getattr(res.counts, key) == 3 * n * 2 * f // v.g_fp
+            read, written = n * esize, n // 2 * esize
+            assert res.counts.bytes_mem == 3 * (read + written)
+            assert res.counts.bus_bytes == 3 * (read + written)   # streaming stores: no write-allocate
+            assert res.extra["working_set_bytes"] == read + written
+            assert res.extra["intensity_flop_per_byte"] == pytest.approx(
+                (n * 2 * f / v.g_fp) / (read + written))
+            exp = ref.intensity_nt_checksum(precision, 1, n, v.g_fp, lanes, f)
+            assert res.checksum_ok, (x86_isa, precision, f, res.extra["checksum"], exp)
+            assert res.extra["checksum"] == pytest.approx(exp, rel=ref.intensity_nt_rel_tol(precision, v.g_fp, f))
+        finally:
+            p.close()
+
+
+def test_nt_checksum_detects_wrong_work() -> None:
+    """One Horner step more or less on every vector, or a different final FMA, falls far outside the tolerance."""
+    v = ISAS["avx2"]
+    for precision in ("dp", "sp"):
+        n = ref.PERIOD + v.g_fp * v.lanes(precision) * 4
+        for f in (v.g_fp // 2, v.g_fp * 3, v.g_fp * 50):
+            a = ref.intensity_nt_checksum(precision, 1, n, v.g_fp, v.lanes(precision), f)
+            b = ref.intensity_nt_checksum(precision, 1, n, v.g_fp, v.lanes(precision), f + v.g_fp)
+            assert abs(a - b) > 10 * ref.intensity_nt_rel_tol(precision, v.g_fp, f) * abs(a)
+
+
+def test_nt_big_buffer_and_intensity_param(cpu_backend, x86_isa: str) -> None:
+    """Above one data period the reference scales one period; 'intensity' maps to the nt formula 4F/(3 G s)."""
+    v = ISAS[x86_isa]
+    n = ref.PERIOD * 2 + v.g_fp * v.lanes("dp") * 2
+    spec = KernelSpec("cpu_asm", "intensity", "dp", "mem",
+                      {"isa": x86_isa, "store": "nt", "intensity": 0.25, "working_set_bytes": n * 12,
+                       "threads": 1})
+    p = cpu_backend.prepare(spec)
+    try:
+        f = fma_per_trip_for_nt(v, "dp", 0.25)
+        assert p.knob == f and p.n_elems == n
+        assert p.extra["intensity_flop_per_byte"] == pytest.approx(intensity_of_nt(v, "dp", f))
+        assert intensity_of_nt(v, "dp", f) == pytest.approx(0.25)
+        assert p.run(2).checksum_ok
+    finally:
+        p.close()
+
+
+def test_nt_bad_params(cpu_backend) -> None:
+    v = ISAS["sse2"]
+    with pytest.raises(BenchError, match="store"):
+        cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem",
+                                       {"isa": "sse2", "store": "wb", "fma_per_trip": 8, "working_set_bytes": 2**16}))
+    with pytest.raises(BenchError, match="floor"):
+        cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem",
+                                       {"isa": "sse2", "store": "nt", "fma_per_trip": v.g_fp // 2 - 1,
+                                        "working_set_bytes": 2**16}))
