@@ -147,7 +147,13 @@ class CpuAsmBackend:
                     "available": ok, "reason": why, "bytes_per_elem": "64 B node per access"})
         return out
 
-    def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
+    def sweep(self, kernel: str, precision: str, *, quick: bool = False, store: str = "none") -> list[KernelSpec]:
+        """The default points; ``store="nt"`` sweeps the intensity kernel with its non-temporal store stream
+        (reads plus streamed writes, as likwid's stream_mem moves them)."""
+        if store not in STORE_MODES:
+            raise BenchError(f"intensity store must be one of {', '.join(STORE_MODES)}, got '{store}'")
+        if store != "none" and kernel != "intensity":
+            raise BenchError(f"store='{store}' applies to the intensity kernel only, not '{kernel}'")
         isa = self._require_isa(None)
         v = ISAS[isa]
         if kernel not in KERNEL_PRECISIONS:
@@ -158,7 +164,11 @@ class CpuAsmBackend:
         threads = len(topo.one_cpu_per_core())
         ws = topo.level_working_sets(threads, quick=quick)
         specs: list[KernelSpec] = []
-        if kernel == "intensity":
+        if kernel == "intensity" and store == "nt":
+            for i in intensity_targets():  # prepare() rounds each target to its exact F
+                specs.append(KernelSpec(self.name, "intensity", precision, "mem",
+                                        {"isa": isa, "store": "nt", "intensity": i, "working_set_bytes": ws["mem"]}))
+        elif kernel == "intensity":
             fs = sorted({fma_per_trip_for(v, precision, i) for i in intensity_targets()})
             for f in fs:
                 specs.append(KernelSpec(self.name, "intensity", precision, "mem",

@@ -84,3 +84,29 @@ def test_nt_bad_params(cpu_backend) -> None:
         cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem",
                                        {"isa": "sse2", "store": "nt", "fma_per_trip": v.g_fp // 2 - 1,
                                         "working_set_bytes": 2**16}))
+
+
+def test_nt_sweep_covers_the_intensity_range_and_runs() -> None:
+    from archline.bench.cpu_asm.backend import CpuAsmBackend
+    from archline.bench.kernels import KernelSpec
+
+    be = CpuAsmBackend()
+    specs = be.sweep("intensity", "dp", quick=True, store="nt")
+    assert all(s.params["store"] == "nt" for s in specs)
+    targets = [s.params["intensity"] for s in specs]
+    assert min(targets) == pytest.approx(0.25) and max(targets) == pytest.approx(64.0)
+    first = specs[0]
+    small = KernelSpec(first.backend, first.kernel, first.precision, first.level,
+                       {**first.params, "working_set_bytes": 1 << 20})
+    prepared = be.prepare(small)
+    try:
+        res = prepared.run(2)
+    finally:
+        prepared.close()
+    assert res.checksum_ok
+    c = res.counts
+    # reads + streamed writes, exactly; intensity from the total (0.25 flop/B is exact for AVX2/SSE2 dp)
+    assert c.flops_dp / c.bytes_mem == pytest.approx(res.extra["intensity_flop_per_byte"])
+    assert c.bus_bytes == c.bytes_mem
+    with pytest.raises(Exception, match="intensity kernel only"):
+        be.sweep("cache", "dp", store="nt")
