@@ -9,6 +9,8 @@ The buffer repeats with period PERIOD (a multiple of every trip), so a reference
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,18 @@ def data(kind: str, seed: int, n: int) -> np.ndarray:
     raise ValueError(kind)
 
 
+def _over_periods(kind: str, seed: int, n: int, block: Callable[[np.ndarray], Any]) -> Any:
+    """The native init repeats every PERIOD elements, so a sum over n elements is ``full`` copies of one
+    period's term plus the remainder's."""
+    full, rest = divmod(n, PERIOD)
+    total = 0
+    if full:
+        total += full * block(data(kind, seed, PERIOD))
+    if rest:
+        total += block(data(kind, seed, rest))
+    return total
+
+
 def _intensity_block(x: np.ndarray, g: int, lanes: int, fma_per_trip: int) -> float:
     x3 = x.astype(np.float64).reshape(-1, g, lanes)
     if fma_per_trip < g:
@@ -56,13 +70,7 @@ def _intensity_block(x: np.ndarray, g: int, lanes: int, fma_per_trip: int) -> fl
 
 def intensity_checksum(precision: str, seed: int, n: int, g: int, lanes: int, fma_per_trip: int) -> float:
     """Sum over elements of the kernel's per-element term, for ONE repetition (float64)."""
-    full, rest = divmod(n, PERIOD)
-    total = 0.0
-    if full:
-        total += full * _intensity_block(data(precision, seed, PERIOD), g, lanes, fma_per_trip)
-    if rest:
-        total += _intensity_block(data(precision, seed, rest), g, lanes, fma_per_trip)
-    return total
+    return float(_over_periods(precision, seed, n, lambda x: _intensity_block(x, g, lanes, fma_per_trip)))
 
 
 def intensity_rel_tol(precision: str, g: int, a: int, fma_per_trip: int) -> float:
@@ -87,13 +95,7 @@ def intensity_nt_checksum(precision: str, seed: int, n: int, g: int, lanes: int,
     """Sum of the nt variant's written array (n/2 elements: out = y[2j]*y[2j+1] + y[2j] per trip), float64.
 
     The array is rewritten identically by every repetition, so this does not scale with reps."""
-    full, rest = divmod(n, PERIOD)
-    total = 0.0
-    if full:
-        total += full * _intensity_nt_block(data(precision, seed, PERIOD), g, lanes, fma_per_trip)
-    if rest:
-        total += _intensity_nt_block(data(precision, seed, rest), g, lanes, fma_per_trip)
-    return total
+    return float(_over_periods(precision, seed, n, lambda x: _intensity_nt_block(x, g, lanes, fma_per_trip)))
 
 
 def intensity_nt_rel_tol(precision: str, g: int, fma_per_trip: int) -> float:
@@ -119,24 +121,12 @@ def _int_block(x: np.ndarray, g: int, lanes: int, steps: int, op: str) -> int:
 
 def int_checksum(op: str, seed: int, n: int, g: int, lanes: int, steps: int) -> int:
     """Sum mod 2^32 of the chains' final values, for ONE repetition."""
-    full, rest = divmod(n, PERIOD)
-    total = 0
-    if full:
-        total += full * _int_block(data("int32", seed, PERIOD), g, lanes, steps, op)
-    if rest:
-        total += _int_block(data("int32", seed, rest), g, lanes, steps, op)
-    return total & 0xFFFFFFFF
+    return int(_over_periods("int32", seed, n, lambda x: _int_block(x, g, lanes, steps, op))) & 0xFFFFFFFF
 
 
 def cache_sum(seed: int, n: int) -> float:
     """Exact sum of the initial cache-kernel buffer (every value a multiple of 2^-12)."""
-    full, rest = divmod(n, PERIOD)
-    total = 0.0
-    if full:
-        total += full * float(np.sum(data("cache", seed, PERIOD)))
-    if rest:
-        total += float(np.sum(data("cache", seed, rest)))
-    return total
+    return float(_over_periods("cache", seed, n, lambda x: float(np.sum(x))))
 
 
 def chase_order(seed: int, nodes: int, *, page_local: bool = False, nodes_per_page: int = 64) -> np.ndarray:
