@@ -498,6 +498,11 @@ def _render_stream(d: GpuKernelDesc, lang: str) -> str:
             for ln in lanes:
                 addend = f"x{k}_{n + j}{ln}" if n + j < e_ else cvec
                 body.append("    " + _mad(d, lang, f"acc{k}{ln}", f"x{k}_{j % e_}{ln}", addend))
+    return _close_with_stores(d, lang, body)
+
+
+def _close_with_stores(d: GpuKernelDesc, lang: str, body: list[str]) -> str:
+    """End the round loop, write every chain's accumulator to out[k*G + g] (the checksum), end the kernel."""
     body.append("  }")
     for k in range(d.chains):
         body += ["  " + s for s in _store(d, lang, "out", f"(size_t){k}u * G + g", f"acc{k}")]
@@ -564,11 +569,7 @@ def _render_cache(d: GpuKernelDesc, lang: str) -> str:
             body += ["    " + s for s in _load(d, lang, f"x{k}", src, idx)]
         for ln in lanes:
             body.append(f"    acc{k}{ln} += x{k}{ln};")
-    body.append("  }")
-    for k in range(d.chains):
-        body += ["  " + s for s in _store(d, lang, "out", f"(size_t){k}u * G + g", f"acc{k}")]
-    body.append("}")
-    return "\n".join(body) + "\n"
+    return _close_with_stores(d, lang, body)
 
 
 def _render_chase(d: GpuKernelDesc, lang: str) -> str:
