@@ -86,15 +86,18 @@ def _parse_bytes(text: str) -> int:
 @click.option("--power-cap", "power_caps_w", type=float, multiple=True,
               help="Power cap in watts (repeat to sweep caps); NVML/RAPL on hardware, the model with --emulate.")
 @click.option("--all-kernels", is_flag=True, help="Every kernel and precision the profile's [bench] lists.")
-@click.option("--store", type=click.Choice(["none", "nt"]), default="none", show_default=True,
-              help="cpu_asm intensity: 'nt' adds a non-temporal store stream (one result per two loaded vectors), "
-                   "the traffic likwid's stream_mem moves; bytes_mem counts reads and writes")
+@click.option("--store", type=click.Choice(["nt", "none"]), default=None,
+              help="cpu_asm intensity traffic. nt (default): each trip also streams one result vector per two "
+                   "loaded past the caches, as STREAM/likwid's stream_mem do; bytes_mem counts reads and writes, "
+                   "the sweep starts at the triad's 1/12 flop/B and reaches the machine's streaming bandwidth. "
+                   "none: read-only, the papers' polynomial stream, from 0.25 flop/B (per core a read-only "
+                   "stream stops short of peak bandwidth).")
 @click.option("--device", default=None,
               help="OpenCL: 'P:D' indices or a name substring (default: the first device); CUDA: device index.")
 def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, quick: bool, reps: int | None,
             min_time_s: float, isa: str | None, working_set: str | None, out_dir: Path, emulate: bool,
             time_compression: float | None, meter_name: str | None, power_caps_w: tuple[float, ...],
-            all_kernels: bool, store: str, device: str | None) -> None:
+            all_kernels: bool, store: str | None, device: str | None) -> None:
     """Run a kernel's default sweep and write archline.results/1 rows.
 
     \b
@@ -125,9 +128,9 @@ def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, qui
     if not ok:
         raise BackendUnavailableError(f"backend '{backend}' is not usable here: {why}")
     prec = precision or ("int32" if kernel == "int" else "dp")
-    if store != "none" and backend != "cpu_asm":
+    if store is not None and backend != "cpu_asm":
         raise click.BadParameter("--store applies to the cpu_asm back end", param_hint="--store")
-    specs = be.sweep(kernel, prec, quick=quick, store=store) if store != "none" else be.sweep(kernel, prec, quick=quick)
+    specs = be.sweep(kernel, prec, quick=quick, **({} if store is None else {"store": store}))
     if isa is not None or working_set is not None:
         from archline.bench.kernels import KernelSpec
 

@@ -147,12 +147,19 @@ class CpuAsmBackend:
                     "available": ok, "reason": why, "bytes_per_elem": "64 B node per access"})
         return out
 
-    def sweep(self, kernel: str, precision: str, *, quick: bool = False, store: str = "none") -> list[KernelSpec]:
-        """The default points; ``store="nt"`` sweeps the intensity kernel with its non-temporal store stream
-        (reads plus streamed writes, as likwid's stream_mem moves them)."""
-        if store not in STORE_MODES:
+    def sweep(self, kernel: str, precision: str, *, quick: bool = False,
+              store: str | None = None) -> list[KernelSpec]:
+        """The default points.
+
+        The intensity sweep streams with ``store="nt"`` unless told ``store="none"``: G loads plus G/2 streamed
+        result vectors per trip. Q counts loads and stores alike (model.md §0) and the sweep exists to reach the
+        peak bandwidth (§7.1); a core that only reads stops short of it (on Zen 3 read-only reached 0.77x of
+        likwid's stream_mem triad, the nt stream 1.0x; benchmarks/cpu_vs_likwid.py). It starts at its floor
+        F = G/2, the triad's own intensity (1/12 flop/B in DP), then 0.25..64 flop/B at >= 4 points per doubling.
+        ``store="none"`` is the papers' read-only polynomial stream, from 0.25 flop/B."""
+        if store is not None and store not in STORE_MODES:
             raise BenchError(f"intensity store must be one of {', '.join(STORE_MODES)}, got '{store}'")
-        if store != "none" and kernel != "intensity":
+        if store is not None and kernel != "intensity":
             raise BenchError(f"store='{store}' applies to the intensity kernel only, not '{kernel}'")
         isa = self._require_isa(None)
         v = ISAS[isa]
@@ -164,15 +171,16 @@ class CpuAsmBackend:
         threads = len(topo.one_cpu_per_core())
         ws = topo.level_working_sets(threads, quick=quick)
         specs: list[KernelSpec] = []
-        if kernel == "intensity" and store == "nt":
-            for i in intensity_targets():  # prepare() rounds each target to its exact F
-                specs.append(KernelSpec(self.name, "intensity", precision, "mem",
-                                        {"isa": isa, "store": "nt", "intensity": i, "working_set_bytes": ws["mem"]}))
-        elif kernel == "intensity":
-            fs = sorted({fma_per_trip_for(v, precision, i) for i in intensity_targets()})
+        if kernel == "intensity":
+            nt = store in (None, "nt")
+            if nt:
+                fs = sorted({v.g_fp // 2} | {fma_per_trip_for_nt(v, precision, i) for i in intensity_targets()})
+            else:
+                fs = sorted({fma_per_trip_for(v, precision, i) for i in intensity_targets()})
             for f in fs:
                 specs.append(KernelSpec(self.name, "intensity", precision, "mem",
-                                        {"isa": isa, "fma_per_trip": f, "working_set_bytes": ws["mem"]}))
+                                        {"isa": isa, "store": "nt" if nt else "none", "fma_per_trip": f,
+                                         "working_set_bytes": ws["mem"]}))
         elif kernel == "int":
             for op in ("add", "mul") if v.int_mul else ("add",):
                 for s in int_steps_sweep():

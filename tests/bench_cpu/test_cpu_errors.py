@@ -84,3 +84,15 @@ def test_bad_reps_runner(cpu_backend: CpuAsmBackend) -> None:
         measure(cpu_backend, _spec(), reps=0)
     with pytest.raises(BenchError, match="min_time"):
         measure(cpu_backend, _spec(), min_time_s=0)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--kernel", "cache", "--store", "nt"], "applies to the intensity kernel only"),
+    (["--backend", "opencl", "--store", "none"], "--store applies to the cpu_asm back end"),
+])
+def test_store_only_for_the_cpu_intensity_kernel(cpu_backend: CpuAsmBackend, run_cli, tmp_path, args: list[str],
+                                                 says: str) -> None:
+    res = run_cli("bench", "run", *args, "--working-set", "64K", "--out", str(tmp_path))
+    assert res.exit_code != 0 and says in res.stderr
+    assert "Traceback" not in res.stderr and any(says in line for line in res.stderr.splitlines())
+    assert not list(tmp_path.iterdir())  # nothing half-written

@@ -8,7 +8,14 @@ import pytest
 
 from archline.bench.cpu_asm import reference as ref
 from archline.bench.cpu_asm.backend import best_isa, intensity_targets
-from archline.bench.cpu_asm.variants import ELEM_BYTES, ISAS, fma_per_trip_for, intensity_of
+from archline.bench.cpu_asm.variants import (
+    ELEM_BYTES,
+    ISAS,
+    fma_per_trip_for,
+    fma_per_trip_for_nt,
+    intensity_of,
+    intensity_of_nt,
+)
 from archline.bench.kernels import KernelSpec
 
 
@@ -96,10 +103,30 @@ def test_sweep_points_cover_range_four_per_doubling(isa: str, precision: str) ->
 
 
 def test_backend_sweep_matches_descriptor(cpu_backend) -> None:
+    """Default: the nt stream from its floor F = G/2; store='none': the read-only stream from 0.25 flop/B."""
     specs = cpu_backend.sweep("intensity", "dp", quick=True)
-    assert len(specs) >= 33
-    assert all(s.level == "mem" and s.kernel == "intensity" for s in specs)
-    assert specs[0].params["fma_per_trip"] * 2 == ISAS[specs[0].params["isa"]].g_fp * 8 // 4
+    g = ISAS[specs[0].params["isa"]].g_fp
+    assert len(specs) >= 34
+    assert all(s.level == "mem" and s.kernel == "intensity" and s.params["store"] == "nt" for s in specs)
+    assert specs[0].params["fma_per_trip"] == g // 2
+    assert specs[1].params["fma_per_trip"] == round(0.25 * 3 * g * 8 / 4)
+    ro = cpu_backend.sweep("intensity", "dp", quick=True, store="none")
+    assert len(ro) >= 33 and all(s.params["store"] == "none" for s in ro)
+    assert ro[0].params["fma_per_trip"] * 2 == g * 8 // 4
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2", "sse2", "neon"])
+@pytest.mark.parametrize("precision", ["dp", "sp"])
+def test_nt_sweep_points_cover_range_four_per_doubling(isa: str, precision: str) -> None:
+    v = ISAS[isa]
+    fs = sorted({v.g_fp // 2} | {fma_per_trip_for_nt(v, precision, i) for i in intensity_targets()})
+    ints = [intensity_of_nt(v, precision, f) for f in fs]
+    assert ints[0] == pytest.approx(4 * (v.g_fp // 2) / (3 * v.g_fp * ELEM_BYTES[precision]))  # the triad's I
+    assert ints[1] == pytest.approx(0.25, rel=0.05) and ints[-1] == pytest.approx(64.0)
+    for lo in range(8):
+        a, b = 0.25 * 2**lo, 0.25 * 2 ** (lo + 1)
+        inside = [x for x in ints if a < x <= b * (1 + 1e-12)]
+        assert len(inside) >= 4, (isa, precision, a, inside)
 
 
 @pytest.mark.parametrize("precision", ["dp", "sp"])

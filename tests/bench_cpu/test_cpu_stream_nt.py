@@ -93,9 +93,11 @@ def test_nt_sweep_covers_the_intensity_range_and_runs() -> None:
     be = CpuAsmBackend()
     specs = be.sweep("intensity", "dp", quick=True, store="nt")
     assert all(s.params["store"] == "nt" for s in specs)
-    targets = [s.params["intensity"] for s in specs]
-    assert min(targets) == pytest.approx(0.25) and max(targets) == pytest.approx(64.0)
-    first = specs[0]
+    v = ISAS[specs[0].params["isa"]]
+    ints = [intensity_of_nt(v, "dp", s.params["fma_per_trip"]) for s in specs]
+    assert ints[0] == pytest.approx(1 / 12) and ints[1] == pytest.approx(0.25) and ints[-1] == pytest.approx(64.0)
+    assert be.sweep("intensity", "dp", quick=True) == specs  # nt is the default
+    first = specs[1]
     small = KernelSpec(first.backend, first.kernel, first.precision, first.level,
                        {**first.params, "working_set_bytes": 1 << 20})
     prepared = be.prepare(small)

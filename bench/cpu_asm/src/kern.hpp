@@ -35,15 +35,21 @@ constexpr std::size_t BLOCK = 512;  // trips between accumulator flushes
 // (on Zen 3 in a VM one stream reads ~16 GB/s, two ~19, three ~22 per core). Each trip is still processed whole,
 // so an element's role depends only on its position in its trip and the reference does not change.
 constexpr std::size_t STREAMS = 3;
+#ifndef KERN_NT_STREAMS
+#define KERN_NT_STREAMS 4
+#endif
+// The nt kernel reads and writes: more read streams per core keep more lines in flight while its streamed stores
+// drain (measured in benchmarks/cpu_vs_likwid.py; KERN_NT_STREAMS overrides it for experiments).
+constexpr std::size_t NT_STREAMS = KERN_NT_STREAMS;
 
-template <class F>
+template <std::size_t NS = STREAMS, class F>
 inline void streams(std::size_t t0, std::size_t t1, std::size_t k, std::size_t trips, F&& trip) {
   for (std::size_t t = t0; t < t1; ++t) {
-#pragma GCC unroll 4
-    for (std::size_t s = 0; s < STREAMS; ++s) trip(t + s * k);
+#pragma GCC unroll 8
+    for (std::size_t s = 0; s < NS; ++s) trip(t + s * k);
   }
   if (t1 == k)
-    for (std::size_t t = STREAMS * k; t < trips; ++t) trip(t);
+    for (std::size_t t = NS * k; t < trips; ++t) trip(t);
 }
 
 template <class V>
@@ -143,8 +149,8 @@ double intensity(const typename V::T* x, std::size_t trips, int F) {
 template <class V, int G, int R>
 void nt_trips(const typename V::T* __restrict x, typename V::T* __restrict out, std::size_t trips, int Q) {
   using v = typename V::v;
-  const std::size_t k = trips / STREAMS;
-  streams(0, k, k, trips, [&](std::size_t u) {
+  const std::size_t k = trips / NT_STREAMS;
+  streams<NT_STREAMS>(0, k, k, trips, [&](std::size_t u) {
     const typename V::T* p = x + u * std::size_t(G * V::L);
     typename V::T* o = out + u * std::size_t((G / 2) * V::L);
     v y[G];
