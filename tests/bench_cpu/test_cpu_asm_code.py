@@ -58,3 +58,19 @@ def test_horner_loop_is_g_register_fmas(isa: str, tmp_path: Path) -> None:
     assert n_steps > 0 and n_steps % v.g_fp == 0, (isa, n_steps)
     mem = [ln for ln in loop if "(" in ln or "[" in ln]
     assert not mem, f"memory traffic inside the Horner loop: {mem}"
+
+
+@pytest.mark.slow
+def test_neon_nt_stores_are_stnp(tmp_path: Path) -> None:
+    """The NEON nt kernel streams every result vector with one stnp (its two d halves), no ordinary store, and
+    ends with one dmb ishst (the sfence counterpart)."""
+    v = ISAS["neon"]
+    asm = _asm("neon", tmp_path)
+    for t in ("D", "S"):
+        for r in (0, 7):
+            body = _function(asm, rf"^void kern::nt_trips<neon::{t}, {v.g_fp}, {r}>\(")
+            ops = [ln.split()[0] for ln in body if ln.startswith("\t") and not ln.strip().startswith(".")]
+            n_stnp = ops.count("stnp")
+            assert n_stnp > 0 and n_stnp % (v.g_fp // 2) == 0, (t, r, n_stnp)   # whole trips of G/2 stores
+            assert not [o for o in ops if o in ("st1", "str", "stp", "stur")], (t, r)
+            assert ops.count("dmb") == 1 and any(re.search(r"dmb\s+ishst", ln) for ln in body), (t, r)

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from archline.bench.cpu_asm import reference as ref
-from archline.bench.cpu_asm.variants import ISAS, PERIOD, cache_counts, int_counts, intensity_counts
+from archline.bench.cpu_asm.variants import (
+    ISAS,
+    PERIOD,
+    cache_counts,
+    int_counts,
+    intensity_counts,
+    intensity_nt_counts,
+)
 
 SRC = Path(__file__).resolve().parents[2] / "bench" / "cpu_asm" / "src"
 CXX = "aarch64-linux-gnu-g++"
@@ -42,6 +49,9 @@ def test_descriptor_matches_harness(harness: Path) -> None:
     assert (d["g"], d["lanes"]) == (V.g_fp, V.lanes("dp"))
     d = _run(harness, "intensity_sp", V.g_fp * 4, V.g_fp, 1)
     assert (d["g"], d["lanes"]) == (V.g_fp, V.lanes("sp"))
+    for precision in ("dp", "sp"):
+        d = _run(harness, f"intensity_nt_{precision}", V.g_fp * V.lanes(precision), V.g_fp, 1)
+        assert (d["g"], d["lanes"]) == (V.g_fp, V.lanes(precision))
 
 
 @pytest.mark.parametrize("precision", ["dp", "sp"])
@@ -54,6 +64,21 @@ def test_neon_intensity(harness: Path, precision: str) -> None:
         assert d["flops"] == c.flops and d["bytes"] == c.bytes_mem
         exp = 2 * ref.intensity_checksum(precision, 1, n, V.g_fp, lanes, f)
         assert d["checksum_f"] == pytest.approx(exp, rel=ref.intensity_rel_tol(precision, V.g_fp, V.a_fp, f))
+
+
+@pytest.mark.parametrize("precision", ["dp", "sp"])
+def test_neon_intensity_nt(harness: Path, precision: str) -> None:
+    """stnp store stream: the sum of the written array against the reference, the declared counts exactly."""
+    lanes, g = V.lanes(precision), V.g_fp
+    n = g * lanes * 7                          # 7 trips: the interleaved streams and a leftover trip
+    # F = G/2 (H = F - G/2 = 0 Horner steps), H = 1, H = G (whole rounds only), H = 2G + 9 and 15G + 13
+    for f in (g // 2, g // 2 + 1, g // 2 + g, 3 * g + 1, 16 * g + 5):
+        d = _run(harness, f"intensity_nt_{precision}", n, f, 2)
+        c = intensity_nt_counts(V, precision, n, f)
+        assert (d["flops"], d["bytes"], d["bus_bytes"]) == (c.flops, c.bytes_mem, c.bus_bytes)
+        # the array is rewritten identically every rep: the checksum of 2 reps is the one-rep reference
+        exp = ref.intensity_nt_checksum(precision, 1, n, g, lanes, f)
+        assert d["checksum_f"] == pytest.approx(exp, rel=ref.intensity_nt_rel_tol(precision, g, f)), (precision, f)
 
 
 @pytest.mark.parametrize("op", ["add", "mul"])

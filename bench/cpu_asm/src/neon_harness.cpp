@@ -2,7 +2,9 @@
 // qemu-aarch64 by tests/bench_cpu/test_cpu_neon_qemu.py. One thread; prints one JSON line with the checksum and
 // the counts the kernel declares, which the test compares with the Python reference and variants.py.
 //   usage: neon_harness KIND N_ELEMS KNOB SEED REPS PERIOD
-//   KIND: intensity_dp intensity_sp int_add int_mul load rmw store
+//   KIND: intensity_dp intensity_sp intensity_nt_dp intensity_nt_sp int_add int_mul load rmw store
+// intensity_nt_*: the checksum is the sum of the streamed output array (n/2 elements, rewritten identically every
+// rep, so not scaled by REPS), as module.cpp reports it for x86-64.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -26,8 +28,11 @@ int main(int argc, char** argv) {
   const long reps = std::atol(argv[5]);
   const std::size_t period = std::strtoull(argv[6], nullptr, 10);
   int g = 0, lanes = 0, esize = 0;
-  if (kind == "intensity_dp") { g = G_FP; lanes = D::L; esize = 8; }
-  else if (kind == "intensity_sp") { g = G_FP; lanes = S::L; esize = 4; }
+  const bool nt = kind == "intensity_nt_dp" || kind == "intensity_nt_sp";
+  const bool fp_dp = kind == "intensity_dp" || kind == "intensity_nt_dp";
+  const bool fp_sp = kind == "intensity_sp" || kind == "intensity_nt_sp";
+  if (fp_dp) { g = G_FP; lanes = D::L; esize = 8; }
+  else if (fp_sp) { g = G_FP; lanes = S::L; esize = 4; }
   else if (kind == "int_add" || kind == "int_mul") { g = G_INT; lanes = I::L; esize = 4; }
   else if (kind == "load") { g = G_LD; lanes = D::L; esize = 8; }
   else if (kind == "rmw" || kind == "store") { g = G_ST; lanes = D::L; esize = 8; }
@@ -39,10 +44,12 @@ int main(int argc, char** argv) {
   }
   if (kind.rfind("intensity", 0) == 0 && 2 * knob < g) { std::fprintf(stderr, "F below G/2\n"); return 2; }
   void* buf = std::aligned_alloc(64, (n * esize + 63) / 64 * 64);
+  // G/2 result vectors per trip of G loaded; n is a multiple of the trip, so n/2 is a whole number of vectors
+  void* out = nt ? std::aligned_alloc(64, (n / 2 * esize + 63) / 64 * 64) : nullptr;
   for (std::size_t i = 0; i < n; ++i) {
     const uint64_t z = data::raw(seed, i, period);
-    if (kind == "intensity_dp") static_cast<double*>(buf)[i] = data::dp(z);
-    else if (kind == "intensity_sp") static_cast<float*>(buf)[i] = data::sp(z);
+    if (fp_dp) static_cast<double*>(buf)[i] = data::dp(z);
+    else if (fp_sp) static_cast<float*>(buf)[i] = data::sp(z);
     else if (esize == 4) static_cast<uint32_t*>(buf)[i] = data::i32(z);
     else static_cast<double*>(buf)[i] = data::cache(z);
   }
@@ -53,6 +60,10 @@ int main(int argc, char** argv) {
   for (long r = 0; r < reps; ++r) {
     if (kind == "intensity_dp") cs_d += kern::intensity<D, G_FP, A_FP>(static_cast<double*>(buf), trips, knob);
     else if (kind == "intensity_sp") cs_d += kern::intensity<S, G_FP, A_FP>(static_cast<float*>(buf), trips, knob);
+    else if (kind == "intensity_nt_dp")
+      kern::intensity_nt<D, G_FP>(static_cast<double*>(buf), static_cast<double*>(out), trips, knob);
+    else if (kind == "intensity_nt_sp")
+      kern::intensity_nt<S, G_FP>(static_cast<float*>(buf), static_cast<float*>(out), trips, knob);
     else if (kind == "int_add") cs_u += kern::int_chains<I, G_INT, A_INT, false>(static_cast<uint32_t*>(buf), trips, knob);
     else if (kind == "int_mul") cs_u += kern::int_chains<I, G_INT, A_INT, true>(static_cast<uint32_t*>(buf), trips, knob);
     else if (kind == "load") cs_d += kern::load_sum<D, G_LD, A_LD>(static_cast<double*>(buf), trips, 1);
@@ -60,7 +71,9 @@ int main(int argc, char** argv) {
     else kern::store<D, G_ST>(static_cast<double*>(buf), trips, double(r + 1));
   }
   // Declared counts per repetition (kernels as data), for the test to compare with variants.py.
-  if (kind.rfind("intensity", 0) == 0) { flops = n * 2 * uint64_t(knob) / g; bytes = n * esize; bus = bytes; }
+  // nt: n elements read + n/2 streamed (no write-allocate, so bus bytes = counted bytes)
+  if (nt) { flops = n * 2 * uint64_t(knob) / g; bytes = n * esize * 3 / 2; bus = bytes; }
+  else if (kind.rfind("intensity", 0) == 0) { flops = n * 2 * uint64_t(knob) / g; bytes = n * esize; bus = bytes; }
   else if (esize == 4) { int_ops = n * uint64_t(knob + 1); bytes = n * 4; bus = bytes; }
   else if (kind == "load") { bytes = n * 8; bus = bytes; }
   else if (kind == "rmw") { bytes = n * 16; bus = bytes; }
@@ -69,9 +82,14 @@ int main(int argc, char** argv) {
     cs_d = 0;
     for (std::size_t i = 0; i < n; ++i) cs_d += static_cast<double*>(buf)[i];
   }
+  if (kind == "intensity_nt_dp")
+    for (std::size_t i = 0; i < n / 2; ++i) cs_d += static_cast<double*>(out)[i];
+  else if (kind == "intensity_nt_sp")
+    for (std::size_t i = 0; i < n / 2; ++i) cs_d += double(static_cast<float*>(out)[i]);
   std::printf("{\"kind\": \"%s\", \"g\": %d, \"lanes\": %d, \"checksum_f\": %.17g, \"checksum_u\": %" PRIu32
               ", \"flops\": %" PRIu64 ", \"int_ops\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"bus_bytes\": %" PRIu64 "}\n",
               kind.c_str(), g, lanes, cs_d, cs_u, flops, int_ops, bytes, bus);
+  std::free(out);
   std::free(buf);
   return 0;
 }
