@@ -23,12 +23,16 @@ struct IsaTable {
 };
 
 #define ISA_TABLE(NAME, VB, D, S, I, GFP, AFP, GINT, AINT, GLD, ALD, GST, MULFN)                              \
-  extern const IsaTable NAME = {#NAME, VB, GFP, AFP, GINT, AINT, GLD, ALD, GST,                              \
+  extern const IsaTable isa_##NAME = {#NAME, VB, GFP, AFP, GINT, AINT, GLD, ALD, GST,                              \
                                 &kern::intensity<D, GFP, AFP>, &kern::intensity<S, GFP, AFP>,                \
                                 &kern::int_chains<I, GINT, AINT, false>, MULFN,                              \
                                 &kern::load_sum<D, GLD, ALD>, &kern::rmw<D, GST>, &kern::store<D, GST>,     \
                                 &kern::intensity_nt<D, GFP>, &kern::intensity_nt<S, GFP>};
 
-extern const IsaTable avx512;
-extern const IsaTable avx2;
-extern const IsaTable sse2;
+#if defined(__x86_64__)
+extern const IsaTable isa_avx512;
+extern const IsaTable isa_avx2;
+extern const IsaTable isa_sse2;
+#elif defined(__aarch64__)
+extern const IsaTable isa_neon;
+#endif

@@ -75,10 +75,15 @@ struct AffinityGuard {
 };
 
 const IsaTable* find_isa(const std::string& name) {
-  if (name == "avx512") return &avx512;
-  if (name == "avx2") return &avx2;
-  if (name == "sse2") return &sse2;
+#if defined(__x86_64__)
+  if (name == "avx512") return &isa_avx512;
+  if (name == "avx2") return &isa_avx2;
+  if (name == "sse2") return &isa_sse2;
   throw std::invalid_argument("unknown ISA '" + name + "' (compiled: avx512, avx2, sse2)");
+#elif defined(__aarch64__)
+  if (name == "neon") return &isa_neon;
+  throw std::invalid_argument("unknown ISA '" + name + "' (compiled: neon)");
+#endif
 }
 
 struct Mapping {
