@@ -61,9 +61,10 @@ inline double hsum_d(typename V::v a) {
   return s;
 }
 
-// ---- intensity, chains mode: Q runtime, R compile time -------------------------------------------------
-template <class V, int G, int A, int R>
-double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
+// ---- intensity: trips in blocks of BLOCK, fresh accumulators per block, flushed into a double after each --------
+// always_inline: the loop must stay in chains<>/pairs<> themselves, where tests/bench_cpu/test_cpu_asm_code.py reads it
+template <class V, int A, class Trip>
+[[gnu::always_inline]] inline double blocked(std::size_t trips, Trip&& trip) {
   using v = typename V::v;
   double total = 0;
   const std::size_t half = trips / STREAMS;  // trips per stream
@@ -73,20 +74,7 @@ double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) acc[a] = V::zero();
     const std::size_t end = (half - t < BLOCK / STREAMS) ? half : t + BLOCK / STREAMS;
-    streams(t, end, half, trips, [&](std::size_t u) {
-      const typename V::T* p = x + u * std::size_t(G * V::L);
-      v y[G];
-#pragma GCC unroll 32
-      for (int g = 0; g < G; ++g) y[g] = V::load(p + g * V::L);
-      for (int s = 1; s < Q; ++s) {
-#pragma GCC unroll 32
-        for (int g = 0; g < G; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
-      }
-#pragma GCC unroll 32
-      for (int g = 0; g < R; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
-#pragma GCC unroll 32
-      for (int g = 0; g < G; ++g) acc[g % A] = V::fma(y[g], y[g], acc[g % A]);
-    });
+    streams(t, end, half, trips, [&](std::size_t u) { trip(u, acc); });
     t = end;
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) total += hsum_d<V>(acc[a]);
@@ -94,34 +82,41 @@ double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
   return total;
 }
 
-// ---- intensity, pairs mode: P = G - F pairs ---------------------------------------------------------------
+// chains mode: Q runtime, R compile time
+template <class V, int G, int A, int R>
+double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
+  using v = typename V::v;
+  return blocked<V, A>(trips, [&](std::size_t u, v (&acc)[A]) {
+    const typename V::T* p = x + u * std::size_t(G * V::L);
+    v y[G];
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) y[g] = V::load(p + g * V::L);
+    for (int s = 1; s < Q; ++s) {
+#pragma GCC unroll 32
+      for (int g = 0; g < G; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
+    }
+#pragma GCC unroll 32
+    for (int g = 0; g < R; ++g) y[g] = V::fnma(y[g], y[g], y[g]);
+#pragma GCC unroll 32
+    for (int g = 0; g < G; ++g) acc[g % A] = V::fma(y[g], y[g], acc[g % A]);
+  });
+}
+
+// pairs mode: P = G - F pairs
 template <class V, int G, int A, int P>
 double pairs(const typename V::T* __restrict x, std::size_t trips, int) {
   using v = typename V::v;
-  double total = 0;
-  const std::size_t half = trips / STREAMS;  // trips per stream
-  std::size_t t = 0;
-  do {
-    v acc[A];
+  return blocked<V, A>(trips, [&](std::size_t u, v (&acc)[A]) {
+    const typename V::T* p = x + u * std::size_t(G * V::L);
 #pragma GCC unroll 32
-    for (int a = 0; a < A; ++a) acc[a] = V::zero();
-    const std::size_t end = (half - t < BLOCK / STREAMS) ? half : t + BLOCK / STREAMS;
-    streams(t, end, half, trips, [&](std::size_t u) {
-      const typename V::T* p = x + u * std::size_t(G * V::L);
+    for (int i = 0; i < P; ++i)
+      acc[i % A] = V::fma(V::load(p + (2 * i) * V::L), V::load(p + (2 * i + 1) * V::L), acc[i % A]);
 #pragma GCC unroll 32
-      for (int i = 0; i < P; ++i)
-        acc[i % A] = V::fma(V::load(p + (2 * i) * V::L), V::load(p + (2 * i + 1) * V::L), acc[i % A]);
-#pragma GCC unroll 32
-      for (int g = 2 * P; g < G; ++g) {
-        const v y = V::load(p + g * V::L);
-        acc[(g - P) % A] = V::fma(y, y, acc[(g - P) % A]);
-      }
-    });
-    t = end;
-#pragma GCC unroll 32
-    for (int a = 0; a < A; ++a) total += hsum_d<V>(acc[a]);
-  } while (t < half);
-  return total;
+    for (int g = 2 * P; g < G; ++g) {
+      const v y = V::load(p + g * V::L);
+      acc[(g - P) % A] = V::fma(y, y, acc[(g - P) % A]);
+    }
+  });
 }
 
 template <class V, int G, int A, std::size_t... R>
