@@ -74,6 +74,12 @@ def isa_usable(v: IsaVariant) -> tuple[bool, str]:
     return True, v.note
 
 
+def _check_store(store: str) -> str:
+    if store not in STORE_MODES:
+        raise BenchError(f"intensity store must be one of {', '.join(STORE_MODES)}, got '{store}'")
+    return store
+
+
 def best_isa() -> str | None:
     for name in (*X86_ORDER, "neon"):  # isa_usable turns away the other architecture's ISAs
         if isa_usable(ISAS[name])[0]:
@@ -155,8 +161,8 @@ class CpuAsmBackend:
         likwid's stream_mem triad, the nt stream 1.0x; benchmarks/cpu_vs_likwid.py). It starts at its floor
         F = G/2, the triad's own intensity (1/12 flop/B in DP), then 0.25..64 flop/B at >= 4 points per doubling.
         ``store="none"`` is the papers' read-only polynomial stream, from 0.25 flop/B."""
-        if store is not None and store not in STORE_MODES:
-            raise BenchError(f"intensity store must be one of {', '.join(STORE_MODES)}, got '{store}'")
+        if store is not None:
+            _check_store(store)
         if store is not None and kernel != "intensity":
             raise BenchError(f"store='{store}' applies to the intensity kernel only, not '{kernel}'")
         isa = self._require_isa(None)
@@ -282,9 +288,7 @@ class CpuPrepared:
         trip = trip_elems(v, spec.kernel, spec.precision)
         esize = ELEM_BYTES[spec.precision]
         unit = trip * threads
-        self.store = str(p.get("store", "none")) if spec.kernel == "intensity" else "none"
-        if self.store not in STORE_MODES:
-            raise BenchError(f"intensity store must be one of {', '.join(STORE_MODES)}, got '{self.store}'")
+        self.store = _check_store(str(p.get("store", "none"))) if spec.kernel == "intensity" else "none"
         nt = self.store == "nt"
         # nt: the working set holds the input (n elements) and the streamed output (n/2)
         n = ((ws * 2 // 3 if nt else ws) // esize) // unit * unit
