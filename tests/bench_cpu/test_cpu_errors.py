@@ -96,3 +96,10 @@ def test_store_only_for_the_cpu_intensity_kernel(cpu_backend: CpuAsmBackend, run
     assert res.exit_code != 0 and says in res.stderr
     assert "Traceback" not in res.stderr and any(says in line for line in res.stderr.splitlines())
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_unknown_store_mode(cpu_backend: CpuAsmBackend) -> None:
+    with pytest.raises(BenchError, match="intensity store must be one of none, nt, got 'wc'"):
+        cpu_backend.sweep("intensity", "dp", store="wc")
+    with pytest.raises(BenchError, match="intensity store must be one of none, nt, got 'wc'"):
+        cpu_backend.prepare(_spec(store="wc"))
