@@ -1,7 +1,7 @@
 """The bench layer's sections of a platform profile: ``[bench]``, ``[[meters]]``, ``[emulate]`` and ``[dvfs]``.
 
-``fit/profiles.py`` reads the model constants and lets these four top-level tables through untouched; this module
-gives them their meaning and checks them, naming any key it does not know (with the nearest known one).
+``fit/platforms/profiles.py`` reads the model constants and lets these four top-level tables through untouched; this
+module gives them their meaning and checks them, naming any key it does not know (with the nearest known one).
 
 Schema (every key optional unless marked)::
 
@@ -61,7 +61,7 @@ from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.fit.errors import PlatformNotFoundError
-from archline.fit.profiles import Constant, Platform, load_platform
+from archline.fit.platforms.profiles import Constant, Platform, load_platform
 
 METER_KINDS = ("powermon2", "rapl", "nvml")
 BACKEND_NAMES = ("cpu_asm", "opencl", "cuda")

@@ -110,7 +110,7 @@ def run_time_only(backend: Backend, specs: Sequence[KernelSpec], out_dir: Path, 
     png = None
     precisions = {s.precision for s in specs if s.kernel == "intensity"}
     if precisions:
-        from archline.fit.plot_inputs import plot_results
+        from archline.fit.plots.inputs import plot_results
 
         png = plot_results([path], path.with_suffix(".roofline.png"), sorted(precisions)[0], kinds=("roofline",))
     return TimeOnlyRun(path, png, len(rows), sum(1 for r in rows if not r["checksum_ok"]))

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from archline.fit.fit_api import FitOptions, fit_group
-from archline.fit.results_io import group_rows, read_results
-from archline.fit.synthetic import GTX580, synthetic_results, write_results_csv
+from archline.fit.io.results import group_rows, read_results
+from archline.fit.regress.api import FitOptions, fit_group
+from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
 
 CONFIGS_PER_REPEAT = 25 + 36 + 16 + 16 + 8
 

@@ -32,7 +32,7 @@ def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs
       archline bound matmul --fast-memory 8M --costs i7-950
       archline bound --list
     """
-    from archline.fit import oi_bounds as ob
+    from archline.fit.analyses import oi_bounds as ob
 
     if list_:
         rows = [{"algorithm": b.name, "title": b.title, "op_count": b.op_count,
@@ -52,7 +52,7 @@ def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs
         raise click.UsageError("--fast-memory BYTES is required")
     result = ob.oi_upper_bound(algorithm, ob.parse_bytes(fast_memory), int(word_bytes))
     if costs is not None:
-        from archline.fit.profiles import load_platform
+        from archline.fit.platforms.profiles import load_platform
         result = ob.with_costs(result, load_platform(costs))
     if fmt == "json":
         click.echo(json.dumps(result.as_dict(), indent=2))

@@ -54,8 +54,8 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit tk1/*.csv --model dvfs --folds 16 --holdout-col split
       archline fit results/*.csv --figure fit.png --points errors.csv
     """
-    from archline.fit.costs_table import render, write_costs, write_points
-    from archline.fit.fit_api import FitOptions, fit_files
+    from archline.fit.io.costs import render, write_costs, write_points
+    from archline.fit.regress.api import FitOptions, fit_files
 
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
@@ -73,7 +73,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     if points:
         click.echo(f"wrote {write_points(results, points)}", err=True)
     if figure:
-        from archline.fit.report_figure import fit_report_figure
+        from archline.fit.plots.report import fit_report_figure
 
         for path in fit_report_figure(results, figure):
             click.echo(f"wrote {path}", err=True)

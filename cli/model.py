@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from archline.cli.output import echo_json, echo_table, format_option
-from archline.fit.summary import SYMBOLS, parse_intensities, platform_summary, predict_rows
-from archline.fit.units import display
+from archline.fit.model.summary import SYMBOLS, parse_intensities, platform_summary, predict_rows
+from archline.fit.model.units import display
 
 precision_option = click.option("--precision", type=click.Choice(["sp", "dp", "both"]), default="both",
                                 show_default=True, help="single or double precision (flop costs differ)")
@@ -47,7 +47,7 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
     Example:
       archline model show gtx580 --precision sp
     """
-    from archline.fit.profiles import load_platform
+    from archline.fit.platforms.profiles import load_platform
 
     pl = load_platform(name_or_costs)
     summary = platform_summary(pl, _precisions(name_or_costs, precision))
@@ -86,7 +86,7 @@ def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precisio
     Example:
       archline model predict gtx580 --intensity 0.25:64 --precision dp
     """
-    from archline.fit.profiles import load_platform
+    from archline.fit.platforms.profiles import load_platform
 
     pl = load_platform(name_or_costs)
     values = parse_intensities(intensity)
@@ -115,8 +115,8 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -
     Example:
       archline model plot gtx580 --out gtx580.png
     """
-    from archline.fit.plots import curves_for, plot_model
-    from archline.fit.profiles import load_platform
+    from archline.fit.platforms.profiles import load_platform
+    from archline.fit.plots.rooflines import curves_for, plot_model
 
     pls = [load_platform(n) for n in name_or_costs]
     precs = ["sp", "dp"] if precision == "both" else [precision]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from archline.cli.output import echo_json, echo_table, format_option
-from archline.fit.profiles import CONSTANT_UNITS, iter_profiles, load_platform, load_profile
-from archline.fit.units import display
+from archline.fit.model.units import display
+from archline.fit.platforms.profiles import CONSTANT_UNITS, iter_profiles, load_platform, load_profile
 
 
 @click.group()

@@ -30,14 +30,14 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str, out: Path) 
       archline plot results/run1/results.csv costs.json --kind all --out fit.png
       archline plot gtx580 --kind ceilings --out gtx580-power-roofline.png
     """
-    from archline.fit.plot_inputs import load_plot_inputs
-    from archline.fit.plots import KINDS, plot_model
+    from archline.fit.plots.inputs import load_plot_inputs
+    from archline.fit.plots.rooflines import KINDS, plot_model
 
     if kind == "ceilings":
         from dataclasses import replace
 
-        from archline.fit.power_roofline import ceilings_from_platform, plot_power_roofline
-        from archline.fit.profiles import load_platform
+        from archline.fit.analyses.power_roofline import ceilings_from_platform, plot_power_roofline
+        from archline.fit.platforms.profiles import load_platform
 
         ceilings = [replace(c, label=f"{pl.name} {c.label}")
                     for pl in map(load_platform, files_or_costs) for c in ceilings_from_platform(pl)]

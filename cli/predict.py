@@ -31,8 +31,8 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
     Example:
       archline predict fmm_counts.csv --costs gtx580 --plot fmm.png
     """
-    from archline.fit import app_predict as ap
-    from archline.fit.profiles import load_platform
+    from archline.fit.analyses import app_predict as ap
+    from archline.fit.platforms.profiles import load_platform
 
     platform = load_platform(costs)
     rows = ap.read_counts(counts)

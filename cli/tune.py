@@ -37,8 +37,8 @@ def tune(costs: str, intensity: float | None, precision: str, flops_per_cycle: f
       archline tune --costs tk1-dvfs.json --intensity 4 --flops-per-cycle 384 --bytes-per-cycle 16
       archline tune --costs tk1-dvfs.json --measured results/dvfs.csv
     """
-    from archline.fit import dvfs_tune as dt
-    from archline.fit.profiles import load_platform
+    from archline.fit.analyses import dvfs_tune as dt
+    from archline.fit.platforms.profiles import load_platform
 
     if intensity is None and measured is None:
         raise click.UsageError("give --intensity I, --measured RESULTS.csv, or both")

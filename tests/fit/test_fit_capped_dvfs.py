@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from archline.fit.costs_table import to_costs_dict
-from archline.fit.fit_api import FitOptions, fit_frame, prepare_frame
-from archline.fit.regress_capped import fit_capped
-from archline.fit.synthetic import (
+from archline.fit.io.costs import to_costs_dict
+from archline.fit.regress.api import FitOptions, fit_frame, prepare_frame
+from archline.fit.regress.capped import fit_capped
+from archline.fit.regress.synthetic import (
     DVFS_TRUTH,
     GTX580,
     GTX580_CAPPED,

@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from archline.fit.profiles import load_costs, load_platform
-from archline.fit.synthetic import GTX580, synthetic_results, write_results_csv
+from archline.fit.platforms.profiles import load_costs, load_platform
+from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
 
 
 @pytest.fixture(scope="module")

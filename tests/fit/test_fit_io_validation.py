@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from archline.fit.fit_result import row_normaliser
-from archline.fit.results_io import ResultsError, group_rows, read_results
-from archline.fit.synthetic import GTX580, synthetic_results, write_results_csv
-from archline.fit.validation import holdout_mask, kfold_indices
+from archline.fit.io.results import ResultsError, group_rows, read_results
+from archline.fit.regress.result import row_normaliser
+from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
+from archline.fit.regress.validation import holdout_mask, kfold_indices
 
 
 def test_fit_io_checksum_failures_dropped_and_emulated_column(tmp_path: Path) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.fit.fit_api import FitOptions, fit_frame, prepare_frame
-from archline.fit.regress_basic import fit_basic
-from archline.fit.regress_cache import fit_cache
-from archline.fit.synthetic import GTX580, I7_950, SyntheticPlatform, synthetic_results
+from archline.fit.regress.api import FitOptions, fit_frame, prepare_frame
+from archline.fit.regress.basic import fit_basic
+from archline.fit.regress.cache import fit_cache
+from archline.fit.regress.synthetic import GTX580, I7_950, SyntheticPlatform, synthetic_results
 
 PLATFORMS = [GTX580, I7_950]
 

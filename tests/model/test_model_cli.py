@@ -154,7 +154,7 @@ def _time_only_results(path: Path) -> None:
 
 
 def test_plot_time_only_results_draw_observed_roofline(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from archline.fit.plot_inputs import load_plot_inputs
+    from archline.fit.plots.inputs import load_plot_inputs
 
     csv_path = tmp_path / "r.csv"
     _time_only_results(csv_path)

@@ -24,7 +24,7 @@ from archline.bench.controls import (
     open_controls,
 )
 from archline.bench.profile_sections import bench_profile
-from archline.fit.profiles import load_platform
+from archline.fit.platforms.profiles import load_platform
 
 
 class FakeNvml:

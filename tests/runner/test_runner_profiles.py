@@ -20,7 +20,7 @@ from archline.bench.profile_sections import (
     parse_meters,
 )
 from archline.bench.runner import Progress, append_row, ci_halfwidth_rel, ensure_header, repair_tail, row_line
-from archline.fit.profiles import load_platform
+from archline.fit.platforms.profiles import load_platform
 
 
 def test_runner_shipped_profiles_have_valid_bench_sections() -> None:
@@ -81,7 +81,7 @@ def test_runner_emulated_model_is_the_capped_model() -> None:
     """Time and energy of counted work equal fit's Machine (eq.34/35, eq.32) at the emulated rates."""
     prof = bench_profile(load_platform("gtx580"))
     model = EmulatedModel.from_profile(prof)
-    from archline.fit.machine import Machine
+    from archline.fit.model.machine import Machine
 
     m = Machine(tau_flop_s=1 / 1398e9, tau_mem_s_per_byte=1 / 170e9, eps_flop_j=99.7e-12,
                 eps_mem_j_per_byte=513e-12, pi0_w=122.0)
@@ -247,7 +247,7 @@ def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch:
 
 def test_runner_time_roofline_plot_from_time_only_rows(tmp_path: Path) -> None:
     from archline.bench.runner import COLUMNS, append_row
-    from archline.fit.plot_inputs import load_plot_inputs, plot_results
+    from archline.fit.plots.inputs import load_plot_inputs, plot_results
 
     f = tmp_path / "r.csv"
     ensure_header(f)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit import oi_bounds as ob
+from archline.fit.analyses import oi_bounds as ob
 from archline.fit.errors import ArchlineFitError
 
 DATA = Path(ob.__file__).parent / "data"

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from archline.fit import ipp
+from archline.fit.analyses import ipp
 from archline.fit.errors import ArchlineFitError
 
 GPU = ipp.load_gtx280()

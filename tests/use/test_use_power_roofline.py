@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit import power_roofline as pr
-from archline.fit.profiles import load_platform
+from archline.fit.analyses import power_roofline as pr
+from archline.fit.platforms.profiles import load_platform
 
 
 def test_use_power_ceilings_gtx580() -> None:

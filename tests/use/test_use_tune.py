@@ -1,7 +1,7 @@
 """archline tune: DVFS setting choice and the S1 Table 8 evaluation (S1 §5.3.2; model.md §6.5).
 
 The 16-setting data set follows S1 §5.3.1's design (per setting 25 SP + 36 DP intensity points, 23 integer,
-16 shared-memory, 16 L2) with energies from eq.47/48 (fit/dvfs.py) at ASSUMED Tegra-K1-like coefficients and
+16 shared-memory, 16 L2) with energies from eq.47/48 (fit/model/dvfs.py) at ASSUMED Tegra-K1-like coefficients and
 voltages; S1 Table 7 (the real settings and costs) is not in the seed. It is emulated data."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archline.fit import dvfs_tune as dt
-from archline.fit.dvfs import costs_at, energy_j
-from archline.fit.profiles import load_platform
+from archline.fit.analyses import dvfs_tune as dt
+from archline.fit.model.dvfs import costs_at, energy_j
+from archline.fit.platforms.profiles import load_platform
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -187,7 +187,7 @@ def test_use_tune_needs_dvfs_table(archline_run: Run) -> None:
 
 def test_use_tune_on_fit_synthetic_set(tmp_path: Path) -> None:
     """When the fit issue's generator is present: its 16-setting set through the same evaluation."""
-    synth = pytest.importorskip("archline.fit.synthetic")
+    synth = pytest.importorskip("archline.fit.regress.synthetic")
     if not hasattr(synth, "synthetic_dvfs"):
         pytest.skip("fit.synthetic has no synthetic_dvfs")
     df = synth.synthetic_dvfs(seed=1)

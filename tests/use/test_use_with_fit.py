@@ -1,5 +1,5 @@
 """bound, predict and tune on cost tables written by 'archline fit' from emulated (synthetic) runs
-(issue 9 acceptance). The synthetic sets are fit/synthetic.py's: basic model on gtx580-like constants, and the
+(issue 9 acceptance). The synthetic sets are fit/regress/synthetic.py's: basic model on gtx580-like constants, and the
 16-setting DVFS set of S1 §5.3.1's design; all of it is labelled emulated."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    synth = pytest.importorskip("archline.fit.synthetic")
+    synth = pytest.importorskip("archline.fit.regress.synthetic")
     d = tmp_path_factory.mktemp("fitted")
     synth.write_results_csv(synth.synthetic_results(), d / "basic.csv")
     synth.write_results_csv(synth.synthetic_dvfs(), d / "dvfs.csv")

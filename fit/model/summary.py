@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
-from archline.fit.machine import Machine
-from archline.fit.profiles import Platform
+from archline.fit.model.machine import Machine
+from archline.fit.platforms.profiles import Platform
 
 #: symbol -> (unit, meaning) for every key `model show` emits.
 SYMBOLS: dict[str, tuple[str, str]] = {

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from archline.fit.errors import ArchlineFitError
-from archline.fit.profiles import Platform
+from archline.fit.platforms.profiles import Platform
 
 
 class UnknownAlgorithmError(ArchlineFitError):

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.fit_result import UNITS, Coefficient, FitResult, error_summary, relative_error
-from archline.fit.machine import Machine
-from archline.fit.regress_basic import (
+from archline.fit.io.results import TooFewPointsError, require_points
+from archline.fit.model.machine import Machine
+from archline.fit.regress.basic import (
     basic_rows,
     derived_constants,
     fit_basic_params,
@@ -32,7 +32,7 @@ from archline.fit.regress_basic import (
     point_errors,
     precisions_present,
 )
-from archline.fit.results_io import TooFewPointsError, require_points
+from archline.fit.regress.result import UNITS, Coefficient, FitResult, error_summary, relative_error
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

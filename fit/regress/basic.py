@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.fit_result import (
+from archline.fit.io.results import PrecisionError, TooFewPointsError, require_points
+from archline.fit.model.machine import Machine
+from archline.fit.regress.result import (
     NON_BASIC_COUNTS,
     UNITS,
     Coefficient,
@@ -21,8 +23,6 @@ from archline.fit.fit_result import (
     error_summary,
     relative_error,
 )
-from archline.fit.machine import Machine
-from archline.fit.results_io import PrecisionError, TooFewPointsError, require_points
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -90,7 +90,7 @@ def _design_basic(rows: pd.DataFrame, both: bool) -> tuple[np.ndarray, np.ndarra
 
 def fit_basic_params(frame: pd.DataFrame) -> dict[str, float]:
     """Point estimates only (for cross-validation): eps_flop_sp/dp, eps_mem, pi0 plus observed taus."""
-    from archline.fit.fit_result import fast_relative_lstsq
+    from archline.fit.regress.result import fast_relative_lstsq
 
     rows = basic_rows(frame)
     prec = precisions_present(rows)
@@ -117,7 +117,7 @@ def predict_linear(params: dict[str, float], frame: pd.DataFrame) -> tuple[np.nd
     """E = sum N_i*eps_i + pi0*T (measured T), and T = max(W_sp*tau_sp + W_dp*tau_dp, Q*tau_mem) when the
     taus are known (eq.3 / eq.10). A count whose cost is unknown contributes nothing (callers only predict
     rows of the kinds they fitted)."""
-    from archline.fit.fit_result import COUNT_COEFFICIENT
+    from archline.fit.regress.result import COUNT_COEFFICIENT
 
     e = params.get("pi0", 0.0) * frame["time_s"].to_numpy()
     for col, name in COUNT_COEFFICIENT.items():
@@ -212,7 +212,7 @@ def fit_basic(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False
     coeffs["pi0"] = Coefficient("pi0", float(beta[2]), float(se[2]), (float(ci[2, 0]), float(ci[2, 1])),
                                 UNITS["pi0"], "OLS eq.9")
     if both:
-        from archline.fit.fit_result import t_interval
+        from archline.fit.regress.result import t_interval
 
         v = float(beta[0] + beta[3])
         s = math.sqrt(max(cov[0, 0] + cov[3, 3] + 2 * cov[0, 3], 0.0))

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.fit.dvfs import DVFS_COEFFICIENTS, costs_at
 from archline.fit.errors import ArchlineFitError, MissingValueError
-from archline.fit.hierarchy import COUNT_TO_COST
-from archline.fit.profiles import Platform
+from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at
+from archline.fit.model.hierarchy import COUNT_TO_COST
+from archline.fit.platforms.profiles import Platform
 
 
 class CountsFormatError(ArchlineFitError):

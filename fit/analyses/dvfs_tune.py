@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.fit.app_predict import CountsRow, predict_row
+from archline.fit.analyses.app_predict import CountsRow, predict_row
 from archline.fit.errors import ArchlineFitError, MissingValueError
-from archline.fit.hierarchy import COUNT_TO_COST
-from archline.fit.profiles import Platform
+from archline.fit.model.hierarchy import COUNT_TO_COST
+from archline.fit.platforms.profiles import Platform
 
 
 class TuneInputError(ArchlineFitError):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.fit.errors import MissingValueError, PlatformNotFoundError, ProfileFormatError
-from archline.fit.machine import Machine
+from archline.fit.model.machine import Machine
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,7 +26,7 @@ else:  # pragma: no cover
 
 PROFILE_SCHEMA = "archline.platform/1"
 COSTS_SCHEMA = "archline.costs/1"
-SHIPPED_DIR = Path(__file__).parent / "platforms"
+SHIPPED_DIR = Path(__file__).parent  # the shipped *.toml profiles live beside this module
 
 #: Every constant a profile may hold, with its SI unit.
 CONSTANT_UNITS: dict[str, str] = {

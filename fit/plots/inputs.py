@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
-from archline.fit.machine import Machine
-from archline.fit.plots import KINDS, Curve, Measured, curves_for, plot_model
-from archline.fit.profiles import Platform, load_platform
+from archline.fit.model.machine import Machine
+from archline.fit.platforms.profiles import Platform, load_platform
+from archline.fit.plots.rooflines import KINDS, Curve, Measured, curves_for, plot_model
 
 
 def measured_from_results(path: Path, precision: str) -> list[Measured]:

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.fit_result import FitResult
-from archline.fit.machine import Machine
+from archline.fit.model.machine import Machine
+from archline.fit.regress.result import FitResult
 
 COLOURS = {"sp": "tab:blue", "dp": "tab:orange"}
 

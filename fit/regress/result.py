@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.results_io import COUNT_COLUMNS
+from archline.fit.io.results import COUNT_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -6,7 +6,7 @@ Design matrix (nine columns, all coefficients >= 0), each row divided by its own
 
 W = 0 rows (integer, shared-memory, L2): DECISION for the open point of model.md §6.4. N is W when the row has
 flops (exactly eq.48, where the DP indicator R equals W_dp/W), and otherwise the row's own count (int_ops,
-bytes_shared, bytes_l2, ...; :func:`~archline.fit.fit_result.row_normaliser`). The response E/N is then energy per
+bytes_shared, bytes_l2, ...; :func:`~archline.fit.regress.result.row_normaliser`). The response E/N is then energy per
 operation of the row's kind, so every row kind enters the loss on the same footing.
 The solve is two-step: nnls, then nnls again with rows weighted by 1/yhat (relative residuals), because E/N
 spans orders of magnitude across intensities. Uncertainty is a row bootstrap (not OLS).
@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.dvfs import DVFS_COEFFICIENTS, costs_at, energy_j
-from archline.fit.fit_result import UNITS, Coefficient, FitResult, error_summary, row_normaliser
-from archline.fit.regress_basic import point_errors
-from archline.fit.results_io import TooFewPointsError, require_columns, require_points
+from archline.fit.io.results import TooFewPointsError, require_columns, require_points
+from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at, energy_j
+from archline.fit.regress.basic import point_errors
+from archline.fit.regress.result import UNITS, Coefficient, FitResult, error_summary, row_normaliser
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.fit_result import Predictor, error_summary, relative_error
-from archline.fit.results_io import ResultsError
+from archline.fit.io.results import ResultsError
+from archline.fit.regress.result import Predictor, error_summary, relative_error
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

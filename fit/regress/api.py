@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.fit_result import FitResult, Predictor
-from archline.fit.regress_basic import fit_basic, fit_basic_params, predict_linear
-from archline.fit.regress_cache import fit_cache, fit_joint_params, fit_residual_params, has_cache_rows
-from archline.fit.regress_capped import fit_capped, fit_capped_params, predict_capped
-from archline.fit.regress_dvfs import distinct_settings, fit_dvfs, fit_dvfs_params, predict_dvfs
-from archline.fit.results_io import Group, ResultsError, group_rows, read_results
-from archline.fit.validation import cross_validate, holdout
+from archline.fit.io.results import Group, ResultsError, group_rows, read_results
+from archline.fit.regress.basic import fit_basic, fit_basic_params, predict_linear
+from archline.fit.regress.cache import fit_cache, fit_joint_params, fit_residual_params, has_cache_rows
+from archline.fit.regress.capped import fit_capped, fit_capped_params, predict_capped
+from archline.fit.regress.dvfs import distinct_settings, fit_dvfs, fit_dvfs_params, predict_dvfs
+from archline.fit.regress.result import FitResult, Predictor
+from archline.fit.regress.validation import cross_validate, holdout
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -198,7 +198,7 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
 
 def fit_frame(frame: pd.DataFrame, opts: FitOptions | None = None, *, platform: str = "",
               emulated: bool = False) -> FitResult:
-    """Fit one already-read frame (e.g. from :mod:`archline.fit.synthetic` after :func:`prepare_frame`)."""
+    """Fit one already-read frame (e.g. from :mod:`archline.fit.regress.synthetic` after :func:`prepare_frame`)."""
     return fit_group(Group(platform, emulated, frame.reset_index(drop=True)), opts or FitOptions())
 
 
@@ -206,7 +206,7 @@ def prepare_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Validate an in-memory frame exactly as files are validated (writes nothing)."""
     import tempfile
 
-    from archline.fit.synthetic import write_results_csv
+    from archline.fit.regress.synthetic import write_results_csv
 
     with tempfile.TemporaryDirectory() as d:
         p = write_results_csv(frame, Path(d) / "frame.csv")

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
-from archline.fit.machine import Machine
-from archline.fit.profiles import Platform
+from archline.fit.model.machine import Machine
+from archline.fit.platforms.profiles import Platform
 
 KINDS = ("roofline", "archline", "powerline")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
-from archline.fit.profiles import Platform
-from archline.fit.roofline import FloatArray
+from archline.fit.model.roofline import FloatArray
+from archline.fit.platforms.profiles import Platform
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Write fit results: ``archline.costs/1`` JSON (DESIGN.md §4), CSV, and a table for people (pJ, pJ/B, W).
 
-The JSON is what :func:`archline.fit.profiles.load_costs` reads, so a cost table works wherever a profile does.
+The JSON is what :func:`archline.fit.platforms.profiles.load_costs` reads, so a cost table works wherever a profile
+does.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from archline.fit.fit_result import UNITS, Coefficient, FitResult
-from archline.fit.profiles import COSTS_SCHEMA
+from archline.fit.platforms.profiles import COSTS_SCHEMA
+from archline.fit.regress.result import UNITS, Coefficient, FitResult
 
 #: SI unit -> (factor, unit shown to people).
 HUMAN_UNITS: dict[str, tuple[float, str]] = {

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.results_io import RESULTS_SCHEMA
+from archline.fit.io.results import RESULTS_SCHEMA
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -4,7 +4,7 @@
 Two methods, and the result says which was used:
 
 * ``joint``: one linear least-squares fit of E = sum_i N_i*eps_i + pi0*T over every row. A row is divided by
-  its own operation count (:func:`~archline.fit.fit_result.row_normaliser`), so rows with W = 0 take part.
+  its own operation count (:func:`~archline.fit.regress.result.row_normaliser`), so rows with W = 0 take part.
 * ``residual``: S1 §3.3.3. Fit eq.9 on the intensity rows first, then for each level (L3, L2, L1, shared,
   random, integer, in that order) average eq.11/12's per-row residual cost over the rows that exercise that
   level, subtracting the levels already estimated.
@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.fit_result import (
+from archline.fit.io.results import TooFewPointsError, require_points
+from archline.fit.regress.basic import (
+    basic_rows,
+    derived_constants,
+    fit_basic_params,
+    observed_tau,
+    point_errors,
+    predict_linear,
+)
+from archline.fit.regress.result import (
     COUNT_COEFFICIENT,
     UNITS,
     Coefficient,
@@ -27,15 +36,6 @@ from archline.fit.fit_result import (
     row_normaliser,
     t_interval,
 )
-from archline.fit.regress_basic import (
-    basic_rows,
-    derived_constants,
-    fit_basic_params,
-    observed_tau,
-    point_errors,
-    predict_linear,
-)
-from archline.fit.results_io import TooFewPointsError, require_points
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -196,7 +196,7 @@ def fit_cache(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False
 
 
 def _basic_with_errors(rows: pd.DataFrame) -> dict[str, Coefficient]:
-    from archline.fit.regress_basic import fit_basic
+    from archline.fit.regress.basic import fit_basic
 
     r = fit_basic(rows, require_both_precisions=False)
     return {k: c for k, c in r.coefficients.items() if k != "delta_eps_dp"}

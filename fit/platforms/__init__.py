@@ -1,0 +1,1 @@
+"""Platform profiles (TOML, shipped beside this module) and cost tables as machines."""
