@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from archline.bench.errors import BenchError
+from archline.common.atomic import write_atomic
 
 DEFAULT_RESTORE = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "archline" / \
     "restore.json"
@@ -63,16 +64,6 @@ class Control(Protocol):
     def restore(self, state: dict[str, Any]) -> None: ...
 
 
-def _write_atomic_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 class RestoreFile:
     """``{"entries": [{"kind", "target", "state"}]}``: the settings to put back. The first state recorded for a
     (kind, target) is the original and is never overwritten."""
@@ -92,7 +83,7 @@ class RestoreFile:
 
     def _save(self, entries: list[dict[str, Any]]) -> None:
         if entries:
-            _write_atomic_text(self.path, json.dumps({"entries": entries}, indent=1))
+            write_atomic(self.path, json.dumps({"entries": entries}, indent=1))
         elif self.path.exists():
             self.path.unlink()
 

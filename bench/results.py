@@ -8,43 +8,30 @@ partial file that looks complete.
 from __future__ import annotations
 
 import csv
-import datetime as _dt
 import os
 import socket
-import tempfile
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from archline.bench.kernels import Counts, KernelSpec, RunResult
+from archline.common.atomic import atomic_path
+from archline.common.stamps import utc_compact, utc_iso
+from archline.fit.io import schema
 
-SCHEMA = "archline.results/1"
-
-#: The contract columns, in order. Extra columns follow them.
-COLUMNS: tuple[str, ...] = (
-    "schema", "run_id", "started_at", "platform", "host", "device", "backend",
-    "kernel", "precision", "level", "reps", "time_s", "energy_j", "energy_err_j",
-    "flops_sp", "flops_dp", "int_ops", "bytes_mem", "bytes_l1", "bytes_l2", "bytes_l3", "bytes_shared",
-    "rand_accesses", "power_cap_w", "core_mhz", "mem_mhz", "core_v", "mem_v",
-    "meter", "sample_hz", "n_samples", "checksum_ok",
-)
-
-#: Extra columns the bench layer writes after the contract ones (readers must ignore unknown columns).
-EXTRA_COLUMNS: tuple[str, ...] = (
-    "bus_bytes", "intensity_flop_per_byte", "isa", "threads", "effective_clock_hz", "ns_per_access",
-    "cycles_per_access", "pages", "driver_version", "compiler", "params", "note",
-)
+SCHEMA = schema.SCHEMA
+COLUMNS = schema.COLUMNS
+EXTRA_COLUMNS = schema.EXTRA_COLUMNS
 
 NO_METER_NOTE = "time only: no meter attached (energy columns empty until a meter records this region)"
 
 
 def new_run_id() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    return utc_compact() + "-" + uuid.uuid4().hex[:8]
 
 
-def utc_now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+utc_now_iso = utc_iso
 
 
 def make_row(spec: KernelSpec, result: RunResult, *, run_id: str, started_at: str, platform: str,
@@ -86,21 +73,9 @@ def write_rows(path: str | os.PathLike[str], rows: Iterable[Mapping[str, Any]],
     for r in rows:
         cols.extend(k for k in r if k not in cols)
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-            w.writeheader()
-            for r in rows:
-                w.writerow({k: ("true" if v is True else "false" if v is False else v) for k, v in r.items()})
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_path(out) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("true" if v is True else "false" if v is False else v) for k, v in r.items()})
     return out

@@ -40,20 +40,10 @@ from typing import Any, TextIO
 from archline.bench.errors import BenchError
 from archline.bench.kernels import Backend, KernelSpec, RunResult
 from archline.bench.profile_sections import QUICK_RANGES, BenchProfile, BenchSection
-from archline.bench.results import COLUMNS as CONTRACT_COLUMNS
-from archline.bench.results import EXTRA_COLUMNS as RESULTS_EXTRA_COLUMNS
-from archline.bench.results import SCHEMA
 from archline.bench.runner_meters import RegionEnergy, RunnerMeter
+from archline.fit.io.schema import ALL_COLUMNS as COLUMNS
+from archline.fit.io.schema import SCHEMA
 
-#: This runner's columns after the contract ones (DESIGN.md §3) and bench.results' extras.
-RUNNER_COLUMNS: tuple[str, ...] = (
-    "emulated", "point_id", "config_hash", "n_regions", "time_spread_rel", "energy_spread_rel", "power_w",
-    "idle_w_before", "idle_w_after", "throttled", "clock_drift_rel", "power_cap_requested_w",
-    "core_mhz_requested", "mem_mhz_requested", "energy_by_device", "trace",
-)
-EXTRA_COLUMNS: tuple[str, ...] = RESULTS_EXTRA_COLUMNS + tuple(c for c in RUNNER_COLUMNS
-                                                               if c not in RESULTS_EXTRA_COLUMNS)
-COLUMNS: tuple[str, ...] = CONTRACT_COLUMNS + EXTRA_COLUMNS
 #: per-repetition time rising by more than this over a point's regions flags throttling
 THROTTLE_REL = 0.05
 #: meter-clock vs kernel-timer disagreement above this flags clock drift

@@ -23,6 +23,7 @@ from typing import IO, Any
 import numpy as np
 import serial
 
+from archline.common.atomic import write_atomic
 from archline.powermon.clock import ClockMap, fit_clock
 from archline.powermon.decode import DecodeStats, StreamDecoder
 from archline.powermon.errors import MeterError
@@ -350,10 +351,7 @@ class PowerMon2:
     def _write_sidecar(self) -> None:
         if self.raw_path is None:
             return
-        side = sidecar_path(self.raw_path)
-        tmp = side.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.meta(), indent=1))
-        os.replace(tmp, side)
+        write_atomic(sidecar_path(self.raw_path), json.dumps(self.meta(), indent=1))
 
 
 def default_raw_path(name: str) -> Path:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from archline.common.atomic import atomic_path, write_atomic
 from archline.powermon.errors import MeterError
 from archline.powermon.samples import COLUMNS, Samples
 
@@ -169,17 +170,13 @@ def _csv_bytes_arrow(samples: Samples) -> list[bytes]:
     return [sink.getvalue().to_pybytes()]
 
 
-def _atomic(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
 def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
     """Write samples as ``.csv``, ``.csv.gz`` or ``.parquet`` (by suffix), plus ``PATH.json`` metadata."""
     p = Path(path)
-    tmp = _atomic(p)
     name = p.name.lower()
-    try:
+    if not name.endswith((".parquet", ".csv.gz", ".csv")):
+        raise MeterError(f"unknown samples format for {p} (use .csv, .csv.gz or .parquet)")
+    with atomic_path(p) as tmp:
         if name.endswith(".parquet"):
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -193,18 +190,11 @@ def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | Non
             with gzip.open(tmp, "wb", compresslevel=1) as f:
                 for chunk in csv_bytes(samples):
                     f.write(chunk)
-        elif name.endswith(".csv"):
+        else:
             with open(tmp, "wb") as f:
                 for chunk in csv_bytes(samples):
                     f.write(chunk)
-        else:
-            raise MeterError(f"unknown samples format for {p} (use .csv, .csv.gz or .parquet)")
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    side = p.with_name(p.name + ".json")
-    side.write_text(json.dumps(_meta(samples, meta), indent=1, default=str))
+    write_atomic(p.with_name(p.name + ".json"), json.dumps(_meta(samples, meta), indent=1, default=str))
     return p
 
 

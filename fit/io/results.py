@@ -16,24 +16,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
+from archline.fit.io import schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-RESULTS_SCHEMA = "archline.results/1"
-
+RESULTS_SCHEMA = schema.SCHEMA
 #: Columns every result row must have for any fit.
-REQUIRED_COLUMNS: tuple[str, ...] = ("schema", "platform", "kernel", "precision", "time_s", "energy_j")
+REQUIRED_COLUMNS: tuple[str, ...] = schema.REQUIRED_FOR_FIT
 #: Work and traffic counts (archline.results/1); an empty cell means 0 (not applicable).
-COUNT_COLUMNS: tuple[str, ...] = (
-    "flops_sp", "flops_dp", "int_ops", "bytes_mem", "bytes_l1", "bytes_l2", "bytes_l3", "bytes_shared",
-    "rand_accesses",
-)
-#: Numeric setting columns; an empty cell stays NaN (not measured).
-SETTING_COLUMNS: tuple[str, ...] = ("power_cap_w", "core_mhz", "mem_mhz", "core_v", "mem_v", "energy_err_j")
-TEXT_COLUMNS: tuple[str, ...] = ("schema", "run_id", "started_at", "platform", "host", "device", "backend",
-                                 "kernel", "precision", "level", "meter", "checksum_ok", "emulated")
-_TRUE = {"1", "true", "yes", "y", "t"}
+COUNT_COLUMNS: tuple[str, ...] = schema.COUNT_COLUMNS
+#: Numeric columns whose empty cell stays NaN (not measured): the settings and the energy bound.
+SETTING_COLUMNS: tuple[str, ...] = (*schema.SETTING_COLUMNS, "energy_err_j")
+TEXT_COLUMNS: tuple[str, ...] = schema.TEXT_COLUMNS
+_TRUE = schema.TRUE_WORDS
 
 
 class ResultsError(ArchlineFitError):
@@ -150,8 +146,8 @@ def read_results(paths: Iterable[str | Path]) -> ResultsSet:
     frame = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
     notes: list[str] = []
 
-    schema = frame["schema"].astype("string").str.strip()
-    bad_schema = (schema != RESULTS_SCHEMA).fillna(True).to_numpy(dtype=bool)
+    schema_col = frame["schema"].astype("string").str.strip()
+    bad_schema = (schema_col != RESULTS_SCHEMA).fillna(True).to_numpy(dtype=bool)
     if bad_schema.any():
         pos = int(np.argmax(bad_schema))
         raise SchemaError(f"{_where(frame, pos)}: schema is {frame['schema'].iloc[pos]!r}, expected "
@@ -204,7 +200,7 @@ def read_results(paths: Iterable[str | Path]) -> ResultsSet:
     frame["emulated"] = emulated
     if "checksum_ok" in frame.columns:
         ck = frame["checksum_ok"].astype("string").str.strip().str.lower()
-        failed = ck.isin({"0", "false", "no", "n", "f"}).fillna(False).to_numpy(dtype=bool)
+        failed = ck.isin(schema.FALSE_WORDS).fillna(False).to_numpy(dtype=bool)
         if failed.any():
             notes.append(f"dropped {int(failed.sum())} row(s) whose checksum_ok is false")
             frame = frame.loc[~failed].reset_index(drop=True)
