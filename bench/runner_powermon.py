@@ -19,13 +19,13 @@ import numpy.typing as npt
 
 from archline.bench.profile_sections import ChannelSpec, MeterSpec
 from archline.bench.runner_meters import RegionEnergy
-from archline.powermon.driver import PowerMon2
 from archline.powermon.emulator.device import PowerMon2Core
 from archline.powermon.emulator.pty_server import PtyServer
 from archline.powermon.errors import MeterError
-from archline.powermon.integrate import integrate_samples
-from archline.powermon.protocol import DEFAULT_R_SENSE_OHM
-from archline.powermon.samples import Samples
+from archline.powermon.powermon2.driver import PowerMon2
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM
+from archline.powermon.record.integrate import integrate_samples
+from archline.powermon.record.samples import Samples
 
 F64 = npt.NDArray[np.float64]
 #: how long past a region's end the runner waits for its samples (host seconds, on top of a few periods)
@@ -177,7 +177,7 @@ class DriverMeter:
         return sum(by_ch.values()) if by_ch else None
 
     def save_trace(self, path: Path, t0_host_s: float, t1_host_s: float) -> Path | None:
-        from archline.powermon.traces import write_samples
+        from archline.powermon.record.traces import write_samples
 
         s = self._pm().samples().between(t0_host_s, t1_host_s)
         if len(s) == 0:
@@ -263,13 +263,13 @@ def open_real_meter(spec: MeterSpec, raw_dir: Path | None = None) -> tuple[Any, 
     if spec.kind == "rapl":
         import os
 
-        from archline.powermon.rapl import RaplMeter
+        from archline.powermon.counters.rapl import RaplMeter
 
         root = os.environ.get("ARCHLINE_POWERCAP_ROOT", "/sys/class/powercap")
         cm = CounterMeter(RaplMeter(list(spec.zones) or None, root=root, name=spec.name), spec)
         return cm, cm.close
     if spec.kind == "nvml":
-        from archline.powermon.nvml import NvmlMeter
+        from archline.powermon.counters.nvml import NvmlMeter
 
         cm = CounterMeter(NvmlMeter(spec.index, name=spec.name), spec, sample_hz=50.0)
         return cm, cm.close

@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from archline.powermon.driver import PowerMon2
-from archline.powermon.meters import PowerMonMeter
+from archline.powermon.powermon2.driver import PowerMon2
+from archline.powermon.powermon2.meter import PowerMonMeter
 from archline.powermon.rails import RailMap
-from archline.powermon.recorder import Recorder
+from archline.powermon.record.recorder import Recorder
 
 
 def main() -> None:

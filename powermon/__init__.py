@@ -30,11 +30,11 @@ Other meters: ``RaplMeter(zones=None, root="/sys/class/powercap", devices={"cpu"
 ``NvmlMeter(index=0)``; ``meter_from_section`` also accepts ``{"type": "rapl", ...}`` and ``{"type": "nvml"}``.
 Counter meters are read at each ``begin``/``end`` mark and polled in between for wraps.
 
-Modules: ``protocol`` (record format), ``decode`` (vectorised stream decoder: resync, overflow, gaps),
-``driver`` (:class:`PowerMon2`), ``clock`` (device -> host monotonic), ``rails`` (channel maps), ``integrate``,
-``samples``, ``traces`` (csv / csv.gz / parquet), ``meters`` (Meter interface, PowerMon meter), ``recorder``,
-``rapl``, ``nvml``, ``counters``, ``emulator/`` (device core, pty server, ``powermon://`` URL handler),
-``fakes`` (powercap tree, NVML), ``offline`` (what ``archline meter`` calls), ``testing``.
+Sub-packages by job: ``powermon2/`` (``protocol`` record format, ``decode`` vectorised stream decoder,
+``driver`` :class:`PowerMon2`, ``meter`` the recorder meter), ``counters/`` (RAPL and NVML counter meters),
+``record/`` (``recorder`` the window API, ``meters`` window types, ``samples``, ``clock`` device -> host
+monotonic, ``integrate``, ``traces`` csv / csv.gz / parquet), ``emulator/`` (device core, pty server,
+``powermon://`` URL handler); ``rails`` (channel maps) and ``offline`` (what ``archline meter`` calls).
 """
 
 from __future__ import annotations
@@ -43,19 +43,19 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Recorder": "archline.powermon.recorder",
-    "Region": "archline.powermon.recorder",
-    "MeterRegion": "archline.powermon.meters",
-    "Meter": "archline.powermon.meters",
-    "PowerMonMeter": "archline.powermon.meters",
-    "PowerMon2": "archline.powermon.driver",
+    "Recorder": "archline.powermon.record.recorder",
+    "Region": "archline.powermon.record.recorder",
+    "MeterRegion": "archline.powermon.record.meters",
+    "Meter": "archline.powermon.record.meters",
+    "PowerMonMeter": "archline.powermon.powermon2.meter",
+    "PowerMon2": "archline.powermon.powermon2.driver",
     "RailMap": "archline.powermon.rails",
-    "RaplMeter": "archline.powermon.rapl",
-    "NvmlMeter": "archline.powermon.nvml",
+    "RaplMeter": "archline.powermon.counters.rapl",
+    "NvmlMeter": "archline.powermon.counters.nvml",
     "Script": "archline.powermon.emulator.power",
     "Faults": "archline.powermon.emulator.device",
-    "Samples": "archline.powermon.samples",
-    "integrate_samples": "archline.powermon.integrate",
+    "Samples": "archline.powermon.record.samples",
+    "integrate_samples": "archline.powermon.record.integrate",
     "MeterError": "archline.powermon.errors",
 }
 
@@ -64,13 +64,13 @@ def meter_from_section(section: dict[str, Any], name: str | None = None, **kw: A
     """A recorder meter from a platform's meter section (``type``: powermon2, rapl or nvml)."""
     kind = section.get("type", "powermon2")
     if kind == "powermon2":
-        from archline.powermon.meters import powermon_from_section
+        from archline.powermon.powermon2.meter import powermon_from_section
         return powermon_from_section(section, name=name or "powermon2", **kw)
     if kind == "rapl":
-        from archline.powermon.rapl import RaplMeter
+        from archline.powermon.counters.rapl import RaplMeter
         return RaplMeter(section.get("zones"), devices=section.get("devices"), name=name or "rapl", **kw)
     if kind == "nvml":
-        from archline.powermon.nvml import NvmlMeter
+        from archline.powermon.counters.nvml import NvmlMeter
         return NvmlMeter(int(section.get("index", 0)), name=name, **kw)
     from archline.powermon.errors import MeterError
     raise MeterError(f"unknown meter type {kind!r} (powermon2, rapl, nvml)")
@@ -78,7 +78,7 @@ def meter_from_section(section: dict[str, Any], name: str | None = None, **kw: A
 
 def emulated_meter(section: dict[str, Any], power: Any = None, speed: float = 1.0, **kw: Any) -> Any:
     """An emulated PowerMon 2 for ``section`` playing ``power``; see :func:`meters.emulated_powermon`."""
-    from archline.powermon.meters import emulated_powermon
+    from archline.powermon.powermon2.meter import emulated_powermon
     return emulated_powermon(section, power, speed=speed, **kw)
 
 

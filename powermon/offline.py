@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from archline.powermon.decode import decode_bytes, guess_channels
-from archline.powermon.driver import period_for_rate, samples_from_records, sidecar_path
 from archline.powermon.errors import MeterError
-from archline.powermon.integrate import Integration, integrate_samples
-from archline.powermon.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
-from archline.powermon.samples import Samples
-from archline.powermon.traces import read_samples, write_samples
+from archline.powermon.powermon2.decode import decode_bytes, guess_channels
+from archline.powermon.powermon2.driver import period_for_rate, samples_from_records, sidecar_path
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
+from archline.powermon.record.integrate import Integration, integrate_samples
+from archline.powermon.record.samples import Samples
+from archline.powermon.record.traces import read_samples, write_samples
 
 
 def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: Sequence[int] | None = None,
@@ -65,7 +65,7 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
         clock_name = "device_s"
     s = samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, r_lut, t,
                              str(side.get("meter", "powermon2")), emulated, clock_name)
-    from archline.powermon.traces import code_tables
+    from archline.powermon.record.traces import code_tables
 
     s.meta["codes"] = {"vcode": rec.vcode, "icode": rec.icode, **code_tables(r_lut)}
     stats = dec.stats.as_dict()
@@ -85,8 +85,8 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
 
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> list[dict[str, Any]]:
     """Serial ports, RAPL zones and NVML GPUs on this machine; an absent kind comes with its reason."""
-    from archline.powermon import nvml as nvml_mod
-    from archline.powermon import rapl
+    from archline.powermon.counters import nvml as nvml_mod
+    from archline.powermon.counters import rapl
 
     rows: list[dict[str, Any]] = []
     try:
@@ -126,7 +126,7 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
                     raw_path: str | Path | None = None) -> Any:
     """``powermon2:PORT``, ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
-    from archline.powermon.meters import emulated_powermon, powermon_from_section
+    from archline.powermon.powermon2.meter import emulated_powermon, powermon_from_section
 
     kind, _, arg = spec.partition(":")
     chans = list(channels) if channels else list(range(8))
@@ -138,10 +138,10 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
     if kind == "emulated":
         return emulated_powermon(section, None, speed=float(arg or 1.0), raw_path=raw_path)
     if kind == "rapl":
-        from archline.powermon.rapl import RaplMeter
+        from archline.powermon.counters.rapl import RaplMeter
         return RaplMeter([z for z in arg.split(",") if z] or None)
     if kind == "nvml":
-        from archline.powermon.nvml import NvmlMeter
+        from archline.powermon.counters.nvml import NvmlMeter
         return NvmlMeter(int(arg or 0))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX])")
 
@@ -149,7 +149,7 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
 def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int] | None = None,
            rate_hz: float = 128.0) -> tuple[Path, dict[str, Any]]:
     """Record one meter for ``duration_s`` into a trace file; a PowerMon 2 also keeps its raw capture."""
-    from archline.powermon.recorder import Recorder
+    from archline.powermon.record.recorder import Recorder
 
     out_p = Path(out)
     raw = out_p.with_name(out_p.name.split(".")[0] + ".raw.bin")

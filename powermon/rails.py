@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archline.powermon.errors import MeterError
-from archline.powermon.protocol import DEFAULT_R_SENSE_OHM, MAX_CHANNELS
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, MAX_CHANNELS
 
 #: The papers' GPU rails (S0 §IV-A): PCIe slot 12 V and 3.3 V through the interposer, 6-pin and 8-pin cables.
 GPU_INTERPOSER_SECTION: dict[str, Any] = {

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from archline.powermon.decode import RecordArrays
 from archline.powermon.emulator.power import PowerCallable, PowerSource, as_power_source
-from archline.powermon.protocol import (
+from archline.powermon.powermon2.decode import RecordArrays
+from archline.powermon.powermon2.protocol import (
     DEFAULT_R_SENSE_OHM,
     FLAG_OVERFLOW,
     FLAG_TIME,

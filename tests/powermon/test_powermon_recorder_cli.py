@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from support.powermon_helpers import SCRIPT
 
 from archline.cli.meter import meter as meter_cli
-from archline.powermon.driver import PowerMon2
 from archline.powermon.emulator import Script
 from archline.powermon.errors import MeterError
-from archline.powermon.integrate import integrate_series
-from archline.powermon.meters import emulated_powermon, powermon_from_section
+from archline.powermon.powermon2.driver import PowerMon2
+from archline.powermon.powermon2.meter import emulated_powermon, powermon_from_section
 from archline.powermon.rails import GPU_INTERPOSER_SECTION, RailMap
-from archline.powermon.recorder import Recorder
-from archline.powermon.testing import SCRIPT
-from archline.powermon.traces import read_samples
+from archline.powermon.record.integrate import integrate_series
+from archline.powermon.record.recorder import Recorder
+from archline.powermon.record.traces import read_samples
 
 GPU = {**GPU_INTERPOSER_SECTION,
        "channels": {"0": {"rail": "pcie_12v", "r_sense_ohm": 0.00422}, "1": {"rail": "pcie_3v3", "r_sense_ohm": 0.01},

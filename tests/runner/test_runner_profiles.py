@@ -209,10 +209,11 @@ def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch:
     import threading
     import time
 
+    from support.fakes import make_powercap_tree
+
     from archline.bench.kernels import KernelSpec
     from archline.bench.runner import Point, RunContext, Runner, RunSettings
     from archline.bench.runner_powermon import open_real_meter
-    from archline.powermon.fakes import make_powercap_tree
 
     root = make_powercap_tree(tmp_path / "pc", {"intel-rapl:0": {"name": "package-0", "energy_uj": 0,
                                                                  "max_energy_range_uj": 262143328850}})

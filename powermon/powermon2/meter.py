@@ -1,97 +1,23 @@
-"""The ``Meter`` interface the recorder drives, and the PowerMon 2 meter built from a platform's meter section.
-
-A meter starts and stops its own thread, reports the newest time it has data for, and answers
-``region(t0_s, t1_s)`` with energy per channel and per device on the host monotonic clock.
-"""
+"""The PowerMon 2 as a recorder meter: the driver plus its rail map, on a serial port or on the emulator's pty."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from archline.powermon.driver import PowerMon2
 from archline.powermon.emulator.device import Faults, PowerMon2Core
 from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.emulator.pty_server import PtyServer
 from archline.powermon.errors import MeterError
-from archline.powermon.integrate import integrate_series
-from archline.powermon.protocol import SENSE_FULL_SCALE_V, VOLTAGE_FULL_SCALE_V
+from archline.powermon.powermon2.driver import PowerMon2
+from archline.powermon.powermon2.protocol import SENSE_FULL_SCALE_V, VOLTAGE_FULL_SCALE_V
 from archline.powermon.rails import RailMap
-from archline.powermon.samples import Samples
-
-
-@dataclass
-class ChannelResult:
-    energy_j: float
-    energy_err_j: float
-    mean_power_w: float
-    n_samples: int
-    rail: str = ""
-
-
-@dataclass
-class DeviceResult:
-    energy_j: float
-    energy_err_j: float
-    mean_power_w: float
-    rails: list[str] = field(default_factory=list)
-
-
-@dataclass
-class MeterRegion:
-    """One meter's view of one region."""
-
-    meter: str
-    kind: str                       #: "sampling" or "counter"
-    emulated: bool
-    t_start_s: float
-    t_end_s: float
-    channels: dict[str, ChannelResult]
-    devices: dict[str, DeviceResult]
-    energy_j: float                 #: all channels of this meter (on the device timeline: emulated seconds)
-    energy_err_j: float
-    mean_power_w: float
-    n_samples: int
-    sample_hz: float
-    overflows: int = 0
-    gaps: int = 0
-    lost_samples: int = 0
-    samples: Samples | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def time_s(self) -> float:
-        return self.t_end_s - self.t_start_s
-
-
-@runtime_checkable
-class Meter(Protocol):
-    name: str
-    emulated: bool
-
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def mark(self, t_s: float) -> None: ...
-    def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool: ...
-    def region(self, t0_s: float, t1_s: float) -> MeterRegion: ...
-    def samples(self) -> Samples: ...
-    def info(self) -> dict[str, Any]: ...
-
-
-def _devices(channels: dict[str, ChannelResult], devices: Mapping[str, list[str]], duration_s: float
-             ) -> dict[str, DeviceResult]:
-    out: dict[str, DeviceResult] = {}
-    by_rail = {c.rail: c for c in channels.values()}
-    for dev, rails in devices.items():
-        parts = [by_rail[r] for r in rails if r in by_rail]
-        e = sum(p.energy_j for p in parts)
-        out[dev] = DeviceResult(e, sum(p.energy_err_j for p in parts), e / duration_s if duration_s > 0 else
-                                float("nan"), list(rails))
-    return out
+from archline.powermon.record.integrate import integrate_series
+from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
+from archline.powermon.record.samples import Samples
 
 
 class PowerMonMeter:

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from archline.powermon.errors import MeterError
-from archline.powermon.meters import ChannelResult, MeterRegion, _devices
-from archline.powermon.samples import Samples
+from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
+from archline.powermon.record.samples import Samples
 
 
 class CounterMeter:

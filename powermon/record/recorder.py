@@ -19,8 +19,8 @@ from types import TracebackType
 from typing import Any
 
 from archline.powermon.errors import MeterError
-from archline.powermon.meters import Meter, MeterRegion
-from archline.powermon.traces import write_samples
+from archline.powermon.record.meters import Meter, MeterRegion
+from archline.powermon.record.traces import write_samples
 
 
 @dataclass

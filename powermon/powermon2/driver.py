@@ -24,10 +24,9 @@ import numpy as np
 import serial
 
 from archline.common.atomic import write_atomic
-from archline.powermon.clock import ClockMap, fit_clock
-from archline.powermon.decode import DecodeStats, StreamDecoder
 from archline.powermon.errors import MeterError
-from archline.powermon.protocol import (
+from archline.powermon.powermon2.decode import DecodeStats, StreamDecoder
+from archline.powermon.powermon2.protocol import (
     BAUD_RATE,
     DEFAULT_R_SENSE_OHM,
     MAX_AGGREGATE_RECORDS_PER_S,
@@ -38,7 +37,8 @@ from archline.powermon.protocol import (
     mask_from_channels,
     volts_from_code,
 )
-from archline.powermon.samples import Samples
+from archline.powermon.record.clock import ClockMap, fit_clock
+from archline.powermon.record.samples import Samples
 
 EMULATOR_PACKAGE = "archline.powermon.emulator"
 if EMULATOR_PACKAGE not in serial.protocol_handler_packages:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from archline.powermon.counters import CounterMeter
+from archline.powermon.counters.base import CounterMeter
 from archline.powermon.errors import MeterError
 
 POWER_SCOPE = "board"

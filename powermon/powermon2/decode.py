@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from archline.powermon.errors import MeterError
-from archline.powermon.protocol import (
+from archline.powermon.powermon2.protocol import (
     BIT_28,
     N_SENSORS,
     RECORD_BYTES,

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from archline.common.atomic import atomic_path, write_atomic
 from archline.powermon.errors import MeterError
-from archline.powermon.samples import COLUMNS, Samples
+from archline.powermon.record.samples import COLUMNS, Samples
 
 #: "000".."999" as 4-byte words (3 ASCII digits + a spare byte): one 1-D gather gives three digits
 _LUT4 = np.frombuffer(b"".join(f"{i:03d}".encode() + b"0" for i in range(1000)), dtype=np.uint32).copy()
@@ -153,7 +153,7 @@ def csv_bytes(samples: Samples, chunk_rows: int = 1 << 18) -> list[bytes]:
 
 def code_tables(r_lut: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.uint8]]:
     """Formatted volts for the 4096 codes, and amps for the 4096 codes of each of 16 channels' shunts."""
-    from archline.powermon.protocol import amps_from_code, volts_from_code
+    from archline.powermon.powermon2.protocol import amps_from_code, volts_from_code
 
     codes = np.arange(4096)
     vtab = _fmt_matrix(volts_from_code(codes), SIG_V)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from archline.powermon.decode import RecordArrays
 from archline.powermon.emulator.power import Script
+from archline.powermon.powermon2.decode import RecordArrays
 
 
 def match_truth(truth: RecordArrays, rec: RecordArrays) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from archline.powermon.counters import CounterMeter
+from archline.powermon.counters.base import CounterMeter
 from archline.powermon.errors import MeterError
 
 POWERCAP_ROOT = Path("/sys/class/powercap")

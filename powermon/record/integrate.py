@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from archline.powermon.errors import MeterError
-from archline.powermon.samples import Samples
+from archline.powermon.record.samples import Samples
 
 F64 = npt.NDArray[np.float64]
 
