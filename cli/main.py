@@ -56,7 +56,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="archline")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Also print debug messages (meter set-up, every region).")
+def cli(verbose: bool) -> None:
     """archline: what a flop, a byte and a random access cost on your machine, in joules and seconds.
 
     \b
@@ -73,6 +74,9 @@ def cli() -> None:
 
     Every command has --help with examples.
     """
+    from archline.common.logs import configure
+
+    configure(verbose)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,7 +101,7 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
     if not ports:
         rows.append({"kind": "serial", "name": "-", "available": False,
                      "detail": "no serial ports (PowerMon 2 not plugged in?); `archline meter emulate` makes one"})
-    root = rapl.POWERCAP_ROOT if powercap_root is None else Path(powercap_root)
+    root = rapl.default_root() if powercap_root is None else Path(powercap_root)
     zones = rapl.list_zones(root)
     for z in zones:
         try:
@@ -126,23 +126,27 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
                     raw_path: str | Path | None = None) -> Any:
     """``powermon2:PORT``, ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
-    from archline.powermon.powermon2.meter import emulated_powermon, powermon_from_section
+    from archline.powermon.spec import channels_spec, open_meter
 
     kind, _, arg = spec.partition(":")
-    chans = list(channels) if channels else list(range(8))
-    section = {"rate_hz": rate_hz, "channels": {c: {"rail": f"ch{c}"} for c in chans}}
     if kind in ("powermon2", "powermon"):
         if not arg:
             raise MeterError("--meter powermon2 needs a port: powermon2:/dev/ttyUSB0")
-        return powermon_from_section({**section, "port": arg}, raw_path=raw_path)
+        return open_meter(channels_spec("powermon2", "powermon2", channels, port=arg, rate_hz=rate_hz),
+                          raw_path=raw_path)
     if kind == "emulated":
-        return emulated_powermon(section, None, speed=float(arg or 1.0), raw_path=raw_path)
+        from archline.powermon.powermon2.meter import emulated_powermon
+
+        try:
+            speed = float(arg or 1.0)
+        except ValueError:
+            raise MeterError(f"--meter emulated:SPEED needs a number, got {arg!r}") from None
+        return emulated_powermon(channels_spec("powermon2", "powermon2", channels, rate_hz=rate_hz), None,
+                                 speed=speed, raw_path=raw_path)
     if kind == "rapl":
-        from archline.powermon.counters.rapl import RaplMeter
-        return RaplMeter([z for z in arg.split(",") if z] or None)
+        return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
     if kind == "nvml":
-        from archline.powermon.counters.nvml import NvmlMeter
-        return NvmlMeter(int(arg or 0))
+        return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX])")
 
 

@@ -6,6 +6,7 @@ instant power always. Power scope: ``nvmlDeviceGetPowerUsage`` and the energy co
 from __future__ import annotations
 
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -15,8 +16,14 @@ from archline.powermon.errors import MeterError
 POWER_SCOPE = "board"
 
 
+_LOADED: list[Any] = []
+
+
 def load_nvml(nvml: Any = None) -> Any:
-    """The pynvml module (or a given fake), initialised; MeterError with the reason when unavailable."""
+    """The pynvml module (or a given fake), initialised once per process; MeterError with the reason when
+    unavailable. The one place NVML is initialised (meters, controls and the CUDA back end all come here)."""
+    if nvml is None and _LOADED:
+        return _LOADED[0]
     if nvml is None:
         try:
             import pynvml
@@ -28,6 +35,8 @@ def load_nvml(nvml: Any = None) -> Any:
         nvml.nvmlInit()
     except Exception as e:  # pynvml raises NVMLError subclasses
         raise MeterError(f"NVML unavailable: {e} (no NVIDIA driver or GPU)") from None
+    if isinstance(nvml, types.ModuleType) and not _LOADED:
+        _LOADED.append(nvml)
     return nvml
 
 
@@ -54,6 +63,7 @@ class NvmlMeter(CounterMeter):
     """One GPU. Energy from the total-energy counter (mJ) when present, else integrated instant power."""
 
     resolution_j = 1e-3
+    update_hz = 50.0          # board power and the energy counter advance about every 20 ms
 
     def __init__(self, index: int = 0, nvml: Any = None, poll_s: float = 0.02, name: str | None = None,
                  device: str = "gpu", clock: Callable[[], float] = time.monotonic) -> None:

@@ -8,6 +8,7 @@ to open it up.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,11 @@ PERMISSION_FIX = ("energy_uj is readable by root only (Linux >= 5.10, CVE-2020-8
                   "`sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj "
                   "/sys/class/powercap/intel-rapl:*:*/energy_uj`"
                   " (again after each boot, or with a udev rule)")
+
+
+def default_root() -> Path:
+    """The powercap root: ``$ARCHLINE_POWERCAP_ROOT`` (tests, containers) or /sys/class/powercap."""
+    return Path(os.environ.get("ARCHLINE_POWERCAP_ROOT", str(POWERCAP_ROOT)))
 
 
 def _read_text(path: Path) -> str:
@@ -78,6 +84,26 @@ def list_zones(root: str | Path = POWERCAP_ROOT) -> list[RaplZone]:
     return zones
 
 
+def readable_zones(root: str | Path | None = None) -> tuple[list[str], str]:
+    """(names of the zones this user can read, reason): the reason says why there is no RAPL when none is."""
+    r = Path(root) if root is not None else default_root()
+    if not r.is_dir():
+        return [], f"no RAPL: {r} does not exist (not an Intel/AMD Linux host, or a container without it)"
+    zones = [z for z in list_zones(r) if "/" not in z.name]
+    if not zones:
+        return [], f"no RAPL: {r} has no intel-rapl zones"
+    names = []
+    for z in zones:
+        try:
+            z.read_uj()
+            names.append(z.name)
+        except MeterError:
+            continue
+    if not names:
+        return [], f"no RAPL: {r}/intel-rapl:*/energy_uj is not readable by this user ({PERMISSION_FIX})"
+    return names, f"RAPL zones: {', '.join(names)}"
+
+
 class EnergyCounter:
     """Unrolls one wrapping microjoule counter into cumulative joules."""
 
@@ -121,11 +147,13 @@ class RaplMeter(CounterMeter):
     {"cpu": ["package-0"]}."""
 
     resolution_j = 61e-6      # one energy unit is 15.3-61 uJ depending on the CPU
+    update_hz = 1000.0        # the counters advance about every millisecond
 
-    def __init__(self, zones: Sequence[str] | None = None, root: str | Path = POWERCAP_ROOT,
+    def __init__(self, zones: Sequence[str] | None = None, root: str | Path | None = None,
                  devices: dict[str, list[str]] | None = None, poll_s: float | None = None,
                  max_power_w: float = DEFAULT_MAX_POWER_W, name: str = "rapl",
                  clock: Callable[[], float] = time.monotonic) -> None:
+        root = default_root() if root is None else root
         found = list_zones(root)
         if not found:
             raise MeterError(f"no RAPL zones under {root} (not an Intel/AMD CPU with powercap, or a VM)")

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -135,6 +136,10 @@ class PowerMon2Core:
         if not self.streaming:
             return None
         return self._t0 + self._next_event * self.period_ticks / TICK_HZ / self.speed
+
+    def host_time_s(self, t_s: Any) -> Any:
+        """Host monotonic time of emulated time ``t_s`` (seconds since streaming started); arrays work."""
+        return self._t0 + t_s / self.speed
 
     def emulated_time_s(self) -> float:
         return (self.clock() - self._t0) * self.speed if self.streaming else 0.0

@@ -49,14 +49,24 @@ class MeterRegion:
     lost_samples: int = 0
     samples: Samples | None = None
     warnings: list[str] = field(default_factory=list)
+    device_time_s: float | None = None  #: the window on the device's timeline (an emulator may run faster)
 
     @property
     def time_s(self) -> float:
         return self.t_end_s - self.t_start_s
 
+    @property
+    def duration_s(self) -> float:
+        """Device seconds of the window (host seconds for a meter without its own timeline)."""
+        return self.time_s if self.device_time_s is None else self.device_time_s
+
 
 @runtime_checkable
 class Meter(Protocol):
+    """What the recorder drives. Optional extras a meter may have: ``update_hz`` (how often its energy reading
+    advances, per device second; sizes windows), ``speed`` (device seconds per host second), ``error`` (a
+    background failure), ``segment()`` (restart its stream between windows) and ``live_power_w()``."""
+
     name: str
     emulated: bool
 

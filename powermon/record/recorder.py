@@ -72,13 +72,14 @@ class Region:
 
 class Recorder:
     def __init__(self, meters: Sequence[Meter], clock: Callable[[], float] = time.monotonic,
-                 settle_timeout_s: float = 3.0) -> None:
+                 settle_timeout_s: float = 3.0, keep_regions: bool = True) -> None:
         names = [m.name for m in meters]
         if len(set(names)) != len(names):
             raise MeterError(f"meter names must be unique, got {names}")
         self.meters = list(meters)
         self.clock = clock
         self.settle_timeout_s = settle_timeout_s
+        self.keep_regions = keep_regions
         self.marks: list[Mark] = []
         self.regions: dict[str, Region] = {}
         self._open: dict[str, float] = {}
@@ -125,7 +126,11 @@ class Recorder:
         self.marks.append(Mark(name, "begin", t))
         return t
 
-    def end(self, name: str, cancel: bool = False) -> Region:
+    def end(self, name: str, cancel: bool = False, *, t0_s: float | None = None, t1_s: float | None = None,
+            strict: bool = False) -> Region:
+        """Close window ``name``. ``t0_s``/``t1_s`` (host monotonic) replace the marks when the work timed itself
+        more exactly (an emulated kernel knows its own interval). ``strict``: a meter with no data up to the end
+        or a failed meter raises MeterError instead of a warning."""
         if name not in self._open:
             raise MeterError(f"region {name!r} was never begun (open: {sorted(self._open)})")
         t1 = self.clock()
@@ -133,18 +138,52 @@ class Recorder:
             m.mark(t1)
         t0 = self._open.pop(name)
         self.marks.append(Mark(name, "end" if not cancel else "cancel", t1))
+        if t0_s is not None and t1_s is not None:
+            t0, t1 = t0_s, t1_s
         results: dict[str, MeterRegion] = {}
         warnings: list[str] = []
         for m in self.meters:
-            if not m.wait_until(t1, self.settle_timeout_s):
+            ok = m.wait_until(t1, self.settle_timeout_s)
+            err = getattr(m, "error", None)
+            if strict and (err is not None or not ok):
+                raise err if err is not None else MeterError(
+                    f"{m.name}: no samples arrived for the end of window {name!r} "
+                    f"(waited {self.settle_timeout_s:g} s)")
+            if not ok:
                 warnings.append(f"{m.name}: no data up to the end of the region within {self.settle_timeout_s} s")
             r = m.region(t0, t1)
             results[m.name] = r
             warnings.extend(f"{m.name}: {w}" for w in r.warnings)
         region = Region(name, t0, t1, results, self.emulated, warnings)
-        if not cancel:
+        if not cancel and self.keep_regions:
             self.regions[name] = region
         return region
+
+    def segment(self) -> None:
+        """Restart the streams of meters that have one (each point of a long sweep on its own capture)."""
+        for m in self.meters:
+            seg = getattr(m, "segment", None)
+            if callable(seg):
+                seg()
+
+    def live_power_w(self) -> float | None:
+        """Latest total power over the meters that can say (for a progress display), else None."""
+        vals = [f() for m in self.meters if callable(f := getattr(m, "live_power_w", None))]
+        vals = [v for v in vals if v is not None]
+        return sum(vals) if vals else None
+
+    def write_window(self, path: str | Path, t0_s: float, t1_s: float, meta: dict[str, Any] | None = None
+                     ) -> Path | None:
+        """The samples of the first sampling meter between two host times, as a trace file (None if none)."""
+        for m in self.meters:
+            if getattr(m, "kind", "") != "sampling":
+                continue
+            s = m.samples().between(t0_s, t1_s)
+            if len(s) == 0:
+                return None
+            return write_samples(s, path, {**(meta or {}), "t0_s": t0_s, "t1_s": t1_s,
+                                           "speed": getattr(m, "speed", 1.0), "info": m.info()})
+        return None
 
     def write_traces(self, directory: str | Path, fmt: str = "parquet") -> list[Path]:
         """Write ``trace-<meter>.<fmt>`` per meter (fmt: parquet, csv.gz or csv), with marks in the sidecar."""
