@@ -74,7 +74,7 @@ def make_row(spec: KernelSpec, result: RunResult, *, run_id: str, started_at: st
     row["params"] = ";".join(f"{k}={v}" for k, v in sorted(spec.params.items()))
     if energy:
         row.update({k: v for k, v in energy.items() if k in row})
-    row["note"] = note
+    row["note"] = "; ".join([note, *ex.get("notes", ())]) if note else "; ".join(ex.get("notes", ()))
     return row
 
 

@@ -212,6 +212,10 @@ class CpuAsmBackend:
                                             {"chains": 1, "hugetlb": True, "working_set_bytes": nbytes}))
         return specs
 
+    def plan_notes(self) -> list[str]:
+        """Why this machine's working sets are what they are (an implausible L3, a missing level), for the log."""
+        return topo.working_set_plan(len(topo.one_cpu_per_core()))[1]
+
     # -- preparing a point ------------------------------------------------------------------------------------
     def _require_isa(self, isa: str | None) -> str:
         name = isa or self._isa or best_isa()
@@ -259,12 +263,12 @@ class CpuPrepared:
             raise BenchError(f"threads={threads} but this machine has {len(cores)} usable cores")
         self.cpus = cores[:threads]
         quick = bool(p.get("quick", False))
-        default_ws = topo.level_working_sets(1 if spec.kernel == "chase" else threads, quick=quick)
+        default_ws, ws_notes = topo.working_set_plan(1 if spec.kernel == "chase" else threads, quick=quick)
         ws = _positive_int(p, "working_set_bytes", default_ws.get(spec.level))
         if ws > 0.8 * topo.mem_available_bytes():
             raise BenchError(f"working set {ws / 2**30:.2f} GiB is larger than 80% of available memory "
                              f"({topo.mem_available_bytes() / 2**30:.2f} GiB)")
-        self.extra: dict[str, Any] = {"threads": threads, "cpus": self.cpus}
+        self.extra: dict[str, Any] = {"threads": threads, "cpus": self.cpus, "notes": ws_notes}
         self._total_reps = 0
         self._native: Any
         if spec.kernel == "chase":

@@ -41,9 +41,9 @@ class CacheShare:
 
     level: int
     reported_bytes: int      # the size of one instance as sysfs reports it
-    share_bytes: int         # the part belonging to the cores in use (instance size x our cores / its cores)
-    usable_bytes: int        # share_bytes, capped where it is implausible for the core count
-    note: str                # empty, or why share_bytes was not believed
+    instance_bytes: int      # the instances the cores sit in, each capped where implausible for its core count
+    share_bytes: int         # the part of them belonging to the cores in use (instance x our cores / its cores)
+    note: str                # empty, or why a reported size was not believed
 
 
 def _parse_size(text: str) -> int:
@@ -110,9 +110,9 @@ def one_cpu_per_core(root: Path = SYS_CPU, allowed: Sequence[int] | None = None)
 
 
 def cache_shares(cpus: Sequence[int], root: Path = SYS_CPU) -> dict[int, CacheShare]:
-    """Per level, the cache the cores ``cpus`` may fill: for each instance they sit in, its size times the number of
-    our cores in it over the number of cores (not SMT threads) sharing it. A last-level share above
-    PLAUSIBLE_LLC_PER_CORE_BYTES per core is capped there, with a note."""
+    """Per level, the cache the cores ``cpus`` sit in and their share of it: for each instance, its size times the
+    number of our cores in it over the number of cores (not SMT threads) sharing it. A last level above
+    PLAUSIBLE_LLC_PER_CORE_BYTES per sharing core is capped there, with a note."""
     per_level: dict[int, dict[tuple[int, ...], tuple[int, int, int]]] = {}  # level -> instance -> (size, ours, cores)
     for cpu in cpus:
         for level, _kind, size, shared in _cache_dirs(cpu, root):
@@ -124,15 +124,16 @@ def cache_shares(cpus: Sequence[int], root: Path = SYS_CPU) -> dict[int, CacheSh
     last = max(per_level, default=0)
     for level, insts in per_level.items():
         reported = max(size for size, _, _ in insts.values())
-        share = sum(size * min(ours, cores) // cores for size, ours, cores in insts.values())
-        usable, note = share, ""
-        n_cores = sum(min(ours, cores) for _, ours, cores in insts.values())
-        if level == last and level >= 3 and share > PLAUSIBLE_LLC_PER_CORE_BYTES * n_cores:
-            usable = PLAUSIBLE_LLC_PER_CORE_BYTES * n_cores
-            note = (f"L{level} of {reported / MIB:.0f} MiB for {n_cores} core(s) is implausible (more than "
+        capped = {k: (min(size, PLAUSIBLE_LLC_PER_CORE_BYTES * cores) if level == last and level >= 3 else size,
+                      ours, cores) for k, (size, ours, cores) in insts.items()}
+        note = ""
+        if any(capped[k][0] < insts[k][0] for k in insts):
+            cores = max(c for _, _, c in insts.values())
+            note = (f"L{level} of {reported / MIB:.0f} MiB shared by {cores} core(s) is implausible (more than "
                     f"{PLAUSIBLE_LLC_PER_CORE_BYTES // MIB} MiB per core; a VM reporting its host's cache?): "
-                    f"working sets assume at most {usable / MIB:.0f} MiB")
-        out[level] = CacheShare(level, reported, share, usable, note)
+                    f"working sets assume {sum(s for s, _, _ in capped.values()) / MIB:.0f} MiB")
+        out[level] = CacheShare(level, reported, sum(s for s, _, _ in capped.values()),
+                                sum(s * min(o, c) // c for s, o, c in capped.values()), note)
     return out
 
 
@@ -158,28 +159,38 @@ def hugetlb_pages_free() -> int:
 
 def level_working_sets(threads: int, *, quick: bool = False, root: Path = SYS_CPU,
                        allowed: Sequence[int] | None = None) -> dict[str, int]:
-    """Total working set (all threads) that lives in each level, from the caches the first ``threads`` cores may
-    fill (:func:`cache_shares`): half of each private L1/L2 share, for L3 4x L2 per thread but at most half the
-    usable L3 share, and for memory max(MEM_MIN_BYTES, MEM_OVER_LLC x the usable last-level share) — with
-    ``quick`` at most MEM_QUICK_MAX_BYTES. Defaults where sysfs says nothing: L1 32 KiB, L2 512 KiB per core."""
+    """Total working set (all threads) that lives in each level; see :func:`working_set_plan`."""
     return working_set_plan(threads, quick=quick, root=root, allowed=allowed)[0]
 
 
 def working_set_plan(threads: int, *, quick: bool = False, root: Path = SYS_CPU,
                      allowed: Sequence[int] | None = None) -> tuple[dict[str, int], list[str]]:
-    """:func:`level_working_sets` and the notes that explain it (an implausible L3, a missing level)."""
+    """Working sets per level for the first ``threads`` cores, and the notes that explain them.
+
+    From :func:`cache_shares` of those cores: L1 and L2 get half their share (they are private, or shared only by
+    SMT siblings we leave idle). L3 gets 4x the L2 share, well past the private caches, but at most half the cores'
+    L3 share (or, where that share is smaller than twice the L2s, up to twice the L2s if the L3 they sit in holds
+    it), and never more than half that L3. Memory gets max(MEM_MIN_BYTES, MEM_OVER_LLC x the last-level cache the
+    cores sit in): one core may fill all of it while the others idle. ``quick`` caps memory at
+    MEM_QUICK_MAX_BYTES. Defaults where sysfs says nothing: L1 32 KiB, L2 512 KiB per core."""
     cores = one_cpu_per_core(root, allowed)[:max(threads, 1)]
     shares = cache_shares(cores, root)
     n = len(cores)
     notes = [s.note for s in shares.values() if s.note]
-    l1 = shares[1].usable_bytes if 1 in shares else 32 * KIB * n
-    l2 = shares[2].usable_bytes if 2 in shares else 512 * KIB * n
+    l1 = shares[1].share_bytes if 1 in shares else 32 * KIB * n
+    l2 = shares[2].share_bytes if 2 in shares else 512 * KIB * n
     out = {"l1": l1 // 2, "l2": l2 // 2}
     if 3 in shares:
-        out["l3"] = min(shares[3].usable_bytes // 2, 4 * l2)
+        s3 = shares[3]
+        l3 = min(4 * l2, max(s3.share_bytes // 2, 2 * l2), s3.instance_bytes // 2)
+        if l3 > l2:
+            out["l3"] = l3
+        else:
+            notes.append(f"L3 of {s3.instance_bytes / MIB:.0f} MiB is too small beside {l2 / MIB:.0f} MiB of L2 "
+                         "for a separate l3 level")
     else:
         notes.append("no L3 reported: no l3 level; memory sized from L2")
-    last = shares[max(shares)].usable_bytes if shares else l2
+    last = shares[max(shares)].instance_bytes if shares else l2
     mem = max(MEM_MIN_BYTES, MEM_OVER_LLC * last)
     out["mem"] = min(mem, MEM_QUICK_MAX_BYTES) if quick else mem
     return {k: v for k, v in out.items() if v}, notes
