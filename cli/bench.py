@@ -122,7 +122,7 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
         raise click.ClickException(f"{out.failed} point(s) failed (see the messages above); the other rows are kept")
     if out.n_bad_checksum:
         raise click.ClickException(f"{out.n_bad_checksum} point(s) failed their checksum; rows kept with "
-                                   "checksum_ok=false")
+                                   "checksum_ok=false and left out of the plot, peaks and fits")
 
 
 @bench.command("sweep")

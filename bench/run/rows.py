@@ -114,6 +114,7 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
               if g.result.time_s > 0 and meter.sample_hz is not None]
     drift = max(drifts) if drifts else None
     notes = [n for n in (ctx.note, "" if meter.sample_hz is not None else meter.reason) if n]
+    notes += [str(n) for n in res.extra.get("notes", ()) if n]     # the back end's own notes on this point
     if throttled:
         why = f"time per repetition rose {per_rep[-1] / per_rep[0] - 1:.1%}"
         if len(clocks) >= 2:

@@ -201,6 +201,9 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     if s.trace_dir is not None:
         s.trace_dir = s.trace_dir / s.ctx.run_id
     s.points, s.notes = make_points(s.backend, opts, prof, caps or (None,), dvfs_ids or (None,))
+    plan_notes = getattr(s.backend, "plan_notes", None)   # e.g. what the back end made of the topology
+    if callable(plan_notes):
+        s.notes += list(plan_notes())
     if not s.points:
         raise BenchError(f"nothing to run on '{prof.name}': " + ("; ".join(s.notes) or "no points"))
     s.recorder = Recorder([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False)

@@ -72,6 +72,8 @@ EXTRA: tuple[Column, ...] = (
     Column("ns_per_access", "measure", "ns"), Column("cycles_per_access", "measure", "cycle"),
     Column("pages", "text"), Column("driver_version", "text"), Column("compiler", "text"),
     Column("params", "text", doc="kernel parameters k=v;..."), Column("note", "text"),
+    Column("clock_method", "text", doc="how effective_clock_hz was measured"),
+    Column("clock_check", "text", doc="the clock cross-check's verdict"),
     Column("emulated", "bool", doc="true when anything in the row did not come from real hardware"),
     Column("point_id", "text"), Column("config_hash", "text"), Column("n_regions", "measure"),
     Column("time_spread_rel", "measure"), Column("energy_spread_rel", "measure"),
