@@ -145,13 +145,16 @@ def open_session(opts: RunOptions, *, trace_dir: Path | None = None,
                  restore_file: Path | None = None) -> Session:
     prof = load_bench_profile(opts.platform)
     settings = RunSettings.from_section(prof.bench, quick=opts.quick, reps=opts.reps, min_time_s=opts.min_time_s)
-    caps = tuple(prof.bench.power_caps_w if opts.power_caps_w is None else opts.power_caps_w)
-    dvfs_ids = tuple(prof.bench.dvfs_settings if opts.dvfs_settings is None else opts.dvfs_settings)
-    for sid in dvfs_ids:
-        prof.dvfs_setting(sid)
     path = "emulated" if opts.emulate else "metered" if prof.meters else "time-only"
     backend_name = "emulated" if opts.emulate else (opts.backend or prof.bench.backend or "")
     check_applies(opts, path=path, backend=backend_name, platform=prof.name)
+    caps = tuple(prof.bench.power_caps_w if opts.power_caps_w is None else opts.power_caps_w)
+    dvfs_ids = tuple(prof.bench.dvfs_settings if opts.dvfs_settings is None else opts.dvfs_settings)
+    if path == "emulated" and dvfs_ids:
+        raise BenchError(f"platform '{prof.name}' lists [bench] dvfs_settings, which the emulated device does "
+                         "not model (use power caps, or dvfs_settings = [] in the sweep)")
+    for sid in dvfs_ids:
+        prof.dvfs_setting(sid)
     s = Session(profile=prof, path=path, backend=None, recorder=None, meter=None, ctx=None,  # type: ignore[arg-type]
                 settings=settings, points=[], trace_dir=trace_dir, device=opts.device or prof.bench.device)
     try:
