@@ -139,12 +139,10 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         else:
             return []
     tp = _unwrap(tp)
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return list(tp.model_fields)
     if typing.get_origin(tp) in (list, tuple):
-        inner = _unwrap(typing.get_args(tp)[0])
-        if isinstance(inner, type) and issubclass(inner, BaseModel):
-            return list(inner.model_fields)
+        tp = _unwrap(typing.get_args(tp)[0])
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [f.alias or n for n, f in tp.model_fields.items()]
     return []
 
 
