@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "predict": "archline.cli.predict:predict",
     "tune": "archline.cli.tune:tune",
     "design-space": "archline.cli.design_space:design_space",
+    "ipp": "archline.cli.ipp:ipp",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".
