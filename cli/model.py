@@ -66,8 +66,17 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
             v, shown_unit = display(summary[p].get(sym), unit)
             vals.append(v)
         rows.append([sym, *vals, shown_unit, meaning])
-    echo_table(["symbol", *[p.upper() for p in precs], "unit", "meaning"], rows)
-    if "delta_pi" not in summary[precs[0]]:
+    if rows:
+        echo_table(["symbol", *[p.upper() for p in precs], "unit", "meaning"], rows)
+    else:
+        click.echo("nothing can be computed from this profile's constants")
+    for p in precs:
+        by_reason: dict[str, list[str]] = {}
+        for sym, why in summary[p].get("missing", {}).items():
+            by_reason.setdefault(why, []).append(sym)
+        for why, syms in by_reason.items():
+            click.echo(f"cannot compute {', '.join(syms)} ({p.upper()}): {why}")
+    if "delta_pi" not in summary[precs[0]] and "missing" not in summary[precs[0]]:
         click.echo("\ndelta_pi unknown: free (uncapped) model. " + (pl.source("delta_pi") or ""))
 
 
@@ -123,3 +132,52 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -
     curves = curves_for(pls, [p for p in precs if all(p in pl.precisions_available() for pl in pls)] or precs)
     path = plot_model(curves, out or Path(f"{pls[0].name}.png"))
     click.echo(f"wrote {path}")
+
+
+@model.command("peak")
+@click.argument("name_or_profile")
+@click.option("--mix", "mix_name", required=True, metavar="FILE|fmmu",
+              help="instruction mix (.toml with [instructions.<class>] count, unit = core|sfu, flops); "
+                   "'fmmu' is the FMM_U inner loop of the thesis")
+@format_option
+def peak_cmd(name_or_profile: str, mix_name: str, fmt: str) -> None:
+    """The peak flop rate for a given instruction mix, from the profile's issue rules ([issue] table).
+
+    \b
+    Each class's cycles per warp instruction (32 lanes / its units), the scalar instructions an SM issues
+    a cycle while it runs, and its flops per instruction give the mix's average flops per cycle per SM:
+      peak = SMs x clock x sum_c(n_c*cycles_c*flops_per_cycle_c) / sum_c(n_c*cycles_c)
+    (the thesis §3.4.4; docs/model.md). The FMA-only peak assumes every instruction is an FMA.
+
+    \b
+    Examples:
+      archline model peak gtx580 --mix fmmu         788 GFLOP/s for FMM_U, against 1581 with FMAs only
+      archline model peak gtx580 --mix mymix.toml --format json
+    """
+    from archline.fit.analyses.mix_peak import issue_rules, load_mix, mix_peak
+    from archline.fit.platforms.profiles import load_platform
+
+    pl = load_platform(name_or_profile)
+    rules = issue_rules(pl)
+    mix = load_mix(mix_name)
+    r = mix_peak(rules, mix)
+    fma_peak = pl.value("peak_flop_per_s_sp")
+    out = {"platform": pl.name, "mix": mix.name, "mix_source": mix.source, "issue_source": rules.source,
+           "flops_per_mix": mix.flops, "instructions_per_mix": mix.instructions, **r.as_dict(),
+           "fma_peak_flop_per_s": fma_peak,
+           "fraction_of_fma_peak": None if not fma_peak else r.peak_flop_per_s / fma_peak}
+    if fmt == "json":
+        echo_json(out)
+        return
+    click.echo(f"{pl.name}, mix {mix.name}: {mix.flops:g} flops in {mix.instructions:g} instructions "
+               f"({rules.sms} SMs x {rules.cores_per_sm} cores, {rules.sfus_per_sm} SFUs, "
+               f"{rules.clock_hz / 1e9:g} GHz)")
+    echo_table(["class", "count", "unit", "flops/instr", "cycles", "instr/cycle", "flops/cycle"],
+               [[c["class"], f"{c['count']:g}", c["unit"], f"{c['flops_per_instruction']:g}", f"{c['cycles']:g}",
+                 f"{c['instructions_per_cycle']:g}", f"{c['flops_per_cycle']:g}"] for c in r.per_class])
+    click.echo(f"cycles per mix (per SM, one warp): {r.cycles_per_mix:g}")
+    click.echo(f"average issue rate: {r.instructions_per_cycle:.4g} scalar instructions/cycle/SM; "
+               f"{r.flops_per_cycle:.4g} flops/cycle/SM")
+    click.echo(f"instruction-mix peak: {r.peak_flop_per_s / 1e9:.4g} GFLOP/s"
+               + (f" (FMA-only peak {fma_peak / 1e9:.4g} GFLOP/s: {100 * r.peak_flop_per_s / fma_peak:.1f}%)"
+                  if fma_peak else ""))
