@@ -4,7 +4,7 @@ symbol names of model.md §0 (B_tau, B_eps, eps_hat, pi0, delta_pi, …), in SI 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,13 +56,22 @@ def machine_summary(m: Machine) -> dict[str, float]:
     return out
 
 
-#: derived symbol -> the symbols it needs (model.md §0-§4), in an order where needs come first.
-_DERIVED: dict[str, tuple[str, ...]] = {
-    "B_tau": ("tau_flop", "tau_mem"), "B_eps": ("eps_flop", "eps_mem"), "balance_gap": ("B_eps", "B_tau"),
-    "eps_0": ("pi0", "tau_flop"), "eps_hat": ("eps_flop", "eps_0"), "eta_flop": ("eps_flop", "eps_hat"),
-    "Bhat_eps": ("B_eps", "B_tau", "eta_flop"), "pi_flop": ("eps_flop", "tau_flop"), "pi_mem": ("eps_mem", "tau_mem"),
-    "P_max": ("pi0", "pi_flop", "pi_mem"), "peak_flop_per_s": ("tau_flop",), "peak_flop_per_j": ("eps_hat",),
-    "streaming_energy_per_byte": ("eps_mem", "tau_mem", "pi0"),
+#: derived symbol -> (the symbols it needs, its formula), in an order where needs come first (model.md §0-§4).
+_DERIVED: dict[str, tuple[tuple[str, ...], Callable[[dict[str, float]], float]]] = {
+    "B_tau": (("tau_flop", "tau_mem"), lambda v: v["tau_mem"] / v["tau_flop"]),
+    "B_eps": (("eps_flop", "eps_mem"), lambda v: v["eps_mem"] / v["eps_flop"]),
+    "balance_gap": (("B_eps", "B_tau"), lambda v: v["B_eps"] / v["B_tau"]),
+    "eps_0": (("pi0", "tau_flop"), lambda v: v["pi0"] * v["tau_flop"]),
+    "eps_hat": (("eps_flop", "eps_0"), lambda v: v["eps_flop"] + v["eps_0"]),
+    "eta_flop": (("eps_flop", "eps_hat"), lambda v: v["eps_flop"] / v["eps_hat"]),
+    "Bhat_eps": (("B_eps", "B_tau", "eta_flop"),
+                 lambda v: float(rl.energy_balance_point_flop_per_byte(v["B_eps"], v["B_tau"], v["eta_flop"]))),
+    "pi_flop": (("eps_flop", "tau_flop"), lambda v: v["eps_flop"] / v["tau_flop"]),
+    "pi_mem": (("eps_mem", "tau_mem"), lambda v: v["eps_mem"] / v["tau_mem"]),
+    "P_max": (("pi0", "pi_flop", "pi_mem"), lambda v: v["pi0"] + v["pi_flop"] + v["pi_mem"]),
+    "peak_flop_per_s": (("tau_flop",), lambda v: 1.0 / v["tau_flop"]),
+    "peak_flop_per_j": (("eps_hat",), lambda v: 1.0 / v["eps_hat"]),
+    "streaming_energy_per_byte": (("eps_mem", "tau_mem", "pi0"), lambda v: v["eps_mem"] + v["tau_mem"] * v["pi0"]),
 }
 
 
@@ -79,22 +88,12 @@ def partial_summary(platform: Platform, precision: str) -> dict[str, Any]:
         if sym not in vals:
             note = platform.source(key)
             missing[sym] = f"needs {key}" + (f" ({note})" if note else "")
-    for sym, needs in _DERIVED.items():
+    for sym, (needs, formula) in _DERIVED.items():
         absent = [n for n in needs if n not in vals]
         if absent:
             missing[sym] = missing.get(absent[0], f"needs {absent[0]}")
-            continue
-        v = vals
-        vals[sym] = {
-            "B_tau": lambda: v["tau_mem"] / v["tau_flop"], "B_eps": lambda: v["eps_mem"] / v["eps_flop"],
-            "balance_gap": lambda: v["B_eps"] / v["B_tau"], "eps_0": lambda: v["pi0"] * v["tau_flop"],
-            "eps_hat": lambda: v["eps_flop"] + v["eps_0"], "eta_flop": lambda: v["eps_flop"] / v["eps_hat"],
-            "Bhat_eps": lambda: float(rl.energy_balance_point_flop_per_byte(v["B_eps"], v["B_tau"], v["eta_flop"])),
-            "pi_flop": lambda: v["eps_flop"] / v["tau_flop"], "pi_mem": lambda: v["eps_mem"] / v["tau_mem"],
-            "P_max": lambda: v["pi0"] + v["pi_flop"] + v["pi_mem"], "peak_flop_per_s": lambda: 1.0 / v["tau_flop"],
-            "peak_flop_per_j": lambda: 1.0 / v["eps_hat"],
-            "streaming_energy_per_byte": lambda: v["eps_mem"] + v["tau_mem"] * v["pi0"],
-        }[sym]()
+        else:
+            vals[sym] = formula(vals)
     if "streaming_energy_per_byte" not in vals and platform.value("const_energy_per_byte") is not None \
             and "eps_mem" in vals:
         vals["streaming_energy_per_byte"] = vals["eps_mem"] + platform.value("const_energy_per_byte")  # type: ignore
