@@ -181,3 +181,49 @@ def peak_cmd(name_or_profile: str, mix_name: str, fmt: str) -> None:
     click.echo(f"instruction-mix peak: {r.peak_flop_per_s / 1e9:.4g} GFLOP/s"
                + (f" (FMA-only peak {fma_peak / 1e9:.4g} GFLOP/s: {100 * r.peak_flop_per_s / fma_peak:.1f}%)"
                   if fma_peak else ""))
+
+
+@model.command("keckler")
+@click.argument("name_or_costs", default="gtx580")
+@format_option
+def keckler_cmd(name_or_costs: str, fmt: str) -> None:
+    """What the fitted flop and DRAM costs hold beyond Keckler et al.'s circuit energies (Choi et al. §V-A).
+
+    \b
+    Keckler et al. give a Fermi-class double-precision FMA 50 pJ (25 pJ per flop), a DRAM byte 253-389 pJ and
+    an SRAM read or write 1.75 pJ per byte. The fitted eps_flop_dp minus 25 pJ is the instruction overhead of
+    a flop; spread over a 4-byte word it adds to the DRAM cost, and so does one write and one read of L1 and
+    of L2 (7 pJ/B). The result is compared with the fitted eps_mem.
+
+    \b
+    Examples:
+      archline model keckler                 the GTX 580: 187 pJ overhead per flop, 307-443 pJ/B against 513
+      archline model keckler my-costs.json --format json
+    """
+    from archline.fit.analyses.keckler import keckler_comparison
+    from archline.fit.platforms.profiles import load_platform
+
+    k = keckler_comparison(load_platform(name_or_costs))
+    if fmt == "json":
+        echo_json({**k.as_dict(), "source": "Choi et al., IPDPS 2013, §V-A; Keckler et al., IEEE Micro 2011"})
+        return
+
+    def pj(v: float) -> str:
+        return f"{v * 1e12:.4g}"
+
+    def rng(v: tuple[float, float]) -> str:
+        return f"{pj(v[0])}-{pj(v[1])}"
+
+    click.echo(f"{k.platform}: fitted eps_flop_dp {pj(k.eps_flop_dp_j)} pJ/flop, "
+               f"eps_mem {pj(k.eps_mem_j_per_byte)} pJ/B")
+    echo_table(["quantity", "value", "unit", "how"], [
+        ["Keckler flop (FPU only)", "25", "pJ/flop", "50 pJ per DP FMA / 2 flops"],
+        ["fitted / Keckler", f"{k.ratio_to_keckler_flop:.3g}", "x", "eps_flop_dp / 25 pJ"],
+        ["overhead per flop", pj(k.overhead_per_flop_j), "pJ/flop", "eps_flop_dp - 25 pJ"],
+        ["overhead per SP byte", pj(k.overhead_per_byte_j), "pJ/B", "overhead / 4-byte word"],
+        ["DRAM + overhead", rng(k.mem_with_overhead_j_per_byte), "pJ/B", "253-389 pJ/B + overhead per byte"],
+        ["L1 + L2 SRAM", pj(k.sram_j_per_byte), "pJ/B", "2 levels x (write + read) x 1.75 pJ/B"],
+        ["total estimate", rng(k.total_estimate_j_per_byte), "pJ/B", "DRAM + overhead + SRAM"],
+        ["fitted eps_mem - estimate", rng(k.fitted_minus_estimate_j_per_byte), "pJ/B",
+         "cache management, tag matching, ..."],
+    ])

@@ -26,7 +26,7 @@ def test_q036_fmmu_mix_11_flops_in_8_instructions() -> None:
     assert (MIX.flops, MIX.instructions) == (11, 8)
 
 
-def test_q037_q039_q042_issue_rules_in_profile() -> None:
+def test_q037_q038_q039_q042_issue_rules_in_profile() -> None:
     """Q037-Q039, Q042: 512 CUDA cores in 16 SMs at 1.54 GHz, 4 SFUs per SM (S1 §3.4.4), as the profile holds."""
     from archline.fit.analyses.mix_peak import issue_rules
     r = issue_rules(RULES)

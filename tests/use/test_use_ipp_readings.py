@@ -103,7 +103,7 @@ def test_fig13_cmem_linear() -> None:
 
 
 @pytest.mark.parametrize("name", ["Dotp", "Nmat"])
-def test_q143_q145_savings_as_the_model_predicts(name: str) -> None:
+def test_q143_to_q145_savings_as_the_model_predicts(name: str) -> None:
     """§6.4.1-6.4.2 savings of running on 20 SMs instead of 30, as far as Table 4 determines them.
 
     The paper's 10.99% average and 22.09% maximum runtime savings (Q143, Q144) and 25.85% with power gating
