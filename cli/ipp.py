@@ -67,6 +67,8 @@ def ipp() -> None:
       archline ipp sweep table4 -k Dotp -k Nmat -k Cmem --plot fig13.png
       archline ipp savings table4                  energy saved on the optimal SM count (paper §6.4)
       archline ipp example > mine.toml && archline ipp power mine.toml --plot power.png
+
+    Where the paper contradicts itself and which reading archline takes: docs/analyses.md.
     """
 
 
@@ -227,11 +229,12 @@ def optimal_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, 
                  r["optimal_sms"], r["reason"]] for r in rows])
 
 
-def _sweeps(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, cond2: str) -> tuple[Any, list, dict]:
-    from archline.fit.analyses.ipp_report import optimal, sweep
+def _sweeps(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str,
+            cond2: str) -> tuple[Any, list[Any], dict[str, int], list[str]]:
+    from archline.fit.analyses.ipp_report import sweep_many
 
     gpu, ks = _load(gpu_name, kernels, only)
-    return gpu, [sweep(k, gpu) for k in ks], {k.name: optimal(k, gpu, cond1, cond2).active_sms for k in ks}
+    return (gpu, *sweep_many(ks, gpu, cond1, cond2))
 
 
 @ipp.command("sweep")
@@ -253,7 +256,9 @@ def sweep_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, co
     Example:
       archline ipp sweep table4 -k Dotp -k Madd -k Dmadd -k Mmul -k Nmat -k Cmem --plot fig13.png
     """
-    gpu, sws, opt = _sweeps(kernels, gpu_name, only, cond1, cond2)
+    gpu, sws, opt, skipped = _sweeps(kernels, gpu_name, only, cond1, cond2)
+    for note in skipped:
+        click.echo(f"archline: note: {note}", err=True)
     if plot_path is not None:
         from archline.fit.analyses.ipp_plots import plot_sweeps
         plot_sweeps(sws, opt, plot_path, gpu.name, which)
@@ -261,7 +266,7 @@ def sweep_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, co
         echo_json({"gpu": gpu.name, "power": which, "source": "Hong & Kim, ISCA 2010, eq.28, Fig. 13/15", "kernels": [
             {"kernel": s.kernel, "absolute": s.absolute, "active_sms": s.active_sms, "time": s.time,
              "perf": s.perf, "perf_per_watt": s.perf_per_watt(which), "best_perf_per_watt_sms": s.best(which),
-             "ipp_optimal_sms": opt[s.kernel], "notes": s.notes} for s in sws]})
+             "ipp_optimal_sms": opt[s.kernel], "notes": s.notes} for s in sws], "skipped": skipped})
         return
     grid = [n for n in (1, 5, 10, 15, 20, 25, 30) if n <= gpu.num_sms]
     for s in sws:
@@ -300,10 +305,13 @@ def savings_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, 
     """
     from archline.fit.analyses.ipp_report import savings
 
-    gpu, sws, opt = _sweeps(kernels, gpu_name, only, cond1, cond2)
+    gpu, sws, opt, skipped = _sweeps(kernels, gpu_name, only, cond1, cond2)
+    for note in skipped:
+        click.echo(f"archline: note: {note}", err=True)
     rows = [{"kernel": s.kernel, **savings(s, opt[s.kernel], runtime_power_w, gpu.idle_power_w)} for s in sws]
     if fmt == "json":
-        echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, §6.4.1-6.4.2", "kernels": rows})
+        echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, §6.4.1-6.4.2", "kernels": rows,
+                   "skipped": skipped})
         return
     echo_table(["kernel", "SMs", "T(n)/T(all)", "runtime", "runtime+idle", "power gating"],
                [[r["kernel"], r["active_sms"], f"{r['time_ratio']:.4f}", _pct(r["runtime"]), _pct(r["runtime+idle"]),

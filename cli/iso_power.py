@@ -42,6 +42,8 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
       archline iso-power titan arndale-gpu                 N from the profiles (250 W TDP, < 10 W board)
       archline iso-power titan jetson-tk1 --n 22 --plot tk1.png    the thesis's 22 boards (measured powers)
       archline iso-power gtx580-costs.json jetson-costs.json --budget-w 140 --format json
+
+    More in docs/analyses.md.
     """
     from archline.fit.analyses.cluster import iso_power as compute
     from archline.fit.analyses.cluster import plot_iso_power, system

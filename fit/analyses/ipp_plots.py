@@ -12,7 +12,7 @@ from archline.fit.analyses.figures import pyplot, save_figure
 from archline.fit.analyses.ipp_report import KernelPower, Sweep, breakdown_w
 
 _STYLES = ["-", "--", "-.", ":"]
-_MARKERS = ["o", "", "s", "", "^", ""]
+_MARKERS = ["o", "^", "s", "D", "v", "x"]
 
 
 def _groups(sweeps: Sequence[Sweep], which: str) -> list[tuple[str, Sweep]]:
@@ -44,7 +44,8 @@ def plot_sweeps(sweeps: Sequence[Sweep], optimal: dict[str, int], out_path: Path
         perf = [p / s.perf[-1] for p in s.perf] if rel else [p / scale for p in s.perf]
         ppw = s.perf_per_watt(which)
         ppw = [p / ppw[-1] for p in ppw] if rel else [p / scale for p in ppw]
-        mk = dict(marker=_MARKERS[k % len(_MARKERS)], markevery=3, markersize=4, markerfacecolor="none")
+        # markers on staggered SM counts: curves that nearly coincide (Nmat, Dotp...) stay distinguishable
+        mk = dict(marker=_MARKERS[k % len(_MARKERS)], markevery=(k % 3, 3), markersize=4, markerfacecolor="none")
         ax_p.plot(s.active_sms, perf, style, color=colour, label=label, **mk)
         ax_w.plot(s.active_sms, ppw, style, color=colour, label=label, **mk)
         n_opt = optimal.get(s.kernel)

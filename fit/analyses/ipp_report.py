@@ -205,12 +205,38 @@ def sweep(k: Kernel, gpu: GpuParams) -> Sweep:
     notes = ["relative to all SMs: S3 Table 4 gives MWP, CWP and N, not the cycle counts"]
     if m > c:
         rel = [relative_time(m, c, 1.0, 1.0, gpu.num_sms, n)[0] for n in grid]     # case 3: ~ #Repw
+    elif peak is not None and m < peak and not math.isclose(m, peak):
+        # below the bandwidth limit with every SM, MWP is set by MWP_Without_BW or N, which fewer SMs do not
+        # change (MWP_peak_BW only grows): time ~ #Repw, whatever N is
+        rel = [gpu.num_sms / n for n in grid]
+        notes.append("MWP below MWP_peak_BW: MWP does not change with the SM count")
     else:
         if peak is None or n_w is None:
             raise IppInputError(f"{k.where()}: the SM sweep of a memory-bound kernel needs n_warps and mwp_peak_bw")
         rel = [relative_time(m, c, n_w, peak, gpu.num_sms, n)[0] for n in grid]
     factors = [math.log10(gpu.alpha * n + gpu.beta) for n in grid]
     return Sweep(k.name, False, grid, rel, [1.0 / t for t in rel], factors, [], notes)
+
+
+def sweep_many(kernels: Sequence[Kernel], gpu: GpuParams, cond1: str = "and",
+               cond2: str = ">=") -> tuple[list[Sweep], dict[str, int], list[str]]:
+    """Sweeps and eq.34 counts of several kernels; one that lacks an input is skipped with the reason (all of
+    them lacking one is an error)."""
+    sweeps: list[Sweep] = []
+    opt: dict[str, int] = {}
+    skipped: list[str] = []
+    for k in kernels:
+        try:
+            opt[k.name] = optimal(k, gpu, cond1, cond2).active_sms
+            sweeps.append(sweep(k, gpu))
+        except IppInputError as e:
+            if len(kernels) == 1:
+                raise
+            skipped.append(f"{k.name} skipped: {e}")
+    if not sweeps:
+        raise IppInputError(skipped[0] if len(skipped) == 1 else
+                            f"no kernel can be swept ({len(skipped)} skipped; first: {skipped[0]})")
+    return sweeps, opt, skipped
 
 
 def savings(sw: Sweep, n_opt: int, runtime_power_w: float | None = None,

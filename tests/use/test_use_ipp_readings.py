@@ -129,3 +129,15 @@ def test_q143_to_q145_savings_as_the_model_predicts(name: str) -> None:
 def test_q146_power_gating_per_sm() -> None:
     """Q146 (S3 §6.4.2): 30 SMs drawing 120 W in all is 4 W per SM with per-core power gating."""
     assert rep.power_per_sm_gated_w(120.0, 30) == pytest.approx(4.0)
+
+
+def test_sweep_all_table4_kernels() -> None:
+    """All SMs' worth of kernels: below the bandwidth limit (SVM, Bs: MWP < MWP_peak_BW) or compute-bound (Bino,
+    Conv, Cmem: MWP > CWP) performance is linear in the SM count whatever N is; Sepia (MWP = CWP, no MWP_peak_BW
+    in the paper) cannot be swept and is skipped with the reason."""
+    sws, opt, skipped = rep.sweep_many(list(KERNELS.values()), GPU)
+    assert [s.split(" ")[0] for s in skipped] == ["Sepia"] and "mwp_peak_bw" in skipped[0]
+    for s in sws:
+        if s.kernel in ("SVM", "Bs", "Bino", "Conv", "Cmem"):
+            assert [p / s.perf[-1] for p in s.perf] == pytest.approx([n / 30 for n in s.active_sms])
+    assert opt == PAPER_SMS          # eq.34 still decides Sepia (condition 2)
