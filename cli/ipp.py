@@ -217,16 +217,21 @@ def optimal_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, 
         o = optimal(k, gpu, cond1, cond2)
         rows.append({"kernel": k.name, "MWP": m, "CWP": c, "N": k.get("n_warps"), "MWP_peak_BW": k.mwp_peak_bw(gpu),
                      "optimal_sms": o.active_sms, "condition": o.condition, "reason": o.reason,
-                     "bandwidth_formula": o.exact, "mwp_cwp_from": src})
+                     "bandwidth_formula": o.exact, "mwp_cwp_from": src,
+                     "bandwidth_gb_per_s": k.get("bandwidth_gb_per_s"), "bandwidth_limited": k.bandwidth_limited})
     if fmt == "json":
         echo_json({"gpu": gpu.name, "num_sms": gpu.num_sms, "cond1": cond1, "cond2": cond2,
                    "source": "Hong & Kim, ISCA 2010, eq.34", "kernels": rows})
         return
     click.echo(f"optimal active SMs on {gpu.name}, {gpu.num_sms} SMs (Hong & Kim eq.34; "
                f"cond1 {cond1}, cond2 {cond2})")
-    echo_table(["kernel", "MWP", "CWP", "N", "MWP_peak_BW", "SMs", "why"],
+    labelled = any(r["bandwidth_limited"] is not None for r in rows)
+    echo_table(["kernel", "MWP", "CWP", "N", "MWP_peak_BW", "SMs", "why",
+                *(["file says", "GB/s"] if labelled else [])],
                [[r["kernel"], _num(r["MWP"]), _num(r["CWP"]), _num(r["N"]), _num(r["MWP_peak_BW"]),
-                 r["optimal_sms"], r["reason"]] for r in rows])
+                 r["optimal_sms"], r["reason"],
+                 *([{True: "bandwidth limited", False: "not limited", None: "-"}[r["bandwidth_limited"]],
+                    _num(r["bandwidth_gb_per_s"])] if labelled else [])] for r in rows])
 
 
 def _sweeps(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str,
