@@ -84,12 +84,13 @@ def plot_power(powers: Sequence[KernelPower], out_path: Path, gpu_name: str) -> 
         ax.bar(names, vals, bottom=bottom, label=u, color=cmap(k % 20), edgecolor="white", linewidth=0.5)
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     for x, total in enumerate(bottom):
-        ax.annotate(f"{total:.1f} W", (x, total), textcoords="offset points", xytext=(0, 3), ha="center",
+        ax.annotate(f"{total:.2f} W", (x, total), textcoords="offset points", xytext=(0, 3), ha="center",
                     fontsize=8)
     ax.set_ylim(0, max(bottom) * 1.12)
     ax.set_ylabel("GPU power (W)")
     ax.set_title(f"IPP power breakdown on {gpu_name} (Hong & Kim 2010, eq.5-16)", fontsize=11)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles[::-1], labels[::-1], fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # as stacked
     fig.tight_layout()
     return save_figure(fig, out_path)
 
