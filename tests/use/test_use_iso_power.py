@@ -101,3 +101,26 @@ def test_cli_iso_power_malformed_cost_table(tmp_path: Path, run_cli: Callable[..
     bad.write_text('{"schema": "archline.costs/1", "coefficients": {"eps_mem": {"value": "x"}}}')
     r = run_cli("iso-power", "titan", str(bad))
     assert r.exit_code == 2 and str(bad) in r.stderr                       # type: ignore[attr-defined]
+
+
+def test_cli_iso_power_with_fitted_cost_tables(tmp_path: Path, run_cli: Callable[..., object]) -> None:
+    """Two cost tables (archline fit output): N from their model P_max, energies from their costs."""
+    def table(name: str, eps_s: float, eps_mem: float, pi0: float, peak: float, bw: float) -> Path:
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps({"schema": "archline.costs/1", "platform": name, "model": "basic", "emulated": True,
+                                 "coefficients": {"eps_flop_sp": {"value": eps_s}, "eps_mem": {"value": eps_mem},
+                                                  "pi0": {"value": pi0}},
+                                 "tau": {"tau_flop_sp": {"value": 1 / peak}, "tau_mem": {"value": 1 / bw}}}))
+        return p
+    big = table("big", 50e-12, 300e-12, 100.0, 4e12, 300e9)      # P_max = 100 + 200 + 90 = 390 W
+    small = table("small", 20e-12, 200e-12, 2.0, 200e9, 20e9)    # P_max = 2 + 4 + 4 = 10 W
+    r = run_cli("iso-power", str(big), str(small), "-i", "1", "--format", "json")
+    d = json.loads(r.stdout)                                                 # type: ignore[attr-defined]
+    assert d["n_exact"] == pytest.approx(39.0) and d["n_small"] == 39
+    p = d["points"][0]                                                      # I = 1: memory-bound on both
+    assert p["b_flop_per_s"] == pytest.approx(39 * 20e9)
+    assert p["b_energy_j"] == pytest.approx(1e12 * (20e-12 + 200e-12 + 2.0 / 20e9))
+    assert p["b_power_w"] == pytest.approx(39 * (2.0 + 20e-12 * 20e9 + 4.0))
+    assert d["small"]["emulated"] is True
+    r = run_cli("iso-power", str(big), str(small))
+    assert "[emulated]" in r.stdout                                          # type: ignore[attr-defined]
