@@ -23,6 +23,8 @@ SUBCOMMANDS: dict[str, str] = {
     "predict": "archline.cli.predict:predict",
     "tune": "archline.cli.tune:tune",
     "design-space": "archline.cli.design_space:design_space",
+    "ipp": "archline.cli.ipp:ipp",
+    "iso-power": "archline.cli.iso_power:iso_power",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".

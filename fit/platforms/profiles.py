@@ -36,9 +36,10 @@ CONSTANT_UNITS: dict[str, str] = {
     "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access", "eps_int": "J/op",
     "pi0": "W", "delta_pi": "W", "tdp_w": "W", "idle_w": "W", "const_energy_per_byte": "J/byte",
 }
-#: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``.
+#: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``; ``issue`` holds the
+#: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py).
 PROFILE_KEYS = {"schema", "name", "title", "device_kind", "notes", "sources", "constants", "dvfs", "bench",
-                "meters", "emulate"}
+                "meters", "emulate", "issue"}
 PRECISIONS = ("sp", "dp")
 
 
