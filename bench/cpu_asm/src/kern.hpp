@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "sums.hpp"
+
 namespace kern {
 
 constexpr std::size_t BLOCK = 512;  // trips between accumulator flushes
@@ -66,7 +68,7 @@ inline double hsum_d(typename V::v a) {
 template <class V, int A, class Trip>
 [[gnu::always_inline]] inline double blocked(std::size_t trips, Trip&& trip) {
   using v = typename V::v;
-  double total = 0;
+  sums::Neumaier total;  // blocks x A x L terms: compensated, so the error does not grow with the trip count
   const std::size_t half = trips / STREAMS;  // trips per stream
   std::size_t t = 0;
   do {
@@ -77,9 +79,9 @@ template <class V, int A, class Trip>
     streams(t, end, half, trips, [&](std::size_t u) { trip(u, acc); });
     t = end;
 #pragma GCC unroll 32
-    for (int a = 0; a < A; ++a) total += hsum_d<V>(acc[a]);
+    for (int a = 0; a < A; ++a) total.add(hsum_d<V>(acc[a]));
   } while (t < half);
-  return total;
+  return total.value();
 }
 
 // chains mode: Q runtime, R compile time
