@@ -68,7 +68,9 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
         rows.append([sym, *vals, shown_unit, meaning])
     echo_table(["symbol", *[p.upper() for p in precs], "unit", "meaning"], rows)
     if "delta_pi" not in summary[precs[0]]:
-        click.echo("\ndelta_pi unknown: free (uncapped) model. " + (pl.source("delta_pi") or ""))
+        why = pl.source("delta_pi")
+        click.echo("\ndelta_pi (the power cap) is not known, so the free (uncapped) model is used"
+                   + (f" ({why})" if why else ""))
 
 
 @model.command("predict")
