@@ -77,7 +77,8 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
                     label=f"fitted arch line {prec.upper()}")
         ax_pow.plot(grid, m.power_w(grid), color=c, lw=1.8, label=f"fitted power line {prec.upper()}")
         if m.capped:
-            ax_pow.axhline(m.pi0_w + m.delta_pi_w, color="grey", ls=":", lw=1)
+            ax_pow.axhline(m.pi0_w + m.delta_pi_w, color="grey", ls=":", lw=1,
+                           label=f"fitted cap π0+Δπ = {m.pi0_w + m.delta_pi_w:.4g} W")
     for ax, ylab, title in ((ax_perf, "performance [GFLOP/s]", "time roofline"),
                             (ax_eff, "energy efficiency [GFLOP/J]", "energy arch line"),
                             (ax_pow, "average power [W]", "power line"),
