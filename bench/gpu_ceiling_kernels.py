@@ -4,7 +4,7 @@ The power / energy-efficiency roofline of S4 (§III; docs/model.md, "Power and e
 ceiling per optimisation. These kernels measure them, in the one-generator style of :mod:`archline.bench.gpu_kernels`
 (the same description renders both languages, declares its counts and computes the expected output):
 
-* ``ceil_flops``: every work-item runs ``chains`` independent chains (ILP) of ``steps x rounds`` dependent
+* ``ceil_flop``: every work-item runs ``chains`` independent chains (ILP) of ``steps x rounds`` dependent
   multiply-adds ``acc = acc*m + b`` with m = 1 passed at run time, fused (``fma``) or as a separate multiply and add
   that the compiler may not contract (OpenCL ``FP_CONTRACT OFF``; CUDA ``__fmul_rn``/``__fadd_rn``). Seeds and
   addends are small random integers per work-item and chain, so every intermediate is exact in sp and dp and the
@@ -19,7 +19,7 @@ ceiling per optimisation. These kernels measure them, in the one-generator style
   others write their empty sums). The reference repeats the device's additions in the same order and precision,
   so the checksum is bit-exact.
 
-Counts per launch derive only from the parameters: ceil_flops does 2*steps*rounds*chains flops per work-item and
+Counts per launch derive only from the parameters: ceil_flop does 2*steps*rounds*chains flops per work-item and
 reads 2 and writes 1 element per chain; ceil_mem does one add per element read plus one written sum per chain.
 """
 
@@ -48,11 +48,11 @@ from archline.bench.gpu_kernels import (  # the generator's own pieces: one styl
 )
 from archline.bench.kernels import Counts, KernelSpec
 
-CEILING_KERNELS = ("ceil_flops", "ceil_mem")
+CEILING_KERNELS = ("ceil_flop", "ceil_mem")
 #: names `archline bench run --kernel` accepts for this family; "ceilings" runs both
 CEILING_SWEEPS = ("ceilings", *CEILING_KERNELS)
 ACCESS = ("normal", "strided", "subset")
-SEED_MAX = 1024           # |seed| <= 1024, addend in 1..3: ceil_flops stays exact while 1024 + 3n < 2^mantissa
+SEED_MAX = 1024           # |seed| <= 1024, addend in 1..3: ceil_flop stays exact while 1024 + 3n < 2^mantissa
 ADDEND_MAX = 3
 FLOPS_PER_CHAIN = 1 << 20  # default multiply-adds per chain (steps x rounds): exact in sp (3 * 2^20 << 2^24)
 ILP_CHAINS = 8
@@ -68,8 +68,8 @@ class CeilingKernelDesc(GpuKernelDesc):
     OpenCL and CUDA back ends prepare and launch it as any other generated kernel."""
 
     exact_checksum: ClassVar[bool] = True
-    fma: bool = True          # ceil_flops: fused multiply-add, else a multiply and an add
-    steps: int = 16           # ceil_flops: dependent multiply-adds per chain per loop trip
+    fma: bool = True          # ceil_flop: fused multiply-add, else a multiply and an add
+    steps: int = 16           # ceil_flop: dependent multiply-adds per chain per loop trip
     access: str = "normal"    # ceil_mem: normal | strided | subset
     stride: int = STRIDE      # ceil_mem strided: a power of two
     active_div: int = 1       # ceil_mem subset: 1/active_div of the work-items read
@@ -92,7 +92,7 @@ class CeilingKernelDesc(GpuKernelDesc):
 
     @property
     def name(self) -> str:
-        if self.kernel == "ceil_flops":
+        if self.kernel == "ceil_flop":
             shape = f"{'fma' if self.fma else 'mul_add'}_s{self.steps}"
         else:
             shape = {"normal": "normal", "strided": f"stride{self.stride}", "subset": f"sub{self.active_div}"}[
@@ -100,7 +100,7 @@ class CeilingKernelDesc(GpuKernelDesc):
         return f"al_{self.kernel}_{self.precision}_{shape}_w{self.vector_width}_c{self.chains}"
 
     def fma_per_trip(self) -> int:
-        return self.steps * self.chains if self.kernel == "ceil_flops" else 0
+        return self.steps * self.chains if self.kernel == "ceil_flop" else 0
 
     def active(self, global_size: int) -> int:
         """Work-items that read memory (ceil_mem subset: a fraction; otherwise all)."""
@@ -110,7 +110,7 @@ class CeilingKernelDesc(GpuKernelDesc):
         s, w, c = self.scalar_bytes, self.vector_width, self.chains
         lanes = c * global_size * w                       # accumulators (one per chain, work-item and lane)
         key = "flops_sp" if self.precision == "sp" else "flops_dp"
-        if self.kernel == "ceil_flops":                   # seed and addend read, the result written
+        if self.kernel == "ceil_flop":                   # seed and addend read, the result written
             return Counts(**{key: 2 * self.steps * rounds * lanes}, bytes_mem=3 * lanes * s)
         n = rounds * c * self.active(global_size) * w     # every element read once, one add each
         return Counts(**{key: n}, bytes_mem=n * s + lanes * s)
@@ -137,7 +137,7 @@ class CeilingKernelDesc(GpuKernelDesc):
 
     def scalar_args(self, global_size: int, rounds: int, n_elems: int) -> list[Any]:
         """The kernel's arguments after (input, output); n_elems counts scalars."""
-        if self.kernel == "ceil_flops":
+        if self.kernel == "ceil_flop":
             return [self.dtype.type(1.0), np.uint32(rounds)]
         nvec = n_elems // self.vector_width
         nbits = max(nvec.bit_length() - 1, 0)
@@ -148,7 +148,7 @@ class CeilingKernelDesc(GpuKernelDesc):
     def reference(self, a: np.ndarray, global_size: int, rounds: int, local_size: int = 1) -> np.ndarray:
         """The output buffer as the kernel writes it: (chains, global_size, lanes), flattened."""
         g, c, w = global_size, self.chains, self.vector_width
-        if self.kernel == "ceil_flops":      # exact: seed + steps*rounds*addend
+        if self.kernel == "ceil_flop":      # exact: seed + steps*rounds*addend
             sa = a[: 2 * c * g * w].astype(np.float64).reshape(c, 2, g * w)
             return (sa[:, 0] + self.steps * rounds * sa[:, 1]).astype(self.dtype).reshape(-1)
         ga = self.active(g)
@@ -199,15 +199,15 @@ def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
     gid, gsz, _, _ = _ids(lang)
     c = d.chains
     body = [_header(d, lang)]
-    if lang == "opencl" and d.kernel == "ceil_flops" and not d.fma:
+    if lang == "opencl" and d.kernel == "ceil_flop" and not d.fma:
         body.append("#pragma OPENCL FP_CONTRACT OFF")
-    if d.kernel == "ceil_flops":
+    if d.kernel == "ceil_flop":
         args = [f"global const {pt}* a", f"global {pt}* out", f"const {t} m", f"const {u} rounds"]
     else:
         args = [f"global const {pt}* a", f"global {pt}* out"] + [f"const {u} {n}" for n in
                                                                 ("rounds", "active", "mask", "sl", "sr")]
     body += [_sig(d, lang, args), "{", f"  const {u} g = {gid};", f"  const {u} G = {gsz};"]
-    if d.kernel == "ceil_flops":
+    if d.kernel == "ceil_flop":
         if lang == "opencl":
             body.append(f"  const {vt} mv = ({vt})(m);")
         for k in range(c):
@@ -219,7 +219,7 @@ def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
     if lang == "cuda":
         body.append("  #pragma unroll 1")
     body.append(f"  for ({u} r = 0; r < rounds; ++r) {{")
-    if d.kernel == "ceil_flops":
+    if d.kernel == "ceil_flop":
         for _ in range(d.steps):           # chains interleaved: `chains` independent multiply-adds per step
             body += ["    " + _mul_add(d, lang, f"acc{k}{ln}", f"b{k}{ln}") for k in range(c) for ln in lanes]
     else:
@@ -265,9 +265,9 @@ def ceiling_points(backend: str, kernel: str, precision: str, quick: bool = Fals
     if precision not in ("sp", "dp"):
         raise BenchError(f"the ceiling kernels run at sp or dp, not '{precision}'")
     out: list[KernelSpec] = []
-    if kernel in ("ceilings", "ceil_flops"):
+    if kernel in ("ceilings", "ceil_flop"):
         pts = [p for p in FLOPS_CEILINGS if not quick or p[0] not in ("t×b 1/4×1", "t×b 1×1/4")]
-        out += [KernelSpec(backend, "ceil_flops", precision, "mem", {"ceiling": lab, **p}) for lab, p in pts]
+        out += [KernelSpec(backend, "ceil_flop", precision, "mem", {"ceiling": lab, **p}) for lab, p in pts]
     if kernel in ("ceilings", "ceil_mem"):
         out += [KernelSpec(backend, "ceil_mem", precision, "mem", {"ceiling": lab, "chains": MEM_CHAINS, **p})
                 for lab, p in MEM_CEILINGS]
@@ -281,8 +281,8 @@ def ceiling_describe(backend: str, ok: bool, why: str, fp64: bool = True) -> lis
         avail, reason = ok, why
         if ok and prec == "dp" and not fp64:
             avail, reason = False, "unsupported: the device has no fp64"
-        counts = ({"flops_per_elem": "2 per multiply-add", "bytes_per_elem": "registers only"}
-                  if kernel == "ceil_flops" else {"flops_per_elem": "1 add", "bytes_per_elem": f"{_bytes(prec)} (mem)"})
+        counts = ({"flops_per_elem": "2 per multiply-add", "bytes_per_elem": "0"}
+                  if kernel == "ceil_flop" else {"flops_per_elem": "1 add", "bytes_per_elem": f"{_bytes(prec)} (mem)"})
         rows.append({"name": kernel, "precision": prec, "level": "mem", "available": avail, "reason": reason,
                      "backend": backend, **counts})
     return rows
@@ -330,14 +330,14 @@ def parse_ceiling_spec(kernel: str, precision: str, params: dict[str, Any], geo:
     if lsz < 1 or gsz < 1 or gsz % lsz:
         raise BenchError(f"global_size {gsz} must be a positive multiple of local_size {lsz}")
     s = _bytes(precision)
-    if kernel == "ceil_flops":
+    if kernel == "ceil_flop":
         steps = int(params.get("steps", 16))
-        desc = CeilingKernelDesc("ceil_flops", precision, vector_width=w, chains=int(params.get("chains", 1)),
+        desc = CeilingKernelDesc("ceil_flop", precision, vector_width=w, chains=int(params.get("chains", 1)),
                                  fma=bool(int(params.get("fma", 1))), steps=steps)
         rounds = int(params.get("rounds", max(1, FLOPS_PER_CHAIN // steps)))
         if rounds < 1 or SEED_MAX + ADDEND_MAX * steps * rounds >= 2 ** _MANTISSA_BITS[precision]:
             most = (2 ** _MANTISSA_BITS[precision] - SEED_MAX - 1) // (ADDEND_MAX * steps)
-            raise BenchError(f"rounds={rounds}: ceil_flops at {precision} stays exact for 1..{most} rounds "
+            raise BenchError(f"rounds={rounds}: ceil_flop at {precision} stays exact for 1..{most} rounds "
                              f"of {steps} steps")
         return desc, gsz, lsz, rounds, 2 * desc.chains * gsz * w
     if kernel != "ceil_mem":

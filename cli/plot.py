@@ -27,7 +27,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     the model of the platform named in their rows (or over the given costs).
     With --kind ceilings, a .toml holding [[ceiling]] tables is your own
     table of ceilings (docs/model.md shows the format), and result rows of
-    the ceil_flops/ceil_mem kernels become ceilings:
+    the ceil_flop/ceil_mem kernels become ceilings:
       archline bench run --backend opencl --kernel ceilings --precision sp --out R
 
     \b

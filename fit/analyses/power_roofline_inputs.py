@@ -2,7 +2,7 @@
 
 * A platform name, profile .toml or cost-table .json gives its peak ceilings (SP, DP, DRAM) and its model's
   kernels as points (``power_roofline.model_points``).
-* An archline.results/1 .csv: rows of the ceiling kernels (``ceil_flops``, ``ceil_mem``; their ``params`` column
+* An archline.results/1 .csv: rows of the ceiling kernels (``ceil_flop``, ``ceil_mem``; their ``params`` column
   names the ceiling, e.g. ``ceiling=FMA+ILP``) become ceilings: rate = W/T (or Q/T), P_peak = E/T, the median over
   repeated rows. Every row with a positive energy is placed as a point: flops at (E/W, P), DRAM traffic at
   (E/Q, P). Rows without energy give ceilings without P_peak and no points; a note says so.
@@ -35,7 +35,7 @@ from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import load_platform
 from archline.fit.plots.inputs import _checksum_failed  # one reading of checksum_ok for every plot
 
-CEILING_KERNELS = ("ceil_flops", "ceil_mem")
+CEILING_KERNELS = ("ceil_flop", "ceil_mem")
 _MEMORY_POINT_KERNELS = ("intensity", "cache", "ceil_mem")   # rows whose bytes_mem is their DRAM stream
 
 
@@ -179,7 +179,7 @@ def _from_results(path: Path, precs: tuple[str, ...], out: CeilingInputs) -> Non
     ceil = df[df["kernel"].isin(CEILING_KERNELS) & (df["_t"] > 0)]
     for (platform, tag, prec, kernel, label), g in ceil.groupby(["platform", "_tag", "precision", "kernel", "_label"],
                                                                  sort=False):
-        kind = "compute" if kernel == "ceil_flops" else "memory"
+        kind = "compute" if kernel == "ceil_flop" else "memory"
         amount = g["_work"] if kind == "compute" else g["_q"]
         rate = float(np.median(amount / g["_t"]))
         ge = g["_e"].to_numpy(float)

@@ -40,7 +40,7 @@ def test_sweep_is_s4s_ceilings() -> None:
     """Compute: t×b first (no FMA, no ILP), then FMA, ILP, FMA+ILP; memory: normal, strided, subset (S4 §III)."""
     labels = [s.params["ceiling"] for s in ceiling_points("opencl", "ceilings", "sp")]
     assert labels == [lab for lab, _ in FLOPS_CEILINGS] + [lab for lab, _ in MEM_CEILINGS]
-    quick = [s.params["ceiling"] for s in ceiling_points("opencl", "ceil_flops", "dp", quick=True)]
+    quick = [s.params["ceiling"] for s in ceiling_points("opencl", "ceil_flop", "dp", quick=True)]
     assert quick == ["t×b 1/4×1/4", "t×b 1×1", "FMA", "ILP", "FMA+ILP"]
     with pytest.raises(BenchError, match="sp or dp"):
         ceiling_points("opencl", "ceilings", "int32")
@@ -53,13 +53,13 @@ def test_sweep_is_s4s_ceilings() -> None:
 def test_threads_by_blocks_scale_the_full_configuration(geo: Geometry, t: str, b: str,
                                                         want: tuple[int, int, int]) -> None:
     """GPUs: t = work-group size, b = work-groups; CPUs: t = vector lanes per work-item, b = work-items."""
-    d, gsz, lsz, _, _ = parse_ceiling_spec("ceil_flops", "sp", {"t_frac": t, "b_frac": b, "fma": 0}, geo, _ws)
+    d, gsz, lsz, _, _ = parse_ceiling_spec("ceil_flop", "sp", {"t_frac": t, "b_frac": b, "fma": 0}, geo, _ws)
     assert (gsz, lsz, d.vector_width) == want
 
 
 @pytest.mark.parametrize(("fma", "chains"), [(True, 1), (False, 1), (True, 8), (False, 8)])
 def test_sources_hold_the_declared_multiply_adds(fma: bool, chains: int) -> None:
-    d = CeilingKernelDesc("ceil_flops", "sp", chains=chains, fma=fma, steps=16, vector_width=4)
+    d = CeilingKernelDesc("ceil_flop", "sp", chains=chains, fma=fma, steps=16, vector_width=4)
     ocl, cu = d.opencl_source(), d.cuda_source()
     n = 16 * chains
     if fma:
@@ -72,7 +72,7 @@ def test_sources_hold_the_declared_multiply_adds(fma: bool, chains: int) -> None
 
 
 def test_counts_derive_from_the_parameters() -> None:
-    d = CeilingKernelDesc("ceil_flops", "dp", chains=8, steps=16, vector_width=2)
+    d = CeilingKernelDesc("ceil_flop", "dp", chains=8, steps=16, vector_width=2)
     c = d.counts(global_size=1000, rounds=50)
     assert c.flops_dp == 2 * 16 * 50 * 8 * 1000 * 2 and c.flops_sp == 0
     assert c.bytes_mem == 3 * 8 * 1000 * 2 * 8                                   # seed, addend read; sum written
@@ -109,7 +109,7 @@ def test_every_element_is_read_once(layout: str, access: str) -> None:
 ])
 def test_bad_flops_parameters(params: dict[str, Any], match: str) -> None:
     with pytest.raises(BenchError, match=match):
-        parse_ceiling_spec("ceil_flops", "sp", params, GPU, _ws)
+        parse_ceiling_spec("ceil_flop", "sp", params, GPU, _ws)
 
 
 def test_bad_memory_parameters() -> None:
@@ -147,7 +147,7 @@ SWEEP += [(s.precision, s.kernel, dict(s.params)) for s in ceiling_points("openc
                          ids=[f"{p}-{prm['ceiling']}" for p, _, prm in SWEEP])
 def test_opencl_ceiling_runs_exact(precision: str, kernel: str, params: dict[str, Any]) -> None:
     b = _opencl()
-    pk = b.prepare(KernelSpec("opencl", kernel, precision, "mem", {**params, **(SMALL if kernel == "ceil_flops"
+    pk = b.prepare(KernelSpec("opencl", kernel, precision, "mem", {**params, **(SMALL if kernel == "ceil_flop"
                                                                                 else MEM_SMALL)}))
     try:
         res = pk.run(2)
@@ -157,7 +157,7 @@ def test_opencl_ceiling_runs_exact(precision: str, kernel: str, params: dict[str
     g, w, c, rounds = pk.global_size, pk.desc.vector_width, pk.desc.chains, pk.rounds
     s = 8 if precision == "dp" else 4
     flops = res.counts.flops_dp if precision == "dp" else res.counts.flops_sp
-    if kernel == "ceil_flops":
+    if kernel == "ceil_flop":
         assert flops == 2 * 2 * 16 * rounds * c * g * w                        # 2 reps x 2 flops x steps x ...
         assert res.counts.bytes_mem == 2 * 3 * c * g * w * s
         assert c == int(params["chains"]) and pk.desc.fma == bool(params["fma"])
@@ -172,7 +172,7 @@ def test_opencl_thread_block_fractions() -> None:
     b = _opencl()
     sizes = {}
     for t, bf in (("1", "1"), ("1/4", "1/4")):
-        pk = b.prepare(KernelSpec("opencl", "ceil_flops", "sp", "mem", {**SMALL, "t_frac": t, "b_frac": bf}))
+        pk = b.prepare(KernelSpec("opencl", "ceil_flop", "sp", "mem", {**SMALL, "t_frac": t, "b_frac": bf}))
         sizes[t] = (pk.global_size, pk.local_size, pk.desc.vector_width)
         pk.close()
     full, quarter = sizes["1"], sizes["1/4"]
@@ -182,17 +182,17 @@ def test_opencl_thread_block_fractions() -> None:
     assert Fraction(quarter[0] * quarter[2], full[0] * full[2]) == Fraction(1, 16)
 
 
-@pytest.mark.parametrize("kernel", ["ceil_flops", "ceil_mem"])
+@pytest.mark.parametrize("kernel", ["ceil_flop", "ceil_mem"])
 def test_opencl_checksum_catches_missing_work(kernel: str) -> None:
     """Launch one round fewer than declared: every output lane must mismatch (a skipped multiply-add or a
     skipped element changes each sum)."""
     b = _opencl()
     pk = b.prepare(KernelSpec("opencl", kernel, "sp", "mem",
-                              {**(SMALL if kernel == "ceil_flops" else MEM_SMALL), "fma": 1, "chains": 2}
-                              if kernel == "ceil_flops" else {**MEM_SMALL, "chains": 2}))
+                              {**(SMALL if kernel == "ceil_flop" else MEM_SMALL), "fma": 1, "chains": 2}
+                              if kernel == "ceil_flop" else {**MEM_SMALL, "chains": 2}))
     try:
         assert pk.run(1).checksum_ok
-        pk._kernel.set_arg(3 if kernel == "ceil_flops" else 2, np.uint32(pk.rounds - 1))
+        pk._kernel.set_arg(3 if kernel == "ceil_flop" else 2, np.uint32(pk.rounds - 1))
         res = pk.run(1)
     finally:
         pk.close()
@@ -224,7 +224,7 @@ def test_cuda_builds_with_the_declared_work(tmp_path: Any) -> None:
     for d in descs:
         fn, ty = fns.get(d.name, ""), "f32" if d.precision == "sp" else "f64"
         count = {op: len(re.findall(rf"\b{op}(?:\.rn)?\.{ty}\b", fn)) for op in ("fma", "mul", "add")}
-        if d.kernel == "ceil_flops":     # the loop is not unrolled: the function holds one trip's work
+        if d.kernel == "ceil_flop":     # the loop is not unrolled: the function holds one trip's work
             n = d.steps * d.chains
             want = {"fma": n, "mul": 0, "add": 0} if d.fma else {"fma": 0, "mul": n, "add": n}
         else:
@@ -233,7 +233,7 @@ def test_cuda_builds_with_the_declared_work(tmp_path: Any) -> None:
                 bad.append(f"{d.name}: {len(re.findall(r'ld.global', fn))} loads, declared {d.chains}")
         if count != want:
             bad.append(f"{d.name}: PTX {count}, declared {want}")
-        if sass and d.kernel == "ceil_flops":
+        if sass and d.kernel == "ceil_flop":
             s = sass.get(d.name, "")
             p = "F" if d.precision == "sp" else "D"
             got = {op: len(re.findall(rf"\b{p}{op.upper()}\b", s)) for op in ("fma", "mul", "add")}
@@ -245,7 +245,7 @@ def test_cuda_builds_with_the_declared_work(tmp_path: Any) -> None:
 
 
 @needs_nvcc
-@pytest.mark.parametrize("kernel", ["ceil_flops", "ceil_mem"])
+@pytest.mark.parametrize("kernel", ["ceil_flop", "ceil_mem"])
 def test_cuda_run_path_with_a_stand_in_cupy(monkeypatch: pytest.MonkeyPatch, kernel: str) -> None:
     """prepare -> nvcc build -> launch arguments -> exact check, against test_cuda_runtime_fake's stand-in."""
     import sys
@@ -258,11 +258,11 @@ def test_cuda_run_path_with_a_stand_in_cupy(monkeypatch: pytest.MonkeyPatch, ker
     monkeypatch.setitem(sys.modules, "cupy", fake)
     spec = ceiling_points("cuda", kernel, "sp")[-1]
     pk = CudaBackend().prepare(KernelSpec("cuda", kernel, "sp", "mem",
-                                          {**spec.params, **(SMALL if kernel == "ceil_flops" else MEM_SMALL)}))
+                                          {**spec.params, **(SMALL if kernel == "ceil_flop" else MEM_SMALL)}))
     fake.expected = pk.desc.reference(pk._host, pk.global_size, pk.rounds, pk.local_size)
     assert pk.run(2).checksum_ok
     _, _, args = fake.launches[-1]
-    assert len(args) == (4 if kernel == "ceil_flops" else 7)
+    assert len(args) == (4 if kernel == "ceil_flop" else 7)
     fake.expected = fake.expected.copy()
     fake.expected[0] += 1                         # one lane off by one: caught
     assert not pk.run(1).checksum_ok

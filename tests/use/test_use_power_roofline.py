@@ -63,8 +63,8 @@ def _rows(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 CEILING_ROWS = [  # label, kernel, flops, bytes, time, energy: rates 1, 4 TFLOP/s and 200 GB/s
-    ("t×b 1×1", "ceil_flops", 2e12, 1e6, 2.0, 200.0),
-    ("FMA+ILP", "ceil_flops", 8e12, 1e6, 2.0, 300.0),
+    ("t×b 1×1", "ceil_flop", 2e12, 1e6, 2.0, 200.0),
+    ("FMA+ILP", "ceil_flop", 8e12, 1e6, 2.0, 300.0),
     ("normal", "ceil_mem", 1e11, 4e11, 2.0, 260.0),
 ]
 
