@@ -347,7 +347,9 @@ class CpuPrepared:
             if mode not in ("load", "rmw", "store"):
                 raise BenchError(f"cache mode must be load, rmw or store, got '{mode}'")
             self.mode, self.knob = mode, 0
-            self._native = kern.Stream(mode, self.isa, n, self.cpus, self.seed, ref.PERIOD)
+            # load: raw words with no period inside the buffer, so every word reaches the XOR checksum once per rep
+            period = n if mode == "load" else ref.PERIOD
+            self._native = kern.Stream(mode, self.isa, n, self.cpus, self.seed, period)
             self.counts_per_rep = cache_counts(mode, n, spec.level)
             self.extra.update(mode=mode)
         self.extra["pages"] = self._native.pages
@@ -375,10 +377,12 @@ class CpuPrepared:
                 self._expected = ref.int_checksum(self.op, self.seed, self.n_elems, v.g_int, v.lanes("int32"),
                                                   self.knob)
             return (self._expected * reps) & 0xFFFFFFFF
+        if self.mode == "load":
+            if self._expected is None:
+                self._expected = ref.load_xor_checksum(self.seed, self.n_elems, v.g_ld, v.lanes("dp"), len(self.cpus))
+            return (self._expected * reps) & 0xFFFFFFFFFFFFFFFF
         if self._expected is None:
             self._expected = ref.cache_sum(self.seed, self.n_elems)
-        if self.mode == "load":
-            return self._expected * reps
         if self.mode == "rmw":
             return self._expected + self.n_elems * self._total_reps
         return float(self.n_elems * reps)

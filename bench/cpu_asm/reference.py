@@ -184,6 +184,30 @@ def int_checksum(op: str, seed: int, n: int, g: int, lanes: int, steps: int) -> 
     return int(_over_periods("int32", seed, n, lambda x: _int_block(x, g, lanes, steps, op))) & 0xFFFFFFFF
 
 
+def thread_bounds(trips: int, threads: int) -> list[int]:
+    """First trip of each thread's contiguous range, and the end (module.cpp: trips * t / nt)."""
+    return [trips * t // threads for t in range(threads + 1)]
+
+
+def load_xor_checksum(seed: int, n: int, g: int, lanes: int, threads: int, *, chunk_trips: int = 1 << 14) -> int:
+    """One repetition of the load kernel (kern::load_xor) over n raw 64-bit words that do not repeat inside the
+    buffer (the back end fills it with period n): per thread, the XOR of the words each accumulator lane sees (pair
+    j = vector // 2 of every trip, lane = word % lanes), summed over lanes, accumulators and threads mod 2^64.
+    The kernel reports reps x this, mod 2^64."""
+    trip = g * lanes
+    bounds = thread_bounds(n // trip, threads)
+    total = 0
+    for t in range(threads):
+        acc = np.zeros((g // 2, lanes), dtype=np.uint64)
+        for c0 in range(bounds[t], bounds[t + 1], chunk_trips):
+            c1 = min(c0 + chunk_trips, bounds[t + 1])
+            with np.errstate(over="ignore"):
+                z = splitmix64(seed, np.arange(c0 * trip, c1 * trip, dtype=np.uint64))
+            acc ^= np.bitwise_xor.reduce(z.reshape(-1, g // 2, 2, lanes), axis=(0, 2))
+        total += sum(int(v) for v in acc.ravel())
+    return total & _M64
+
+
 def cache_sum(seed: int, n: int) -> float:
     """Exact sum of the initial cache-kernel buffer (every value a multiple of 2^-12)."""
     return float(_over_periods("cache", seed, n, lambda x: float(np.sum(x))))

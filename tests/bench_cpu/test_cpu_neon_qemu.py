@@ -97,6 +97,10 @@ def test_neon_cache(harness: Path, mode: str) -> None:
     d = _run(harness, mode, n, 0, 4)
     c = cache_counts(mode, n, "l2")
     assert d["bytes"] == c.bytes_l2 and d["bus_bytes"] == c.bus_bytes
+    if mode == "load":   # the harness fills raw words with period PERIOD > n: no word repeats in the buffer
+        assert n < PERIOD
+        assert d["checksum_u64"] == (4 * ref.load_xor_checksum(1, n, V.g_ld, V.lanes("dp"), 1)) % 2**64
+        return
     s0 = ref.cache_sum(1, n)
-    want = {"load": 4 * s0, "rmw": s0 + 4 * n, "store": 4.0 * n}[mode]
+    want = {"rmw": s0 + 4 * n, "store": 4.0 * n}[mode]
     assert d["checksum_f"] == want

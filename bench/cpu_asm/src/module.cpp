@@ -215,6 +215,7 @@ class Stream {
     std::vector<double> t_thread(nt), part_d(nt, 0.0);
     std::vector<ClockSample> clk0(nt), clk1(nt);
     std::vector<uint32_t> part_u(nt, 0);
+    std::vector<uint64_t> part_u64(nt, 0);
     const std::size_t trip = trip_elems();
     {
       py::gil_scoped_release release;
@@ -229,6 +230,7 @@ class Stream {
         clk0[t] = clock_sample();
         double acc_d = 0;
         uint32_t acc_u = 0;
+        uint64_t acc_u64 = 0;
 #pragma omp barrier
         const double t0 = now_s();
         double comp = 0;  // Kahan compensation: reps x the same per-rep checksum stays within ~2 ulp
@@ -238,7 +240,7 @@ class Stream {
           comp = (sum - acc_d) - y;
           acc_d = sum;
         };
-        if (kind_ == Kind::load) add_d(isa_->load(reinterpret_cast<double*>(base), trips, reps));
+        if (kind_ == Kind::load) acc_u64 = isa_->load(reinterpret_cast<uint64_t*>(base), trips, reps);
         for (long r = 0; r < reps && kind_ != Kind::load; ++r) {
           switch (kind_) {
             case Kind::intensity_dp: add_d(isa_->intensity_dp(reinterpret_cast<double*>(base), trips, knob)); break;
@@ -261,21 +263,25 @@ class Stream {
         t_thread[t] = t1 - t0;
         part_d[t] = acc_d;
         part_u[t] = acc_u;
+        part_u64[t] = acc_u64;
       }
     }
     if (kind_ == Kind::rmw) total_rmw_ += reps;
     if (kind_ == Kind::store) last_store_ = double(reps);
     sums::Neumaier sum_d;
     uint32_t sum_u = 0;
+    uint64_t sum_u64 = 0;  // the load kernel's per-thread totals, added mod 2^64
     for (int t = 0; t < nt; ++t) {
       sum_d.add(part_d[t]);
       sum_u += part_u[t];
+      sum_u64 += part_u64[t];
     }
     py::dict d;
     d["time_s"] = *std::max_element(t_thread.begin(), t_thread.end());
     d["thread_time_s"] = t_thread;
     put_clock(d, clk0, clk1);
     if (kind_ == Kind::int_add || kind_ == Kind::int_mul) d["checksum"] = py::int_(sum_u);
+    else if (kind_ == Kind::load) d["checksum"] = py::int_(sum_u64);
     else if (kind_ == Kind::rmw || kind_ == Kind::store) d["checksum"] = buffer_sum();
     else if (is_nt()) d["checksum"] = out_sum();  // the written array (same every rep), not the returned sums
     else d["checksum"] = sum_d.value();
@@ -334,7 +340,8 @@ class Stream {
           case Kind::intensity_dp: case Kind::intensity_nt_dp: static_cast<double*>(map_.ptr)[i] = data::dp(z); break;
           case Kind::intensity_sp: case Kind::intensity_nt_sp: static_cast<float*>(map_.ptr)[i] = data::sp(z); break;
           case Kind::int_add: case Kind::int_mul: static_cast<uint32_t*>(map_.ptr)[i] = data::i32(z); break;
-          case Kind::load: case Kind::rmw: case Kind::store: static_cast<double*>(map_.ptr)[i] = data::cache(z); break;
+          case Kind::load: static_cast<uint64_t*>(map_.ptr)[i] = z; break;  // all 64 bits random: XOR checksum
+          case Kind::rmw: case Kind::store: static_cast<double*>(map_.ptr)[i] = data::cache(z); break;
         }
       }
     }
