@@ -45,7 +45,7 @@ def test_horner_loop_is_g_register_fmas(isa: str, tmp_path: Path) -> None:
     v = ISAS[isa]
     asm = _asm(isa, tmp_path)
     dtype = r"neon::D" if isa == "neon" else r"\(anonymous namespace\)::D"
-    body = _function(asm, rf"^double kern::chains<{dtype}, {v.g_fp}, {v.a_fp}, 0>\(")
+    body = _function(asm, rf"^double kern::chains<{dtype}, {v.g_fp}, {v.a_fp}, 0, false>\(")
     step = re.compile(STEP_INSN[isa])
     # the runtime Horner loop: from the first step instruction to the next branch (its loop's backward jump)
     idx = [i for i, ln in enumerate(body) if step.search(ln)]
@@ -68,7 +68,7 @@ def test_neon_nt_stores_are_stnp(tmp_path: Path) -> None:
     asm = _asm("neon", tmp_path)
     for t in ("D", "S"):
         for r in (0, 7):
-            body = _function(asm, rf"^void kern::nt_trips<neon::{t}, {v.g_fp}, {r}>\(")
+            body = _function(asm, rf"^void kern::nt_trips<neon::{t}, {v.g_fp}, {r}, (false|true)>\(")
             ops = [ln.split()[0] for ln in body if ln.startswith("\t") and not ln.strip().startswith(".")]
             n_stnp = ops.count("stnp")
             assert n_stnp > 0 and n_stnp % (v.g_fp // 2) == 0, (t, r, n_stnp)   # whole trips of G/2 stores

@@ -30,6 +30,11 @@
 
 namespace kern {
 
+// Trip bodies are lambdas handed to streams()/blocked(); they must be inlined into the kernel's loop (GCC otherwise
+// calls some of them out of line, spilling the closure and the y[] registers: seen once both prefetch variants
+// were instantiated).
+#define ALWAYS_INLINE __attribute__((always_inline))
+
 constexpr std::size_t BLOCK = 512;  // trips between accumulator flushes
 
 // Walk trips [0, trips) as STREAMS interleaved sequential streams (t, t + k, t + 2k, ..., k = trips / STREAMS, then
@@ -45,7 +50,7 @@ constexpr std::size_t STREAMS = 3;
 constexpr std::size_t NT_STREAMS = KERN_NT_STREAMS;
 
 template <std::size_t NS = STREAMS, class F>
-inline void streams(std::size_t t0, std::size_t t1, std::size_t k, std::size_t trips, F&& trip) {
+[[gnu::always_inline]] inline void streams(std::size_t t0, std::size_t t1, std::size_t k, std::size_t trips, F&& trip) {
   for (std::size_t t = t0; t < t1; ++t) {
 #pragma GCC unroll 8
     for (std::size_t s = 0; s < NS; ++s) trip(t + s * k);
@@ -89,7 +94,7 @@ template <class V, int A, class Trip>
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) acc[a] = V::zero();
     const std::size_t end = (half - t < BLOCK / STREAMS) ? half : t + BLOCK / STREAMS;
-    streams(t, end, half, trips, [&](std::size_t u) { trip(u, acc); });
+    streams(t, end, half, trips, [&](std::size_t u) ALWAYS_INLINE { trip(u, acc); });
     t = end;
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) total.add(hsum_d<V>(acc[a]));
@@ -101,7 +106,7 @@ template <class V, int A, class Trip>
 template <class V, int G, int A, int R, bool PF>
 double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
   using v = typename V::v;
-  return blocked<V, A>(trips, [&](std::size_t u, v (&acc)[A]) {
+  return blocked<V, A>(trips, [&](std::size_t u, v (&acc)[A]) ALWAYS_INLINE {
     const typename V::T* p = x + u * std::size_t(G * V::L);
     if constexpr (PF) prefetch_next_trip<V, G>(p);
     v y[G];
@@ -122,7 +127,7 @@ double chains(const typename V::T* __restrict x, std::size_t trips, int Q) {
 template <class V, int G, int A, int P>
 double pairs(const typename V::T* __restrict x, std::size_t trips, int) {
   using v = typename V::v;
-  return blocked<V, A>(trips, [&](std::size_t u, v (&acc)[A]) {
+  return blocked<V, A>(trips, [&](std::size_t u, v (&acc)[A]) ALWAYS_INLINE {
     const typename V::T* p = x + u * std::size_t(G * V::L);
 #pragma GCC unroll 32
     for (int i = 0; i < P; ++i)
@@ -162,7 +167,7 @@ template <class V, int G, int R, bool PF>
 void nt_trips(const typename V::T* __restrict x, typename V::T* __restrict out, std::size_t trips, int Q) {
   using v = typename V::v;
   const std::size_t k = trips / NT_STREAMS;
-  streams<NT_STREAMS>(0, k, k, trips, [&](std::size_t u) {
+  streams<NT_STREAMS>(0, k, k, trips, [&](std::size_t u) ALWAYS_INLINE {
     const typename V::T* p = x + u * std::size_t(G * V::L);
     typename V::T* o = out + u * std::size_t((G / 2) * V::L);
     if constexpr (PF) prefetch_next_trip<V, G>(p);
@@ -204,7 +209,7 @@ uint32_t int_chains(const uint32_t* __restrict x, std::size_t trips, int S) {
   v acc[A];
 #pragma GCC unroll 32
   for (int a = 0; a < A; ++a) acc[a] = V::zero();
-  streams(0, trips / STREAMS, trips / STREAMS, trips, [&](std::size_t t) {
+  streams(0, trips / STREAMS, trips / STREAMS, trips, [&](std::size_t t) ALWAYS_INLINE {
     const uint32_t* p = x + t * std::size_t(G * V::L);
     v y[G];
 #pragma GCC unroll 32
@@ -246,7 +251,7 @@ uint64_t load_xor(const uint64_t* __restrict x, std::size_t trips, long reps) {
   for (long r = 0; r < reps; ++r) {
 #pragma GCC unroll 32
     for (int a = 0; a < A; ++a) acc[a] = X::zero();
-    streams(0, trips / STREAMS, trips / STREAMS, trips, [&](std::size_t t) {
+    streams(0, trips / STREAMS, trips / STREAMS, trips, [&](std::size_t t) ALWAYS_INLINE {
       const uint64_t* p = x + t * std::size_t(G * X::L);
 #pragma GCC unroll 32
       for (int j = 0; j < A; ++j) acc[j] = X::xor3(acc[j], X::load(p + 2 * j * X::L), X::load(p + (2 * j + 1) * X::L));
