@@ -73,7 +73,8 @@ def cli() -> None:
       archline model predict gtx580 --intensity 0.5,4,32
       archline model plot gtx580 --out gtx580.png
 
-    Every command has --help with examples.
+    Every command has --help with examples; the model's equations, with the
+    papers' equation and table numbers, are in docs/model.md.
     """
 
 

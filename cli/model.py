@@ -77,7 +77,9 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
         for why, syms in by_reason.items():
             click.echo(f"cannot compute {', '.join(syms)} ({p.upper()}): {why}")
     if "delta_pi" not in summary[precs[0]] and "missing" not in summary[precs[0]]:
-        click.echo("\ndelta_pi unknown: free (uncapped) model. " + (pl.source("delta_pi") or ""))
+        why = pl.source("delta_pi")
+        click.echo("\ndelta_pi (the power cap) is not known, so the free (uncapped) model is used"
+                   + (f" ({why})" if why else ""))
 
 
 @model.command("predict")

@@ -19,7 +19,7 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
     """Energy and time of the application(s) counted in COUNTS, term by term.
 
     \b
-    E = sum_i N_i*eps_i + pi0*T   (thesis Ch. 6; model.md §6.6). T is the measured time_s when the
+    E = sum_i N_i*eps_i + pi0*T   (S1 Ch. 6; docs/model.md). T is the measured time_s when the
     counts give it, else the model time max(W*tau_flop, Q*tau_mem).
 
     \b
@@ -47,7 +47,7 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
                           + (" (emulated)" if platform.emulated else ""))
     if fmt == "json":
         click.echo(json.dumps({"platform": platform.name, "emulated": platform.emulated,
-                               "source": "S1 Ch. 6; model.md §6.6",
+                               "source": "S1 Ch. 6",
                                "predictions": [p.as_dict() for p in preds]}, indent=2))
         return
     terms = [t for t in [*ap.TERMS, ap.CONSTANT_TERM] if any(t in p.terms_j for p in preds)]

@@ -302,9 +302,11 @@ def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from archline.fit.plots.layout import legend_outside, save_figure
+
     terms = [t for t in [*TERMS, CONSTANT_TERM] if any(t in p.terms_j for p in predictions)]
     names = [p.name for p in predictions]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 3), 4.2))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 3), 4.2), layout="constrained")
     bottom = [0.0] * len(predictions)
     for t in terms:
         vals = [p.terms_j.get(t, 0.0) for p in predictions]
@@ -312,10 +314,6 @@ def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("predicted energy (J)")
     ax.set_title(title or "predicted energy by term (S1 Ch. 6)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    legend_outside(ax, fontsize=8, where="right")
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
-    fig.tight_layout()
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=120)
-    plt.close(fig)
-    return out_path
+    return save_figure(fig, out_path, dpi=120)

@@ -80,6 +80,7 @@ def test_missing_value_is_named(run_cli) -> None:  # type: ignore[no-untyped-def
     r = run_cli("model", "predict", "titan", "-i", "1")      # the curves need every constant: one-line error
     _one_line_error(r)
     assert "eps_flop_sp" in r.stderr
+    assert "S1 Table 6" in r.stderr + r.stdout and "SEED" not in r.stderr + r.stdout
 
 
 def test_malformed_profile_and_costs(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
