@@ -57,7 +57,9 @@ def list_cmd(fmt: str) -> None:
 @click.option("--platform", default="localhost", show_default=True,
               help="Platform profile (name or .toml); the rows' platform column is the profile's name.")
 @click.option("--backend", default=None, help="cpu_asm, opencl or cuda (default: the profile's [bench] backend).")
-@click.option("--kernel", default=None, help="intensity (default), cache, chase or int.")
+@click.option("--kernel", default=None,
+              help="intensity (default), cache, chase or int; opencl/cuda also 'ceilings' (S4's optimisation "
+                   "ceilings: ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`).")
 @click.option("--precision", default=None,
               help="sp, dp or int32 (default on every path: the profile's [bench] precisions for intensity, "
                    "int32 for int, dp for the others).")

@@ -39,7 +39,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     """Fit the energy-roofline model to archline.results/1 CSV FILES.
 
     \b
-    Models (model.md §6):
+    Models (equations in docs/model.md):
       basic   S0 eq.9, SP and DP jointly (statsmodels OLS)
       cache   + L1/L2/L3/shared, random-access, integer terms (joint or residual eq.11-12)
       capped  power-cap model eq.32-38 (scipy least squares), KS test free vs capped

@@ -54,7 +54,7 @@ from archline.fit.errors import PlatformNotFoundError
 from archline.fit.platforms.profiles import Constant, Platform, load_platform
 from archline.powermon.spec import MeterSpec, parse_meters
 
-Kernel = Literal["intensity", "cache", "chase", "int"]
+Kernel = Literal["intensity", "cache", "chase", "int", "ceilings", "ceil_flop", "ceil_mem"]
 Precision = Literal["sp", "dp", "int32"]
 BackendName = Literal["cpu_asm", "opencl", "cuda"]
 
@@ -168,7 +168,7 @@ class DvfsSection(Strict):
     def _pairs(self) -> DvfsSection:
         for k in ("core_clock_files", "mem_clock_files"):
             if len(getattr(self, k)) not in (0, 2):
-                raise ValueError(f"{k}: expected [rate_file, state_file] (model.md §5)")
+                raise ValueError(f"{k}: expected [rate_file, state_file] (S1 §5.2.2)")
         return self
 
 

@@ -5,7 +5,7 @@ the same loop over powermon's null meter.
 Per point (model.md §7.5, §8; DESIGN.md §5):
 
 1. apply the point's cap / clocks; restart the meter's stream (each point its own capture);
-2. prepare the kernel; one calibration run gives the time of one repetition;
+2. prepare the kernel; calibration runs (growing until one lasts 5% of a region) give the time of one rep;
 3. a region holds ``--reps`` repetitions, or lasts ``--min-time``; on a meter also at least ``[bench] reps``
    (S0: 100) and long enough for ``min_samples`` samples (>= 200 at 128 Hz = 1.56 s);
 4. warm-up (``warmup_reps`` repetitions, at least a few sample periods), regions back to back, then an untimed
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from archline.bench.kernels import Backend, RunResult
+from archline.bench.kernels import Backend, PreparedKernel, RunResult
 from archline.bench.run.points import Point, RunSettings
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, Region, RunContext, build_row, ci_halfwidth_rel
@@ -33,12 +33,38 @@ from archline.powermon.record.recorder import Recorder
 EDGE_SAMPLES = 32
 
 
-def choose_reps(calibration: RunResult, min_time_s: float, max_reps: int = 1_000_000) -> int:
+MAX_REPS = 1_000_000_000
+#: a calibration run shorter than this share of the region's time is too short to size reps from (likwid-bench,
+#: too, raises its iteration count until a run lasts long enough): one cold L1 rep took 7x a warm one, so a region
+#: sized from it lasted 29 ms instead of 200 ms and read 0.78x the bandwidth
+CALIBRATE_SHARE = 0.05
+
+
+def choose_reps(calibration: RunResult, min_time_s: float, max_reps: int = MAX_REPS) -> int:
     """Repetitions that make a timed region last at least ``min_time_s``, from a calibration run."""
     per_rep = calibration.time_s / max(calibration.reps, 1)
     if per_rep <= 0:
         return max_reps
     return int(min(max_reps, max(1, math.ceil(min_time_s / per_rep))))
+
+
+def calibration_run(prepared: PreparedKernel, min_time_s: float) -> tuple[RunResult, bool]:
+    """Warm up and time one repetition: run 1 rep, then grow the count until a run lasts CALIBRATE_SHARE x
+    ``min_time_s``; returns the last run and whether every calibration run's checksum was ok."""
+    reps, res = 1, prepared.run(1)
+    ok = res.checksum_ok
+    while res.time_s < CALIBRATE_SHARE * min_time_s and reps < MAX_REPS:
+        grow = CALIBRATE_SHARE * min_time_s / max(res.time_s, 1e-9)
+        reps = int(min(MAX_REPS, max(2 * reps, math.ceil(reps * grow))))
+        res = prepared.run(reps)
+        ok = ok and res.checksum_ok
+    return res, ok
+
+
+def calibrate(prepared: PreparedKernel, min_time_s: float) -> tuple[int, bool]:
+    """(repetitions for a region of ``min_time_s``, calibration checksums ok)."""
+    res, ok = calibration_run(prepared, min_time_s)
+    return choose_reps(res, min_time_s), ok
 
 
 class Runner:
@@ -86,15 +112,17 @@ class Runner:
         _, power_w = self._window(name)  # type: ignore[misc]
         return power_w
 
+    def region_target_s(self) -> float:
+        """A region lasts --min-time; on a meter also long enough for min_samples samples."""
+        if self.meter.sample_hz:
+            return max(self.s.min_region_s, self.s.min_samples / self.meter.sample_hz)
+        return self.s.min_region_s
+
     def region_reps(self, t_rep_s: float) -> int:
         if self.s.fixed_reps is not None:
             return self.s.fixed_reps
-        target = self.s.min_region_s
-        floor = 1
-        if self.meter.sample_hz:   # a meter window holds [bench] reps (S0: 100) and min_samples samples
-            target = max(target, self.s.min_samples / self.meter.sample_hz)
-            floor = self.s.reps
-        reps = max(floor, math.ceil(target / t_rep_s))
+        floor = self.s.reps if self.meter.sample_hz else 1   # a meter window holds [bench] reps (S0: 100)
+        reps = max(floor, math.ceil(self.region_target_s() / t_rep_s))
         if reps * t_rep_s > self.s.max_region_s:
             reps = max(1, int(self.s.max_region_s / t_rep_s))
         return reps
@@ -111,12 +139,16 @@ class Runner:
         kern = self.backend.prepare(spec, self.device)
         regions: list[Region] = []
         try:
-            calib = kern.run(1)
-            t_rep = max(calib.time_s, 1e-9)
+            if self.s.fixed_reps is not None:
+                calib = kern.run(1)
+                pre_ok = calib.checksum_ok
+            else:
+                calib, pre_ok = calibration_run(kern, self.region_target_s())
+            t_rep = max(calib.time_s / calib.reps, 1e-9)
             reps = self.region_reps(t_rep)
             edge_s = EDGE_SAMPLES / self.meter.sample_hz if self.meter.sample_hz else 0.0
             warm = max(self.s.warmup_reps, math.ceil(edge_s / t_rep))
-            pre_ok = calib.checksum_ok and (kern.run(warm).checksum_ok if warm else True)
+            pre_ok = pre_ok and (kern.run(warm).checksum_ok if warm else True)
             t_host0 = time.monotonic()
             for r in range(self.s.max_regions):
                 name = f"p{index}-r{r}"

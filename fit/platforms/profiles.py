@@ -33,9 +33,10 @@ CONSTANT_UNITS: dict[str, str] = {
     "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access", "eps_int": "J/op",
     "pi0": "W", "delta_pi": "W", "tdp_w": "W", "idle_w": "W", "const_energy_per_byte": "J/byte",
 }
-#: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``.
+#: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``; ``issue`` holds the
+#: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py).
 PROFILE_KEYS = {"schema", "name", "title", "device_kind", "notes", "sources", "constants", "dvfs", "bench",
-                "meters", "emulate"}
+                "meters", "emulate", "issue"}
 PRECISIONS = ("sp", "dp")
 
 
@@ -78,7 +79,9 @@ class Platform:
         if v is None:
             c = self.constants.get(key)
             why = f" ({c.source})" if c is not None and c.source else ""
-            raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it")
+            raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it "
+                                    "(measure it with `archline bench run` and `archline fit`, and give the cost "
+                                    "table instead)")
         return v
 
     def source(self, key: str) -> str:
@@ -127,6 +130,7 @@ class ProfileFile(Strict):
     bench: dict[str, Any] = Field(default_factory=dict)
     meters: Any = ()
     emulate: dict[str, Any] = Field(default_factory=dict)
+    issue: Any = None              #: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py)
 
 
 class CoefficientEntry(BaseModel):
@@ -203,8 +207,11 @@ def load_costs(path: Path) -> Platform:
             where = f"{path}: {section}.{key}"
             constants[key] = Constant(_check_value(key, e.value, where), f"fitted ({f.model or '?'} model, "
                                       f"{path.name})", _check_value(key, e.stderr, where))
-    name = f.platform or path.stem
-    return Platform(name=name, title=name, constants=constants, origin=str(path), kind="costs", emulated=f.emulated,
+    n = data.get("n_points")
+    title = (f"cost table fitted with the {f.model or '?'} model"
+             + (f" from {n} measured points" if isinstance(n, int) else "") + f" ({path.name})")
+    return Platform(name=f.platform or path.stem, title=title, constants=constants, origin=str(path), kind="costs",
+                    emulated=f.emulated,
                     dvfs={"settings": f.settings, "coefficients": f.coefficients} if f.model == "dvfs" else {},
                     raw=data)
 
