@@ -1,10 +1,12 @@
 """User-facing errors of the bench layer."""
 
+from archline.common.exits import EXIT_INPUT, EXIT_POINTS_FAILED
+
 
 class BenchError(Exception):
     """Bad input to a benchmark or an unusable back end: the CLI prints it as one line."""
 
-    exit_code = 2
+    exit_code = EXIT_INPUT
 
 
 class BackendUnavailableError(BenchError):
@@ -13,6 +15,12 @@ class BackendUnavailableError(BenchError):
 
 class UnsupportedError(BenchError):
     """The device cannot run this kernel variant (e.g. no fp64): reported as 'unsupported', never as 0 or inf."""
+
+
+class PointsFailedError(BenchError):
+    """Some points of a run failed (their rows are missing); the others were written."""
+
+    exit_code = EXIT_POINTS_FAILED
 
 
 USER_ERRORS: tuple[type[BaseException], ...] = (BenchError,)

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from archline.cli.params import OutPath
+
 
 @click.group()
 def bench() -> None:
@@ -71,7 +73,7 @@ def list_cmd(fmt: str) -> None:
 @click.option("--isa", default=None, help="cpu_asm: force an ISA variant (avx512, avx2, sse2, neon).")
 @click.option("--working-set", "working_set", default=None,
               help="Override every point's working set, bytes with optional K/M/G suffix (e.g. 64M).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+@click.option("--out", "out_dir", type=OutPath(file_okay=False, dir_okay=True, path_type=Path), default=Path("results"),
               show_default=True, help="Directory for <run_id>.csv and its traces.")
 @click.option("--emulate", is_flag=True,
               help="Run the platform's profile on the emulated device and emulated PowerMon 2 (rows say emulated).")
@@ -89,10 +91,13 @@ def list_cmd(fmt: str) -> None:
                    "stream stops short of peak bandwidth).")
 @click.option("--device", default=None,
               help="OpenCL: 'P:D' indices or a name substring (default: the first device); CUDA: device index.")
+@click.option("--max-lost", type=float, default=None,
+              help="Share of a region's meter samples that may be lost (disconnect, stall, overflow) before the "
+                   "point fails and is retried by a resumed sweep [default: 0.01]; every loss is in the row.")
 def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: str | None, quick: bool,
             reps: int | None, min_time_s: float | None, isa: str | None, working_set: str | None, out_dir: Path,
             emulate: bool, time_compression: float | None, meter_name: str | None, power_caps_w: tuple[float, ...],
-            all_kernels: bool, store: str | None, device: str | None) -> None:
+            all_kernels: bool, store: str | None, device: str | None, max_lost: float | None) -> None:
     """Run a kernel's sweep and write archline.results/1 rows.
 
     \b
@@ -104,13 +109,14 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
       archline bench run --platform localhost --quick                       about a minute, time only w/o RAPL
     """
     from archline.bench.config.options import RunOptions
+    from archline.bench.errors import PointsFailedError
     from archline.bench.run.session import run_once
 
     opts = RunOptions.from_cli(
         platform=platform, emulate=emulate, backend=backend, kernels=None if kernel is None else (kernel,),
         precisions=None if precision is None else (precision,), all_kernels=all_kernels, quick=quick, reps=reps,
         min_time_s=min_time_s, isa=isa, working_set_bytes=working_set, store=store, device=device,
-        time_compression=time_compression, meter=meter_name, power_caps_w=power_caps_w or None)
+        time_compression=time_compression, meter=meter_name, power_caps_w=power_caps_w or None, max_lost=max_lost)
     out = run_once(opts, out_dir)
     click.echo(str(out.results))
     click.echo(f"{out.rows} rows in {out.wall_s:.1f} s; {out.session_note}", err=True)
@@ -121,10 +127,10 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
                            kinds=("roofline",))
         click.echo(f"roofline plot: {png}", err=True)
     if out.failed:
-        raise click.ClickException(f"{out.failed} point(s) failed (see the messages above); the other rows are kept")
+        raise PointsFailedError(f"{out.failed} point(s) failed (see the messages above); the other rows are kept")
     if out.n_bad_checksum:
-        raise click.ClickException(f"{out.n_bad_checksum} point(s) failed their checksum; rows kept with "
-                                   "checksum_ok=false and left out of the plot, peaks and fits")
+        raise PointsFailedError(f"{out.n_bad_checksum} point(s) failed their checksum; rows kept with "
+                                "checksum_ok=false and left out of the plot, peaks and fits")
 
 
 @bench.command("sweep")

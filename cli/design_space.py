@@ -7,18 +7,20 @@ from pathlib import Path
 
 import click
 
+from archline.cli.params import FIGURE_SUFFIXES, OutPath
+
 
 @click.command("design-space")
 @click.argument("algorithm")
-@click.option("--machine", "machine_file", type=click.Path(path_type=Path), metavar="MACHINE.toml",
+@click.option("--machine", "machine_file", type=click.Path(dir_okay=False, path_type=Path), metavar="MACHINE.toml",
               help="your own chip (keys of fit/design_space.DesignMachine); default: S2's Nehalem-EX")
 @click.option("--objective", type=click.Choice(["energy", "performance"]), default="energy", show_default=True,
               help="maximise flop/J or flop/s")
 @click.option("--eps-scaling", type=click.Choice(["v", "v2", "table6"]), default=None,
               help="how eps_flop(f) scales with the V/f state (default: the machine's; Nehalem-EX: v)")
-@click.option("--freq-steps", type=click.IntRange(min=2), default=None, metavar="N",
+@click.option("--freq-steps", type=click.IntRange(min=2, max=1000), default=None, metavar="N",
               help="sweep N evenly spaced frequencies between the V/f table's ends (default: its states only)")
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), metavar="FIG.png",
+@click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="draw the efficiency map (LLC size x active cores)")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_scaling: str | None,

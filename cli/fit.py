@@ -6,33 +6,35 @@ import sys
 
 import click
 
+from archline.cli.params import FIGURE_SUFFIXES, OutPath
+
 
 @click.command("fit")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
               help="table for people (pJ/flop, pJ/B, W); json = archline.costs/1; csv = one line per number.")
-@click.option("--out", type=click.Path(), default=None,
+@click.option("--out", type=OutPath(dir_okay=True), default=None,
               help="write here instead of stdout; with several platforms and json, a directory (one file each).")
 @click.option("--model", type=click.Choice(["auto", "basic", "cache", "capped", "dvfs"]), default="auto",
               show_default=True, help="auto picks by cross-validated error and says so.")
 @click.option("--cache-method", type=click.Choice(["joint", "residual"]), default="joint", show_default=True,
               help="cache model: one joint fit, or S1 eq.11-12 residuals after eq.9.")
-@click.option("--figure", type=click.Path(dir_okay=False), default=None,
+@click.option("--figure", type=OutPath(suffixes=FIGURE_SUFFIXES), default=None,
               help="fit-report PNG: measured points over the fitted lines, and residuals.")
-@click.option("--points", type=click.Path(dir_okay=False), default=None,
+@click.option("--points", type=OutPath(suffixes=(".csv",)), default=None,
               help="CSV of per-point relative errors of time, energy and power.")
 @click.option("--include-emulated/--exclude-emulated", default=True, show_default=True,
               help="fit emulated rows (as their own group, labelled emulated) or drop them.")
 @click.option("--mix-emulated", is_flag=True, help="fit emulated and real rows of a platform together.")
 @click.option("--platform", default=None, help="fit only this platform's rows.")
-@click.option("--folds", type=int, default=None,
+@click.option("--folds", type=click.IntRange(min=2), default=None,
               help="k for k-fold cross-validation [default: 10; dvfs: the number of settings].")
 @click.option("--holdout-col", default=None,
               help="column splitting rows into training (T) and validation (V/validation/test/1/true).")
 @click.option("--one-precision", is_flag=True, help="basic: allow data with only SP or only DP rows.")
-@click.option("--bootstrap", "n_boot", type=int, default=200, show_default=True,
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True,
               help="bootstrap resamples for the non-OLS fits (capped uses at most 100).")
-@click.option("--seed", type=int, default=0, show_default=True, help="seed for folds and bootstrap.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="seed for folds and bootstrap.")
 def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_method: str, figure: str | None,
         points: str | None, include_emulated: bool, mix_emulated: bool, platform: str | None, folds: int | None,
         holdout_col: str | None, one_precision: bool, n_boot: int, seed: int) -> None:

@@ -9,12 +9,13 @@ from typing import Any
 import click
 
 from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 
 _gpu_option = click.option("--gpu", "gpu_name", default="gtx280", show_default=True, metavar="NAME|GPU.toml",
                            help="GPU parameter file (print the shipped one to copy: archline ipp gpu gtx280)")
 _kernel_option = click.option("--kernel", "-k", "only", multiple=True, metavar="NAME",
                               help="only these kernels of the file (repeatable)")
-_plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+_plot_option = click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path),
                             metavar="FIG.png", help="also draw a figure")
 _readings = [click.option("--cond1", type=click.Choice(["and", "or"]), default="and", show_default=True,
                           help="eq.34 condition (1): 'and' = MWP == N and CWP == N (Case 1 of eq.24); 'or' as printed"),
@@ -295,7 +296,7 @@ def sweep_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, co
 @_gpu_option
 @_kernel_option
 @_with_readings
-@click.option("--runtime-power-w", type=float, default=None,
+@click.option("--runtime-power-w", type=POSITIVE, default=None,
               help="the kernel's runtime power on all SMs, for Runtime+Idle when the file has no counts")
 @format_option
 def savings_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, cond2: str,
@@ -327,7 +328,7 @@ def savings_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, 
 
 @ipp.command("ptx")
 @click.argument("ptx_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--trips", type=float, default=1.0, show_default=True,
+@click.option("--trips", type=POSITIVE, default=1.0, show_default=True,
               help="multiply the static counts (exact only for a straight-line loop body run TRIPS times)")
 @format_option
 def ptx_cmd(ptx_file: Path, trips: float, fmt: str) -> None:
@@ -338,12 +339,10 @@ def ptx_cmd(ptx_file: Path, trips: float, fmt: str) -> None:
     Example:
       archline ipp ptx kernel.ptx --trips 1000
     """
+    from archline.common.inputs import read_text
     from archline.fit.analyses.ipp import IppInputError, classify_ptx
 
-    try:
-        counts = classify_ptx(ptx_file.read_text())
-    except OSError as e:
-        raise IppInputError(f"cannot read PTX file {ptx_file}: {e.strerror}") from None
+    counts = classify_ptx(read_text(ptx_file, error=IppInputError, what="PTX file", lines=True))
     if not counts:
         raise IppInputError(f"{ptx_file}: no PTX instructions found")
     scaled = {k: v * trips for k, v in sorted(counts.items())}

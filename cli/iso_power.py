@@ -7,22 +7,23 @@ from pathlib import Path
 import click
 
 from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 
 
 @click.command("iso-power")
 @click.argument("big")
 @click.argument("small")
-@click.option("--budget-w", type=float, default=None, help="power budget (default: the peak power of BIG)")
+@click.option("--budget-w", type=POSITIVE, default=None, help="power budget (default: the peak power of BIG)")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None,
               help="use this many SMALL systems instead of budget / power (e.g. the thesis's measured 22)")
-@click.option("--power-a", type=float, default=None, metavar="W", help="peak power of BIG (overrides its profile)")
-@click.option("--power-b", type=float, default=None, metavar="W", help="peak power of SMALL (overrides its profile)")
+@click.option("--power-a", type=POSITIVE, default=None, metavar="W", help="peak power of BIG (overrides its profile)")
+@click.option("--power-b", type=POSITIVE, default=None, metavar="W", help="peak power of SMALL (overrides its profile)")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
 @click.option("--intensity", "-i", default="0.25:64", show_default=True, metavar="LIST",
               help="flop/byte values: '0.25,1,4' or powers of two 'LOW:HIGH'")
-@click.option("--work-flop", type=float, default=1e12, show_default=True,
+@click.option("--work-flop", type=POSITIVE, default=1e12, show_default=True,
               help="the workload whose time and energy are reported")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), metavar="FIG.png",
+@click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="draw performance, energy efficiency and power against intensity")
 @format_option
 def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power_a: float | None,

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from typing import Any
 
 import click
+
+from archline.common.exits import EXIT_BUG, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, classify, epilog
 
 #: command name -> "module:attribute" of its click command or group (imported lazily: keeps --help fast).
 SUBCOMMANDS: dict[str, str] = {
@@ -56,10 +59,15 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+_DEBUG = {"on": False}
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=epilog())
 @click.version_option(package_name="archline")
 @click.option("-v", "--verbose", is_flag=True, help="Also print debug messages (meter set-up, every region).")
-def cli(verbose: bool) -> None:
+@click.option("--debug", is_flag=True, help="On an error, also print its Python traceback (for bug reports).")
+def cli(verbose: bool, debug: bool) -> None:
     """archline: what a flop, a byte and a random access cost on your machine, in joules and seconds.
 
     \b
@@ -79,25 +87,46 @@ def cli(verbose: bool) -> None:
     """
     from archline.common.logs import configure
 
-    configure(verbose)
+    _DEBUG["on"] = debug
+    configure(verbose or debug)
+
+
+def _usage_line(e: click.UsageError) -> str:
+    """Click's usage error as one line: the command, what is wrong, where the help is."""
+    path = e.ctx.command_path if e.ctx is not None else "archline"
+    return f"{path}: {e.format_message()} (see '{path} --help')"
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"archline: error: {message}", err=True)
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The console script. Every user mistake and environment failure ends here as one line on stderr and a code
+    of :data:`archline.common.exits.EXIT_CODES`; anything else is a bug and keeps its traceback."""
+    _DEBUG["on"] = False
     errors = _user_errors()
     try:
         result: Any = cli.main(args=argv, prog_name="archline", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except click.exceptions.Abort:
-        click.echo("archline: aborted", err=True)
-        sys.exit(130)
+        _fail("aborted", EXIT_INTERRUPTED)
+    except click.UsageError as e:
+        _fail(_usage_line(e), e.exit_code)
     except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except errors as e:  # a user mistake: one line, no traceback
-        click.echo(f"archline: error: {e}", err=True)
-        sys.exit(getattr(e, "exit_code", 2))
+        _fail(e.format_message(), e.exit_code if e.exit_code != EXIT_BUG else EXIT_INPUT)
     except KeyboardInterrupt:
         click.echo("archline: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as e:
+        known = classify(e, errors)
+        if known is None or _DEBUG["on"]:
+            traceback.print_exc()
+        if known is None:  # a bug: the traceback above, and what it is
+            _fail("internal error (a bug); please report it with the traceback above", EXIT_BUG)
+        else:
+            _fail(*known)
+    return EXIT_OK

@@ -7,6 +7,9 @@ import time
 
 import click
 
+from archline.cli.params import DURATION, FINITE, POSITIVE, SAMPLES_SUFFIXES, FiniteFloat, OutPath
+from archline.powermon.errors import MAX_LOST_SHARE
+
 
 @click.group()
 def meter() -> None:
@@ -49,30 +52,49 @@ def list_cmd(fmt: str) -> None:
 @meter.command("record")
 @click.option("--meter", "spec", required=True, help="powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX]")
 @click.option("--channels", help="PowerMon 2 channels, e.g. 0,1,2,3 (default 0-7)")
-@click.option("--rate", "rate_hz", type=float, default=128.0, show_default=True, help="per-channel Hz (1024/N)")
-@click.option("--duration", "duration_s", type=float, default=10.0, show_default=True, help="seconds")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="trace .parquet, .csv.gz or .csv")
-def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: float, out: str) -> None:
-    """Record a meter for a while into a tidy trace (a PowerMon 2 also keeps its raw capture)."""
+@click.option("--rate", "rate_hz", type=POSITIVE, default=128.0, show_default=True, help="per-channel Hz (1024/N)")
+@click.option("--duration", "duration_s", type=DURATION, default=10.0, show_default=True, help="seconds")
+@click.option("--out", required=True, type=OutPath(suffixes=SAMPLES_SUFFIXES), help="trace .parquet, .csv.gz or .csv")
+@click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
+              help="share of the samples the meter may lose (disconnect, stall, overflow, dropped bytes) before "
+                   "the recording fails with exit code 6; every loss is reported either way")
+def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: float, out: str, max_lost: float) -> None:
+    """Record a meter for a while into a tidy trace (a PowerMon 2 also keeps its raw capture beside it).
+
+    \b
+    The summary (JSON on stdout) counts what the meter lost: lost_samples of expected_samples, lost_s, gaps,
+    overflows, and the decoder's own counts; the energy bound covers the lost stretches. More than --max-lost
+    of the samples lost, or a meter that vanished, exits 6 (or 4) after the summary.
+    """
     from archline.powermon.offline import record
 
-    path, summary = record(spec, duration_s, out, _ints(channels), rate_hz)
-    click.echo(json.dumps({"trace": str(path), **summary}, indent=1, default=float))
+    rec = record(spec, duration_s, out, _ints(channels), rate_hz, max_lost)
+    click.echo(json.dumps(rec.summary, indent=1, default=float))
+    if rec.error is not None:
+        raise rec.error
+    for w in rec.warnings:
+        click.echo(f"archline: warning: {w}", err=True)
+    if rec.interrupted:
+        raise KeyboardInterrupt
 
 
 @meter.command("decode")
 @click.argument("raw", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="samples .csv, .csv.gz or .parquet")
+@click.option("--out", required=True, type=OutPath(suffixes=SAMPLES_SUFFIXES), help="samples .csv, .csv.gz or .parquet")
 @click.option("--channels", help="enabled channels (default: from RAW.json, else guessed from the data)")
-@click.option("--rate", "rate_hz", type=float, help="per-channel Hz (default: from RAW.json, else 128)")
-@click.option("--r-sense", "r_sense_ohm", type=float, help="shunt ohms for every channel (default: RAW.json)")
-def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None) -> None:
+@click.option("--rate", "rate_hz", type=POSITIVE, help="per-channel Hz (default: from RAW.json, else 128)")
+@click.option("--r-sense", "r_sense_ohm", type=POSITIVE, help="shunt ohms for every channel (default: RAW.json)")
+@click.option("--partial", is_flag=True, help="decode a capture that ends without its done record (cut short)")
+def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None,
+               partial: bool) -> None:
     """Decode a PowerMon 2 byte capture into samples (t_s, channel, voltage_v, current_a, power_w)."""
     from archline.powermon.offline import decode_file
 
-    s, meta = decode_file(raw, out, _ints(channels), rate_hz, r_sense_ohm)
+    s, meta = decode_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
     st = meta["stats"]
     label = " (emulated)" if s.emulated else ""
+    for w in meta["warnings"]:
+        click.echo(f"archline: warning: {w}", err=True)
     click.echo(f"{len(s)} samples{label} -> {out}; overflows {st['overflows']}, gaps {st['gaps']}, "
                f"lost records {st['lost_records']}, resyncs {st['resyncs']}, skipped bytes {st['skipped_bytes']}",
                err=True)
@@ -81,13 +103,23 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
 @meter.command("integrate")
 @click.argument("samples", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
-@click.option("--start", "t0_s", type=float, help="region start (t_s of the file)")
-@click.option("--end", "t1_s", type=float, help="region end")
-def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None) -> None:
-    """Energy per channel and in total (trapezoid, partial samples at the edges), with an error bound."""
+@click.option("--start", "t0_s", type=FINITE, help="region start (t_s of the file; default: the recorded window)")
+@click.option("--end", "t1_s", type=FINITE, help="region end")
+@click.option("--min-samples", type=click.IntRange(min=0), default=2, show_default=True,
+              help="fewest samples of each channel the region must hold")
+def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None, min_samples: int) -> None:
+    """Energy per channel and in total (trapezoid, partial samples at the edges), with an error bound.
+
+    \b
+    Only where there is data: a region outside the samples, one with fewer than --min-samples samples, or NaN or
+    negative power is an error. A trace of an emulator running faster than real time (meter record --meter
+    emulated:4) is integrated on the emulated timeline, as the recording was.
+    """
     from archline.powermon.offline import integrate_file
 
-    res = integrate_file(samples, t0_s, t1_s)
+    res = integrate_file(samples, t0_s, t1_s, min_samples=min_samples)
+    for w in res.warnings:
+        click.echo(f"archline: warning: {w}", err=True)
     if fmt == "json":
         click.echo(json.dumps(res.as_json(), indent=1))
         return
@@ -95,20 +127,21 @@ def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None
     click.echo(f"{'channel':>8} {'energy_j':>14} {'err_j':>10} {'mean_power_w':>13} {'n_samples':>10}{label}")
     for k, c in res.channels.items():
         click.echo(f"{k:>8} {c.energy_j:14.6f} {c.energy_err_j:10.4f} {c.mean_power_w:13.4f} {c.n_samples:10d}")
-    click.echo(f"{'total':>8} {res.total_energy_j:14.6f} {res.energy_err_j:10.4f} over {res.duration_s:.6f} s; "
-               f"overflows {res.overflows}, gaps {res.gaps}")
+    tc = f" (time compression {res.time_compression:g}x)" if res.time_compression != 1 else ""
+    click.echo(f"{'total':>8} {res.total_energy_j:14.6f} {res.energy_err_j:10.4f} over {res.duration_s:.6f} s{tc}; "
+               f"overflows {res.overflows}, gaps {res.gaps}, lost samples {res.lost_samples}")
 
 
 @meter.command("emulate")
-@click.option("--script", type=click.Path(exists=True, dir_okay=False),
+@click.option("--script", type=click.Path(dir_okay=False),
               help='power script JSON/TOML: {"steps": [{"t_s": 0, "channels": {"0": [12.0, 5.0]}}]}')
-@click.option("--speed", type=float, default=1.0, show_default=True, help="emulated seconds per real second")
-@click.option("--seed", type=int, default=0)
-@click.option("--duration", "duration_s", type=float, help="stop after this many seconds (default: until Ctrl-C)")
-@click.option("--port-file", type=click.Path(dir_okay=False), help="also write the pty path to this file")
+@click.option("--speed", type=POSITIVE, default=1.0, show_default=True, help="emulated seconds per real second")
+@click.option("--seed", type=click.IntRange(min=0), default=0)
+@click.option("--duration", "duration_s", type=DURATION, help="stop after this many seconds (default: until Ctrl-C)")
+@click.option("--port-file", type=OutPath(), help="also write the pty path to this file")
 @click.option("--platform", default=None,
               help="play this platform's model power on its profile's rails (idle unless --intensity is given)")
-@click.option("--intensity", type=float, default=None, help="with --platform: a kernel at this flop/byte")
+@click.option("--intensity", type=POSITIVE, default=None, help="with --platform: a kernel at this flop/byte")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
 def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float | None, port_file: str | None,
                 platform: str | None, intensity: float | None, precision: str) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 from archline.fit.model.summary import SYMBOLS, parse_intensities, platform_summary, predict_rows
 from archline.fit.model.units import display
 
@@ -86,7 +87,7 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
 @click.argument("name_or_costs")
 @click.option("--intensity", "-i", required=True, metavar="LIST",
               help="flop/byte values: '0.25,1,4' or a range of powers of two '0.25:64'")
-@click.option("--cap-divisor", type=float, default=1.0, show_default=True,
+@click.option("--cap-divisor", type=POSITIVE, default=1.0, show_default=True,
               help="throttle: use delta_pi/K (S1 §4.4.4); needs delta_pi")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
 @format_option
@@ -116,7 +117,7 @@ def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precisio
 
 @model.command("plot")
 @click.argument("name_or_costs", nargs=-1, required=True)
-@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", "-o", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), default=None,
               help="output figure (.png, .pdf, .svg); default NAME.png")
 @click.option("--precision", type=click.Choice(["sp", "dp", "both"]), default="both", show_default=True)
 def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -> None:

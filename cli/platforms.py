@@ -6,7 +6,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.fit.model.units import display
-from archline.fit.platforms.profiles import CONSTANT_UNITS, iter_profiles, load_platform, load_profile
+from archline.fit.platforms.profiles import CONSTANT_UNITS, load_all_profiles, load_platform
 
 
 @click.group()
@@ -26,11 +26,11 @@ def platforms() -> None:
 @format_option
 def list_cmd(fmt: str) -> None:
     """List every profile found, with the precisions the model can be run at."""
-    rows = []
-    for path in iter_profiles():
-        p = load_profile(path)
-        rows.append({"name": p.name, "title": p.title, "device_kind": p.device_kind,
-                     "model_precisions": p.precisions_available(), "path": str(path)})
+    found, problems = load_all_profiles()
+    for line in problems:
+        click.echo(f"archline: warning: {line}", err=True)
+    rows = [{"name": p.name, "title": p.title, "device_kind": p.device_kind,
+             "model_precisions": p.precisions_available(), "path": str(path)} for path, p in found]
     if fmt == "json":
         echo_json(rows)
         return

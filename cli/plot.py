@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from archline.cli.params import FIGURE_SUFFIXES, OutPath
+
 
 @click.command()
 @click.argument("files_or_costs", nargs=-1, required=True)
@@ -16,7 +18,7 @@ import click
                    "docs/model.md)")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default=None,
               help="rows and model lines of this precision [default: sp; ceilings: both]")
-@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--out", "-o", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), required=True,
               help="output figure (.png, .pdf, .svg)")
 def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out: Path) -> None:
     """Draw the model of platforms or cost tables, with measured results over it.

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import click
 
+from archline.cli.params import FIGURE_SUFFIXES, OutPath
+
 
 @click.command("predict")
-@click.argument("counts", type=click.Path(path_type=Path))
+@click.argument("counts", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--costs", required=True, metavar="COSTS",
               help="cost table (.json from archline fit), profile (.toml) or shipped platform name")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), metavar="FIG.png",
+@click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="also draw the breakdown as a stacked bar chart")
 def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
     """Energy and time of the application(s) counted in COUNTS, term by term.

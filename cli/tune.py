@@ -7,18 +7,20 @@ from pathlib import Path
 
 import click
 
+from archline.cli.params import POSITIVE
+
 
 @click.command("tune")
 @click.option("--costs", required=True, metavar="DVFS_COSTS",
               help="a DVFS cost table (.json from 'archline fit --model dvfs', with a settings list)")
-@click.option("--intensity", "intensity", type=float, metavar="I",
+@click.option("--intensity", "intensity", type=POSITIVE, metavar="I",
               help="operational intensity in flop/B: rank the settings by predicted energy at I")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
-@click.option("--flops-per-cycle", type=float, metavar="N",
+@click.option("--flops-per-cycle", type=POSITIVE, metavar="N",
               help="flops per core clock (2 x cores), for tau_flop when the table has none")
-@click.option("--bytes-per-cycle", type=float, metavar="N",
+@click.option("--bytes-per-cycle", type=POSITIVE, metavar="N",
               help="DRAM bytes per memory clock, for tau_mem when the table has none")
-@click.option("--measured", type=click.Path(path_type=Path), metavar="RESULTS.csv",
+@click.option("--measured", type=click.Path(dir_okay=False, path_type=Path), metavar="RESULTS.csv",
               help="measured result rows at the same settings: report Model and Time Oracle as in S1 Table 8")
 @click.option("--paper/--no-paper", default=True, show_default=True,
               help="show S1 Table 8 (Jetson TK1) beside the --measured report")

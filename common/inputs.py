@@ -43,18 +43,69 @@ class Strict(BaseModel):
         return data
 
 
-def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
-              not_found: type[Exception] | None = None) -> dict[str, Any]:
-    """Parse a TOML file; a missing/unreadable file or bad TOML raises ``error`` (``not_found`` for absence)."""
+def read_text(path: str | Path, *, error: type[Exception], what: str = "file",
+              not_found: type[Exception] | None = None, lines: bool = False) -> str:
+    """The text of an input file, or one line naming it: missing, a directory, unreadable, binary (not UTF-8, or
+    holding NUL bytes) or empty (``not_found`` for absence). ``lines``: a line-oriented file (CSV, PTX) must end
+    with a newline, else its last line was cut off."""
     p = Path(path)
     try:
-        return tomllib.loads(p.read_text())
+        data = p.read_bytes()
     except FileNotFoundError:
         raise (not_found or error)(f"{what} {p} does not exist") from None
+    except IsADirectoryError:
+        raise error(f"{what} {p} is a directory; give a file") from None
     except OSError as e:
         raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise error(f"{p}: not a text file") from None
+    if b"\x00" in data:
+        raise error(f"{what} {p} is a binary file, not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {p} is not a text file (not UTF-8 at byte {e.start})") from None
+    if not text.strip():
+        raise error(f"{what} {p} is empty")
+    if lines and not text.endswith(("\n", "\r")):
+        n = text.count("\n") + 1
+        raise error(f"{what} {p} ends in the middle of line {n} (no newline after it): the file was cut off; "
+                    "if that line is complete, end it with a newline")
+    return text
+
+
+def check_text_file(path: str | Path, *, error: type[Exception], what: str = "file", lines: bool = True) -> None:
+    """The cheap checks of :func:`read_text` for a file another parser reads (pandas, pyarrow): it exists, is a
+    file, is not empty, is not binary (a NUL byte in its first 4 KiB) and, for ``lines``, ends with a newline.
+    Reads 4 KiB and the last byte, whatever the size."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        with open(p, "rb") as f:
+            head = f.read(4096)
+            f.seek(max(size - 1, 0))
+            last = f.read(1)
+    except FileNotFoundError:
+        raise error(f"{what} {p} does not exist") from None
+    except IsADirectoryError:
+        raise error(f"{what} {p} is a directory; give a file") from None
+    except OSError as e:
+        raise error(f"cannot read {what} {p}: {e.strerror}") from None
+    if size == 0 or not head.strip():
+        raise error(f"{what} {p} is empty")
+    if b"\x00" in head:
+        raise error(f"{what} {p} is a binary file, not text")
+    if lines and last not in (b"\n", b"\r"):
+        raise error(f"{what} {p} ends in the middle of a line (no newline after its last row): the file was cut "
+                    "off; if the last row is complete, end it with a newline")
+
+
+def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
+              not_found: type[Exception] | None = None) -> dict[str, Any]:
+    """Parse a TOML file; a missing/unreadable/binary/empty file or bad TOML raises ``error`` (``not_found`` for
+    absence)."""
+    p = Path(path)
+    text = read_text(p, error=error, what=what, not_found=not_found)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: not valid TOML: {e}") from None
 
@@ -62,16 +113,27 @@ def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
 def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
               not_found: type[Exception] | None = None) -> Any:
     p = Path(path)
+    text = read_text(p, error=error, what=what, not_found=not_found)
     try:
-        return json.loads(p.read_text())
-    except FileNotFoundError:
-        raise (not_found or error)(f"{what} {p} does not exist") from None
-    except OSError as e:
-        raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise error(f"{p}: not a text file") from None
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise error(f"{p}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    except RecursionError:
+        raise error(f"{p}: not valid JSON: nested too deeply") from None
+
+
+def show_value(v: Any) -> str:
+    """A value as a message shows it: numpy scalars as plain numbers (``-1``, not ``np.float64(-1.0)``), text
+    quoted, long values cut."""
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)) and getattr(v, "ndim", 0) == 0:
+        v = v.item()
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        text = str(int(v))
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        text = f"{v:g}" if isinstance(v, float) else str(v)
+    else:
+        text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def unknown_key_hint(key: str, known: typing.Iterable[str]) -> str:
@@ -110,9 +172,10 @@ def describe(e: ValidationError, model: type[BaseModel], key: Callable[[str], st
         return f"{at}: {msg.removeprefix('Assertion failed, ')}"
     if typ == "literal_error":
         allowed = msg.removeprefix("Input should be ").replace("'", "")
-        return f"{at} must be one of {allowed.replace(' or ', ', ')}, got {got!r}"
+        return f"{at} must be one of {allowed.replace(' or ', ', ')}, got {show_value(got)}"
     text = msg[0].lower() + msg[1:] if msg else typ
-    return f"{at}: {text.replace('input should be', 'expected').replace('input should', 'expected')}, got {got!r}"
+    text = text.replace("input should be", "expected").replace("input should", "expected")
+    return f"{at}: {text}, got {show_value(got)}"
 
 
 def _fmt_loc(loc: tuple[Any, ...], key: Callable[[str], str]) -> str:

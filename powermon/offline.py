@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import json
+import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from archline.powermon.errors import MeterError
+from archline.common.inputs import read_json
+from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
 from archline.powermon.powermon2.decode import decode_bytes, guess_channels
 from archline.powermon.powermon2.driver import period_for_rate, samples_from_records, sidecar_path
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
@@ -19,36 +21,79 @@ from archline.powermon.record.samples import Samples
 from archline.powermon.record.traces import read_samples, write_samples
 
 
+def _sidecar(raw: Path) -> dict[str, Any]:
+    """The capture's ``RAW.json`` (what an offline decode needs), checked; {} when there is none."""
+    sp = sidecar_path(raw)
+    if not sp.exists():
+        return {}
+    side = read_json(sp, error=MeterError, what="capture sidecar")
+    if not isinstance(side, dict):
+        raise MeterError(f"capture sidecar {sp} is not a JSON object")
+    chans = side.get("channels")
+    if chans is not None and not (isinstance(chans, list) and chans and
+                                  all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 16 for c in chans)):
+        raise MeterError(f"capture sidecar {sp}: channels must be a list of channel numbers 0-15, got {chans!r}")
+    for key in ("period_ticks", "time_set_s"):
+        v = side.get(key)
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= (1 if key == "period_ticks"
+                                                                                         else 0)):
+            raise MeterError(f"capture sidecar {sp}: {key} must be a whole number, got {v!r}")
+    for key in ("speed",):
+        v = side.get(key)
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise MeterError(f"capture sidecar {sp}: {key} must be a positive number, got {v!r}")
+    return side
+
+
 def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: Sequence[int] | None = None,
-                rate_hz: float | None = None, r_sense_ohm: float | None = None) -> tuple[Samples, dict[str, Any]]:
-    """Decode a raw capture (using its ``RAW.json`` sidecar when present) and optionally write the samples."""
+                rate_hz: float | None = None, r_sense_ohm: float | None = None, *, partial: bool = False
+                ) -> tuple[Samples, dict[str, Any]]:
+    """Decode a raw capture (using its ``RAW.json`` sidecar when present) and optionally write the samples.
+
+    A capture that ends without its done record was cut short (the recording was killed, or the meter vanished):
+    an error unless ``partial``; then it is decoded with a warning. Every count of what went wrong is in
+    ``meta["stats"]`` and every problem in ``meta["warnings"]``."""
     raw = Path(raw_path)
+    if out is not None:
+        check_samples_path(out)
     try:
         data = raw.read_bytes()
     except FileNotFoundError:
         raise MeterError(f"capture {raw} does not exist") from None
+    except IsADirectoryError:
+        raise MeterError(f"capture {raw} is a directory; give the .raw.bin file") from None
     except OSError as e:
         raise MeterError(f"cannot read {raw}: {e.strerror}") from None
     if len(data) < 4:
         raise MeterError(f"capture {raw} is empty or truncated ({len(data)} bytes)")
-    side: dict[str, Any] = {}
-    sp = sidecar_path(raw)
-    if sp.exists():
-        try:
-            side = json.loads(sp.read_text())
-        except json.JSONDecodeError:
-            raise MeterError(f"sidecar {sp} is not valid JSON") from None
+    side = _sidecar(raw)
+    if r_sense_ohm is not None and not (math.isfinite(r_sense_ohm) and r_sense_ohm > 0):
+        raise MeterError(f"shunt resistance must be a positive number of ohms, got {r_sense_ohm:g}")
     chans = list(channels) if channels else side.get("channels") or guess_channels(data)
     if rate_hz is not None:
         period = period_for_rate(rate_hz)
     else:
         period = int(side.get("period_ticks", 8))
-    r_map = {int(k): float(v) for k, v in (side.get("r_sense_ohm") or {}).items()}
+    try:
+        r_map = {int(k): float(v) for k, v in (side.get("r_sense_ohm") or {}).items()}
+    except (TypeError, ValueError, AttributeError):
+        raise MeterError(f"capture sidecar {sidecar_path(raw)}: r_sense_ohm must map channels to ohms") from None
+    if any(not (0 <= c < 16 and math.isfinite(r) and r > 0) for c, r in r_map.items()):
+        raise MeterError(f"capture sidecar {sidecar_path(raw)}: r_sense_ohm must map channels 0-15 to positive ohms")
     r_lut = np.full(16, DEFAULT_R_SENSE_OHM if r_sense_ohm is None else r_sense_ohm)
     if r_sense_ohm is None:
         for c, r in r_map.items():
             r_lut[c] = r
     dec = decode_bytes(data, chans, period, side.get("time_set_s", 0) if side else None)
+    warnings: list[str] = []
+    if not dec.stats.done:
+        msg = (f"capture {raw} ends without its done record ({len(data)} bytes): the recording was cut short "
+               "(killed, or the meter vanished), so samples after its end are missing")
+        if not partial:
+            raise MeterError(msg + "; pass --partial to decode what is there")
+        warnings.append(msg)
+    if side.get("error"):
+        warnings.append(f"the recording reported: {side['error']}")
     rec = dec.records()
     if len(rec) == 0:
         raise MeterError(f"no PowerMon 2 samples in {raw} (garbage or truncated capture; "
@@ -56,31 +101,53 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
     t_dev = rec.event * (period / TICK_HZ)
     clock = side.get("clock") or {}
     emulated = bool(side.get("emulated", False))
-    if "offset_s" in clock:
-        scale = clock.get("seconds_per_device_s", 1.0) * (1 + clock.get("drift_ppm", 0) * 1e-6)
-        t = clock["offset_s"] + t_dev * scale
-        clock_name = "host_monotonic"
-    else:
-        t = t_dev
-        clock_name = "device_s"
+    speed = float(side.get("speed", 1.0))
+    try:
+        if "offset_s" in clock:
+            scale = float(clock.get("seconds_per_device_s", 1.0)) * (1 + float(clock.get("drift_ppm", 0)) * 1e-6)
+            t = float(clock["offset_s"]) + t_dev * scale
+            clock_name = "host_monotonic"
+        else:
+            t, clock_name, speed = t_dev, "device_s", 1.0
+    except (TypeError, ValueError):
+        raise MeterError(f"capture sidecar {sidecar_path(raw)}: clock must hold numbers") from None
     s = samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, r_lut, t,
                              str(side.get("meter", "powermon2")), emulated, clock_name)
     from archline.powermon.record.traces import code_tables
 
     s.meta["codes"] = {"vcode": rec.vcode, "icode": rec.icode, **code_tables(r_lut)}
     stats = dec.stats.as_dict()
+    lost = stats["lost_records"] + stats["uncertain_gaps"]
+    if lost or stats["overflows"] or stats["resyncs"] or stats["skipped_bytes"]:
+        warnings.append(f"{stats['lost_records']} record(s) lost in {stats['gaps']} gap(s), "
+                        f"{stats['overflows']} overflow(s), {stats['resyncs']} resync(s), "
+                        f"{stats['skipped_bytes']} byte(s) skipped")
     meta = {"source": str(raw), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
-            "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"]}
+            "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"],
+            "speed": speed, "warnings": warnings}
     if out is not None:
         write_samples(s, out, meta)
     return s, meta
 
 
-def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | None = None) -> Integration:
+def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | None = None, *,
+                   min_samples: int = 2) -> Integration:
+    """Integrate a samples file the way its recording did: on the device's timeline (``speed``, an emulator's time
+    compression, from the file's sidecar) and, unless a window is given, over the recorded window."""
     s, meta = read_samples(path)
     stats = meta.get("stats") or {}
+    info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
+    speed = meta.get("speed", info.get("speed", 1.0))
+    if not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
+        raise MeterError(f"{path}: the sidecar's speed must be a positive number, got {speed!r}")
+    if s.clock == "device_s":
+        speed = 1.0
+    window = meta.get("window_s")
+    if t0_s is None and t1_s is None and isinstance(window, list) and len(window) == 2:
+        t0_s, t1_s = float(window[0]), float(window[1])
     return integrate_samples(s, t0_s, t1_s, overflows=stats.get("overflows", meta.get("overflows")),
-                             gaps=stats.get("gaps", meta.get("gaps")))
+                             gaps=stats.get("gaps", meta.get("gaps")), min_samples=min_samples,
+                             time_compression=float(speed))
 
 
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> list[dict[str, Any]]:
@@ -141,26 +208,82 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
             speed = float(arg or 1.0)
         except ValueError:
             raise MeterError(f"--meter emulated:SPEED needs a number, got {arg!r}") from None
+        if not (math.isfinite(speed) and speed > 0):
+            raise MeterError(f"--meter emulated:SPEED needs a positive speed (emulated seconds per second), "
+                             f"got {arg!r}")
         return emulated_powermon(channels_spec("powermon2", "powermon2", channels, rate_hz=rate_hz), None,
                                  speed=speed, raw_path=raw_path)
     if kind == "rapl":
         return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
     if kind == "nvml":
+        if arg and not arg.isdigit():
+            raise MeterError(f"--meter nvml:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
         return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX])")
 
 
+@dataclass
+class Recording:
+    """What ``archline meter record`` made: the trace, its summary (counts of everything lost) and, when the
+    meter lost more than allowed or vanished, the error to exit with (after the summary is shown)."""
+
+    trace: Path
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    error: MeterError | None = None
+    interrupted: bool = False
+
+
+def check_samples_path(out: str | Path) -> None:
+    name = Path(out).name.lower()
+    if not name.endswith((".parquet", ".csv.gz", ".csv")):
+        raise MeterError(f"unknown samples format for {out} (use .csv, .csv.gz or .parquet)")
+
+
 def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int] | None = None,
-           rate_hz: float = 128.0) -> tuple[Path, dict[str, Any]]:
-    """Record one meter for ``duration_s`` into a trace file; a PowerMon 2 also keeps its raw capture."""
+           rate_hz: float = 128.0, max_lost: float = MAX_LOST_SHARE) -> Recording:
+    """Record one meter for ``duration_s`` into a trace file; a PowerMon 2 also keeps its raw capture beside it.
+
+    Nothing lost passes silently: the summary holds the window's lost samples and lost seconds, gaps, overflows
+    and the decoder's own counts; a loss above ``max_lost`` (a share) or a vanished meter is returned as the error
+    to exit with. Ctrl-C stops the recording early: what was recorded is written, whole, and reported."""
     from archline.powermon.record.recorder import Recorder
 
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise MeterError(f"--duration must be a positive number of seconds, got {duration_s:g}")
+    if not (math.isfinite(max_lost) and 0 <= max_lost <= 1):
+        raise MeterError(f"--max-lost must be a share between 0 and 1, got {max_lost:g}")
+    check_samples_path(out)
     out_p = Path(out)
     raw = out_p.with_name(out_p.name.split(".")[0] + ".raw.bin")
     meter = meter_from_spec(spec, channels, rate_hz, raw)
+    interrupted = False
     with Recorder([meter]) as rec:
-        rec.begin("record")
-        time.sleep(duration_s)
+        t0 = rec.begin("record")
+        try:
+            time.sleep(duration_s)
+        except KeyboardInterrupt:
+            interrupted = True
         region = rec.end("record")
-    write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": meter.info()})
-    return out_p, region.summary()
+    t1 = rec.marks[-1].t_s
+    info = meter.info()
+    write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
+                                           "window_s": [t0, t1], "speed": getattr(meter, "speed", 1.0)})
+    summary = region.summary()
+    summary["trace"] = str(out_p)
+    for key in ("stats", "stalls", "error"):
+        if key in info:
+            summary.setdefault("decoder" if key == "stats" else key, info[key])
+    if getattr(meter, "raw_path", None) is not None:
+        summary["raw"] = str(meter.raw_path)
+    (mr,) = region.meters.values()
+    warnings = [f"{w}" for w in region.warnings]
+    error: MeterError | None = None
+    lost = mr.loss_text()
+    if mr.lost_share > max_lost:
+        why = f" ({info['error']})" if info.get("error") else ""
+        error = SamplesLostError(f"{lost}{why}: more than --max-lost {100 * max_lost:.3g}%; the trace {out_p} "
+                                 "holds what arrived")
+    elif info.get("error") and not interrupted:
+        error = DeviceError(f"{info['error']}; the trace {out_p} holds what arrived")
+    return Recording(out_p, summary, warnings, error, interrupted)

@@ -18,6 +18,10 @@ from archline.bench.errors import BenchError
 from archline.common.inputs import Strict, validate
 from archline.common.sizes import parse_bytes
 
+#: the most repetitions one timed region may hold (the runner's calibration cap)
+MAX_REPS = 1_000_000_000
+#: the longest timed region one may ask for (an hour)
+MAX_REGION_S = 3600.0
 #: option name in the models -> how a user spells it on the command line
 FLAGS = {"min_time_s": "--min-time", "power_caps_w": "--power-cap", "kernels": "--kernel",
          "precisions": "--precision", "working_set_bytes": "--working-set", "dvfs_settings": "--dvfs-setting"}
@@ -37,8 +41,8 @@ class RunOptions(Strict):
     precisions: tuple[Precision, ...] | None = None
     all_kernels: bool = False
     quick: bool = False
-    reps: int | None = Field(default=None, ge=1)
-    min_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    reps: int | None = Field(default=None, ge=1, le=MAX_REPS)
+    min_time_s: float | None = Field(default=None, gt=0, le=MAX_REGION_S, allow_inf_nan=False)
     isa: str | None = None
     working_set_bytes: int | None = Field(default=None, ge=1)
     store: Literal["nt", "none"] | None = None
@@ -48,6 +52,7 @@ class RunOptions(Strict):
     meter: str | None = None
     power_caps_w: tuple[float, ...] | None = None
     dvfs_settings: tuple[str, ...] | None = None
+    max_lost: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
 
     @field_validator("working_set_bytes", mode="before")
     @classmethod
@@ -95,6 +100,8 @@ def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -
         no("--time-compression", "it applies to --emulate only (real hardware runs in real time)")
     if path == "time-only" and opts.meter is not None:
         no("--meter", f"platform '{platform}' configures no meter")
+    if path == "time-only" and opts.max_lost is not None:
+        no("--max-lost", f"platform '{platform}' configures no meter, so no sample can be lost")
     if opts.isa is not None and backend != "cpu_asm":
         no("--isa", f"--isa applies to the cpu_asm back end, not '{backend}'")
     if opts.store is not None and backend != "cpu_asm":

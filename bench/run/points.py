@@ -11,6 +11,7 @@ from archline.bench.config.options import RunOptions
 from archline.bench.config.profile import QUICK_RANGES, BenchProfile, BenchSection
 from archline.bench.errors import UnsupportedError
 from archline.bench.kernels import Backend, KernelSpec
+from archline.powermon.errors import MAX_LOST_SHARE
 
 #: without a meter (or with --min-time), a region lasts at least this long (device seconds); quick: QUICK_REGION_S
 MIN_REGION_S = 0.1
@@ -32,13 +33,14 @@ class RunSettings:
     max_regions: int = 9
     idle_s: float = 2.0
     traces: bool = True
+    max_lost: float = MAX_LOST_SHARE     #: a region whose meter lost more than this share of its samples fails
 
     @classmethod
     def from_section(cls, b: BenchSection, *, quick: bool = False, reps: int | None = None,
-                     min_time_s: float | None = None) -> RunSettings:
+                     min_time_s: float | None = None, max_lost: float | None = None) -> RunSettings:
         s = cls(reps=b.reps, fixed_reps=reps, warmup_reps=b.warmup_reps, min_samples=b.min_samples,
                 max_region_s=b.max_region_s, ci_rel=b.ci_rel, min_regions=b.min_regions, max_regions=b.max_regions,
-                idle_s=b.idle_s)
+                idle_s=b.idle_s, max_lost=MAX_LOST_SHARE if max_lost is None else max_lost)
         if quick:
             s.reps = min(s.reps, 20)
             s.min_samples = min(s.min_samples, 128)

@@ -61,6 +61,10 @@ class Region:
     energy_err_j: float | None = None
     n_samples: int | None = None
     per_device_j: dict[str, float] = field(default_factory=dict)
+    lost_samples: int = 0                   #: meter samples the region should hold that never arrived
+    lost_s: float = 0.0                     #: the longest stretch a channel saw nothing (device seconds)
+    gaps: int = 0
+    overflows: int = 0
 
     @property
     def value(self) -> float:
@@ -146,6 +150,13 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
         "energy_by_device": ";".join(f"{d}={e!r}" for d, e in sorted(mid.per_device_j.items()))
         if med_e is not None and mid.per_device_j else None,
     })
+    if meter.sample_hz is not None:   # what the meter lost over the point's regions (the bound covers it)
+        lost = sum(g.lost_samples for g in regions)
+        row.update({"lost_samples": lost, "lost_s": sum(g.lost_s for g in regions),
+                    "meter_gaps": sum(g.gaps for g in regions), "meter_overflows": sum(g.overflows for g in regions)})
+        if lost:
+            notes.append(f"meter lost {lost} sample(s) over the regions ({row['lost_s']:.3g} s); the energy bound "
+                         "covers them")
     if res.extra.get("core_mhz"):            # measured during the run (NVML) beats the clock estimate
         row["core_mhz"] = round(float(res.extra["core_mhz"]), 1)
     elif res.extra.get("effective_clock_hz"):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from archline.bench.config.options import MAX_REPS
 from archline.bench.kernels import Backend, PreparedKernel, RunResult
 from archline.bench.run.points import Point, RunSettings
 from archline.bench.run.progress import Progress
@@ -32,8 +33,6 @@ from archline.powermon.record.recorder import Recorder
 #: warm-up and tail last at least this many meter sample periods
 EDGE_SAMPLES = 32
 
-
-MAX_REPS = 1_000_000_000
 #: a calibration run shorter than this share of the region's time is too short to size reps from (likwid-bench,
 #: too, raises its iteration count until a run lasts long enough): one cold L1 rep took 7x a warm one, so a region
 #: sized from it lasted 29 ms instead of 200 ms and read 0.78x the bandwidth
@@ -93,14 +92,16 @@ class Runner:
     def _window(self, name: str, result: RunResult | None = None) -> Region | tuple[float, float | None]:
         """Close window ``name``: a Region for a kernel result, else (duration_s, power_w) of an idle window."""
         edges = {} if result is None else {"t0_s": result.extra.get("t0_host_s"), "t1_s": result.extra.get("t1_host_s")}
-        win = self.rec.end(name, strict=self.metered, **edges)
+        # a window whose meter lost more than max_lost of its samples raises SamplesLostError: the point fails
+        win = self.rec.end(name, strict=self.metered, max_lost=self.s.max_lost if self.metered else None, **edges)
         (mr,) = win.meters.values()
         e = mr.energy_j if self.metered and math.isfinite(mr.energy_j) else None
         if result is None:
             return mr.duration_s, None if e is None or mr.duration_s <= 0 else e / mr.duration_s
         return Region(result, mr.duration_s, e, mr.energy_err_j if e is not None else None,
                       mr.n_samples if e is not None else None,
-                      {d: r.energy_j for d, r in mr.devices.items()} if e is not None else {})
+                      {d: r.energy_j for d, r in mr.devices.items()} if e is not None else {},
+                      mr.lost_samples, mr.lost_s, mr.gaps, mr.overflows)
 
     def measure_idle(self, tag: str) -> float | None:
         if self.meter.sample_hz is None or self.s.idle_s <= 0:
@@ -179,6 +180,9 @@ class Runner:
                                       {"point_id": point.point_id, "run_id": self.ctx.run_id})
             if p is not None:
                 row["trace"] = f"{self.trace_dir.name}/{p.name}"
+        raw = next((m.raw_path for m in self.rec.meters if getattr(m, "raw_path", None) is not None), None)
+        if raw is not None and self.trace_dir is not None:   # the raw capture this point's stream segment went to
+            row["raw_capture"] = f"{self.trace_dir.name}/{Path(raw).name}"
         return row
 
 

@@ -21,6 +21,7 @@ from archline.bench.run.points import Point, RunSettings, make_points
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext
 from archline.bench.run.runner import Runner
+from archline.common.exits import EXIT_DEVICE
 from archline.powermon.errors import MeterError
 from archline.powermon.record.null import NullMeter
 from archline.powermon.record.recorder import Recorder
@@ -35,7 +36,7 @@ SETTLE_TIMEOUT_S = 5.0
 class MeterMissing(BenchError):
     """A meter the profile configures is not there (or not permitted)."""
 
-    exit_code = 4
+    exit_code = EXIT_DEVICE
 
 
 @dataclass
@@ -140,11 +141,23 @@ def _real_backend(prof: BenchProfile, opts: RunOptions) -> Backend:
     return be  # type: ignore[no-any-return]
 
 
-def open_session(opts: RunOptions, *, trace_dir: Path | None = None,
-                 config_hasher: Callable[[dict[str, Any]], str] | None = None,
-                 restore_file: Path | None = None) -> Session:
+@dataclass
+class Plan:
+    """What the options ask for, checked against the profile; nothing opened, nothing written."""
+
+    profile: BenchProfile
+    settings: RunSettings
+    path: str
+    caps: tuple[float, ...]
+    dvfs_ids: tuple[str, ...]
+
+
+def plan_session(opts: RunOptions) -> Plan:
+    """Every check that needs no device: the profile, the path, the options that apply to it, the DVFS ids. A
+    sweep calls it before it takes its lock or creates its directory, so a bad config leaves nothing behind."""
     prof = load_bench_profile(opts.platform)
-    settings = RunSettings.from_section(prof.bench, quick=opts.quick, reps=opts.reps, min_time_s=opts.min_time_s)
+    settings = RunSettings.from_section(prof.bench, quick=opts.quick, reps=opts.reps, min_time_s=opts.min_time_s,
+                                        max_lost=opts.max_lost)
     path = "emulated" if opts.emulate else "metered" if prof.meters else "time-only"
     backend_name = "emulated" if opts.emulate else (opts.backend or prof.bench.backend or "")
     check_applies(opts, path=path, backend=backend_name, platform=prof.name)
@@ -155,6 +168,16 @@ def open_session(opts: RunOptions, *, trace_dir: Path | None = None,
                          "not model (use power caps, or dvfs_settings = [] in the sweep)")
     for sid in dvfs_ids:
         prof.dvfs_setting(sid)
+    if opts.meter is not None:
+        prof.meter(opts.meter)
+    return Plan(prof, settings, path, caps, dvfs_ids)
+
+
+def open_session(opts: RunOptions, *, trace_dir: Path | None = None,
+                 config_hasher: Callable[[dict[str, Any]], str] | None = None,
+                 restore_file: Path | None = None) -> Session:
+    plan = plan_session(opts)
+    prof, settings, path, caps, dvfs_ids = plan.profile, plan.settings, plan.path, plan.caps, plan.dvfs_ids
     s = Session(profile=prof, path=path, backend=None, recorder=None, meter=None, ctx=None,  # type: ignore[arg-type]
                 settings=settings, points=[], trace_dir=trace_dir, device=opts.device or prof.bench.device)
     try:
@@ -235,8 +258,7 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
              restore_file: Path | None = None) -> RunOutcome:
     """``archline bench run``: all points into ``<out>/<run_id>.csv`` (``.partial`` until complete)."""
     t0 = time.monotonic()
-    out.mkdir(parents=True, exist_ok=True)
-    session = open_session(opts, trace_dir=out, restore_file=restore_file)
+    session = open_session(opts, trace_dir=out, restore_file=restore_file)   # nothing is created before it opens
     try:
         partial = out / f"{session.ctx.run_id}.csv.partial"
         results = ResultsFile(partial)

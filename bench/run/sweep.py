@@ -5,18 +5,10 @@ The config is one ``[sweep]`` table (:mod:`archline.bench.config.sweep`: any ``b
 appended atomically, never rewritten), ``sweep.log`` (plain timestamped lines), ``.sweep.lock`` (held while
 running), traces under ``traces/``. A point is done when ``results.csv`` has a row with its ``point_id`` and the
 sweep's ``config_hash`` (a hash of the config and the profile it names); a changed config starts the points
-afresh in the same file. Exit codes (for cron; also in docs/cron.md):
-
-==  ==================================================================================================
-0   every point of the sweep is done (possibly by an earlier run)
-1   internal error (a bug: the traceback is in the log)
-2   bad config or profile (the message names the key)
-3   some points failed; their errors are in the log, the rest were written; the next run retries them
-4   a meter or device the config names is missing or not permitted
-5   stopped after ``max_points`` with points still to do; the next run resumes
-75  another sweep holds the lock (EX_TEMPFAIL): nothing was done; try again later
-130 interrupted (SIGINT/SIGTERM); finished rows are kept and the next run resumes
-==  ==================================================================================================
+afresh in the same file. Exit codes: :mod:`archline.common.exits` (the one table; docs/cron.md says what cron should
+do with each): 0 done, 1 a bug, 2 bad config or profile, 3 some points failed (including points whose meter lost
+too many samples: the next run retries them), 4 meter or device missing, 5 stopped at ``max_points``, 7 the out
+directory cannot be written (or the disk is full), 75 locked, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -37,19 +29,29 @@ from typing import Any, TextIO
 from archline.bench.config.sweep import EXIT_CONFIG, SweepConfigError, config_hash, load_config
 from archline.bench.errors import BenchError
 from archline.bench.run.rows import ResultsFile, repair_tail
+from archline.common.exits import (
+    EXIT_BUG,
+    EXIT_DEVICE,
+    EXIT_INTERRUPTED,
+    EXIT_LOCKED,
+    EXIT_MORE_TO_DO,
+    EXIT_OK,
+    EXIT_POINTS_FAILED,
+    EXIT_WRITE,
+    classify,
+    os_error_line,
+)
 from archline.common.logs import LOGGER, configure, file_handler
 from archline.common.stamps import utc_iso
+from archline.fit.errors import ArchlineFitError
+from archline.powermon.errors import MeterError
 
 log = logging.getLogger("archline.bench")
-__all__ = ["EXIT_CONFIG", "SweepConfigError", "load_config"]
+__all__ = ["EXIT_CONFIG", "EXIT_INTERRUPTED", "EXIT_LOCKED", "EXIT_MORE_TO_DO", "EXIT_OK", "EXIT_POINTS_FAILED",
+           "EXIT_WRITE", "SweepConfigError", "load_config"]
 
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_POINTS_FAILED = 3
-EXIT_METER_MISSING = 4
-EXIT_MORE_TO_DO = 5
-EXIT_LOCKED = 75
-EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = EXIT_BUG
+EXIT_METER_MISSING = EXIT_DEVICE
 
 RESULTS_NAME = "results.csv"
 LOG_NAME = "sweep.log"
@@ -133,9 +135,10 @@ class SweepOutcome:
 
 def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | None = None) -> SweepOutcome:
     """Run (or resume) a sweep. Raises SweepLockedError / SweepConfigError / MeterMissing for the CLI."""
-    from archline.bench.run.session import open_session
+    from archline.bench.run.session import open_session, plan_session
 
     cfg = load_config(config_path)
+    plan_session(cfg.options)     # a bad profile or option fails here: no lock, no directory, no log
     lock = SweepLock(cfg.out / LOCK_NAME)
     lock.acquire()
     handler = file_handler(cfg.out / LOG_NAME)
@@ -164,8 +167,8 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         try:
             session = open_session(cfg.options, trace_dir=cfg.out / "traces",
                                    config_hasher=lambda raw: config_hash(cfg, raw))
-        except BenchError as e:
-            log.info(f"error: {e}")
+        except (BenchError, ArchlineFitError, MeterError) as e:
+            _to_file(handler, f"error: {e}")     # the console gets it once, from the CLI
             raise
         chash = session.ctx.config_hash
         points = session.points
@@ -188,7 +191,10 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
     except KeyboardInterrupt:
         log.info("interrupted; finished rows are kept, the next run resumes")
         return SweepOutcome(EXIT_INTERRUPTED, 0, 0, 0, -1, "interrupted; the next run resumes")
-    except BenchError:
+    except (BenchError, ArchlineFitError, MeterError):
+        raise
+    except OSError as e:  # an unwritable out, a full disk: the environment, not a bug
+        _to_file(handler, f"error: {os_error_line(e)}")
         raise
     except Exception:
         log.info("internal error:\n" + traceback.format_exc())
@@ -204,6 +210,14 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         lock.release()
 
 
+def _to_file(handler: logging.Handler, message: str) -> None:
+    """A line for the sweep's log file only (the CLI prints the error itself, once)."""
+    try:
+        handler.handle(logging.LogRecord(LOGGER, logging.INFO, __file__, 0, message, None, None))
+    except OSError:       # a full disk must not hide the error being logged
+        pass
+
+
 def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None,
          echo: Callable[[str], None] | None = None) -> int:
     """``python -m archline.bench.run.sweep CONFIG.toml``: the same as ``archline bench sweep``."""
@@ -212,20 +226,14 @@ def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None,
     if len(args) != 1:
         out("usage: python -m archline.bench.run.sweep CONFIG.toml")
         return EXIT_CONFIG
-    from archline.fit.errors import ArchlineFitError
-    from archline.powermon.errors import MeterError
-
     try:
         res = run_sweep(Path(args[0]), stream=stream)
-    except BenchError as e:
-        out(f"archline: error: {e}")
-        return int(getattr(e, "exit_code", EXIT_CONFIG))
-    except ArchlineFitError as e:
-        out(f"archline: error: {e}")
-        return EXIT_CONFIG
-    except MeterError as e:
-        out(f"archline: error: {e}")
-        return EXIT_METER_MISSING
+    except Exception as e:
+        known = classify(e, (BenchError, ArchlineFitError, MeterError))   # the CLI's one rule (common.exits)
+        if known is None:
+            raise
+        out(f"archline: error: {known[0]}")
+        return known[1]
     out(res.message)
     return res.exit_code
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archline.common.inputs import read_text
 from archline.fit.analyses import counter_recipe as cr
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at
@@ -152,10 +153,7 @@ def _read_recipe_wide(fields: list[str], rows: list[dict[str, str]], path: Path)
 def read_counts(path: Path) -> list[CountsRow]:
     """A counts CSV (result-column names; optional name, time_s and DVFS setting columns), an nvprof --metrics
     export, or hardware counters for the thesis recipe (an nvprof --events export, or counter-name columns)."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise CountsFormatError(f"cannot read counts file {path}: {e.strerror}") from None
+    text = read_text(path, error=CountsFormatError, what="counts file", lines=True)
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("#", "=="))]
     reader = csv.DictReader(lines)
     fields = [f.strip() for f in (reader.fieldnames or [])]

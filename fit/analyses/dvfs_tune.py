@@ -13,11 +13,13 @@
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archline.common.inputs import read_text, show_value
 from archline.fit.analyses.app_predict import CountsRow, predict_row
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.hierarchy import COUNT_TO_COST
@@ -58,6 +60,14 @@ def settings_of(platform: Platform) -> list[Setting]:
             raise TuneInputError(f"cost table '{platform.name}': settings[{k}] lacks core_mhz/mem_mhz")
         costs = {a: float(b) for a, b in s.items() if isinstance(b, (int, float)) and not isinstance(b, bool)
                  and a not in ("core_mhz", "mem_mhz", "core_v", "mem_v")}
+        where = f"cost table '{platform.name}': settings[{k}]"
+        clocks = {c: s[c] for c in ("core_mhz", "mem_mhz", "core_v", "mem_v") if c in s}
+        for c, v in clocks.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+                raise TuneInputError(f"{where}: {c} must be a positive number, got {show_value(v)}")
+        for c, v in costs.items():
+            if not (math.isfinite(v) and v >= 0):
+                raise TuneInputError(f"{where}: {c} must be finite and not negative, got {show_value(v)}")
         out.append(Setting(float(s["core_mhz"]), float(s["mem_mhz"]), costs,
                            float(s["core_v"]) if "core_v" in s else None,
                            float(s["mem_v"]) if "mem_v" in s else None))
@@ -161,10 +171,7 @@ class MeasuredPoint:
 
 def read_measured(path: Path) -> list[MeasuredPoint]:
     """Result rows (archline.results/1) with core_mhz, mem_mhz, time_s, energy_j and count columns."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise TuneInputError(f"cannot read measured data {path}: {e.strerror}") from None
+    text = read_text(path, error=TuneInputError, what="measured data", lines=True)
     reader = csv.DictReader(text.splitlines())
     fields = set(reader.fieldnames or [])
     need = {"core_mhz", "mem_mhz", "time_s", "energy_j"}
@@ -172,6 +179,9 @@ def read_measured(path: Path) -> list[MeasuredPoint]:
         raise TuneInputError(f"{path}: measured data needs columns {', '.join(sorted(need - fields))}")
     out: list[MeasuredPoint] = []
     for k, r in enumerate(reader, start=2):
+        if None in r or None in r.values():
+            raise TuneInputError(f"{path}: line {k}: {len(reader.fieldnames or [])} columns in the header, "
+                                 "a different number in this row")
         try:
             counts = {c: float(r[c]) for c in COUNT_TO_COST if r.get(c) not in (None, "")}
             counts = {c: v for c, v in counts.items() if v}
@@ -179,6 +189,10 @@ def read_measured(path: Path) -> list[MeasuredPoint]:
             t, e_j = float(r["time_s"]), float(r["energy_j"])
         except ValueError as err:
             raise TuneInputError(f"{path}: line {k}: {err}") from None
+        values = [*counts.values(), *setting, t, e_j]
+        if not all(math.isfinite(v) and v >= 0 for v in values) or min(*setting, t) <= 0:
+            raise TuneInputError(f"{path}: line {k}: clocks and time_s must be positive, counts and energy_j "
+                                 "finite and non-negative")
         bench = benchmark_of(r.get("kernel", ""), r.get("precision", ""), r.get("level", ""))
         case = tuple(round(counts.get(c, 0.0), 6) for c in COUNT_TO_COST)
         out.append(MeasuredPoint(bench, case, setting, t, e_j, counts))

@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archline.common.inputs import read_toml
 from archline.fit.analyses.ipp import DATA_DIR, GpuParams, IppInputError, Unit, load_gtx280
 from archline.fit.analyses.ipp_timing import TimingInputs
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 GPU_SCHEMA = "archline.ipp-gpu/1"
 KERNELS_SCHEMA = "archline.ipp-kernels/1"
@@ -50,12 +51,7 @@ _KERNEL_KEYS = {"name", "source", "description", "bandwidth_limited", "instructi
 
 
 def _read(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except OSError as e:
-        raise IppInputError(f"cannot read {what} {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise IppInputError(f"{path}: not valid TOML: {e}") from None
+    return read_toml(path, error=IppInputError, what=what)
 
 
 def _num(x: Any, where: str, *, positive: bool = False) -> float:

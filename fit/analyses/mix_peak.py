@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archline.common.inputs import read_toml
 from archline.fit.errors import ArchlineFitError
 from archline.fit.platforms.profiles import Platform
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 MIX_SCHEMA = "archline.mix/1"
 SHIPPED_MIXES = {"fmmu": Path(__file__).parent / "data" / "mix-fmmu.toml"}
@@ -135,12 +136,7 @@ def load_mix(name_or_path: str | Path) -> Mix:
     path = SHIPPED_MIXES.get(key, Path(key))
     if key not in SHIPPED_MIXES and path.suffix != ".toml":
         raise MixError(f"unknown mix '{key}' (shipped: {', '.join(SHIPPED_MIXES)}; or give a .toml file)")
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise MixError(f"cannot read mix file {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise MixError(f"{path}: not valid TOML: {e}") from None
+    data = read_toml(path, error=MixError, what="mix file")
     bad = sorted(set(data) - {"schema", "name", "source", "coissue_flops", "instructions"})
     if bad:
         raise MixError(f"{path}: unknown key '{bad[0]}' (known: schema, name, source, coissue_flops, instructions)")

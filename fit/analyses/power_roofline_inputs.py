@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tomllib
 
+from archline.common.inputs import check_text_file, read_toml
 from archline.fit.analyses.power_roofline import KINDS, Ceiling, KernelPoint, ceilings_from_platform, model_points
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import load_platform
@@ -89,12 +89,7 @@ def ceiling_rows(ceilings: Sequence[Ceiling]) -> list[list[str]]:
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ArchlineFitError(f"cannot read {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileFormatError(f"{path}: not valid TOML: {e}") from None
+    return read_toml(path, error=ProfileFormatError, what="ceilings file")
 
 
 def _number(entry: dict[str, Any], key: str, where: str, required: bool = True) -> float | None:
@@ -145,10 +140,12 @@ def _params_label(params: Any) -> str:
 def _from_results(path: Path, precs: tuple[str, ...], out: CeilingInputs) -> None:
     import pandas as pd
 
+    check_text_file(path, error=ArchlineFitError, what="results file")
     try:
         df = pd.read_csv(path)
     except (OSError, ValueError) as err:
-        raise ArchlineFitError(f"cannot read results {path}: {err}") from None
+        raise ArchlineFitError(f"cannot read results {path}: {str(err).splitlines()[0] if str(err) else err}") \
+            from None
     need = {"schema", "platform", "kernel", "precision", "time_s", "flops_sp", "flops_dp", "bytes_mem"}
     missing = need - set(df.columns)
     if missing:

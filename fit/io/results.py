@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archline.common.inputs import check_text_file, show_value
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 
@@ -81,12 +82,7 @@ def _where(frame: pd.DataFrame, pos: int) -> str:
 def _read_one(path: Path) -> pd.DataFrame:
     import pandas as pd
 
-    try:
-        size = path.stat().st_size
-    except OSError as e:
-        raise ResultsError(f"cannot read results file {path}: {e.strerror}") from None
-    if size == 0:
-        raise EmptyResultsError(f"{path}: empty file (no header, no rows); expected an {RESULTS_SCHEMA} CSV")
+    check_text_file(path, error=ResultsError, what="results file")   # missing, binary, empty, cut off mid-row
     dtype = {c: "string" for c in TEXT_COLUMNS}
     try:
         try:  # pyarrow's multithreaded parser is ~2x faster; on any problem re-read with the C parser,
@@ -178,7 +174,7 @@ def read_results(paths: Iterable[str | Path]) -> ResultsSet:
     bad = ~np.isfinite(t) | (t <= 0)
     if bool(bad.any()):
         i = int(np.argmax(bad))
-        raise BadValueError(f"{_where(frame, i)}: time_s must be a positive number, got {t[i]!r}")
+        raise BadValueError(f"{_where(frame, i)}: time_s must be a positive number, got {show_value(t[i])}")
     counts = frame[list(COUNT_COLUMNS)].to_numpy()
     bad_rows = (~np.isfinite(counts) | (counts < 0)).any(axis=1)
     if bool(bad_rows.any()):
@@ -253,7 +249,7 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], model: str) -> 
         bad = ~np.isfinite(v) | (v <= 0)
         if bad.any():
             raise BadValueError(f"{_where(frame, int(np.argmax(bad)))}: the {model} model needs a "
-                                f"positive {c}, got {v[int(np.argmax(bad))]!r}")
+                                f"positive {c}, got {show_value(v[int(np.argmax(bad))])}")
 
 
 def require_points(n_points: int, n_params: int, model: str, what: str = "rows") -> None:

@@ -83,6 +83,11 @@ EXTRA: tuple[Column, ...] = (
     Column("power_cap_requested_w", "setting", "W"), Column("core_mhz_requested", "setting", "MHz"),
     Column("mem_mhz_requested", "setting", "MHz"),
     Column("energy_by_device", "text", "J", "device=J;..."), Column("trace", "text", doc="raw trace, relative path"),
+    Column("lost_samples", "measure", "sample", "meter samples the regions should hold that never arrived"),
+    Column("lost_s", "measure", "s", "stretches of the regions a meter channel saw nothing (device seconds)"),
+    Column("meter_gaps", "measure", doc="holes in the meter's sample cadence over the regions"),
+    Column("meter_overflows", "measure", doc="meter buffer overflows over the regions"),
+    Column("raw_capture", "text", doc="the meter's raw capture of this point, relative path"),
 )
 
 BY_NAME: dict[str, Column] = {c.name: c for c in CONTRACT + EXTRA}

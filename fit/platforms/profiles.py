@@ -7,6 +7,7 @@ Peaks (``peak_flop_per_s_sp``…) may stand in for the tau they invert (tau = 1/
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from archline.common.inputs import Strict, read_json, unknown_key_hint, validate
 from archline.common.inputs import read_toml as common_read_toml
-from archline.fit.errors import MissingValueError, PlatformNotFoundError, ProfileFormatError
+from archline.fit.errors import ArchlineFitError, MissingValueError, PlatformNotFoundError, ProfileFormatError
 from archline.fit.model.machine import Machine
 
 PROFILE_SCHEMA = "archline.platform/1"
@@ -225,14 +226,37 @@ def search_dirs() -> list[Path]:
     return dirs
 
 
+_WARNED_DIRS: set[str] = set()
+
+
 def iter_profiles() -> Iterator[Path]:
     seen: set[str] = set()
+    asked = {p for p in os.environ.get("ARCHLINE_PLATFORM_PATH", "").split(os.pathsep) if p}
     for d in search_dirs():
+        if str(d) in asked and not d.is_dir():
+            if str(d) not in _WARNED_DIRS:     # a stale path entry is said once, not silently skipped
+                _WARNED_DIRS.add(str(d))
+                logging.getLogger("archline.fit").warning(
+                    f"archline: warning: ARCHLINE_PLATFORM_PATH names {d}, which is not a directory; "
+                    "its profiles are skipped")
+            continue
         if d.is_dir():
             for p in sorted(d.glob("*.toml")):
                 if p.stem not in seen:
                     seen.add(p.stem)
                     yield p
+
+
+def load_all_profiles() -> tuple[list[tuple[Path, Platform]], list[str]]:
+    """Every profile found, and one line for each that cannot be read (it is skipped, the others are listed)."""
+    found: list[tuple[Path, Platform]] = []
+    problems: list[str] = []
+    for path in iter_profiles():
+        try:
+            found.append((path, load_profile(path)))
+        except ArchlineFitError as e:
+            problems.append(f"skipped {path}: {e}")
+    return found, problems
 
 
 def load_platform(name_or_path: str) -> Platform:

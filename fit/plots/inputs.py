@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archline.common.inputs import check_text_file
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.model.machine import Machine
@@ -27,10 +28,11 @@ def measured_from_results(path: Path, precision: str, notes: list[str] | None = 
     lines, and ``notes`` says how many."""
     import pandas as pd
 
+    check_text_file(path, error=ArchlineFitError, what="results file")
     try:
         df = pd.read_csv(path)
     except (OSError, ValueError) as e:
-        raise ArchlineFitError(f"cannot read results {path}: {e}") from None
+        raise ArchlineFitError(f"cannot read results {path}: {str(e).splitlines()[0] if str(e) else e}") from None
     need = {*schema.REQUIRED, "flops_sp", "flops_dp", "bytes_mem"}   # time-only rows plot too: no energy_j needed
     missing = need - set(df.columns)
     if missing:

@@ -71,6 +71,18 @@ def _fitter(model: str, opts: FitOptions) -> Callable[[pd.DataFrame], Predictor]
 
 
 def _fit_one(frame: pd.DataFrame, model: str, platform: str, emulated: bool, opts: FitOptions) -> FitResult:
+    try:
+        return _fit_model(frame, model, platform, emulated, opts)
+    except np.linalg.LinAlgError as e:
+        raise ResultsError(_singular(platform, model, e)) from None
+
+
+def _singular(platform: str, model: str, e: Exception) -> str:
+    return (f"the rows of '{platform}' cannot identify the {model} model ({e}): they do not vary enough (several "
+            "intensities and levels are needed, not the same point repeated)")
+
+
+def _fit_model(frame: pd.DataFrame, model: str, platform: str, emulated: bool, opts: FitOptions) -> FitResult:
     if model == "basic":
         return fit_basic(frame, platform=platform, emulated=emulated,
                          require_both_precisions=not opts.one_precision)
@@ -131,6 +143,15 @@ def slim(frame: pd.DataFrame, extra: Iterable[str] = ()) -> pd.DataFrame:
 
 
 def fit_group(group: Group, opts: FitOptions) -> FitResult:
+    """The fit of one group (``opts.model``, or the best by cross-validated error for auto); rows that cannot
+    identify the model are a ResultsError, never a numpy traceback."""
+    try:
+        return _fit_group(group, opts)
+    except np.linalg.LinAlgError as e:
+        raise ResultsError(_singular(group.platform, opts.model, e)) from None
+
+
+def _fit_group(group: Group, opts: FitOptions) -> FitResult:
     frame = slim(group.frame, [opts.holdout_col] if opts.holdout_col else [])
     if opts.model != "auto":
         r = _fit_one(frame, opts.model, group.platform, group.emulated, opts)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from archline.powermon.counters.base import CounterMeter
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError
 
 POWER_SCOPE = "board"
 
@@ -30,11 +30,11 @@ def load_nvml(nvml: Any = None) -> Any:
 
             nvml = pynvml
         except ImportError:
-            raise MeterError("NVML unavailable: nvidia-ml-py is not installed (pip install nvidia-ml-py)") from None
+            raise DeviceError("NVML unavailable: nvidia-ml-py is not installed (pip install nvidia-ml-py)") from None
     try:
         nvml.nvmlInit()
     except Exception as e:  # pynvml raises NVMLError subclasses
-        raise MeterError(f"NVML unavailable: {e} (no NVIDIA driver or GPU)") from None
+        raise DeviceError(f"NVML unavailable: {e} (no NVIDIA driver or GPU)") from None
     if isinstance(nvml, types.ModuleType) and not _LOADED:
         _LOADED.append(nvml)
     return nvml
@@ -70,7 +70,7 @@ class NvmlMeter(CounterMeter):
         self.lib = load_nvml(nvml)
         n = self.lib.nvmlDeviceGetCount()
         if not 0 <= index < n:
-            raise MeterError(f"no NVIDIA GPU {index} (found {n})")
+            raise DeviceError(f"no NVIDIA GPU {index} (found {n})")
         self.index = index
         self.handle = self.lib.nvmlDeviceGetHandleByIndex(index)
         self.has_energy = _has_energy(self.lib, self.handle)
@@ -94,7 +94,7 @@ class NvmlMeter(CounterMeter):
         except MeterError:
             raise
         except Exception as e:
-            raise MeterError(f"NVML read failed on GPU {self.index}: {e}") from None
+            raise DeviceError(f"NVML read failed on GPU {self.index}: {e}") from None
         if self._last is not None:          # no counter: trapezoid over polled power
             t0, p0 = self._last
             self._energy_j += 0.5 * (p0 + p_w) * (t - t0)

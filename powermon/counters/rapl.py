@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archline.powermon.counters.base import CounterMeter
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 #: Upper bound on a zone's power used to decide whether two reads are close enough to see every wrap.
@@ -40,11 +40,11 @@ def _read_int(path: Path) -> int:
     try:
         return int(_read_text(path).strip())
     except PermissionError:
-        raise MeterError(f"cannot read {path}: permission denied; {PERMISSION_FIX}") from None
+        raise DeviceError(f"cannot read {path}: permission denied; {PERMISSION_FIX}") from None
     except FileNotFoundError:
-        raise MeterError(f"{path} does not exist (RAPL zone gone?)") from None
+        raise DeviceError(f"{path} does not exist (RAPL zone gone?)") from None
     except OSError as e:
-        raise MeterError(f"cannot read {path}: {e.strerror or e}") from None
+        raise DeviceError(f"cannot read {path}: {e.strerror or e}") from None
     except ValueError:
         raise MeterError(f"{path} does not hold a number") from None
 
@@ -156,12 +156,12 @@ class RaplMeter(CounterMeter):
         root = default_root() if root is None else root
         found = list_zones(root)
         if not found:
-            raise MeterError(f"no RAPL zones under {root} (not an Intel/AMD CPU with powercap, or a VM)")
+            raise DeviceError(f"no RAPL zones under {root} (not an Intel/AMD CPU with powercap, or a VM)")
         by_name = {z.name: z for z in found}
         if zones:
             missing = [z for z in zones if z not in by_name]
             if missing:
-                raise MeterError(f"RAPL zone(s) {missing} not found (have {sorted(by_name)})")
+                raise DeviceError(f"RAPL zone(s) {missing} not found (have {sorted(by_name)})")
             self.zones = [by_name[z] for z in zones]
         else:
             self.zones = found

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from archline.powermon.emulator.power import PowerCallable, PowerSource, as_power_source
+from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.decode import RecordArrays
 from archline.powermon.powermon2.protocol import (
     DEFAULT_R_SENSE_OHM,
@@ -73,8 +74,8 @@ class PowerMon2Core:
     def __init__(self, power: PowerSource | PowerCallable | None = None, faults: Faults | None = None,
                  speed: float = 1.0, seed: int = 0, clock: Callable[[], float] = time.monotonic,
                  r_sense_ohm: float | Mapping[int, float] = DEFAULT_R_SENSE_OHM) -> None:
-        if speed <= 0:
-            raise ValueError("speed must be > 0")
+        if not (math.isfinite(speed) and speed > 0):
+            raise MeterError(f"emulator speed must be a positive number, got {speed:g}")
         self.power = as_power_source(power)
         self.faults = faults or Faults()
         self.speed = float(speed)

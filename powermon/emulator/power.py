@@ -8,6 +8,7 @@ or any object with the vectorised method ``sample(t_s: ndarray, channels) -> (vo
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -38,9 +39,18 @@ class Script:
         if not steps:
             raise MeterError("a power script needs at least one step")
         times = [float(t) for t, _ in steps]
-        if any(b <= a for a, b in itertools.pairwise(times)) or times[0] < 0:
+        if not all(math.isfinite(t) for t in times) or any(b <= a for a, b in itertools.pairwise(times)) or \
+                times[0] < 0:
             raise MeterError("power script step times must start at >= 0 and increase")
         chans = sorted({int(c) for _, m in steps for c in m})
+        if any(not 0 <= c < 16 for c in chans):
+            raise MeterError(f"power script names channel {next(c for c in chans if not 0 <= c < 16)}; a PowerMon 2 "
+                             "has sensors 0-15 (channels 0-7 on the stock board)")
+        for t, m in steps:
+            for c, (v, a) in m.items():
+                if not (math.isfinite(float(v)) and math.isfinite(float(a)) and float(v) >= 0 and float(a) >= 0):
+                    raise MeterError(f"power script step at {t:g} s, channel {c}: volts and amps must be finite and "
+                                     f">= 0, got {v}, {a}")
         self.channels = chans
         self.t_start_s = np.array(times)
         self.volts_v = np.zeros((len(steps), 16))
@@ -64,7 +74,7 @@ class Script:
         try:
             steps = [(float(s["t_s"]), {int(c): (float(va[0]), float(va[1])) for c, va in s["channels"].items()})
                      for s in obj["steps"]]
-        except (KeyError, TypeError, ValueError, IndexError) as e:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise MeterError(f"bad power script ({e!r}): expected "
                              '{"steps": [{"t_s": 0, "channels": {"0": [volts, amps]}}]}') from None
         return cls(steps)

@@ -278,8 +278,12 @@ class StreamDecoder:
         for t in ti:
             self._add_samples(f, a, int(t), ovf_at)
             self._time_record(int(f.counter_at(np.array([t]))[0]))
+            if t == ovf_at:       # the first flagged record is a time record: the loss is just before it
+                self.first_overflow_event = self._cur_event + 1
             a = int(t) + 1
         self._add_samples(f, a, end, ovf_at)
+        if ovf_at >= end:         # ... or the done record
+            self.first_overflow_event = self._cur_event + 1
         if end < m:
             self.stats.done = True
             self._close_segment(None)

@@ -2,9 +2,10 @@
 
 Ports are opened with :func:`serial.serial_for_url`, so ``/dev/ttyUSB0``, a pty such as ``/dev/pts/7``,
 ``spy:///dev/ttyUSB0`` and the in-process emulator ``powermon://default?speed=10`` all work. Every byte read
-while streaming is appended to the raw capture (when ``raw_path`` is given) before it is decoded, with a
-JSON sidecar (``RAW.json``) holding what an offline decode needs; without a ``raw_path`` the capture goes
-to ``$TMPDIR/archline-powermon/``.
+while streaming is appended to the raw capture (when ``raw_path`` is given; callers put it beside the results that
+use it) before it is decoded, with a JSON sidecar (``RAW.json``) holding what an offline decode needs. The capture
+is written under a hidden temporary name and renamed when the stream stops, so a killed process never leaves a
+truncated capture under the final name; without a ``raw_path`` nothing is written.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import threading
 import time
@@ -24,7 +26,7 @@ import numpy as np
 import serial
 
 from archline.common.atomic import write_atomic
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.powermon2.decode import DecodeStats, StreamDecoder
 from archline.powermon.powermon2.protocol import (
     BAUD_RATE,
@@ -49,6 +51,8 @@ RAW_FORMAT = "archline.powermon2.raw/1"
 
 def period_for_rate(rate_hz: float) -> int:
     """The ``s`` period (1/1024 s ticks) for a per-channel rate; it must divide evenly."""
+    if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and rate_hz > 0):
+        raise MeterError(f"rate must be a positive number of Hz, got {rate_hz}")
     period = round(TICK_HZ / rate_hz)
     if period < 1 or abs(TICK_HZ / period - rate_hz) > 1e-9 * rate_hz:
         raise MeterError(f"rate {rate_hz} Hz is not 1024/N Hz for a whole N (try 1024, 512, 256, 128, 64, ...)")
@@ -68,16 +72,18 @@ def open_port(port: str, timeout_s: float) -> Any:
     except (serial.SerialException, OSError) as e:
         err = getattr(e, "errno", None)
         text = str(e)
+        if text.startswith("bad powermon:// URL") or text.startswith("expected a URL"):
+            raise MeterError(text) from None
         if err == errno.ENOENT or "No such file" in text:
-            raise MeterError(f"serial port {port} does not exist (is the meter plugged in? "
-                             "`archline meter list` shows the ports)") from None
+            raise DeviceError(f"serial port {port} does not exist (is the meter plugged in? "
+                              "`archline meter list` shows the ports)") from None
         if err == errno.EBUSY or "exclusively lock" in text or "busy" in text.lower():
-            raise MeterError(f"serial port {port} is busy: another program has it open "
-                             f"(find it with `fuser {port}`)") from None
+            raise DeviceError(f"serial port {port} is busy: another program has it open "
+                              f"(find it with `fuser {port}`)") from None
         if err == errno.EACCES or "Permission denied" in text:
-            raise MeterError(f"no permission to open {port}: add yourself to its group "
-                             "(sudo usermod -aG dialout $USER, then log in again)") from None
-        raise MeterError(f"cannot open {port}: {text}") from None
+            raise DeviceError(f"no permission to open {port}: add yourself to its group "
+                              "(sudo usermod -aG dialout $USER, then log in again)") from None
+        raise DeviceError(f"cannot open {port}: {text}") from None
 
 
 class PowerMon2:
@@ -117,8 +123,8 @@ class PowerMon2:
         self.stall_error_s = stall_error_s
         self.emulated = emulated or port.startswith("powermon://")
         self.clock = clock
-        # a raw capture is always written as it streams (to the temp dir unless told where)
-        self.raw_path = Path(raw_path) if raw_path is not None else default_raw_path(name)
+        # the raw capture is written as it streams, under a hidden name until the stream stops
+        self.raw_path = Path(raw_path) if raw_path is not None else None
         self.version = ""
         self.time_set_s = 0
         self.stalls = 0
@@ -155,10 +161,10 @@ class PowerMon2:
             time.sleep(0.05)
             ser.reset_input_buffer()
         except serial.SerialException as e:
-            raise MeterError(f"cannot talk to {self.port}: {e}") from None
+            raise DeviceError(f"cannot talk to {self.port}: {e}") from None
         reply = self.command("v")
         if "PowerMon" not in reply:
-            raise MeterError(f"the device on {self.port} is not a PowerMon 2 (version reply {reply.strip()!r})")
+            raise DeviceError(f"the device on {self.port} is not a PowerMon 2 (version reply {reply.strip()!r})")
         self.version = " ".join(x.strip() for x in reply.splitlines() if x.strip())
         if "EMULATED" in reply:
             self.emulated = True
@@ -170,7 +176,7 @@ class PowerMon2:
     def _expect(self, cmd: str, want: str) -> None:
         reply = self.command(cmd)
         if want not in reply:
-            raise MeterError(f"PowerMon 2 on {self.port} answered {reply.strip()!r} to {cmd!r} (expected {want!r})")
+            raise DeviceError(f"PowerMon 2 on {self.port} answered {reply.strip()!r} to {cmd!r} (expected {want!r})")
 
     def command(self, cmd: str) -> str:
         """Send one command line and return the reply text before the prompt."""
@@ -183,11 +189,11 @@ class PowerMon2:
             deadline = time.monotonic() + self.timeout_s
             while PROMPT not in buf:
                 if time.monotonic() > deadline:
-                    raise MeterError(f"no PowerMon 2 answers on {self.port} (no reply to {cmd!r} within "
-                                     f"{self.timeout_s:g} s): check the cable, the meter's power and the port")
+                    raise DeviceError(f"no PowerMon 2 answers on {self.port} (no reply to {cmd!r} within "
+                                      f"{self.timeout_s:g} s): check the cable, the meter's power and the port")
                 buf += ser.read(max(1, ser.in_waiting))
         except serial.SerialException as e:
-            raise MeterError(f"lost the PowerMon 2 on {self.port}: {e}") from None
+            raise DeviceError(f"lost the PowerMon 2 on {self.port}: {e}") from None
         return buf[: buf.index(PROMPT)].decode("ascii", "replace")
 
     # ------------------------------------------------------------------ streaming
@@ -197,8 +203,7 @@ class PowerMon2:
         assert self._ser is not None
         if self.raw_path is not None:
             self.raw_path.parent.mkdir(parents=True, exist_ok=True)
-            self._raw = open(self.raw_path, "wb")
-            self._write_sidecar()
+            self._raw = open(self._raw_tmp, "wb")
         self._stop_evt.clear()
         self._ser.write(b"e\r")
         self.started_host_s = self.clock()
@@ -221,7 +226,7 @@ class PowerMon2:
                         in_stall = True
                         self.stalls += 1
                     if quiet > self.stall_error_s:
-                        raise MeterError(f"PowerMon 2 on {self.port} sent nothing for {quiet:.1f} s")
+                        raise DeviceError(f"PowerMon 2 on {self.port} sent nothing for {quiet:.1f} s")
                     if self._stop_evt.is_set() and quiet > self.timeout_s:
                         break
                     continue
@@ -243,7 +248,7 @@ class PowerMon2:
         except MeterError as e:
             self.error = e
         except (serial.SerialException, OSError) as e:
-            self.error = MeterError(f"PowerMon 2 on {self.port} disconnected while streaming ({e})")
+            self.error = DeviceError(f"PowerMon 2 on {self.port} disconnected while streaming ({e})")
 
     def stop(self) -> DecodeStats:
         """Stop streaming (``d``), drain to the done record, close the port and the raw capture."""
@@ -260,10 +265,19 @@ class PowerMon2:
                 self.decoder.finish()
             self._close_port()
             if self._raw is not None:
+                self._raw.flush()
+                os.fsync(self._raw.fileno())
                 self._raw.close()
                 self._raw = None
+                os.replace(self._raw_tmp, self.raw_path)  # type: ignore[arg-type]
                 self._write_sidecar()
         return self.decoder.stats
+
+    def discard_capture(self) -> None:
+        """Remove this stream's raw capture and its sidecar (a stream that never delivered a sample)."""
+        if self.raw_path is not None:
+            for p in (self.raw_path, sidecar_path(self.raw_path), self._raw_tmp):
+                p.unlink(missing_ok=True)
 
     def _close_port(self) -> None:
         if self._ser is not None:
@@ -283,6 +297,11 @@ class PowerMon2:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+    @property
+    def _raw_tmp(self) -> Path:
+        assert self.raw_path is not None
+        return self.raw_path.with_name(f".{self.raw_path.name}.{os.getpid()}.tmp")
 
     # ------------------------------------------------------------------ results
     @property
@@ -352,13 +371,6 @@ class PowerMon2:
         if self.raw_path is None:
             return
         write_atomic(sidecar_path(self.raw_path), json.dumps(self.meta(), indent=1))
-
-
-def default_raw_path(name: str) -> Path:
-    import tempfile
-
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
-    return Path(tempfile.gettempdir()) / "archline-powermon" / f"{safe}-{time.time_ns()}-{os.getpid()}.raw.bin"
 
 
 def sidecar_path(raw_path: str | Path) -> Path:

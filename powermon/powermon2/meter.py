@@ -4,6 +4,7 @@ each measured point has its own samples, clock map and raw capture and no call e
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ import numpy as np
 from archline.powermon.emulator.device import Faults, PowerMon2Core
 from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.emulator.pty_server import PtyServer
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.powermon2.driver import PowerMon2
 from archline.powermon.powermon2.protocol import SENSE_FULL_SCALE_V, VOLTAGE_FULL_SCALE_V
 from archline.powermon.record.integrate import integrate_series
@@ -80,8 +81,9 @@ class PowerMonMeter:
         self._running = True
         self._fresh = True
         if not self.driver.wait_until(self.clock(), timeout_s=FIRST_SAMPLES_TIMEOUT_S):
-            err = self.driver.error or MeterError(f"PowerMon 2 on {self.driver.port} streams no samples")
+            err = self.driver.error or DeviceError(f"PowerMon 2 on {self.driver.port} streams no samples")
             self._stop_driver()
+            self.driver.discard_capture()      # a stream that never started leaves no capture behind
             raise err
 
     def _stop_driver(self) -> None:
@@ -158,15 +160,23 @@ class PowerMonMeter:
         s = self.driver.samples(d0 - 64 * period, d1 + 64 * period)
         t_dev_all = s.meta["t_dev_s"]
         valid = s.valid if s.valid is not None else np.ones(len(s), bool)
+        # the cadence: sampling events e (device time e x period) inside the window, one record per channel each
+        ev_lo, ev_hi = max(math.ceil(d0 / period - 1e-9), 0), math.floor(d1 / period + 1e-9)
+        n_events = max(ev_hi - ev_lo + 1, 0)
+        ev_all = np.rint(t_dev_all / period).astype(np.int64)
         chans: dict[str, ChannelResult] = {}
         gaps = lost = 0
+        lost_s = 0.0
         warnings: list[str] = []
         n_in = 0
         for c in self.driver.channels:
+            got = int(np.count_nonzero((s.channel == c) & (ev_all >= ev_lo) & (ev_all <= ev_hi)))
+            lost += max(n_events - got, 0)
             sel = np.flatnonzero((s.channel == c) & valid)
             t, p = t_dev_all[sel], s.power_w[sel]
             if t.size == 0:
                 warnings.append(f"channel {c}: no samples")
+                lost_s = max(lost_s, d1 - d0)
                 continue
             r = self._r_lut[c]
             # half an ADC step of V and of I, propagated to power
@@ -176,7 +186,7 @@ class PowerMonMeter:
             rail = self.spec.rail(c)
             chans[str(c)] = ChannelResult(ce.energy_j, ce.energy_err_j, ce.mean_power_w, ce.n_samples, rail)
             gaps = max(gaps, ce.gaps)
-            lost += ce.lost_samples
+            lost_s = max(lost_s, ce.lost_s)
             n_in += ce.n_samples
             if t[0] > d0 + period or t[-1] < d1 - period:
                 warnings.append(f"channel {c}: samples do not cover the region")
@@ -191,10 +201,18 @@ class PowerMonMeter:
         inside = s.take(np.flatnonzero((t_dev_all >= d0 - period) & (t_dev_all <= d1 + period)))
         if self.driver.error is not None:
             warnings.append(str(self.driver.error))
+        expected = n_events * len(self.driver.channels)
+        if lost:
+            warnings.append(f"lost {lost} of {expected} samples ({lost_s:.3g} s); the energy bound covers them")
         return MeterRegion(self.name, self.kind, self.emulated, t0_s, t1_s, chans,
                            _devices(chans, self.spec.devices(), dur), total, err,
                            total / dur if dur > 0 else float("nan"), n_in, self.driver.rate_hz, ovf, gaps, lost,
-                           inside, warnings, device_time_s=dur)
+                           inside, warnings, device_time_s=dur, expected_samples=expected, lost_s=lost_s)
+
+    @property
+    def raw_path(self) -> Path | None:
+        """The raw capture of the current stream segment (None: not kept)."""
+        return self.driver.raw_path
 
 
 def _raw_path(raw_dir: str | Path | None, raw_path: str | Path | None, n: int) -> Path | None:

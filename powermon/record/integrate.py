@@ -2,14 +2,20 @@
 
 Inside the region, power is interpolated linearly at ``t0`` and ``t1`` from the neighbouring samples (the
 partial samples at the edges). The error bound adds, per interval, half the power swing times the interval
-(the distance from the trapezoid to either rectangle: the sample period × power swing of DESIGN.md §5), the
-same for an edge with no sample beyond it (held constant there), and, when given, the per-sample
-measurement bound (e.g. half an ADC step) times the duration.
+(the distance from the trapezoid to either rectangle: the sample period × power swing of DESIGN.md §5) and, when
+given, the per-sample measurement bound (e.g. half an ADC step) times the duration.
+
+Lost samples are never silent: a hole in the cadence (longer than 1.5 sample periods) or an edge of the region with
+no sample near it is counted (``gaps``, ``lost_samples``, ``lost_s``) and widens the bound by its length times the
+larger of the channel's power swing and its mean power, i.e. the power there may have been anything from zero to
+twice what was seen. An offline integration (:func:`integrate_samples`) is done only where there is data: a window
+outside the samples, too few samples, or NaN or negative power is an error naming it.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,6 +36,7 @@ class ChannelEnergy:
     duration_s: float
     gaps: int = 0
     lost_samples: int = 0
+    lost_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,8 +52,12 @@ def integrate_series(t_s: F64, power_w: F64, t0_s: float | None = None, t1_s: fl
     a = float(t[0]) if t0_s is None else float(t0_s)
     b = float(t[-1]) if t1_s is None else float(t1_s)
     if b < a:
-        raise MeterError(f"region ends before it starts ({a} > {b})")
+        raise MeterError(f"region ends before it starts ({a:g} > {b:g})")
     duration = b - a
+    if period_s is None and t.size > 2:
+        period_s = float(np.median(np.diff(t)))
+    swing = float(p.max() - p.min()) if p.size > 1 else 0.0
+    blind_w = max(swing, abs(float(p.mean())))         # what a lost stretch may have drawn, either way
     if t.size == 1 or duration == 0.0:
         e = float(p[0]) * duration if t.size == 1 else float(np.interp(a, t, p)) * duration
         return ChannelEnergy(e, abs(e), float(p.mean()), int(np.count_nonzero((t >= a) & (t <= b))), duration)
@@ -58,25 +69,27 @@ def integrate_series(t_s: F64, power_w: F64, t0_s: float | None = None, t1_s: fl
     dt = np.diff(tt)
     energy = float(np.sum(0.5 * (pp[1:] + pp[:-1]) * dt))
     err = float(np.sum(0.5 * np.abs(np.diff(pp)) * dt))
-    swing = float(p.max() - p.min()) if p.size > 1 else abs(float(p[0]))
-    if a < t[0]:
-        err += (t[0] - a) * swing
-    if b > t[-1]:
-        err += (b - t[-1]) * swing
     if power_err_w is not None:
         pe = np.asarray(power_err_w, dtype=np.float64)
         err += float(np.interp(0.5 * (a + b), t, pe)) * duration if inside.size == 0 else \
             float(np.mean(pe[inside])) * duration
     gaps = lost = 0
-    if period_s is None and t.size > 2:
-        period_s = float(np.median(np.diff(t)))
+    lost_s = 0.0
     if period_s:
-        steps = np.diff(t[(t >= a - period_s) & (t <= b + period_s)]) / period_s
-        big = steps > 1.5
-        gaps = int(np.count_nonzero(big))
-        lost = int(np.sum(np.rint(steps[big]) - 1)) if gaps else 0
+        near = t[(t >= a - period_s) & (t <= b + period_s)]
+        # the edges: a region edge more than a period from any sample is a stretch with no data
+        edges = np.array([(near[0] if near.size else b) - a, b - (near[-1] if near.size else a)])
+        holes = np.diff(near) if near.size > 1 else np.zeros(0)
+        holes = np.concatenate([holes[holes > 1.5 * period_s] - period_s, edges[edges > period_s]])
+        holes = np.minimum(holes, duration)
+        gaps = int(holes.size)
+        lost = int(np.sum(np.rint(holes / period_s))) if gaps else 0
+        lost_s = float(np.sum(holes)) if gaps else 0.0
+        err += lost_s * blind_w
+    else:
+        err += (max(t[0] - a, 0.0) + max(b - t[-1], 0.0)) * blind_w
     return ChannelEnergy(energy, err, energy / duration, int(np.count_nonzero((t >= a) & (t <= b))), duration,
-                         gaps, lost)
+                         gaps, lost, lost_s)
 
 
 @dataclass
@@ -84,33 +97,68 @@ class Integration:
     channels: dict[str, ChannelEnergy]
     total_energy_j: float
     energy_err_j: float
-    duration_s: float
+    duration_s: float                  #: on the device's timeline (emulated seconds under time compression)
     overflows: int | None
     gaps: int
-    t_start_s: float
+    t_start_s: float                   #: the window, in the file's t_s
     t_end_s: float
     emulated: bool = False
+    lost_samples: int = 0
+    lost_s: float = 0.0
+    time_compression: float = 1.0      #: device seconds per t_s second (an emulator running faster)
+    warnings: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "channels": {k: {"energy_j": c.energy_j, "energy_err_j": c.energy_err_j,
-                             "mean_power_w": c.mean_power_w, "n_samples": c.n_samples}
+                             "mean_power_w": c.mean_power_w, "n_samples": c.n_samples,
+                             "lost_samples": c.lost_samples}
                          for k, c in self.channels.items()},
             "total_energy_j": self.total_energy_j, "energy_err_j": self.energy_err_j,
             "duration_s": self.duration_s, "overflows": self.overflows, "gaps": self.gaps,
+            "lost_samples": self.lost_samples, "lost_s": self.lost_s,
             "t_start_s": self.t_start_s, "t_end_s": self.t_end_s,
         }
+        if self.time_compression != 1.0:
+            out["time_compression"] = self.time_compression
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         if self.emulated:
             out["emulated"] = True
         return out
 
 
+def check_power(samples: Samples, where: str = "") -> None:
+    """NaN, infinite or negative power (or time) in a samples file is an error naming the first such row: a meter
+    never reports it, so the file is damaged or not a meter's."""
+    at = f"{where}: " if where else ""
+    for name, col in (("t_s", samples.t_s), ("power_w", samples.power_w)):
+        bad = ~np.isfinite(col)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MeterError(f"{at}{name} is not a finite number in {int(bad.sum())} sample(s) (first: row {i + 1}, "
+                             f"{col[i]}); a meter never reports that: the file is damaged")
+    neg = samples.power_w < 0
+    if neg.any():
+        i = int(np.argmax(neg))
+        raise MeterError(f"{at}power_w is negative in {int(neg.sum())} sample(s) (first: row {i + 1}, "
+                         f"{float(samples.power_w[i]):g} W at t_s {float(samples.t_s[i]):g}); a meter never "
+                         "reports negative power: the file is damaged")
+
+
 def integrate_samples(samples: Samples, t0_s: float | None = None, t1_s: float | None = None,
                       overflows: int | None = None, gaps: int | None = None,
-                      power_err_w: F64 | None = None, period_s: float | None = None) -> Integration:
-    """Energy per channel and in total over a common region (default: the span every channel covers)."""
+                      power_err_w: F64 | None = None, period_s: float | None = None, *, min_samples: int = 2,
+                      time_compression: float = 1.0) -> Integration:
+    """Energy per channel and in total over a common region (default: the span every channel covers), only where
+    there is data: the window must lie within every channel's samples (give or take a sample period) and hold at
+    least ``min_samples`` of each; NaN or negative power is an error. ``time_compression`` (device seconds per
+    second of ``t_s``) puts the integral on the device's timeline, as the recorder does."""
     if len(samples) == 0:
         raise MeterError("no samples to integrate")
+    check_power(samples)
+    if not (math.isfinite(time_compression) and time_compression > 0):
+        raise MeterError(f"time compression must be a positive number, got {time_compression:g}")
     valid = samples.valid if samples.valid is not None else np.ones(len(samples), bool)
     order = np.lexsort((samples.t_s, samples.channel))
     ch_sorted = samples.channel[order]
@@ -121,15 +169,40 @@ def integrate_samples(samples: Samples, t0_s: float | None = None, t1_s: float |
     groups = {c: g for c, g in groups.items() if g.size}
     if not groups:
         raise MeterError("every sample is a failed sensor read: nothing to integrate")
-    a = max(float(samples.t_s[g[0]]) for g in groups.values()) if t0_s is None else t0_s
-    b = min(float(samples.t_s[g[-1]]) for g in groups.values()) if t1_s is None else t1_s
+    first = {c: float(samples.t_s[g[0]]) for c, g in groups.items()}
+    last = {c: float(samples.t_s[g[-1]]) for c, g in groups.items()}
+    a = max(first.values()) if t0_s is None else float(t0_s)
+    b = min(last.values()) if t1_s is None else float(t1_s)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise MeterError(f"the window [{a:g}, {b:g}] s is not finite")
     if b < a:
-        raise MeterError("the channels' samples do not overlap in time")
+        if t0_s is None and t1_s is None:
+            raise MeterError("the channels' samples do not overlap in time")
+        raise MeterError(f"the window ends before it starts ({a:g} > {b:g} s)")
+    periods = {c: float(np.median(np.diff(samples.t_s[g]))) if g.size > 2 else None for c, g in groups.items()}
+    for c in groups:
+        tol = periods[c] or 0.0
+        if a < first[c] - tol or b > last[c] + tol:
+            raise MeterError(f"the window [{a:g}, {b:g}] s reaches outside the samples of channel {c} "
+                             f"([{first[c]:g}, {last[c]:g}] s): integrate only where there is data")
     res: dict[str, ChannelEnergy] = {}
+    k = time_compression
     for c, g in groups.items():
-        res[str(c)] = integrate_series(samples.t_s[g], samples.power_w[g], a, b,
-                                       None if power_err_w is None else power_err_w[g], period_s)
+        r = integrate_series(samples.t_s[g] * k, samples.power_w[g], a * k, b * k,
+                             None if power_err_w is None else power_err_w[g], None if period_s is None else
+                             period_s * k)
+        if r.n_samples < min_samples:
+            raise MeterError(f"only {r.n_samples} sample(s) of channel {c} in the window [{a:g}, {b:g}] s "
+                             f"(need {min_samples}; --min-samples 0 integrates anyway)")
+        res[str(c)] = r
     total = sum(r.energy_j for r in res.values())
     err = sum(r.energy_err_j for r in res.values())
     found_gaps = max((r.gaps for r in res.values()), default=0)
-    return Integration(res, total, err, b - a, overflows, max(found_gaps, gaps or 0), a, b, samples.emulated)
+    lost = sum(r.lost_samples for r in res.values())
+    lost_s = max((r.lost_s for r in res.values()), default=0.0)
+    warnings = []
+    if lost:
+        warnings.append(f"{lost} sample(s) missing in {found_gaps} gap(s) ({lost_s:.4g} s); the error bound covers "
+                        "them")
+    return Integration(res, total, err, (b - a) * k, overflows, max(found_gaps, gaps or 0), a, b, samples.emulated,
+                       lost, lost_s, k, warnings)

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError, SamplesLostError
 from archline.powermon.record.meters import Meter, MeterRegion
 from archline.powermon.record.traces import write_samples
 
@@ -63,8 +63,10 @@ class Region:
         out: dict[str, Any] = {"name": self.name, "time_s": self.time_s, "emulated": self.emulated}
         for mname, m in self.meters.items():
             out[mname] = {"energy_j": m.energy_j, "energy_err_j": m.energy_err_j, "mean_power_w": m.mean_power_w,
-                          "n_samples": m.n_samples, "sample_hz": m.sample_hz, "overflows": m.overflows,
-                          "gaps": m.gaps, "emulated": m.emulated,
+                          "n_samples": m.n_samples, "sample_hz": m.sample_hz, "duration_s": m.duration_s,
+                          "expected_samples": m.expected_samples, "lost_samples": m.lost_samples,
+                          "lost_share": m.lost_share, "lost_s": m.lost_s, "overflows": m.overflows,
+                          "gaps": m.gaps, "warnings": list(m.warnings), "emulated": m.emulated,
                           "channels": {k: vars(c) for k, c in m.channels.items()},
                           "devices": {k: vars(d) for k, d in m.devices.items()}}
         return out
@@ -127,10 +129,12 @@ class Recorder:
         return t
 
     def end(self, name: str, cancel: bool = False, *, t0_s: float | None = None, t1_s: float | None = None,
-            strict: bool = False) -> Region:
+            strict: bool = False, max_lost: float | None = None) -> Region:
         """Close window ``name``. ``t0_s``/``t1_s`` (host monotonic) replace the marks when the work timed itself
         more exactly (an emulated kernel knows its own interval). ``strict``: a meter with no data up to the end
-        or a failed meter raises MeterError instead of a warning."""
+        or a failed meter raises DeviceError instead of a warning. ``max_lost``: a meter that lost more than this
+        share of the window's samples raises SamplesLostError (the loss is always in the region and its
+        warnings)."""
         if name not in self._open:
             raise MeterError(f"region {name!r} was never begun (open: {sorted(self._open)})")
         t1 = self.clock()
@@ -146,7 +150,7 @@ class Recorder:
             ok = m.wait_until(t1, self.settle_timeout_s)
             err = getattr(m, "error", None)
             if strict and (err is not None or not ok):
-                raise err if err is not None else MeterError(
+                raise err if err is not None else DeviceError(
                     f"{m.name}: no samples arrived for the end of window {name!r} "
                     f"(waited {self.settle_timeout_s:g} s)")
             if not ok:
@@ -154,6 +158,9 @@ class Recorder:
             r = m.region(t0, t1)
             results[m.name] = r
             warnings.extend(f"{m.name}: {w}" for w in r.warnings)
+            if max_lost is not None and r.lost_share > max_lost:
+                raise SamplesLostError(f"window {name!r}: {r.loss_text()}: more than the allowed "
+                                       f"{100 * max_lost:.3g}%" + (f" ({r.warnings[-1]})" if r.warnings else ""))
         region = Region(name, t0, t1, results, self.emulated, warnings)
         if not cancel and self.keep_regions:
             self.regions[name] = region

@@ -210,33 +210,47 @@ def read_samples(path: str | Path) -> tuple[Samples, dict[str, Any]]:
     p = Path(path)
     if not p.exists():
         raise MeterError(f"samples file {p} does not exist")
+    if p.is_dir():
+        raise MeterError(f"samples file {p} is a directory; give a file")
     side = p.with_name(p.name + ".json")
     meta: dict[str, Any] = {}
     if side.exists():
-        try:
-            meta = json.loads(side.read_text())
-        except json.JSONDecodeError:
-            meta = {}
+        from archline.common.inputs import read_json
+
+        got = read_json(side, error=MeterError, what="samples sidecar")
+        if not isinstance(got, dict):
+            raise MeterError(f"samples sidecar {side} is not a JSON object")
+        meta = got
     try:
         if p.name.lower().endswith(".parquet"):
             import pyarrow.parquet as pq
 
             t = pq.read_table(p)
+            missing = [c for c in COLUMNS if c not in t.column_names]
+            if missing:
+                raise MeterError(f"{p} lacks column(s) {missing} (expected {', '.join(COLUMNS)})")
             cols = {c: t.column(c).to_numpy() for c in COLUMNS}
         else:
             import pyarrow.csv as pcsv
 
+            if not p.name.lower().endswith(".gz"):
+                from archline.common.inputs import check_text_file
+
+                check_text_file(p, error=MeterError, what="samples file")
             t = pcsv.read_csv(p)
             missing = [c for c in COLUMNS if c not in t.column_names]
             if missing:
                 raise MeterError(f"{p} lacks column(s) {missing} (expected {', '.join(COLUMNS)})")
             cols = {c: t.column(c).to_numpy() for c in COLUMNS}
+        ch = cols["channel"]
+        if ch.size and (ch.dtype.kind not in "iu" or int(ch.min()) < 0 or int(ch.max()) > 32767):
+            raise MeterError(f"{p}: column channel must hold channel numbers (whole numbers >= 0)")
+        s = Samples(cols["t_s"].astype(np.float64), cols["channel"].astype(np.int16),
+                    cols["voltage_v"].astype(np.float64), cols["current_a"].astype(np.float64),
+                    cols["power_w"].astype(np.float64), None, str(meta.get("meter", "")),
+                    bool(meta.get("emulated", False)), str(meta.get("clock", "unknown")))
     except MeterError:
         raise
     except Exception as e:  # pyarrow raises several types for malformed files
-        raise MeterError(f"cannot read samples from {p}: {str(e).splitlines()[0]}") from None
-    s = Samples(cols["t_s"].astype(np.float64), cols["channel"].astype(np.int16),
-                cols["voltage_v"].astype(np.float64), cols["current_a"].astype(np.float64),
-                cols["power_w"].astype(np.float64), None, str(meta.get("meter", "")),
-                bool(meta.get("emulated", False)), str(meta.get("clock", "unknown")))
+        raise MeterError(f"cannot read samples from {p}: {(str(e).splitlines() or [type(e).__name__])[0]}") from None
     return s, meta

@@ -178,7 +178,7 @@ def test_use_cli_ceilings_of_rows_costs_and_table(run_cli: Callable[..., Any], t
     assert line.split()[4:8] == ["compute", "4000", "GFLOP/s", "150"]
     assert "gtx580 SP flops" in r.stdout and "FMA+ILP" in r.stdout and out.exists()
     r = run_cli("plot", str(tmp_path / "nothing.csv"), "--kind", "ceilings", "--out", str(out))
-    assert r.exit_code == 2 and "cannot read results" in r.stderr
+    assert r.exit_code == 2 and "does not exist" in r.stderr
 
 
 def test_use_nothing_to_draw(tmp_path: Path) -> None:

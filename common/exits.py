@@ -1,0 +1,83 @@
+"""Exit codes of every ``archline`` command, in one place, and the one way an error becomes one line.
+
+``archline --help`` prints :data:`EXIT_CODES`; ``docs/errors.md`` and ``docs/cron.md`` list the same table (a test
+checks that they agree). A user mistake or an environment failure (a bad file or value, an unwritable path, a full
+disk, a missing device, a busy port, lost samples) is one line on stderr, ``archline: error: ...``, naming the
+thing and what to do, and one of these codes; a traceback appears only with ``archline --debug`` or for a real bug
+(code 1).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+EXIT_OK = 0
+EXIT_BUG = 1
+EXIT_INPUT = 2
+EXIT_POINTS_FAILED = 3
+EXIT_DEVICE = 4
+EXIT_MORE_TO_DO = 5
+EXIT_SAMPLES_LOST = 6
+EXIT_WRITE = 7
+EXIT_LOCKED = 75
+EXIT_INTERRUPTED = 130
+
+#: (code, meaning, what to do): the documented table
+EXIT_CODES: tuple[tuple[int, str, str], ...] = (
+    (EXIT_OK, "success (a sweep: every point done, possibly by an earlier run)", "nothing"),
+    (EXIT_BUG, "internal error, a bug (the traceback is printed, or in sweep.log)", "report it"),
+    (EXIT_INPUT, "bad input: a flag, value or file (missing, binary, empty, truncated, malformed)",
+     "fix what the message names"),
+    (EXIT_POINTS_FAILED, "some points of a bench run or sweep failed; the others were written",
+     "rerun: a sweep retries them"),
+    (EXIT_DEVICE, "a meter or device is missing, busy, silent or not permitted",
+     "plug it in, free the port, fix permissions"),
+    (EXIT_MORE_TO_DO, "a sweep stopped at max_points with points left", "rerun: it resumes"),
+    (EXIT_SAMPLES_LOST, "the meter lost more than the allowed share of a window's samples",
+     "check the meter and its cable; rerun"),
+    (EXIT_WRITE, "an output cannot be written (bad path, full disk, read-only); nothing half-written is left",
+     "fix the path or free space; rerun"),
+    (EXIT_LOCKED, "another sweep holds the lock; nothing was done", "try again later"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C, SIGTERM); finished outputs are kept", "rerun (a sweep resumes)"),
+)
+
+_EXPLAIN = {
+    errno.ENOSPC: "no space left on the device: free some space and rerun",
+    errno.EDQUOT: "disk quota exceeded: free some space and rerun",
+    errno.EROFS: "read-only file system: write somewhere else",
+    errno.EACCES: "permission denied: write somewhere you may, or fix the permissions",
+    errno.EPERM: "operation not permitted: write somewhere you may, or fix the permissions",
+    errno.ENOTDIR: "a part of this path is a file, not a directory",
+    errno.EISDIR: "this is a directory: give a file name",
+    errno.ENOENT: "no such file or directory (and its parent cannot be created here)",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.EFBIG: "file too large for this file system",
+    errno.EIO: "input/output error on the device",
+}
+
+
+def os_error_line(e: OSError) -> str:
+    """One line for a file-system failure: the path and what to do (never Python's repr of the error)."""
+    what = _EXPLAIN.get(e.errno or -1, e.strerror or str(e))
+    names = [n for n in (e.filename, e.filename2) if n]
+    where = " -> ".join(os.fsdecode(n) for n in names)
+    return f"{where}: {what}" if where else f"file system error: {what}"
+
+
+def classify(e: BaseException, user_errors: tuple[type[BaseException], ...]) -> tuple[str, int] | None:
+    """(one-line message, exit code) for a user mistake or an environment failure; None for a bug."""
+    if isinstance(e, user_errors):
+        return str(e), int(getattr(e, "exit_code", EXIT_INPUT))
+    if isinstance(e, OSError):
+        return os_error_line(e), EXIT_WRITE
+    if isinstance(e, MemoryError):
+        return "out of memory: give the command less data at once, or run it on a bigger machine", EXIT_WRITE
+    return None
+
+
+def epilog() -> str:
+    """The exit-code table for ``archline --help``."""
+    lines = ["\b", "Exit codes (docs/errors.md):"]
+    lines += [f"  {code:>3}  {meaning}" for code, meaning, _ in EXIT_CODES]
+    return "\n".join(lines)
