@@ -167,7 +167,7 @@ def plot_iso_power(r: IsoPower, out_path: Any, precision: str = "sp") -> Any:
 
     Energy efficiency is the same for N x B as for one B (network ignored), so only one B curve is drawn there.
     Curves are named in the legends; nothing is written on the axes."""
-    from archline.fit.analyses.figures import pyplot, save_figure
+    from archline.fit.plots.layout import pyplot, save_figure
 
     plt = pyplot()
     grid = np.geomspace(min([*r.intensities, 1 / 16]), max([*r.intensities, 256.0]), 300)

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from archline.fit.analyses.figures import pyplot, save_figure
 from archline.fit.analyses.ipp_report import KernelPower, Sweep, breakdown_w
+from archline.fit.plots.layout import pyplot, save_figure
 
 _STYLES = ["-", "--", "-.", ":"]
 _MARKERS = ["o", "^", "s", "D", "v", "x"]
@@ -88,7 +88,7 @@ def plot_power(powers: Sequence[KernelPower], out_path: Path, gpu_name: str) -> 
                     fontsize=8)
     ax.set_ylim(0, max(bottom) * 1.12)
     ax.set_ylabel("GPU power (W)")
-    ax.set_title(f"IPP power breakdown on {gpu_name} (Hong & Kim 2010, eq.5-16)", fontsize=11)
+    ax.set_title(f"IPP power breakdown on {gpu_name} (Hong & Kim 2010, eq.5-16)", fontsize=11, pad=12)
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles[::-1], labels[::-1], fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # as stacked
     fig.tight_layout()

@@ -93,20 +93,35 @@ def title_with_notes(fig: Any, title: str, notes: Sequence[str] = (), fontsize: 
     return fig.suptitle("\n".join(lines), fontsize=fontsize)
 
 
-def save_figure(fig: Any, out_path: Path, dpi: int = 130) -> Path:
-    """Save atomically (temporary name in the same directory, then rename) and close the figure."""
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend (imported here: heavy, and optional for the library)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_figure(fig: Any, out_path: str | Path, dpi: int = 130) -> Path:
+    """Save atomically (temporary name in the same directory, then rename) and close the figure. An unknown
+    extension or an unwritable path is the user's: a one-line ArchlineFitError, nothing left under either name."""
+    from archline.fit.errors import ArchlineFitError
+
+    plt = pyplot()
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_name(f".{out_path.name}.tmp{out_path.suffix or '.png'}")
     try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(tmp, dpi=dpi)
         tmp.replace(out_path)
+    except ValueError as e:   # matplotlib: unknown format
+        raise ArchlineFitError(f"cannot write figure {out_path}: {e}") from None
+    except OSError as e:
+        raise ArchlineFitError(f"cannot write figure {out_path}: {e.strerror or e}") from None
     finally:
         plt.close(fig)
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
     return out_path
 
 

@@ -177,3 +177,17 @@ def test_temp_figure_never_left_behind(tmp_path: Path) -> None:
     plot_model(curves_for([load_platform("gtx580")], ["sp"]), tmp_path / "x.png")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.png"]
     shutil.rmtree(tmp_path)
+
+
+@pytest.mark.parametrize("args", [
+    ("ipp", "sweep", "table4", "--plot"),                                   # S3 Fig. 13 style, all 11 kernels
+    ("ipp", "sweep", "table4", "-k", "Dotp", "-k", "Nmat", "-k", "Cmem", "--plot"),
+    ("ipp", "power", "--plot"),
+    ("ipp", "temperature", "--time-s", "0,60,600", "--plot"),
+    ("iso-power", "titan", "jetson-tk1", "--n", "22", "--plot"),
+    ("iso-power", "gtx580", "i7-950", "--plot"),
+], ids=["ipp-sweep-all", "ipp-sweep-three", "ipp-power", "ipp-temperature", "iso-power-titan-jetson",
+        "iso-power-gtx580-i7"])
+def test_ipp_and_iso_power_figures(run_cli: Callable[..., Any], drawn: list[Any], tmp_path: Path,
+                                   args: tuple[str, ...]) -> None:
+    _clean(run_cli, drawn, *args, str(tmp_path / "f.png"))
