@@ -151,7 +151,8 @@ def load_lab(path: Path) -> Lab:
             sweep["host"] = entry.name
         machines.append(Machine(entry.name, sweep, entry.slurm, entry.emulate))
     results = Path(model.lab.results)
-    return Lab(path=path, name=model.lab.name or path.stem, results=results if results.is_absolute() else base / results,
+    results = results if results.is_absolute() else base / results
+    return Lab(path=path, name=model.lab.name or path.stem, results=results,
                scheduler=model.lab.scheduler, parallel=model.lab.parallel, python=model.lab.python,
                setup=model.lab.setup, machines=tuple(machines))
 

@@ -25,7 +25,7 @@ from archline.bench.run.sweep import RESULTS_NAME, done_points
 from archline.common.atomic import write_atomic
 
 SUBMISSIONS_NAME = "submissions.json"
-STATES = ("queued", "running", "done", "failed", "missing")
+STATES = ("queued", "running", "done", "failed", "missing", "unknown")   # unknown: Slurm not reachable here
 EXIT_MEANING = {2: "bad sweep config or profile", 3: "some points failed", 4: "a meter or device is missing",
                 5: "stopped after max_points", 130: "interrupted (SIGTERM/SIGINT)", 1: "internal error"}
 
@@ -70,7 +70,8 @@ def squeue(job_name: str) -> dict[str, tuple[str, str, str]] | None:
     except (OSError, subprocess.TimeoutExpired) as e:
         raise LabError(f"squeue did not answer: {e}") from None
     if out.returncode != 0:
-        raise LabError(f"squeue failed: {out.stderr.strip() or out.returncode}")
+        lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
+        raise LabError(f"squeue failed: {lines[-1] if lines else out.returncode}")
     jobs = {}
     for line in out.stdout.splitlines():
         parts = line.strip().split("|")
@@ -127,8 +128,8 @@ def _points(lab: Lab, machine: str, rec: TaskRecord | None) -> tuple[int, int | 
     return len(done & set(rec.point_ids)), len(rec.point_ids), missing
 
 
-def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[str, tuple[str, str, str]] | None
-                   ) -> TaskStatus:
+def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[str, tuple[str, str, str]] | None,
+                   queue_error: str = "") -> TaskStatus:
     d = lab.results / machine
     rec = read_record(d / RECORD_NAME)
     done, planned, missing = _points(lab, machine, rec)
@@ -159,7 +160,8 @@ def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[s
             return st
     if rec is None or (sub is not None and rec.job_id != sub.job_id):
         if sub is not None and sub.scheduler == "slurm" and queue is None:
-            st.reason = "Slurm is not reachable from here (no squeue); the task has no record yet"
+            st.state = "unknown"
+            st.reason = f"Slurm is not reachable from here ({queue_error or 'no squeue'}); the task has no record yet"
             return st
         st.state = "failed"
         last = _tail(sub.stderr) if sub is not None else ""
@@ -168,6 +170,10 @@ def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[s
         return st
     st.node, st.exit_code, st.failed_points = rec.node, rec.exit_code, rec.failed
     if rec.state == "running":
+        if sub is not None and sub.scheduler == "slurm" and queue is None:
+            st.state = "unknown"
+            st.reason = f"Slurm is not reachable from here ({queue_error or 'no squeue'}); the record says running"
+            return st
         if sub is None and _alive(rec.pid):
             st.state = "running"
             return st
@@ -185,8 +191,14 @@ def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[s
 def lab_status(lab: Lab) -> list[TaskStatus]:
     subs = read_submissions(lab)
     uses_slurm = any(s.scheduler == "slurm" for s in subs.values())
-    queue = squeue(job_name(lab)) if uses_slurm else {}
-    return [machine_status(lab, m.name, subs.get(m.name), queue) for m in lab.machines]
+    queue: dict[str, tuple[str, str, str]] | None = {}
+    error = ""
+    if uses_slurm:
+        try:
+            queue = squeue(job_name(lab))
+        except LabError as e:
+            queue, error = None, str(e)
+    return [machine_status(lab, m.name, subs.get(m.name), queue, error) for m in lab.machines]
 
 
 def status_table(statuses: list[TaskStatus]) -> tuple[list[str], list[list[str]]]:
