@@ -133,7 +133,10 @@ class Lab:
 
 def load_lab(path: Path) -> Lab:
     data = read_toml(path, error=LabFileError, what="lab file")
-    model = validate(LabModel, data, f"{path}:", error=LabFileError)
+    try:
+        model = validate(LabModel, data, f"{path}:", error=LabFileError)
+    except LabFileError as e:       # "lab.toml:: missing 'machine'" at the top level
+        raise LabFileError(str(e).replace(f"{path}::", f"{path}:")) from None
     base = path.parent
     seen: set[str] = set()
     machines = []

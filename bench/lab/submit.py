@@ -150,7 +150,8 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
             submitted[m.name] = subs[m.name].job_id
             echo(f"{m.name}: running locally (pid {job.job_id})")
             _wait(lab, [m.name], echo)
-        return SubmitReport(submitted, skipped, 0, lab_status(lab))
+        names = {m.name for m in machines}
+        return SubmitReport(submitted, skipped, 0, [s for s in lab_status(lab) if s.machine in names])
     groups: dict[tuple[tuple[str, Any], ...], list[Machine]] = {}
     for m in todo:
         groups.setdefault(_placement_key(m), []).append(m)

@@ -201,7 +201,7 @@ def write_dataset(sources: Sequence[Path], out: Path, *, merge: bool = True) -> 
         if p not in table.column_names:
             raise DatasetError(f"the rows have no '{p}' column, which the data set is partitioned by")
         col = table.column(p)
-        empty = pc.or_(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
+        empty = pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
         if pc.any(empty).as_py():
             raise DatasetError(f"some rows have an empty '{p}', which the data set is partitioned by")
     table, dups = _dedupe(table)

@@ -9,7 +9,6 @@ import os
 from collections.abc import Iterator
 
 import pytest
-
 from support import slurm
 
 

@@ -59,20 +59,21 @@ class Cluster:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        for name in ("slurmd", "slurmctld", "munged"):
-            pid = self.pids.get(name)
-            if pid is None:
-                continue
+        """SIGTERM to every daemon at once, SIGKILL to any still there after 5 s."""
+        pids = [p for p in (self.pids.get(n) for n in ("slurmd", "slurmctld", "munged")) if p is not None]
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
-                continue
-            for _ in range(50):
+                pass
+        end = time.monotonic() + 5.0
+        for pid in pids:
+            while time.monotonic() < end:
                 try:
                     os.kill(pid, 0)
                 except ProcessLookupError:
                     break
-                time.sleep(0.1)
+                time.sleep(0.05)
             else:
                 try:
                     os.kill(pid, signal.SIGKILL)
