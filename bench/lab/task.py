@@ -73,7 +73,13 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
     """The function each Slurm (or local) task runs: the machine's sweep, recorded. Returns the record as a
     dict (submitit keeps it as the job's result)."""
     from archline.bench.errors import BenchError
-    from archline.bench.run.sweep import EXIT_INTERNAL, EXIT_METER_MISSING, SweepLockedError, run_sweep
+    from archline.bench.run.sweep import (
+        EXIT_INTERNAL,
+        EXIT_INTERRUPTED,
+        EXIT_METER_MISSING,
+        SweepLockedError,
+        run_sweep,
+    )
     from archline.common.logs import configure
     from archline.fit.errors import ArchlineFitError
     from archline.powermon.errors import MeterError
@@ -103,9 +109,13 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
         rec.exit_code, rec.message = 2, str(e)
     except MeterError as e:
         rec.exit_code, rec.message = EXIT_METER_MISSING, str(e)
-    except Exception as e:  # a bug: the traceback is in the sweep log and the task's stderr
-        traceback.print_exc()
-        rec.exit_code, rec.message = EXIT_INTERNAL, f"internal error: {type(e).__name__}: {e}"
+    except Exception as e:
+        if type(e).__name__ == "UncompletedJobError":   # submitit: Slurm's warning signal before the time limit
+            rec.exit_code, rec.message = EXIT_INTERRUPTED, ("stopped at the Slurm time limit; finished rows are "
+                                                            "kept: resubmit to resume, or raise slurm.time")
+        else:  # a bug: the traceback is in the sweep log and the task's stderr
+            traceback.print_exc()
+            rec.exit_code, rec.message = EXIT_INTERNAL, f"internal error: {type(e).__name__}: {e}"
     rec.state = "done" if rec.exit_code == 0 else "failed"
     rec.ended_at = utc_iso()
     if not started:

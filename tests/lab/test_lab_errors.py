@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from support.labs import write_lab
 
 GPU = {"name": "gpu01", "platform": "gtx580", "precisions": ["sp"]}

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.labs import write_lab
 
 from archline.fit.platforms.profiles import load_platform
-from support.labs import write_lab
 
 
 def test_lab_local_scheduler_submit_status_collect(tmp_path: Path, run_cli: Callable[..., object]) -> None:
