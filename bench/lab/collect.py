@@ -85,7 +85,7 @@ def collect_table(report: CollectReport) -> tuple[list[str], list[list[str]]]:
     for m in report.machines:
         planned = m.points_planned
         pts = f"{planned - len(m.points_missing)}/{planned}" if planned is not None else "-"
-        miss = ", ".join(m.points_missing[:3]) + (f" (+{len(m.points_missing) - 3})" if len(m.points_missing) > 3
-                                                   else "")
+        miss = m.points_missing[0] + (f" (+{len(m.points_missing) - 1} more)" if len(m.points_missing) > 1 else "") \
+            if m.points_missing else ""
         rows.append([m.machine, m.state, str(m.rows), pts, miss or "-", m.note])
     return head, rows
