@@ -10,7 +10,7 @@ from archline.cli.params import FIGURE_SUFFIXES, OutPath
 
 
 @click.command("fit")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
               help="table for people (pJ/flop, pJ/B, W); json = archline.costs/1; csv = one line per number.")
 @click.option("--out", type=OutPath(dir_okay=True), default=None,
@@ -35,10 +35,13 @@ from archline.cli.params import FIGURE_SUFFIXES, OutPath
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True,
               help="bootstrap resamples for the non-OLS fits (capped uses at most 100).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="seed for folds and bootstrap.")
+@click.option("--where", multiple=True, metavar="KEY=VALUE",
+              help="only rows whose text column KEY is VALUE (repeat: same key = any of, other keys = all of).")
 def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_method: str, figure: str | None,
         points: str | None, include_emulated: bool, mix_emulated: bool, platform: str | None, folds: int | None,
-        holdout_col: str | None, one_precision: bool, n_boot: int, seed: int) -> None:
-    """Fit the energy-roofline model to archline.results/1 CSV FILES.
+        holdout_col: str | None, one_precision: bool, n_boot: int, seed: int, where: tuple[str, ...]) -> None:
+    """Fit the energy-roofline model to archline.results/1 FILES: CSV files, Parquet files, or a data set
+    directory written by `archline lab collect`.
 
     \b
     Models (equations in docs/model.md):
@@ -55,13 +58,14 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit results/*.csv --format json --out gtx580.json
       archline fit tk1/*.csv --model dvfs --folds 16 --holdout-col split
       archline fit results/*.csv --figure fit.png --points errors.csv
+      archline fit lab-dataset/ --where host=node03
     """
     from archline.fit.io.costs import render, write_costs, write_points
     from archline.fit.regress.api import FitOptions, fit_files
 
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
-                      one_precision=one_precision, n_boot=n_boot, seed=seed)
+                      one_precision=one_precision, n_boot=n_boot, seed=seed, where=where)
     results = fit_files(files, opts)
     if out is None:
         click.echo(render(results, fmt), nl=False)

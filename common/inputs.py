@@ -112,6 +112,7 @@ def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
 
 def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
               not_found: type[Exception] | None = None) -> Any:
+    """Parse a JSON file, with the same errors as :func:`read_toml`."""
     p = Path(path)
     text = read_text(p, error=error, what=what, not_found=not_found)
     try:

@@ -82,6 +82,8 @@ def _where(frame: pd.DataFrame, pos: int) -> str:
 def _read_one(path: Path) -> pd.DataFrame:
     import pandas as pd
 
+    if path.is_dir() or path.suffix == ".parquet":
+        return _read_parquet(path)
     check_text_file(path, error=ResultsError, what="results file")   # missing, binary, empty, cut off mid-row
     dtype = {c: "string" for c in TEXT_COLUMNS}
     try:
@@ -107,6 +109,22 @@ def _read_one(path: Path) -> pd.DataFrame:
     return frame
 
 
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A data set directory (``archline lab collect``) or one Parquet file of result rows."""
+    from archline.fit.io.dataset import DatasetError, read_frame
+
+    try:
+        frame = read_frame(path)
+    except DatasetError as e:
+        raise ResultsError(str(e)) from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise SchemaError(f"{path}: not an {RESULTS_SCHEMA} data set: missing column(s) {', '.join(missing)}")
+    frame["_file"] = str(path)
+    frame["_line"] = np.arange(1, len(frame) + 1, dtype=np.int64)  # row number in the data set
+    return frame
+
+
 def _to_numeric(frame: pd.DataFrame, column: str, *, fill_zero: bool) -> None:
     import pandas as pd
 
@@ -125,8 +143,10 @@ def _to_numeric(frame: pd.DataFrame, column: str, *, fill_zero: bool) -> None:
     frame[column] = num.fillna(0.0) if fill_zero else num
 
 
-def read_results(paths: Iterable[str | Path]) -> ResultsSet:
-    """Read, concatenate and validate result CSVs. Raises a :class:`ResultsError` on the first problem.
+def read_results(paths: Iterable[str | Path], where: Sequence[str] = ()) -> ResultsSet:
+    """Read, concatenate and validate result CSVs, Parquet files and data set directories (``archline lab
+    collect``), keeping the rows the ``where`` filters select (:mod:`archline.fit.io.select`). Raises a
+    :class:`ResultsError` on the first problem.
 
     Checks: file readable and non-empty; the fixed columns present; ``schema`` is ``archline.results/1`` on every
     row; numbers parse; time_s > 0; energy_j finite and >= 0; counts finite and >= 0. Rows whose
@@ -140,6 +160,10 @@ def read_results(paths: Iterable[str | Path]) -> ResultsSet:
         raise ResultsError("no results files given")
     frames = [_read_one(p) for p in files]
     frame = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
+    if where:
+        from archline.fit.io.select import apply_where
+
+        frame = apply_where(frame, where)
     notes: list[str] = []
 
     schema_col = frame["schema"].astype("string").str.strip()

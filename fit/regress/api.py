@@ -47,6 +47,7 @@ class FitOptions:
     n_boot: int = 200
     seed: int = 0
     validate: bool = True
+    where: tuple[str, ...] = ()         # --where key=value filters (archline.fit.io.select)
 
 
 def _fitter(model: str, opts: FitOptions) -> Callable[[pd.DataFrame], Predictor]:
@@ -207,7 +208,7 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
     opts = opts or FitOptions()
     if opts.model not in MODELS:
         raise ResultsError(f"unknown model '{opts.model}' (known: {', '.join(MODELS)})")
-    rs = read_results(paths)
+    rs = read_results(paths, opts.where)
     groups = group_rows(rs, include_emulated=opts.include_emulated, mix_emulated=opts.mix_emulated,
                         platform=opts.platform)
     results = [fit_group(g, opts) for g in groups]
