@@ -131,8 +131,8 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
            echo: Callable[[str], None] = print) -> SubmitReport:
     sched = scheduler or lab.scheduler
     check_scheduler(sched)
+    machines = [lab.machine(n) for n in only] if only else list(lab.machines)   # before anything is created
     check_results(lab)
-    machines = [lab.machine(n) for n in only] if only else list(lab.machines)
     prepare(lab, machines)
     before = {s.machine: s for s in lab_status(lab)}
     skipped = {m.name: f"still {before[m.name].state} as job {before[m.name].job_id}" for m in machines

@@ -137,6 +137,13 @@ def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS
               where: Sequence[str] = ()) -> PlotPlan:
     """What `archline plot` draws for ``items``, with a note for every way it falls short of the request."""
     notes: list[str] = []
+    if where:
+        from archline.fit.io.select import WhereError, parse_where
+
+        parse_where(where)     # a malformed filter is an error even where it would select nothing
+        if not any(Path(i).is_dir() or Path(i).suffix in (".csv", ".parquet") for i in items):
+            raise WhereError("--where selects result rows, and none are given (a .csv, .parquet or data set "
+                             "directory)")
     curves, measured = load_plot_inputs(items, precision, notes, where)
     kinds = tuple(kinds)
     if all(c.time_only for c in curves):

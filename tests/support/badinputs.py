@@ -45,7 +45,7 @@ FILE_KIND = {"files": "results", "config": "sweep", "raw": "raw", "samples": "sa
              "counts": "counts", "machine_file": "machine", "measured": "measured", "ptx_file": "ptx",
              "name_or_costs": "costs", "name_or_profile": "profile", "files_or_costs": "costs", "costs": "costs",
              "kernels": "kernels", "gpu_name": "gpu", "big": "costs", "small": "costs", "platform": "profile",
-             "name": "profile"}
+             "name": "profile", "lab_toml": "lab", "inputs": "results"}
 #: outputs that may be an existing directory (fit --out with several platforms writes one file each into it)
 OUTPUT_DIR_OK = {("fit", "out")}
 #: options whose garbage text is not an error (free text, or parsed leniently on purpose)
@@ -60,6 +60,7 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     needle: str = ""          #: a word the error line must contain (optional)
     expect_code: int | None = None
+    expect_ok: bool = False   #: a valid baseline: it must succeed
 
 
 @dataclass
@@ -88,6 +89,8 @@ def judge(case: Case, out: Outcome) -> list[str]:
         problems.append("traceback: " + (out.exception.strip().splitlines()[-1] if out.exception else "in stderr"))
         return problems
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    if case.expect_ok and out.code != 0:
+        return [f"the valid baseline failed: {(lines or ['?'])[-1][:200]}"]
     if out.code == 0:
         if case.must_fail:
             problems.append("exit 0")
@@ -193,7 +196,10 @@ class Fixtures:
                                                    "coefficients": {k: {"value": v} for k, v in coeffs.items()},
                                                    "settings": settings}))
         self._put("sweep", "sweep.toml", '[sweep]\nplatform = "gtx580"\nemulate = true\nquick = true\n'
-                  'kernels = ["intensity"]\nprecisions = ["sp"]\nmax_points = 1\nout = "sweep-out"\n')
+                  'kernels = ["intensity"]\nprecisions = ["sp"]\nout = "sweep-out"\n')
+        self._put("lab", "lab.toml", '[lab]\nresults = "lab-results"\nscheduler = "local"\n\n[[machine]]\n'
+                  'name = "n1"\nplatform = "gtx580"\nemulate = true\nquick = true\nkernels = ["intensity"]\n'
+                  'precisions = ["sp"]\n')
         # a raw PowerMon 2 capture: 3 s of 3 channels at 128 Hz, time records once a second, a done record
         chans, period = [0, 1, 2], 8
         parts = []
@@ -280,6 +286,10 @@ def baseline(path: tuple[str, ...], fx: Fixtures) -> list[str] | None:
                            "sp", "--out", "run-out"],
         ("bench", "sweep"): [f["sweep"]],
         ("bound",): ["fft", "--fast-memory", "512KiB"],
+        ("compare",): [f["results"], "--by", "host"],
+        ("lab", "collect"): [f["lab"], "--out", "collected"],
+        ("lab", "status"): [f["lab"]],
+        ("lab", "submit"): [f["lab"]],
         ("design-space",): ["cg"],
         ("fit",): [f["results"]],
         ("ipp", "example"): [],
@@ -698,6 +708,15 @@ def bad_contents(fx: Fixtures) -> dict[str, list[tuple[str, str | bytes]]]:
         "ptx": [
             ("no-instructions", "// just a comment\n"),
         ],
+        "lab": [
+            ("no-machines", '[lab]\nresults = "r"\n'),
+            ("unknown-key", '[lab]\nresults = "r"\nbogus = 1\n[[machine]]\nname = "n"\nplatform = "gtx580"\n'),
+            ("bad-machine-key", '[lab]\nresults = "r"\n[[machine]]\nname = "n"\nplatform = "gtx580"\nreps = -1\n'),
+            ("results-under-a-file", f'[lab]\nresults = "{fx.files["plain"]}/r"\n[[machine]]\nname = "n"\n'
+                                     'platform = "gtx580"\nemulate = true\n'),
+            ("bad-time", '[lab]\nresults = "r"\n[[machine]]\nname = "n"\nplatform = "gtx580"\n'
+                         'slurm = { time = "soon" }\n'),
+        ],
     }
     return out
 
@@ -836,3 +855,18 @@ def issue_cases(fx: Fixtures) -> list[tuple[tuple[str, ...], Case]]:
              needle="cut short"),
     ]
     return [(tuple(x for x in case.args[:2] if not x.startswith("-")), case) for case in c]
+
+
+#: commands whose baseline succeeds only after `lab submit` ran (their bad-input cases fail before that matters)
+NEEDS_A_SUBMITTED_LAB = {("lab", "status"), ("lab", "collect")}
+
+
+def baseline_cases(fx: Fixtures) -> list[tuple[tuple[str, ...], Case]]:
+    """Each command's valid baseline, which must succeed (else the matrix would test nothing)."""
+    out = []
+    for path, _ in commands():
+        base = baseline(path, fx)
+        if base is not None and path not in NEEDS_A_SUBMITTED_LAB:
+            out.append((path, Case(f"{' '.join(path)}: valid baseline", [*path, *base], must_fail=False,
+                                   expect_ok=True)))
+    return out
