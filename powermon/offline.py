@@ -122,6 +122,9 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
         warnings.append(f"{stats['lost_records']} record(s) lost in {stats['gaps']} gap(s), "
                         f"{stats['overflows']} overflow(s), {stats['resyncs']} resync(s), "
                         f"{stats['skipped_bytes']} byte(s) skipped")
+    if stats["after_done_bytes"]:
+        warnings.append(f"{stats['after_done_bytes']} byte(s) follow the done record and were not decoded (a "
+                        "second recording joined on? decode it on its own)")
     meta = {"source": str(raw), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
             "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"],
             "speed": speed, "warnings": warnings}
@@ -135,19 +138,27 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     """Integrate a samples file the way its recording did: on the device's timeline (``speed``, an emulator's time
     compression, from the file's sidecar) and, unless a window is given, over the recorded window."""
     s, meta = read_samples(path)
-    stats = meta.get("stats") or {}
     info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
+    stats = meta.get("stats") or info.get("stats") or {}
     speed = meta.get("speed", info.get("speed", 1.0))
     if not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
         raise MeterError(f"{path}: the sidecar's speed must be a positive number, got {speed!r}")
     if s.clock == "device_s":
         speed = 1.0
     window = meta.get("window_s")
-    if t0_s is None and t1_s is None and isinstance(window, list) and len(window) == 2:
+    recorded = t0_s is None and t1_s is None and isinstance(window, list) and len(window) == 2
+    if recorded:
         t0_s, t1_s = float(window[0]), float(window[1])
-    return integrate_samples(s, t0_s, t1_s, overflows=stats.get("overflows", meta.get("overflows")),
-                             gaps=stats.get("gaps", meta.get("gaps")), min_samples=min_samples,
-                             time_compression=float(speed))
+    try:
+        return integrate_samples(s, t0_s, t1_s, overflows=stats.get("overflows", meta.get("overflows")),
+                                 gaps=stats.get("gaps", meta.get("gaps")), min_samples=min_samples,
+                                 time_compression=float(speed))
+    except MeterError as e:
+        if recorded and "outside the samples" in str(e):
+            raise MeterError(f"{path}: the recorded window reaches past the samples (the meter lost the rest of "
+                             f"the recording; its sidecar says: {info.get('error') or 'no error'}); give --start "
+                             f"and --end inside them to integrate what arrived ({e})") from None
+        raise
 
 
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> list[dict[str, Any]]:
@@ -200,7 +211,7 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         if not arg:
             raise MeterError("--meter powermon2 needs a port: powermon2:/dev/ttyUSB0")
         return open_meter(channels_spec("powermon2", "powermon2", channels, port=arg, rate_hz=rate_hz),
-                          raw_path=raw_path)
+                          raw_path=raw_path, speed=_url_speed(arg))
     if kind == "emulated":
         from archline.powermon.powermon2.meter import emulated_powermon
 
@@ -234,6 +245,21 @@ class Recording:
     interrupted: bool = False
 
 
+def _url_speed(port: str) -> float:
+    """The time compression an in-process emulator URL asks for (``powermon://default?speed=4``), else 1."""
+    if not port.startswith("powermon://"):
+        return 1.0
+    from urllib.parse import parse_qs, urlsplit
+
+    try:
+        speed = float(parse_qs(urlsplit(port).query).get("speed", ["1"])[0])
+    except ValueError:
+        raise MeterError(f"bad powermon:// URL {port!r}: speed must be a number") from None
+    if not (math.isfinite(speed) and speed > 0):
+        raise MeterError(f"bad powermon:// URL {port!r}: speed must be positive")
+    return speed
+
+
 def check_samples_path(out: str | Path) -> None:
     name = Path(out).name.lower()
     if not name.endswith((".parquet", ".csv.gz", ".csv")):
@@ -259,13 +285,17 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     meter = meter_from_spec(spec, channels, rate_hz, raw)
     interrupted = False
     with Recorder([meter]) as rec:
-        t0 = rec.begin("record")
+        rec.begin("record")
+        # the window starts where the stream does, so it holds every sample of the capture (and every loss the
+        # decoder counts); a meter without its own stream starts at the mark
+        start = getattr(meter, "stream_start_s", None)
+        t0 = float(start()) if callable(start) else rec.marks[-1].t_s
         try:
             time.sleep(duration_s)
         except KeyboardInterrupt:
             interrupted = True
-        region = rec.end("record")
-    t1 = rec.marks[-1].t_s
+        t1 = rec.clock()
+        region = rec.end("record", t0_s=t0, t1_s=t1)
     info = meter.info()
     write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
                                            "window_s": [t0, t1], "speed": getattr(meter, "speed", 1.0)})
@@ -278,6 +308,10 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         summary["raw"] = str(meter.raw_path)
     (mr,) = region.meters.values()
     warnings = [f"{w}" for w in region.warnings]
+    st = info.get("stats") or {}
+    if st.get("skipped_bytes") or st.get("resyncs"):
+        warnings.append(f"{mr.meter}: {st.get('skipped_bytes', 0)} byte(s) dropped or garbled, "
+                        f"{st.get('resyncs', 0)} resync(s)")
     error: MeterError | None = None
     lost = mr.loss_text()
     if mr.lost_share > max_lost:

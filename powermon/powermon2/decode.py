@@ -23,6 +23,7 @@ from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.protocol import (
     BIT_28,
     N_SENSORS,
+    PROMPT,
     RECORD_BYTES,
     TICK_HZ,
     Words,
@@ -108,11 +109,18 @@ class StreamDecoder:
         self._process(final=False)
 
     def finish(self) -> None:
-        """No more bytes: decode what is left and close the last second."""
+        """No more bytes: decode what is left and close the last second. Bytes after the done record other than
+        the device's prompt (e.g. a second capture joined on) are not decoded: they are counted, in
+        ``after_done_bytes`` and ``skipped_bytes``. Idempotent; a stream that delivered nothing finishes empty."""
         if not self.stats.done:
             self._process(final=True)
             self._close_segment(None)
         self._buf.clear()
+        extra = len(self.trailer) - (len(PROMPT) if self.trailer.startswith(PROMPT) else 0)
+        new = max(extra, 0) - self.stats.after_done_bytes
+        if new > 0:
+            self.stats.after_done_bytes += new
+            self.stats.skipped_bytes += new
 
     @property
     def last_event(self) -> int:
@@ -366,7 +374,10 @@ class StreamDecoder:
 
 def decode_bytes(data: bytes | bytearray | memoryview, channels: Sequence[int], period_ticks: int = 8,
                  time_set_s: int | None = 0) -> StreamDecoder:
-    """Decode a whole capture at once."""
+    """Decode a whole capture at once; one shorter than a record is a MeterError."""
+    if len(data) < RECORD_BYTES:
+        raise MeterError(f"nothing to decode: the capture holds {len(data)} byte(s), less than one "
+                         f"{RECORD_BYTES}-byte record")
     dec = StreamDecoder(channels, period_ticks, time_set_s)
     dec.feed(data)
     dec.finish()

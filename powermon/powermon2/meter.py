@@ -157,6 +157,11 @@ class PowerMonMeter:
         cm = self.driver.clock_map()
         d0, d1 = cm.to_device(t0_s), cm.to_device(t1_s)
         period = 1.0 / self.driver.rate_hz
+        warnings: list[str] = []
+        if d0 < 0:    # the stream did not exist before device time 0: nothing there to measure, or to lose
+            if d0 < -period:
+                warnings.append(f"the window starts {-d0:.3g} s before the meter's stream; measured from its start")
+            d0 = min(0.0, d1)
         s = self.driver.samples(d0 - 64 * period, d1 + 64 * period)
         t_dev_all = s.meta["t_dev_s"]
         valid = s.valid if s.valid is not None else np.ones(len(s), bool)
@@ -167,16 +172,16 @@ class PowerMonMeter:
         chans: dict[str, ChannelResult] = {}
         gaps = lost = 0
         lost_s = 0.0
-        warnings: list[str] = []
         n_in = 0
         for c in self.driver.channels:
             got = int(np.count_nonzero((s.channel == c) & (ev_all >= ev_lo) & (ev_all <= ev_hi)))
-            lost += max(n_events - got, 0)
+            lost_c = max(n_events - got, 0)
+            lost += lost_c
+            lost_s = max(lost_s, lost_c * period)      # the longest a channel of this meter saw nothing
             sel = np.flatnonzero((s.channel == c) & valid)
             t, p = t_dev_all[sel], s.power_w[sel]
             if t.size == 0:
                 warnings.append(f"channel {c}: no samples")
-                lost_s = max(lost_s, d1 - d0)
                 continue
             r = self._r_lut[c]
             # half an ADC step of V and of I, propagated to power
@@ -185,8 +190,7 @@ class PowerMonMeter:
             ce = integrate_series(t, p, d0, d1, half_lsb_w, period)
             rail = self.spec.rail(c)
             chans[str(c)] = ChannelResult(ce.energy_j, ce.energy_err_j, ce.mean_power_w, ce.n_samples, rail)
-            gaps = max(gaps, ce.gaps)
-            lost_s = max(lost_s, ce.lost_s)
+            gaps = max(gaps, ce.gaps, int(lost_c > 0))
             n_in += ce.n_samples
             if t[0] > d0 + period or t[-1] < d1 - period:
                 warnings.append(f"channel {c}: samples do not cover the region")
@@ -208,6 +212,11 @@ class PowerMonMeter:
                            _devices(chans, self.spec.devices(), dur), total, err,
                            total / dur if dur > 0 else float("nan"), n_in, self.driver.rate_hz, ovf, gaps, lost,
                            inside, warnings, device_time_s=dur, expected_samples=expected, lost_s=lost_s)
+
+    def stream_start_s(self) -> float:
+        """Host time of the current stream's first sampling event (device time 0), less half a period: the clock
+        map only moves that instant later as data arrives, and a window starting there holds the first sample."""
+        return float(self.driver.clock_map().to_host(-0.5 / self.driver.rate_hz))
 
     @property
     def raw_path(self) -> Path | None:

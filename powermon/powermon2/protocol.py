@@ -95,6 +95,8 @@ class Words:
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview, offset: int = 0) -> Words:
         n = max((len(data) - offset) // RECORD_BYTES, 0)
+        if n == 0:            # fewer bytes than one record past ``offset`` (numpy refuses an offset past the end)
+            return cls(np.zeros((0, RECORD_BYTES), dtype=np.uint8))
         b = np.frombuffer(data, dtype=np.uint8, count=n * RECORD_BYTES, offset=offset).reshape(n, RECORD_BYTES)
         return cls(b.copy())
 

@@ -27,6 +27,7 @@ class DecodeStats:
     skipped_bytes: int = 0       #: bytes dropped while (re)aligning, including a partial first record
     cadence_errors: int = 0      #: seconds with more events than the period allows (should stay 0)
     done: bool = False           #: the done record arrived
+    after_done_bytes: int = 0    #: bytes after the done record and its prompt (not decoded; in skipped_bytes too)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

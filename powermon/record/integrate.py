@@ -77,14 +77,15 @@ def integrate_series(t_s: F64, power_w: F64, t0_s: float | None = None, t1_s: fl
     lost_s = 0.0
     if period_s:
         near = t[(t >= a - period_s) & (t <= b + period_s)]
-        # the edges: a region edge more than a period from any sample is a stretch with no data
+        # inside: a step of k periods between samples lost k - 1 of them; an edge of the region a period or more
+        # from the nearest sample lost the samples that fit in that stretch
+        steps = np.diff(near) if near.size > 1 else np.zeros(0)
+        steps = steps[steps > 1.5 * period_s]
         edges = np.array([(near[0] if near.size else b) - a, b - (near[-1] if near.size else a)])
-        holes = np.diff(near) if near.size > 1 else np.zeros(0)
-        holes = np.concatenate([holes[holes > 1.5 * period_s] - period_s, edges[edges > period_s]])
-        holes = np.minimum(holes, duration)
-        gaps = int(holes.size)
-        lost = int(np.sum(np.rint(holes / period_s))) if gaps else 0
-        lost_s = float(np.sum(holes)) if gaps else 0.0
+        edges = np.minimum(edges[edges >= period_s * (1 - 1e-6)], duration)
+        gaps = int(steps.size + edges.size)
+        lost = int(np.sum(np.rint(steps / period_s) - 1) + np.sum(np.floor(edges / period_s + 1e-6)))
+        lost_s = float(np.sum(np.minimum(steps - period_s, duration)) + np.sum(edges))
         err += lost_s * blind_w
     else:
         err += (max(t[0] - a, 0.0) + max(b - t[-1], 0.0)) * blind_w
@@ -179,12 +180,14 @@ def integrate_samples(samples: Samples, t0_s: float | None = None, t1_s: float |
         if t0_s is None and t1_s is None:
             raise MeterError("the channels' samples do not overlap in time")
         raise MeterError(f"the window ends before it starts ({a:g} > {b:g} s)")
-    periods = {c: float(np.median(np.diff(samples.t_s[g]))) if g.size > 2 else None for c, g in groups.items()}
-    for c in groups:
-        tol = periods[c] or 0.0
-        if a < first[c] - tol or b > last[c] + tol:
-            raise MeterError(f"the window [{a:g}, {b:g}] s reaches outside the samples of channel {c} "
-                             f"([{first[c]:g}, {last[c]:g}] s): integrate only where there is data")
+    # the window must lie within the samples (give or take a period); a channel whose edge samples were lost is
+    # a loss inside the window (counted below), not a window outside the data
+    periods = [float(np.median(np.diff(samples.t_s[g]))) for g in groups.values() if g.size > 2]
+    tol = max(periods, default=0.0)
+    lo, hi = min(first.values()), max(last.values())
+    if a < lo - tol or b > hi + tol:
+        raise MeterError(f"the window [{a:g}, {b:g}] s reaches outside the samples ([{lo:g}, {hi:g}] s): "
+                         "integrate only where there is data")
     res: dict[str, ChannelEnergy] = {}
     k = time_compression
     for c, g in groups.items():
