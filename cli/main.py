@@ -112,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result: Any = cli.main(args=argv, prog_name="archline", standalone_mode=False)
         return result if isinstance(result, int) else 0
-    except click.exceptions.Abort:
-        _fail("aborted", EXIT_INTERRUPTED)
+    except click.exceptions.Abort:     # click's name for Ctrl-C inside a command
+        click.echo("archline: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except click.UsageError as e:
         _fail(_usage_line(e), e.exit_code)
     except click.ClickException as e:

@@ -43,6 +43,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.close(fd)
         os.replace(tmp, final)
         _fsync_dir(final.parent)
+    except OSError as e:     # a full disk, an unwritable directory: name the file the user asked for, not the temp
+        if e.filename is None or str(e.filename) == str(tmp):
+            raise OSError(e.errno, e.strerror, str(final)) from None
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()

@@ -297,6 +297,10 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         t1 = rec.clock()
         region = rec.end("record", t0_s=t0, t1_s=t1)
     info = meter.info()
+    (mr,) = region.meters.values()
+    to_host = getattr(meter, "host_time_s", None)
+    if mr.device_window_s is not None and callable(to_host):   # the window as the region integrated it
+        t0, t1 = to_host(mr.device_window_s[0]), to_host(mr.device_window_s[1])
     write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
                                            "window_s": [t0, t1], "speed": getattr(meter, "speed", 1.0)})
     summary = region.summary()
@@ -306,7 +310,6 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
             summary.setdefault("decoder" if key == "stats" else key, info[key])
     if getattr(meter, "raw_path", None) is not None:
         summary["raw"] = str(meter.raw_path)
-    (mr,) = region.meters.values()
     warnings = [f"{w}" for w in region.warnings]
     st = info.get("stats") or {}
     if st.get("skipped_bytes") or st.get("resyncs"):

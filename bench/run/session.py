@@ -6,6 +6,7 @@ point that fails is reported and skipped in one place.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -258,7 +259,9 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
              restore_file: Path | None = None) -> RunOutcome:
     """``archline bench run``: all points into ``<out>/<run_id>.csv`` (``.partial`` until complete)."""
     t0 = time.monotonic()
+    new_out = not out.exists()
     session = open_session(opts, trace_dir=out, restore_file=restore_file)   # nothing is created before it opens
+    ok = False
     try:
         partial = out / f"{session.ctx.run_id}.csv.partial"
         results = ResultsFile(partial)
@@ -272,7 +275,13 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
         else:
             partial.unlink()
         precs = tuple(sorted({p.spec.precision for p in session.points if p.spec.kernel == "intensity"}))
+        ok = True
         return RunOutcome(final, written, failed, time.monotonic() - t0, session.describe(), precs,
                           session.n_bad_checksum)
     finally:
         session.close()
+        if not ok:      # a run that failed before writing anything (a full disk) leaves no empty directories
+            for d in (session.trace_dir, out if new_out else None):
+                if d is not None:
+                    with contextlib.suppress(OSError):
+                        d.rmdir()

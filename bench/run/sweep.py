@@ -92,8 +92,13 @@ class SweepLock:
                 raise SweepLockedError(f"sweep is locked: another sweep is running on {self.path.parent} "
                                        f"({holder or 'holder unknown'}); exiting without doing anything") from None
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} since {utc_iso()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} since {utc_iso()}\n".encode(), 0)
+        except OSError:      # a full disk: give the lock back before saying so
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise
         self.fd = fd
 
     def release(self) -> None:

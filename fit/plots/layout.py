@@ -105,7 +105,8 @@ def pyplot() -> Any:
 
 def save_figure(fig: Any, out_path: str | Path, dpi: int = 130) -> Path:
     """Save atomically (temporary name in the same directory, then rename) and close the figure. An unknown
-    extension or an unwritable path is the user's: a one-line ArchlineFitError, nothing left under either name."""
+    extension is an ArchlineFitError, an unwritable path or a full disk an OSError naming ``out_path`` (exit 7);
+    nothing is left under either name."""
     from archline.common.atomic import atomic_path
     from archline.fit.errors import ArchlineFitError
 
@@ -116,9 +117,7 @@ def save_figure(fig: Any, out_path: str | Path, dpi: int = 130) -> Path:
             fig.savefig(tmp, dpi=dpi, format=out_path.suffix.lstrip(".").lower() or "png")
     except ValueError as e:   # matplotlib: unknown format
         raise ArchlineFitError(f"cannot write figure {out_path}: {e}") from None
-    except OSError as e:
-        raise ArchlineFitError(f"cannot write figure {out_path}: {e.strerror or e}") from None
-    finally:
+    finally:                  # an OSError (full disk, unwritable path) reaches the CLI as one line, exit 7
         plt.close(fig)
     return out_path
 

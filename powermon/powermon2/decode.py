@@ -96,6 +96,11 @@ class StreamDecoder:
         return self._final_n + self._seg.n
 
     @property
+    def open_second_event(self) -> int:
+        """First event of the second still open (events before it are final: their holes are accounted)."""
+        return self._seg.start_event
+
+    @property
     def has_open_hole(self) -> bool:
         """True while the current (unfinished) second has a hole whose size the next time record will tell."""
         return bool(self._seg.holes) or (self._ovf and self._seg.n > 0)

@@ -129,6 +129,7 @@ class PowerMon2:
         self.time_set_s = 0
         self.stalls = 0
         self.error: MeterError | None = None
+        self.raw_error: OSError | None = None
         self.started_host_s: float | None = None
         self.stopped_host_s: float | None = None
         self._ser: Any = None
@@ -237,7 +238,11 @@ class PowerMon2:
                 t_r = self.clock()
                 last_data = t_r
                 if self._raw is not None:
-                    self._raw.write(chunk)
+                    try:
+                        self._raw.write(chunk)
+                    except OSError as e:     # a full disk: the capture cannot be kept, so the recording stops
+                        self.raw_error = e
+                        raise MeterError(f"cannot write the raw capture {self.raw_path}: {e.strerror}") from None
                 with self._lock:
                     self.decoder.feed(chunk)
                     if self.decoder.last_event >= 0:
@@ -265,13 +270,27 @@ class PowerMon2:
                 self.decoder.finish()
             self._close_port()
             if self._raw is not None:
-                self._raw.flush()
-                os.fsync(self._raw.fileno())
-                self._raw.close()
-                self._raw = None
-                os.replace(self._raw_tmp, self.raw_path)  # type: ignore[arg-type]
-                self._write_sidecar()
+                self._finish_capture()
         return self.decoder.stats
+
+    def _finish_capture(self) -> None:
+        """Flush, fsync and rename the raw capture onto its final name, with its sidecar; on a write failure (full
+        disk) remove the temp file and raise the OSError naming the capture."""
+        raw, self._raw = self._raw, None
+        assert raw is not None and self.raw_path is not None
+        try:
+            if self.raw_error is not None:
+                raise self.raw_error
+            raw.flush()
+            os.fsync(raw.fileno())
+            raw.close()
+            os.replace(self._raw_tmp, self.raw_path)
+            self._write_sidecar()
+        except OSError as e:
+            with contextlib.suppress(OSError):   # the buffered rest cannot be written either
+                raw.close()
+            self._raw_tmp.unlink(missing_ok=True)
+            raise OSError(e.errno, e.strerror, str(self.raw_path)) from None
 
     def discard_capture(self) -> None:
         """Remove this stream's raw capture and its sidecar (a stream that never delivered a sample)."""
@@ -333,6 +352,11 @@ class PowerMon2:
             latest = self.latest_host_s()
             alive = self._thread is not None and self._thread.is_alive()
             if latest is not None and latest >= t_host_s and not self.decoder.has_open_hole:
+                return True
+            # after an overflow every second may hide a loss until its time record: enough that the second
+            # holding t_host_s is closed (a stream that keeps streaming always has an open second)
+            closed = self.decoder.open_second_event * (self.period_ticks / TICK_HZ)
+            if latest is not None and latest >= t_host_s and float(self.clock_map().to_host(closed)) > t_host_s:
                 return True
             if not alive:
                 return latest is not None and latest >= t_host_s

@@ -211,7 +211,12 @@ class PowerMonMeter:
         return MeterRegion(self.name, self.kind, self.emulated, t0_s, t1_s, chans,
                            _devices(chans, self.spec.devices(), dur), total, err,
                            total / dur if dur > 0 else float("nan"), n_in, self.driver.rate_hz, ovf, gaps, lost,
-                           inside, warnings, device_time_s=dur, expected_samples=expected, lost_s=lost_s)
+                           inside, warnings, device_time_s=dur, expected_samples=expected, lost_s=lost_s,
+                           device_window_s=(d0, d1))
+
+    def host_time_s(self, t_dev_s: float) -> float:
+        """Host time of a device time of the current stream (the clock map the samples are written with)."""
+        return float(self.driver.clock_map().to_host(t_dev_s))
 
     def stream_start_s(self) -> float:
         """Host time of the current stream's first sampling event (device time 0), less half a period: the clock

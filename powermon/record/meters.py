@@ -52,6 +52,7 @@ class MeterRegion:
     device_time_s: float | None = None  #: the window on the device's timeline (an emulator may run faster)
     expected_samples: int = 0          #: what the cadence promises in the window (0: a counter meter)
     lost_s: float = 0.0                #: the longest stretch of the window a channel saw nothing (device seconds)
+    device_window_s: tuple[float, float] | None = None  #: the window on the device's timeline, as integrated
 
     @property
     def time_s(self) -> float:

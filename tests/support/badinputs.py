@@ -408,6 +408,9 @@ def _command_cases(path: tuple[str, ...], cmd: click.Command, fx: Fixtures, incl
         known = base is not None
         base = list(base) if base is not None else _fill_required(cmd, fx)
         label = " ".join(path)
+        out.append(Case(f"{label}: unknown option", [*base, "--no-such-option"]))
+        if not any(isinstance(q, click.Argument) and q.nargs == -1 for q in cmd.params):
+            out.append(Case(f"{label}: extra argument", [*base, "extra-argument"]))
         if not known:
             out.append(Case(f"{label}: no baseline, required params given a plain text file", ["--help"]
                                    if not any(p.required for p in cmd.params) else base, must_fail=any(
