@@ -11,7 +11,6 @@ sampling and checksum code below has not executed yet: treat its first GPU run a
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 import time
@@ -341,22 +340,18 @@ class CudaBackend:
             args = [chase_starts(n, gsz * desc.chains), np.uint32(rounds)]
         # L2 kernels bypass L1 as in the thesis (-Xptxas -dlcm=cg); others use the default caching
         flags = ["-Xptxas", "-dlcm=cg"] if spec.level == "l2" else []
-        out_dir = tempfile.mkdtemp(prefix="archline-cuda-")
-        build = nvcc.compile_module([desc], arch, out_dir=out_dir, extra_flags=flags, sass=False)
-        rep = nvcc.inspect_module(build, [desc])[desc.name]
-        if rep.spill_stores > 0:
-            raise BenchError(f"{desc.name} spills {rep.spill_stores} B on {arch}: lower chains or vector_width")
-        major, minor = nvcc.nvcc_version()
-        info.update(nvcc=f"{major}.{minor}", nvcc_flags=" ".join(flags), registers=rep.registers,
-                    ptx_loop_fma=rep.ptx_loop_fma, working_set_bytes=int(n * desc.scalar_bytes),
-                    compiler=f"nvcc {major}.{minor} -arch={arch}")
-        if desc.kernel in ("intensity", "int"):
-            info["fma_per_elem"] = str(desc.fma_per_elem)
-            info["intensity_flop_per_byte"] = desc.intensity_flop_per_byte
-        pk = CudaPrepared(spec, desc, index, info, gsz, lsz, rounds, host, args, build.cubin_path,
-                          float(params.get("warmup_s", 0.5)))
-        try:
-            os.remove(os.path.join(out_dir, "kernels.cu"))
-        except OSError:
-            pass
-        return pk
+        # the build lives in a temp directory only until the module is loaded (CudaPrepared loads it at once)
+        with tempfile.TemporaryDirectory(prefix="archline-cuda-") as out_dir:
+            build = nvcc.compile_module([desc], arch, out_dir=out_dir, extra_flags=flags, sass=False)
+            rep = nvcc.inspect_module(build, [desc])[desc.name]
+            if rep.spill_stores > 0:
+                raise BenchError(f"{desc.name} spills {rep.spill_stores} B on {arch}: lower chains or vector_width")
+            major, minor = nvcc.nvcc_version()
+            info.update(nvcc=f"{major}.{minor}", nvcc_flags=" ".join(flags), registers=rep.registers,
+                        ptx_loop_fma=rep.ptx_loop_fma, working_set_bytes=int(n * desc.scalar_bytes),
+                        compiler=f"nvcc {major}.{minor} -arch={arch}")
+            if desc.kernel in ("intensity", "int"):
+                info["fma_per_elem"] = str(desc.fma_per_elem)
+                info["intensity_flop_per_byte"] = desc.intensity_flop_per_byte
+            return CudaPrepared(spec, desc, index, info, gsz, lsz, rounds, host, args, build.cubin_path,
+                                float(params.get("warmup_s", 0.5)))

@@ -162,8 +162,13 @@ def compile_module(descs: list[GpuKernelDesc], arch: str, *, out_dir: str | None
     """nvcc -ptx and nvcc -cubin -Xptxas -v of all variants in one translation unit."""
     nvcc = require_nvcc()
     sm = check_arch(arch, nvcc)
+    if out_dir is None:      # a build nobody keeps: its files go with the temp directory (Build holds the bytes)
+        with tempfile.TemporaryDirectory(prefix="archline-cuda-") as d:
+            b = compile_module(descs, arch, out_dir=d, extra_flags=extra_flags, sass=sass)
+        b.cubin_path = ""
+        return b
     flags = ["-O3", f"-arch={sm}", "-std=c++17", *(extra_flags or [])]
-    tmp = out_dir or tempfile.mkdtemp(prefix="archline-cuda-")
+    tmp = out_dir
     Path(tmp).mkdir(parents=True, exist_ok=True)
     cu = Path(tmp) / "kernels.cu"
     cu.write_text(module_source(descs))
