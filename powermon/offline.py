@@ -13,8 +13,9 @@ import numpy as np
 
 from archline.common.inputs import read_json
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
+from archline.powermon.powermon2.capture import sidecar_path
 from archline.powermon.powermon2.decode import decode_bytes, guess_channels
-from archline.powermon.powermon2.driver import period_for_rate, samples_from_records, sidecar_path
+from archline.powermon.powermon2.driver import period_for_rate, samples_from_records
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
 from archline.powermon.record.integrate import Integration, integrate_samples
 from archline.powermon.record.samples import Samples

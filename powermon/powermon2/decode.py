@@ -20,20 +20,19 @@ import numpy as np
 import numpy.typing as npt
 
 from archline.powermon.errors import MeterError
+from archline.powermon.powermon2.guess import guess_channels
 from archline.powermon.powermon2.protocol import (
-    BIT_28,
     N_SENSORS,
     PROMPT,
     RECORD_BYTES,
     TICK_HZ,
     Words,
-    split_words,
-    words_from_bytes,
 )
 from archline.powermon.powermon2.records import DecodeStats, RecordArrays, _Segment
 
 I64 = npt.NDArray[np.int64]
 __all__ = ["DecodeStats", "RecordArrays", "StreamDecoder", "decode_bytes", "guess_channels"]
+
 
 
 class StreamDecoder:
@@ -387,25 +386,3 @@ def decode_bytes(data: bytes | bytearray | memoryview, channels: Sequence[int], 
     dec.feed(data)
     dec.finish()
     return dec
-
-
-def guess_channels(data: bytes | bytearray | memoryview, max_records: int = 4096) -> list[int]:
-    """Enabled channels of a capture with no sidecar: the sensor ids of its plausible sample records."""
-    best: list[int] = []
-    best_score = -1.0
-    for s in range(RECORD_BYTES):
-        w = words_from_bytes(memoryview(data)[: max_records * RECORD_BYTES + s], s)
-        if not len(w):
-            continue
-        f = split_words(w)
-        ok = f.is_sample & ((w & BIT_28) == 0)
-        ids, counts = np.unique(f.sensor[ok], return_counts=True)
-        if not ids.size:
-            continue
-        keep = ids[counts >= 0.2 * counts.max()]
-        score = float(np.count_nonzero(np.isin(f.sensor[ok], keep))) / len(w)
-        if score > best_score:
-            best, best_score = [int(x) for x in keep], score
-    if best_score < 0.5:
-        raise MeterError("not a PowerMon 2 capture: no plausible sample records found")
-    return best

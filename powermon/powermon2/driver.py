@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import serial
 
-from archline.common.atomic import write_atomic
 from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.powermon2.capture import RawCapture
+from archline.powermon.powermon2.capture import sidecar_path as sidecar_path  # re-exported: the sidecar's name
 from archline.powermon.powermon2.decode import DecodeStats, StreamDecoder
 from archline.powermon.powermon2.protocol import (
     BAUD_RATE,
@@ -125,15 +124,14 @@ class PowerMon2:
         self.clock = clock
         # the raw capture is written as it streams, under a hidden name until the stream stops
         self.raw_path = Path(raw_path) if raw_path is not None else None
+        self.capture = RawCapture(self.raw_path) if self.raw_path is not None else None
         self.version = ""
         self.time_set_s = 0
         self.stalls = 0
         self.error: MeterError | None = None
-        self.raw_error: OSError | None = None
         self.started_host_s: float | None = None
         self.stopped_host_s: float | None = None
         self._ser: Any = None
-        self._raw: IO[bytes] | None = None
         self._thread: threading.Thread | None = None
         self._stop_evt = threading.Event()
         self._lock = threading.Lock()
@@ -202,9 +200,8 @@ class PowerMon2:
         if self._ser is None:
             self.open()
         assert self._ser is not None
-        if self.raw_path is not None:
-            self.raw_path.parent.mkdir(parents=True, exist_ok=True)
-            self._raw = open(self._raw_tmp, "wb")
+        if self.capture is not None:
+            self.capture.open()
         self._stop_evt.clear()
         self._ser.write(b"e\r")
         self.started_host_s = self.clock()
@@ -237,12 +234,8 @@ class PowerMon2:
                 chunk = first + ser.read(ser.in_waiting)
                 t_r = self.clock()
                 last_data = t_r
-                if self._raw is not None:
-                    try:
-                        self._raw.write(chunk)
-                    except OSError as e:     # a full disk: the capture cannot be kept, so the recording stops
-                        self.raw_error = e
-                        raise MeterError(f"cannot write the raw capture {self.raw_path}: {e.strerror}") from None
+                if self.capture is not None and not self.capture.write(chunk):   # a full disk: the recording stops
+                    raise MeterError(f"cannot write the raw capture {self.raw_path}: {self.capture.error}")
                 with self._lock:
                     self.decoder.feed(chunk)
                     if self.decoder.last_event >= 0:
@@ -269,34 +262,14 @@ class PowerMon2:
             with self._lock:
                 self.decoder.finish()
             self._close_port()
-            if self._raw is not None:
-                self._finish_capture()
+            if self.capture is not None:
+                self.capture.finish(self.meta)
         return self.decoder.stats
-
-    def _finish_capture(self) -> None:
-        """Flush, fsync and rename the raw capture onto its final name, with its sidecar; on a write failure (full
-        disk) remove the temp file and raise the OSError naming the capture."""
-        raw, self._raw = self._raw, None
-        assert raw is not None and self.raw_path is not None
-        try:
-            if self.raw_error is not None:
-                raise self.raw_error
-            raw.flush()
-            os.fsync(raw.fileno())
-            raw.close()
-            os.replace(self._raw_tmp, self.raw_path)
-            self._write_sidecar()
-        except OSError as e:
-            with contextlib.suppress(OSError):   # the buffered rest cannot be written either
-                raw.close()
-            self._raw_tmp.unlink(missing_ok=True)
-            raise OSError(e.errno, e.strerror, str(self.raw_path)) from None
 
     def discard_capture(self) -> None:
         """Remove this stream's raw capture and its sidecar (a stream that never delivered a sample)."""
-        if self.raw_path is not None:
-            for p in (self.raw_path, sidecar_path(self.raw_path), self._raw_tmp):
-                p.unlink(missing_ok=True)
+        if self.capture is not None:
+            self.capture.discard()
 
     def _close_port(self) -> None:
         if self._ser is not None:
@@ -316,11 +289,6 @@ class PowerMon2:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
-
-    @property
-    def _raw_tmp(self) -> Path:
-        assert self.raw_path is not None
-        return self.raw_path.with_name(f".{self.raw_path.name}.{os.getpid()}.tmp")
 
     # ------------------------------------------------------------------ results
     @property
@@ -390,17 +358,6 @@ class PowerMon2:
                 "started_host_s": self.started_host_s, "stopped_host_s": self.stopped_host_s,
                 "stats": self.decoder.stats.as_dict(), "stalls": self.stalls,
                 "error": None if self.error is None else str(self.error)}
-
-    def _write_sidecar(self) -> None:
-        if self.raw_path is None:
-            return
-        write_atomic(sidecar_path(self.raw_path), json.dumps(self.meta(), indent=1))
-
-
-def sidecar_path(raw_path: str | Path) -> Path:
-    p = Path(raw_path)
-    return p.with_name(p.name + ".json")
-
 
 def samples_from_records(event: np.ndarray, channel: np.ndarray, vcode: np.ndarray, icode: np.ndarray,
                          r_lut: np.ndarray, t_s: np.ndarray, meter: str, emulated: bool, clock: str,

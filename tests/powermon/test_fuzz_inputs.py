@@ -163,7 +163,8 @@ def test_fuzz_readers(valid_files: dict[str, bytes], tmp_path_factory: pytest.Te
     from archline.powermon.record.integrate import integrate_samples
     from archline.powermon.record.traces import read_samples
 
-    d = tmp_path_factory.mktemp("fuzz")
+    d = tmp_path_factory.getbasetemp() / "fuzz-readers"      # one directory, overwritten by every example
+    d.mkdir(exist_ok=True)
     readers = {
         "samples": ("s.csv", lambda p: integrate_samples(read_samples(p)[0], min_samples=0), MeterError),
         "results": ("r.csv", lambda p: read_results([p]), ArchlineFitError),
