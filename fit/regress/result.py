@@ -1,7 +1,7 @@
 """What every regression returns: coefficients with uncertainty, quality, warnings, and a predictor.
 
-Shared by :mod:`regress_basic`, :mod:`regress_cache`, :mod:`regress_capped` and :mod:`regress_dvfs`; written out
-by :mod:`costs_table` as ``archline.costs/1``.
+Shared by the basic, cache, capped and dvfs fits; written out by :mod:`archline.fit.io.costs` as
+``archline.costs/1``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from archline.fit.io.results import COUNT_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
+    from archline.fit.io.configs import Columns, Grouped
+    from archline.fit.regress.pointwise import RowErrors
 
 #: SI unit of every coefficient the fits can report (archline.costs/1).
 UNITS: dict[str, str] = {
@@ -62,8 +65,9 @@ class Coefficient:
         return d
 
 
-#: predictor(frame) -> (predicted time_s or None, predicted energy_j)
-Predictor = Callable[["pd.DataFrame"], tuple["np.ndarray | None", "np.ndarray"]]
+#: predictor(configurations) -> (predicted time_s or None, predicted energy_j at each entry's time_s). Every
+#: model's energy is affine in the measured time, so evaluating it at time 0 and 1 gives the per-row prediction.
+Predictor = Callable[["Columns"], tuple["np.ndarray | None", "np.ndarray"]]
 
 
 @dataclass
@@ -79,16 +83,34 @@ class FitResult:
     warnings: list[str] = field(default_factory=list)
     omitted: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-    point_errors: pd.DataFrame | None = None
+    errors: RowErrors | None = None
     predictor: Predictor | None = None
-    rows: pd.DataFrame | None = None
+    rows: Grouped | None = None
 
     def value(self, name: str) -> float | None:
         c = self.coefficients.get(name) or self.tau.get(name)
         return None if c is None else c.value
 
+    @property
+    def point_errors(self) -> pd.DataFrame | None:
+        """Per-row signed relative errors as a frame (built on demand: a million rows cost memory)."""
+        if self.errors is None or self.rows is None:
+            return None
+        return self.errors.frame(self.rows)
 
-def row_normaliser(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+
+def as_grouped(data: Grouped | pd.DataFrame) -> Grouped:
+    """Fits take configurations; a row-wise frame (tests, in-memory data) is grouped first."""
+    from archline.fit.io.configs import Grouped as _Grouped
+
+    if isinstance(data, _Grouped):
+        return data
+    from archline.fit.io.results import from_frame
+
+    return from_frame(data)
+
+
+def row_normaliser(frame: Columns | pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Each row's own operation count N and the column it came from.
 
     DECISION (model.md §6.4 open point; also used by the joint cache fit): a row is divided by W (flops) when it
@@ -98,20 +120,31 @@ def row_normaliser(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     row's energy per operation of its own kind, of the same order as the cost being fitted, so no row kind
     dominates the least-squares loss. Rows with no counts at all (idle) have N = 0 and are left out by callers.
     """
-    n = np.zeros(len(frame))
-    src = np.full(len(frame), "", dtype=object)
+    size = len(frame)
+    n = np.zeros(size)
+    src = np.full(size, "", dtype=object)
     for col in NORMALISER_ORDER:
-        v = frame[col].to_numpy(dtype=np.float64)
+        v = np.asarray(frame[col], dtype=np.float64)
         take = (n == 0) & (v > 0)
         n[take] = v[take]
         src[take] = col
     return n, src
 
 
-def t_interval(value: float, stderr: float, dof: int) -> tuple[float, float]:
-    from scipy import stats
+def t_quantile(p: float, dof: int) -> float:
+    from scipy.special import stdtrit
 
-    q = float(stats.t.ppf(0.975, max(dof, 1)))
+    return float(stdtrit(max(dof, 1), p))
+
+
+def t_sf(x: float, dof: int) -> float:
+    from scipy.special import stdtr
+
+    return float(stdtr(max(dof, 1), -x))
+
+
+def t_interval(value: float, stderr: float, dof: int) -> tuple[float, float]:
+    q = t_quantile(0.975, dof)
     return (value - q * stderr, value + q * stderr)
 
 
@@ -133,19 +166,3 @@ def error_summary(err: np.ndarray, prefix: str) -> dict[str, float]:
 
 def finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x)
-
-
-def fast_relative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Point estimate of the two-step relative-residual least squares (OLS, then weights 1/yhat^2) through the
-    column-scaled normal equations: O(n p^2) with one pass of BLAS, for cross-validation folds. The reported fit
-    uses statsmodels (standard errors, intervals); this gives the same point estimate."""
-    scale = np.linalg.norm(x, axis=0)
-    scale[scale == 0] = 1.0
-    xs = x / scale
-    beta = np.linalg.lstsq(xs.T @ xs, xs.T @ y, rcond=None)[0]
-    yhat = xs @ beta
-    w = 1.0 / np.where(yhat > 0, yhat, y)
-    xw = xs * w[:, None]
-    yw = y * w
-    beta = np.linalg.lstsq(xw.T @ xw, xw.T @ yw, rcond=None)[0]
-    return np.asarray(beta / scale)
