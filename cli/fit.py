@@ -8,7 +8,7 @@ import click
 
 
 @click.command("fit")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
               help="table for people (pJ/flop, pJ/B, W); json = archline.costs/1; csv = one line per number.")
 @click.option("--out", type=click.Path(), default=None,
@@ -27,6 +27,9 @@ import click
 @click.option("--platform", default=None, help="fit only this platform's rows.")
 @click.option("--folds", type=int, default=None,
               help="k for k-fold cross-validation [default: 10; dvfs: the number of settings].")
+@click.option("--cv", "cv", type=click.Choice(["grouped", "rowwise"]), default="grouped", show_default=True,
+              help="folds by configuration (dvfs: by voltage setting), never splitting one; or row-wise, which "
+                   "lets repeats of a configuration sit in training and test folds.")
 @click.option("--holdout-col", default=None,
               help="column splitting rows into training (T) and validation (V/validation/test/1/true).")
 @click.option("--one-precision", is_flag=True, help="basic: allow data with only SP or only DP rows.")
@@ -35,8 +38,12 @@ import click
 @click.option("--seed", type=int, default=0, show_default=True, help="seed for folds and bootstrap.")
 def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_method: str, figure: str | None,
         points: str | None, include_emulated: bool, mix_emulated: bool, platform: str | None, folds: int | None,
-        holdout_col: str | None, one_precision: bool, n_boot: int, seed: int) -> None:
-    """Fit the energy-roofline model to archline.results/1 CSV FILES.
+        holdout_col: str | None, cv: str, one_precision: bool, n_boot: int, seed: int) -> None:
+    """Fit the energy-roofline model to archline.results/1 FILES: CSV, Parquet, or Parquet data set
+    directories (platform=<p>/host=<h>/run_id=<r>/part-*.parquet).
+
+    Rows of one configuration are fitted through their count, means and spreads (the same estimate as
+    fitting every row); the output gives rows and configurations.
 
     \b
     Models (model.md §6):
@@ -53,13 +60,14 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit results/*.csv --format json --out gtx580.json
       archline fit tk1/*.csv --model dvfs --folds 16 --holdout-col split
       archline fit results/*.csv --figure fit.png --points errors.csv
+      archline fit lab-dataset/ --format json --out costs/
     """
     from archline.fit.io.costs import render, write_costs, write_points
     from archline.fit.regress.api import FitOptions, fit_files
 
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
-                      one_precision=one_precision, n_boot=n_boot, seed=seed)
+                      one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv)
     results = fit_files(files, opts)
     if out is None:
         click.echo(render(results, fmt), nl=False)

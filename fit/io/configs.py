@@ -162,20 +162,17 @@ def key_bits(values: np.ndarray) -> np.ndarray:
     return canonical_bits(v)
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
+_K = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _hash(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """splitmix64-mixed combination of uint64 columns (a hash, checked by the caller)."""
+    """A multiply-add combination of uint64 columns: a hash (equal keys give equal hashes; the caller checks
+    that unequal keys did not collide)."""
     h = np.zeros(columns[0].size, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for c in columns:
-            z = h * _GOLDEN + c
-            z = (z ^ (z >> np.uint64(30))) * _M1
-            z = (z ^ (z >> np.uint64(27))) * _M2
-            h = z ^ (z >> np.uint64(31))
+            h += c
+            h *= _K
     return h
 
 
@@ -242,19 +239,20 @@ class KeyReducer:
         codes, first = factorize_rows(cols)
         self._keys.append(np.column_stack([c[first] if c.size == t.size else np.repeat(c, first.size)
                                            for c in cols]))
-        self._codes.append(codes + self._offset)
+        self._codes.append((codes + self._offset).astype(np.int32 if self._offset + first.size < 2**31 else np.int64))
         self._first.append(np.column_stack([np.full(first.size, src, dtype=np.int64), pos[first]]))
         self._offset += first.size
         self._t.append(t)
         self._e.append(e)
         self._src.append(np.full(t.size, src, dtype=np.int32))
-        self._pos.append(pos.astype(np.int64, copy=False))
+        self._pos.append(pos.astype(np.int64 if pos.size and pos.max() >= 2**31 else np.int32))
 
     def finish(self) -> Grouped:
         keys = np.concatenate(self._keys) if self._keys else np.zeros((0, 0), dtype=np.uint64)
         gcodes, gfirst = factorize_rows([keys[:, j] for j in range(keys.shape[1])]) if keys.shape[0] else (
             np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        g = gcodes[np.concatenate(self._codes)] if self._codes else np.zeros(0, dtype=np.int64)
+        wide = self._offset >= 2**31
+        g = gcodes.astype(np.int64 if wide else np.int32)[_concat(self._codes, np.int64 if wide else np.int32)]
         first = np.concatenate(self._first)[gfirst]
         cfg = Columns()
         k_text = len(self.text_keys)
@@ -266,17 +264,21 @@ class KeyReducer:
                                                                                            dtype=object)
         for j, name in enumerate(self.num_keys):
             cfg[name] = keys[gfirst, k_text + j].copy().view(np.float64)
-        t, e = np.concatenate(self._t), np.concatenate(self._e)
+        t, e = _concat(self._t, np.float64), _concat(self._e, np.float64)
         stats = config_stats(g, t, e, gfirst.size)
         for k, v in stats.items():
             cfg[k] = v
         cfg["first_src"], cfg["first_pos"] = first[:, 0], first[:, 1]
-        return Grouped(cfg, g, t, e, np.concatenate(self._src), np.concatenate(self._pos), self.sources)
+        return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources)
 
 
-def _smallest(g: np.ndarray, t: np.ndarray, n_cfg: int, k: int) -> list[np.ndarray]:
-    """The k smallest values of t in each configuration (inf where a configuration has fewer rows)."""
-    out = [np.full(n_cfg, np.inf) for _ in range(k)]
+#: Rows per slice in the passes over rows (bounded temporaries for ten million rows).
+CHUNK_ROWS = 1 << 20
+
+
+def _smallest(g: np.ndarray, t: np.ndarray, n_cfg: int, k: int) -> np.ndarray:
+    """(n_cfg, k): the k smallest values of t in each configuration (inf where it has fewer rows)."""
+    out = np.full((n_cfg, k), np.inf)
     filled = np.zeros(n_cfg, dtype=np.int64)
     rest_g, rest_t = g, t
     while rest_t.size and int(filled.min()) < k:
@@ -286,7 +288,7 @@ def _smallest(g: np.ndarray, t: np.ndarray, n_cfg: int, k: int) -> list[np.ndarr
         cnt = np.bincount(rest_g[hit], minlength=n_cfg)
         for j in range(k):
             take = (filled <= j) & (j < filled + cnt)
-            out[j][take] = m[take]
+            out[take, j] = m[take]
         filled += cnt
         rest = ~hit & (filled[rest_g] < k)
         rest_g, rest_t = rest_g[rest], rest_t[rest]
@@ -295,22 +297,38 @@ def _smallest(g: np.ndarray, t: np.ndarray, n_cfg: int, k: int) -> list[np.ndarr
 
 def config_stats(g: np.ndarray, t: np.ndarray, e: np.ndarray, n_cfg: int) -> dict[str, np.ndarray]:
     """Per configuration: count, means, centred sums of squares and cross-products, log-time mean and
-    spread, and the three fastest times. Two passes (means, then centred sums) for accuracy."""
+    spread, and the three fastest times. Two passes (means, then centred sums) for accuracy, each a slice of
+    rows at a time."""
     n = np.bincount(g, minlength=n_cfg).astype(np.float64)
+    sums = {k: np.zeros(n_cfg) for k in ("t", "e", "lt", "tt", "ee", "te", "ll")}
+    fastest = np.full((n_cfg, 3), np.inf)
+    for i in range(0, t.size, CHUNK_ROWS):
+        gs, ts = g[i:i + CHUNK_ROWS], t[i:i + CHUNK_ROWS]
+        sums["t"] += np.bincount(gs, ts, minlength=n_cfg)
+        sums["e"] += np.bincount(gs, e[i:i + CHUNK_ROWS], minlength=n_cfg)
+        sums["lt"] += np.bincount(gs, np.log(ts), minlength=n_cfg)
+        fastest = np.sort(np.hstack([fastest, _smallest(gs, ts, n_cfg, 3)]), axis=1)[:, :3]
     with np.errstate(invalid="ignore", divide="ignore"):
-        tm = np.bincount(g, t, minlength=n_cfg) / n
-        em = np.bincount(g, e, minlength=n_cfg) / n
-        dt = t - tm[g]
-        de = e - em[g]
-        lt = np.log(t)
-        ltm = np.bincount(g, lt, minlength=n_cfg) / n
-        dl = lt - ltm[g]
-    m1, m2, m3 = _smallest(g, t, n_cfg, 3)
-    return {"n": n, "time_s": tm, "energy_j": em, "time_ss": np.bincount(g, dt * dt, minlength=n_cfg),
-            "energy_ss": np.bincount(g, de * de, minlength=n_cfg),
-            "time_energy_sp": np.bincount(g, dt * de, minlength=n_cfg),
-            "log_time_mean": ltm, "log_time_ss": np.bincount(g, dl * dl, minlength=n_cfg),
-            "time_min1": m1, "time_min2": m2, "time_min3": m3}
+        tm, em, ltm = sums["t"] / n, sums["e"] / n, sums["lt"] / n
+    for i in range(0, t.size, CHUNK_ROWS):
+        gs = g[i:i + CHUNK_ROWS]
+        dt = t[i:i + CHUNK_ROWS] - tm[gs]
+        de = e[i:i + CHUNK_ROWS] - em[gs]
+        dl = np.log(t[i:i + CHUNK_ROWS]) - ltm[gs]
+        sums["tt"] += np.bincount(gs, dt * dt, minlength=n_cfg)
+        sums["ee"] += np.bincount(gs, de * de, minlength=n_cfg)
+        sums["te"] += np.bincount(gs, dt * de, minlength=n_cfg)
+        sums["ll"] += np.bincount(gs, dl * dl, minlength=n_cfg)
+    return {"n": n, "time_s": tm, "energy_j": em, "time_ss": sums["tt"], "energy_ss": sums["ee"],
+            "time_energy_sp": sums["te"], "log_time_mean": ltm, "log_time_ss": sums["ll"],
+            "time_min1": fastest[:, 0], "time_min2": fastest[:, 1], "time_min3": fastest[:, 2]}
+
+
+def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    """Concatenate and empty the list (one array type at a time keeps the peak down)."""
+    out: np.ndarray = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+    parts.clear()
+    return out
 
 
 def restat(data: Grouped, rows: np.ndarray) -> Grouped:

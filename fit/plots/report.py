@@ -59,11 +59,12 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
     hi = np.nanmax(intensity[ok]) * 1.5 if ok.any() else 100.0
     grid = np.logspace(math.log10(lo), math.log10(hi), 400)
     wr = w[g]
+    signed = errs.signed(data)
     quantities = {"perf": _mean_sd(g, wr / data.t / 1e9, n_cfg), "eff": _mean_sd(g, wr / data.e / 1e9, n_cfg),
                   "pow": _mean_sd(g, data.e / data.t, n_cfg),
-                  "e_err": _mean_sd(g, 100 * errs.energy_rel_err, n_cfg)}
-    if errs.time_rel_err is not None:
-        quantities["t_err"] = _mean_sd(g, 100 * errs.time_rel_err, n_cfg)
+                  "e_err": _mean_sd(g, 100 * signed["energy_rel_err"], n_cfg)}
+    if "time_rel_err" in signed:
+        quantities["t_err"] = _mean_sd(g, 100 * signed["time_rel_err"], n_cfg)
     for prec in ("sp", "dp"):
         sel = ok & (cfg.num(f"flops_{prec}") > 0)
         c = COLOURS[prec]
@@ -107,9 +108,10 @@ def _dvfs_panels(r: FitResult, fig: Any) -> None:
     assert data is not None and errs is not None
     cfg, g, n_cfg = data.cfg, data.g, data.n_configs
     ax_pe, ax_res, ax_pi0 = fig.subplots(1, 3)
+    signed = errs.signed(data)
     e_m, e_sd = _mean_sd(g, data.e, n_cfg)
-    ep_m, ep_sd = _mean_sd(g, errs.energy_pred_j, n_cfg)
-    err_m, err_sd = _mean_sd(g, 100 * errs.energy_rel_err, n_cfg)
+    ep_m, ep_sd = _mean_sd(g, signed["energy_pred_j"], n_cfg)
+    err_m, err_sd = _mean_sd(g, 100 * signed["energy_rel_err"], n_cfg)
     kernels = np.asarray(cfg["kernel"]).astype(str)
     for kernel in sorted(set(kernels)):
         sel = kernels == kernel

@@ -22,7 +22,7 @@ from archline.fit.io.configs import Columns, Grouped
 from archline.fit.io.results import PrecisionError, TooFewPointsError, require_points
 from archline.fit.model.machine import Machine
 from archline.fit.regress.result import NON_BASIC_COUNTS, UNITS, Coefficient, FitResult, as_grouped, t_interval
-from archline.fit.regress.sufficient import Pseudo, fit_relative, inference
+from archline.fit.regress.sufficient import Inference, Pseudo, fit_relative, inference
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -145,6 +145,27 @@ def derived_constants(params: dict[str, float]) -> dict[str, float]:
     return out
 
 
+def basic_coefficients(cfg: Columns, prec: list[str], weighting: str = "relative"
+                       ) -> tuple[dict[str, Coefficient], Inference]:
+    """eq.9's coefficients with standard errors and 95% intervals, from intensity configurations."""
+    both = len(prec) == 2
+    ps = design_basic(cfg, both)
+    beta, w = fit_relative(ps, weighting)
+    inf = inference(ps, beta, w)
+    coeffs: dict[str, Coefficient] = {}
+    eps_name = "eps_flop_sp" if both else f"eps_flop_{prec[0]}"
+    for j, name in enumerate([eps_name, "eps_mem", "pi0"] + (["delta_eps_dp"] if both else [])):
+        coeffs[name] = Coefficient(name, float(beta[j]), float(inf.se[j]),
+                                   (float(inf.ci95[j, 0]), float(inf.ci95[j, 1])), UNITS[name], "OLS eq.9")
+    if both:
+        v = float(beta[0] + beta[3])
+        cov = inf.cov
+        s = math.sqrt(max(cov[0, 0] + cov[3, 3] + 2 * cov[0, 3], 0.0))
+        coeffs["eps_flop_dp"] = Coefficient("eps_flop_dp", v, s, t_interval(v, s, inf.dof), UNITS["eps_flop_dp"],
+                                            "OLS eq.9: eps_s + delta_eps_d")
+    return coeffs, inf
+
+
 def fit_basic(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bool = False,
               require_both_precisions: bool = True, weighting: str = "relative") -> FitResult:
     """eq.9 by least squares on relative residuals (``weighting="none"``: plain OLS, R's lm as S0 used).
@@ -164,20 +185,7 @@ def fit_basic(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
                              f"--one-precision")
     n_par = 4 if both else 3
     require_points(rows.n_rows, n_par, "basic", "intensity rows")
-    ps = design_basic(rows.cfg, both)
-    beta, w = fit_relative(ps, weighting)
-    inf = inference(ps, beta, w)
-    coeffs: dict[str, Coefficient] = {}
-    eps_name = "eps_flop_sp" if both else f"eps_flop_{prec[0]}"
-    for j, name in enumerate([eps_name, "eps_mem", "pi0"] + (["delta_eps_dp"] if both else [])):
-        coeffs[name] = Coefficient(name, float(beta[j]), float(inf.se[j]),
-                                   (float(inf.ci95[j, 0]), float(inf.ci95[j, 1])), UNITS[name], "OLS eq.9")
-    if both:
-        v = float(beta[0] + beta[3])
-        cov = inf.cov
-        s = math.sqrt(max(cov[0, 0] + cov[3, 3] + 2 * cov[0, 3], 0.0))
-        coeffs["eps_flop_dp"] = Coefficient("eps_flop_dp", v, s, t_interval(v, s, inf.dof), UNITS["eps_flop_dp"],
-                                            "OLS eq.9: eps_s + delta_eps_d")
+    coeffs, inf = basic_coefficients(rows.cfg, prec, weighting)
     tau = observed_tau(rows.cfg)
     params = {k: c.value for k, c in {**coeffs, **tau}.items()}
 

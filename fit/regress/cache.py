@@ -22,7 +22,6 @@ from archline.fit.io.results import TooFewPointsError, require_points
 from archline.fit.regress.basic import (
     TIME_MODEL_NOTE,
     basic_mask,
-    basic_rows,
     derived_constants,
     fit_basic_params,
     observed_tau,
@@ -167,7 +166,7 @@ def fit_cache(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
         quality["r2_of"] = "E/N" + (" (centred: the counts span a constant)" if inf.centred
                                     else ", no intercept (uncentred)")
         params = {k: c.value for k, c in coeffs.items()}
-        params.update({k: c.value for k, c in observed_tau(basic_rows(rows).cfg).items()})
+        params.update({k: c.value for k, c in observed_tau(rows.cfg.take(basic_mask(rows.cfg))).items()})
     else:
         coeffs.update(_basic_with_errors(rows))
         params, extra_coeffs, notes = _residual_params(rows.cfg)
@@ -182,7 +181,7 @@ def fit_cache(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
             warnings.append(f"{name} omitted: {why}")
             del coeffs[name]
             params.pop(name, None)
-    tau = observed_tau(basic_rows(rows).cfg)
+    tau = observed_tau(rows.cfg.take(basic_mask(rows.cfg)))
 
     def predictor(c: Columns) -> tuple[np.ndarray | None, np.ndarray]:
         return predict_linear(params, c)
@@ -208,7 +207,8 @@ def fit_cache(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
 
 
 def _basic_with_errors(rows: Grouped) -> dict[str, Coefficient]:
-    from archline.fit.regress.basic import fit_basic
+    from archline.fit.regress.basic import basic_coefficients, precisions_present
 
-    r = fit_basic(rows, require_both_precisions=False)
-    return {k: c for k, c in r.coefficients.items() if k != "delta_eps_dp"}
+    cfg = rows.cfg.take(basic_mask(rows.cfg))
+    coeffs, _ = basic_coefficients(cfg, precisions_present(cfg))
+    return {k: c for k, c in coeffs.items() if k != "delta_eps_dp"}

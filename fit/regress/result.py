@@ -131,13 +131,46 @@ def row_normaliser(frame: Columns | pd.DataFrame) -> tuple[np.ndarray, np.ndarra
     return n, src
 
 
+#: From these degrees of freedom on, t quantiles (sf) come from the Cornish-Fisher series below; under them
+#: from scipy.special. The series is within 3e-9 (quantile) and 5e-6 (sf, |t| <= 15) of scipy there.
+T_SERIES_DOF = 100
+T_SF_SERIES_DOF = 1000
+
+
+def _t_from_z(z: float, dof: float) -> float:
+    """Student-t quantile from the standard normal one, Abramowitz & Stegun 26.7.5 (four terms in 1/dof)."""
+    z2 = z * z
+    g1 = (z2 + 1) * z / 4
+    g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
+    g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
+    g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
+    return z + g1 / dof + g2 / dof**2 + g3 / dof**3 + g4 / dof**4
+
+
 def t_quantile(p: float, dof: int) -> float:
+    """Student-t quantile. Big fits (dof >= T_SERIES_DOF) use the series rather than scipy.special, whose
+    import (0.2 s) would be a sixth of fitting a million rows."""
+    if dof >= T_SERIES_DOF:
+        from statistics import NormalDist
+
+        return _t_from_z(NormalDist().inv_cdf(p), dof)
     from scipy.special import stdtrit
 
     return float(stdtrit(max(dof, 1), p))
 
 
 def t_sf(x: float, dof: int) -> float:
+    """P(T > x) for Student's t (see :func:`t_quantile`): the series inverted by Newton, then the normal tail."""
+    if dof >= T_SF_SERIES_DOF:
+        z = x
+        for _ in range(60):
+            h = 1e-6 * max(1.0, abs(z))
+            slope = (_t_from_z(z + h, dof) - _t_from_z(z - h, dof)) / (2 * h)
+            step = (_t_from_z(z, dof) - x) / slope
+            z -= step
+            if abs(step) < 1e-15 * max(1.0, abs(z)):
+                break
+        return 0.5 * math.erfc(z / math.sqrt(2.0))
     from scipy.special import stdtr
 
     return float(stdtr(max(dof, 1), -x))
@@ -154,14 +187,24 @@ def relative_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
         return (pred - meas) / meas
 
 
-def error_summary(err: np.ndarray, prefix: str) -> dict[str, float]:
-    """Mean |err|, median |err|, sd, min, max (in %) of a relative-error vector; NaNs ignored."""
-    a = np.abs(err[np.isfinite(err)]) * 100.0
-    if a.size == 0:
+def error_summary(err: np.ndarray, prefix: str, *, absolute: bool = False) -> dict[str, float]:
+    """Mean |err|, median |err|, sd, min, max (in %) of a relative-error vector; NaNs ignored. One array of
+    |err| and in-place selection for the median: these vectors have millions of rows. ``absolute``: ``err``
+    already holds |err| and may be reordered."""
+    a = err if absolute else np.abs(err)
+    if not np.isfinite(a.sum()):
+        a = a[np.isfinite(a)]
+    n = a.size
+    if n == 0:
         return {}
-    return {f"{prefix}_mape_pct": float(a.mean()), f"{prefix}_median_ape_pct": float(np.median(a)),
-            f"{prefix}_sd_pct": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-            f"{prefix}_min_pct": float(a.min()), f"{prefix}_max_pct": float(a.max())}
+    mean = float(a.sum()) / n
+    var = max(float(np.dot(a, a)) - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+    lo, hi = float(a.min()), float(a.max())
+    k = n // 2
+    a.partition([k - 1, k] if n % 2 == 0 else [k])
+    med = float(a[k]) if n % 2 else 0.5 * float(a[k - 1] + a[k])
+    return {f"{prefix}_mape_pct": 100 * mean, f"{prefix}_median_ape_pct": 100 * med,
+            f"{prefix}_sd_pct": 100 * math.sqrt(var), f"{prefix}_min_pct": 100 * lo, f"{prefix}_max_pct": 100 * hi}
 
 
 def finite(x: float) -> bool:

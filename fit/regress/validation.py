@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.io.configs import Columns, Grouped, restat
+from archline.fit.io.configs import CHUNK_ROWS, Columns, Grouped, restat
 from archline.fit.io.results import ResultsError
-from archline.fit.regress.pointwise import affine
+from archline.fit.regress.pointwise import affine, signed_errors
 from archline.fit.regress.result import Predictor, error_summary, relative_error
 
 Fitter = Callable[[Columns], Predictor]
@@ -69,17 +69,26 @@ def n_units(cfg: Columns, split: str, n_rows: int) -> int:
     return n_rows if split == "row" else int(np.unique(fold_units(cfg, split)).size)
 
 
-def _summary(data: Grouped, e_err: np.ndarray, t_err: np.ndarray, fold_of_row: np.ndarray, k: int, split: str,
+def _summary(data: Grouped, per_cfg: dict[str, np.ndarray], fold_of_cfg: np.ndarray, k: int, split: str,
              failed: int) -> dict[str, Any]:
-    a = np.abs(e_err)
-    ok = np.isfinite(a)
-    sums = np.bincount(fold_of_row[ok], a[ok], minlength=k)
-    counts = np.bincount(fold_of_row[ok], minlength=k)
+    """CV figures from per-configuration predictions (each configuration predicted by the fold that held
+    it out)."""
+    a = signed_errors("energy", per_cfg, data)
+    np.abs(a, out=a)
+    sums, counts = np.zeros(k), np.zeros(k)
+    for i in range(0, data.n_rows, CHUNK_ROWS):
+        f, x = fold_of_cfg[data.g[i:i + CHUNK_ROWS]], a[i:i + CHUNK_ROWS]
+        ok = np.isfinite(x)
+        sums += np.bincount(f[ok], x[ok], minlength=k)
+        counts += np.bincount(f[ok], minlength=k)
     fold_mape = [float(100 * s / c) for s, c in zip(sums, counts, strict=True) if c > 0]
     out: dict[str, Any] = {"cv_folds": k, "cv_split": split, "cv_fold_mape_pct": fold_mape}
-    out.update(error_summary(e_err, "cv"))
-    if np.isfinite(t_err).any():
-        out.update(error_summary(t_err, "cv_time"))
+    out.update(error_summary(a, "cv", absolute=True))
+    del a
+    if "time" in per_cfg and np.isfinite(per_cfg["time"]).any():
+        t = signed_errors("time", per_cfg, data)
+        np.abs(t, out=t)
+        out.update(error_summary(t, "cv_time", absolute=True))
     if failed:
         out["cv_failed_folds"] = failed
     return out
@@ -93,7 +102,7 @@ def cross_validate(data: Grouped, fitter: Fitter, k: int, *, seed: int = 0,
     cfg = data.cfg
     fold = config_folds(cfg, k, split, seed)
     g = len(cfg)
-    alpha, gamma, t_model = np.full(g, np.nan), np.full(g, np.nan), np.full(g, np.nan)
+    per_cfg = {"alpha": np.full(g, np.nan), "gamma": np.full(g, np.nan), "time": np.full(g, np.nan)}
     failed = 0
     for f in range(k):
         test = fold == f
@@ -103,15 +112,14 @@ def cross_validate(data: Grouped, fitter: Fitter, k: int, *, seed: int = 0,
             failed += 1
             continue
         tm, a, c = affine(predictor, cfg.take(test))
-        alpha[test], gamma[test] = a, c
+        per_cfg["alpha"][test], per_cfg["gamma"][test] = a, c
         if tm is not None:
-            t_model[test] = tm
-    e_pred = alpha[data.g] + gamma[data.g] * data.t
-    return _summary(data, relative_error(e_pred, data.e), relative_error(t_model[data.g], data.t),
-                    fold[data.g], k, split, failed)
+            per_cfg["time"][test] = tm
+    return _summary(data, per_cfg, fold, k, split, failed)
 
 
 def _cross_validate_rows(data: Grouped, fitter: Fitter, k: int, seed: int) -> dict[str, Any]:
+    """Row-wise folds (the option): each fold's training statistics are recomputed from its rows."""
     n = data.n_rows
     fold_of_row = np.empty(n, dtype=np.int64)
     for f, idx in enumerate(kfold_indices(n, k, seed)):
@@ -131,8 +139,21 @@ def _cross_validate_rows(data: Grouped, fitter: Fitter, k: int, seed: int) -> di
         e_pred[test] = a[gt] + c[gt] * data.t[test]
         if tm is not None:
             t_pred[test] = tm[gt]
-    return _summary(data, relative_error(e_pred, data.e), relative_error(t_pred, data.t), fold_of_row, k, "row",
-                    failed)
+    e_err = relative_error(e_pred, data.e)
+    t_err = relative_error(t_pred, data.t)
+    a = np.abs(e_err)
+    ok = np.isfinite(a)
+    sums = np.bincount(fold_of_row[ok], a[ok], minlength=k)
+    counts = np.bincount(fold_of_row[ok], minlength=k)
+    out: dict[str, Any] = {"cv_folds": k, "cv_split": "row",
+                           "cv_fold_mape_pct": [float(100 * s / c) for s, c in zip(sums, counts, strict=True)
+                                                if c > 0]}
+    out.update(error_summary(e_err, "cv"))
+    if np.isfinite(t_err).any():
+        out.update(error_summary(t_err, "cv_time"))
+    if failed:
+        out["cv_failed_folds"] = failed
+    return out
 
 
 def holdout_mask(frame: Columns | Any, column: str) -> np.ndarray:
