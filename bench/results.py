@@ -33,7 +33,7 @@ COLUMNS: tuple[str, ...] = (
 #: Extra columns the bench layer writes after the contract ones (readers must ignore unknown columns).
 EXTRA_COLUMNS: tuple[str, ...] = (
     "bus_bytes", "intensity_flop_per_byte", "isa", "threads", "effective_clock_hz", "ns_per_access",
-    "cycles_per_access", "pages", "driver_version", "compiler", "params", "note",
+    "cycles_per_access", "pages", "driver_version", "compiler", "params", "note", "clock_method", "clock_check",
 )
 
 NO_METER_NOTE = "time only: no meter attached (energy columns empty until a meter records this region)"
@@ -62,7 +62,7 @@ def make_row(spec: KernelSpec, result: RunResult, *, run_id: str, started_at: st
         row["bus_bytes"] = ""
     ex = result.extra
     for key in ("intensity_flop_per_byte", "isa", "threads", "effective_clock_hz", "ns_per_access",
-                "cycles_per_access", "pages", "driver_version", "compiler", "mem_mhz"):
+                "cycles_per_access", "pages", "driver_version", "compiler", "mem_mhz", "clock_method", "clock_check"):
         if key in ex:
             row[key] = ex[key]
     if not device and ex.get("device"):  # the back end names its device (OpenCL, CUDA)
@@ -74,7 +74,7 @@ def make_row(spec: KernelSpec, result: RunResult, *, run_id: str, started_at: st
     row["params"] = ";".join(f"{k}={v}" for k, v in sorted(spec.params.items()))
     if energy:
         row.update({k: v for k, v in energy.items() if k in row})
-    row["note"] = note
+    row["note"] = "; ".join([note, *ex.get("notes", ())]) if note else "; ".join(ex.get("notes", ()))
     return row
 
 

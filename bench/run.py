@@ -102,6 +102,9 @@ def run_time_only(backend: Backend, specs: Sequence[KernelSpec], out_dir: Path, 
             ok = "ok" if res.checksum_ok else "CHECKSUM MISMATCH"
             log(f"[{i + 1}/{n}] {spec.label} reps={res.reps} {describe_result(res)} {ok}")
 
+    if log is not None and hasattr(backend, "plan_notes"):
+        for note in backend.plan_notes():
+            log(f"note: {note}")
     rows = run_points(backend, specs, reps=reps, min_time_s=min_time_s, progress_cb=progress, platform=platform,
                       run_id=run_id, device=device)
     for r in rows:

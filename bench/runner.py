@@ -435,7 +435,8 @@ class Runner:
             "energy_by_device": ";".join(f"{d}={e!r}" for d, e in sorted(reg.per_device_j.items()))
             if med_e is not None and reg.per_device_j else None,
         }
-        for key in ("isa", "threads", "effective_clock_hz", "ns_per_access", "cycles_per_access"):
+        for key in ("isa", "threads", "effective_clock_hz", "ns_per_access", "cycles_per_access", "clock_method",
+                    "clock_check"):
             if key in res.extra:
                 row[key] = res.extra[key]
         if res.extra.get("effective_clock_hz"):

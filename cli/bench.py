@@ -149,7 +149,7 @@ def run_cmd(platform: str, backend: str, kernel: str, precision: str | None, qui
         click.echo(f"roofline plot: {out.roofline_png}", err=True)
     if out.n_bad_checksum:
         raise click.ClickException(f"{out.n_bad_checksum} point(s) failed their checksum; rows kept with "
-                                   "checksum_ok=false")
+                                   "checksum_ok=false and left out of the plot, peaks and fits")
 
 
 def _localhost_has_meter() -> bool:

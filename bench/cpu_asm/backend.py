@@ -22,6 +22,7 @@ from typing import Any
 
 from archline.bench.cpu_asm import reference as ref
 from archline.bench.cpu_asm import topology as topo
+from archline.bench.cpu_asm.clock import verdict_for_run
 from archline.bench.cpu_asm.variants import (
     ELEM_BYTES,
     ISAS,
@@ -43,6 +44,9 @@ from archline.bench.errors import BackendUnavailableError, BenchError, Unsupport
 from archline.bench.kernels import Counts, KernelSpec, RunResult
 
 NODE_BYTES = 64            # one pointer-chase node per cache line
+#: dependent steps per chain in one chase repetition at most: a memory-sized cycle (16 M nodes per GiB, ~0.3 us
+#: each) would take seconds per lap; a shorter rep continues the same walk
+CHASE_STEPS_PER_REP = 1 << 20
 PAGE_BYTES = 4096
 KERNEL_LEVELS = {"intensity": ("mem",), "int": ("mem",), "cache": ("l1", "l2", "l3", "mem"),
                  "chase": ("l1", "l2", "l3", "mem")}
@@ -208,6 +212,10 @@ class CpuAsmBackend:
                                             {"chains": 1, "hugetlb": True, "working_set_bytes": nbytes}))
         return specs
 
+    def plan_notes(self) -> list[str]:
+        """Why this machine's working sets are what they are (an implausible L3, a missing level), for the log."""
+        return topo.working_set_plan(len(topo.one_cpu_per_core()))[1]
+
     # -- preparing a point ------------------------------------------------------------------------------------
     def _require_isa(self, isa: str | None) -> str:
         name = isa or self._isa or best_isa()
@@ -255,12 +263,12 @@ class CpuPrepared:
             raise BenchError(f"threads={threads} but this machine has {len(cores)} usable cores")
         self.cpus = cores[:threads]
         quick = bool(p.get("quick", False))
-        default_ws = topo.level_working_sets(1 if spec.kernel == "chase" else threads, quick=quick)
+        default_ws, ws_notes = topo.working_set_plan(1 if spec.kernel == "chase" else threads, quick=quick)
         ws = _positive_int(p, "working_set_bytes", default_ws.get(spec.level))
         if ws > 0.8 * topo.mem_available_bytes():
             raise BenchError(f"working set {ws / 2**30:.2f} GiB is larger than 80% of available memory "
                              f"({topo.mem_available_bytes() / 2**30:.2f} GiB)")
-        self.extra: dict[str, Any] = {"threads": threads, "cpus": self.cpus}
+        self.extra: dict[str, Any] = {"threads": threads, "cpus": self.cpus, "notes": ws_notes}
         self._total_reps = 0
         self._native: Any
         if spec.kernel == "chase":
@@ -274,11 +282,12 @@ class CpuPrepared:
             if nodes < 2 * chains:
                 raise BenchError(f"working set {ws} B is too small for {chains} chains of {NODE_BYTES} B nodes")
             self.nodes, self.chains = nodes, chains
+            self.steps_per_rep = min(nodes // chains, CHASE_STEPS_PER_REP)
             self.order = ref.chase_order(self.seed, nodes, page_local=bool(p.get("page_local")),
                                          nodes_per_page=page_nodes)
             hugetlb = bool(p.get("hugetlb")) and topo.hugetlb_pages_free() * 2**21 >= nodes * NODE_BYTES
             self._native = kern.Chase(self.order, NODE_BYTES, chains, self.cpus[0], hugetlb)
-            self.counts_per_rep = chase_counts(nodes)
+            self.counts_per_rep = chase_counts(self.steps_per_rep * chains)
             self.extra.update(threads=1, cpus=self.cpus[:1], chains=chains, nodes=nodes,
                               page_local=bool(p.get("page_local")), working_set_bytes=nodes * NODE_BYTES)
             return
@@ -338,7 +347,9 @@ class CpuPrepared:
             if mode not in ("load", "rmw", "store"):
                 raise BenchError(f"cache mode must be load, rmw or store, got '{mode}'")
             self.mode, self.knob = mode, 0
-            self._native = kern.Stream(mode, self.isa, n, self.cpus, self.seed, ref.PERIOD)
+            # load: raw words with no period inside the buffer, so every word reaches the XOR checksum once per rep
+            period = n if mode == "load" else ref.PERIOD
+            self._native = kern.Stream(mode, self.isa, n, self.cpus, self.seed, period)
             self.counts_per_rep = cache_counts(mode, n, spec.level)
             self.extra.update(mode=mode)
         self.extra["pages"] = self._native.pages
@@ -349,7 +360,7 @@ class CpuPrepared:
         """What the checksum must be after this run of ``reps`` (given the reps already run)."""
         spec = self.spec
         if spec.kernel == "chase":
-            return ref.chase_positions(self.order, self.chains, self._total_reps * (self.nodes // self.chains))
+            return ref.chase_positions(self.order, self.chains, self._total_reps * self.steps_per_rep)
         v = self.variant
         if spec.kernel == "intensity" and self.store == "nt":
             if self._expected is None:
@@ -366,10 +377,12 @@ class CpuPrepared:
                 self._expected = ref.int_checksum(self.op, self.seed, self.n_elems, v.g_int, v.lanes("int32"),
                                                   self.knob)
             return (self._expected * reps) & 0xFFFFFFFF
+        if self.mode == "load":
+            if self._expected is None:
+                self._expected = ref.load_xor_checksum(self.seed, self.n_elems, v.g_ld, v.lanes("dp"), len(self.cpus))
+            return (self._expected * reps) & 0xFFFFFFFFFFFFFFFF
         if self._expected is None:
             self._expected = ref.cache_sum(self.seed, self.n_elems)
-        if self.mode == "load":
-            return self._expected * reps
         if self.mode == "rmw":
             return self._expected + self.n_elems * self._total_reps
         return float(self.n_elems * reps)
@@ -379,9 +392,10 @@ class CpuPrepared:
         if self.spec.kernel == "intensity":
             v = self.variant
             if self.store == "nt":
-                tol = ref.intensity_nt_rel_tol(self.spec.precision, v.g_fp, self.knob)
+                tol = ref.intensity_nt_rel_tol(self.spec.precision, v.g_fp, self.knob, self.n_elems)
             else:
-                tol = ref.intensity_rel_tol(self.spec.precision, v.g_fp, v.a_fp, self.knob)
+                tol = ref.intensity_rel_tol(self.spec.precision, v.g_fp, v.a_fp, v.lanes(self.spec.precision),
+                                            self.knob, self.n_elems)
             return bool(math.isfinite(got) and abs(got - exp) <= tol * abs(exp)), exp
         if self.spec.kernel == "chase":
             return list(got) == exp, exp
@@ -390,20 +404,25 @@ class CpuPrepared:
     def run(self, reps: int) -> RunResult:
         if isinstance(reps, bool) or not isinstance(reps, int) or reps <= 0:
             raise BenchError(f"reps must be a positive integer, got {reps!r}")
-        out = dict(self._native.run(reps) if self.spec.kernel == "chase" else self._native.run(reps, self.knob))
+        out = dict(self._native.run(reps, self.steps_per_rep) if self.spec.kernel == "chase"
+                   else self._native.run(reps, self.knob))
         self._total_reps += reps
         ok, exp = self.check(out["checksum"], reps)
         extra = dict(self.extra)
-        clk = float(out["effective_clock_hz"])
+        clock = verdict_for_run(out, self.cpus[0])
         time_s = float(out["time_s"])
-        extra.update(effective_clock_hz=clk, thread_time_s=list(out["thread_time_s"]), checksum=out["checksum"],
-                     checksum_expected=exp, pages=out["pages"])
+        extra.update(thread_time_s=list(out["thread_time_s"]), checksum=out["checksum"], checksum_expected=exp,
+                     pages=out["pages"], clock_probe_hz=float(out["effective_clock_hz"]),
+                     clock_method=clock.method, clock_check=clock.check)
+        if clock.core_hz is not None:   # no number where the sources disagree: clock_check says why
+            extra["effective_clock_hz"] = clock.core_hz
         counts = self.counts_per_rep.scaled(reps)
         if self.spec.kernel == "chase":
-            steps = reps * (self.nodes // self.chains)      # dependent steps per chain
+            steps = reps * self.steps_per_rep                       # dependent steps per chain
             extra["ns_per_access"] = time_s / steps * 1e9          # latency of one dependent access
-            extra["cycles_per_access"] = time_s / steps * clk
-            extra["ns_per_access_aggregate"] = time_s / (reps * self.nodes) * 1e9
+            if clock.core_hz is not None:
+                extra["cycles_per_access"] = time_s / steps * clock.core_hz
+            extra["ns_per_access_aggregate"] = time_s / (steps * self.chains) * 1e9
         return RunResult(time_s=time_s, reps=reps, counts=counts, checksum_ok=ok, extra=extra)
 
     def close(self) -> None:

@@ -1,12 +1,30 @@
-"""This machine's cores and caches, read from sysfs (Linux), and the working sets derived from them."""
+"""This machine's cores and caches, read from sysfs (Linux), and the working sets derived from them.
+
+Every function takes the sysfs root (``/sys/devices/system/cpu``) and the allowed cpus as arguments, so the VM and
+server cases are tested on fake trees (tests/bench_cpu/test_cpu_topology.py): a huge shared L3, no L3, one core,
+cores on SMT siblings.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 SYS_CPU = Path("/sys/devices/system/cpu")
+KIB, MIB, GIB = 1024, 1024**2, 1024**3
+
+#: More last-level cache per core than any shipping CPU gives one core (AMD EPYC 9184X: 96 MiB L3 per 2-core CCD,
+#: 48 MiB per core). A larger share is not believed: a VM typically reports its host's whole L3 to a few vCPUs.
+PLAUSIBLE_LLC_PER_CORE_BYTES = 64 * MIB
+#: Memory points use at least this much (likwid-bench's stream_mem runs 1 GB) and at least MEM_OVER_LLC x the
+#: last-level cache the cores in use can fill. On the 2-vCPU Xeon VM that reports 480 MiB of L3, a streaming
+#: kernel measured within 0.5% of its 2 GiB bandwidth at 1 GiB, but 4-20% above it at 512 MiB and below.
+MEM_MIN_BYTES = GIB
+MEM_OVER_LLC = 8
+#: --quick caps the memory working set here: its compute-bound points cost time in proportion to it.
+MEM_QUICK_MAX_BYTES = 2 * GIB
 
 
 @dataclass(frozen=True)
@@ -17,56 +35,105 @@ class CacheLevel:
     shared_cpus: int        # how many logical cpus share one instance
 
 
+@dataclass(frozen=True)
+class CacheShare:
+    """What the cores in use may fill of one cache level, summed over the instances they sit in."""
+
+    level: int
+    reported_bytes: int      # the size of one instance as sysfs reports it
+    instance_bytes: int      # the instances the cores sit in, each capped where implausible for its core count
+    share_bytes: int         # the part of them belonging to the cores in use (instance x our cores / its cores)
+    note: str                # empty, or why a reported size was not believed
+
+
 def _parse_size(text: str) -> int:
     text = text.strip().upper()
-    mult = {"K": 1024, "M": 1024**2, "G": 1024**3}
+    mult = {"K": KIB, "M": MIB, "G": GIB}
     if text and text[-1] in mult:
         return int(text[:-1]) * mult[text[-1]]
     return int(text)
 
 
-def _cpu_list_len(text: str) -> int:
-    n = 0
+def _cpu_list(text: str) -> list[int]:
+    out: list[int] = []
     for part in text.strip().split(","):
         if not part:
             continue
         if "-" in part:
             a, b = part.split("-")
-            n += int(b) - int(a) + 1
+            out.extend(range(int(a), int(b) + 1))
         else:
-            n += 1
-    return n
+            out.append(int(part))
+    return out
 
 
-def caches(root: Path = SYS_CPU) -> list[CacheLevel]:
-    """Data and unified caches of cpu0, innermost first (empty when sysfs has none)."""
-    out: list[CacheLevel] = []
-    for idx in sorted((root / "cpu0" / "cache").glob("index*")):
+def _cache_dirs(cpu: int, root: Path) -> list[tuple[int, str, int, list[int]]]:
+    """(level, type, size, sharing cpus) of every data/unified cache of ``cpu``."""
+    out = []
+    for idx in sorted((root / f"cpu{cpu}" / "cache").glob("index*")):
         try:
             kind = (idx / "type").read_text().strip()
             if kind == "Instruction":
                 continue
-            out.append(CacheLevel(int((idx / "level").read_text()), kind, _parse_size((idx / "size").read_text()),
-                                  _cpu_list_len((idx / "shared_cpu_list").read_text())))
+            out.append((int((idx / "level").read_text()), kind, _parse_size((idx / "size").read_text()),
+                        _cpu_list((idx / "shared_cpu_list").read_text())))
         except (OSError, ValueError):
             continue
-    return sorted(out, key=lambda c: c.level)
+    return out
 
 
-def one_cpu_per_core(root: Path = SYS_CPU) -> list[int]:
+def caches(root: Path = SYS_CPU) -> list[CacheLevel]:
+    """Data and unified caches of cpu0, innermost first (empty when sysfs has none)."""
+    return sorted((CacheLevel(lv, kind, size, len(shared)) for lv, kind, size, shared in _cache_dirs(0, root)),
+                  key=lambda c: c.level)
+
+
+def _core_key(cpu: int, root: Path) -> tuple[str, str]:
+    topo = root / f"cpu{cpu}" / "topology"
+    try:
+        return (topo / "physical_package_id").read_text().strip(), (topo / "core_id").read_text().strip()
+    except OSError:
+        return str(cpu), ""
+
+
+def one_cpu_per_core(root: Path = SYS_CPU, allowed: Sequence[int] | None = None) -> list[int]:
     """The first allowed logical cpu of every physical core (one thread per core, SMT siblings skipped)."""
-    allowed = sorted(os.sched_getaffinity(0))
+    cpus = sorted(os.sched_getaffinity(0) if allowed is None else allowed)
     seen: set[tuple[str, str]] = set()
     out: list[int] = []
-    for cpu in allowed:
-        topo = root / f"cpu{cpu}" / "topology"
-        try:
-            key = ((topo / "physical_package_id").read_text().strip(), (topo / "core_id").read_text().strip())
-        except OSError:
-            key = (str(cpu), "")
+    for cpu in cpus:
+        key = _core_key(cpu, root)
         if key not in seen:
             seen.add(key)
             out.append(cpu)
+    return out
+
+
+def cache_shares(cpus: Sequence[int], root: Path = SYS_CPU) -> dict[int, CacheShare]:
+    """Per level, the cache the cores ``cpus`` sit in and their share of it: for each instance, its size times the
+    number of our cores in it over the number of cores (not SMT threads) sharing it. A last level above
+    PLAUSIBLE_LLC_PER_CORE_BYTES per sharing core is capped there, with a note."""
+    per_level: dict[int, dict[tuple[int, ...], tuple[int, int, int]]] = {}  # level -> instance -> (size, ours, cores)
+    for cpu in cpus:
+        for level, _kind, size, shared in _cache_dirs(cpu, root):
+            inst = tuple(shared)
+            cores = len({_core_key(c, root) for c in shared}) or 1
+            prev = per_level.setdefault(level, {}).get(inst)
+            per_level[level][inst] = (size, (prev[1] if prev else 0) + 1, cores)
+    out: dict[int, CacheShare] = {}
+    last = max(per_level, default=0)
+    for level, insts in per_level.items():
+        reported = max(size for size, _, _ in insts.values())
+        capped = {k: (min(size, PLAUSIBLE_LLC_PER_CORE_BYTES * cores) if level == last and level >= 3 else size,
+                      ours, cores) for k, (size, ours, cores) in insts.items()}
+        note = ""
+        if any(capped[k][0] < insts[k][0] for k in insts):
+            cores = max(c for _, _, c in insts.values())
+            note = (f"L{level} of {reported / MIB:.0f} MiB shared by {cores} core(s) is implausible (more than "
+                    f"{PLAUSIBLE_LLC_PER_CORE_BYTES // MIB} MiB per core; a VM reporting its host's cache?): "
+                    f"working sets assume {sum(s for s, _, _ in capped.values()) / MIB:.0f} MiB")
+        out[level] = CacheShare(level, reported, sum(s for s, _, _ in capped.values()),
+                                sum(s * min(o, c) // c for s, o, c in capped.values()), note)
     return out
 
 
@@ -90,18 +157,40 @@ def hugetlb_pages_free() -> int:
     return 0
 
 
-def level_working_sets(threads: int, *, quick: bool = False) -> dict[str, int]:
-    """Total working set (all threads) that lives in each level: half of each private cache per thread,
-    4x L2 per thread (at most half the L3) for L3, and for memory 1 GiB (quick: 8x the last cache, at least 64 MiB)."""
-    levels = {c.level: c for c in caches()}
-    l1 = levels[1].size_bytes if 1 in levels else 32 * 1024
-    l2 = levels[2].size_bytes if 2 in levels else 512 * 1024
-    l3c = levels.get(3)
-    l3 = l3c.size_bytes if l3c else 8 * 1024**2
-    out = {"l1": threads * l1 // 2, "l2": threads * l2 // 2}
-    # L3: well past the private L2s and well inside the L3 (4x L2 per thread, at most half the L3): on a shared or
-    # virtualised L3 the part one tenant really keeps is often a few MiB
-    out["l3"] = min(l3 // 2, threads * l2 * 4) if l3c else 0
-    last = l3 if l3c else l2
-    out["mem"] = max(8 * last, 64 * 1024**2) if quick else max(2**30, 8 * last)
-    return {k: v for k, v in out.items() if v}
+def level_working_sets(threads: int, *, quick: bool = False, root: Path = SYS_CPU,
+                       allowed: Sequence[int] | None = None) -> dict[str, int]:
+    """Total working set (all threads) that lives in each level; see :func:`working_set_plan`."""
+    return working_set_plan(threads, quick=quick, root=root, allowed=allowed)[0]
+
+
+def working_set_plan(threads: int, *, quick: bool = False, root: Path = SYS_CPU,
+                     allowed: Sequence[int] | None = None) -> tuple[dict[str, int], list[str]]:
+    """Working sets per level for the first ``threads`` cores, and the notes that explain them.
+
+    From :func:`cache_shares` of those cores: L1 and L2 get half their share (they are private, or shared only by
+    SMT siblings we leave idle). L3 gets 4x the L2 share, well past the private caches, but at most half the cores'
+    L3 share (or, where that share is smaller than twice the L2s, up to twice the L2s if the L3 they sit in holds
+    it), and never more than half that L3. Memory gets max(MEM_MIN_BYTES, MEM_OVER_LLC x the last-level cache the
+    cores sit in): one core may fill all of it while the others idle. ``quick`` caps memory at
+    MEM_QUICK_MAX_BYTES. Defaults where sysfs says nothing: L1 32 KiB, L2 512 KiB per core."""
+    cores = one_cpu_per_core(root, allowed)[:max(threads, 1)]
+    shares = cache_shares(cores, root)
+    n = len(cores)
+    notes = [s.note for s in shares.values() if s.note]
+    l1 = shares[1].share_bytes if 1 in shares else 32 * KIB * n
+    l2 = shares[2].share_bytes if 2 in shares else 512 * KIB * n
+    out = {"l1": l1 // 2, "l2": l2 // 2}
+    if 3 in shares:
+        s3 = shares[3]
+        l3 = min(4 * l2, max(s3.share_bytes // 2, 2 * l2), s3.instance_bytes // 2)
+        if l3 > l2:
+            out["l3"] = l3
+        else:
+            notes.append(f"L3 of {s3.instance_bytes / MIB:.0f} MiB is too small beside {l2 / MIB:.0f} MiB of L2 "
+                         "for a separate l3 level")
+    else:
+        notes.append("no L3 reported: no l3 level; memory sized from L2")
+    last = shares[max(shares)].instance_bytes if shares else l2
+    mem = max(MEM_MIN_BYTES, MEM_OVER_LLC * last)
+    out["mem"] = min(mem, MEM_QUICK_MAX_BYTES) if quick else mem
+    return {k: v for k, v in out.items() if v}, notes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,6 +12,9 @@ from archline.fit.errors import ArchlineFitError
 from archline.fit.model.machine import Machine
 from archline.fit.platforms.profiles import Platform, load_platform
 from archline.fit.plots.rooflines import KINDS, Curve, Measured, curves_for, plot_model
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 
 def measured_from_results(path: Path, precision: str) -> list[Measured]:
@@ -27,17 +31,36 @@ def measured_from_results(path: Path, precision: str) -> list[Measured]:
         cols = ", ".join(sorted(missing))
         raise ArchlineFitError(f"{path}: not an archline.results/1 file (missing columns: {cols})")
     df = df[(df["kernel"] == "intensity") & (df["precision"] == precision)]
+    failed = _checksum_failed(df)
     out = []
-    for (platform, backend), g in df.groupby(["platform", "backend"] if "backend" in df else ["platform"] * 2):
+    for (platform, backend), all_rows in df.groupby(["platform", "backend"] if "backend" in df else ["platform"] * 2):
+        # a wrong answer is not a measurement: failed rows never feed a point, a peak or a bandwidth
+        bad = failed.loc[all_rows.index]
+        g = all_rows.loc[~bad]
+        n_bad = int(bad.sum())
+        if len(g) == 0:
+            raise ArchlineFitError(f"{path}: every {precision} intensity row of {platform} failed its checksum; "
+                                   "nothing to plot")
         flops = (g["flops_sp"].fillna(0) + g["flops_dp"].fillna(0)).to_numpy(float)
         inten = flops / g["bytes_mem"].to_numpy(float)
         t = g["time_s"].to_numpy(float)
         energy = g["energy_j"].to_numpy(float) if "energy_j" in g else np.full(len(g), np.nan)
         has_e = bool(np.isfinite(energy).any())
         tag = " [emulated]" if backend == "emulated" else ""
+        tag += f" [{n_bad} failed checksum, left out]" if n_bad else ""
         out.append(Measured(f"{platform} {precision.upper()}{tag}", inten, flops / t,
-                            flops / energy if has_e else None, energy / t if has_e else None))
+                            flops / energy if has_e else None, energy / t if has_e else None, left_out=n_bad))
     return out
+
+
+def _checksum_failed(df: pd.DataFrame) -> pd.Series:
+    """True for rows whose checksum_ok says false (missing column or empty cell: not failed)."""
+    import pandas as pd
+
+    if "checksum_ok" not in df:
+        return pd.Series(False, index=df.index)
+    ck = df["checksum_ok"].astype("string").str.strip().str.lower()
+    return ck.isin({"false", "0", "no"}).fillna(False).astype(bool)
 
 
 def observed_curve(m: Measured) -> Curve:

@@ -36,6 +36,7 @@ class Measured:
     flop_per_s: np.ndarray | None = None
     flop_per_j: np.ndarray | None = None
     power_w: np.ndarray | None = None
+    left_out: int = 0        # rows not drawn because their checksum failed (the label says so)
 
 
 def curves_for(platforms: Sequence[Platform], precisions: Sequence[str]) -> list[Curve]:

@@ -45,7 +45,7 @@ def test_counts_and_checksum_every_f(cpu_backend, x86_isa: str, precision: str) 
             assert res.counts.as_row()["flops_sp" if key == "flops_dp" else "flops_dp"] == 0
             assert res.extra["intensity_flop_per_byte"] == pytest.approx(2 * f / (v.g_fp * ELEM_BYTES[precision]))
             exp = 3 * ref.intensity_checksum(precision, 1, n_run, v.g_fp, lanes, f)
-            tol = ref.intensity_rel_tol(precision, v.g_fp, v.a_fp, f)
+            tol = ref.intensity_rel_tol(precision, v.g_fp, v.a_fp, lanes, f, n_run)
             assert res.checksum_ok, (x86_isa, precision, f, res.extra["checksum"], exp)
             assert res.extra["checksum"] == pytest.approx(exp, rel=tol)
         finally:
@@ -67,7 +67,7 @@ def test_checksum_detects_wrong_work(cpu_backend) -> None:
         for f in (v.g_fp * 8, v.g_fp * 200):
             a = ref.intensity_checksum(precision, 1, n, v.g_fp, v.lanes(precision), f)
             b = ref.intensity_checksum(precision, 1, n, v.g_fp, v.lanes(precision), f + v.g_fp)
-            tol = ref.intensity_rel_tol(precision, v.g_fp, v.a_fp, f)
+            tol = ref.intensity_rel_tol(precision, v.g_fp, v.a_fp, v.lanes(precision), f, n)
             assert abs(a - b) > 10 * tol * abs(a)
 
 

@@ -41,7 +41,7 @@ def test_nt_counts_and_checksum_every_f(cpu_backend, x86_isa: str, precision: st
                 (n * 2 * f / v.g_fp) / (read + written))
             exp = ref.intensity_nt_checksum(precision, 1, n, v.g_fp, lanes, f)
             assert res.checksum_ok, (x86_isa, precision, f, res.extra["checksum"], exp)
-            assert res.extra["checksum"] == pytest.approx(exp, rel=ref.intensity_nt_rel_tol(precision, v.g_fp, f))
+            assert res.extra["checksum"] == pytest.approx(exp, rel=ref.intensity_nt_rel_tol(precision, v.g_fp, f, n))
         finally:
             p.close()
 
@@ -54,7 +54,7 @@ def test_nt_checksum_detects_wrong_work() -> None:
         for f in (v.g_fp // 2, v.g_fp * 3, v.g_fp * 50):
             a = ref.intensity_nt_checksum(precision, 1, n, v.g_fp, v.lanes(precision), f)
             b = ref.intensity_nt_checksum(precision, 1, n, v.g_fp, v.lanes(precision), f + v.g_fp)
-            assert abs(a - b) > 10 * ref.intensity_nt_rel_tol(precision, v.g_fp, f) * abs(a)
+            assert abs(a - b) > 10 * ref.intensity_nt_rel_tol(precision, v.g_fp, f, n) * abs(a)
 
 
 def test_nt_big_buffer_and_intensity_param(cpu_backend, x86_isa: str) -> None:

@@ -14,7 +14,7 @@ struct IsaTable {
   double (*intensity_sp)(const float*, std::size_t trips, int fma_per_trip);
   uint32_t (*int_add)(const uint32_t*, std::size_t trips, int steps);
   uint32_t (*int_mul)(const uint32_t*, std::size_t trips, int steps);  // nullptr: not in this ISA
-  double (*load)(const double*, std::size_t trips, long reps);  // all reps in one call
+  uint64_t (*load)(const uint64_t*, std::size_t trips, long reps);  // all reps in one call (kern::load_xor)
   void (*rmw)(double*, std::size_t trips, double c);
   void (*store)(double*, std::size_t trips, double c);
   // intensity with a non-temporal store stream: G/2 streamed result vectors per trip (kern::intensity_nt)
@@ -22,11 +22,11 @@ struct IsaTable {
   void (*intensity_nt_sp)(const float*, float*, std::size_t trips, int fma_per_trip);
 };
 
-#define ISA_TABLE(NAME, VB, D, S, I, GFP, AFP, GINT, AINT, GLD, ALD, GST, MULFN)                              \
+#define ISA_TABLE(NAME, VB, D, S, I, X, GFP, AFP, GINT, AINT, GLD, ALD, GST, MULFN)                              \
   extern const IsaTable isa_##NAME = {#NAME, VB, GFP, AFP, GINT, AINT, GLD, ALD, GST,                              \
                                 &kern::intensity<D, GFP, AFP>, &kern::intensity<S, GFP, AFP>,                \
                                 &kern::int_chains<I, GINT, AINT, false>, MULFN,                              \
-                                &kern::load_sum<D, GLD, ALD>, &kern::rmw<D, GST>, &kern::store<D, GST>,     \
+                                &kern::load_xor<X, GLD>, &kern::rmw<D, GST>, &kern::store<D, GST>,     \
                                 &kern::intensity_nt<D, GFP>, &kern::intensity_nt<S, GFP>};
 
 #if defined(__x86_64__)

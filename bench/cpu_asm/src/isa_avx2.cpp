@@ -37,6 +37,14 @@ struct I {
   static v add(v a, v b) { return _mm256_add_epi32(a, b); }
   static v mul(v a, v b) { return _mm256_mullo_epi32(a, b); }
 };
+struct X {
+  using T = uint64_t; using v = __m256i; static constexpr int L = 4;
+  static v load(const T* p) { return _mm256_load_si256(reinterpret_cast<const v*>(p)); }
+  static void store(T* p, v a) { _mm256_store_si256(reinterpret_cast<v*>(p), a); }
+  static v zero() { return _mm256_setzero_si256(); }
+  static v add(v a, v b) { return _mm256_add_epi64(a, b); }
+  static v xor3(v a, v b, v c) { return _mm256_xor_si256(_mm256_xor_si256(a, b), c); }
+};
 }  // namespace
 
-ISA_TABLE(avx2, 32, D, S, I, 12, 4, 12, 4, 16, 8, 16, (&kern::int_chains<I, 12, 4, true>))
+ISA_TABLE(avx2, 32, D, S, I, X, 12, 4, 12, 4, 16, 8, 16, (&kern::int_chains<I, 12, 4, true>))

@@ -36,6 +36,14 @@ struct I {
   static v add(v a, v b) { return _mm512_add_epi32(a, b); }
   static v mul(v a, v b) { return _mm512_mullo_epi32(a, b); }
 };
+struct X {  // 64-bit lanes for the load kernel: one vpternlogq folds two loaded vectors into an accumulator
+  using T = uint64_t; using v = __m512i; static constexpr int L = 8;
+  static v load(const T* p) { return _mm512_load_si512(p); }
+  static void store(T* p, v a) { _mm512_store_si512(p, a); }
+  static v zero() { return _mm512_setzero_si512(); }
+  static v add(v a, v b) { return _mm512_add_epi64(a, b); }
+  static v xor3(v a, v b, v c) { return _mm512_ternarylogic_epi64(a, b, c, 0x96); }
+};
 }  // namespace
 
-ISA_TABLE(avx512, 64, D, S, I, 16, 8, 16, 8, 16, 8, 16, (&kern::int_chains<I, 16, 8, true>))
+ISA_TABLE(avx512, 64, D, S, I, X, 16, 8, 16, 8, 16, 8, 16, (&kern::int_chains<I, 16, 8, true>))

@@ -3,5 +3,5 @@
 #include "isa.hpp"
 #include "isa_neon.hpp"
 
-ISA_TABLE(neon, 16, neon::D, neon::S, neon::I, neon::G_FP, neon::A_FP, neon::G_INT, neon::A_INT, neon::G_LD,
+ISA_TABLE(neon, 16, neon::D, neon::S, neon::I, neon::X, neon::G_FP, neon::A_FP, neon::G_INT, neon::A_INT, neon::G_LD,
           neon::A_LD, neon::G_ST, (&kern::int_chains<neon::I, neon::G_INT, neon::A_INT, true>))

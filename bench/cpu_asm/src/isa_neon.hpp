@@ -52,5 +52,13 @@ struct I {
   static v add(v a, v b) { return vaddq_u32(a, b); }
   static v mul(v a, v b) { return vmulq_u32(a, b); }
 };
+struct X {
+  using T = uint64_t; using v = uint64x2_t; static constexpr int L = 2;
+  static v load(const T* p) { return vld1q_u64(p); }
+  static void store(T* p, v a) { vst1q_u64(p, a); }
+  static v zero() { return vdupq_n_u64(0); }
+  static v add(v a, v b) { return vaddq_u64(a, b); }
+  static v xor3(v a, v b, v c) { return veorq_u64(veorq_u64(a, b), c); }  // EOR3 needs armv8.2-sha3
+};
 constexpr int G_FP = 16, A_FP = 8, G_INT = 16, A_INT = 8, G_LD = 16, A_LD = 8, G_ST = 16;
 }  // namespace neon

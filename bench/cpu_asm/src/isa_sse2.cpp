@@ -36,6 +36,14 @@ struct I {
   static v zero() { return _mm_setzero_si128(); }
   static v add(v a, v b) { return _mm_add_epi32(a, b); }
 };
+struct X {
+  using T = uint64_t; using v = __m128i; static constexpr int L = 2;
+  static v load(const T* p) { return _mm_load_si128(reinterpret_cast<const v*>(p)); }
+  static void store(T* p, v a) { _mm_store_si128(reinterpret_cast<v*>(p), a); }
+  static v zero() { return _mm_setzero_si128(); }
+  static v add(v a, v b) { return _mm_add_epi64(a, b); }
+  static v xor3(v a, v b, v c) { return _mm_xor_si128(_mm_xor_si128(a, b), c); }
+};
 }  // namespace
 
-ISA_TABLE(sse2, 16, D, S, I, 8, 4, 8, 4, 16, 8, 16, nullptr)
+ISA_TABLE(sse2, 16, D, S, I, X, 8, 4, 8, 4, 16, 8, 16, nullptr)

@@ -4,12 +4,17 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <linux/perf_event.h>
 #include <omp.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -18,42 +23,69 @@
 
 #include "data.hpp"
 #include "isa.hpp"
+#include "clock_probe.hpp"
+#include "sums.hpp"
 
 namespace py = pybind11;
+using probe::ClockSample;
+using probe::add_chain_hz;
+using probe::clock_sample;
+using probe::now_s;
 
 namespace {
 
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+// Each thread's probes before and after its region: the mean of each rate over both ends and all threads.
+void put_clock(py::dict& d, const std::vector<ClockSample>& before, const std::vector<ClockSample>& after) {
+  double add = 0, mul = 0, tsc = 0;
+  std::vector<double> per_thread;
+  const double k = 0.5 / double(before.size());
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    add += k * (before[i].add_hz + after[i].add_hz);
+    mul += k * (before[i].mul_hz + after[i].mul_hz);
+    tsc += k * (before[i].tsc_hz + after[i].tsc_hz);
+    per_thread.push_back(0.5 * (before[i].add_hz + after[i].add_hz));
+  }
+  d["effective_clock_hz"] = add;  // the add chain: what cycles are counted in
+  d["mul_chain_hz"] = mul;        // 0 where there is no second chain (AArch64)
+  d["tsc_hz"] = tsc;              // 0 off x86-64
+  d["thread_clock_hz"] = per_thread;
 }
 
-// Dependent add chain: one cycle per add on every x86-64 and AArch64 core we know, so adds / seconds = core clock.
-double clock_probe_hz(uint64_t iters = 1u << 18) {
-  double t0 = now_s();
-  uint64_t x = 0, n = iters;
-#if defined(__x86_64__)
-  __asm__ volatile(
-      "1:\n\t"
-      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-      "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-      "dec %1\n\tjnz 1b\n"
-      : "+r"(x), "+r"(n)::"cc");
-#elif defined(__aarch64__)
-  __asm__ volatile(
-      "1:\n\t"
-      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
-      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
-      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
-      "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
-      "subs %1, %1, #1\n\tb.ne 1b\n"
-      : "+r"(x), "+r"(n)::"cc");
-#endif
-  double t1 = now_s();
-  return double(x) / (t1 - t0);
+// perf's cycle counter over the add chain, when the kernel exposes it (often not in VMs): cycles per second and
+// cycles per add (1.0 confirms the chain's latency directly). Returns {} with a reason otherwise.
+py::dict perf_clock(int iters_log2) {
+  py::dict d;
+  perf_event_attr pe;
+  std::memset(&pe, 0, sizeof(pe));
+  pe.type = PERF_TYPE_HARDWARE;
+  pe.size = sizeof(pe);
+  pe.config = PERF_COUNT_HW_CPU_CYCLES;
+  pe.disabled = 1;
+  pe.exclude_kernel = 1;
+  pe.exclude_hv = 1;
+  const int fd = int(syscall(__NR_perf_event_open, &pe, 0, -1, -1, 0));
+  if (fd < 0) {
+    d["error"] = std::string("perf_event_open(cycles): ") + std::strerror(errno);
+    return d;
+  }
+  const uint64_t iters = uint64_t(1) << iters_log2;
+  ioctl(fd, PERF_EVENT_IOC_RESET, 0);
+  ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  const double t0 = now_s();
+  const double add_hz = add_chain_hz(iters);
+  const double t1 = now_s();
+  ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  uint64_t cycles = 0;
+  const bool ok = read(fd, &cycles, sizeof(cycles)) == ssize_t(sizeof(cycles));
+  close(fd);
+  if (!ok || cycles == 0) {
+    d["error"] = "perf cycle counter read nothing";
+    return d;
+  }
+  d["perf_hz"] = double(cycles) / (t1 - t0);
+  d["cycles_per_add"] = double(cycles) / (16.0 * double(iters));
+  d["add_hz"] = add_hz;
+  return d;
 }
 
 void pin(int cpu) {
@@ -180,8 +212,10 @@ class Stream {
     if (!map_.ptr) throw std::invalid_argument("kernel is closed");
     if (reps <= 0) throw std::invalid_argument("reps must be > 0");
     const int nt = int(cpus_.size());
-    std::vector<double> t_thread(nt), clk(nt), part_d(nt, 0.0);
+    std::vector<double> t_thread(nt), part_d(nt, 0.0);
+    std::vector<ClockSample> clk0(nt), clk1(nt);
     std::vector<uint32_t> part_u(nt, 0);
+    std::vector<uint64_t> part_u64(nt, 0);
     const std::size_t trip = trip_elems();
     {
       py::gil_scoped_release release;
@@ -193,9 +227,10 @@ class Stream {
         const std::size_t b0 = bounds_[t], b1 = bounds_[t + 1], trips = b1 - b0;
         char* base = static_cast<char*>(map_.ptr) + b0 * trip * esize_;
         char* obase = out_.ptr ? static_cast<char*>(out_.ptr) + b0 * (trip / 2) * esize_ : nullptr;
-        double c0 = clock_probe_hz();
+        clk0[t] = clock_sample();
         double acc_d = 0;
         uint32_t acc_u = 0;
+        uint64_t acc_u64 = 0;
 #pragma omp barrier
         const double t0 = now_s();
         double comp = 0;  // Kahan compensation: reps x the same per-rep checksum stays within ~2 ulp
@@ -205,7 +240,7 @@ class Stream {
           comp = (sum - acc_d) - y;
           acc_d = sum;
         };
-        if (kind_ == Kind::load) add_d(isa_->load(reinterpret_cast<double*>(base), trips, reps));
+        if (kind_ == Kind::load) acc_u64 = isa_->load(reinterpret_cast<uint64_t*>(base), trips, reps);
         for (long r = 0; r < reps && kind_ != Kind::load; ++r) {
           switch (kind_) {
             case Kind::intensity_dp: add_d(isa_->intensity_dp(reinterpret_cast<double*>(base), trips, knob)); break;
@@ -224,79 +259,63 @@ class Stream {
           }
         }
         const double t1 = now_s();
-        double c1 = clock_probe_hz();
+        clk1[t] = clock_sample();
         t_thread[t] = t1 - t0;
-        clk[t] = 0.5 * (c0 + c1);
         part_d[t] = acc_d;
         part_u[t] = acc_u;
+        part_u64[t] = acc_u64;
       }
     }
     if (kind_ == Kind::rmw) total_rmw_ += reps;
     if (kind_ == Kind::store) last_store_ = double(reps);
-    double sum_d = 0, clk_mean = 0;
+    sums::Neumaier sum_d;
     uint32_t sum_u = 0;
+    uint64_t sum_u64 = 0;  // the load kernel's per-thread totals, added mod 2^64
     for (int t = 0; t < nt; ++t) {
-      sum_d += part_d[t];
+      sum_d.add(part_d[t]);
       sum_u += part_u[t];
-      clk_mean += clk[t] / nt;
+      sum_u64 += part_u64[t];
     }
     py::dict d;
     d["time_s"] = *std::max_element(t_thread.begin(), t_thread.end());
     d["thread_time_s"] = t_thread;
-    d["effective_clock_hz"] = clk_mean;
-    d["thread_clock_hz"] = clk;
+    put_clock(d, clk0, clk1);
     if (kind_ == Kind::int_add || kind_ == Kind::int_mul) d["checksum"] = py::int_(sum_u);
+    else if (kind_ == Kind::load) d["checksum"] = py::int_(sum_u64);
     else if (kind_ == Kind::rmw || kind_ == Kind::store) d["checksum"] = buffer_sum();
     else if (is_nt()) d["checksum"] = out_sum();  // the written array (same every rep), not the returned sums
-    else d["checksum"] = sum_d;
+    else d["checksum"] = sum_d.value();
     d["pages"] = map_.pages;
     return d;
   }
 
-  // Sum of the buffer in double (exact for the cache kernels' data: multiples of 2^-12 far below 2^41).
-  double buffer_sum() const {
-    const int nt = int(cpus_.size());
-    std::vector<double> part(nt, 0.0);
-    const std::size_t trip = trip_elems();
-    AffinityGuard guard;
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num();
-      pin(cpus_[t]);
-      const double* p = static_cast<const double*>(map_.ptr);
-      double s = 0;
-      for (std::size_t i = bounds_[t] * trip; i < bounds_[t + 1] * trip; ++i) s += p[i];
-      part[t] = s;
-    }
-    double s = 0;
-    for (double v : part) s += v;
-    return s;
-  }
+  // Sum of the buffer in double (exact for the cache kernels' data: every partial sum of multiples of 2^-12 far
+  // below 2^41 is exact, in any order).
+  double buffer_sum() const { return threaded_sum(map_.ptr, trip_elems(), 8); }
 
-  // Sum of the streamed output array in double (after the run's sfence; read back outside the timed region).
+  // Sum of the streamed output array (after the run's sfence; read back outside the timed region), with the bounded
+  // error of sums::block_sum: the nt checksum's tolerance no longer depends on luck at large sizes.
   double out_sum() const {
     if (!out_.ptr) throw std::invalid_argument("no output array");
+    return threaded_sum(out_.ptr, trip_elems() / 2, esize_);
+  }
+
+  // Each thread sums its own range (first-touched by it) with sums::block_sum; the partials are added compensated.
+  double threaded_sum(const void* base, std::size_t per_trip, int esize) const {
     const int nt = int(cpus_.size());
-    std::vector<double> part(nt, 0.0);
-    const std::size_t half = trip_elems() / 2;
+    std::vector<sums::Neumaier> part(nt);
     AffinityGuard guard;
 #pragma omp parallel num_threads(nt)
     {
       const int t = omp_get_thread_num();
       pin(cpus_[t]);
-      double s = 0;
-      if (esize_ == 8) {
-        const double* p = static_cast<const double*>(out_.ptr);
-        for (std::size_t i = bounds_[t] * half; i < bounds_[t + 1] * half; ++i) s += p[i];
-      } else {
-        const float* p = static_cast<const float*>(out_.ptr);
-        for (std::size_t i = bounds_[t] * half; i < bounds_[t + 1] * half; ++i) s += double(p[i]);
-      }
-      part[t] = s;
+      const std::size_t i0 = bounds_[t] * per_trip, i1 = bounds_[t + 1] * per_trip;
+      if (esize == 8) part[t] = sums::block_sum(static_cast<const double*>(base) + i0, i1 - i0);
+      else part[t] = sums::block_sum(static_cast<const float*>(base) + i0, i1 - i0);
     }
-    double s = 0;
-    for (double v : part) s += v;
-    return s;
+    sums::Neumaier s;
+    for (const auto& x : part) s.add(x);
+    return s.value();
   }
 
   std::string pages() const { return map_.pages; }
@@ -313,13 +332,16 @@ class Stream {
       if (out_.ptr)
         std::memset(static_cast<char*>(out_.ptr) + bounds_[t] * (trip / 2) * esize_, 0,
                     (bounds_[t + 1] - bounds_[t]) * (trip / 2) * esize_);
-      for (std::size_t i = bounds_[t] * trip; i < bounds_[t + 1] * trip; ++i) {
-        const uint64_t z = data::raw(seed_, i, period_);
+      const std::size_t i0 = bounds_[t] * trip;
+      std::size_t j = i0 % period_;  // i % period, advanced without a division per element
+      for (std::size_t i = i0; i < bounds_[t + 1] * trip; ++i, j = (j + 1 == period_) ? 0 : j + 1) {
+        const uint64_t z = data::splitmix64(seed_ + uint64_t(j));
         switch (kind_) {
           case Kind::intensity_dp: case Kind::intensity_nt_dp: static_cast<double*>(map_.ptr)[i] = data::dp(z); break;
           case Kind::intensity_sp: case Kind::intensity_nt_sp: static_cast<float*>(map_.ptr)[i] = data::sp(z); break;
           case Kind::int_add: case Kind::int_mul: static_cast<uint32_t*>(map_.ptr)[i] = data::i32(z); break;
-          case Kind::load: case Kind::rmw: case Kind::store: static_cast<double*>(map_.ptr)[i] = data::cache(z); break;
+          case Kind::load: static_cast<uint64_t*>(map_.ptr)[i] = z; break;  // all 64 bits random: XOR checksum
+          case Kind::rmw: case Kind::store: static_cast<double*>(map_.ptr)[i] = data::cache(z); break;
         }
       }
     }
@@ -389,17 +411,20 @@ class Chase {
     map_.ptr = nullptr;
   }
 
-  // reps x (n / chains) dependent steps per chain; checksum = node index where each chain stands.
-  py::dict run(long reps) {
+  // reps x steps dependent steps per chain (steps 0: a whole cycle, n / chains); checksum = node index where each
+  // chain stands. A rep shorter than the cycle keeps a memory-sized chase short; the walk goes on where it stopped,
+  // so every step still lands on a node not visited since the last lap.
+  py::dict run(long reps, std::size_t steps) {
     if (!map_.ptr) throw std::invalid_argument("kernel is closed");
     if (reps <= 0) throw std::invalid_argument("reps must be > 0");
-    const std::size_t steps = n_ / std::size_t(chains_);
-    double t0, t1, c0, c1;
+    if (steps == 0) steps = n_ / std::size_t(chains_);
+    double t0, t1;
+    std::vector<ClockSample> c0(1), c1(1);
     {
       py::gil_scoped_release release;
       AffinityGuard guard;
       pin(cpu_);
-      c0 = clock_probe_hz();
+      c0[0] = clock_sample();
       t0 = now_s();
       for (long r = 0; r < reps; ++r) {
         switch (chains_) {
@@ -412,14 +437,14 @@ class Chase {
         }
       }
       t1 = now_s();
-      c1 = clock_probe_hz();
+      c1[0] = clock_sample();
     }
     std::vector<uint64_t> where;
     for (auto* p : pos_) where.push_back(uint64_t((reinterpret_cast<char*>(p) - static_cast<char*>(map_.ptr)) / stride_));
     py::dict d;
     d["time_s"] = t1 - t0;
     d["thread_time_s"] = std::vector<double>{t1 - t0};
-    d["effective_clock_hz"] = 0.5 * (c0 + c1);
+    put_clock(d, c0, c1);
     d["checksum"] = where;
     d["pages"] = map_.pages;
     return d;
@@ -454,11 +479,23 @@ PYBIND11_MODULE(_kernels, m) {
   m.doc() = "archline cpu_asm kernels: intensity (sp/dp), int32 chains, cache load/rmw/store, pointer chase.";
   m.def("compiled_isas", []() { return std::vector<std::string>{"avx512", "avx2", "sse2"}; });
   m.def("isa_info", &isa_info);
-  m.def("clock_probe_hz", [](int cpu) {
+  m.def("clock_sample", [](int cpu) {
     AffinityGuard guard;
     pin(cpu);
-    return clock_probe_hz(1u << 20);
-  }, py::arg("cpu") = -1);
+    py::dict d;
+    std::vector<ClockSample> c{clock_sample(1u << 18)};
+    put_clock(d, c, c);
+    return d;
+  }, py::arg("cpu") = -1, "add-chain, imul-chain and TSC rates (Hz) on one cpu");
+  m.def("perf_clock", [](int cpu) {
+    AffinityGuard guard;
+    pin(cpu);
+    return perf_clock(20);
+  }, py::arg("cpu") = -1, "perf cycle counter over the add chain: perf_hz, cycles_per_add, or error");
+  m.def("readback_sum", [](py::array_t<double, py::array::c_style | py::array::forcecast> a) {
+    return sums::block_sum(a.data(), std::size_t(a.size())).value();
+  }, "the checksum read-back sum (sums::block_sum) over a float64 array");
+  m.attr("READBACK_ULPS") = sums::READBACK_ULPS;
   m.def("max_threads", []() { return omp_get_num_procs(); });
   py::class_<Stream>(m, "Stream")
       .def(py::init<const std::string&, const std::string&, std::size_t, std::vector<int>, uint64_t, std::size_t>(),
@@ -472,6 +509,6 @@ PYBIND11_MODULE(_kernels, m) {
   py::class_<Chase>(m, "Chase")
       .def(py::init<py::array_t<uint64_t, py::array::c_style | py::array::forcecast>, std::size_t, int, int, bool>(),
            py::arg("order"), py::arg("stride"), py::arg("chains"), py::arg("cpu"), py::arg("hugetlb"))
-      .def("run", &Chase::run, py::arg("reps"))
+      .def("run", &Chase::run, py::arg("reps"), py::arg("steps") = 0)
       .def("close", &Chase::close);
 }
