@@ -228,7 +228,8 @@ def iter_sources(paths: Sequence[Path]) -> Iterator[tuple[Path, str, dict[str, s
             files = dataset_files(p)
             if not files:
                 raise SourceError("empty", f"{p}: a directory without Parquet files (expected a data set such as "
-                                           f"platform=<p>/host=<h>/run_id=<r>/part-0.parquet)")
+                                           f"platform=<p>/host=<h>/run_id=<r>/part-0.parquet; give CSV files "
+                                           f"themselves, e.g. {p}/*.csv)")
             for f in files:
                 yield f, "parquet", _partition_values(f, p)
         elif not p.exists():

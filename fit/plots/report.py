@@ -77,7 +77,9 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
             _bars(ax_res, intensity[sel], mean[sel], sd[sel], color=c, label=f"energy {prec.upper()}")
             if "t_err" in quantities:
                 mean, sd = quantities["t_err"]
-                _bars(ax_res, intensity[sel], mean[sel], sd[sel], color=c, fmt="x", label=f"time {prec.upper()}")
+                # a little to the right, so the time bars do not hide the energy bars at the same intensity
+                _bars(ax_res, intensity[sel] * 1.12, mean[sel], sd[sel], color=c, fmt="x",
+                      label=f"time {prec.upper()} (vs roofline)")
         m = _machine(r, prec)
         if m is None:
             continue
