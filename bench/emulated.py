@@ -116,7 +116,7 @@ class EmulatedModel:
                 rates[col], src[col] = 1.0 / tau, f"1/{tau_key}"
         for col, (base, factor) in DERIVED_RATE_FACTORS.items():
             if col in eps and col not in rates and base in rates:
-                rates[col], src[col] = rates[base] * factor, f"IMPL NOTE: {factor:g} x rate of {base}"
+                rates[col], src[col] = rates[base] * factor, f"assumed: {factor:g} x rate of {base}"
         eps = {c: v for c, v in eps.items() if c in rates}
         if "bytes_mem" not in eps:
             raise EmulationError(f"platform '{plat.name}' cannot be emulated: it needs eps_mem and a memory rate "
@@ -129,7 +129,7 @@ class EmulatedModel:
         elif (iw := plat.value("idle_w")) is not None:
             idle, idle_src = iw, f"constants.idle_w ({plat.source('idle_w')})"
         else:
-            idle, idle_src = IDLE_FRACTION_OF_PI0 * pi0, f"IMPL NOTE: {IDLE_FRACTION_OF_PI0:g} x pi0 (no idle_w given)"
+            idle, idle_src = IDLE_FRACTION_OF_PI0 * pi0, f"assumed: {IDLE_FRACTION_OF_PI0:g} x pi0 (no idle_w given)"
         delta = plat.value("delta_pi")
         model = cls(platform=plat.name, pi0_w=pi0, idle_w=idle, idle_source=idle_src,
                     delta_pi_w=math.inf if delta is None else delta, rate_per_s=rates, eps_j=eps, rate_source=src)

@@ -393,7 +393,7 @@ def parse_dvfs(table: Any, origin: str) -> DvfsSection:
         if k in t:
             files = _str_list(t[k], f"{where} {k}")
             if len(files) != 2:
-                raise ProfileSectionError(f"{where} {k}: expected [rate_file, state_file] (model.md §5)")
+                raise ProfileSectionError(f"{where} {k}: expected [rate_file, state_file] (S1 §5.2.2)")
     return DvfsSection(
         core_clock_files=tuple(t.get("core_clock_files", ())), mem_clock_files=tuple(t.get("mem_clock_files", ())),
         settings=tuple(settings), source=str(t.get("source", "")))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.kernels import Backend, KernelSpec, RunResult
+from archline.bench.kernels import Backend, KernelSpec, PreparedKernel, RunResult
 from archline.bench.results import make_row, new_run_id, utc_now_iso, write_rows
 
 ProgressCb = Callable[[int, int, KernelSpec, RunResult], None]
@@ -24,27 +24,50 @@ class PointResult:
     result: RunResult
 
 
-def choose_reps(warmup: RunResult, min_time_s: float, max_reps: int = 1_000_000) -> int:
-    """Repetitions that make the timed region last at least ``min_time_s``, from a 1-rep warm-up."""
+def choose_reps(warmup: RunResult, min_time_s: float, max_reps: int = 1_000_000_000) -> int:
+    """Repetitions that make the timed region last at least ``min_time_s``, from a calibration run."""
     per_rep = warmup.time_s / max(warmup.reps, 1)
     if per_rep <= 0:
         return max_reps
     return int(min(max_reps, max(1, math.ceil(min_time_s / per_rep))))
 
 
+#: a calibration run shorter than this share of min_time is too short to size reps from (likwid-bench, too, raises
+#: its iteration count until a run lasts long enough): one cold L1 rep took 7x a warm one, so a region sized from it
+#: lasted 29 ms instead of 200 ms and read 0.78x the bandwidth
+CALIBRATE_SHARE = 0.05
+
+
+def calibrate(prepared: PreparedKernel, min_time_s: float) -> tuple[int, bool]:
+    """Warm up and size the timed region: run 1 rep, then grow the count until a run lasts CALIBRATE_SHARE x
+    ``min_time_s``; returns (reps for the timed region, every calibration run's checksum ok)."""
+    reps, ok = 1, True
+    res = prepared.run(1)
+    ok = ok and res.checksum_ok
+    while res.time_s < CALIBRATE_SHARE * min_time_s and reps < 1_000_000_000:
+        grow = CALIBRATE_SHARE * min_time_s / max(res.time_s, 1e-9)
+        reps = int(min(1_000_000_000, max(2 * reps, math.ceil(reps * grow))))
+        res = prepared.run(reps)
+        ok = ok and res.checksum_ok
+    return choose_reps(res, min_time_s), ok
+
+
 def measure(backend: Backend, spec: KernelSpec, *, reps: int | None = None, min_time_s: float = 0.2,
             device: str | None = None) -> RunResult:
-    """Run one point: a 1-rep warm-up (dropped, also sizes ``reps`` when not given), then the timed run."""
+    """Run one point: warm-up and calibration (dropped; they size ``reps`` when it is not given), then the timed
+    run."""
     if reps is not None and (isinstance(reps, bool) or not isinstance(reps, int) or reps <= 0):
         raise BenchError(f"reps must be a positive integer, got {reps!r}")
     if not min_time_s > 0:
         raise BenchError(f"min_time_s must be > 0, got {min_time_s}")
     prepared = backend.prepare(spec, device)
     try:
-        warm = prepared.run(1)
-        n = reps if reps is not None else choose_reps(warm, min_time_s)
+        if reps is None:
+            n, warm_ok = calibrate(prepared, min_time_s)
+        else:
+            n, warm_ok = reps, prepared.run(1).checksum_ok
         res = prepared.run(n)
-        res.checksum_ok = res.checksum_ok and warm.checksum_ok
+        res.checksum_ok = res.checksum_ok and warm_ok
         return res
     finally:
         prepared.close()

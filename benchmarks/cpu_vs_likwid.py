@@ -5,8 +5,9 @@
 
 Prints, for each pair, the median over R paired rounds (order flipped each round) of the ratio archline / likwid,
 with a distribution-free 95% CI of that median and the best/best ratio:
-  * peak DP / SP FMA GFLOP/s: our intensity kernel at its top point (64 flop/B) on an L1-resident buffer vs
-    peakflops_avx512_fma / peakflops_sp_avx512_fma (peakflops_avx_fma / peakflops_sp_avx_fma without AVX-512);
+  * peak DP / SP FMA GFLOP/s: the default sweep's top point exactly as `archline bench run` runs it (nt stream,
+    64 flop/B, memory-sized working set) vs peakflops_avx512_fma / peakflops_sp_avx512_fma on L1-resident data
+    (peakflops_avx_fma / peakflops_sp_avx_fma without AVX-512);
   * memory bandwidth on 1 GB, against stream_mem_avx512 / stream_mem_avx_fma (triad: 2 loads + 1 non-temporal
     store per element, 24 B counted): the default intensity sweep (store="nt": G loads + G/2 streamed stores per
     trip, bytes = read + written) at its lowest point F = G/2 (1/12 flop/B in DP, the triad's own intensity) and
@@ -14,8 +15,9 @@ with a distribution-free 95% CI of that median and the best/best ratio:
     read-only peer load_avx512 / load_avx on 1 GB;
   * L1 / L2 read bandwidth: our cache 'load' kernel vs load_avx512 / load_avx at the same total working set;
   * pointer-chase latency per level (ns and cycles per access, 1 chain and 8 chains), L1 against the documented
-    load-to-use latency (Zen 3: 4 cycles, AMD SOG 19h; Intel Skylake: 4-5 cycles).
-Targets from issue 5: flops >= 0.98, bandwidth >= 0.95.
+    load-to-use latencies (Zen 3/4 and Skylake: 4-5 cycles; Golden Cove: 5), 3-6 cycles with the chase loop.
+Targets (issues 5 and 13): flops >= 0.98, bandwidth >= 0.95. Every "ours" point is timed by the same calibration
+(bench.run.calibrate) as `archline bench run`, so the CLI reaches what this script reports.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from archline.bench.cpu_asm import topology as topo
 from archline.bench.cpu_asm.backend import CpuAsmBackend, best_isa
 from archline.bench.cpu_asm.variants import ISAS
 from archline.bench.kernels import KernelSpec
-from archline.bench.run import choose_reps, measure
+from archline.bench.run import calibrate, measure
 
 
 def likwid(test: str, size: str, threads: int) -> dict[str, float]:
@@ -66,7 +68,7 @@ class Ours:
         """(GFLOP/s or GB/s, as ``metric`` says; checksum ok; effective clock GHz)"""
         if self.prepared is None:
             self.prepared = self.backend.prepare(self.spec)
-            self.reps = choose_reps(self.prepared.run(1), self.min_time_s)
+            self.reps = calibrate(self.prepared, self.min_time_s)[0]
         res = self.prepared.run(self.reps)
         c = res.counts
         value = (c.flops if self.metric == "flops" else c.bytes_total) / res.time_s
@@ -149,12 +151,13 @@ def main() -> int:
         return Ours(be, spec, a.min_time, "bytes")
 
     if "peak" not in skip:
+        # the peak of the default sweep: its top point as `archline bench run` runs it (nt stream, 64 flop/B,
+        # memory-sized working set), against likwid's L1-resident peakflops
         for prec, test in (("dp", f"peakflops_{suffix}_fma"), ("sp", f"peakflops_sp_{suffix}_fma")):
-            f_top = v.g_fp * (256 if prec == "dp" else 128)   # 64 flop/byte
+            top = max(be.sweep("intensity", prec), key=lambda s: s.params["fma_per_trip"])
+            spec = KernelSpec(top.backend, top.kernel, top.precision, top.level, {**top.params, "threads": t})
             l1 = ws["l1"]
-            spec = KernelSpec("cpu_asm", "intensity", prec, "mem",
-                              {"fma_per_trip": f_top, "working_set_bytes": l1, "threads": t})
-            pair(f"peak {prec.upper()} FMA (64 flop/B, L1)",
+            pair(f"peak {prec.upper()}, default sweep top point ({top.params['working_set_bytes'] // 2**20} MiB)",
                  lambda test=test, l1=l1: likwid(test, f"{l1 // 1024}kB", t)["MFlops/s"] / 1e3,
                  flops(spec), "GFLOP/s", 0.98)
     if "stream" not in skip:
@@ -211,8 +214,9 @@ def main() -> int:
             print(f"  {level:5s} {size / 1024:10.0f} KiB  {cells}", flush=True)
             report.setdefault("chase", []).append(row)
         l1c = report["chase"][0]["1ch"]["cycles"]
-        print(f"L1 chase {l1c:.2f} cycles vs documented 4 (Zen 3 integer load-to-use): "
-              f"{'within' if abs(l1c - 4) <= 1 else 'NOT within'} one cycle")
+        # integer load-to-use latency: 4-5 cycles on Zen 3/4, Skylake; 5 on Golden Cove; 4 on Neoverse N1
+        print(f"L1 chase {l1c:.2f} cycles: {'within' if 3 <= l1c <= 6 else 'NOT within'} 3-6 cycles "
+              "(documented load-to-use latencies: 4-5)")
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(report, fh, indent=2, default=str)

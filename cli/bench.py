@@ -67,7 +67,9 @@ def _parse_bytes(text: str) -> int:
 @bench.command("run")
 @click.option("--platform", default="localhost", show_default=True, help="Platform profile name for the rows.")
 @click.option("--backend", default="cpu_asm", show_default=True, help="cpu_asm, opencl or cuda.")
-@click.option("--kernel", default="intensity", show_default=True, help="intensity, cache, chase or int.")
+@click.option("--kernel", default="intensity", show_default=True,
+              help="intensity, cache, chase or int; opencl/cuda also 'ceilings' (S4's optimisation ceilings: "
+                   "ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`).")
 @click.option("--precision", default=None, help="sp or dp (int32 for int); default dp, int32 for int.")
 @click.option("--quick", is_flag=True, help="Smaller working sets (memory level: 8x the last cache).")
 @click.option("--reps", type=int, default=None, help="Repetitions per point (default: sized by --min-time).")

@@ -66,7 +66,7 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
         click.echo(json.dumps({"algorithm": algorithm, "machine": machine.name, "machine_source": machine.source,
                                "objective": objective, "eps_scaling": machine.eps_scaling, "best": row(best),
                                "best_per_llc": [row(p) for p in per_llc], "notes": ds.notes,
-                               "citation": "S2 Sec. 4-6 (Elango et al., TACO 2015); model.md §12.3"}, indent=2))
+                               "citation": "S2 Sec. 4-6 (Elango et al., TACO 2015)"}, indent=2))
         return
     click.echo(f"{algorithm} on {machine.name} ({machine.source}); objective: {objective}")
     click.echo(f"{'LLC':>8}{'alpha':>7}{'Pmax':>6}{'P':>4}{'f GHz':>7}{'OI flop/B':>11}{'GFLOP/s':>9}"

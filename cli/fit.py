@@ -46,7 +46,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     fitting every row); the output gives rows and configurations.
 
     \b
-    Models (model.md §6):
+    Models (equations in docs/model.md):
       basic   S0 eq.9, SP and DP jointly (statsmodels OLS)
       cache   + L1/L2/L3/shared, random-access, integer terms (joint or residual eq.11-12)
       capped  power-cap model eq.32-38 (scipy least squares), KS test free vs capped

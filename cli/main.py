@@ -23,6 +23,8 @@ SUBCOMMANDS: dict[str, str] = {
     "predict": "archline.cli.predict:predict",
     "tune": "archline.cli.tune:tune",
     "design-space": "archline.cli.design_space:design_space",
+    "ipp": "archline.cli.ipp:ipp",
+    "iso-power": "archline.cli.iso_power:iso_power",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".
@@ -71,7 +73,8 @@ def cli() -> None:
       archline model predict gtx580 --intensity 0.5,4,32
       archline model plot gtx580 --out gtx580.png
 
-    Every command has --help with examples.
+    Every command has --help with examples; the model's equations, with the
+    papers' equation and table numbers, are in docs/model.md.
     """
 
 

@@ -66,9 +66,20 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
             v, shown_unit = display(summary[p].get(sym), unit)
             vals.append(v)
         rows.append([sym, *vals, shown_unit, meaning])
-    echo_table(["symbol", *[p.upper() for p in precs], "unit", "meaning"], rows)
-    if "delta_pi" not in summary[precs[0]]:
-        click.echo("\ndelta_pi unknown: free (uncapped) model. " + (pl.source("delta_pi") or ""))
+    if rows:
+        echo_table(["symbol", *[p.upper() for p in precs], "unit", "meaning"], rows)
+    else:
+        click.echo("nothing can be computed from this profile's constants")
+    for p in precs:
+        by_reason: dict[str, list[str]] = {}
+        for sym, why in summary[p].get("missing", {}).items():
+            by_reason.setdefault(why, []).append(sym)
+        for why, syms in by_reason.items():
+            click.echo(f"cannot compute {', '.join(syms)} ({p.upper()}): {why}")
+    if "delta_pi" not in summary[precs[0]] and "missing" not in summary[precs[0]]:
+        why = pl.source("delta_pi")
+        click.echo("\ndelta_pi (the power cap) is not known, so the free (uncapped) model is used"
+                   + (f" ({why})" if why else ""))
 
 
 @model.command("predict")
@@ -123,3 +134,98 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -
     curves = curves_for(pls, [p for p in precs if all(p in pl.precisions_available() for pl in pls)] or precs)
     path = plot_model(curves, out or Path(f"{pls[0].name}.png"))
     click.echo(f"wrote {path}")
+
+
+@model.command("peak")
+@click.argument("name_or_profile")
+@click.option("--mix", "mix_name", required=True, metavar="FILE|fmmu",
+              help="instruction mix (.toml with [instructions.<class>] count, unit = core|sfu, flops); "
+                   "'fmmu' is the FMM_U inner loop of the thesis")
+@format_option
+def peak_cmd(name_or_profile: str, mix_name: str, fmt: str) -> None:
+    """The peak flop rate for a given instruction mix, from the profile's issue rules ([issue] table).
+
+    \b
+    Each class's cycles per warp instruction (32 lanes / its units), the scalar instructions an SM issues
+    a cycle while it runs, and its flops per instruction give the mix's average flops per cycle per SM:
+      peak = SMs x clock x sum_c(n_c*cycles_c*flops_per_cycle_c) / sum_c(n_c*cycles_c)
+    (the thesis §3.4.4; docs/model.md). The FMA-only peak assumes every instruction is an FMA.
+
+    \b
+    Examples:
+      archline model peak gtx580 --mix fmmu         788 GFLOP/s for FMM_U, against 1581 with FMAs only
+      archline model peak gtx580 --mix mymix.toml --format json
+    """
+    from archline.fit.analyses.mix_peak import issue_rules, load_mix, mix_peak
+    from archline.fit.platforms.profiles import load_platform
+
+    pl = load_platform(name_or_profile)
+    rules = issue_rules(pl)
+    mix = load_mix(mix_name)
+    r = mix_peak(rules, mix)
+    fma_peak = pl.value("peak_flop_per_s_sp")
+    out = {"platform": pl.name, "mix": mix.name, "mix_source": mix.source, "issue_source": rules.source,
+           "flops_per_mix": mix.flops, "instructions_per_mix": mix.instructions, **r.as_dict(),
+           "fma_peak_flop_per_s": fma_peak,
+           "fraction_of_fma_peak": None if not fma_peak else r.peak_flop_per_s / fma_peak}
+    if fmt == "json":
+        echo_json(out)
+        return
+    click.echo(f"{pl.name}, mix {mix.name}: {mix.flops:g} flops in {mix.instructions:g} instructions "
+               f"({rules.sms} SMs x {rules.cores_per_sm} cores, {rules.sfus_per_sm} SFUs, "
+               f"{rules.clock_hz / 1e9:g} GHz)")
+    echo_table(["class", "count", "unit", "flops/instr", "cycles", "instr/cycle", "flops/cycle"],
+               [[c["class"], f"{c['count']:g}", c["unit"], f"{c['flops_per_instruction']:g}", f"{c['cycles']:g}",
+                 f"{c['instructions_per_cycle']:g}", f"{c['flops_per_cycle']:g}"] for c in r.per_class])
+    click.echo(f"cycles per mix (per SM, one warp): {r.cycles_per_mix:g}")
+    click.echo(f"average issue rate: {r.instructions_per_cycle:.4g} scalar instructions/cycle/SM; "
+               f"{r.flops_per_cycle:.4g} flops/cycle/SM")
+    click.echo(f"instruction-mix peak: {r.peak_flop_per_s / 1e9:.4g} GFLOP/s"
+               + (f" (FMA-only peak {fma_peak / 1e9:.4g} GFLOP/s: {100 * r.peak_flop_per_s / fma_peak:.1f}%)"
+                  if fma_peak else ""))
+
+
+@model.command("keckler")
+@click.argument("name_or_costs", default="gtx580")
+@format_option
+def keckler_cmd(name_or_costs: str, fmt: str) -> None:
+    """What the fitted flop and DRAM costs hold beyond Keckler et al.'s circuit energies (Choi et al. §V-A).
+
+    \b
+    Keckler et al. give a Fermi-class double-precision FMA 50 pJ (25 pJ per flop), a DRAM byte 253-389 pJ and
+    an SRAM read or write 1.75 pJ per byte. The fitted eps_flop_dp minus 25 pJ is the instruction overhead of
+    a flop; spread over a 4-byte word it adds to the DRAM cost, and so does one write and one read of L1 and
+    of L2 (7 pJ/B). The result is compared with the fitted eps_mem.
+
+    \b
+    Examples:
+      archline model keckler                 the GTX 580: 187 pJ overhead per flop, 307-443 pJ/B against 513
+      archline model keckler my-costs.json --format json
+    """
+    from archline.fit.analyses.keckler import keckler_comparison
+    from archline.fit.platforms.profiles import load_platform
+
+    k = keckler_comparison(load_platform(name_or_costs))
+    if fmt == "json":
+        echo_json({**k.as_dict(), "source": "Choi et al., IPDPS 2013, §V-A; Keckler et al., IEEE Micro 2011"})
+        return
+
+    def pj(v: float) -> str:
+        return f"{v * 1e12:.4g}"
+
+    def rng(v: tuple[float, float]) -> str:
+        return f"{pj(v[0])}-{pj(v[1])}"
+
+    click.echo(f"{k.platform}: fitted eps_flop_dp {pj(k.eps_flop_dp_j)} pJ/flop, "
+               f"eps_mem {pj(k.eps_mem_j_per_byte)} pJ/B")
+    echo_table(["quantity", "value", "unit", "how"], [
+        ["Keckler flop (FPU only)", "25", "pJ/flop", "50 pJ per DP FMA / 2 flops"],
+        ["fitted / Keckler", f"{k.ratio_to_keckler_flop:.3g}", "x", "eps_flop_dp / 25 pJ"],
+        ["overhead per flop", pj(k.overhead_per_flop_j), "pJ/flop", "eps_flop_dp - 25 pJ"],
+        ["overhead per SP byte", pj(k.overhead_per_byte_j), "pJ/B", "overhead / 4-byte word"],
+        ["DRAM + overhead", rng(k.mem_with_overhead_j_per_byte), "pJ/B", "253-389 pJ/B + overhead per byte"],
+        ["L1 + L2 SRAM", pj(k.sram_j_per_byte), "pJ/B", "2 levels x (write + read) x 1.75 pJ/B"],
+        ["total estimate", rng(k.total_estimate_j_per_byte), "pJ/B", "DRAM + overhead + SRAM"],
+        ["fitted eps_mem - estimate", rng(k.fitted_minus_estimate_j_per_byte), "pJ/B",
+         "cache management, tag matching, ..."],
+    ])

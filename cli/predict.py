@@ -19,17 +19,22 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
     """Energy and time of the application(s) counted in COUNTS, term by term.
 
     \b
-    E = sum_i N_i*eps_i + pi0*T   (thesis Ch. 6; model.md §6.6). T is the measured time_s when the
+    E = sum_i N_i*eps_i + pi0*T   (S1 Ch. 6; docs/model.md). T is the measured time_s when the
     counts give it, else the model time max(W*tau_flop, Q*tau_mem).
 
     \b
     COUNTS is a CSV with one row per application or kernel and columns named as result rows:
       name,time_s,flops_sp,flops_dp,int_ops,bytes_mem,bytes_l3,bytes_l2,bytes_l1,bytes_shared,rand_accesses
-    (any subset; core_mhz,mem_mhz or core_v,mem_v pick a DVFS setting), or an nvprof --csv --metrics export.
+    (any subset; core_mhz,mem_mhz or core_v,mem_v pick a DVFS setting), or an nvprof --csv --metrics export,
+    or hardware counters read by the thesis's recipe (§6.2): an nvprof --csv --events export, or columns named
+    by the counters (name,time_s,l1_global_load_hit,l1_shared_load_transactions,l2_subp0_read_l1_hit_sectors,
+    ...,fb_subp0_read_sectors,fb_subp1_read_sectors,flop_count_sp_fma,inst_integer). L1 hits count 128 B,
+    L2 and DRAM sectors 32 B; each byte is charged once, at the level that served it.
 
     \b
     Example:
       archline predict fmm_counts.csv --costs gtx580 --plot fmm.png
+      archline predict nvprof-events.csv --costs jetson-dvfs.json --format json
     """
     from archline.fit.analyses import app_predict as ap
     from archline.fit.platforms.profiles import load_platform
@@ -42,7 +47,7 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
                           + (" (emulated)" if platform.emulated else ""))
     if fmt == "json":
         click.echo(json.dumps({"platform": platform.name, "emulated": platform.emulated,
-                               "source": "S1 Ch. 6; model.md §6.6",
+                               "source": "S1 Ch. 6",
                                "predictions": [p.as_dict() for p in preds]}, indent=2))
         return
     terms = [t for t in [*ap.TERMS, ap.CONSTANT_TERM] if any(t in p.terms_j for p in preds)]
@@ -56,6 +61,8 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
         t_mark = "" if p.time_source == "measured" else "*"
         click.echo(f"{p.name:<16}{p.energy_j:>12.5g}{p.time_s:>11.4g}{t_mark or ' '}"
                    f"{p.power_w:>10.4g}  {parts}")
+    for note in dict.fromkeys(n for p in preds for n in p.notes):
+        click.echo(f"note: {note}")
     if any(p.time_source == "model" for p in preds):
         click.echo("* time from the model, max(W*tau_flop, Q*tau_mem): no time_s in the counts")
     if plot_path is not None:

@@ -44,7 +44,7 @@ def tune(costs: str, intensity: float | None, precision: str, flops_per_cycle: f
         raise click.UsageError("give --intensity I, --measured RESULTS.csv, or both")
     platform = load_platform(costs)
     out: dict[str, object] = {"platform": platform.name, "emulated": platform.emulated,
-                              "source": "S1 §5.3.2, Table 8; model.md §6.5"}
+                              "source": "S1 §5.3.2, Table 8"}
     ranked: list[dt.Ranked] = []
     if intensity is not None:
         ranked = dt.rank_settings(platform, intensity, precision, flops_per_cycle=flops_per_cycle,

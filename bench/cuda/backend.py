@@ -21,6 +21,15 @@ import numpy as np
 
 from archline.bench.cuda import nvcc
 from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
+from archline.bench.gpu_ceiling_kernels import (
+    CEILING_KERNELS,
+    CEILING_SWEEPS,
+    CeilingKernelDesc,
+    ceiling_describe,
+    ceiling_points,
+    exact_check,
+    parse_ceiling_spec,
+)
 from archline.bench.gpu_kernels import (
     CONST_C,
     INT_C,
@@ -238,7 +247,9 @@ class CudaPrepared:
             self._expected = self.desc.reference(self._host, self.global_size, self.rounds,
                                                  self.local_size).reshape(-1)
         exp = self._expected
-        if self.desc.precision == "int32" or self.desc.kernel == "chase":
+        if getattr(self.desc, "exact_checksum", False):
+            ok = exact_check(got, exp)[0]
+        elif self.desc.precision == "int32" or self.desc.kernel == "chase":
             ok = bool(np.array_equal(got, exp))
         else:
             tol = (64 * 20.0 if self.desc.kernel == "intensity" else 4.0) * float(np.finfo(self.desc.dtype).eps)
@@ -283,9 +294,12 @@ class CudaBackend:
         variants += [("cache", p, lv) for p in ("sp", "dp") for lv in ("shared", "l2", "mem")]
         variants += [("chase", "int32", lv) for lv in ("l2", "mem")]
         return [{"name": k, "precision": p, "level": lv, "available": ok, "reason": "" if ok else why,
-                 "backend": NAME, **describe_counts(k, p, lv)} for k, p, lv in variants]
+                 "backend": NAME, **describe_counts(k, p, lv)} for k, p, lv in variants] + \
+            ceiling_describe(NAME, ok, why)
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
+        if kernel in CEILING_SWEEPS:
+            return ceiling_points(NAME, kernel, precision, quick)
         if kernel in ("intensity", "int"):
             return [KernelSpec(NAME, kernel, precision, "mem", p) for p in intensity_points(precision, quick)]
         if kernel == "cache":
@@ -301,13 +315,18 @@ class CudaBackend:
         params = dict(spec.params)
         arch = nvcc.check_arch(str(params.get("arch", info["arch"])))
         geo = gpu_geometry(info, spec.kernel, spec.precision)
-        desc, gsz, lsz, rounds, n = parse_spec(spec.kernel, spec.precision, spec.level, params, geo,
-                                               lambda lv: default_working_set_bytes(info, lv),
-                                               int(info["shared_per_block_bytes"]))
+        ws_bytes = lambda lv: default_working_set_bytes(info, lv)  # noqa: E731
+        if spec.kernel in CEILING_KERNELS:
+            desc, gsz, lsz, rounds, n = parse_ceiling_spec(spec.kernel, spec.precision, params, geo, ws_bytes)
+        else:
+            desc, gsz, lsz, rounds, n = parse_spec(spec.kernel, spec.precision, spec.level, params, geo, ws_bytes,
+                                                   int(info["shared_per_block_bytes"]))
         rng = np.random.default_rng(int(params.get("seed", 0x5EED)))
         host = desc.make_input(n, rng)
         args: list[Any]
-        if desc.kernel in ("intensity", "int"):
+        if isinstance(desc, CeilingKernelDesc):
+            args = desc.scalar_args(gsz, rounds, n)
+        elif desc.kernel in ("intensity", "int"):
             if desc.precision == "int32":
                 args = [np.uint32(INT_C), np.uint32(INT_SEED), np.uint32(rounds)]
             else:

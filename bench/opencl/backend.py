@@ -14,6 +14,15 @@ from typing import Any
 import numpy as np
 
 from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
+from archline.bench.gpu_ceiling_kernels import (
+    CEILING_KERNELS,
+    CEILING_SWEEPS,
+    CeilingKernelDesc,
+    ceiling_describe,
+    ceiling_points,
+    exact_check,
+    parse_ceiling_spec,
+)
 from archline.bench.gpu_kernels import (
     CONST_C,
     INT_C,
@@ -232,6 +241,8 @@ class OpenCLPrepared:
         self._cl.enqueue_copy(self._queue, self._out_host, self._out).wait()
         exp = self.expected()
         got = self._out_host
+        if getattr(self.desc, "exact_checksum", False):
+            return exact_check(got, exp)
         if self.desc.precision == "int32" or self.desc.kernel == "chase":
             ok = bool(np.array_equal(got, exp))
             return ok, {"checksum": int(got.astype(np.uint64).sum()), "checksum_ref": int(exp.astype(np.uint64).sum()),
@@ -305,9 +316,11 @@ class OpenCLBackend:
                 avail, reason = False, "unsupported: the device has no fp64 (cl_khr_fp64)"
             rows.append({"name": kernel, "precision": prec, "level": level, "available": avail,
                          "reason": reason, "backend": NAME, **describe_counts(kernel, prec, level)})
-        return rows
+        return rows + ceiling_describe(NAME, ok, why, fp64)
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
+        if kernel in CEILING_SWEEPS:
+            return ceiling_points(NAME, kernel, precision, quick)
         if kernel in ("intensity", "int"):
             return [KernelSpec(NAME, kernel, precision, "mem", p) for p in intensity_points(precision, quick)]
         if kernel == "cache":
@@ -324,9 +337,12 @@ class OpenCLBackend:
             raise UnsupportedError(f"unsupported: {dev.name.strip()} has no fp64 (cl_khr_fp64); dp kernels cannot run")
         params = dict(spec.params)
         ws = tuned_work_size(dev, spec.kernel, spec.precision, spec.level)
-        desc, gsz, lsz, rounds, n_elems = parse_spec(
-            spec.kernel, spec.precision, spec.level, params, ws,
-            lambda lv: default_working_set_bytes(dev, spec.kernel, lv), int(dev.local_mem_size))
+        ws_bytes = lambda lv: default_working_set_bytes(dev, spec.kernel, lv)  # noqa: E731
+        if spec.kernel in CEILING_KERNELS:
+            desc, gsz, lsz, rounds, n_elems = parse_ceiling_spec(spec.kernel, spec.precision, params, ws, ws_bytes)
+        else:
+            desc, gsz, lsz, rounds, n_elems = parse_spec(spec.kernel, spec.precision, spec.level, params, ws,
+                                                         ws_bytes, int(dev.local_mem_size))
         seed = int(params.get("seed", 0x5EED))
         rng = np.random.default_rng(seed)
         host = desc.make_input(n_elems, rng)
@@ -335,7 +351,9 @@ class OpenCLBackend:
                 f"buffer of {host.nbytes} B exceeds the device's max allocation {dev.max_mem_alloc_size} B"
             )
         extra_args: list[Any] = []
-        if desc.kernel in ("intensity", "int"):
+        if isinstance(desc, CeilingKernelDesc):
+            extra_args = desc.scalar_args(gsz, rounds, n_elems)
+        elif desc.kernel in ("intensity", "int"):
             if desc.precision == "int32":
                 extra_args = [np.uint32(INT_C), np.uint32(INT_SEED)]
             else:

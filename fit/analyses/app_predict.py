@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archline.fit.analyses import counter_recipe as cr
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at
 from archline.fit.model.hierarchy import COUNT_TO_COST
@@ -63,6 +64,7 @@ class CountsRow:
     counts: dict[str, float]
     time_s: float | None = None
     setting: dict[str, float] = field(default_factory=dict)   # core_mhz, mem_mhz, core_v, mem_v (any subset)
+    notes: list[str] = field(default_factory=list)            # how the counts were derived (counter recipe)
 
 
 @dataclass
@@ -74,6 +76,7 @@ class Prediction:
     terms_j: dict[str, float]          # term -> energy, constant included
     costs_used: dict[str, float]       # coefficient -> value
     setting: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def power_w(self) -> float:
@@ -82,7 +85,7 @@ class Prediction:
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "energy_j": self.energy_j, "time_s": self.time_s,
                 "time_source": self.time_source, "power_w": self.power_w,
-                "terms_j": self.terms_j, "costs": self.costs_used, "setting": self.setting}
+                "terms_j": self.terms_j, "costs": self.costs_used, "setting": self.setting, "notes": self.notes}
 
 
 def _float(x: str, where: str) -> float:
@@ -114,9 +117,41 @@ def _read_nvprof(rows: list[dict[str, str]], path: Path) -> list[CountsRow]:
     return list(out.values())
 
 
+RECIPE_NOTE = "counts from hardware counters by the thesis recipe (S1 §6.2)"
+
+
+def _read_recipe_events(lines: list[str], path: Path) -> list[CountsRow]:
+    out = []
+    for kernel, counters in cr.read_events_export(lines, str(path)).items():
+        counts, notes = cr.counts_from_counters(counters, f"{path}: kernel '{kernel}'")
+        out.append(CountsRow(kernel, counts, notes=[RECIPE_NOTE, *notes]))
+    return out
+
+
+def _read_recipe_wide(fields: list[str], rows: list[dict[str, str]], path: Path) -> list[CountsRow]:
+    """One row per kernel, counter names as columns, with the meta columns of a counts file."""
+    unknown = [f for f in fields if not cr.is_recipe_counter(f) and f not in META_COLUMNS]
+    if unknown:
+        raise CountsFormatError(f"{path}: column '{unknown[0]}' is neither a counter of the thesis recipe nor one "
+                                f"of {', '.join(META_COLUMNS)}")
+    out: list[CountsRow] = []
+    for k, raw in enumerate(rows, start=2):
+        r = {(a or "").strip(): (b or "").strip() for a, b in raw.items()}
+        name = r.get("name") or r.get("kernel") or f"row{k - 1}"
+        counters = {c: _float(r[c], f"{path}: line {k}: {c}") for c in fields if cr.is_recipe_counter(c) and r.get(c)}
+        counts, notes = cr.counts_from_counters(counters, f"{path}: line {k}")
+        t = _float(r["time_s"], f"{path}: line {k}: time_s") if r.get("time_s") else None
+        setting = {c: _float(r[c], f"{path}: line {k}: {c}")
+                   for c in ("core_mhz", "mem_mhz", "core_v", "mem_v") if r.get(c)}
+        out.append(CountsRow(name, counts, t, setting, [RECIPE_NOTE, *notes]))
+    if not out:
+        raise CountsFormatError(f"{path}: no data rows")
+    return out
+
+
 def read_counts(path: Path) -> list[CountsRow]:
-    """A counts CSV (result-column names; optional name, time_s and DVFS setting columns), or an nvprof
-    export."""
+    """A counts CSV (result-column names; optional name, time_s and DVFS setting columns), an nvprof --metrics
+    export, or hardware counters for the thesis recipe (an nvprof --events export, or counter-name columns)."""
     try:
         text = path.read_text()
     except OSError as e:
@@ -127,8 +162,12 @@ def read_counts(path: Path) -> list[CountsRow]:
     if not fields:
         raise CountsFormatError(f"{path}: empty counts file")
     rows = list(reader)
+    if "Event Name" in text:
+        return _read_recipe_events(lines, path)
     if "Metric Name" in fields:
         return _read_nvprof(rows, path)
+    if any(cr.is_recipe_counter(f) for f in fields):
+        return _read_recipe_wide(fields, rows, path)
     unknown = [f for f in fields if f not in COUNT_TO_COST and f not in META_COLUMNS]
     if unknown:
         raise CountsFormatError(
@@ -236,7 +275,8 @@ def predict_row(row: CountsRow, costs: Mapping[str, float], platform_name: str,
         t_mem = q * need("tau_mem", why) if q else 0.0
         t, source = max(sum(t_parts), t_mem), "model"
     terms[CONSTANT_TERM] = need("pi0", f"the constant-power term of '{row.name}'") * t
-    return Prediction(row.name, sum(terms.values()), t, source, terms, used, dict(setting or row.setting))
+    return Prediction(row.name, sum(terms.values()), t, source, terms, used, dict(setting or row.setting),
+                      list(row.notes))
 
 
 def predict(rows: Sequence[CountsRow], platform: Platform) -> list[Prediction]:
@@ -262,9 +302,11 @@ def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from archline.fit.plots.layout import legend_outside, save_figure
+
     terms = [t for t in [*TERMS, CONSTANT_TERM] if any(t in p.terms_j for p in predictions)]
     names = [p.name for p in predictions]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 3), 4.2))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 3), 4.2), layout="constrained")
     bottom = [0.0] * len(predictions)
     for t in terms:
         vals = [p.terms_j.get(t, 0.0) for p in predictions]
@@ -272,10 +314,6 @@ def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("predicted energy (J)")
     ax.set_title(title or "predicted energy by term (S1 Ch. 6)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    legend_outside(ax, fontsize=8, where="right")
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
-    fig.tight_layout()
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=120)
-    plt.close(fig)
-    return out_path
+    return save_figure(fig, out_path, dpi=120)

@@ -1,23 +1,210 @@
-"""Iso-power comparison of a big and a small system (S1 §4.1, §5.2.3; model.md §4)."""
+"""Iso-power comparison: how many of a small system B match a big system A in power, and what each then
+delivers in time and energy (S1 §4.1, §4.4.4, §5.2.3; model.md §4).
+
+N = (power budget) / (peak power of one B), the budget being A's peak power unless given. N copies of B
+have N times B's flop rate, bandwidth and power; their energy per flop is B's (network cost is ignored, as
+in the thesis). A system's peak power is, in order: the model's P_max = pi0 + min(delta_pi, pi_flop + pi_mem)
+when every constant is known (a fitted cost table), else its TDP (the thesis's §4.1 preview uses the Titan's
+250 W TDP). The thesis's own N (47 Arndales, 22 Jetsons per Titan) divides *measured* maximum powers that it
+does not print; give such an N with ``n`` to redo its comparison.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from archline.fit.errors import ArchlineFitError, MissingValueError
+from archline.fit.model.machine import Machine
+from archline.fit.platforms.profiles import Platform
+
+
+class IsoPowerError(ArchlineFitError):
+    pass
 
 
 @dataclass(frozen=True)
+class System:
+    """One building block at one precision: what the comparison needs, each value None when unknown."""
+
+    name: str
+    peak_flop_per_s: float
+    peak_byte_per_s: float | None
+    peak_power_w: float | None
+    power_source: str
+    machine: Machine | None          # None: time only (no energy constants)
+    emulated: bool = False
+
+    def perf_flop_per_s(self, intensity: np.ndarray) -> np.ndarray:
+        if self.machine is not None:
+            return self.machine.performance_flop_per_s(intensity)
+        if self.peak_byte_per_s is None:     # unknown bandwidth: no roofline at any finite intensity
+            return np.full_like(intensity, np.nan)
+        return np.minimum(self.peak_flop_per_s, intensity * self.peak_byte_per_s)
+
+
+def system(platform: Platform, precision: str = "sp", power_w: float | None = None) -> System:
+    """A platform or cost table as a building block; ``power_w`` overrides its peak power."""
+    peak = platform.value(f"peak_flop_per_s_{precision}")
+    tau = platform.value(f"tau_flop_{precision}")
+    if peak is None and tau is None:
+        raise MissingValueError(f"platform '{platform.name}' has no {precision.upper()} peak flop rate "
+                                f"(peak_flop_per_s_{precision} or tau_flop_{precision}); iso-power needs it")
+    flops = peak if peak is not None else 1.0 / tau  # type: ignore[operator]
+    tau_mem = platform.value("tau_mem")
+    machine = platform.machine(precision) if precision in platform.precisions_available() else None
+    if power_w is not None:
+        if not power_w > 0:
+            raise IsoPowerError(f"power of '{platform.name}' must be positive, got {power_w:g} W")
+        p, src = power_w, "given"
+    elif machine is not None:
+        p, src = machine.peak_power_w, "model P_max = pi0 + min(delta_pi, pi_flop + pi_mem)"
+    elif (tdp := platform.value("tdp_w")) is not None:
+        p, src = tdp, f"TDP: {platform.source('tdp_w')}" if platform.source("tdp_w") else "TDP"
+    else:
+        p, src = None, "unknown: no model constants and no tdp_w"
+    return System(platform.name, flops, None if tau_mem is None else 1.0 / tau_mem, p, src, machine,
+                  platform.emulated)
+
+
+@dataclass
 class IsoPower:
-    n_small: float          # N = P_max(big) / P_max(small)
-    flop_per_s: float       # aggregate of N small systems
-    byte_per_s: float
-    power_w: float
-    flop_per_j: float       # unchanged by scaling: network cost is ignored
+    big: System
+    small: System
+    n_small: int
+    n_exact: float | None             # budget / P_small before rounding down; None when N was given
+    budget_w: float | None
+    n_source: str
+    intensities: list[float]
+    work_flop: float
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def compute_ratio(self) -> float:
+        """Aggregate peak flop rate of N x B over A's."""
+        return self.n_small * self.small.peak_flop_per_s / self.big.peak_flop_per_s
+
+    @property
+    def bandwidth_ratio(self) -> float | None:
+        if self.small.peak_byte_per_s is None or self.big.peak_byte_per_s is None:
+            return None
+        return self.n_small * self.small.peak_byte_per_s / self.big.peak_byte_per_s
+
+    def as_dict(self) -> dict[str, Any]:
+        def sysd(s: System) -> dict[str, Any]:
+            return {"name": s.name, "peak_flop_per_s": s.peak_flop_per_s, "peak_byte_per_s": s.peak_byte_per_s,
+                    "peak_power_w": s.peak_power_w, "power_source": s.power_source,
+                    "energy_known": s.machine is not None, "emulated": s.emulated}
+        return {"big": sysd(self.big), "small": sysd(self.small), "n_small": self.n_small, "n_exact": self.n_exact,
+                "budget_w": self.budget_w, "n_source": self.n_source, "compute_ratio": self.compute_ratio,
+                "bandwidth_ratio": self.bandwidth_ratio, "work_flop": self.work_flop, "points": self.rows,
+                "notes": self.notes}
 
 
-def iso_power(big_peak_power_w: float, small_peak_power_w: float, small_flop_per_s: float,
-              small_byte_per_s: float, small_flop_per_j: float) -> IsoPower:
-    """Scale the small system by N so that both draw the same peak power."""
-    if small_peak_power_w <= 0 or big_peak_power_w <= 0:
-        raise ValueError("peak powers must be positive")
-    n = big_peak_power_w / small_peak_power_w
-    return IsoPower(n, n * small_flop_per_s, n * small_byte_per_s, n * small_peak_power_w, small_flop_per_j)
+def _opt(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def iso_power(big: System, small: System, *, budget_w: float | None = None, n: int | None = None,
+              intensities: Sequence[float] = (0.25, 1.0, 4.0, 16.0, 64.0), work_flop: float = 1e12) -> IsoPower:
+    """N copies of ``small`` against one ``big`` at equal power (or within ``budget_w``); ``n`` fixes N."""
+    if not work_flop > 0:
+        raise IsoPowerError(f"work must be positive, got {work_flop:g} flop")
+    if n is not None:
+        if n < 1:
+            raise IsoPowerError(f"N must be at least 1, got {n}")
+        n_small, n_exact, source = n, None, f"N = {n} given"
+        budget = budget_w
+    else:
+        budget = budget_w if budget_w is not None else big.peak_power_w
+        if budget is None:
+            raise IsoPowerError(f"'{big.name}' has no peak power ({big.power_source}); give --budget-w, "
+                                f"--power-a or --n")
+        if small.peak_power_w is None:
+            raise IsoPowerError(f"'{small.name}' has no peak power ({small.power_source}); give --power-b or --n")
+        if not budget > 0:
+            raise IsoPowerError(f"power budget must be positive, got {budget:g} W")
+        n_exact = budget / small.peak_power_w
+        n_small = math.floor(n_exact + 1e-9)
+        if n_small < 1:
+            raise IsoPowerError(f"one '{small.name}' ({small.peak_power_w:g} W) exceeds the {budget:g} W budget")
+        source = (f"floor({budget:g} W / {small.peak_power_w:g} W)")
+    out = IsoPower(big, small, n_small, n_exact, budget, source, [float(i) for i in intensities], work_flop)
+    i = np.asarray(out.intensities, dtype=np.float64)
+    if np.any(~(i > 0)):
+        raise IsoPowerError("intensities must be positive flop/byte")
+    perf_a, perf_b = big.perf_flop_per_s(i), n_small * small.perf_flop_per_s(i)
+    eff_a = big.machine.efficiency_flop_per_j(i) if big.machine else None
+    eff_b = small.machine.efficiency_flop_per_j(i) if small.machine else None
+    pow_a = big.machine.power_w(i) if big.machine else None
+    pow_b = n_small * small.machine.power_w(i) if small.machine else None
+    for k, x in enumerate(i):
+        pa, pb = float(perf_a[k]), float(perf_b[k])
+        row: dict[str, Any] = {"intensity": float(x), "a_flop_per_s": _opt(pa), "b_flop_per_s": _opt(pb),
+                               "speedup_b_over_a": _opt(pb / pa), "a_time_s": _opt(work_flop / pa),
+                               "b_time_s": _opt(work_flop / pb)}
+        for side, eff, pw in (("a", eff_a, pow_a), ("b", eff_b, pow_b)):
+            row[f"{side}_flop_per_j"] = None if eff is None else float(eff[k])
+            row[f"{side}_energy_j"] = None if eff is None else work_flop / float(eff[k])
+            row[f"{side}_power_w"] = None if pw is None else float(pw[k])
+        out.rows.append(row)
+    for s in (big, small):
+        if s.machine is None and s.peak_byte_per_s is None:
+            out.notes.append(f"'{s.name}': no bandwidth, so no performance at any intensity (only its peak)")
+        if s.machine is None:
+            out.notes.append(f"'{s.name}': no energy constants (eps_flop, eps_mem, pi0): time only, its roofline "
+                             "from peak flop rate and bandwidth")
+    return out
+
+
+def plot_iso_power(r: IsoPower, out_path: Any, precision: str = "sp") -> Any:
+    """Performance, energy efficiency and power against intensity for A, N x B and one B (S1 Fig. 9, 16).
+
+    Energy efficiency is the same for N x B as for one B (network ignored), so only one B curve is drawn there.
+    Curves are named in the legends; nothing is written on the axes."""
+    from archline.fit.plots.layout import pyplot, save_figure
+
+    plt = pyplot()
+    grid = np.geomspace(min([*r.intensities, 1 / 16]), max([*r.intensities, 256.0]), 300)
+    panels = [("performance (GFLOP/s)", lambda s: s.perf_flop_per_s(grid))]
+    if r.big.machine is not None or r.small.machine is not None:
+        panels.append(("energy efficiency (GFLOP/J)",
+                       lambda s: s.machine.efficiency_flop_per_j(grid) if s.machine else None))
+        panels.append(("power (W)", lambda s: s.machine.power_w(grid) * 1e9 if s.machine else None))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 0.6, 4.3), squeeze=False)
+    n = r.n_small
+    for ax, (label, f) in zip(axes[0], panels, strict=True):
+        ya, yb = f(r.big), f(r.small)
+        scale = 1e9
+        if ya is not None:
+            ax.plot(grid, ya / scale, "-", color="C0", label=r.big.name)
+        if yb is not None:
+            if label.startswith("energy"):
+                ax.plot(grid, yb / scale, "-.", color="C1", label=f"{r.small.name} (any N)")
+            else:
+                ax.plot(grid, n * yb / scale, "--", color="C1", label=f"{n} x {r.small.name}")
+                ax.plot(grid, yb / scale, ":", color="C1", alpha=0.7, label=f"1 x {r.small.name}")
+        ax.set_xscale("log", base=2)
+        if label.startswith("power"):
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.05)
+        else:
+            ax.set_yscale("log", base=10)
+        ax.set_xlabel("intensity (flop/byte)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.25)
+    handles: dict[str, Any] = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=9,
+               frameon=False)
+    tag = " [emulated]" if r.big.emulated or r.small.emulated else ""
+    fig.suptitle(f"iso-power ({precision.upper()}): {n} x {r.small.name} against one {r.big.name} "
+                 f"({r.n_source}){tag}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return save_figure(fig, out_path)

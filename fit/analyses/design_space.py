@@ -309,6 +309,8 @@ def plot_efficiency_map(ds: DesignSpace, out_path: Path, objective: str = "energ
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from archline.fit.plots.layout import legend_outside, save_figure
+
     sizes = ds.llc_sizes_bytes
     pmax = max(p.max_cores for p in ds.points)
     grid = np.full((pmax, len(sizes)), np.nan)
@@ -317,7 +319,7 @@ def plot_efficiency_map(ds: DesignSpace, out_path: Path, objective: str = "energ
         v = p.flop_per_j / 1e9 if objective == "energy" else p.perf_flop_per_s / 1e9
         if np.isnan(grid[p.cores - 1, j]) or v > grid[p.cores - 1, j]:
             grid[p.cores - 1, j] = v
-    fig, ax = plt.subplots(figsize=(8.5, 5.0))
+    fig, ax = plt.subplots(figsize=(8.5, 5.4), layout="constrained")
     mesh = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis",
                      extent=(-0.5, len(sizes) - 0.5, 0.5, pmax + 0.5))
     cb = fig.colorbar(mesh, ax=ax)
@@ -333,9 +335,5 @@ def plot_efficiency_map(ds: DesignSpace, out_path: Path, objective: str = "energ
     ax.set_xlabel("LLC size (hatched: area extrapolated past CACTI table)" if ext else "LLC size")
     ax.set_ylabel("active cores")
     ax.set_title(f"{ds.algorithm} on {ds.machine.name}: design-space bound (Elango et al. S2 §6)")
-    ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=120)
-    plt.close(fig)
-    return out_path
+    legend_outside(ax, fontsize=8)            # under the map: never over its cells
+    return save_figure(fig, out_path, dpi=120)

@@ -7,10 +7,8 @@ performance per watt (eq.28). GTX 280 parameters (S3 Tables 1-3, §3-§6) are sh
 Interpretations, stated where they are used:
 
 * eq.19 gives a temperature *rise* above the idle temperature, not an absolute temperature (model.md §10.2).
-* eq.34 condition (1) "(MWP == N) or (CWP == N)" is read as Case 1 of the timing model (eq.24: MWP == N and
-  CWP == N, "not enough running warps"). Read literally, the bandwidth-limited kernels of S3 Table 4 (CWP = 16
-  with N = 16 warps) would get all 30 SMs, against the 20 that S3 §6.4.1 reports.
-* eq.34 condition (2) "MWP > CWP" is applied as MWP >= CWP, as S3 §6.4 says of Sepia (MWP = CWP = 12).
+* The timing model (eq.24-27) and the optimal SM count (eq.34), with the readings of eq.34 archline takes,
+  are in ``ipp_timing``; GPU and kernel files in ``ipp_files``.
 """
 
 from __future__ import annotations
@@ -67,6 +65,11 @@ class GpuParams:
     sigma_w_per_degc: float = 10.0 / 22.0          # eq.22, S3 §3.6
     idle_temp_degc: float = 57.0                   # S3 §3.6: cold start
     mem_latency_cycles: float = 430.0              # Mem_L, S3 §4.1
+    issue_cycles: float = 4.0                      # one warp instruction every 4 cycles (S3 §3.2, eq.10)
+    freq_hz: float | None = None                   # eq.31 Freq: not given in S3
+    mem_bandwidth_b_per_s: float | None = None     # eq.30 Mem_Bandwidth: not given in S3
+    name: str = "gtx280"
+    title: str = "NVIDIA GeForce GTX 280 (S3)"
     source: str = "GTX 280: S3 Tables 1-3, Sec. 3.5-3.6, Sec. 5"
 
     @property
@@ -240,27 +243,6 @@ def mwp(mem_latency_cycles: float, departure_delay_cycles: float, mwp_peak: floa
     """eq.29, 32, 33."""
     without_bw = min(mem_latency_cycles / departure_delay_cycles, n_warps)
     return min(without_bw, mwp_peak, n_warps)
-
-
-@dataclass(frozen=True)
-class OptimalSms:
-    active_sms: int
-    reason: str
-
-
-def optimal_active_sms(mwp_: float, cwp: float, n_warps: float, mwp_peak_bw_at_max: float,
-                       num_sms: int) -> OptimalSms:
-    """eq.34. ``mwp_peak_bw_at_max`` is MWP_peak_BW with all SMs active; Mem_Bandwidth/BW_per_warp is then
-    mwp_peak_bw_at_max * num_sms (eq.30). Condition (1) is read as Case 1 (MWP == N and CWP == N), see the
-    module notes."""
-    if mwp_ == n_warps and cwp == n_warps:
-        return OptimalSms(num_sms, "(1) MWP == CWP == N: too few warps to reach peak bandwidth")
-    if mwp_ >= cwp:   # S3 §6.4: "CWP ... equal to or less than the MWP" cannot reach peak bandwidth
-        return OptimalSms(num_sms, "(2) MWP >= CWP: compute-bound")
-    if mwp_ < mwp_peak_bw_at_max - 1e-9:
-        return OptimalSms(num_sms, "(3) MWP < MWP_peak_BW: below peak bandwidth")
-    n = math.floor(mwp_peak_bw_at_max * num_sms / n_warps)
-    return OptimalSms(max(1, min(num_sms, n)), "bandwidth-limited: Mem_Bandwidth/(BW_per_warp*N)")
 
 
 def perf_per_watt(work: float, time_s: float, power_w: float) -> float:

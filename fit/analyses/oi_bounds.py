@@ -63,9 +63,9 @@ register_bound(OiBound(
     op_count="2*N^3", io_lower_bound_words="N^3 / (2*sqrt(2*S))  (Irony et al.)",
     formula_flop_per_word="4*sqrt(2*S)", oi_flop_per_word=lambda s: 4.0 * math.sqrt(2.0 * s),
     min_fast_memory_words=3, min_reason="one element each of A, B and C must be in fast memory to compute",
-    citation="S2 Sec. 3.1 and Sec. 5 (Elango et al., TACO 2015); model.md §12.2",
+    citation="S2 Sec. 3.1 and Sec. 5 (Elango et al., TACO 2015)",
     certainty="garbled-resolved",
-    notes=("radicals lost in the seed text; 4*sqrt(2S) restored from the printed 181.02 flop/B "
+    notes=("the square roots are lost in the paper's text; 4*sqrt(2S) restored from the printed 181.02 flop/B "
            "at S = 2^16 words",),
 ))
 register_bound(OiBound(
@@ -74,7 +74,7 @@ register_bound(OiBound(
     formula_flop_per_word="log2(S)", oi_flop_per_word=lambda s: math.log2(s),
     min_fast_memory_words=4, min_reason="a butterfly needs its 2 inputs and 2 outputs in fast memory "
     "(and log2(S) > 1)",
-    citation="S2 Theorem 3.1, Sec. 3.2 and Sec. 5; model.md §12.2",
+    citation="S2 Theorem 3.1, Sec. 3.2 and Sec. 5",
     certainty="garbled-resolved",
     notes=("log base 2, consistent with 2.0 flop/B at S = 2^16 words and 1.125..2.875 for S = 2^9..2^23",
            "the lower-order term O(N log N / log^2 S) is dropped: the bound holds for N >> S"),
@@ -84,9 +84,9 @@ register_bound(OiBound(
     op_count="20*N^2*T", io_lower_bound_words="6*N^2*T  (Theorem 3.2, valid when N^2 >> S)",
     formula_flop_per_word="20/6", oi_flop_per_word=lambda s: 20.0 / 6.0,
     min_fast_memory_words=1, min_reason="one word",
-    citation="S2 Theorem 3.2, Sec. 3.3 and Sec. 5; model.md §12.2 and §13 item 7",
+    citation="S2 Theorem 3.2, Sec. 3.3 and Sec. 5",
     certainty="uncertain",
-    notes=("UNCERTAIN: the seed prints the operation count as '20N 3 T'; 20*N^2*T is required for the stated "
+    notes=("UNCERTAIN: the paper prints the operation count as '20N 3 T'; 20*N^2*T is required for the stated "
            "ratio 20/6 (0.417 flop/B)",
            "independent of S; valid only while the grid is much larger than fast memory (N^2 >> S)"),
     depends_on_fast_memory=False,
@@ -96,7 +96,7 @@ register_bound(OiBound(
     op_count="9*N^2*T", io_lower_bound_words="0.75*N^2*T / sqrt(S)  (Theorem 3.3, leading term)",
     formula_flop_per_word="12*sqrt(S)", oi_flop_per_word=lambda s: 12.0 * math.sqrt(s),
     min_fast_memory_words=10, min_reason="a 9-point update needs its 9 inputs and 1 output in fast memory",
-    citation="S2 Theorem 3.3, Sec. 3.4 and Sec. 5; model.md §12.2",
+    citation="S2 Theorem 3.3, Sec. 3.4 and Sec. 5",
     certainty="garbled-resolved",
     notes=("lower-order terms O(N^2/sqrt(S) + N*T/sqrt(S)) dropped: the bound holds for N^2 >> S",),
 ))

@@ -4,12 +4,13 @@ symbol names of model.md §0 (B_tau, B_eps, eps_hat, pi0, delta_pi, …), in SI 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
+from archline.fit.model import roofline as rl
 from archline.fit.model.machine import Machine
 from archline.fit.platforms.profiles import Platform
 
@@ -55,13 +56,64 @@ def machine_summary(m: Machine) -> dict[str, float]:
     return out
 
 
+#: derived symbol -> (the symbols it needs, its formula), in an order where needs come first (model.md §0-§4).
+_DERIVED: dict[str, tuple[tuple[str, ...], Callable[[dict[str, float]], float]]] = {
+    "B_tau": (("tau_flop", "tau_mem"), lambda v: v["tau_mem"] / v["tau_flop"]),
+    "B_eps": (("eps_flop", "eps_mem"), lambda v: v["eps_mem"] / v["eps_flop"]),
+    "balance_gap": (("B_eps", "B_tau"), lambda v: v["B_eps"] / v["B_tau"]),
+    "eps_0": (("pi0", "tau_flop"), lambda v: v["pi0"] * v["tau_flop"]),
+    "eps_hat": (("eps_flop", "eps_0"), lambda v: v["eps_flop"] + v["eps_0"]),
+    "eta_flop": (("eps_flop", "eps_hat"), lambda v: v["eps_flop"] / v["eps_hat"]),
+    "Bhat_eps": (("B_eps", "B_tau", "eta_flop"),
+                 lambda v: float(rl.energy_balance_point_flop_per_byte(v["B_eps"], v["B_tau"], v["eta_flop"]))),
+    "pi_flop": (("eps_flop", "tau_flop"), lambda v: v["eps_flop"] / v["tau_flop"]),
+    "pi_mem": (("eps_mem", "tau_mem"), lambda v: v["eps_mem"] / v["tau_mem"]),
+    "P_max": (("pi0", "pi_flop", "pi_mem"), lambda v: v["pi0"] + v["pi_flop"] + v["pi_mem"]),
+    "peak_flop_per_s": (("tau_flop",), lambda v: 1.0 / v["tau_flop"]),
+    "peak_flop_per_j": (("eps_hat",), lambda v: 1.0 / v["eps_hat"]),
+    "streaming_energy_per_byte": (("eps_mem", "tau_mem", "pi0"), lambda v: v["eps_mem"] + v["tau_mem"] * v["pi0"]),
+}
+
+
+def partial_summary(platform: Platform, precision: str) -> dict[str, Any]:
+    """What can be computed from the constants a platform has, and for each symbol that cannot, what it needs.
+
+    Balances and powers need only some constants (B_tau only the time constants); the result holds those values
+    (SI, as machine_summary) and ``missing``: symbol -> the first absent constant and its profile note."""
+    base = {"tau_flop": f"tau_flop_{precision}", "tau_mem": "tau_mem", "eps_flop": f"eps_flop_{precision}",
+            "eps_mem": "eps_mem", "pi0": "pi0"}
+    vals: dict[str, float] = {s: v for s, k in base.items() if (v := platform.value(k)) is not None}
+    missing: dict[str, str] = {}
+    for sym, key in base.items():
+        if sym not in vals:
+            note = platform.source(key)
+            missing[sym] = f"needs {key}" + (f" ({note})" if note else "")
+    for sym, (needs, formula) in _DERIVED.items():
+        absent = [n for n in needs if n not in vals]
+        if absent:
+            missing[sym] = missing.get(absent[0], f"needs {absent[0]}")
+        else:
+            vals[sym] = formula(vals)
+    if "streaming_energy_per_byte" not in vals and platform.value("const_energy_per_byte") is not None \
+            and "eps_mem" in vals:
+        vals["streaming_energy_per_byte"] = vals["eps_mem"] + platform.value("const_energy_per_byte")  # type: ignore
+        missing.pop("streaming_energy_per_byte", None)
+    return {**vals, "missing": missing}
+
+
 def platform_summary(platform: Platform, precisions: Sequence[str] | None = None) -> dict[str, Any]:
-    """Per precision the full summary; a precision the platform lacks values for raises naming the value."""
-    wanted = list(precisions) if precisions else platform.precisions_available()
-    if not wanted:
-        # Ask for sp so the error names the first missing constant.
-        platform.machine("sp", needed_for="model show")
-    per = {p: machine_summary(platform.machine(p, needed_for=f"model show ({p})")) for p in wanted}
+    """Per precision the full summary, or, where constants are missing, what can be computed and what cannot
+    (``missing``: symbol -> why). Without ``precisions``: the complete ones, else each with any constant."""
+    complete = platform.precisions_available()
+    if precisions:
+        wanted = list(precisions)
+    elif complete:
+        wanted = complete
+    else:
+        wanted = [p for p in ("sp", "dp") if any(platform.value(f"{k}_{p}") is not None
+                                                  for k in ("tau_flop", "eps_flop"))] or ["sp"]
+    per = {p: machine_summary(platform.machine(p, needed_for=f"model show ({p})")) if p in complete
+           else partial_summary(platform, p) for p in wanted}
     return {"platform": platform.name, "title": platform.title, "emulated": platform.emulated,
             "origin": platform.origin, **per}
 

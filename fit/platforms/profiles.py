@@ -36,9 +36,10 @@ CONSTANT_UNITS: dict[str, str] = {
     "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access", "eps_int": "J/op",
     "pi0": "W", "delta_pi": "W", "tdp_w": "W", "idle_w": "W", "const_energy_per_byte": "J/byte",
 }
-#: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``.
+#: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``; ``issue`` holds the
+#: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py).
 PROFILE_KEYS = {"schema", "name", "title", "device_kind", "notes", "sources", "constants", "dvfs", "bench",
-                "meters", "emulate"}
+                "meters", "emulate", "issue"}
 PRECISIONS = ("sp", "dp")
 
 
@@ -81,7 +82,9 @@ class Platform:
         if v is None:
             c = self.constants.get(key)
             why = f" ({c.source})" if c is not None and c.source else ""
-            raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it")
+            raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it "
+                                    "(measure it with `archline bench run` and `archline fit`, and give the cost "
+                                    "table instead)")
         return v
 
     def source(self, key: str) -> str:
@@ -198,7 +201,10 @@ def load_costs(path: Path) -> Platform:
             se = entry.get("stderr")
             constants[key] = Constant(v, f"fitted ({data.get('model', '?')} model, {path.name})",
                                       None if se is None else _number(se, f"{path}: {section}.{key}.stderr"))
-    return Platform(name=str(data.get("platform", path.stem)), title=str(data.get("platform", path.stem)),
+    n = data.get("n_points")
+    title = (f"cost table fitted with the {data.get('model', '?')} model"
+             + (f" from {n} measured points" if isinstance(n, int) else "") + f" ({path.name})")
+    return Platform(name=str(data.get("platform", path.stem)), title=title,
                     constants=constants, origin=str(path), kind="costs", emulated=bool(data.get("emulated", False)),
                     dvfs={"settings": data.get("settings", []), "coefficients": data.get("coefficients", {})}
                     if data.get("model") == "dvfs" else {}, raw=data)

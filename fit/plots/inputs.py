@@ -1,8 +1,10 @@
-"""Turn the command line's mix of platform names, profiles, cost tables and result CSVs into plot inputs."""
+"""Turn the command line's mix of platform names, profiles, cost tables and result CSVs into plot inputs, and say
+plainly (on the figure and, through the CLI, on stderr) whenever the figure cannot be what was asked for."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,8 +19,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
-def measured_from_results(path: Path, precision: str) -> list[Measured]:
-    """Intensity-kernel rows of an archline.results/1 CSV as points: I = flops/bytes_mem, rate, flop/J, power."""
+def measured_from_results(path: Path, precision: str, notes: list[str] | None = None) -> list[Measured]:
+    """Intensity-kernel rows of an archline.results/1 CSV as points: I = flops/bytes_mem, rate, flop/J, power.
+
+    Rows whose energy_j is missing or not positive keep their time point; they are left out of the arch and power
+    lines, and ``notes`` says how many."""
     import pandas as pd
 
     try:
@@ -44,8 +49,14 @@ def measured_from_results(path: Path, precision: str) -> list[Measured]:
         flops = (g["flops_sp"].fillna(0) + g["flops_dp"].fillna(0)).to_numpy(float)
         inten = flops / g["bytes_mem"].to_numpy(float)
         t = g["time_s"].to_numpy(float)
-        energy = g["energy_j"].to_numpy(float) if "energy_j" in g else np.full(len(g), np.nan)
+        energy = pd.to_numeric(g["energy_j"], errors="coerce").to_numpy(float) if "energy_j" in g \
+            else np.full(len(g), np.nan)
         has_e = bool(np.isfinite(energy).any())
+        no_e = ~(energy > 0)
+        if has_e and no_e.any() and notes is not None:
+            notes.append(f"{path.name}: {int(no_e.sum())} of {len(g)} {platform} rows have a missing or non-positive "
+                         "energy_j; they are left out of the arch and power lines")
+        energy = np.where(no_e, np.nan, energy)
         tag = " [emulated]" if backend == "emulated" else ""
         tag += f" [{n_bad} failed checksum, left out]" if n_bad else ""
         out.append(Measured(f"{platform} {precision.upper()}{tag}", inten, flops / t,
@@ -65,7 +76,7 @@ def _checksum_failed(df: pd.DataFrame) -> pd.Series:
 
 def observed_curve(m: Measured) -> Curve:
     """The time roofline the points themselves show: fastest flop rate and fastest bandwidth observed
-    (S0 §II-C with tau_flop = 1/max(W/T), tau_mem = 1/max(Q/T)); used where no energy was measured."""
+    (S0 §II-C with tau_flop = 1/max(W/T), tau_mem = 1/max(Q/T)); used where no model was given."""
     rate = np.asarray(m.flop_per_s, dtype=np.float64)
     if rate.size == 0 or not np.isfinite(rate).any():
         raise ArchlineFitError(f"{m.label}: no rows with work, bytes and time to draw a roofline from")
@@ -76,14 +87,15 @@ def observed_curve(m: Measured) -> Curve:
                  time_only=True)
 
 
-def load_plot_inputs(items: Sequence[str], precision: str) -> tuple[list[Curve], list[Measured]]:
+def load_plot_inputs(items: Sequence[str], precision: str,
+                     notes: list[str] | None = None) -> tuple[list[Curve], list[Measured]]:
     """Names/profiles/cost tables become model curves; result CSVs become points. Results with no model to
     draw under get their observed time roofline instead."""
     platforms: list[Platform] = []
     measured: list[Measured] = []
     for item in items:
         if item.endswith(".csv"):
-            measured += measured_from_results(Path(item), precision)
+            measured += measured_from_results(Path(item), precision, notes)
         else:
             platforms.append(load_platform(item))
     if not platforms and not measured:
@@ -93,10 +105,37 @@ def load_plot_inputs(items: Sequence[str], precision: str) -> tuple[list[Curve],
     return curves_for(platforms, [precision]), measured
 
 
+@dataclass
+class PlotPlan:
+    curves: list[Curve]
+    measured: list[Measured]
+    kinds: tuple[str, ...]
+    notes: list[str] = field(default_factory=list)
+
+
+def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS) -> PlotPlan:
+    """What `archline plot` draws for ``items``, with a note for every way it falls short of the request."""
+    notes: list[str] = []
+    curves, measured = load_plot_inputs(items, precision, notes)
+    kinds = tuple(kinds)
+    if all(c.time_only for c in curves):
+        has_energy = any(m.flop_per_j is not None for m in measured)
+        if not has_energy and kinds != ("roofline",):
+            if len(kinds) == 1:      # the one panel asked for cannot be drawn
+                raise ArchlineFitError("these results carry time only (no energy was measured): only --kind "
+                                       "roofline can be drawn; give a platform or cost table for the arch and "
+                                       "power lines")
+            kinds = ("roofline",)
+            notes.append("the results carry time only (no energy_j), so only the time roofline is drawn, observed "
+                         "from the rows")
+        elif has_energy and kinds != ("roofline",):
+            notes.append("no platform or cost table given: the arch and power lines show the measured points "
+                         "only (add a platform name or a cost table from `archline fit` for the model's lines)")
+    return PlotPlan(curves, measured, kinds, notes)
+
+
 def plot_results(results: Sequence[Path], out_path: Path, precision: str,
                  kinds: Sequence[str] = KINDS, platforms: Sequence[str] = ()) -> Path:
     """Measured rows over the model of ``platforms``, or over their own observed time roofline."""
-    curves, measured = load_plot_inputs([*platforms, *map(str, results)], precision)
-    if all(c.time_only for c in curves):
-        kinds = [k for k in kinds if k == "roofline"] or ["roofline"]
-    return plot_model(curves, out_path, kinds=kinds, measured=measured)
+    plan = plot_plan([*platforms, *map(str, results)], precision, kinds)
+    return plot_model(plan.curves, out_path, kinds=plan.kinds, measured=plan.measured, notes=plan.notes)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from archline.fit.model.machine import Machine
+from archline.fit.plots.layout import legend_outside, title_with_notes
 from archline.fit.regress.result import FitResult
 
 COLOURS = {"sp": "tab:blue", "dp": "tab:orange"}
@@ -89,7 +90,8 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
                     label=f"fitted arch line {prec.upper()}")
         ax_pow.plot(grid, m.power_w(grid), color=c, lw=1.8, label=f"fitted power line {prec.upper()}")
         if m.capped:
-            ax_pow.axhline(m.pi0_w + m.delta_pi_w, color="grey", ls=":", lw=1)
+            ax_pow.axhline(m.pi0_w + m.delta_pi_w, color="grey", ls=":", lw=1,
+                           label=f"fitted cap π0+Δπ = {m.pi0_w + m.delta_pi_w:.4g} W")
     for ax, ylab, title in ((ax_perf, "performance [GFLOP/s]", "time roofline"),
                             (ax_eff, "energy efficiency [GFLOP/J]", "energy arch line"),
                             (ax_pow, "average power [W]", "power line"),
@@ -99,7 +101,7 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
         ax.set_ylabel(ylab)
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+        legend_outside(ax, ncol=2, fontsize=7)     # under the panel: never over the points
     ax_perf.set_yscale("log", base=2)
     ax_eff.set_yscale("log", base=2)
     ax_res.axhline(0, color="black", lw=0.8)
@@ -139,7 +141,7 @@ def _dvfs_panels(r: FitResult, fig: Any) -> None:
     for ax, title in ((ax_pe, "measured vs model"), (ax_res, "residuals"), (ax_pi0, "pi0 per setting (eq.46)")):
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        legend_outside(ax, ncol=2, fontsize=7)
 
 
 def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) -> list[Path]:
@@ -156,10 +158,10 @@ def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) ->
         target = path if len(rs) == 1 else path.with_name(
             f"{path.stem}-{r.platform}{'-emulated' if r.emulated else ''}{path.suffix or '.png'}")
         if r.model == "dvfs":
-            fig = plt.figure(figsize=(15, 4.8))
+            fig = plt.figure(figsize=(15, 5.6), layout="constrained")
             _dvfs_panels(r, fig)
         else:
-            fig = plt.figure(figsize=(12, 9))
+            fig = plt.figure(figsize=(12, 10.5), layout="constrained")
             _intensity_panels(r, fig)
         q = r.quality
         n_cfg = q.get("n_configurations")
@@ -168,8 +170,7 @@ def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) ->
                  + f", energy MAPE {q.get('energy_mape_pct', float('nan')):.2f}%")
         if "cv_mape_pct" in q:
             title += f", {q.get('cv_folds')}-fold CV ({q.get('cv_split', '?')}) {q['cv_mape_pct']:.2f}%"
-        fig.suptitle(title, fontsize=11)
-        fig.tight_layout()
+        title_with_notes(fig, title)
         tmp = target.with_name(target.name + ".tmp.png")
         fig.savefig(tmp, dpi=110)
         plt.close(fig)

@@ -62,103 +62,106 @@ def _intensity_range(curves: Sequence[Curve], measured: Sequence[Measured]) -> n
     return np.geomspace(lo, hi, 512)
 
 
+def figure_height_in(curves: Sequence[Curve], measured: Sequence[Measured], base_in: float = 4.3) -> float:
+    """Room under the panels for a legend of one line per entry (lines, balance points, pi0, TDP, points)."""
+    entries = 3 * len(curves) + len(measured) + len({c.label.split(" ")[0] for c in curves})
+    return base_in + 0.17 * entries
+
+
 def plot_model(curves: Sequence[Curve], out_path: Path, kinds: Sequence[str] = KINDS,
-               measured: Sequence[Measured] = (), title: str | None = None) -> Path:
-    """Draw the chosen panels side by side and save to ``out_path`` (png, pdf or svg)."""
+               measured: Sequence[Measured] = (), title: str | None = None, notes: Sequence[str] = ()) -> Path:
+    """Draw the chosen panels side by side and save to ``out_path`` (png, pdf or svg).
+
+    Balance points, pi0 and TDP are legend entries (legends sit under the panels), so no label covers a curve or
+    a measured point. ``notes`` (e.g. a fallback) are printed under the title. A time-only curve (observed from
+    rows without a model) has no arch or power line: those panels show the measured points alone."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from archline.fit.plots.layout import legend_outside, log2_axis, save_figure, title_with_notes
 
     if not curves:
         raise ArchlineFitError("nothing to plot: no platform with the constants the plot needs")
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ArchlineFitError(f"unknown plot kind '{unknown[0]}' (known: {', '.join(KINDS)})")
-    if any(c.time_only for c in curves) and any(k != "roofline" for k in kinds):
+    no_energy = all(m.flop_per_j is None for m in measured)
+    if all(c.time_only for c in curves) and no_energy and any(k != "roofline" for k in kinds):
         raise ArchlineFitError("these results carry time only (no energy was measured): only --kind roofline "
                                "can be drawn; give a platform or cost table for the arch and power lines")
     x = _intensity_range(curves, measured)
-    fig, axes = plt.subplots(1, len(kinds), figsize=(5.6 * len(kinds), 4.6), squeeze=False)
-    from matplotlib.ticker import FuncFormatter
-
-    plain = FuncFormatter(lambda v, _pos: f"{v:g}")
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.6 * len(kinds), figure_height_in(curves, measured)),
+                             squeeze=False, layout="constrained")
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, kind in zip(axes[0], kinds, strict=True):
-        tdp_drawn: set[str] = set()
+        shown: set[str] = set()
         for n, c in enumerate(curves):
-            _draw(ax, kind, c, x, colors[n % len(colors)], annotate=len(curves) <= 3, tdp_drawn=tdp_drawn)
+            if not (c.time_only and kind != "roofline"):
+                _draw(ax, kind, c, x, colors[n % len(colors)], shown)
         for n, m in enumerate(measured):
             y = {"roofline": m.flop_per_s, "archline": m.flop_per_j, "powerline": m.power_w}[kind]
             if y is None:
                 continue
             scale = 1.0 if kind == "powerline" else 1e-9
             ax.scatter(m.intensity_flop_per_byte, np.asarray(y) * scale, s=18, zorder=5,
-                       color=colors[n % len(colors)], edgecolor="black", linewidth=0.4,
-                       label=f"{m.label} (measured)")
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(plain)
+                       color=colors[n % len(colors)],
+                       edgecolor="black", linewidth=0.4, label=f"{m.label} (measured)")
+        log2_axis(ax, "x")
         if kind != "powerline":
-            ax.yaxis.set_major_formatter(plain)
+            log2_axis(ax, "y")
+        else:
+            ax.set_ylim(bottom=0)
         ax.set_xlabel("operational intensity I (flop/byte)")
-        ax.grid(True, which="both", alpha=0.25)
-        ax.legend(fontsize=7, loc="best")
+        ax.set_ylabel(_YLABEL[kind])
+        ax.set_title(_TITLE[kind])
+        ax.grid(True, which="major", alpha=0.25)
+        legend_outside(ax)
     if title is None:
         what = "Roofline, time only" if all(c.time_only for c in curves) else "Energy roofline"
         title = f"{what}: " + ", ".join(c.label for c in curves)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.tmp{out_path.suffix}")
-    fig.savefig(tmp, dpi=130)
-    plt.close(fig)
-    tmp.replace(out_path)
-    return out_path
+    title_with_notes(fig, title, notes)
+    return save_figure(fig, Path(out_path))
 
 
-def _draw(ax: Any, kind: str, c: Curve, x: np.ndarray, color: str, annotate: bool, tdp_drawn: set[str]) -> None:
+_YLABEL = {"roofline": "performance (GFLOP/s)", "archline": "energy efficiency (GFLOP/J)",
+           "powerline": "average power (W)"}
+_TITLE = {"roofline": "Time: roofline", "archline": "Energy: arch line", "powerline": "Power line"}
+
+
+def _draw(ax: Any, kind: str, c: Curve, x: np.ndarray, color: str, shown: set[str]) -> None:
+    """One curve and its marks; every mark is a legend entry, none is written on the axes."""
     m = c.machine
     if kind == "roofline":
-        y = m.performance_flop_per_s(x) / 1e9
-        ax.plot(x, y, color=color, lw=2, label=f"{c.label}: roofline")
-        ax.set_yscale("log", base=2)
-        ax.set_ylabel("performance (GFLOP/s)")
-        ax.set_title("Time: roofline")
-        _mark(ax, m.B_tau, float(m.performance_flop_per_s(m.B_tau)) / 1e9, f"B_τ = {m.B_tau:.3g}", color, annotate)
+        ax.plot(x, m.performance_flop_per_s(x) / 1e9, color=color, lw=2, label=f"{c.label}: roofline")
+        _mark(ax, m.B_tau, float(m.performance_flop_per_s(m.B_tau)) / 1e9,
+              f"{c.label}: B_τ = {m.B_tau:.3g} flop/B", color)
     elif kind == "archline":
-        y = m.efficiency_flop_per_j(x) / 1e9
-        ax.plot(x, y, color=color, lw=2, label=f"{c.label}: arch line")
-        ax.set_yscale("log", base=2)
-        ax.set_ylabel("energy efficiency (GFLOP/J)")
-        ax.set_title("Energy: arch line")
+        ax.plot(x, m.efficiency_flop_per_j(x) / 1e9, color=color, lw=2, label=f"{c.label}: arch line")
         b = m.energy_balance_point
-        _mark(ax, b, float(m.efficiency_flop_per_j(b)) / 1e9, f"B̂_ε = {b:.3g} (half of peak)", color, annotate)
-        if annotate and m.pi0_w > 0:
-            ax.axvline(m.B_eps, color=color, ls=":", lw=0.8, alpha=0.6)
-            ax.annotate(f"B_ε (π0=0) = {m.B_eps:.3g}", (m.B_eps, float(np.min(y))), fontsize=7, color=color,
-                        rotation=90, va="bottom", ha="right")
+        _mark(ax, b, float(m.efficiency_flop_per_j(b)) / 1e9, f"{c.label}: B̂_ε = {b:.3g} flop/B (half of peak)",
+              color)
+        if m.pi0_w > 0:
+            ax.axvline(m.B_eps, color=color, ls=":", lw=0.9, alpha=0.7,
+                       label=f"{c.label}: B_ε if π0 were 0 = {m.B_eps:.3g} flop/B")
     else:
-        y = m.power_w(x)
-        ax.plot(x, y, color=color, lw=2, label=f"{c.label}: power line")
-        ax.set_ylabel("average power (W)")
-        ax.set_title("Power line")
-        ax.axhline(m.pi0_w, color=color, ls=":", lw=0.9, alpha=0.7)
-        if annotate:
-            ax.annotate(f"π0 = {m.pi0_w:.4g} W", (x[0], m.pi0_w), fontsize=7, color=color, va="bottom")
+        ax.plot(x, m.power_w(x), color=color, lw=2, label=f"{c.label}: power line")
+        owner = c.label.split(" ")[0]
+        pi0_label = f"{owner}: π0 = {m.pi0_w:.4g} W"
+        if pi0_label not in shown:   # SP and DP of one platform share pi0: one line, one entry
+            shown.add(pi0_label)
+            ax.axhline(m.pi0_w, color=color, ls=":", lw=0.9, alpha=0.7, label=pi0_label)
         if m.capped:
             cap = m.pi0_w + m.delta_pi_w
             ax.axhline(cap, color="crimson", ls="--", lw=1.2, label=f"{c.label}: cap π0+Δπ = {cap:.4g} W")
-        owner = c.label.split(" ")[0]
-        if c.tdp_w and owner not in tdp_drawn:
-            tdp_drawn.add(owner)
+        if c.tdp_w and f"tdp {owner}" not in shown:
+            shown.add(f"tdp {owner}")
             ax.axhline(c.tdp_w, color=color, ls="-.", lw=1.0, alpha=0.7, label=f"{owner}: vendor TDP {c.tdp_w:.4g} W")
-        _mark(ax, m.B_tau, float(m.power_w(m.B_tau)), f"B_τ = {m.B_tau:.3g}", color, annotate)
-        ax.set_ylim(bottom=0)
+        _mark(ax, m.B_tau, float(m.power_w(m.B_tau)), f"{c.label}: B_τ = {m.B_tau:.3g} flop/B", color)
 
 
-def _mark(ax: Any, x0: float, y0: float, text: str, color: str, annotate: bool) -> None:
+def _mark(ax: Any, x0: float, y0: float, text: str, color: str) -> None:
     ax.axvline(x0, color=color, ls="--", lw=0.8, alpha=0.6)
-    ax.plot([x0], [y0], marker="o", color=color, ms=5)
-    if annotate:
-        ax.annotate(text, (x0, y0), textcoords="offset points", xytext=(6, -12), fontsize=8, color=color)
+    ax.plot([x0], [y0], marker="o", ls="none", color=color, ms=6, markeredgecolor="black", markeredgewidth=0.5,
+            label=text, zorder=6)

@@ -67,7 +67,7 @@ GTX580 = SyntheticPlatform(
     eps_l1_j_per_byte=149e-12, eps_l2_j_per_byte=257e-12, eps_rand_j=8.2e-9,
     byte_per_s_l1=1.2e12, byte_per_s_l2=0.5e12, rand_per_s=3.0e9,
     sources={"eps/pi0": "S1 Table 4", "eps_l1/eps_l2": "S1 Table 5", "rates": "S0 Sec. IV-B observed",
-             "eps_rand, L1/L2/random rates": "ASSUMED (not in seeds; eps_rand >= 10x eps_mem per S1 Sec. 4.4.2)"},
+             "eps_rand, L1/L2/random rates": "assumed (no value in the papers; eps_rand >= 10x eps_mem, S1 4.4.2)"},
 )
 I7_950 = SyntheticPlatform(
     name="i7-950", eps_flop_sp_j=371e-12, eps_flop_dp_j=670e-12, eps_mem_j_per_byte=795e-12, pi0_w=122.0,
@@ -75,7 +75,7 @@ I7_950 = SyntheticPlatform(
     eps_l1_j_per_byte=300e-12, eps_l2_j_per_byte=450e-12, eps_rand_j=40e-9,
     byte_per_s_l1=200e9, byte_per_s_l2=90e9, rand_per_s=0.4e9,
     sources={"eps/pi0": "S1 Table 4", "rates": "S0 Sec. IV-B observed",
-             "eps_l1, eps_l2, eps_rand, cache/random rates": "ASSUMED (not in seeds)"},
+             "eps_l1, eps_l2, eps_rand, cache/random rates": "assumed (the papers give no value)"},
 )
 #: GTX 580 with an ASSUMED power cap that binds around B_tau (pi_flop + pi_mem = 226 W > 150 W).
 GTX580_CAPPED = replace(GTX580, name="gtx580-capped", delta_pi_w=150.0)

@@ -61,7 +61,6 @@ delta_pi = { value = 60.0 }
     ("model", "predict", "gtx580", "--intensity", "0"),
     ("model", "predict", "gtx580", "--intensity", "abc"),
     ("model", "predict", "gtx580", "--intensity", "4", "--cap-divisor", "2"),  # needs delta_pi
-    ("model", "show", "titan"),          # eps_flop not in the seed: name the missing value
     ("platforms", "show", "nope"),
 ])
 def test_bad_input_one_line(run_cli, args) -> None:  # type: ignore[no-untyped-def]
@@ -69,8 +68,19 @@ def test_bad_input_one_line(run_cli, args) -> None:  # type: ignore[no-untyped-d
 
 
 def test_missing_value_is_named(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """Q097 (issue 17): the Titan's B_tau needs only its time constants (4.7 TFLOP/s, 288 GB/s: 16.3 flop/B), so
+    `model show titan` shows it, and names eps_flop_sp, which the thesis does not give, for what it cannot."""
     r = run_cli("model", "show", "titan")
-    assert "eps_flop_sp" in r.stderr and "NOT IN SEED" in r.stderr
+    assert r.exit_code == 0, r.stderr
+    assert "B_tau" in r.stdout and "16.32" in r.stdout
+    assert "cannot compute" in r.stdout and "eps_flop_sp" in r.stdout
+    d = json.loads(run_cli("model", "show", "titan", "--format", "json").stdout)
+    assert d["sp"]["B_tau"] == pytest.approx(4700 / 288)
+    assert "B_eps" not in d["sp"] and "eps_flop_sp" in d["sp"]["missing"]["B_eps"]
+    r = run_cli("model", "predict", "titan", "-i", "1")      # the curves need every constant: one-line error
+    _one_line_error(r)
+    assert "eps_flop_sp" in r.stderr
+    assert "S1 Table 6" in r.stderr + r.stdout and "SEED" not in r.stderr + r.stdout
 
 
 def test_malformed_profile_and_costs(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

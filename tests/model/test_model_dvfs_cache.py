@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.fit.analyses.cluster import iso_power
 from archline.fit.model import dvfs, hierarchy
 
 COEFFS = {"c0_core_single": 40e-12, "delta_c0_core_double": 200e-12, "c0_mem": 300e-12, "c0_core_integer": 20e-12,
@@ -47,11 +46,3 @@ def test_hierarchy_energy_and_residuals() -> None:
     assert float(hierarchy.residual_cost_j_per_unit(e[1], explained, 4e9)) == pytest.approx(250e-12)
     with pytest.raises(KeyError, match="eps_rand"):
         hierarchy.energy_j({"rand_accesses": [5]}, costs, 1.0, 1.0)
-
-
-def test_iso_power_47_arndales_match_titan() -> None:
-    # S1 §4.1: 47 Arndale GPUs (< 10 W board... peak power ~5.3 W each) match the Titan's peak power; N is the ratio
-    r = iso_power(250.0, 250.0 / 47, 72e9, 12.8e9, 8.1e9)
-    assert r.n_small == pytest.approx(47)
-    assert r.flop_per_s == pytest.approx(47 * 72e9)
-    assert r.flop_per_j == 8.1e9
