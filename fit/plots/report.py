@@ -169,7 +169,7 @@ def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) ->
                  f"{r.n_points} rows" + (f" in {n_cfg} configurations" if n_cfg is not None else "")
                  + f", energy MAPE {q.get('energy_mape_pct', float('nan')):.2f}%")
         if "cv_mape_pct" in q:
-            title += f", {q.get('cv_folds')}-fold CV ({q.get('cv_split', '?')}) {q['cv_mape_pct']:.2f}%"
+            title += f", {q.get('cv_folds')}-fold CV by {q.get('cv_split', '?')} {q['cv_mape_pct']:.2f}%"
         title_with_notes(fig, title)
         tmp = target.with_name(target.name + ".tmp.png")
         fig.savefig(tmp, dpi=110)
