@@ -190,10 +190,11 @@ def _parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partiti
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        names = set(pq.ParquetFile(path).schema_arrow.names)
+        # text columns come back dictionary-encoded, as Parquet stores them: no string decoding
+        pf = pq.ParquetFile(path, read_dictionary=[c for c in text if c in names])
     except (pa.ArrowInvalid, OSError) as e:
         raise SourceError("schema", f"{path}: not a Parquet file ({str(e).splitlines()[0]})") from None
-    names = set(pf.schema_arrow.names)
     cols = [c for c in (*text, *num) if c in names]
     row = 1
     for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols, use_threads=True):

@@ -83,15 +83,17 @@ def test_fit_dataset_cli_errors_are_one_line(run_cli: Callable[..., Any], frame:
 
 
 def test_fit_reader_text_numbers_and_partition_types(tmp_path: Path, frame: pd.DataFrame) -> None:
-    """Counts stored as text and as integers read as numbers; a numeric-looking partition value stays text."""
+    """Counts stored as text and as integers read as numbers; booleans as booleans; a numeric-looking
+    partition value stays text."""
     f = frame.copy()
+    f["checksum_ok"] = [i != 3 for i in range(len(f))]
     f["flops_sp"] = f["flops_sp"].map(lambda v: f"{v:.1f}")
     f["bytes_mem"] = f["bytes_mem"].astype("int64")
     d = tmp_path / "platform=0580" / "run_id=20260101"
     d.mkdir(parents=True)
     f.drop(columns=["platform", "run_id"]).to_parquet(d / "part-0.parquet", index=False)
     rs = read_results([tmp_path])
-    assert rs.data.n_rows == len(f) and rs.data.n_configs == 61
+    assert rs.data.n_rows == len(f) - 1 and rs.data.n_configs == 61 and "dropped 1 row" in rs.notes[0]
     assert set(rs.data.cfg["platform"]) == {"0580"}
     assert float(rs.frame["flops_sp"].max()) == float(frame["flops_sp"].max())
     assert float(rs.frame["bytes_mem"].min()) == float(frame["bytes_mem"].min())
