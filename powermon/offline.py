@@ -3,25 +3,36 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.powermon.decode import decode_bytes, guess_channels
-from archline.powermon.driver import period_for_rate, samples_from_records, sidecar_path
+from archline.powermon.decode import RecordArrays, StreamDecoder, guess_channels
+from archline.powermon.driver import period_for_rate, sidecar_path
 from archline.powermon.errors import MeterError
 from archline.powermon.integrate import Integration, integrate_samples
 from archline.powermon.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
 from archline.powermon.samples import Samples
 from archline.powermon.traces import read_samples, write_samples
 
+if TYPE_CHECKING:  # pragma: no cover
+    from archline.powermon.samples_csv import RowFormat
 
-def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: Sequence[int] | None = None,
-                rate_hz: float | None = None, r_sense_ohm: float | None = None) -> tuple[Samples, dict[str, Any]]:
-    """Decode a raw capture (using its ``RAW.json`` sidecar when present) and optionally write the samples."""
+
+#: Raw bytes fed to the decoder at a time when writing as it decodes (~260 k records, half a minute of 8 channels
+#: at 1024 Hz): small enough that the writer starts early, big enough that per-block work is amortised.
+FEED_BYTES = 1 << 20
+
+
+def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: float | None,
+             r_sense_ohm: float | None) -> tuple[bytes, list[int], int, dict[str, Any], RowFormat]:
+    """The capture's bytes, channels, period and sidecar, and how its records become rows."""
+    from archline.powermon.samples_csv import RowFormat
+
     raw = Path(raw_path)
     try:
         data = raw.read_bytes()
@@ -39,41 +50,94 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
         except json.JSONDecodeError:
             raise MeterError(f"sidecar {sp} is not valid JSON") from None
     chans = list(channels) if channels else side.get("channels") or guess_channels(data)
-    if rate_hz is not None:
-        period = period_for_rate(rate_hz)
-    else:
-        period = int(side.get("period_ticks", 8))
+    period = period_for_rate(rate_hz) if rate_hz is not None else int(side.get("period_ticks", 8))
     r_map = {int(k): float(v) for k, v in (side.get("r_sense_ohm") or {}).items()}
     r_lut = np.full(16, DEFAULT_R_SENSE_OHM if r_sense_ohm is None else r_sense_ohm)
     if r_sense_ohm is None:
         for c, r in r_map.items():
             r_lut[c] = r
-    dec = decode_bytes(data, chans, period, side.get("time_set_s", 0) if side else None)
-    rec = dec.records()
-    if len(rec) == 0:
-        raise MeterError(f"no PowerMon 2 samples in {raw} (garbage or truncated capture; "
-                         f"{dec.stats.skipped_bytes} bytes skipped)")
-    t_dev = rec.event * (period / TICK_HZ)
+    dt = period / TICK_HZ
     clock = side.get("clock") or {}
-    emulated = bool(side.get("emulated", False))
     if "offset_s" in clock:
+        offset = float(clock["offset_s"])
         scale = clock.get("seconds_per_device_s", 1.0) * (1 + clock.get("drift_ppm", 0) * 1e-6)
-        t = clock["offset_s"] + t_dev * scale
+
+        def t_of_event(ev: np.ndarray) -> np.ndarray:
+            return offset + (ev * dt) * scale
         clock_name = "host_monotonic"
     else:
-        t = t_dev
+        def t_of_event(ev: np.ndarray) -> np.ndarray:
+            return ev * dt
         clock_name = "device_s"
-    s = samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, r_lut, t,
-                             str(side.get("meter", "powermon2")), emulated, clock_name)
-    from archline.powermon.traces import code_tables
+    fmt = RowFormat(r_lut, t_of_event, str(side.get("meter", "powermon2")), bool(side.get("emulated", False)),
+                    clock_name)
+    return data, chans, period, side, fmt
 
-    s.meta["codes"] = {"vcode": rec.vcode, "icode": rec.icode, **code_tables(r_lut)}
-    stats = dec.stats.as_dict()
-    meta = {"source": str(raw), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
-            "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"]}
-    if out is not None:
+
+def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int] | None, rate_hz: float | None,
+            r_sense_ohm: float | None) -> tuple[StreamDecoder, RowFormat, dict[str, Any], bool]:
+    """Decode a capture; a .csv/.csv.gz ``out`` is written while decoding (True in the last place)."""
+    from archline.powermon.samples_csv import CsvStream
+    from archline.powermon.traces import _atomic, _meta
+
+    data, chans, period, side, fmt = _prepare(raw_path, channels, rate_hz, r_sense_ohm)
+    dec = StreamDecoder(chans, period, side.get("time_set_s", 0) if side else None)
+    target = Path(out) if out is not None else None
+    streaming = target is not None and target.name.lower().endswith((".csv", ".csv.gz"))
+    stream: CsvStream | None = None
+    tmp = _atomic(target) if streaming and target is not None else None
+    try:
+        if tmp is not None and target is not None:
+            stream = CsvStream(target, tmp, fmt)
+        done = 0
+        view = memoryview(data)
+        for i in range(0, len(data), FEED_BYTES if stream is not None else len(data)):
+            dec.feed(view[i:i + FEED_BYTES] if stream is not None else view)
+            if stream is not None:
+                stream.submit(RecordArrays.concat(dec.final_parts(done)))   # one block per feed: seconds
+                done = len(dec.final_parts())
+        dec.finish()
+        if dec.n_accepted == 0:
+            raise MeterError(f"no PowerMon 2 samples in {raw_path} (garbage or truncated capture; "
+                             f"{dec.stats.skipped_bytes} bytes skipped)")
+        stats = dec.stats.as_dict()
+        meta = {"source": str(raw_path), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
+                "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"]}
+        if stream is not None and tmp is not None and target is not None:
+            stream.submit(RecordArrays.concat(dec.final_parts(done)))
+            stream.close()
+            stream = None
+            os.replace(tmp, target)
+            empty = Samples.empty(fmt.meter, fmt.emulated)
+            empty.clock = fmt.clock
+            target.with_name(target.name + ".json").write_text(json.dumps(_meta(empty, meta), indent=1,
+                                                                           default=str))
+    finally:
+        if stream is not None:
+            stream.abort()
+        if tmp is not None and tmp.exists():
+            tmp.unlink()
+    return dec, fmt, meta, streaming
+
+
+def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: Sequence[int] | None = None,
+                rate_hz: float | None = None, r_sense_ohm: float | None = None) -> tuple[Samples, dict[str, Any]]:
+    """Decode a raw capture (using its ``RAW.json`` sidecar when present) and optionally write the samples
+    (.csv and .csv.gz as the decoder goes; .parquet at the end)."""
+    dec, fmt, meta, written = _decode(raw_path, out, channels, rate_hz, r_sense_ohm)
+    s = fmt.samples(dec.records())
+    if out is not None and not written:
         write_samples(s, out, meta)
     return s, meta
+
+
+def decode_to_file(raw_path: str | Path, out: str | Path, channels: Sequence[int] | None = None,
+                   rate_hz: float | None = None, r_sense_ohm: float | None = None) -> tuple[int, bool, dict[str, Any]]:
+    """Decode a capture into a samples file without keeping the samples: (rows written, emulated, meta)."""
+    dec, fmt, meta, written = _decode(raw_path, out, channels, rate_hz, r_sense_ohm)
+    if not written:
+        write_samples(fmt.samples(dec.records()), out, meta)
+    return dec.n_accepted, fmt.emulated, meta
 
 
 def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | None = None) -> Integration:
