@@ -32,20 +32,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from archline.bench.errors import BenchError, UnsupportedError
-from archline.bench.gpu_kernels import (  # the generator's own pieces: one style for every GPU kernel
-    _CUDA_VEC,
-    _TYPES,
-    Geometry,
-    GpuKernelDesc,
-    _header,
-    _ids,
-    _lanes,
-    _load,
-    _sequential_sums,  # the device's order of additions, shared with the cache kernels
-    _sig,
-    _store,
-    _vt,
-)
+
+# the generator's own pieces: one style for every GPU kernel
+from archline.bench.gpu_kernels.desc import _CUDA_VEC, _TYPES, GpuKernelDesc
+from archline.bench.gpu_kernels.points import Geometry
+from archline.bench.gpu_kernels.reference import _sequential_sums  # the device's order of additions (cache kernels)
+from archline.bench.gpu_kernels.render import _header, _ids, _lanes, _load, _sig, _store, _vt
 from archline.bench.kernels import Counts, KernelSpec
 
 CEILING_KERNELS = ("ceil_flop", "ceil_mem")

@@ -12,7 +12,7 @@ BACKENDS: dict[str, str] = {
     "cpu_asm": "archline.bench.cpu_asm.backend:CpuAsmBackend",
     "opencl": "archline.bench.opencl.backend:OpenCLBackend",
     "cuda": "archline.bench.cuda.backend:CudaBackend",
-    "emulated": "archline.bench.emulated:EmulatedBackend",
+    "emulated": "archline.bench.emulated.backend:EmulatedBackend",
 }
 
 

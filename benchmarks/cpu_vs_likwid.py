@@ -17,7 +17,7 @@ with a distribution-free 95% CI of that median and the best/best ratio:
   * pointer-chase latency per level (ns and cycles per access, 1 chain and 8 chains), L1 against the documented
     load-to-use latencies (Zen 3/4 and Skylake: 4-5 cycles; Golden Cove: 5), 3-6 cycles with the chase loop.
 Targets (issues 5 and 13): flops >= 0.98, bandwidth >= 0.95. Every "ours" point is timed by the same calibration
-(bench.run.calibrate) as `archline bench run`, so the CLI reaches what this script reports.
+(bench.run.runner.calibrate) as `archline bench run`, so the CLI reaches what this script reports.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from archline.bench.cpu_asm import topology as topo
 from archline.bench.cpu_asm.backend import CpuAsmBackend, best_isa
 from archline.bench.cpu_asm.variants import ISAS
 from archline.bench.kernels import KernelSpec
-from archline.bench.run import calibrate, measure
+from archline.bench.run.runner import calibrate
 
 
 def likwid(test: str, size: str, threads: int) -> dict[str, float]:
@@ -78,6 +78,17 @@ class Ours:
         if self.prepared is not None:
             self.prepared.close()
             self.prepared = None
+
+
+def _measure(be: CpuAsmBackend, spec: KernelSpec, min_time_s: float) -> Any:
+    """One region sized by the runner's calibration, outside the runner's windows: likwid is timed the same way,
+    without a meter."""
+    p = be.prepare(spec)
+    try:
+        reps, _ = calibrate(p, min_time_s)
+        return p.run(reps)
+    finally:
+        p.close()
 
 
 def median_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float]:
@@ -204,7 +215,7 @@ def main() -> int:
                                   {"chains": chains, "page_local": pl, "working_set_bytes": size})
                 # best of 3 short regions: a shared or virtualised machine preempts us; the fastest run is the
                 # one nobody disturbed (BabelStream reports the fastest run for the same reason)
-                runs = [measure(be, spec, min_time_s=min(a.min_time, 0.3)) for _ in range(3)]
+                runs = [_measure(be, spec, min(a.min_time, 0.3)) for _ in range(3)]
                 r = min(runs, key=lambda x: x.extra["ns_per_access"])
                 key = f"{chains}ch{'-page' if pl else ''}"
                 row[key] = {"ns": r.extra["ns_per_access"], "cycles": r.extra["cycles_per_access"],

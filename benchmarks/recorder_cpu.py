@@ -17,10 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from archline.powermon.driver import PowerMon2
-from archline.powermon.meters import PowerMonMeter
-from archline.powermon.rails import RailMap
-from archline.powermon.recorder import Recorder
+from archline.powermon.powermon2.meter import open_powermon
+from archline.powermon.record.recorder import Recorder
+from archline.powermon.spec import channels_spec
 
 
 def main() -> None:
@@ -41,8 +40,8 @@ def main() -> None:
             time.sleep(0.05)
         port = portfile.read_text().strip()
         chans = list(range(args.channels))
-        rails = RailMap.from_section({"channels": {c: {"rail": f"ch{c}"} for c in chans}})
-        meter = PowerMonMeter(PowerMon2(port, rails.r_sense(), rate_hz=args.rate, raw_path=d / "raw.bin"), rails)
+        meter = open_powermon(channels_spec("powermon2", "powermon2", chans, port=port, rate_hz=args.rate),
+                              raw_path=d / "raw.bin")
         with Recorder([meter]) as rec:
             time.sleep(1.0)                      # past the handshake
             c0, w0 = time.process_time(), time.monotonic()

@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from archline.bench.profile_sections import load_bench_profile
-from archline.bench.runner_session import run_once
+from archline.bench.config.options import RunOptions
+from archline.bench.config.profile import load_bench_profile
+from archline.bench.run.session import run_once
 
 
 def main() -> int:
@@ -31,9 +32,9 @@ def main() -> int:
     prof = load_bench_profile(args.platform)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
-        out = run_once(args.platform, Path(tmp), emulate=True, kernels=tuple(args.kernels.split(",")),
-                       precisions=("sp", "dp"), quick=args.quick, time_compression=args.time_compression,
-                       stream=open("/dev/null", "w"))
+        opts = RunOptions(platform=args.platform, emulate=True, kernels=tuple(args.kernels.split(",")),
+                          precisions=("sp", "dp"), quick=args.quick, time_compression=args.time_compression)
+        out = run_once(opts, Path(tmp), stream=open("/dev/null", "w"))
         run_s = time.monotonic() - t0
         t1 = time.monotonic()
         fit = subprocess.run([sys.executable, "-m", "archline.cli", "fit", str(out.results), "--format", "json"],

@@ -58,7 +58,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="archline")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Also print debug messages (meter set-up, every region).")
+def cli(verbose: bool) -> None:
     """archline: what a flop, a byte and a random access cost on your machine, in joules and seconds.
 
     \b
@@ -76,6 +77,9 @@ def cli() -> None:
     Every command has --help with examples; the model's equations, with the
     papers' equation and table numbers, are in docs/model.md.
     """
+    from archline.common.logs import configure
+
+    configure(verbose)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -129,7 +129,7 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
         raise click.UsageError("--intensity needs --platform")
     power = Script.load(script) if script else None
     if platform is not None:
-        from archline.bench.emulated import steady_power_script
+        from archline.bench.emulated.backend import steady_power_script
 
         power, what = steady_power_script(platform, intensity, precision)
         click.echo(what, err=True)

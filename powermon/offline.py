@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.powermon.decode import RecordArrays, StreamDecoder, guess_channels
-from archline.powermon.driver import period_for_rate, sidecar_path
 from archline.powermon.errors import MeterError
-from archline.powermon.integrate import Integration, integrate_samples
-from archline.powermon.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
-from archline.powermon.samples import Samples
-from archline.powermon.traces import read_samples, write_samples
+from archline.powermon.powermon2.decode import RecordArrays, StreamDecoder, guess_channels
+from archline.powermon.powermon2.driver import period_for_rate, sidecar_path
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
+from archline.powermon.record.integrate import Integration, integrate_samples
+from archline.powermon.record.samples import Samples
+from archline.powermon.record.traces import read_samples, write_samples
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.powermon.samples_csv import RowFormat
+    from archline.powermon.record.samples_csv import CsvStream, RowFormat
 
 
 #: Raw bytes fed to the decoder at a time when writing as it decodes (~260 k records, half a minute of 8 channels
@@ -31,7 +30,7 @@ FEED_BYTES = 1 << 20
 def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: float | None,
              r_sense_ohm: float | None) -> tuple[bytes, list[int], int, dict[str, Any], RowFormat]:
     """The capture's bytes, channels, period and sidecar, and how its records become rows."""
-    from archline.powermon.samples_csv import RowFormat
+    from archline.powermon.record.samples_csv import RowFormat
 
     raw = Path(raw_path)
     try:
@@ -74,50 +73,58 @@ def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: floa
     return data, chans, period, side, fmt
 
 
+def _feed(dec: StreamDecoder, data: bytes, stream: CsvStream | None) -> None:
+    """All of ``data`` through the decoder; with a stream, a block of finished seconds to it after each
+    FEED_BYTES, so the rows are formatted and written while decoding goes on."""
+    if stream is None:
+        dec.feed(data)
+        dec.finish()
+        return
+    done = 0
+    view = memoryview(data)
+    for i in range(0, len(data), FEED_BYTES):
+        dec.feed(view[i:i + FEED_BYTES])
+        stream.submit(RecordArrays.concat(dec.final_parts(done)))
+        done = len(dec.final_parts())
+    dec.finish()
+    stream.submit(RecordArrays.concat(dec.final_parts(done)))
+
+
 def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int] | None, rate_hz: float | None,
             r_sense_ohm: float | None) -> tuple[StreamDecoder, RowFormat, dict[str, Any], bool]:
     """Decode a capture; a .csv/.csv.gz ``out`` is written while decoding (True in the last place)."""
-    from archline.powermon.samples_csv import CsvStream
-    from archline.powermon.traces import _atomic, _meta
+    from archline.common.atomic import atomic_path, write_atomic
+    from archline.powermon.record.samples_csv import CsvStream
+    from archline.powermon.record.traces import _meta
 
     data, chans, period, side, fmt = _prepare(raw_path, channels, rate_hz, r_sense_ohm)
     dec = StreamDecoder(chans, period, side.get("time_set_s", 0) if side else None)
     target = Path(out) if out is not None else None
-    streaming = target is not None and target.name.lower().endswith((".csv", ".csv.gz"))
-    stream: CsvStream | None = None
-    tmp = _atomic(target) if streaming and target is not None else None
-    try:
-        if tmp is not None and target is not None:
-            stream = CsvStream(target, tmp, fmt)
-        done = 0
-        view = memoryview(data)
-        for i in range(0, len(data), FEED_BYTES if stream is not None else len(data)):
-            dec.feed(view[i:i + FEED_BYTES] if stream is not None else view)
-            if stream is not None:
-                stream.submit(RecordArrays.concat(dec.final_parts(done)))   # one block per feed: seconds
-                done = len(dec.final_parts())
-        dec.finish()
+
+    def meta() -> dict[str, Any]:
         if dec.n_accepted == 0:
             raise MeterError(f"no PowerMon 2 samples in {raw_path} (garbage or truncated capture; "
                              f"{dec.stats.skipped_bytes} bytes skipped)")
         stats = dec.stats.as_dict()
-        meta = {"source": str(raw_path), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
+        return {"source": str(raw_path), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
                 "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"]}
-        if stream is not None and tmp is not None and target is not None:
-            stream.submit(RecordArrays.concat(dec.final_parts(done)))
-            stream.close()
-            stream = None
-            os.replace(tmp, target)
-            empty = Samples.empty(fmt.meter, fmt.emulated)
-            empty.clock = fmt.clock
-            target.with_name(target.name + ".json").write_text(json.dumps(_meta(empty, meta), indent=1,
-                                                                           default=str))
-    finally:
-        if stream is not None:
+
+    if target is None or not target.name.lower().endswith((".csv", ".csv.gz")):
+        _feed(dec, data, None)
+        return dec, fmt, meta(), False
+    with atomic_path(target) as tmp:
+        stream = CsvStream(target, tmp, fmt)
+        try:
+            _feed(dec, data, stream)
+            info = meta()
+        except BaseException:
             stream.abort()
-        if tmp is not None and tmp.exists():
-            tmp.unlink()
-    return dec, fmt, meta, streaming
+            raise
+        stream.close()
+    empty = Samples.empty(fmt.meter, fmt.emulated)
+    empty.clock = fmt.clock
+    write_atomic(target.with_name(target.name + ".json"), json.dumps(_meta(empty, info), indent=1, default=str))
+    return dec, fmt, info, True
 
 
 def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: Sequence[int] | None = None,
@@ -149,8 +156,8 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
 
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> list[dict[str, Any]]:
     """Serial ports, RAPL zones and NVML GPUs on this machine; an absent kind comes with its reason."""
-    from archline.powermon import nvml as nvml_mod
-    from archline.powermon import rapl
+    from archline.powermon.counters import nvml as nvml_mod
+    from archline.powermon.counters import rapl
 
     rows: list[dict[str, Any]] = []
     try:
@@ -165,7 +172,7 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
     if not ports:
         rows.append({"kind": "serial", "name": "-", "available": False,
                      "detail": "no serial ports (PowerMon 2 not plugged in?); `archline meter emulate` makes one"})
-    root = rapl.POWERCAP_ROOT if powercap_root is None else Path(powercap_root)
+    root = rapl.default_root() if powercap_root is None else Path(powercap_root)
     zones = rapl.list_zones(root)
     for z in zones:
         try:
@@ -190,30 +197,34 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
                     raw_path: str | Path | None = None) -> Any:
     """``powermon2:PORT``, ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
-    from archline.powermon.meters import emulated_powermon, powermon_from_section
+    from archline.powermon.spec import channels_spec, open_meter
 
     kind, _, arg = spec.partition(":")
-    chans = list(channels) if channels else list(range(8))
-    section = {"rate_hz": rate_hz, "channels": {c: {"rail": f"ch{c}"} for c in chans}}
     if kind in ("powermon2", "powermon"):
         if not arg:
             raise MeterError("--meter powermon2 needs a port: powermon2:/dev/ttyUSB0")
-        return powermon_from_section({**section, "port": arg}, raw_path=raw_path)
+        return open_meter(channels_spec("powermon2", "powermon2", channels, port=arg, rate_hz=rate_hz),
+                          raw_path=raw_path)
     if kind == "emulated":
-        return emulated_powermon(section, None, speed=float(arg or 1.0), raw_path=raw_path)
+        from archline.powermon.powermon2.meter import emulated_powermon
+
+        try:
+            speed = float(arg or 1.0)
+        except ValueError:
+            raise MeterError(f"--meter emulated:SPEED needs a number, got {arg!r}") from None
+        return emulated_powermon(channels_spec("powermon2", "powermon2", channels, rate_hz=rate_hz), None,
+                                 speed=speed, raw_path=raw_path)
     if kind == "rapl":
-        from archline.powermon.rapl import RaplMeter
-        return RaplMeter([z for z in arg.split(",") if z] or None)
+        return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
     if kind == "nvml":
-        from archline.powermon.nvml import NvmlMeter
-        return NvmlMeter(int(arg or 0))
+        return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX])")
 
 
 def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int] | None = None,
            rate_hz: float = 128.0) -> tuple[Path, dict[str, Any]]:
     """Record one meter for ``duration_s`` into a trace file; a PowerMon 2 also keeps its raw capture."""
-    from archline.powermon.recorder import Recorder
+    from archline.powermon.record.recorder import Recorder
 
     out_p = Path(out)
     raw = out_p.with_name(out_p.name.split(".")[0] + ".raw.bin")

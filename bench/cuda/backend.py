@@ -111,15 +111,14 @@ class NvmlSampler:
         self.reason = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        try:
-            import pynvml
+        from archline.powermon.counters.nvml import load_nvml  # NVML is initialised in one place
 
-            pynvml.nvmlInit()
-            self._nv = pynvml
-            self._h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        try:
+            self._nv = load_nvml()
+            self._h = self._nv.nvmlDeviceGetHandleByIndex(index)
         except Exception as e:
             self._nv = None
-            self.reason = f"NVML unavailable: {e}"
+            self.reason = str(e) if str(e).startswith("NVML") else f"NVML unavailable: {e}"
 
     def _loop(self) -> None:
         nv = self._nv

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
+from archline.common.inputs import Strict, validate
 from archline.fit.analyses.oi_bounds import BoundResult, oi_upper_bound
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import read_toml
@@ -149,41 +151,54 @@ def _check_scaling(s: str) -> str:
     return s
 
 
-MACHINE_KEYS = {"name", "die_area_mm2", "core_area_mm2", "flops_per_s_per_core_at_fmax", "b_mem_byte_per_s",
-                "eps_flop_at_fmax_j", "eps_mem_j_per_byte", "pi_cpu_w", "leakage_total_w", "word_bytes",
-                "eps_scaling", "vf", "cacti", "source"}
+class _Vf(Strict):
+    voltage_v: float = Field(gt=0)
+    freq_hz: float = Field(gt=0)
+    core_dyn_w: float = Field(ge=0)
+
+
+class _Cacti(Strict):
+    size_bytes: float = Field(gt=0)
+    area_mm2: float = Field(gt=0)
+
+
+class MachineFile(Strict):
+    """A user's machine file (TOML): any scalar of DesignMachine; missing keys take the Nehalem-EX values."""
+
+    name: str | None = None
+    source: str | None = None
+    die_area_mm2: float | None = Field(default=None, gt=0)
+    core_area_mm2: float | None = Field(default=None, gt=0)
+    flops_per_s_per_core_at_fmax: float | None = Field(default=None, gt=0)
+    b_mem_byte_per_s: float | None = Field(default=None, gt=0)
+    eps_flop_at_fmax_j: float | None = Field(default=None, gt=0)
+    eps_mem_j_per_byte: float | None = Field(default=None, gt=0)
+    pi_cpu_w: float | None = Field(default=None, gt=0)
+    leakage_total_w: float | None = Field(default=None, gt=0)
+    word_bytes: int | None = Field(default=None, ge=1)
+    eps_scaling: str | None = None
+    vf: tuple[_Vf, ...] | None = Field(default=None, min_length=1)
+    cacti: tuple[_Cacti, ...] | None = Field(default=None, min_length=2)
+
+
+MACHINE_KEYS = set(MachineFile.model_fields)
 
 
 def load_machine(path: Path) -> DesignMachine:
     """A user's machine as TOML: the scalar keys of DesignMachine (SI units, areas in mm^2), ``vf`` as a list of
     {voltage_v, freq_hz, core_dyn_w} and ``cacti`` as a list of {size_bytes, area_mm2}. Missing keys take the
     Nehalem-EX values."""
-    data = read_toml(path, set(MACHINE_KEYS), "machine file", DesignSpaceError)
-    base = nehalem_ex()
-    kw: dict[str, Any] = {"name": str(data.get("name", path.stem)), "source": str(data.get("source", path))}
-    for k in MACHINE_KEYS - {"name", "source", "vf", "cacti", "eps_scaling", "word_bytes"}:
-        if k in data:
-            v = data[k]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise ProfileFormatError(f"{path}: {k} must be a positive number, got {v!r}")
-            kw[k] = float(v)
-    if "word_bytes" in data:
-        kw["word_bytes"] = int(data["word_bytes"])
-    if "eps_scaling" in data:
-        kw["eps_scaling"] = _check_scaling(str(data["eps_scaling"]))
-    try:
-        if "vf" in data:
-            kw["vf"] = tuple(sorted((VfPoint(float(e["voltage_v"]), float(e["freq_hz"]), float(e["core_dyn_w"]))
-                                     for e in data["vf"]), key=lambda v: v.freq_hz))
-        if "cacti" in data:
-            kw["cacti"] = tuple(sorted((float(e["size_bytes"]), float(e["area_mm2"])) for e in data["cacti"]))
-    except (KeyError, TypeError, ValueError) as e:
-        raise ProfileFormatError(f"{path}: bad vf/cacti entry ({e}); vf needs voltage_v, freq_hz, core_dyn_w; "
-                                 "cacti needs size_bytes, area_mm2") from None
-    m = replace(base, **kw)
-    if len(m.vf) < 1 or len(m.cacti) < 2:
-        raise ProfileFormatError(f"{path}: need at least one vf point and two cacti points")
-    return m
+    data = read_toml(path, MACHINE_KEYS, "machine file", DesignSpaceError)
+    f = validate(MachineFile, data, f"{path}:", error=ProfileFormatError)
+    kw: dict[str, Any] = {k: v for k, v in f.model_dump(exclude={"vf", "cacti"}).items() if v is not None}
+    kw["name"], kw["source"] = f.name or path.stem, f.source or str(path)
+    if f.eps_scaling is not None:
+        kw["eps_scaling"] = _check_scaling(f.eps_scaling)
+    if f.vf is not None:
+        kw["vf"] = tuple(sorted((VfPoint(v.voltage_v, v.freq_hz, v.core_dyn_w) for v in f.vf), key=lambda v: v.freq_hz))
+    if f.cacti is not None:
+        kw["cacti"] = tuple(sorted((c.size_bytes, c.area_mm2) for c in f.cacti))
+    return replace(nehalem_ex(), **kw)
 
 
 # --- the sweep --------------------------------------------------------------------------------------------------

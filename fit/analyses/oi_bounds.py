@@ -186,21 +186,11 @@ def with_costs(result: BoundResult, platform: Platform) -> BoundResult:
                           "max_flop_per_s": 1.0 / t, "emulated": platform.emulated})
 
 
-_SUFFIX = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
-           "G": 1024**3, "GB": 1024**3, "GIB": 1024**3}
-
-
 def parse_bytes(text: str) -> float:
-    """'65536', '512K', '512KiB', '8MB' -> bytes (binary multiples, as cache sizes are quoted)."""
-    s = text.strip().upper().replace(" ", "")
-    num = s.rstrip("BKMGI")
-    suffix = s[len(num):]
-    if suffix not in _SUFFIX:
-        raise FastMemoryError(
-            f"cannot read fast-memory size '{text}' (use bytes, or K/M/G suffixes: 512K, 8MiB)")
+    """'65536', '512K', '512KiB', '8MB' -> bytes (archline.common.sizes), as this module's error type."""
+    from archline.common.sizes import parse_bytes as _parse
+
     try:
-        v = float(num)
-    except ValueError:
-        raise FastMemoryError(
-            f"cannot read fast-memory size '{text}' (use bytes, or K/M/G suffixes)") from None
-    return v * _SUFFIX[suffix]
+        return float(_parse(text))
+    except ValueError as e:
+        raise FastMemoryError(f"fast-memory size: {e}") from None

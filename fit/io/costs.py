@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
+from archline.common.atomic import atomic_path, write_atomic
 from archline.fit.platforms.profiles import COSTS_SCHEMA
 from archline.fit.regress.result import UNITS, Coefficient, FitResult
 
@@ -195,10 +195,7 @@ def write_costs(results: list[FitResult], out: str | Path | None, fmt: str = "js
         targets = [(out, render(results))]
     written = []
     for path, text in targets:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
-        written.append(path)
+        written.append(write_atomic(path, text))
     return written
 
 
@@ -218,7 +215,6 @@ def write_points(results: list[FitResult], path: str | Path) -> Path:
             f.insert(0, "platform", r.platform)
             frames.append(f)
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()).to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()).to_csv(tmp, index=False)
     return path

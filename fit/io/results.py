@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
+from archline.fit.io import schema
 from archline.fit.io.configs import Grouped, KeyReducer, Source
 from archline.fit.io.sources import SourceError, header_columns, iter_sources, numpy_of, read_tables
 
@@ -24,23 +25,19 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
-RESULTS_SCHEMA = "archline.results/1"
-
+RESULTS_SCHEMA = schema.SCHEMA
 #: Columns every result row must have for any fit.
-REQUIRED_COLUMNS: tuple[str, ...] = ("schema", "platform", "kernel", "precision", "time_s", "energy_j")
+REQUIRED_COLUMNS: tuple[str, ...] = schema.REQUIRED_FOR_FIT
 #: Work and traffic counts (archline.results/1); an empty cell means 0 (not applicable).
-COUNT_COLUMNS: tuple[str, ...] = (
-    "flops_sp", "flops_dp", "int_ops", "bytes_mem", "bytes_l1", "bytes_l2", "bytes_l3", "bytes_shared",
-    "rand_accesses",
-)
+COUNT_COLUMNS: tuple[str, ...] = schema.COUNT_COLUMNS
 #: Numeric setting columns; an empty cell stays NaN (not measured).
-SETTING_COLUMNS: tuple[str, ...] = ("power_cap_w", "core_mhz", "mem_mhz", "core_v", "mem_v")
+SETTING_COLUMNS: tuple[str, ...] = schema.SETTING_COLUMNS
 #: Text columns that tell configurations apart (with the counts, the settings and ``emulated``).
 TEXT_KEYS: tuple[str, ...] = ("platform", "kernel", "precision", "level")
 #: Text columns read only to check or label rows.
 FLAG_COLUMNS: tuple[str, ...] = ("schema", "backend", "emulated", "checksum_ok")
-_TRUE = {"1", "true", "yes", "y", "t"}
-_FALSE = {"0", "false", "no", "n", "f"}
+_TRUE = schema.TRUE_WORDS
+_FALSE = schema.FALSE_WORDS
 _NUMBER = r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)$"
 
 

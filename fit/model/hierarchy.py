@@ -52,3 +52,20 @@ def residual_cost_j_per_unit(
     (explained additionally includes Q_L2*eps_L2)."""
     return (np.asarray(energy_measured_j, dtype=np.float64) - np.asarray(energy_explained_j, dtype=np.float64)) / \
         np.asarray(units, dtype=np.float64)
+
+
+def time_s(counts: Mapping[str, ArrayLike], rate_per_s: Mapping[str, float], costs: Mapping[str, float] | None = None,
+           delta_pi_w: float = np.inf) -> FloatArray:
+    """T = max( max_i N_i / rate_i , sum_i N_i*eps_i / delta_pi )   (eq.34 with one term per count, perfect
+    overlap; eq.3 when delta_pi = inf). ``rate_per_s`` is operations per second (1/tau) per count column; a
+    non-zero count without a rate raises KeyError naming the column."""
+    t = np.zeros(())
+    for column, n in counts.items():
+        n_arr = np.asarray(n, dtype=np.float64)
+        if not np.any(n_arr):
+            continue
+        t = np.maximum(t, n_arr / rate_per_s[column])
+    if costs is not None and not np.isinf(delta_pi_w):
+        dynamic = energy_j(counts, costs, 0.0, 0.0)
+        t = np.maximum(t, dynamic / delta_pi_w)
+    return np.asarray(t, dtype=np.float64)

@@ -7,22 +7,19 @@ Peaks (``peak_flop_per_s_sp``…) may stand in for the tau they invert (tau = 1/
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from archline.common.inputs import Strict, read_json, unknown_key_hint, validate
+from archline.common.inputs import read_toml as common_read_toml
 from archline.fit.errors import MissingValueError, PlatformNotFoundError, ProfileFormatError
 from archline.fit.model.machine import Machine
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PROFILE_SCHEMA = "archline.platform/1"
 COSTS_SCHEMA = "archline.costs/1"
@@ -111,103 +108,112 @@ class Platform:
         return [p for p in PRECISIONS if base and all(self.value(k.format(p=p)) is not None for k in need)]
 
 
-# --- loading ----------------------------------------------------------------------------------------------
+# --- loading: pydantic models on the one input boundary (archline.common.inputs) --------------------------
 
-def _number(x: Any, where: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ProfileFormatError(f"{where}: expected a number, got {x!r}")
-    v = float(x)
+class ConstantEntry(Strict):
+    value: float | None = None
+    source: str = ""
+    stderr: float | None = None
+
+
+class ProfileFile(Strict):
+    """A profile's top level. The bench layer validates ``bench``, ``meters``, ``emulate`` and ``dvfs``."""
+
+    schema_: Literal["archline.platform/1"] = Field(default="archline.platform/1", alias="schema")
+    name: str
+    title: str | None = None
+    device_kind: str = ""
+    notes: str = ""
+    sources: Any = None
+    constants: dict[str, ConstantEntry | float] = Field(default_factory=dict)
+    dvfs: dict[str, Any] = Field(default_factory=dict)
+    bench: dict[str, Any] = Field(default_factory=dict)
+    meters: Any = ()
+    emulate: dict[str, Any] = Field(default_factory=dict)
+    issue: Any = None              #: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py)
+
+
+class CoefficientEntry(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    value: float
+    stderr: float | None = None
+
+
+class CostsFile(BaseModel):
+    """An archline.costs/1 table as a profile needs it (other keys are the fit's report and are let through)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    schema_: Literal["archline.costs/1"] = Field(alias="schema")
+    platform: str | None = None
+    model: str | None = None
+    emulated: bool = False
+    coefficients: dict[str, Any] = Field(default_factory=dict)
+    tau: dict[str, Any] = Field(default_factory=dict)
+    settings: list[Any] = Field(default_factory=list)
+
+
+def _check_value(key: str, v: float | None, where: str) -> float | None:
+    if v is None:
+        return None
     if not math.isfinite(v) and not (math.isinf(v) and v > 0):
-        raise ProfileFormatError(f"{where}: expected a finite number, got {x!r}")
+        raise ProfileFormatError(f"{where}: expected a finite number, got {v!r}")
+    if v < 0:
+        raise ProfileFormatError(f"{where}: must not be negative, got {v}")
+    if v == 0 and (key.startswith("tau") or key.startswith("peak")):
+        raise ProfileFormatError(f"{where}: must be positive")
     return v
 
 
-def _parse_constants(table: Any, origin: str) -> dict[str, Constant]:
-    if not isinstance(table, dict):
-        raise ProfileFormatError(f"{origin}: [constants] must be a table")
+def _parse_constants(table: dict[str, ConstantEntry | float], origin: str) -> dict[str, Constant]:
     out: dict[str, Constant] = {}
     for key, entry in table.items():
         where = f"{origin}: constants.{key}"
         if key not in CONSTANT_UNITS:
-            raise ProfileFormatError(f"{where}: unknown constant '{key}' (known: {', '.join(sorted(CONSTANT_UNITS))})")
-        if isinstance(entry, dict):
-            unknown = set(entry) - {"value", "source", "stderr"}
-            if unknown:
-                raise ProfileFormatError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-            value = _number(entry["value"], where) if "value" in entry else None
-            stderr = _number(entry["stderr"], where) if "stderr" in entry else None
-            source = str(entry.get("source", ""))
-        else:
-            value, stderr, source = _number(entry, where), None, ""
-        if value is not None and value < 0:
-            raise ProfileFormatError(f"{where}: must not be negative, got {value}")
-        if value is not None and value == 0 and (key.startswith("tau") or key.startswith("peak")):
-            raise ProfileFormatError(f"{where}: must be positive")
-        out[key] = Constant(value, source, stderr)
+            raise ProfileFormatError(f"{where}: unknown constant '{key}'" + unknown_key_hint(key, CONSTANT_UNITS))
+        e = entry if isinstance(entry, ConstantEntry) else ConstantEntry(value=float(entry))
+        out[key] = Constant(_check_value(key, e.value, where), e.source, _check_value(key, e.stderr, where))
     return out
 
 
 def read_toml(path: Path, known_keys: set[str], what: str,
               not_found: type[Exception] = PlatformNotFoundError) -> dict[str, Any]:
     """Parse a TOML file whose top-level keys must be among ``known_keys``; errors name the file and the key."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise not_found(f"cannot read {what} {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileFormatError(f"{path}: not valid TOML: {e}") from None
-    unknown = set(data) - known_keys
-    if unknown:
-        raise ProfileFormatError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
-                                 f"(known: {', '.join(sorted(known_keys))})")
+    data = common_read_toml(path, error=ProfileFormatError, what=what, not_found=not_found)
+    for k in data:
+        if k not in known_keys:
+            raise ProfileFormatError(f"{path}: unknown key '{k}'" + unknown_key_hint(k, known_keys))
     return data
 
 
 def load_profile(path: Path) -> Platform:
-    data = read_toml(path, PROFILE_KEYS, "profile")
-    if data.get("schema", PROFILE_SCHEMA) != PROFILE_SCHEMA:
-        raise ProfileFormatError(f"{path}: schema must be '{PROFILE_SCHEMA}', got '{data.get('schema')}'")
-    if "name" not in data:
-        raise ProfileFormatError(f"{path}: missing 'name'")
-    return Platform(
-        name=str(data["name"]), title=str(data.get("title", data["name"])),
-        constants=_parse_constants(data.get("constants", {}), str(path)), origin=str(path),
-        device_kind=str(data.get("device_kind", "")), notes=str(data.get("notes", "")),
-        dvfs=dict(data.get("dvfs", {})), raw=data,
-    )
+    data = common_read_toml(path, error=ProfileFormatError, what="profile", not_found=PlatformNotFoundError)
+    f = validate(ProfileFile, data, f"{path}:", error=ProfileFormatError)
+    return Platform(name=f.name, title=f.title or f.name, constants=_parse_constants(f.constants, str(path)),
+                    origin=str(path), device_kind=f.device_kind, notes=f.notes, dvfs=dict(f.dvfs), raw=data)
 
 
 def load_costs(path: Path) -> Platform:
     """A cost table written by ``archline fit --format json``, usable wherever a profile is."""
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise PlatformNotFoundError(f"cannot read cost table {path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise ProfileFormatError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    data = read_json(path, error=ProfileFormatError, what="cost table", not_found=PlatformNotFoundError)
     if not isinstance(data, dict) or data.get("schema") != COSTS_SCHEMA:
         raise ProfileFormatError(f"{path}: not an {COSTS_SCHEMA} cost table (schema key missing or different)")
+    f = validate(CostsFile, data, f"{path}:", error=ProfileFormatError)
     constants: dict[str, Constant] = {}
-    for section in ("coefficients", "tau"):
-        sec = data.get(section, {})
-        if not isinstance(sec, dict):
-            raise ProfileFormatError(f"{path}: '{section}' must be an object")
+    for section, sec in (("coefficients", f.coefficients), ("tau", f.tau)):
         for key, entry in sec.items():
             if key not in CONSTANT_UNITS:
                 continue  # dvfs coefficients and future terms: not model constants
-            if not isinstance(entry, dict) or "value" not in entry:
-                raise ProfileFormatError(f"{path}: {section}.{key} must be an object with a 'value'")
-            v = _number(entry["value"], f"{path}: {section}.{key}")
-            se = entry.get("stderr")
-            constants[key] = Constant(v, f"fitted ({data.get('model', '?')} model, {path.name})",
-                                      None if se is None else _number(se, f"{path}: {section}.{key}.stderr"))
+            e = validate(CoefficientEntry, entry, f"{path}: {section}.{key}", error=ProfileFormatError)
+            where = f"{path}: {section}.{key}"
+            constants[key] = Constant(_check_value(key, e.value, where), f"fitted ({f.model or '?'} model, "
+                                      f"{path.name})", _check_value(key, e.stderr, where))
     n = data.get("n_points")
-    title = (f"cost table fitted with the {data.get('model', '?')} model"
+    title = (f"cost table fitted with the {f.model or '?'} model"
              + (f" from {n} measured points" if isinstance(n, int) else "") + f" ({path.name})")
-    return Platform(name=str(data.get("platform", path.stem)), title=title,
-                    constants=constants, origin=str(path), kind="costs", emulated=bool(data.get("emulated", False)),
-                    dvfs={"settings": data.get("settings", []), "coefficients": data.get("coefficients", {})}
-                    if data.get("model") == "dvfs" else {}, raw=data)
+    return Platform(name=f.platform or path.stem, title=title, constants=constants, origin=str(path), kind="costs",
+                    emulated=f.emulated,
+                    dvfs={"settings": f.settings, "coefficients": f.coefficients} if f.model == "dvfs" else {},
+                    raw=data)
 
 
 def search_dirs() -> list[Path]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
+from archline.fit.io import schema
 from archline.fit.model.machine import Machine
 from archline.fit.platforms.profiles import Platform, load_platform
 from archline.fit.plots.rooflines import KINDS, Curve, Measured, curves_for, plot_model
@@ -30,11 +31,11 @@ def measured_from_results(path: Path, precision: str, notes: list[str] | None = 
         df = pd.read_csv(path)
     except (OSError, ValueError) as e:
         raise ArchlineFitError(f"cannot read results {path}: {e}") from None
-    need = {"schema", "platform", "kernel", "precision", "time_s", "flops_sp", "flops_dp", "bytes_mem"}
+    need = {*schema.REQUIRED, "flops_sp", "flops_dp", "bytes_mem"}   # time-only rows plot too: no energy_j needed
     missing = need - set(df.columns)
     if missing:
         cols = ", ".join(sorted(missing))
-        raise ArchlineFitError(f"{path}: not an archline.results/1 file (missing columns: {cols})")
+        raise ArchlineFitError(f"{path}: not an {schema.SCHEMA} file (missing columns: {cols})")
     df = df[(df["kernel"] == "intensity") & (df["precision"] == precision)]
     failed = _checksum_failed(df)
     out = []
@@ -71,7 +72,7 @@ def _checksum_failed(df: pd.DataFrame) -> pd.Series:
     if "checksum_ok" not in df:
         return pd.Series(False, index=df.index)
     ck = df["checksum_ok"].astype("string").str.strip().str.lower()
-    return ck.isin({"false", "0", "no"}).fillna(False).astype(bool)
+    return ck.isin(schema.FALSE_WORDS).fillna(False).astype(bool)
 
 
 def observed_curve(m: Measured) -> Curve:

@@ -106,22 +106,20 @@ def pyplot() -> Any:
 def save_figure(fig: Any, out_path: str | Path, dpi: int = 130) -> Path:
     """Save atomically (temporary name in the same directory, then rename) and close the figure. An unknown
     extension or an unwritable path is the user's: a one-line ArchlineFitError, nothing left under either name."""
+    from archline.common.atomic import atomic_path
     from archline.fit.errors import ArchlineFitError
 
     plt = pyplot()
     out_path = Path(out_path)
-    tmp = out_path.with_name(f".{out_path.name}.tmp{out_path.suffix or '.png'}")
     try:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(tmp, dpi=dpi)
-        tmp.replace(out_path)
+        with atomic_path(out_path) as tmp:
+            fig.savefig(tmp, dpi=dpi, format=out_path.suffix.lstrip(".").lower() or "png")
     except ValueError as e:   # matplotlib: unknown format
         raise ArchlineFitError(f"cannot write figure {out_path}: {e}") from None
     except OSError as e:
         raise ArchlineFitError(f"cannot write figure {out_path}: {e.strerror or e}") from None
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
     return out_path
 
 

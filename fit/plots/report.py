@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from archline.fit.model.machine import Machine
-from archline.fit.plots.layout import legend_outside, title_with_notes
+from archline.fit.plots.layout import legend_outside, save_figure, title_with_notes
 from archline.fit.regress.result import FitResult
 
 COLOURS = {"sp": "tab:blue", "dp": "tab:orange"}
@@ -171,9 +171,5 @@ def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) ->
         if "cv_mape_pct" in q:
             title += f", {q.get('cv_folds')}-fold CV by {q.get('cv_split', '?')} {q['cv_mape_pct']:.2f}%"
         title_with_notes(fig, title)
-        tmp = target.with_name(target.name + ".tmp.png")
-        fig.savefig(tmp, dpi=110)
-        plt.close(fig)
-        tmp.replace(target)
-        written.append(target)
+        written.append(save_figure(fig, target, dpi=110))
     return written

@@ -16,17 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.io.results import RESULTS_SCHEMA
+from archline.fit.io import schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-RESULT_COLUMNS: tuple[str, ...] = (
-    "schema", "run_id", "started_at", "platform", "host", "device", "backend", "kernel", "precision", "level",
-    "reps", "time_s", "energy_j", "energy_err_j", "flops_sp", "flops_dp", "int_ops", "bytes_mem", "bytes_l1",
-    "bytes_l2", "bytes_l3", "bytes_shared", "rand_accesses", "power_cap_w", "core_mhz", "mem_mhz", "core_v",
-    "mem_v", "meter", "sample_hz", "n_samples", "checksum_ok",
-)
+RESULT_COLUMNS: tuple[str, ...] = schema.COLUMNS
 
 
 @dataclass(frozen=True)
@@ -91,7 +86,7 @@ def _frame(rows: dict[str, np.ndarray | list[object]], n: int, platform: str) ->
 
 
 _TEXT_DEFAULTS: dict[str, object] = {
-    "schema": RESULTS_SCHEMA, "run_id": "synthetic", "started_at": "2026-01-01T00:00:00Z", "host": "synthetic",
+    "schema": schema.SCHEMA, "run_id": "synthetic", "started_at": "2026-01-01T00:00:00Z", "host": "synthetic",
     "device": "synthetic", "backend": "emulated", "level": "", "meter": "synthetic", "checksum_ok": "true",
     "reps": 100, "sample_hz": 1024, "n_samples": 1000,
 }
@@ -258,10 +253,11 @@ def dvfs_pi0_truth(coefficients: dict[str, float] | None = None, *, mem_v_spread
 
 def write_results_csv(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write rows as an archline.results/1 CSV (atomic: temp file + rename)."""
+    from archline.common.atomic import atomic_path
+
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     cols = [c for c in RESULT_COLUMNS if c in frame.columns] + [c for c in frame.columns
                                                                   if c not in RESULT_COLUMNS]
-    frame.to_csv(tmp, index=False, columns=cols)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, columns=cols)
     return path

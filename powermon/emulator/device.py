@@ -13,12 +13,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from archline.powermon.decode import RecordArrays
 from archline.powermon.emulator.power import PowerCallable, PowerSource, as_power_source
-from archline.powermon.protocol import (
+from archline.powermon.powermon2.decode import RecordArrays
+from archline.powermon.powermon2.protocol import (
     DEFAULT_R_SENSE_OHM,
     FLAG_OVERFLOW,
     FLAG_TIME,
@@ -135,6 +136,10 @@ class PowerMon2Core:
         if not self.streaming:
             return None
         return self._t0 + self._next_event * self.period_ticks / TICK_HZ / self.speed
+
+    def host_time_s(self, t_s: Any) -> Any:
+        """Host monotonic time of emulated time ``t_s`` (seconds since streaming started); arrays work."""
+        return self._t0 + t_s / self.speed
 
     def emulated_time_s(self) -> float:
         return (self.clock() - self._t0) * self.speed if self.streaming else 0.0

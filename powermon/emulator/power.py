@@ -8,7 +8,6 @@ or any object with the vectorised method ``sample(t_s: ndarray, channels) -> (vo
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -72,18 +71,11 @@ class Script:
 
     @classmethod
     def load(cls, path: str | Path) -> Script:
+        from archline.common.inputs import read_json, read_toml
+
         p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise MeterError(f"cannot read power script {p}: {e.strerror}") from None
-        if p.suffix == ".toml":
-            import tomllib
-            return cls.from_obj(tomllib.loads(text))
-        try:
-            return cls.from_obj(json.loads(text))
-        except json.JSONDecodeError as e:
-            raise MeterError(f"power script {p} is not valid JSON: {e}") from None
+        read = read_toml if p.suffix == ".toml" else read_json
+        return cls.from_obj(read(p, error=MeterError, what="power script"))
 
     def _step(self, t_s: F64) -> npt.NDArray[np.intp]:
         return np.clip(np.searchsorted(self.t_start_s, t_s, side="right") - 1, 0, None)

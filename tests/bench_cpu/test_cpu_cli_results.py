@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from archline.bench.kernels import Counts, KernelSpec, RunResult
-from archline.bench.results import COLUMNS, SCHEMA, make_row, write_rows
+from archline.bench.run.rows import MeterInfo, Region, ResultsFile, RunContext, build_row
 from archline.cli.main import main
+from archline.fit.io.schema import COLUMNS, SCHEMA, check_row
 
 
 def test_bench_list(cpu_backend, capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,13 +73,18 @@ def test_bench_run_bad_input(cpu_backend, tmp_path: Path, capsys: pytest.Capture
     assert not list(tmp_path.glob("*.csv"))
 
 
-def test_write_rows_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_row_builder_and_atomic_results_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = KernelSpec("cpu_asm", "intensity", "dp", "mem", {"fma_per_trip": 12})
     res = RunResult(time_s=0.5, reps=3, counts=Counts(flops_dp=6, bytes_mem=24), checksum_ok=True,
-                    extra={"isa": "avx2", "effective_clock_hz": 3.0e9})
-    row = make_row(spec, res, run_id="r1", started_at="2026-01-01T00:00:00Z", platform="localhost", host="h")
-    assert row["core_mhz"] == 3000.0 and row["bus_bytes"] == ""
-    out = write_rows(tmp_path / "a.csv", [row])
+                    extra={"isa": "avx2", "effective_clock_hz": 3.0e9, "t0_host_s": 1.0})
+    ctx = RunContext.new("localhost", "cpu", "cpu_asm", False)
+    row = build_row(ctx, spec, "p0", [Region(res, 0.5)], MeterInfo("", None, False, "time only: test"),
+                    ci_rel=0.01, max_regions=9)
+    check_row(row)
+    assert row["core_mhz"] == 3000.0 and row["bus_bytes"] is None and row["isa"] == "avx2"
+    assert "t0_host_s" not in row and row["platform"] == "localhost" and row["note"] == "time only: test"
+    out = tmp_path / "a.csv"
+    ResultsFile(out).append(row)
     got = list(csv.DictReader(out.open()))
     assert got[0]["flops_dp"] == "6" and got[0]["checksum_ok"] == "true" and got[0]["params"] == "fma_per_trip=12"
 
@@ -87,6 +93,6 @@ def test_write_rows_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError):
-        write_rows(tmp_path / "b.csv", [row])
+        ResultsFile(tmp_path / "b.csv")
     assert not (tmp_path / "b.csv").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -77,13 +77,13 @@ def test_bad_reps(cpu_backend: CpuAsmBackend, reps: object) -> None:
         p.close()
 
 
-def test_bad_reps_runner(cpu_backend: CpuAsmBackend) -> None:
-    from archline.bench.run import measure
+def test_bad_reps_runner() -> None:
+    from archline.bench.config.options import RunOptions
 
-    with pytest.raises(BenchError, match="reps"):
-        measure(cpu_backend, _spec(), reps=0)
-    with pytest.raises(BenchError, match="min_time"):
-        measure(cpu_backend, _spec(), min_time_s=0)
+    with pytest.raises(BenchError, match="--reps: expected greater than or equal to 1"):
+        RunOptions.from_cli(reps=0)
+    with pytest.raises(BenchError, match="--min-time: expected greater than 0"):
+        RunOptions.from_cli(min_time_s=0.0)
 
 
 @pytest.mark.parametrize("args, says", [

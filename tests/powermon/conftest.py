@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from support.powermon_helpers import SCRIPT
 
 from archline.powermon.emulator import Faults, PowerMon2Core, PtyServer, Script
-from archline.powermon.testing import SCRIPT
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import serial
+from support.powermon_helpers import SCRIPT, match_truth
 
-from archline.powermon.decode import StreamDecoder, decode_bytes, guess_channels
-from archline.powermon.driver import PowerMon2, sidecar_path
 from archline.powermon.emulator import Faults, register_device, unregister_device
 from archline.powermon.errors import MeterError
-from archline.powermon.protocol import TICK_HZ, encode_samples, encode_time, split_words, words_from_bytes
-from archline.powermon.testing import SCRIPT, match_truth
+from archline.powermon.powermon2.decode import StreamDecoder, decode_bytes, guess_channels
+from archline.powermon.powermon2.driver import PowerMon2, sidecar_path
+from archline.powermon.powermon2.protocol import TICK_HZ, encode_samples, encode_time, split_words, words_from_bytes
 
 
 def _capture(make, channels, rate_hz, seconds, faults=None, speed=1.0, raw_path=None, transport="pty"):

@@ -9,21 +9,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from support.powermon_helpers import SCRIPT
 
 from archline.cli.meter import meter as meter_cli
-from archline.powermon.driver import PowerMon2
 from archline.powermon.emulator import Script
 from archline.powermon.errors import MeterError
-from archline.powermon.integrate import integrate_series
-from archline.powermon.meters import emulated_powermon, powermon_from_section
-from archline.powermon.rails import GPU_INTERPOSER_SECTION, RailMap
-from archline.powermon.recorder import Recorder
-from archline.powermon.testing import SCRIPT
-from archline.powermon.traces import read_samples
+from archline.powermon.powermon2.driver import PowerMon2
+from archline.powermon.powermon2.meter import emulated_powermon, open_powermon
+from archline.powermon.record.integrate import integrate_series
+from archline.powermon.record.recorder import Recorder
+from archline.powermon.record.traces import read_samples
+from archline.powermon.spec import MeterSpec, parse_meters
 
-GPU = {**GPU_INTERPOSER_SECTION,
-       "channels": {"0": {"rail": "pcie_12v", "r_sense_ohm": 0.00422}, "1": {"rail": "pcie_3v3", "r_sense_ohm": 0.01},
-                    "2": {"rail": "aux_6pin"}, "3": {"rail": "aux_8pin"}}}
+#: the papers' GPU rails (S0 §IV-A): PCIe slot 12 V and 3.3 V through the interposer, 6-pin and 8-pin cables
+(GPU,) = parse_meters([{"name": "pm", "kind": "powermon2", "channels": [
+    {"id": 0, "rail": "pcie_12v", "device": "gpu", "r_sense_ohm": 0.00422},
+    {"id": 1, "rail": "pcie_3v3", "device": "gpu", "nominal_v": 3.3, "r_sense_ohm": 0.01},
+    {"id": 2, "rail": "aux_6pin", "device": "gpu"}, {"id": 3, "rail": "aux_8pin", "device": "gpu"}]}], "test")
 
 
 def test_recorder_regions_energy_within_0p1_percent(tmp_path: Path) -> None:
@@ -57,12 +59,13 @@ def test_recorder_regions_energy_within_0p1_percent(tmp_path: Path) -> None:
 
 
 def test_channel_map_errors() -> None:
-    with pytest.raises(MeterError, match="channel 9"):
-        RailMap.from_section({"channels": {9: {"rail": "x"}}})
-    with pytest.raises(MeterError, match="no channel measures"):
-        RailMap.from_section({"channels": {0: {"rail": "pcie_12v"}}, "devices": {"gpu": ["pcie_12v", "aux_8pin"]}})
-    with pytest.raises(MeterError, match="no port"):
-        powermon_from_section({"channels": {0: {"rail": "a"}}})
+    with pytest.raises(MeterError, match="channels 0-7, got 9"):
+        parse_meters([{"name": "a", "kind": "powermon2", "channels": [{"id": 9, "rail": "x"}]}], "t")
+    with pytest.raises(MeterError, match="more than one channel"):
+        parse_meters([{"name": "a", "kind": "powermon2", "channels": [{"id": 0, "rail": "x"}, {"id": 1, "rail": "x"}]}],
+                     "t")
+    with pytest.raises(MeterError, match="has no port"):
+        open_powermon(MeterSpec(name="a", kind="powermon2", channels=GPU.channels))
 
 
 def test_integrate_partial_edges_and_bound() -> None:
@@ -148,12 +151,11 @@ def test_emulate_command_serves_a_pty(tmp_path: Path) -> None:
 def test_package_api_and_record_command(tmp_path: Path) -> None:
     import archline.powermon as pm
 
-    section = {**GPU, "port": "/dev/does-not-exist"}
-    meter = pm.meter_from_section(section)
+    meter = pm.open_meter(GPU.model_copy(update={"port": "/dev/does-not-exist"}))
     with pytest.raises(MeterError, match="does not exist"), pm.Recorder([meter]):
         pass
-    em = pm.emulated_meter(GPU, power=lambda t_s: {0: (12.0, 5.0), 1: (3.3, 2.0), 2: (12.0, 1.0), 3: (12.0, 2.0)},
-                           speed=8.0)
+    em = pm.emulated_powermon(GPU, power=lambda t_s: {0: (12.0, 5.0), 1: (3.3, 2.0), 2: (12.0, 1.0),
+                                                      3: (12.0, 2.0)}, speed=8.0)
     with pm.Recorder([em]) as rec:
         rec.begin("x")
         time.sleep(0.3)

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archline.powermon.decode import RecordArrays
 from archline.powermon.emulator import PowerMon2Core, Script
 from archline.powermon.offline import decode_file, decode_to_file
-from archline.powermon.samples_csv import RowFormat, format_block
-from archline.powermon.traces import _chunk_rows, csv_bytes, read_samples
+from archline.powermon.powermon2.records import RecordArrays
+from archline.powermon.record.samples_csv import RowFormat, format_block
+from archline.powermon.record.traces import _chunk_rows, csv_bytes, read_samples
 
 
 class _Clock:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.fakes import FakeNvml, make_powercap_tree, set_energy
 
-from archline.powermon import rapl
+from archline.powermon.counters import rapl
+from archline.powermon.counters.nvml import NvmlMeter, list_gpus
+from archline.powermon.counters.rapl import EnergyCounter, RaplMeter, list_zones
 from archline.powermon.errors import MeterError
-from archline.powermon.fakes import FakeNvml, make_powercap_tree, set_energy
-from archline.powermon.nvml import NvmlMeter, list_gpus
-from archline.powermon.rapl import EnergyCounter, RaplMeter, list_zones
 
 RANGE = 262_143_328_850
 

@@ -38,7 +38,7 @@ def test_q004_q005_power_line_limits() -> None:
 def test_q007_q008_q009_powermon_limits() -> None:
     """Q007: up to 8 channels; Q008: up to 1024 Hz per channel (S1 §3.3.1); Q009: 3072 samples/s in all (S0
     §IV-A), as the PowerMon 2 driver enforces."""
-    from archline.powermon import protocol
+    from archline.powermon.powermon2 import protocol
     assert protocol.MAX_CHANNELS == 8
     assert protocol.MAX_AGGREGATE_RECORDS_PER_S == 3072 and protocol.MAX_CHANNEL_HZ == 1024
 

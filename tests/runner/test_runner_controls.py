@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from archline.bench.config.profile import bench_profile
 from archline.bench.controls import (
     ControlError,
     ControlRangeError,
@@ -23,7 +24,6 @@ from archline.bench.controls import (
     apply_pending_restore,
     open_controls,
 )
-from archline.bench.profile_sections import bench_profile
 from archline.fit.platforms.profiles import load_platform
 
 

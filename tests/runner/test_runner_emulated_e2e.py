@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from archline.bench.runner_session import run_once
+from archline.bench.config.options import RunOptions
+from archline.bench.run.session import run_once
 from archline.cli.main import main
 
 TOL_REL = 0.03
@@ -66,8 +67,8 @@ def _fit(paths: list[Path], capsys: pytest.CaptureFixture[str]) -> dict[str, flo
 
 
 def _run_and_fit(platform: str, tmp: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, float]:
-    out = run_once(platform, tmp, emulate=True, kernels=("intensity",), precisions=("sp", "dp"), quick=True,
-                   time_compression=100.0, seed=3)
+    out = run_once(RunOptions(platform=platform, emulate=True, kernels=("intensity",), precisions=("sp", "dp"),
+                              quick=True, time_compression=100.0, seed=3), tmp)
     assert out.failed == 0 and out.rows > 0
     rows = _read_rows(out.results)
     assert len(rows) == out.rows
@@ -99,12 +100,12 @@ def test_runner_emulated_user_profile_fit_recovers_its_values(tmp_path: Path,
 
 def test_runner_emulated_power_cap_follows_capped_model(tmp_path: Path) -> None:
     """Under a cap the emulated device throttles (eq.34): power stays at pi0 + delta_pi, time stretches."""
-    from archline.bench.emulated import EmulatedBackend
+    from archline.bench.emulated.backend import EmulatedBackend
     from archline.bench.kernels import Counts
 
     cap_w = 200.0
-    out = run_once("gtx580", tmp_path, emulate=True, kernels=("intensity",), precisions=("sp",), quick=True,
-                   time_compression=100.0, power_caps_w=(cap_w,))
+    out = run_once(RunOptions(platform="gtx580", emulate=True, kernels=("intensity",), precisions=("sp",), quick=True,
+                              time_compression=100.0, power_caps_w=(cap_w,)), tmp_path)
     rows = _read_rows(out.results)
     model = EmulatedBackend("gtx580", power_cap_w=cap_w).model
     cols = ("flops_sp", "flops_dp", "bytes_mem")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.bench.profile_sections import localhost_profile
+from archline.bench.config.profile import localhost_profile
 from archline.cli.main import main
 
 

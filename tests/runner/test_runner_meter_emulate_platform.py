@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from archline.bench.emulated import steady_power_script
+from archline.bench.emulated.backend import steady_power_script
 from archline.fit.platforms.profiles import load_platform
 
 

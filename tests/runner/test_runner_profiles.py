@@ -9,18 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from archline.bench.emulated import EmulatedBackend, EmulatedModel, PowerSchedule
-from archline.bench.kernels import Counts
-from archline.bench.profile_sections import (
+from archline.bench.config.profile import (
     ProfileSectionError,
     bench_profile,
     load_bench_profile,
     localhost_profile,
     parse_bench,
-    parse_meters,
 )
-from archline.bench.runner import Progress, append_row, ci_halfwidth_rel, ensure_header, repair_tail, row_line
+from archline.bench.emulated.backend import EmulatedBackend
+from archline.bench.emulated.device import PowerSchedule
+from archline.bench.emulated.model import EmulatedModel
+from archline.bench.kernels import Counts
+from archline.bench.run.progress import Progress
+from archline.bench.run.rows import ResultsFile, ci_halfwidth_rel, repair_tail
+from archline.fit.io.schema import row_line
 from archline.fit.platforms.profiles import load_platform
+from archline.powermon.errors import MeterError
+from archline.powermon.spec import parse_meters
 
 
 def test_runner_shipped_profiles_have_valid_bench_sections() -> None:
@@ -38,7 +43,8 @@ def test_runner_shipped_profiles_have_valid_bench_sections() -> None:
 @pytest.mark.parametrize(("table", "text"), [
     ({"reps": 5, "warmup_repz": 1}, "unknown key 'warmup_repz' (did you mean 'warmup_reps'?)"),
     ({"backend": "cudaa"}, "backend must be one of"),
-    ({"kernels": ["intensity", "stream"]}, "unknown value 'stream'"),
+    ({"kernels": ["intensity", "stream"]}, "kernels[1] must be one of intensity, cache, chase, int, ceilings"),
+    ({"reps": True}, "reps: expected a valid integer, got True"),
     ({"sweep": {"intensity_sp": {"min": 4.0, "max": 1.0}}}, "max (1) is below min (4)"),
     ({"sweep": {"intensity_qp": {}}}, "unknown key 'intensity_qp'"),
     ({"min_regions": 5, "max_regions": 2}, "exceeds max_regions"),
@@ -51,6 +57,7 @@ def test_runner_bench_section_errors_name_the_key(table: dict[str, object], text
 
 @pytest.mark.parametrize(("meters", "text"), [
     ([{"name": "a", "kind": "powermon3"}], "kind must be one of"),
+    ([{"name": "a", "kind": "rapl", "zonez": []}], "unknown key 'zonez' (did you mean 'zones'?)"),
     ([{"name": "a", "kind": "powermon2"}], "needs 'channels'"),
     ([{"name": "a", "kind": "powermon2", "channels": [{"id": 9, "rail": "x", "nominal_v": 12.0}]}], "0-7"),
     ([{"name": "a", "kind": "powermon2", "channels": [{"id": 1, "rail": "x", "nominal_v": 12.0, "shunt": 1}]}],
@@ -60,9 +67,13 @@ def test_runner_bench_section_errors_name_the_key(table: dict[str, object], text
     ([{"name": "a", "kind": "rapl"}, {"name": "a", "kind": "rapl"}], "used twice"),
 ])
 def test_runner_meter_section_errors(meters: list[dict[str, object]], text: str) -> None:
-    with pytest.raises(ProfileSectionError) as e:
+    """The one [[meters]] schema is powermon's; the bench profile raises it as its own error type."""
+    with pytest.raises(MeterError) as e:
         parse_meters(meters, "p.toml")
     assert text in str(e.value)
+    with pytest.raises(ProfileSectionError) as e2:
+        parse_meters(meters, "p.toml", ProfileSectionError)
+    assert text in str(e2.value)
 
 
 def test_runner_localhost_detects_rapl_or_says_why(tmp_path: Path) -> None:
@@ -130,9 +141,13 @@ def test_runner_power_schedule_steps() -> None:
 
 def test_runner_rows_and_files(tmp_path: Path) -> None:
     f = tmp_path / "r.csv"
-    ensure_header(f)
-    append_row(f, {"schema": "archline.results/1", "note": 'a, "quoted" note', "time_s": 1.5})
+    ResultsFile(f).append({"schema": "archline.results/1", "note": 'a, "quoted" note', "time_s": 1.5})
     assert f.read_text().count("\n") == 2
+    # a file begun with other columns keeps them: rows follow the file's own header
+    g = tmp_path / "old.csv"
+    g.write_text("schema,time_s\n")
+    ResultsFile(g).append({"schema": "archline.results/1", "time_s": 2.0, "energy_j": 1.0})
+    assert g.read_text().splitlines()[1] == "archline.results/1,2.0"
     line = row_line({"schema": "x", "emulated": True, "energy_j": math.nan})
     assert line.endswith(b"\n") and b"true" in line
     with open(f, "ab") as fh:
@@ -142,13 +157,14 @@ def test_runner_rows_and_files(tmp_path: Path) -> None:
     assert ci_halfwidth_rel([1.0, 1.0, 1.0]) == 0.0
 
 
-def test_runner_progress_plain_lines_when_not_a_tty() -> None:
+def test_runner_progress_plain_lines_when_not_a_tty(caplog: pytest.LogCaptureFixture) -> None:
     buf = io.StringIO()
     p = Progress(2, buf, tty=False)
     p.update("intensity/sp", 123.0)       # no live line on a pipe
-    p.point_done("p1", {"time_s": 1.0, "energy_j": 2.0, "power_w": 2.0})
-    out = buf.getvalue()
-    assert "\r" not in out and "\x1b" not in out and out.count("\n") == 1 and "point 1/2 p1" in out
+    with caplog.at_level("INFO", logger="archline.bench"):
+        p.point_done("p1", {"time_s": 1.0, "energy_j": 2.0, "power_w": 2.0})
+    assert buf.getvalue() == ""
+    assert caplog.records[0].getMessage().startswith("point 1/2 p1 time_s=1.0")
     tty = io.StringIO()
     p = Progress(2, tty, tty=True)
     p.update("intensity/sp", 123.0)
@@ -188,18 +204,29 @@ class _FakeBackend:
         return _SlowingKernel(spec)
 
 
+def _runner(meter: object, info: object, settings: object, platform: str = "x") -> object:
+    from archline.bench.run.rows import RunContext
+    from archline.bench.run.runner import Runner
+    from archline.powermon.record.recorder import Recorder
+
+    rec = Recorder([meter]).start()  # type: ignore[list-item]
+    ctx = RunContext.new(platform, "dev", "fake", False)
+    return rec, Runner(_FakeBackend(), rec, info, ctx, settings)  # type: ignore[arg-type]
+
+
 def test_runner_flags_throttling_and_states_time_only_reason() -> None:
     from archline.bench.kernels import KernelSpec
-    from archline.bench.runner import Point, RunContext, Runner, RunSettings
-    from archline.bench.runner_meters import TimeOnlyMeter
+    from archline.bench.run.points import Point, RunSettings
+    from archline.bench.run.rows import MeterInfo
+    from archline.powermon.record.null import NullMeter
 
-    meter = TimeOnlyMeter("no meter on this box (test)")
-    ctx = RunContext.new("x", "dev", "fake", False)
-    s = RunSettings(reps=10, min_regions=3, max_regions=4, min_region_s=0.0, idle_s=0.0, warmup_reps=1)
-    r = Runner(_FakeBackend(), meter, ctx, s)  # type: ignore[arg-type]
-    row = r.measure(Point(KernelSpec("fake", "intensity", "dp", "mem", {})), 0)
+    meter = NullMeter("no meter on this box (test)")
+    s = RunSettings(fixed_reps=10, min_regions=3, max_regions=4, min_region_s=0.0, idle_s=0.0, warmup_reps=1)
+    rec, r = _runner(meter, MeterInfo("", None, False, meter.reason), s)
+    row = r.measure(Point(KernelSpec("fake", "intensity", "dp", "mem", {})), 0)  # type: ignore[attr-defined]
+    rec.stop()  # type: ignore[attr-defined]
     assert row["throttled"] is True and "throttling suspected" in row["note"]
-    assert "MHz over the regions" in row["note"] and "no meter on this box" in row["note"]
+    assert "MHz over the regions" in row["note"] and "time only: no meter on this box" in row["note"]
     assert row["energy_j"] is None and row["n_regions"] == 4 and row["reps"] == 10
     assert row["flops_dp"] == 10_000 and row["bytes_mem"] == 80_000
 
@@ -209,10 +236,12 @@ def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch:
     import threading
     import time
 
+    from support.fakes import make_powercap_tree
+
     from archline.bench.kernels import KernelSpec
-    from archline.bench.runner import Point, RunContext, Runner, RunSettings
-    from archline.bench.runner_powermon import open_real_meter
-    from archline.powermon.fakes import make_powercap_tree
+    from archline.bench.run.points import Point, RunSettings
+    from archline.bench.run.rows import MeterInfo
+    from archline.powermon.spec import open_meter
 
     root = make_powercap_tree(tmp_path / "pc", {"intel-rapl:0": {"name": "package-0", "energy_uj": 0,
                                                                  "max_energy_range_uj": 262143328850}})
@@ -232,13 +261,15 @@ def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch:
 
     th = threading.Thread(target=burn, daemon=True)
     th.start()
-    meter, close = open_real_meter(spec)
+    meter = open_meter(spec)
     try:
         s = RunSettings(reps=200, min_regions=2, max_regions=2, min_samples=100, idle_s=0.0, warmup_reps=1)
-        row = Runner(_FakeBackend(), meter, RunContext.new("localhost", "cpu", "fake", False), s).measure(  # type: ignore[arg-type]
-            Point(KernelSpec("fake", "intensity", "dp", "mem", {})), 0)
+        rec, r = _runner(meter, MeterInfo("rapl:rapl", meter.update_hz, False, "rapl"), s, "localhost")
+        try:
+            row = r.measure(Point(KernelSpec("fake", "intensity", "dp", "mem", {})), 0)  # type: ignore[attr-defined]
+        finally:
+            rec.stop()  # type: ignore[attr-defined]
     finally:
-        close()
         stop.set()
         th.join()
     assert row["meter"] == "rapl:rapl" and row["energy_j"] > 0
@@ -246,18 +277,17 @@ def test_runner_localhost_with_rapl_measures_energy(tmp_path: Path, monkeypatch:
 
 
 def test_runner_time_roofline_plot_from_time_only_rows(tmp_path: Path) -> None:
-    from archline.bench.runner import COLUMNS, append_row
     from archline.fit.plots.inputs import load_plot_inputs, plot_results
 
     f = tmp_path / "r.csv"
-    ensure_header(f)
+    out = ResultsFile(f)
     for i in (0.25, 1.0, 4.0, 16.0):
         q = 1 << 20
         w = round(i * q)
         t = max(w / 50e9, q / 10e9)
-        append_row(f, {"schema": "archline.results/1", "platform": "box", "backend": "cpu_asm",
-                       "kernel": "intensity", "precision": "dp", "flops_dp": w, "bytes_mem": q,
-                       "time_s": t, "checksum_ok": True}, COLUMNS)
+        out.append({"schema": "archline.results/1", "platform": "box", "backend": "cpu_asm",
+                    "kernel": "intensity", "precision": "dp", "flops_dp": w, "bytes_mem": q,
+                    "time_s": t, "checksum_ok": True})
     (curve,), _ = load_plot_inputs([str(f)], "dp")
     assert curve.time_only
     assert 1 / curve.machine.tau_flop_s == pytest.approx(50e9)

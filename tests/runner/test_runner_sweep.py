@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from archline.bench.sweep import EXIT_CONFIG, EXIT_LOCKED, EXIT_MORE_TO_DO, EXIT_OK, RESULTS_NAME, load_config
+from archline.bench.run.sweep import EXIT_CONFIG, EXIT_LOCKED, EXIT_MORE_TO_DO, EXIT_OK, RESULTS_NAME, load_config
 
-SWEEP = [sys.executable, "-m", "archline.bench.sweep"]
+SWEEP = [sys.executable, "-m", "archline.bench.run.sweep"]
 
 
 def _config(tmp: Path, name: str = "nightly", **extra: object) -> Path:
@@ -45,10 +45,9 @@ def _check_results(path: Path) -> list[dict[str, str]]:
 
 
 def _n_points(cfg: Path) -> int:
-    from archline.bench.runner_session import open_session
+    from archline.bench.run.session import open_session
 
-    c = load_config(cfg)
-    s = open_session(c.platform, emulate=True, quick=c.quick, time_compression=c.time_compression)
+    s = open_session(load_config(cfg).options)
     try:
         return len(s.points)
     finally:
@@ -131,7 +130,7 @@ def test_runner_sweep_unknown_platform_and_bad_cap(tmp_path: Path) -> None:
 
 
 def test_runner_sweep_resume_max_points_and_config_change(tmp_path: Path) -> None:
-    from archline.bench.sweep import main
+    from archline.bench.run.sweep import main
 
     cfg = _config(tmp_path, max_points=5)
     assert main([str(cfg)], echo=lambda s: None) == EXIT_MORE_TO_DO
@@ -152,7 +151,7 @@ def test_runner_sweep_resume_max_points_and_config_change(tmp_path: Path) -> Non
 
 
 def test_runner_sigterm_exits_130_and_keeps_rows(tmp_path: Path) -> None:
-    from archline.bench.sweep import EXIT_INTERRUPTED
+    from archline.bench.run.sweep import EXIT_INTERRUPTED
 
     cfg = _config(tmp_path, time_compression=20.0)
     p = subprocess.Popen([*SWEEP, str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

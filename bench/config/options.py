@@ -1,0 +1,103 @@
+"""Every option of ``archline bench run`` and every key of a sweep config, validated in one place (pydantic on
+the input boundary of :mod:`archline.common.inputs`), and the one rule for which option applies where.
+
+The paths a run can take are ``time-only`` (the profile configures no meter: a null meter), ``metered`` (a
+PowerMon 2, RAPL or NVML from the profile's ``[[meters]]``) and ``emulated`` (``--emulate``). An option that
+does not apply to the path or back end a run takes is refused with one line saying why (:func:`check_applies`);
+nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from archline.bench.config.profile import Kernel, Precision
+from archline.bench.errors import BenchError
+from archline.common.inputs import Strict, validate
+from archline.common.sizes import parse_bytes
+
+#: option name in the models -> how a user spells it on the command line
+FLAGS = {"min_time_s": "--min-time", "power_caps_w": "--power-cap", "kernels": "--kernel",
+         "precisions": "--precision", "working_set_bytes": "--working-set", "dvfs_settings": "--dvfs-setting"}
+
+
+def flag(name: str) -> str:
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+class RunOptions(Strict):
+    """What one ``bench run`` (or one sweep) asks for; None = the profile's value or the documented default."""
+
+    platform: str = "localhost"
+    emulate: bool = False
+    backend: Literal["cpu_asm", "opencl", "cuda", "emulated"] | None = None
+    kernels: tuple[Kernel, ...] | None = None
+    precisions: tuple[Precision, ...] | None = None
+    all_kernels: bool = False
+    quick: bool = False
+    reps: int | None = Field(default=None, ge=1)
+    min_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    isa: str | None = None
+    working_set_bytes: int | None = Field(default=None, ge=1)
+    store: Literal["nt", "none"] | None = None
+    device: str | None = None
+    time_compression: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    seed: int = 0
+    meter: str | None = None
+    power_caps_w: tuple[float, ...] | None = None
+    dvfs_settings: tuple[str, ...] | None = None
+
+    @field_validator("working_set_bytes", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return parse_bytes(v)          # ValueError says what a size looks like
+        return v
+
+    @field_validator("power_caps_w")
+    @classmethod
+    def _caps(cls, v: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if v is not None and any(not c > 0 for c in v):
+            raise ValueError(f"power caps must be positive watts, got {list(v)}")
+        return v
+
+    @classmethod
+    def from_cli(cls, **values: Any) -> RunOptions:
+        """From the command line's values; errors name the flag (``--reps: ...``)."""
+        return validate(cls, {k: v for k, v in values.items() if v is not None}, "bench run", error=BenchError,
+                        key=flag)
+
+
+def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -> None:
+    """Refuse, with one line saying why, an option that the run's path (time-only, metered, emulated) or back
+    end cannot honour."""
+    def no(what: str, why: str) -> None:
+        raise BenchError(f"{what} does not apply here: {why}")
+
+    if path == "emulated":
+        emu = "--emulate runs the emulated device, which"
+        if opts.backend not in (None, "emulated"):
+            no("--backend", f"--emulate runs the emulated back end, not '{opts.backend}'")
+        if opts.isa is not None:
+            no("--isa", f"{emu} has no ISA variants (it is the cpu_asm back end's)")
+        if opts.working_set_bytes is not None:
+            no("--working-set", f"{emu} sizes each point by its model time, not by a working set")
+        if opts.store is not None:
+            no("--store", f"{emu} has no store stream (it is the cpu_asm intensity kernel's)")
+        if opts.device is not None:
+            no("--device", f"{emu} is one device (--device picks an OpenCL or CUDA device)")
+        if opts.dvfs_settings:
+            no("DVFS settings", "they are not modelled by the emulated device (use power caps)")
+        return
+    if opts.time_compression is not None:
+        no("--time-compression", "it applies to --emulate only (real hardware runs in real time)")
+    if path == "time-only" and opts.meter is not None:
+        no("--meter", f"platform '{platform}' configures no meter")
+    if opts.isa is not None and backend != "cpu_asm":
+        no("--isa", f"--isa applies to the cpu_asm back end, not '{backend}'")
+    if opts.store is not None and backend != "cpu_asm":
+        no("--store", f"--store applies to the cpu_asm back end, not '{backend}'")
+    if opts.device is not None and backend == "cpu_asm":
+        no("--device", "the cpu_asm back end runs on this CPU's cores (--device picks an OpenCL or CUDA device)")

@@ -1,0 +1,193 @@
+"""The emulated back end (``emulated``): kernels that take the time the capped model says on an emulated device,
+with exact counts; and the steady power ``archline meter emulate --platform`` plays. Labelled ``emulated``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from archline.bench.config.profile import DEFAULT_RANGES, QUICK_RANGES, BenchProfile, SweepRange, load_bench_profile
+from archline.bench.emulated.device import EmulatedDevice, check_range, rail_split, readings
+from archline.bench.emulated.model import EmulatedModel, EmulationError
+from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.kernels import Counts, KernelSpec, RunResult
+from archline.powermon.spec import MeterSpec
+
+if TYPE_CHECKING:
+    from archline.powermon.emulator import Script
+
+BACKEND_NAME = "emulated"
+#: Device seconds one repetition of a sweep point takes, about (the runner picks the repetitions).
+TARGET_REP_S = 0.01
+#: Cache kernels: (level, count column).
+CACHE_LEVELS: tuple[tuple[str, str], ...] = (("l1", "bytes_l1"), ("l2", "bytes_l2"), ("l3", "bytes_l3"),
+                                             ("shared", "bytes_shared"))
+
+
+@dataclass
+class EmulatedKernel:
+    spec: KernelSpec
+    counts_per_rep: Counts
+    device: EmulatedDevice
+
+    def run(self, reps: int) -> RunResult:
+        if reps < 1:
+            raise BenchError(f"repetitions must be at least 1, got {reps}")
+        counts = self.counts_per_rep.scaled(reps)
+        t_dev, t0, t1 = self.device.run_counts(counts)
+        return RunResult(time_s=t_dev, reps=reps, counts=counts, checksum_ok=True,
+                         extra={"emulated": True, "power_w": self.device.model.power_w(counts),
+                                "t0_host_s": t0, "t1_host_s": t1})
+
+    def close(self) -> None:
+        pass
+
+
+def intensity_counts(precision: str, intensity_flop_per_byte: float, bytes_per_rep: int) -> Counts:
+    """Exact counts of one repetition: ``bytes_per_rep`` streamed, round(I * bytes) flops (integers)."""
+    flops = round(intensity_flop_per_byte * bytes_per_rep)
+    if precision == "sp":
+        return Counts(flops_sp=flops, bytes_mem=bytes_per_rep)
+    if precision == "dp":
+        return Counts(flops_dp=flops, bytes_mem=bytes_per_rep)
+    if precision == "int32":
+        return Counts(int_ops=flops, bytes_mem=bytes_per_rep)
+    raise BenchError(f"unknown precision '{precision}'")
+
+
+class EmulatedBackend:
+    """Back end ``emulated``: kernels that take the model's time on an emulated device."""
+
+    name = BACKEND_NAME
+
+    def __init__(self, profile: BenchProfile | str = "gtx580", *, power_cap_w: float | None = None,
+                 time_compression: float | None = None, meter: MeterSpec | None = None, seed: int = 0,
+                 noise_rel: float | None = None) -> None:
+        self.profile = load_bench_profile(profile) if isinstance(profile, str) else profile
+        self.model = EmulatedModel.from_profile(self.profile, power_cap_w)
+        if meter is None:
+            meter = next((m for m in self.profile.meters if m.kind == "powermon2"), None)
+        emu = self.profile.emulate
+        self.device = EmulatedDevice(
+            self.model, time_compression=time_compression or emu.time_compression, meter=meter,
+            noise_rel=emu.noise_rel if noise_rel is None else noise_rel, seed=seed)
+        self.meter = self.device.meter
+
+    def availability(self) -> tuple[bool, str]:
+        return True, f"emulated {self.profile.name} (capped model with the profile's constants; no hardware)"
+
+    def _precisions(self) -> list[str]:
+        out = []
+        if "flops_sp" in self.model.eps_j:
+            out.append("sp")
+        if "flops_dp" in self.model.eps_j:
+            out.append("dp")
+        if "int_ops" in self.model.eps_j:
+            out.append("int32")
+        return out
+
+    def describe(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for p in ("sp", "dp"):
+            ok = p in self._precisions()
+            out.append({"name": "intensity", "precision": p, "level": "mem", "available": ok,
+                        "reason": "emulated" if ok else f"profile has no eps_flop_{p}"})
+        for level, col in CACHE_LEVELS:
+            ok = col in self.model.eps_j
+            out.append({"name": "cache", "precision": "sp", "level": level, "available": ok,
+                        "reason": "emulated" if ok else f"profile has no eps_{level}"})
+        ok = "rand_accesses" in self.model.eps_j
+        out.append({"name": "chase", "precision": "int32", "level": "mem", "available": ok,
+                    "reason": "emulated" if ok else "profile has no eps_rand"})
+        ok = "int_ops" in self.model.eps_j
+        out.append({"name": "int", "precision": "int32", "level": "mem", "available": ok,
+                    "reason": "emulated" if ok else "profile has no eps_int"})
+        return out
+
+    def _bytes_per_rep(self, precision: str, intensity: float) -> int:
+        """Streamed bytes so that one repetition takes about TARGET_REP_S device seconds (a multiple of 4 KiB)."""
+        col = "flops_sp" if precision == "sp" else "flops_dp" if precision == "dp" else "int_ops"
+        per_byte_s = max(1.0 / self.model.rate_per_s["bytes_mem"], intensity / self.model.rate_per_s[col])
+        return max(4096, int(TARGET_REP_S / per_byte_s) // 4096 * 4096)
+
+    def sweep(self, kernel: str, precision: str, *, quick: bool = False,
+              ranges: dict[str, SweepRange] | None = None) -> list[KernelSpec]:
+        ranges = ranges or (QUICK_RANGES if quick else DEFAULT_RANGES)
+        if kernel == "intensity":
+            if precision not in self._precisions() or precision == "int32":
+                raise UnsupportedError(f"emulated {self.profile.name}: no intensity kernel at precision "
+                                       f"'{precision}' (profile has no eps_flop_{precision})")
+            rng = ranges.get(f"intensity_{precision}", DEFAULT_RANGES[f"intensity_{precision}"])
+            specs = []
+            for i in rng.values():
+                q = self._bytes_per_rep(precision, i)
+                specs.append(KernelSpec(self.name, "intensity", precision, "mem",
+                                        {"intensity": round(i, 6), "bytes_per_rep": q}))
+            return specs
+        if kernel == "cache":
+            specs = []
+            for level, col in CACHE_LEVELS:
+                if col not in self.model.eps_j:
+                    continue
+                rate = self.model.rate_per_s[col]
+                # a few working points per level: pure cache reads, and with some flops on top
+                for fpb in ((0.0, 0.5) if quick else (0.0, 0.25, 1.0)):
+                    q = max(4096, int(TARGET_REP_S * rate) // 4096 * 4096)
+                    specs.append(KernelSpec(self.name, "cache", "sp", level,
+                                            {"bytes_per_rep": q, "flops_per_byte": fpb}))
+            return specs
+        if kernel == "chase":
+            if "rand_accesses" not in self.model.eps_j:
+                return []
+            n = max(1024, int(TARGET_REP_S * self.model.rate_per_s["rand_accesses"]))
+            return [KernelSpec(self.name, "chase", "int32", "mem", {"accesses_per_rep": n * k})
+                    for k in ((1, 4) if quick else (1, 2, 4))]
+        if kernel == "int":
+            if "int_ops" not in self.model.eps_j:
+                return []
+            return [KernelSpec(self.name, "int", "int32", "mem",
+                               {"intensity": round(i, 6), "bytes_per_rep": self._bytes_per_rep("int32", i)})
+                    for i in (ranges.get("intensity_sp", DEFAULT_RANGES["intensity_sp"]).values())]
+        raise UnsupportedError(f"emulated back end has no kernel '{kernel}' (known: intensity, cache, chase, int)")
+
+    def counts(self, spec: KernelSpec) -> Counts:
+        p = spec.params
+        if spec.kernel in ("intensity", "int"):
+            return intensity_counts(spec.precision, float(p["intensity"]), int(p["bytes_per_rep"]))
+        if spec.kernel == "cache":
+            col = dict(CACHE_LEVELS)[spec.level]
+            q = int(p["bytes_per_rep"])
+            return Counts(**{col: q, "flops_sp": round(float(p.get("flops_per_byte", 0.0)) * q)})
+        if spec.kernel == "chase":
+            return Counts(rand_accesses=int(p["accesses_per_rep"]))
+        raise UnsupportedError(f"emulated back end has no kernel '{spec.kernel}'")
+
+    def prepare(self, spec: KernelSpec, device: str | None = None) -> EmulatedKernel:
+        counts = self.counts(spec)
+        if not self.model.supports(counts):
+            raise UnsupportedError(f"emulated {self.profile.name} cannot run {spec.label}: a cost is missing")
+        return EmulatedKernel(spec, counts, self.device)
+
+
+def steady_power_script(profile: BenchProfile | str, intensity_flop_per_byte: float | None = None,
+                        precision: str = "sp") -> tuple[Script, str]:
+    """A constant power for ``archline meter emulate --platform``: the platform's model power while a kernel of
+    the given intensity runs (idle power when none is given), split onto the profile's PowerMon 2 rails."""
+    from archline.powermon.emulator import Script
+
+    prof = load_bench_profile(profile) if isinstance(profile, str) else profile
+    model = EmulatedModel.from_profile(prof)
+    if intensity_flop_per_byte is None:
+        power_w, what = model.idle_w, f"idle, {model.idle_w:.4g} W ({model.idle_source})"
+    else:
+        if not intensity_flop_per_byte > 0:
+            raise EmulationError(f"intensity must be > 0 flop/byte, got {intensity_flop_per_byte:g}")
+        counts = intensity_counts(precision, intensity_flop_per_byte, 1 << 24)
+        if not model.supports(counts):
+            raise EmulationError(f"platform '{model.platform}' has no {precision} flop cost to emulate")
+        power_w = model.power_w(counts)
+        what = f"{precision} kernel at I = {intensity_flop_per_byte:g} flop/B, {power_w:.4g} W (capped model)"
+    meter = next((m for m in prof.meters if m.kind == "powermon2"), None)
+    split = rail_split(meter, model.free_peak_power_w)
+    check_range(split, power_w, model.platform)
+    return Script([(0.0, readings(split, power_w))]), f"{model.platform} [emulated]: {what}"

@@ -1,0 +1,57 @@
+"""One kernel description -> OpenCL C and CUDA C source, exact counts, and a numpy reference.
+
+Every GPU/OpenCL kernel of archline is a :class:`GpuKernelDesc` (kernels as data, likwid-bench style). The same
+description renders OpenCL C (``opencl_source``) and CUDA C (``cuda_source``), declares its exact flop/byte counts
+(``counts``), and computes the expected output from the input buffers (``reference``), so the two back ends mean
+the same thing and the runner can compare their cost tables.
+
+Kernels (model.md §7):
+
+* ``intensity`` (sp, dp) and ``int`` (int32): stream ``n_elems`` elements once. Every group of ``elems`` loaded
+  elements feeds ``fma_num`` multiply-adds into an accumulator, so I = 2 * fma_num / (elems * bytes_per_elem)
+  (loads fixed, FMA count varied).  FMA j of a group multiplies by x[j % elems] and adds x[fma_num + j] while
+  unused elements remain, else the constant ``c``; every element is used (needs 2 * fma_num >= elems).
+  The x values lie in [-0.95, 0.95], so the recurrence acc = acc * x + a is contractive and the reference in
+  float64 matches the device to a few ulps whatever the FMA rounding. Limitation of that choice: the final state
+  forgets the early rounds, so the sp/dp checksum proves the declared FMA sequence over each lane's last rounds,
+  not that every early element was read. The int32 kernel is bit-exact but forgets too (even multipliers shift
+  early bits out). The cache kernels (exact sums) and the chase do depend on all of their data, and the CUDA
+  PTX/SASS checks show the loads and FMAs of every loop trip.
+* ``cache`` at level ``l1``/``l2``/``mem``: every work-item re-reads a global working set of ``working_set_bytes``
+  and adds each element into its accumulator (1 add = 1 flop or int op per element read, counted).
+* ``cache`` at level ``shared``: each work-group copies ``local_elems`` elements into local/shared memory, then
+  re-reads them ``rounds`` times and adds them up.
+* ``chase``: ``chains`` work-items follow k = next[k] through one random cycle (Sattolo) of ``n_elems`` uint32
+  indices; every step is one dependent random access.
+
+Counts are per launch (one repetition) and derive only from the parameters.
+"""
+
+from archline.bench.gpu_kernels.desc import (
+    CONST_C,
+    INT_C,
+    INT_SEED,
+    SEED,
+    X_BOUND,
+    GpuKernelDesc,
+    fma_fraction,
+    with_shape,
+)
+from archline.bench.gpu_kernels.points import (
+    CACHE_TARGET_BYTES,
+    CHASE_DEFAULT_STEPS,
+    INTENSITY_MAX_FLOP_PER_BYTE,
+    INTENSITY_MIN_FLOP_PER_BYTE,
+    Geometry,
+    cache_points,
+    describe_counts,
+    fma_per_elem_points,
+    intensity_points,
+    parse_spec,
+)
+from archline.bench.gpu_kernels.reference import cache_strides, chase_starts
+
+__all__ = ["CACHE_TARGET_BYTES", "CHASE_DEFAULT_STEPS", "CONST_C", "INTENSITY_MAX_FLOP_PER_BYTE",
+           "INTENSITY_MIN_FLOP_PER_BYTE", "INT_C", "INT_SEED", "SEED", "X_BOUND", "Geometry", "GpuKernelDesc",
+           "cache_points", "cache_strides", "chase_starts", "describe_counts", "fma_fraction", "fma_per_elem_points",
+           "intensity_points", "parse_spec", "with_shape"]

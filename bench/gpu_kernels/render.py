@@ -1,0 +1,231 @@
+"""OpenCL C and CUDA C source from a :class:`GpuKernelDesc`: one renderer per kernel family, two dialects."""
+
+from __future__ import annotations
+
+from archline.bench.errors import UnsupportedError
+from archline.bench.gpu_kernels.desc import _CUDA_VEC, _LANES, _TYPES, GpuKernelDesc
+
+# ---------------------------------------------------------------------------------------------------------------
+# rendering
+
+
+def _vt(d: GpuKernelDesc, lang: str) -> str:
+    cl, cu, _, _ = _TYPES[d.precision]
+    if lang == "opencl":
+        return cl if d.vector_width == 1 else f"{cl}{d.vector_width}"
+    return cu
+
+
+def _render(d: GpuKernelDesc, lang: str) -> str:
+    if lang == "cuda" and d.vector_width > 1 and (d.precision, d.vector_width) not in _CUDA_VEC:
+        raise UnsupportedError(
+            f"CUDA has no {d.vector_width}-wide {d.precision} load type; use vector_width 1, 2 or 4 (dp: 1, 2)"
+        )
+    if d.kernel in ("intensity", "int"):
+        return _render_stream(d, lang)
+    if d.kernel == "cache":
+        return _render_cache(d, lang)
+    return _render_chase(d, lang)
+
+
+def _header(d: GpuKernelDesc, lang: str) -> str:
+    h = f"// archline generated kernel {d.name}: {d}\n"
+    if lang == "opencl" and d.precision == "dp":
+        h += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    return h
+
+
+def _sig(d: GpuKernelDesc, lang: str, args: list[str]) -> str:
+    """args are (OpenCL) declarations; pointers are written 'global T*'."""
+    if lang == "opencl":
+        return f"__kernel void {d.name}({', '.join(args)})"
+    cu = [a.replace("global const ", "const ").replace("global ", "") for a in args]
+    cu = [a.replace("*", "* __restrict__") for a in cu]
+    return f'extern "C" __global__ void __launch_bounds__(1024) {d.name}({", ".join(cu)})'
+
+
+def _ids(lang: str) -> tuple[str, str, str, str]:
+    if lang == "opencl":
+        return ("(uint)get_global_id(0)", "(uint)get_global_size(0)", "(uint)get_local_id(0)",
+                "(uint)get_local_size(0)")
+    return ("blockIdx.x * blockDim.x + threadIdx.x", "gridDim.x * blockDim.x", "threadIdx.x", "blockDim.x")
+
+
+def _lanes(d: GpuKernelDesc, lang: str) -> list[str]:
+    """Per-lane suffixes: OpenCL works on whole vectors (one 'lane' ''), CUDA on each component."""
+    if lang == "opencl" or d.vector_width == 1:
+        return [""]
+    return [f"_{i}" for i in range(d.vector_width)]
+
+
+def _load(d: GpuKernelDesc, lang: str, dst: str, buf: str, idx: str) -> list[str]:
+    """Load vector idx of buf into dst (OpenCL: one vector variable; CUDA: one scalar per component)."""
+    if lang == "opencl" or d.vector_width == 1:
+        return [f"{_vt(d, lang)} {dst} = {buf}[{idx}];"]
+    vt = _CUDA_VEC[(d.precision, d.vector_width)]
+    lines = [f"const {vt} {dst}_v = reinterpret_cast<const {vt}*>({buf})[{idx}];"]
+    lines += [f"{_vt(d, lang)} {dst}_{i} = {dst}_v.{_LANES[i]};" for i in range(d.vector_width)]
+    return lines
+
+
+def _store(d: GpuKernelDesc, lang: str, buf: str, idx: str, src: str) -> list[str]:
+    if lang == "opencl" or d.vector_width == 1:
+        return [f"{buf}[{idx}] = {src};"]
+    vt = _CUDA_VEC[(d.precision, d.vector_width)]
+    comps = ", ".join(f"{src}_{i}" for i in range(d.vector_width))
+    return [f"reinterpret_cast<{vt}*>({buf})[{idx}] = make_{vt}({comps});"]
+
+
+def _mad(d: GpuKernelDesc, lang: str, acc: str, x: str, a: str) -> str:
+    if d.precision == "int32":
+        return f"{acc} = {acc} * {x} + {a};"
+    if lang == "opencl":
+        return f"{acc} = fma({acc}, {x}, {a});"
+    return f"{acc} = {'fmaf' if d.precision == 'sp' else 'fma'}({acc}, {x}, {a});"
+
+
+def _render_stream(d: GpuKernelDesc, lang: str) -> str:
+    t = _TYPES[d.precision][0 if lang == "opencl" else 1]
+    gid, gsz, _, _ = _ids(lang)
+    vt = _vt(d, lang)
+    lanes = _lanes(d, lang)
+    v = d.vectors_per_round
+    body = [_header(d, lang)]
+    body.append(_sig(d, lang, [f"global const {vt if lang == 'opencl' else t}* a",
+                               f"global {vt if lang == 'opencl' else t}* out",
+                               f"const {t} c", f"const {t} seed", "const uint rounds"]).replace(
+        "const uint rounds", "const unsigned int rounds" if lang == "cuda" else "const uint rounds"))
+    body.append("{")
+    body.append(f"  const unsigned int g = {gid};")
+    body.append(f"  const unsigned int G = {gsz};")
+    cvec = f"({vt})(c)" if lang == "opencl" and d.vector_width > 1 else "c"
+    for k in range(d.chains):
+        for ln in lanes:
+            init = f"({vt})(seed)" if lang == "opencl" and d.vector_width > 1 else "seed"
+            body.append(f"  {vt} acc{k}{ln} = {init};")
+    if lang == "cuda":
+        body.append("  #pragma unroll 1")
+    body.append("  for (unsigned int r = 0; r < rounds; ++r) {")
+    if d.layout == "interleaved":
+        body.append(f"    const size_t base = (size_t)r * {v}u * G + g;")
+        idx = [f"base + (size_t){j}u * G" for j in range(v)]
+    elif d.layout == "streams":
+        body.append(f"    const size_t base = (size_t)g * rounds * {v}u + r;")
+        idx = [f"base + (size_t){j}u * rounds" for j in range(v)]
+    else:
+        body.append(f"    const size_t base = ((size_t)g * rounds + r) * {v}u;")
+        idx = [f"base + {j}u" for j in range(v)]
+    for k in range(d.chains):
+        for e in range(d.elems):
+            body += ["    " + s for s in _load(d, lang, f"x{k}_{e}", "a", idx[k * d.elems + e])]
+    n, e_ = d.fma_num, d.elems
+    for j in range(n):          # chains interleaved: C independent FMAs per step
+        for k in range(d.chains):
+            for ln in lanes:
+                addend = f"x{k}_{n + j}{ln}" if n + j < e_ else cvec
+                body.append("    " + _mad(d, lang, f"acc{k}{ln}", f"x{k}_{j % e_}{ln}", addend))
+    return _close_with_stores(d, lang, body)
+
+
+def _close_with_stores(d: GpuKernelDesc, lang: str, body: list[str]) -> str:
+    """End the round loop, write every chain's accumulator to out[k*G + g] (the checksum), end the kernel."""
+    body.append("  }")
+    for k in range(d.chains):
+        body += ["  " + s for s in _store(d, lang, "out", f"(size_t){k}u * G + g", f"acc{k}")]
+    body.append("}")
+    return "\n".join(body) + "\n"
+
+
+def _render_cache(d: GpuKernelDesc, lang: str) -> str:
+    t = _TYPES[d.precision][0 if lang == "opencl" else 1]
+    gid, gsz, lid, lsz = _ids(lang)
+    vt = _vt(d, lang)
+    pt = vt if lang == "opencl" else t
+    lanes = _lanes(d, lang)
+    body = [_header(d, lang)]
+    args = [f"global const {pt}* a", f"global {pt}* out", "const uint mask", "const uint rounds",
+            "const uint s1", "const uint s2"]
+    if lang == "cuda":
+        args = [s.replace("uint", "unsigned int") for s in args]
+    body.append(_sig(d, lang, args))
+    body.append("{")
+    body.append(f"  const unsigned int g = {gid};")
+    body.append(f"  const unsigned int G = {gsz};")
+    zero = f"({vt})(0)" if lang == "opencl" and d.vector_width > 1 else f"({t})0"
+    for k in range(d.chains):
+        for ln in lanes:
+            body.append(f"  {vt} acc{k}{ln} = {zero};")
+    src = "a"
+    stride = "s1"
+    pos = "g * s2"
+    if d.level == "shared":
+        le = d.local_elems
+        body.append(f"  const unsigned int l = {lid};")
+        body.append(f"  const unsigned int L = {lsz};")
+        if lang == "opencl":
+            body.append(f"  __local {vt} lm[{le}];")
+        else:
+            vtype = _CUDA_VEC.get((d.precision, d.vector_width), t)
+            body.append(f"  __shared__ {vtype} lm_v[{le}];")
+        body.append(f"  const size_t gbase = (size_t)(g / L) * {le}u;")
+        body.append(f"  for (unsigned int i = l; i < {le}u; i += L) {{")
+        if lang == "opencl" or d.vector_width == 1:
+            nm = "lm" if lang == "opencl" else "lm_v"
+            body.append(f"    {nm}[i] = a[gbase + i];")
+        else:
+            vtype = _CUDA_VEC[(d.precision, d.vector_width)]
+            body.append(f"    lm_v[i] = reinterpret_cast<const {vtype}*>(a)[gbase + i];")
+        body.append("  }")
+        body.append("  barrier(CLK_LOCAL_MEM_FENCE);" if lang == "opencl" else "  __syncthreads();")
+        src = "lm" if lang == "opencl" else "lm_v"
+        stride, pos = "L", "l"
+    if lang == "cuda":
+        body.append("  #pragma unroll 1")
+    body.append("  for (unsigned int r = 0; r < rounds; ++r) {")
+    body.append(f"    const unsigned int base = r * {d.chains}u * {stride} + {pos};")
+    for k in range(d.chains):
+        idx = f"(base + {k}u * {stride}) & mask"
+        if lang == "cuda" and d.level == "shared":
+            if d.vector_width == 1:
+                body.append(f"    const {t} x{k} = lm_v[{idx}];")
+            else:
+                body.append(f"    const {_CUDA_VEC[(d.precision, d.vector_width)]} x{k}_v = lm_v[{idx}];")
+                body += [f"    const {t} x{k}_{i} = x{k}_v.{_LANES[i]};" for i in range(d.vector_width)]
+        else:
+            body += ["    " + s for s in _load(d, lang, f"x{k}", src, idx)]
+        for ln in lanes:
+            body.append(f"    acc{k}{ln} += x{k}{ln};")
+    return _close_with_stores(d, lang, body)
+
+
+def _render_chase(d: GpuKernelDesc, lang: str) -> str:
+    gid, gsz, _, _ = _ids(lang)
+    u = "uint" if lang == "opencl" else "unsigned int"
+    body = [_header(d, lang)]
+    args = ["global const uint* nxt", "global uint* out", "global const uint* starts", "const uint steps"]
+    if lang == "cuda":
+        args = [s.replace("uint", "unsigned int") for s in args]
+    body.append(_sig(d, lang, args))
+    body.append("{")
+    body.append(f"  const {u} g = {gid};")
+    body.append(f"  const {u} G = {gsz};")
+    for k in range(d.chains):
+        body.append(f"  {u} k{k} = starts[{k}u * G + g];")
+    body.append(f"  const {u} trips = steps / {d.chase_unroll}u;")
+    if lang == "cuda":
+        body.append("  #pragma unroll 1")
+    body.append(f"  for ({u} s = 0; s < trips; ++s) {{")
+    for _ in range(d.chase_unroll):
+        for k in range(d.chains):
+            body.append(f"    k{k} = nxt[k{k}];")
+    body.append("  }")
+    body.append(f"  for ({u} s = trips * {d.chase_unroll}u; s < steps; ++s) {{")
+    for k in range(d.chains):
+        body.append(f"    k{k} = nxt[k{k}];")
+    body.append("  }")
+    for k in range(d.chains):
+        body.append(f"  out[{k}u * G + g] = k{k};")
+    body.append("}")
+    return "\n".join(body) + "\n"
+
+

@@ -1,0 +1,1 @@
+"""The one measurement path: options -> session -> runner (powermon windows) -> rows -> results file; sweeps."""

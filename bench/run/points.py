@@ -1,0 +1,113 @@
+"""What a run measures: its settings (from the profile's ``[bench]`` and the options), and its points (kernel
+specs from the back end's sweep, with the options' overrides, times the caps and DVFS settings to sweep)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from archline.bench.config.options import RunOptions
+from archline.bench.config.profile import QUICK_RANGES, BenchProfile, BenchSection
+from archline.bench.errors import UnsupportedError
+from archline.bench.kernels import Backend, KernelSpec
+
+#: without a meter (or with --min-time), a region lasts at least this long (device seconds); quick: QUICK_REGION_S
+MIN_REGION_S = 0.1
+QUICK_REGION_S = 0.03
+
+
+@dataclass
+class RunSettings:
+    """Everything that shapes the measurement of a point; ``quick`` shrinks it to about a minute."""
+
+    reps: int = 100                    #: minimum repetitions per region ([bench] reps; S0: 100)
+    fixed_reps: int | None = None      #: --reps: exactly this many per region
+    warmup_reps: int = 3
+    min_samples: int = 200
+    min_region_s: float = MIN_REGION_S
+    max_region_s: float = 10.0
+    ci_rel: float = 0.01
+    min_regions: int = 3
+    max_regions: int = 9
+    idle_s: float = 2.0
+    traces: bool = True
+
+    @classmethod
+    def from_section(cls, b: BenchSection, *, quick: bool = False, reps: int | None = None,
+                     min_time_s: float | None = None) -> RunSettings:
+        s = cls(reps=b.reps, fixed_reps=reps, warmup_reps=b.warmup_reps, min_samples=b.min_samples,
+                max_region_s=b.max_region_s, ci_rel=b.ci_rel, min_regions=b.min_regions, max_regions=b.max_regions,
+                idle_s=b.idle_s)
+        if quick:
+            s.reps = min(s.reps, 20)
+            s.min_samples = min(s.min_samples, 128)
+            s.min_region_s = QUICK_REGION_S
+            s.min_regions, s.max_regions = min(s.min_regions, 2), min(s.max_regions, 3)
+            s.ci_rel = max(s.ci_rel, 0.02)
+            s.idle_s = min(s.idle_s, 0.5)
+            s.warmup_reps = 0   # the calibration run warms up; a meter still gets EDGE_SAMPLES periods of it
+        if min_time_s is not None:
+            s.min_region_s = min_time_s
+            s.max_region_s = max(s.max_region_s, min_time_s)
+        return s
+
+
+@dataclass
+class Point:
+    """One sweep point with the settings it runs under."""
+
+    spec: KernelSpec
+    power_cap_w: float | None = None
+    dvfs_id: str | None = None
+
+    @property
+    def point_id(self) -> str:
+        parts = [self.spec.label]
+        if self.power_cap_w is not None:
+            parts.append(f"cap={self.power_cap_w:g}W")
+        if self.dvfs_id is not None:
+            parts.append(f"dvfs={self.dvfs_id}")
+        return "|".join(parts)
+
+
+def kernel_precisions(opts: RunOptions, bench: BenchSection) -> list[tuple[str, tuple[str, ...]]]:
+    """The one default-precision rule, on every path: the intensity sweep runs the profile's [bench] precisions
+    (sp and dp unless it says otherwise), ``int`` runs int32, the other kernels dp; ``--precision`` overrides."""
+    kernels = bench.kernels if opts.all_kernels else (opts.kernels or ("intensity",))
+    out = []
+    for k in kernels:
+        if opts.precisions:
+            precs: tuple[str, ...] = tuple(opts.precisions)
+        elif k == "intensity":
+            precs = tuple(bench.precisions)
+        else:
+            precs = ("int32",) if k == "int" else ("dp",)
+        out.append((k, precs))
+    return out
+
+
+def make_points(backend: Backend, opts: RunOptions, profile: BenchProfile, power_caps_w: Sequence[float | None],
+                dvfs_ids: Sequence[str | None]) -> tuple[list[Point], list[str]]:
+    """The sweep's points, and notes on what was left out and why (a variant the device cannot run)."""
+    specs: list[KernelSpec] = []
+    notes: list[str] = []
+    for kernel, precs in kernel_precisions(opts, profile.bench):
+        for p in precs:
+            kw: dict[str, Any] = {"quick": opts.quick}
+            if backend.name == "emulated":
+                kw["ranges"] = dict(QUICK_RANGES) if opts.quick else dict(profile.bench.ranges)
+            if opts.store is not None:
+                kw["store"] = opts.store     # the back end refuses it for a kernel without a store stream
+            try:
+                specs.extend(backend.sweep(kernel, p, **kw))
+            except UnsupportedError as e:
+                notes.append(str(e))
+    over: dict[str, Any] = {}
+    if opts.working_set_bytes is not None:
+        over["working_set_bytes"] = opts.working_set_bytes
+    if over or opts.isa is not None:
+        specs = [KernelSpec(s.backend, s.kernel, s.precision, s.level,
+                            {**s.params, **over, **({"isa": opts.isa} if opts.isa and "isa" in s.params else {})})
+                 for s in specs]
+    return [Point(s, cap, d) for d in dvfs_ids for cap in power_caps_w for s in specs], notes

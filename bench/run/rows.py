@@ -1,0 +1,207 @@
+"""Result rows, once: who and where a run is (:class:`RunContext`, one run-id format), the one row builder (a
+point's regions -> one ``archline.results/1`` row), and the one writer (a results file that rows are appended to,
+one complete line per ``os.write`` and fsynced, so a killed run never leaves half a row). The columns are the
+schema's (:mod:`archline.fit.io.schema`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import statistics
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archline.bench.errors import BenchError
+from archline.bench.kernels import KernelSpec, RunResult
+from archline.common.atomic import write_atomic
+from archline.common.stamps import utc_compact, utc_iso, utc_now
+from archline.fit.io import schema
+
+#: per-repetition time rising by more than this over a point's regions flags throttling
+THROTTLE_REL = 0.05
+#: meter-clock vs kernel-timer disagreement above this flags clock drift
+DRIFT_REL = 0.01
+
+
+@dataclass
+class RunContext:
+    """Who and where: the fixed columns of every row in one run."""
+
+    run_id: str
+    started_at: str
+    platform: str            #: always the profile's name
+    host: str
+    device: str
+    backend: str
+    emulated: bool
+    config_hash: str = ""
+    note: str = ""
+
+    @classmethod
+    def new(cls, platform: str, device: str, backend: str, emulated: bool, *, config_hash: str = "",
+            note: str = "") -> RunContext:
+        now = utc_now()
+        return cls(run_id=f"{platform}-{utc_compact(now)}-{uuid.uuid4().hex[:6]}", started_at=utc_iso(now),
+                   platform=platform, host=socket.gethostname(), device=device, backend=backend, emulated=emulated,
+                   config_hash=config_hash, note=note)
+
+
+@dataclass
+class Region:
+    """One timed region of a point: the kernel's result and what the meter saw (energy None: time only)."""
+
+    result: RunResult
+    duration_s: float                       #: the meter's view of the region, device seconds
+    energy_j: float | None = None
+    energy_err_j: float | None = None
+    n_samples: int | None = None
+    per_device_j: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def value(self) -> float:
+        """What the early stop and the median look at: energy per repetition, else time per repetition."""
+        return (self.energy_j if self.energy_j is not None else self.result.time_s) / self.result.reps
+
+
+def ci_halfwidth_rel(values: Sequence[float]) -> float:
+    """95% CI half-width of the mean (Student t), relative to the median; inf with fewer than 2 values."""
+    n = len(values)
+    if n < 2:
+        return math.inf
+    med = statistics.median(values)
+    if med == 0:
+        return math.inf
+    # two-sided 97.5% t quantiles for n-1 = 1..10 degrees of freedom, then the normal value
+    t = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+    q = t[n - 2] if n - 2 < len(t) else 1.96
+    return q * statistics.stdev(values) / math.sqrt(n) / abs(med)
+
+
+@dataclass
+class MeterInfo:
+    label: str               #: the meter column ("" without a meter)
+    sample_hz: float | None  #: None: time only
+    emulated: bool
+    reason: str              #: what it is, or why there is no energy
+
+
+def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequence[Region], meter: MeterInfo, *,
+              ci_rel: float, max_regions: int, in_force: Mapping[str, Any] | None = None,
+              idle_w: tuple[float | None, float | None] = (None, None)) -> dict[str, Any]:
+    """The row of one point: the median region (by energy when metered), the spread over regions, throttling,
+    clock drift, idle power, the settings in force, and every value a back end reports under a schema column
+    (so a back end adds a column by naming it in the schema's EXTRA)."""
+    times = [g.result.time_s for g in regions]
+    metered = all(g.energy_j is not None for g in regions)
+    order = sorted(range(len(regions)), key=lambda i: regions[i].value * regions[i].result.reps)
+    mid = regions[order[len(order) // 2]]
+    res, c = mid.result, mid.result.counts
+    med_t = statistics.median(times)
+    energies = [g.energy_j for g in regions if g.energy_j is not None]
+    med_e = statistics.median(energies) if metered and energies else None
+    row: dict[str, Any] = {k: v for k, v in res.extra.items() if k in schema.BY_NAME}
+    per_rep = [g.result.time_s / g.result.reps for g in regions]
+    throttled = len(per_rep) >= 2 and per_rep[-1] > per_rep[0] * (1 + THROTTLE_REL)
+    clocks = [float(g.result.extra["effective_clock_hz"]) for g in regions if g.result.extra.get("effective_clock_hz")]
+    if len(clocks) >= 2 and min(clocks) < max(clocks) * (1 - THROTTLE_REL):
+        throttled = True
+    drifts = [abs(g.duration_s - g.result.time_s) / g.result.time_s for g in regions
+              if g.result.time_s > 0 and meter.sample_hz is not None]
+    drift = max(drifts) if drifts else None
+    notes = [n for n in (ctx.note, "" if meter.sample_hz is not None else meter.reason) if n]
+    notes += [str(n) for n in res.extra.get("notes", ()) if n]     # the back end's own notes on this point
+    if throttled:
+        why = f"time per repetition rose {per_rep[-1] / per_rep[0] - 1:.1%}"
+        if len(clocks) >= 2:
+            why += f", effective clock {min(clocks) / 1e6:.0f}-{max(clocks) / 1e6:.0f} MHz over the regions"
+        notes.append(f"throttling suspected: {why}")
+    if drift is not None and drift > DRIFT_REL:
+        notes.append(f"clock drift: meter and kernel timer disagree by {drift:.1%}")
+    if len(regions) >= max_regions >= 2 and ci_halfwidth_rel([g.value for g in regions]) >= ci_rel:
+        notes.append(f"CI not below {ci_rel:g} after {len(regions)} regions")
+    flops = c.flops_sp + c.flops_dp + c.int_ops
+    row.update({
+        "schema": schema.SCHEMA, "run_id": ctx.run_id, "started_at": ctx.started_at, "platform": ctx.platform,
+        "host": ctx.host, "device": res.extra.get("device") or ctx.device, "backend": ctx.backend,
+        "kernel": spec.kernel, "precision": spec.precision, "level": spec.level, "reps": res.reps, "time_s": med_t,
+        "energy_j": med_e,
+        "energy_err_j": max(g.energy_err_j for g in regions if g.energy_err_j is not None)
+        if med_e is not None and all(g.energy_err_j is not None for g in regions) else None,
+        **c.as_row(),
+        "meter": meter.label, "sample_hz": meter.sample_hz, "n_samples": mid.n_samples if med_e is not None else None,
+        "checksum_ok": all(g.result.checksum_ok for g in regions),
+        "emulated": ctx.emulated or meter.emulated, "point_id": point_id, "config_hash": ctx.config_hash,
+        "params": ";".join(f"{k}={v}" for k, v in sorted(spec.params.items())),
+        "intensity_flop_per_byte": res.extra.get("intensity_flop_per_byte",
+                                                 flops / c.bytes_total if c.bytes_total else None),
+        "n_regions": len(regions), "time_spread_rel": (max(times) - min(times)) / med_t if med_t > 0 else None,
+        "energy_spread_rel": (max(energies) - min(energies)) / med_e if med_e else None,
+        "power_w": med_e / med_t if med_e is not None and med_t > 0 else None,
+        "idle_w_before": idle_w[0], "idle_w_after": idle_w[1], "throttled": throttled, "clock_drift_rel": drift,
+        "energy_by_device": ";".join(f"{d}={e!r}" for d, e in sorted(mid.per_device_j.items()))
+        if med_e is not None and mid.per_device_j else None,
+    })
+    if res.extra.get("core_mhz"):            # measured during the run (NVML) beats the clock estimate
+        row["core_mhz"] = round(float(res.extra["core_mhz"]), 1)
+    elif res.extra.get("effective_clock_hz"):
+        row["core_mhz"] = round(float(res.extra["effective_clock_hz"]) / 1e6, 1)
+    if c.bus_bytes == 0:
+        row["bus_bytes"] = None
+    forced = dict(in_force or {})
+    if forced.get("note"):
+        notes.append(str(forced.pop("note")))
+    row.update(forced)
+    row["note"] = "; ".join(notes)
+    return row
+
+
+class ResultsFile:
+    """A results CSV that rows are appended to. The header is written once (atomically); a row is one complete
+    line per ``os.write`` plus fsync, in the columns of the file's own header (so a file started by an older
+    version keeps its shape)."""
+
+    def __init__(self, path: Path, columns: Sequence[str] = schema.ALL_COLUMNS) -> None:
+        self.path = path
+        if not path.exists() or path.stat().st_size == 0:
+            write_atomic(path, schema.header_line(columns))
+        with open(path, "rb") as f:
+            first = f.readline().decode().strip()
+        self.columns = first.split(",") if first else list(columns)
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        """SIGKILL leaves the row whole or absent; a short write (disk full) is undone and raised."""
+        line = schema.row_line(row, self.columns)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            n = os.write(fd, line)
+            if n != len(line):
+                os.ftruncate(fd, os.fstat(fd).st_size - n)
+                raise BenchError(f"could not append a row to {self.path}: disk full?")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def repair_tail(path: Path) -> int:
+    """Cut a trailing partial line (no newline: the machine lost power mid-write); return the bytes removed."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+        if tail.endswith(b"\n"):
+            return 0
+        cut = tail.rfind(b"\n")
+        keep = size - len(tail) + cut + 1 if cut >= 0 else 0
+        f.truncate(keep)
+        os.fsync(f.fileno())
+        return size - keep

@@ -1,0 +1,239 @@
+"""``archline bench sweep CONFIG.toml``: the cron entry point. Locked, resumable, logged, with exit codes.
+
+The config is one ``[sweep]`` table (:mod:`archline.bench.config.sweep`: any ``bench run`` option, plus ``name``,
+``out`` and ``max_points``). Files in ``out``: ``results.csv`` (one ``archline.results/1`` row per point,
+appended atomically, never rewritten), ``sweep.log`` (plain timestamped lines), ``.sweep.lock`` (held while
+running), traces under ``traces/``. A point is done when ``results.csv`` has a row with its ``point_id`` and the
+sweep's ``config_hash`` (a hash of the config and the profile it names); a changed config starts the points
+afresh in the same file. Exit codes (for cron; also in docs/cron.md):
+
+==  ==================================================================================================
+0   every point of the sweep is done (possibly by an earlier run)
+1   internal error (a bug: the traceback is in the log)
+2   bad config or profile (the message names the key)
+3   some points failed; their errors are in the log, the rest were written; the next run retries them
+4   a meter or device the config names is missing or not permitted
+5   stopped after ``max_points`` with points still to do; the next run resumes
+75  another sweep holds the lock (EX_TEMPFAIL): nothing was done; try again later
+130 interrupted (SIGINT/SIGTERM); finished rows are kept and the next run resumes
+==  ==================================================================================================
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import fcntl
+import logging
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from archline.bench.config.sweep import EXIT_CONFIG, SweepConfigError, config_hash, load_config
+from archline.bench.errors import BenchError
+from archline.bench.run.rows import ResultsFile, repair_tail
+from archline.common.logs import LOGGER, configure, file_handler
+from archline.common.stamps import utc_iso
+
+log = logging.getLogger("archline.bench")
+__all__ = ["EXIT_CONFIG", "SweepConfigError", "load_config"]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_POINTS_FAILED = 3
+EXIT_METER_MISSING = 4
+EXIT_MORE_TO_DO = 5
+EXIT_LOCKED = 75
+EXIT_INTERRUPTED = 130
+
+RESULTS_NAME = "results.csv"
+LOG_NAME = "sweep.log"
+LOCK_NAME = ".sweep.lock"
+
+
+class SweepLockedError(BenchError):
+    exit_code = EXIT_LOCKED
+
+
+class MeterMissingError(BenchError):
+    exit_code = EXIT_METER_MISSING
+
+
+# --- the lock ---------------------------------------------------------------------------------------------
+
+class SweepLock:
+    """An ``fcntl.flock`` on ``<out>/.sweep.lock``: released by the kernel when the process dies, even by
+    SIGKILL, so a stale lock never blocks the next cron run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = ""
+            try:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise SweepLockedError(f"sweep is locked: another sweep is running on {self.path.parent} "
+                                       f"({holder or 'holder unknown'}); exiting without doing anything") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} since {utc_iso()}\n".encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+# --- log ---------------------------------------------------------------------------------------------------
+
+def done_points(results: Path, chash: str) -> set[str]:
+    """point_ids already in ``results`` under this config hash (complete lines only)."""
+    if not results.exists():
+        return set()
+    done: set[str] = set()
+    with open(results, newline="") as f:
+        text = f.read()
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    reader = csv.DictReader(text.splitlines())
+    for row in reader:
+        if row.get("config_hash") == chash and row.get("point_id"):
+            done.add(row["point_id"])
+    return done
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+@dataclass
+class SweepOutcome:
+    exit_code: int
+    done_before: int
+    written: int
+    failed: int
+    remaining: int
+    message: str
+
+
+def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | None = None) -> SweepOutcome:
+    """Run (or resume) a sweep. Raises SweepLockedError / SweepConfigError / MeterMissing for the CLI."""
+    from archline.bench.run.session import open_session
+
+    cfg = load_config(config_path)
+    lock = SweepLock(cfg.out / LOCK_NAME)
+    lock.acquire()
+    handler = file_handler(cfg.out / LOG_NAME)
+    logger = logging.getLogger(LOGGER)
+    old_level = logger.level
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM,)}
+    session = None
+    try:
+        log.info(f"sweep '{cfg.name}' starting: config {cfg.path}, platform {cfg.platform}, out {cfg.out}")
+        results_path = cfg.out / RESULTS_NAME
+        cut = repair_tail(results_path)
+        if cut:
+            log.info(f"removed a partial last line ({cut} bytes) from {results_path}")
+        stale = list((cfg.out / "traces").glob("**/.*.tmp"))
+        for f in stale:  # temp files of traces a killed run was writing; never final names
+            f.unlink(missing_ok=True)
+        if stale:
+            log.info(f"removed {len(stale)} unfinished trace temp file(s)")
+        try:
+            session = open_session(cfg.options, trace_dir=cfg.out / "traces",
+                                   config_hasher=lambda raw: config_hash(cfg, raw))
+        except BenchError as e:
+            log.info(f"error: {e}")
+            raise
+        chash = session.ctx.config_hash
+        points = session.points
+        done = done_points(results_path, chash)
+        todo = [(i, p) for i, p in enumerate(points) if p.point_id not in done]
+        log.info(f"config hash {chash}: {len(points)} points, {len(points) - len(todo)} already done, "
+                 f"{len(todo)} to do; {session.describe()}")
+        results = ResultsFile(results_path)
+        todo_now = todo[: cfg.max_points] if cfg.max_points > 0 else todo
+        written, failed = session.run_indexed(todo_now, results, stream=stream, tty=tty)
+        remaining = len(todo) - written
+        if failed:
+            code, msg = EXIT_POINTS_FAILED, f"{failed} point(s) failed (see {cfg.out / LOG_NAME}); rerun to retry"
+        elif remaining:
+            code, msg = EXIT_MORE_TO_DO, f"{remaining} point(s) left; the next run resumes"
+        else:
+            code, msg = EXIT_OK, f"sweep complete: {len(points)} points in {results_path}"
+        log.info(f"wrote {written} row(s); {msg}")
+        return SweepOutcome(code, len(points) - len(todo), written, failed, remaining, msg)
+    except KeyboardInterrupt:
+        log.info("interrupted; finished rows are kept, the next run resumes")
+        return SweepOutcome(EXIT_INTERRUPTED, 0, 0, 0, -1, "interrupted; the next run resumes")
+    except BenchError:
+        raise
+    except Exception:
+        log.info("internal error:\n" + traceback.format_exc())
+        raise
+    finally:
+        if session is not None:
+            session.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+        logger.removeHandler(handler)
+        handler.close()
+        logger.setLevel(old_level)
+        lock.release()
+
+
+def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None,
+         echo: Callable[[str], None] | None = None) -> int:
+    """``python -m archline.bench.run.sweep CONFIG.toml``: the same as ``archline bench sweep``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    out = echo or (lambda s: print(s, file=sys.stderr))
+    if len(args) != 1:
+        out("usage: python -m archline.bench.run.sweep CONFIG.toml")
+        return EXIT_CONFIG
+    from archline.fit.errors import ArchlineFitError
+    from archline.powermon.errors import MeterError
+
+    try:
+        res = run_sweep(Path(args[0]), stream=stream)
+    except BenchError as e:
+        out(f"archline: error: {e}")
+        return int(getattr(e, "exit_code", EXIT_CONFIG))
+    except ArchlineFitError as e:
+        out(f"archline: error: {e}")
+        return EXIT_CONFIG
+    except MeterError as e:
+        out(f"archline: error: {e}")
+        return EXIT_METER_MISSING
+    out(res.message)
+    return res.exit_code
+
+
+def outcome_dict(o: SweepOutcome) -> dict[str, Any]:
+    return asdict(o)
+
+
+if __name__ == "__main__":
+    configure()
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Logging for the command line: one handler on the ``archline`` logger, plain lines on stderr (INFO; DEBUG with
+``--verbose``), and a timestamped file handler a cron sweep attaches for its own log file."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+LOGGER = "archline"
+
+
+def configure(verbose: bool = False, stream: TextIO | None = None) -> logging.Logger:
+    """Messages of every room on ``stream`` (stderr), ``--verbose`` adding the DEBUG ones. Idempotent."""
+    log = logging.getLogger(LOGGER)
+    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    for h in list(log.handlers):
+        if getattr(h, "_archline_console", False):
+            log.removeHandler(h)
+    h = logging.StreamHandler(stream or sys.stderr)
+    h.setFormatter(logging.Formatter("%(message)s"))
+    h._archline_console = True  # type: ignore[attr-defined]
+    log.addHandler(h)
+    log.propagate = False
+    return log
+
+
+class _UtcFormatter(logging.Formatter):
+    converter = time.gmtime  # type: ignore[assignment]
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = self.formatTime(record, "%Y-%m-%dT%H:%M:%SZ")
+        return "\n".join(f"{stamp} [{os.getpid()}] {line}" for line in (record.getMessage().splitlines() or [""]))
+
+
+def file_handler(path: Path) -> logging.Handler:
+    """Plain timestamped UTC lines appended to ``path`` (every level from INFO)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    h = logging.FileHandler(path, mode="a", encoding="utf-8")
+    h.setFormatter(_UtcFormatter())
+    h.setLevel(logging.INFO)
+    return h

@@ -1,0 +1,180 @@
+"""RAPL through powercap sysfs (``/sys/class/powercap/intel-rapl:*``): zones by ``name``, wraparound unrolled.
+
+``energy_uj`` counts up to ``max_energy_range_uj`` and wraps to 0. A negative step between two reads is
+corrected by adding the range; a gap between reads long enough for a second wrap (at ``max_power_w``) is an
+error, never a silent under-count. Since Linux 5.10 ``energy_uj`` is readable by root only; the error says how
+to open it up.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from archline.powermon.counters.base import CounterMeter
+from archline.powermon.errors import MeterError
+
+POWERCAP_ROOT = Path("/sys/class/powercap")
+#: Upper bound on a zone's power used to decide whether two reads are close enough to see every wrap.
+DEFAULT_MAX_POWER_W = 1000.0
+
+PERMISSION_FIX = ("energy_uj is readable by root only (Linux >= 5.10, CVE-2020-8694): run as root, or "
+                  "`sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj "
+                  "/sys/class/powercap/intel-rapl:*:*/energy_uj`"
+                  " (again after each boot, or with a udev rule)")
+
+
+def default_root() -> Path:
+    """The powercap root: ``$ARCHLINE_POWERCAP_ROOT`` (tests, containers) or /sys/class/powercap."""
+    return Path(os.environ.get("ARCHLINE_POWERCAP_ROOT", str(POWERCAP_ROOT)))
+
+
+def _read_text(path: Path) -> str:
+    return path.read_text()
+
+
+def _read_int(path: Path) -> int:
+    try:
+        return int(_read_text(path).strip())
+    except PermissionError:
+        raise MeterError(f"cannot read {path}: permission denied; {PERMISSION_FIX}") from None
+    except FileNotFoundError:
+        raise MeterError(f"{path} does not exist (RAPL zone gone?)") from None
+    except OSError as e:
+        raise MeterError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError:
+        raise MeterError(f"{path} does not hold a number") from None
+
+
+@dataclass
+class RaplZone:
+    path: Path
+    name: str                              #: unique: "package-0", "package-0/dram", ...
+    max_energy_range_uj: int | None
+
+    def read_uj(self) -> int:
+        return _read_int(self.path / "energy_uj")
+
+
+def list_zones(root: str | Path = POWERCAP_ROOT) -> list[RaplZone]:
+    """RAPL zones under a powercap root (sub-zones such as dram named ``<parent>/<name>``)."""
+    r = Path(root)
+    if not r.is_dir():
+        return []
+    zones: list[RaplZone] = []
+    dirs = sorted(p for p in r.iterdir() if p.name.startswith("intel-rapl:") and (p / "name").exists())
+    names: dict[str, str] = {}
+    for d in dirs:
+        try:
+            nm = _read_text(d / "name").strip()
+        except OSError:
+            nm = d.name
+        names[d.name] = nm
+    for d in dirs:
+        parts = d.name.split(":")
+        nm = names[d.name]
+        if len(parts) > 2:
+            nm = f"{names.get(':'.join(parts[:2]), parts[0] + ':' + parts[1])}/{nm}"
+        rng_path = d / "max_energy_range_uj"
+        rng = _read_int(rng_path) if rng_path.exists() else None
+        zones.append(RaplZone(d, nm, rng))
+    return zones
+
+
+def readable_zones(root: str | Path | None = None) -> tuple[list[str], str]:
+    """(names of the zones this user can read, reason): the reason says why there is no RAPL when none is."""
+    r = Path(root) if root is not None else default_root()
+    if not r.is_dir():
+        return [], f"no RAPL: {r} does not exist (not an Intel/AMD Linux host, or a container without it)"
+    zones = [z for z in list_zones(r) if "/" not in z.name]
+    if not zones:
+        return [], f"no RAPL: {r} has no intel-rapl zones"
+    names = []
+    for z in zones:
+        try:
+            z.read_uj()
+            names.append(z.name)
+        except MeterError:
+            continue
+    if not names:
+        return [], f"no RAPL: {r}/intel-rapl:*/energy_uj is not readable by this user ({PERMISSION_FIX})"
+    return names, f"RAPL zones: {', '.join(names)}"
+
+
+class EnergyCounter:
+    """Unrolls one wrapping microjoule counter into cumulative joules."""
+
+    def __init__(self, name: str, range_uj: int | None, max_power_w: float = DEFAULT_MAX_POWER_W) -> None:
+        self.name = name
+        self.range_uj = range_uj
+        self.max_power_w = max_power_w
+        self._last_raw: int | None = None
+        self._last_t: float | None = None
+        self.total_uj = 0
+        self.wraps = 0
+
+    @property
+    def safe_interval_s(self) -> float:
+        """Longest time between reads that cannot hide a second wrap."""
+        return float("inf") if self.range_uj is None else self.range_uj * 1e-6 / self.max_power_w
+
+    def update(self, t_s: float, raw_uj: int) -> float:
+        if self._last_raw is not None and self._last_t is not None:
+            d = raw_uj - self._last_raw
+            dt = t_s - self._last_t
+            if d < 0:
+                if self.range_uj is None:
+                    raise MeterError(f"RAPL zone {self.name}: the counter went back from {self._last_raw} to "
+                                     f"{raw_uj} uJ and max_energy_range_uj is missing, so the wrap cannot be "
+                                     "corrected")
+                d += self.range_uj
+                self.wraps += 1
+            if self.range_uj is not None and dt > self.safe_interval_s:
+                raise MeterError(f"RAPL zone {self.name}: {dt:.1f} s between reads; at up to "
+                                 f"{self.max_power_w:g} W the counter (range {self.range_uj} uJ) may have wrapped "
+                                 f"more than once. Poll at least every {self.safe_interval_s:.1f} s")
+            self.total_uj += d
+        self._last_raw = raw_uj
+        self._last_t = t_s
+        return self.total_uj * 1e-6
+
+
+class RaplMeter(CounterMeter):
+    """RAPL zones as a counter meter. ``zones``: names to use (default all); ``devices``: e.g.
+    {"cpu": ["package-0"]}."""
+
+    resolution_j = 61e-6      # one energy unit is 15.3-61 uJ depending on the CPU
+    update_hz = 1000.0        # the counters advance about every millisecond
+
+    def __init__(self, zones: Sequence[str] | None = None, root: str | Path | None = None,
+                 devices: dict[str, list[str]] | None = None, poll_s: float | None = None,
+                 max_power_w: float = DEFAULT_MAX_POWER_W, name: str = "rapl",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        root = default_root() if root is None else root
+        found = list_zones(root)
+        if not found:
+            raise MeterError(f"no RAPL zones under {root} (not an Intel/AMD CPU with powercap, or a VM)")
+        by_name = {z.name: z for z in found}
+        if zones:
+            missing = [z for z in zones if z not in by_name]
+            if missing:
+                raise MeterError(f"RAPL zone(s) {missing} not found (have {sorted(by_name)})")
+            self.zones = [by_name[z] for z in zones]
+        else:
+            self.zones = found
+        self.counters = [EnergyCounter(z.name, z.max_energy_range_uj, max_power_w) for z in self.zones]
+        safe = min(c.safe_interval_s for c in self.counters)
+        poll = poll_s if poll_s is not None else min(0.1, safe / 4)
+        if poll >= safe:
+            raise MeterError(f"RAPL poll interval {poll} s is too long to see every wrap (< {safe:.2f} s needed)")
+        super().__init__([z.name for z in self.zones], devices or {}, poll, clock)
+        self.name = name
+        for z in self.zones:      # fail now, with the fix, if the counters cannot be read
+            z.read_uj()
+
+    def _read(self) -> list[float]:
+        t = self.clock()
+        return [c.update(t, z.read_uj()) for c, z in zip(self.counters, self.zones, strict=True)]

@@ -1,0 +1,264 @@
+"""Tidy traces on disk: samples CSV (``t_s, channel, voltage_v, current_a, power_w``), csv.gz and parquet.
+
+Writes are atomic (temp file + rename). The plain CSV writer formats numbers with numpy, not per row: each
+column becomes fixed-point digits in a byte matrix, and the padding is squeezed out in one pass.
+A JSON sidecar ``PATH.json`` carries what the columns cannot: meter, emulated label, decode counts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from archline.common.atomic import atomic_path, write_atomic
+from archline.powermon.errors import MeterError
+from archline.powermon.record.samples import COLUMNS, Samples
+
+#: "000".."999" as 4-byte words (3 ASCII digits + a spare byte): one 1-D gather gives three digits
+_LUT4 = np.frombuffer(b"".join(f"{i:03d}".encode() + b"0" for i in range(1000)), dtype=np.uint32).copy()
+_POW10 = 10.0 ** np.arange(0, 19)
+
+
+def _digits(v: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.uint8]:
+    """The last ``n`` decimal digits of non-negative integers, zero-padded, as an (m, n) ASCII matrix."""
+    groups = -(-n // 3)
+    words = np.empty((v.size, groups), dtype=np.uint32)
+    w = v
+    for g in range(groups):
+        w, r = np.divmod(w, 1000)
+        words[:, groups - 1 - g] = _LUT4[r]
+    b = words.view(np.uint8).reshape(v.size, groups, 4)[:, :, :3].reshape(v.size, 3 * groups)
+    return b[:, 3 * groups - n:]
+
+
+def _fixed_sig(x: npt.NDArray[np.float64], sig: int, out: npt.NDArray[np.uint8]) -> None:
+    """Write non-negative ``x`` with ``sig`` significant digits and a decimal point into ``out`` (m, sig + 1):
+    every row has the same width, so rows need no padding and no squeezing (e.g. 12.00000, 0.123456, 665.1234)."""
+    n_int = np.ones(x.size, dtype=np.int64)
+    for k in range(1, sig):
+        n_int += x >= _POW10[k]
+    scaled = np.rint(x * _POW10[sig - n_int]).astype(np.int64)
+    over = scaled >= 10**sig                # 9.9999999 rounds up to 10.000000
+    if over.any():
+        n_int[over] += 1
+        scaled[over] = np.rint(x[over] * _POW10[np.maximum(sig - n_int[over], 0)]).astype(np.int64)
+    if sig == 7:
+        # a row is 8 bytes = one little-endian uint64 (7 digits + the point), built from 3-digit words
+        a, rest = np.divmod(scaled, 1_000_000)
+        b, c = np.divmod(rest, 1000)
+        lut = _LUT4.astype(np.uint64) & np.uint64(0xFFFFFF)
+        u = (a.astype(np.uint64) + np.uint64(48)) | (lut[b] << np.uint64(8)) | (lut[c] << np.uint64(32))
+        shift = (n_int.astype(np.uint64) << np.uint64(3))
+        low = u & ((np.uint64(1) << shift) - np.uint64(1))
+        high = (u >> shift) << (shift + np.uint64(8))
+        res = low | (np.uint64(46) << shift) | high
+        out[:] = res.view(np.uint8).reshape(-1, 8)
+        return
+    d = _digits(scaled, sig)
+    lo_k, hi_k = int(n_int.min()), int(n_int.max())
+    for k in range(lo_k, hi_k + 1):
+        if lo_k == hi_k:
+            out[:, :k] = d[:, :k]
+            out[:, k] = 46
+            out[:, k + 1:] = d[:, k:]
+        else:
+            rows = np.flatnonzero(n_int == k)
+            if rows.size:
+                dr = d[rows]
+                block = np.empty((rows.size, sig + 1), dtype=np.uint8)
+                block[:, :k] = dr[:, :k]
+                block[:, k] = 46
+                block[:, k + 1:] = dr[:, k:]
+                out[rows] = block
+
+
+SIG_T = 13      #: significant digits of t_s (0.1 us at 1e5 s)
+SIG_V = 7       #: of voltage_v, current_a, power_w (the ADC has 12 bits)
+
+
+def _fmt_matrix(x: npt.NDArray[np.float64], sig: int) -> npt.NDArray[np.uint8]:
+    out = np.empty((x.size, sig + 1), dtype=np.uint8)
+    _fixed_sig(np.asarray(x, dtype=np.float64), sig, out)
+    return out
+
+
+def _gather_rows(table: npt.NDArray[np.uint8], idx: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
+    """``table[idx]`` for a byte matrix, one memcpy-like gather per row (void dtype)."""
+    w = table.shape[1]
+    flat = np.ascontiguousarray(table).view(f"V{w}").reshape(-1)
+    return flat[idx].view(np.uint8).reshape(-1, w)
+
+
+def _chunk_rows(samples: Samples, lo: int, hi: int) -> bytes:
+    widths = [SIG_T + 1, 1, SIG_V + 1, SIG_V + 1, SIG_V + 1]
+    row = sum(widths) + len(widths)
+    m = hi - lo
+    mat = np.empty((m, row), dtype=np.uint8)
+    codes = samples.meta.get("codes")
+    cols: list[npt.NDArray[np.uint8]] = []
+    t = samples.t_s[lo:hi]
+    # t_s: rows of one sampling event share a time: format each distinct time once
+    if m > 1:
+        new = np.empty(m, dtype=bool)
+        new[0] = True
+        np.not_equal(t[1:], t[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        cols.append(_gather_rows(_fmt_matrix(t[starts], SIG_T), np.cumsum(new) - 1))
+    else:
+        cols.append(_fmt_matrix(t, SIG_T))
+    cols.append((samples.channel[lo:hi].astype(np.uint8) + 48)[:, None])
+    if codes is not None:
+        # volts and amps take one of 4096 values per channel: format the tables, then gather
+        vtab, itab = codes["vtab"], codes["itab"]
+        cols.append(_gather_rows(vtab, codes["vcode"][lo:hi]))
+        cols.append(_gather_rows(itab, samples.channel[lo:hi].astype(np.int64) * 4096 + codes["icode"][lo:hi]))
+    else:
+        cols.append(_fmt_matrix(samples.voltage_v[lo:hi], SIG_V))
+        cols.append(_fmt_matrix(samples.current_a[lo:hi], SIG_V))
+    cols.append(_fmt_matrix(samples.power_w[lo:hi], SIG_V))
+    c = 0
+    for k, (wdt, col) in enumerate(zip(widths, cols, strict=True)):
+        mat[:, c: c + wdt] = col
+        c += wdt
+        mat[:, c] = ord("," if k < len(widths) - 1 else "\n")
+        c += 1
+    return mat.tobytes()
+
+
+def csv_bytes(samples: Samples, chunk_rows: int = 1 << 18) -> list[bytes]:
+    """The samples CSV as byte chunks (header first). Fixed significant digits, formatted with numpy on all
+    cores (numpy releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts = [(",".join(COLUMNS) + "\n").encode()]
+    n = len(samples)
+    cols = (samples.t_s, samples.voltage_v, samples.current_a, samples.power_w)
+    if n and (min(float(np.min(c)) for c in cols) < 0 or not all(np.isfinite(c).all() for c in cols)
+              or float(np.max(samples.t_s)) >= 10.0 ** (SIG_T - 7)):
+        return _csv_bytes_arrow(samples)
+    if n and (int(samples.channel.min()) < 0 or int(samples.channel.max()) > 9):
+        return _csv_bytes_arrow(samples)
+    bounds = list(range(0, n, chunk_rows))
+    workers = min(len(bounds), os.cpu_count() or 1) or 1
+    with ThreadPoolExecutor(workers) as ex:
+        parts.extend(ex.map(lambda lo: _chunk_rows(samples, lo, min(n, lo + chunk_rows)), bounds))
+    return parts
+
+
+def code_tables(r_lut: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.uint8]]:
+    """Formatted volts for the 4096 codes, and amps for the 4096 codes of each of 16 channels' shunts."""
+    from archline.powermon.powermon2.protocol import amps_from_code, volts_from_code
+
+    codes = np.arange(4096)
+    vtab = _fmt_matrix(volts_from_code(codes), SIG_V)
+    itab = _fmt_matrix(np.concatenate([amps_from_code(codes, r) for r in r_lut]), SIG_V)
+    return {"vtab": vtab, "itab": itab}
+
+
+def _csv_bytes_arrow(samples: Samples) -> list[bytes]:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(pa.table(samples.columns()), sink, pcsv.WriteOptions(quoting_style="none"))
+    return [sink.getvalue().to_pybytes()]
+
+
+def _arrow(values: npt.NDArray[Any]) -> Any:
+    """A numpy column as an arrow array from its buffer (pa.array goes through pyarrow's pandas shim, which
+    imports pandas: 0.3 s of a one-second decode)."""
+    import pyarrow as pa
+
+    v = np.ascontiguousarray(values)
+    if v.dtype == np.bool_:
+        return pa.Array.from_buffers(pa.bool_(), v.size, [None, pa.py_buffer(np.packbits(v, bitorder="little"))])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(v.dtype), v.size, [None, pa.py_buffer(v)])
+
+
+def _arrow_strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    blobs = [v.encode() for v in values]
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), len(blobs), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))])
+
+
+def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
+    """Write samples as ``.csv``, ``.csv.gz`` or ``.parquet`` (by suffix), plus ``PATH.json`` metadata."""
+    p = Path(path)
+    name = p.name.lower()
+    if not name.endswith((".parquet", ".csv.gz", ".csv")):
+        raise MeterError(f"unknown samples format for {p} (use .csv, .csv.gz or .parquet)")
+    with atomic_path(p) as tmp:
+        if name.endswith(".parquet"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            n = len(samples)
+            meter = pa.DictionaryArray.from_arrays(_arrow(np.zeros(n, dtype=np.int8)), _arrow_strings([samples.meter]))
+            cols = {k: _arrow(v) for k, v in samples.columns().items()}
+            cols.update({"meter": meter, "emulated": _arrow(np.full(n, samples.emulated))})
+            table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
+            table = table.replace_schema_metadata({"archline": json.dumps(_meta(samples, meta))})
+            # dictionary pages only where values repeat (a float column's dictionary is wasted work)
+            pq.write_table(table, tmp, use_dictionary=["channel", "meter", "emulated"])
+        elif name.endswith(".csv.gz"):
+            with gzip.open(tmp, "wb", compresslevel=1) as f:
+                for chunk in csv_bytes(samples):
+                    f.write(chunk)
+        else:
+            with open(tmp, "wb") as f:
+                for chunk in csv_bytes(samples):
+                    f.write(chunk)
+    write_atomic(p.with_name(p.name + ".json"), json.dumps(_meta(samples, meta), indent=1, default=str))
+    return p
+
+
+def _meta(samples: Samples, meta: dict[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"meter": samples.meter, "emulated": samples.emulated, "clock": samples.clock,
+                           "columns": list(COLUMNS)}
+    out.update(meta or {})
+    return out
+
+
+def read_samples(path: str | Path) -> tuple[Samples, dict[str, Any]]:
+    """Read a samples file written by :func:`write_samples` (or any CSV with the same columns)."""
+    p = Path(path)
+    if not p.exists():
+        raise MeterError(f"samples file {p} does not exist")
+    side = p.with_name(p.name + ".json")
+    meta: dict[str, Any] = {}
+    if side.exists():
+        try:
+            meta = json.loads(side.read_text())
+        except json.JSONDecodeError:
+            meta = {}
+    try:
+        if p.name.lower().endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            t = pq.read_table(p)
+            cols = {c: t.column(c).to_numpy() for c in COLUMNS}
+        else:
+            import pyarrow.csv as pcsv
+
+            t = pcsv.read_csv(p)
+            missing = [c for c in COLUMNS if c not in t.column_names]
+            if missing:
+                raise MeterError(f"{p} lacks column(s) {missing} (expected {', '.join(COLUMNS)})")
+            cols = {c: t.column(c).to_numpy() for c in COLUMNS}
+    except MeterError:
+        raise
+    except Exception as e:  # pyarrow raises several types for malformed files
+        raise MeterError(f"cannot read samples from {p}: {str(e).splitlines()[0]}") from None
+    s = Samples(cols["t_s"].astype(np.float64), cols["channel"].astype(np.int16),
+                cols["voltage_v"].astype(np.float64), cols["current_a"].astype(np.float64),
+                cols["power_w"].astype(np.float64), None, str(meta.get("meter", "")),
+                bool(meta.get("emulated", False)), str(meta.get("clock", "unknown")))
+    return s, meta
