@@ -181,7 +181,7 @@ def factorize_rows(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarra
     formed by uint64 ``columns`` (each of the rows' length, or of length 1 for a constant)."""
     import pyarrow.compute as pc
 
-    from archline.fit.io.sources import arrow_of, numpy_of
+    from archline.common.arrow import arrow_of, numpy_of
 
     n = max((c.size for c in columns), default=0)
     varying = [c for c in columns if c.size == n and n and c.min() != c.max()]

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archline.common.arrow import numpy_of
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.configs import Grouped, KeyReducer, Source
-from archline.fit.io.sources import SourceError, header_columns, iter_sources, numpy_of, read_tables
+from archline.fit.io.sources import SourceError, header_columns, iter_sources, read_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

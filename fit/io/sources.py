@@ -43,49 +43,6 @@ class SourceError(ArchlineFitError):
         self.kind = kind  # "read" | "empty" | "schema" | "malformed"
 
 
-_NUMPY_TYPES = {"double": np.float64, "int64": np.int64, "int32": np.int32, "uint64": np.uint64,
-                "int8": np.int8, "int16": np.int16, "uint32": np.uint32}
-
-
-def numpy_of(col: pa.ChunkedArray | pa.Array, fill: float | None = None) -> np.ndarray:
-    """Fixed-width arrow data as a numpy array, nulls replaced by ``fill`` (0 when None). Read from the
-    buffers and the validity bitmap directly: pyarrow's to_numpy and fill_null go through its pandas shim,
-    which imports pandas (0.2-0.4 s) on the fit's path."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    parts: list[np.ndarray] = []
-    for c in chunks:
-        if str(c.type) not in _NUMPY_TYPES:
-            c = pc.cast(c, pa.float64())
-        dt = np.dtype(_NUMPY_TYPES[str(c.type)])
-        n = len(c)
-        if n == 0:
-            continue
-        if c.null_count == n:
-            parts.append(np.full(n, 0 if fill is None else fill, dtype=dt))
-            continue
-        v = np.frombuffer(c.buffers()[1], dtype=dt, count=n, offset=c.offset * dt.itemsize)
-        if c.null_count:
-            bits = np.unpackbits(np.frombuffer(c.buffers()[0], dtype=np.uint8), bitorder="little")
-            v = v.copy()
-            v[bits[c.offset:c.offset + n] == 0] = 0 if fill is None else fill
-        parts.append(v)
-    if not parts:
-        return np.zeros(0)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def arrow_of(values: np.ndarray) -> pa.Array:
-    """A numpy uint64/int64/float64 array as an arrow array, zero-copy (without pyarrow's pandas shim)."""
-    import pyarrow as pa
-
-    types = {np.dtype(np.uint64): pa.uint64(), np.dtype(np.int64): pa.int64(), np.dtype(np.float64): pa.float64()}
-    v = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(types[v.dtype], v.size, [None, pa.py_buffer(v)])
-
-
 def _csv_header(path: Path) -> list[str]:
     import pyarrow as pa
 

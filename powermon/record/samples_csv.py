@@ -25,10 +25,11 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
+from archline.common.arrow import arrow_of, numpy_of
 from archline.powermon.powermon2.protocol import amps_from_code, volts_from_code
 from archline.powermon.powermon2.records import RecordArrays
 from archline.powermon.record.samples import COLUMNS, Samples
-from archline.powermon.record.traces import SIG_T, SIG_V, _arrow, _chunk_rows, _fmt_matrix, code_tables
+from archline.powermon.record.traces import SIG_T, SIG_V, _chunk_rows, _fmt_matrix, code_tables
 
 T_WIDTH = SIG_T + 2                           #: "t_s," bytes
 TAIL_WIDTH = 2 + 3 * (SIG_V + 2) + 1          #: ",c,V,I,P\n" bytes
@@ -63,12 +64,10 @@ class RowFormat:
 
 def _distinct(key: npt.NDArray[np.uint32]) -> tuple[npt.NDArray[np.int32], int]:
     """Index of each key among the distinct keys, and their number (pyarrow's hash table: no sort)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    enc = pc.dictionary_encode(pa.Array.from_buffers(pa.uint32(), key.size, [None, pa.py_buffer(key)]))
-    idx = np.frombuffer(enc.indices.buffers()[1], dtype=np.int32, count=key.size)
-    return idx, len(enc.dictionary)
+    enc = pc.dictionary_encode(arrow_of(key))
+    return numpy_of(enc.indices), len(enc.dictionary)
 
 
 def _arrow_rows(s: Samples) -> bytes:
@@ -76,7 +75,7 @@ def _arrow_rows(s: Samples) -> bytes:
     import pyarrow.csv as pcsv
 
     cols = s.columns()
-    table = pa.Table.from_arrays([_arrow(np.asarray(v)) for v in cols.values()], names=list(cols))
+    table = pa.Table.from_arrays([arrow_of(np.asarray(v)) for v in cols.values()], names=list(cols))
     sink = pa.BufferOutputStream()
     pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, quoting_style="none"))
     return bytes(sink.getvalue())

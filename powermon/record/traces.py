@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from archline.common.arrow import arrow_of, arrow_strings
 from archline.common.atomic import atomic_path, write_atomic
 from archline.powermon.errors import MeterError
 from archline.powermon.record.samples import COLUMNS, Samples
@@ -170,25 +171,6 @@ def _csv_bytes_arrow(samples: Samples) -> list[bytes]:
     return [sink.getvalue().to_pybytes()]
 
 
-def _arrow(values: npt.NDArray[Any]) -> Any:
-    """A numpy column as an arrow array from its buffer (pa.array goes through pyarrow's pandas shim, which
-    imports pandas: 0.3 s of a one-second decode)."""
-    import pyarrow as pa
-
-    v = np.ascontiguousarray(values)
-    if v.dtype == np.bool_:
-        return pa.Array.from_buffers(pa.bool_(), v.size, [None, pa.py_buffer(np.packbits(v, bitorder="little"))])
-    return pa.Array.from_buffers(pa.from_numpy_dtype(v.dtype), v.size, [None, pa.py_buffer(v)])
-
-
-def _arrow_strings(values: list[str]) -> Any:
-    import pyarrow as pa
-
-    blobs = [v.encode() for v in values]
-    offsets = np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype(np.int32)
-    return pa.Array.from_buffers(pa.string(), len(blobs), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))])
-
-
 def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
     """Write samples as ``.csv``, ``.csv.gz`` or ``.parquet`` (by suffix), plus ``PATH.json`` metadata."""
     p = Path(path)
@@ -201,9 +183,9 @@ def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | Non
             import pyarrow.parquet as pq
 
             n = len(samples)
-            meter = pa.DictionaryArray.from_arrays(_arrow(np.zeros(n, dtype=np.int8)), _arrow_strings([samples.meter]))
-            cols = {k: _arrow(v) for k, v in samples.columns().items()}
-            cols.update({"meter": meter, "emulated": _arrow(np.full(n, samples.emulated))})
+            meter = pa.DictionaryArray.from_arrays(arrow_of(np.zeros(n, dtype=np.int8)), arrow_strings([samples.meter]))
+            cols = {k: arrow_of(v) for k, v in samples.columns().items()}
+            cols.update({"meter": meter, "emulated": arrow_of(np.full(n, samples.emulated))})
             table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
             table = table.replace_schema_metadata({"archline": json.dumps(_meta(samples, meta))})
             # dictionary pages only where values repeat (a float column's dictionary is wasted work)
