@@ -84,14 +84,25 @@ def main() -> None:
         floor = min(floor, read_floor(raw))
         for k, out in outs.items():
             best[k] = min(best[k], run_cli(["meter", "decode", str(raw), "--out", str(out)]))
-    from archline.powermon.offline import decode_file
+    from archline.powermon.offline import decode_file, decode_to_file
+    from archline.powermon.record.traces import write_samples
 
     t0 = time.perf_counter()
-    s, _ = decode_file(raw, None)
+    s, meta = decode_file(raw, None)
     t_dec = time.perf_counter() - t0
+    seq, streamed = float("inf"), float("inf")
+    for _ in range(args.rounds):   # in-process, same imports: the old order against writing while decoding
+        t0 = time.perf_counter()
+        write_samples(decode_file(raw, None)[0], d / "sequential.csv", meta)
+        t1 = time.perf_counter()
+        decode_to_file(raw, d / "streamed.csv")
+        t2 = time.perf_counter()
+        seq, streamed = min(seq, t1 - t0), min(streamed, t2 - t1)
     print(f"capture: {len(s):,} samples ({raw.stat().st_size / 1e6:.1f} MB) = {seconds:.0f} s of 8 channels at "
           f"1024 Hz; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; best of {args.rounds}")
     print(f"floor: reading the capture file {floor * 1e3:.1f} ms; decoding alone (in-process) {t_dec:.2f} s")
+    print(f"in-process to CSV: decode, then format and write (as before) {seq:.2f} s; written while decoding "
+          f"{streamed:.2f} s")
     for k, out in outs.items():
         print(f"archline meter decode -> {k} ({out.stat().st_size / 1e6:.0f} MB): {best[k]:.2f} s = "
               f"{seconds / best[k]:.0f}x real time, {best[k] / floor:.0f}x the floor"
