@@ -106,11 +106,6 @@ class Grouped:
             return f"configuration {j}"
         return self.sources[int(self.cfg["first_src"][j])].where(int(self.cfg["first_pos"][j]))
 
-    def where_row(self, i: int) -> str:
-        if not self.sources:
-            return f"row {i}"
-        return self.sources[int(self.src[i])].where(int(self.pos[i]))
-
     def select(self, keep: np.ndarray) -> Grouped:
         """The configurations where ``keep`` is true, with their rows."""
         keep = np.asarray(keep, dtype=bool)
@@ -120,10 +115,6 @@ class Grouped:
         rows = keep[self.g]
         return Grouped(self.cfg.take(keep), new_index[self.g[rows]], self.t[rows], self.e[rows], self.src[rows],
                        self.pos[rows], self.sources)
-
-    def per_row(self, cfg_values: np.ndarray) -> np.ndarray:
-        """A per-configuration array spread onto the rows."""
-        return np.asarray(cfg_values)[self.g]
 
     def frame(self) -> pd.DataFrame:
         """The rows as one pandas frame (keys repeated), e.g. for small data in tests and for --points."""
