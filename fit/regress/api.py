@@ -95,11 +95,12 @@ def _split(model: str, opts: FitOptions) -> str:
     return "setting" if model == "dvfs" else "configuration"
 
 
-def _folds(model: str, units: int, opts: FitOptions) -> int:
+def _folds(model: str, rows: Grouped, units: int, opts: FitOptions) -> int:
+    """--folds, else one fold per voltage setting for dvfs (S1: 16-fold), else 10 (fewer for little data)."""
     if opts.folds is not None:
         return opts.folds
-    if model == "dvfs" and opts.cv == "grouped":
-        return max(2, units)
+    if model == "dvfs":
+        return max(2, distinct_settings(rows.cfg))
     return max(2, min(10, units // 3))
 
 
@@ -110,7 +111,7 @@ def _validate(result: FitResult, opts: FitOptions, cache_method: str | None = No
     fitter = _fitter(result.model, o)
     split = _split(result.model, opts)
     units = n_units(rows.cfg, split, rows.n_rows)
-    k = _folds(result.model, units, opts)
+    k = _folds(result.model, rows, units, opts)
     what = {"configuration": "configurations", "setting": "settings", "row": "rows"}[split]
     if units >= 2 * k or (split == "setting" and units >= k >= 2):
         result.quality.update(cross_validate(rows, fitter, k, seed=opts.seed, split=split))
