@@ -43,33 +43,36 @@ class Strict(BaseModel):
         return data
 
 
-def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
-              not_found: type[Exception] | None = None) -> dict[str, Any]:
-    """Parse a TOML file; a missing/unreadable file or bad TOML raises ``error`` (``not_found`` for absence)."""
-    p = Path(path)
+def _read_text(p: Path, what: str, error: type[Exception], not_found: type[Exception] | None) -> str:
+    """The file's text; absence, unreadability or binary content raise the caller's error types."""
     try:
-        return tomllib.loads(p.read_text())
+        return p.read_text()
     except FileNotFoundError:
         raise (not_found or error)(f"{what} {p} does not exist") from None
     except OSError as e:
         raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
     except UnicodeDecodeError:
         raise error(f"{p}: not a text file") from None
+
+
+def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
+              not_found: type[Exception] | None = None) -> dict[str, Any]:
+    """Parse a TOML file; a missing/unreadable file or bad TOML raises ``error`` (``not_found`` for absence)."""
+    p = Path(path)
+    text = _read_text(p, what, error, not_found)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: not valid TOML: {e}") from None
 
 
 def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
               not_found: type[Exception] | None = None) -> Any:
+    """Parse a JSON file, with the same errors as :func:`read_toml`."""
     p = Path(path)
+    text = _read_text(p, what, error, not_found)
     try:
-        return json.loads(p.read_text())
-    except FileNotFoundError:
-        raise (not_found or error)(f"{what} {p} does not exist") from None
-    except OSError as e:
-        raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise error(f"{p}: not a text file") from None
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise error(f"{p}: not valid JSON: {e.msg} at line {e.lineno}") from None
 

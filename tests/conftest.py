@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -29,3 +29,17 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, out.out, out.err)
 
     return _run
+
+
+@pytest.fixture(autouse=True)
+def _reset_archline_logging() -> Iterator[None]:
+    """The CLI configures the 'archline' logger (its own handler, propagate off); put it back after each test so a
+    later test's caplog sees records whatever ran before it."""
+    import logging
+
+    log = logging.getLogger("archline")
+    handlers, level, propagate = list(log.handlers), log.level, log.propagate
+    yield
+    log.handlers[:] = handlers
+    log.setLevel(level)
+    log.propagate = propagate

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from archline.common.sizes import parse_bytes
+
 SYS_CPU = Path("/sys/devices/system/cpu")
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 
@@ -46,14 +48,6 @@ class CacheShare:
     note: str                # empty, or why a reported size was not believed
 
 
-def _parse_size(text: str) -> int:
-    text = text.strip().upper()
-    mult = {"K": KIB, "M": MIB, "G": GIB}
-    if text and text[-1] in mult:
-        return int(text[:-1]) * mult[text[-1]]
-    return int(text)
-
-
 def _cpu_list(text: str) -> list[int]:
     out: list[int] = []
     for part in text.strip().split(","):
@@ -75,7 +69,7 @@ def _cache_dirs(cpu: int, root: Path) -> list[tuple[int, str, int, list[int]]]:
             kind = (idx / "type").read_text().strip()
             if kind == "Instruction":
                 continue
-            out.append((int((idx / "level").read_text()), kind, _parse_size((idx / "size").read_text()),
+            out.append((int((idx / "level").read_text()), kind, parse_bytes((idx / "size").read_text()),
                         _cpu_list((idx / "shared_cpu_list").read_text())))
         except (OSError, ValueError):
             continue
