@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.powermon.errors import MeterError
-from archline.powermon.powermon2.decode import RecordArrays, StreamDecoder, guess_channels
+from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
 from archline.powermon.powermon2.driver import period_for_rate, sidecar_path
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
 from archline.powermon.record.integrate import Integration, integrate_samples
@@ -84,10 +84,10 @@ def _feed(dec: StreamDecoder, data: bytes, stream: CsvStream | None) -> None:
     view = memoryview(data)
     for i in range(0, len(data), FEED_BYTES):
         dec.feed(view[i:i + FEED_BYTES])
-        stream.submit(RecordArrays.concat(dec.final_parts(done)))
+        stream.submit(dec.final_parts(done))
         done = len(dec.final_parts())
     dec.finish()
-    stream.submit(RecordArrays.concat(dec.final_parts(done)))
+    stream.submit(dec.final_parts(done))
 
 
 def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int] | None, rate_hz: float | None,

@@ -34,7 +34,7 @@ from archline.powermon.record.traces import SIG_T, SIG_V, _chunk_rows, _fmt_matr
 T_WIDTH = SIG_T + 2                           #: "t_s," bytes
 TAIL_WIDTH = 2 + 3 * (SIG_V + 2) + 1          #: ",c,V,I,P\n" bytes
 SYNC_BYTES = 64 << 20                         #: flush to disk every this many bytes written
-QUEUE_BLOCKS = 6                              #: blocks formatted ahead of the writer (bounds memory)
+QUEUE_BLOCKS = 3                              #: blocks formatted ahead of the writer (bounds memory)
 BLOCK_ROWS = 1 << 19                          #: rows formatted as one block
 
 
@@ -81,8 +81,11 @@ def _arrow_rows(s: Samples) -> bytes:
     return bytes(sink.getvalue())
 
 
-def format_block(rec: RecordArrays, fmt: RowFormat) -> npt.NDArray[Any]:
-    """The CSV rows of a block of records, as one contiguous byte array."""
+ROW_DTYPE = np.dtype([("t", f"V{SIG_T + 1}"), ("rest", f"V{TAIL_WIDTH}")])
+
+
+def format_block(rec: RecordArrays, fmt: RowFormat, out: npt.NDArray[np.uint8] | None = None) -> npt.NDArray[Any]:
+    """The CSV rows of a block of records, as one contiguous byte array (in ``out`` when it is big enough)."""
     n = len(rec)
     ch = rec.channel
     e0, e1 = int(rec.event.min()), int(rec.event.max())
@@ -108,10 +111,38 @@ def format_block(rec: RecordArrays, fmt: RowFormat) -> npt.NDArray[Any]:
     tail[:, 5 + 2 * w:5 + 3 * w] = _fmt_matrix(volts_from_code(v) * amps_from_code(i, fmt.r_lut[c]), SIG_V)
     tail[:, -1] = ord("\n")
     head = _fmt_matrix(times, SIG_T)
-    rows = np.empty(n, dtype=[("t", f"V{SIG_T + 1}"), ("rest", f"V{TAIL_WIDTH}")])
+    size = n * ROW_DTYPE.itemsize
+    rows = (out[:size] if out is not None and out.nbytes >= size else np.empty(size, np.uint8)).view(ROW_DTYPE)
     np.take(head.view(f"V{SIG_T + 1}").reshape(-1), rec.event - e0, out=rows["t"], mode="clip")
     np.take(tail.view(f"V{TAIL_WIDTH}").reshape(-1), kidx, out=rows["rest"], mode="clip")
     return rows.view(np.uint8)
+
+
+class _Buffers:
+    """Row buffers the writer hands back for the next blocks: a fresh process would otherwise fault in (and the
+    kernel zero) every block's pages, a tenth of the whole decode."""
+
+    def __init__(self) -> None:
+        self._free: list[npt.NDArray[np.uint8]] = []
+        self._lock = threading.Lock()
+
+    def get(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
+        with self._lock:
+            for k, b in enumerate(self._free):
+                if b.nbytes >= nbytes:
+                    return self._free.pop(k)
+        return np.empty(nbytes + nbytes // 4, np.uint8) if nbytes else None   # room for a longer next block
+
+    def put(self, buf: npt.NDArray[Any]) -> None:
+        base = buf.base if isinstance(buf.base, np.ndarray) and buf.base.dtype == np.uint8 else buf
+        if base.dtype == np.uint8 and base.ndim == 1:
+            with self._lock:
+                self._free.append(base)
+
+
+def _format_parts(parts: list[RecordArrays], fmt: RowFormat, buffers: _Buffers) -> npt.NDArray[Any]:
+    rec = RecordArrays.concat(parts)
+    return format_block(rec, fmt, buffers.get(len(rec) * ROW_DTYPE.itemsize))
 
 
 class CsvStream:
@@ -130,17 +161,25 @@ class CsvStream:
         self._pool = ThreadPoolExecutor(workers or max(1, min(2, os.cpu_count() or 1)))
         self._q: queue.Queue[Future[npt.NDArray[Any]] | None] = queue.Queue(maxsize=QUEUE_BLOCKS)
         self._error: BaseException | None = None
+        self._buffers = _Buffers()
         self._writer = threading.Thread(target=self._drain, name="samples csv writer", daemon=True)
         self._writer.start()
 
-    def submit(self, rec: RecordArrays) -> None:
+    def submit(self, parts: list[RecordArrays]) -> None:
+        """Queue finished blocks of records (joined and formatted on a worker, not on the caller's thread)."""
         if self._error is not None:
             raise self._error
-        for lo in range(0, len(rec), BLOCK_ROWS):
-            part = rec if len(rec) <= BLOCK_ROWS else RecordArrays(
-                *(getattr(rec, k)[lo:lo + BLOCK_ROWS] for k in ("event", "channel", "vcode", "icode", "overflow")))
-            self.n_rows += len(part)
-            self._q.put(self._pool.submit(format_block, part, self.fmt))
+        batch: list[RecordArrays] = []
+        size = 0
+        for p in [*parts, None]:
+            if p is not None and size + len(p) <= BLOCK_ROWS:
+                batch.append(p)
+                size += len(p)
+                continue
+            if size:
+                self.n_rows += size
+                self._q.put(self._pool.submit(_format_parts, batch, self.fmt, self._buffers))
+            batch, size = ([p], len(p)) if p is not None else ([], 0)
 
     def _drain(self) -> None:
         since = 0
@@ -153,6 +192,7 @@ class CsvStream:
                     block = fut.result()
                     self._out.write(block.data)
                     since += block.nbytes
+                    self._buffers.put(block)
                     if since >= SYNC_BYTES and self._out is self._raw:
                         self._raw.flush()
                         os.fdatasync(self._raw.fileno())  # the disk keeps up instead of one long fsync at the end
