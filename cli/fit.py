@@ -36,11 +36,14 @@ import click
 @click.option("--bootstrap", "n_boot", type=int, default=200, show_default=True,
               help="bootstrap resamples for the non-OLS fits (capped uses at most 100).")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed for folds and bootstrap.")
+@click.option("--where", multiple=True, metavar="KEY=VALUE",
+              help="only rows whose text column KEY is VALUE (repeat: same key = any of, other keys = all of).")
 def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_method: str, figure: str | None,
         points: str | None, include_emulated: bool, mix_emulated: bool, platform: str | None, folds: int | None,
-        holdout_col: str | None, cv: str, one_precision: bool, n_boot: int, seed: int) -> None:
-    """Fit the energy-roofline model to archline.results/1 FILES: CSV, Parquet, or Parquet data set
-    directories (platform=<p>/host=<h>/run_id=<r>/part-*.parquet).
+        holdout_col: str | None, cv: str, one_precision: bool, n_boot: int, seed: int,
+        where: tuple[str, ...]) -> None:
+    """Fit the energy-roofline model to archline.results/1 FILES: CSV files, Parquet files, or a data set
+    directory written by `archline lab collect` (platform=<p>/host=<h>/run_id=<r>/part-*.parquet).
 
     Rows of one configuration are fitted through their count, means and spreads (the same estimate as
     fitting every row); the output gives rows and configurations.
@@ -61,13 +64,14 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit tk1/*.csv --model dvfs --folds 16 --holdout-col split
       archline fit results/*.csv --figure fit.png --points errors.csv
       archline fit lab-dataset/ --format json --out costs/
+      archline fit lab-dataset/ --where host=node03
     """
     from archline.fit.io.costs import render, write_costs, write_points
     from archline.fit.regress.api import FitOptions, fit_files
 
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
-                      one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv)
+                      one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv, where=where)
     results = fit_files(files, opts)
     if out is None:
         click.echo(render(results, fmt), nl=False)

@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, str] = {
     "design-space": "archline.cli.design_space:design_space",
     "ipp": "archline.cli.ipp:ipp",
     "iso-power": "archline.cli.iso_power:iso_power",
+    "lab": "archline.cli.lab:lab",
+    "compare": "archline.cli.compare:compare",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".

@@ -18,12 +18,16 @@ import click
               help="rows and model lines of this precision [default: sp; ceilings: both]")
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="output figure (.png, .pdf, .svg)")
-def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out: Path) -> None:
+@click.option("--where", multiple=True, metavar="KEY=VALUE",
+              help="only result rows whose text column KEY is VALUE (repeat: same key = any of, other keys = all of)")
+def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out: Path,
+         where: tuple[str, ...]) -> None:
     """Draw the model of platforms or cost tables, with measured results over it.
 
     \b
     FILES_OR_COSTS mixes platform names, profile .toml, cost-table .json and
-    result .csv files (archline.results/1). Results are drawn as points over
+    results (archline.results/1: .csv, .parquet, or a data set directory
+    from `archline lab collect`). Results are drawn as points over
     the model of the platform named in their rows (or over the given costs).
     With --kind ceilings, a .toml holding [[ceiling]] tables is your own
     table of ceilings (docs/model.md shows the format), and result rows of
@@ -34,6 +38,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     Examples:
       archline plot gtx580 gtx680 i7-950 --kind compare --out compare.png
       archline plot results/run1/results.csv costs.json --kind all --out fit.png
+      archline plot lab-dataset/ gtx580 --where host=node03 --out node03.png
       archline plot gtx580 --kind ceilings --out gtx580-power-roofline.png
       archline plot R/*.csv costs.json my-ceilings.toml --kind ceilings --out ceilings.png
     """
@@ -52,7 +57,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     from archline.fit.plots.inputs import plot_plan
     from archline.fit.plots.rooflines import KINDS, plot_model
 
-    plan = plot_plan(files_or_costs, precision or "sp", KINDS if kind in ("all", "compare") else (kind,))
+    plan = plot_plan(files_or_costs, precision or "sp", KINDS if kind in ("all", "compare") else (kind,), where)
     path = plot_model(plan.curves, out, kinds=plan.kinds, measured=plan.measured, notes=plan.notes)
     for note in plan.notes:
         click.echo(f"archline: warning: {note}", err=True)

@@ -22,6 +22,8 @@ boundary; a misspelt key is an error that names it and the nearest known key::
     seed = 0                         # emulate only: the emulator's noise
     meter = "powermon"               # which of the profile's meters (default: the first)
     max_points = 0                   # stop after this many points this run (0: all); the next run resumes
+    host = "node03"                  # the rows' host column (default: this machine's hostname); `archline lab`
+                                     # sets it to the machine's name for an emulated machine
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class SweepTable(RunOptions):
     name: str | None = None
     out: str | None = None
     max_points: int = Field(default=0, ge=0)
+    host: str | None = Field(default=None, min_length=1)
     working_set_bytes: int | None = Field(default=None, ge=1, validation_alias=AliasChoices("working_set"))
 
 
@@ -61,6 +64,7 @@ class SweepConfig:
     out: Path
     max_points: int = 0
     raw: dict[str, Any] = field(default_factory=dict)
+    host: str | None = None
 
     @property
     def platform(self) -> str:
@@ -88,12 +92,12 @@ def load_config(path: Path) -> SweepConfig:
     out = Path(table.out or f"results/{name}")
     opts = RunOptions(**{k: getattr(table, k) for k in RunOptions.model_fields if k != "platform"}, platform=plat)
     return SweepConfig(path=path, name=name, options=opts, out=out if out.is_absolute() else base / out,
-                       max_points=table.max_points, raw=dict(t))
+                       max_points=table.max_points, raw=dict(t), host=table.host)
 
 
 def config_hash(cfg: SweepConfig, profile_raw: dict[str, Any]) -> str:
-    """Hash of what decides the measurements: the [sweep] table (minus where things go and how many this run)
-    and the profile's content."""
-    keep = {k: v for k, v in cfg.raw.items() if k not in ("out", "max_points", "name")}
+    """Hash of what decides the measurements: the [sweep] table (minus where things go, how many this run and
+    the host label) and the profile's content."""
+    keep = {k: v for k, v in cfg.raw.items() if k not in ("out", "max_points", "name", "host")}
     blob = json.dumps({"sweep": keep, "profile": profile_raw}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -129,10 +129,15 @@ class SweepOutcome:
     failed: int
     remaining: int
     message: str
+    config_hash: str = ""
+    n_points: int = 0
 
 
-def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | None = None) -> SweepOutcome:
-    """Run (or resume) a sweep. Raises SweepLockedError / SweepConfigError / MeterMissing for the CLI."""
+def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | None = None,
+              on_start: Callable[[str, list[str]], None] | None = None) -> SweepOutcome:
+    """Run (or resume) a sweep. Raises SweepLockedError / SweepConfigError / MeterMissing for the CLI.
+    ``on_start(config_hash, point_ids)`` is called once the lock is held and the points are planned (the lab's
+    task record)."""
     from archline.bench.run.session import open_session
 
     cfg = load_config(config_path)
@@ -167,8 +172,12 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         except BenchError as e:
             log.info(f"error: {e}")
             raise
+        if cfg.host:
+            session.ctx.host = cfg.host
         chash = session.ctx.config_hash
         points = session.points
+        if on_start is not None:
+            on_start(chash, [p.point_id for p in points])
         done = done_points(results_path, chash)
         todo = [(i, p) for i, p in enumerate(points) if p.point_id not in done]
         log.info(f"config hash {chash}: {len(points)} points, {len(points) - len(todo)} already done, "
@@ -184,7 +193,7 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         else:
             code, msg = EXIT_OK, f"sweep complete: {len(points)} points in {results_path}"
         log.info(f"wrote {written} row(s); {msg}")
-        return SweepOutcome(code, len(points) - len(todo), written, failed, remaining, msg)
+        return SweepOutcome(code, len(points) - len(todo), written, failed, remaining, msg, chash, len(points))
     except KeyboardInterrupt:
         log.info("interrupted; finished rows are kept, the next run resumes")
         return SweepOutcome(EXIT_INTERRUPTED, 0, 0, 0, -1, "interrupted; the next run resumes")

@@ -91,6 +91,8 @@ class Grouped:
     src: np.ndarray          # row -> index into sources
     pos: np.ndarray          # row line (CSV) or row number (Parquet)
     sources: list[Source] = field(default_factory=list)
+    #: text columns kept per row beside the configuration: name -> (codes, values)
+    carry: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -114,7 +116,7 @@ class Grouped:
         new_index = np.cumsum(keep) - 1
         rows = keep[self.g]
         return Grouped(self.cfg.take(keep), new_index[self.g[rows]], self.t[rows], self.e[rows], self.src[rows],
-                       self.pos[rows], self.sources)
+                       self.pos[rows], self.sources, {k: (c[rows], v) for k, (c, v) in self.carry.items()})
 
     def frame(self) -> pd.DataFrame:
         """The rows as one pandas frame (keys repeated), e.g. for small data in tests and for --points."""
@@ -130,6 +132,8 @@ class Grouped:
         names = np.array([s.name for s in self.sources] or [""], dtype=object)
         d["_file"] = names[self.src] if self.sources else np.full(self.n_rows, "", dtype=object)
         d["_line"] = self.pos
+        for k, (codes, values) in self.carry.items():
+            d[k] = np.array(values, dtype=object)[codes]
         return pd.DataFrame(d)
 
 
@@ -209,23 +213,26 @@ class KeyReducer:
         self._pos: list[np.ndarray] = []
         self._offset = 0
         self.sources: list[Source] = []
+        self._carry: dict[str, list[np.ndarray]] = {}
 
     def source_index(self, src: Source) -> int:
         if not self.sources or self.sources[-1] != src:
             self.sources.append(src)
         return len(self.sources) - 1
 
-    def text_codes(self, name: str, indices: np.ndarray, dictionary: Iterable[str]) -> np.ndarray:
+    def text_codes(self, name: str, indices: np.ndarray, dictionary: Iterable[str | None],
+                   full: bool = False) -> np.ndarray:
         """Global codes of a text column given as dictionary ``indices`` into ``dictionary`` (length 1 when the
-        column holds one value)."""
-        glob = self.dictionaries[name]
-        lut = np.array([glob.setdefault(v, len(glob)) for v in dictionary] or [0], dtype=np.uint64)
-        if indices.size > 1 and indices.min() == indices.max():
+        column holds one value, unless ``full``)."""
+        glob = self.dictionaries.setdefault(name, {})
+        lut = np.array([glob.setdefault("" if v is None else v, len(glob)) for v in dictionary] or [0],
+                       dtype=np.uint64)
+        if not full and indices.size > 1 and indices.min() == indices.max():
             indices = indices[:1]
         return lut[indices]
 
     def add(self, text: dict[str, np.ndarray], num: dict[str, np.ndarray], t: np.ndarray, e: np.ndarray,
-            src: int, pos: np.ndarray) -> None:
+            src: int, pos: np.ndarray, carried: dict[str, np.ndarray] | None = None) -> None:
         cols = [text[k] for k in self.text_keys] + [key_bits(num[k]) for k in self.num_keys]
         codes, first = factorize_rows(cols)
         self._keys.append(np.column_stack([c[first] if c.size == t.size else np.repeat(c, first.size)
@@ -237,6 +244,8 @@ class KeyReducer:
         self._e.append(e)
         self._src.append(np.full(t.size, src, dtype=np.int32))
         self._pos.append(pos.astype(np.int64 if pos.size and pos.max() >= 2**31 else np.int32))
+        for k, v in (carried or {}).items():
+            self._carry.setdefault(k, []).append(v.astype(np.int32))
 
     def finish(self) -> Grouped:
         keys = np.concatenate(self._keys) if self._keys else np.zeros((0, 0), dtype=np.uint64)
@@ -260,7 +269,13 @@ class KeyReducer:
         for k, v in stats.items():
             cfg[k] = v
         cfg["first_src"], cfg["first_pos"] = first[:, 0], first[:, 1]
-        return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources)
+        carry: dict[str, tuple[np.ndarray, list[str]]] = {}
+        for k, parts in self._carry.items():
+            values = [""] * len(self.dictionaries[k])
+            for value, code in self.dictionaries[k].items():
+                values[code] = value
+            carry[k] = (_concat(parts, np.int32), values)
+        return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources, carry)
 
 
 #: Rows per slice in the passes over rows (bounded temporaries for ten million rows).
@@ -329,7 +344,8 @@ def restat(data: Grouped, rows: np.ndarray) -> Grouped:
     cfg = Columns({k: data.cfg[k] for k in data.cfg.columns})
     for k, v in config_stats(sub_g, sub_t, sub_e, len(cfg)).items():
         cfg[k] = v
-    out = Grouped(cfg, sub_g, sub_t, sub_e, data.src[rows], data.pos[rows], data.sources)
+    out = Grouped(cfg, sub_g, sub_t, sub_e, data.src[rows], data.pos[rows], data.sources,
+                  {k: (c[rows], v) for k, (c, v) in data.carry.items()})
     return out.select(cfg["n"] > 0)
 
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.common.arrow import numpy_of
+from archline.common.arrow import arrow_of, numpy_of
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.configs import Grouped, KeyReducer, Source
-from archline.fit.io.sources import SourceError, header_columns, iter_sources, read_tables
+from archline.fit.io.sources import SourceError, header_columns, iter_sources, read_tables, text_codes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -92,25 +92,6 @@ class ResultsSet:
         return self.data.frame()
 
 
-def _text_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str | None]]:
-    """Dictionary codes of a text column over all its chunks, and the values they stand for (None = empty)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    values: list[str | None] = []
-    index: dict[str | None, int] = {}
-    parts: list[np.ndarray] = []
-    for chunk in col.chunks:
-        if not pa.types.is_dictionary(chunk.type):
-            chunk = pc.cast(chunk, pa.string()).dictionary_encode()
-        local = [None if v is None else str(v) for v in chunk.dictionary.to_pylist()] + [None]
-        lut = np.array([index.setdefault(v, len(index)) for v in local], dtype=np.int64)
-        parts.append(lut[numpy_of(chunk.indices, fill=len(local) - 1)])
-    for v, _ in sorted(index.items(), key=lambda kv: kv[1]):
-        values.append(v if v is None or v.strip() else None)
-    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), values
-
-
 def _first(mask: np.ndarray) -> int:
     return int(np.argmax(mask))
 
@@ -138,12 +119,13 @@ def _numeric(tab: pa.Table, name: str, src: Source, pos: np.ndarray, fill: float
     return numpy_of(pc.cast(s, pa.float64()), fill=fill)
 
 
-def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, extra: Sequence[str]) -> int:
+def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, extra: Sequence[str],
+              carry: Sequence[str] = ()) -> int:
     """Check one table and hand its rows to ``reducer``. Returns the number of rows dropped (checksum)."""
     codes: dict[str, tuple[np.ndarray, list[str | None]]] = {}
-    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra):
+    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry):
         if c in tab.column_names:
-            codes[c] = _text_codes(tab.column(c))
+            codes[c] = text_codes(tab.column(c))
     sc, sv = codes["schema"]
     bad = np.isin(sc, [i for i, v in enumerate(sv) if v is None or v.strip() != RESULTS_SCHEMA])
     if bad.any():
@@ -189,11 +171,14 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
         cc, cv = codes.get(c, (np.zeros(1, dtype=np.int64), [None]))
         norm = ["" if v is None else (v.strip() if c in ("platform", *extra) else v.strip().lower()) for v in cv]
         text[c] = reducer.text_codes(c, cc, norm)
+    carried = {c: reducer.text_codes(c, *codes.get(c, (np.zeros(t.size, dtype=np.int64), [None])),
+                                     full=True) for c in carry}
     if not keep.all():
         text = {k: (v[keep] if v.size == keep.size else v) for k, v in text.items()}
         num = {k: v[keep] for k, v in num.items()}
+        carried = {k: v[keep] for k, v in carried.items()}
         t, e, pos = t[keep], e[keep], pos[keep]
-    reducer.add(text, num, t, e, reducer.source_index(src), pos)
+    reducer.add(text, num, t, e, reducer.source_index(src), pos, carried)
     return int((~keep).sum())
 
 
@@ -208,23 +193,35 @@ def _new_reducer(extra: Sequence[str]) -> KeyReducer:
     return KeyReducer((*TEXT_KEYS, *extra), (*COUNT_COLUMNS, *SETTING_COLUMNS, "emulated"))
 
 
-def read_results(paths: Iterable[str | Path], extra_keys: Sequence[str] = ()) -> ResultsSet:
-    """Read, validate and group result files (CSV, Parquet, or Parquet data set directories). Raises a
-    :class:`ResultsError` on the first problem.
+#: Text columns the rows keep beside their configuration unless told otherwise (``ResultsSet.frame``).
+CARRY: tuple[str, ...] = ("host", "run_id", "point_id")
+
+
+def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_keys: Sequence[str] = (),
+                 carry: Sequence[str] = CARRY) -> ResultsSet:
+    """Read, validate and group result files (CSV, Parquet, or Parquet data set directories such as ``archline
+    lab collect`` writes), keeping the rows the ``where`` filters select (:mod:`archline.fit.io.select`).
+    Raises a :class:`ResultsError` on the first problem.
 
     Checks: file readable and non-empty; the fixed columns present; ``schema`` is ``archline.results/1`` on every
     row; numbers parse; time_s > 0; energy_j finite and >= 0; counts finite and >= 0. Rows whose ``checksum_ok``
     is false are dropped with a note (a wrong answer is not a measurement). ``extra_keys`` (e.g. a holdout
-    column) are read as text and become part of the configuration key.
+    column) are read as text and become part of the configuration key; ``carry`` columns ride along per row
+    (``archline fit`` carries none).
     """
+    from archline.fit.io.select import BatchWhere
+
     files = [Path(p) for p in paths]
     if not files:
         raise ResultsError("no results files given")
     extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
+    carry = tuple(c for c in carry if c not in (*TEXT_KEYS, *extra))
+    flt = BatchWhere(where)
     reducer = _new_reducer(extra)
     dropped = 0
     num = (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
-    text = (*TEXT_KEYS, *FLAG_COLUMNS, *extra)
+    text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry, *flt.columns)))
+    seen: set[str] = set()
     try:
         for path, kind, partition in iter_sources(files):
             try:
@@ -235,6 +232,7 @@ def read_results(paths: Iterable[str | Path], extra_keys: Sequence[str] = ()) ->
                 raise EmptyResultsError(f"{path}: empty file (no header, no rows); expected an {RESULTS_SCHEMA} "
                                         f"CSV or Parquet file")
             have = header_columns(path, kind, partition)
+            seen |= have
             missing = [c for c in REQUIRED_COLUMNS if c not in have]
             if missing:
                 raise SchemaError(f"{path}: not an {RESULTS_SCHEMA} file: missing column(s) {', '.join(missing)}")
@@ -242,12 +240,16 @@ def read_results(paths: Iterable[str | Path], extra_keys: Sequence[str] = ()) ->
             n_rows = 0
             for tab, pos in tables:
                 n_rows += tab.num_rows
+                keep = flt.mask(tab)
+                if keep is not None and not keep.all():
+                    tab, pos = tab.filter(arrow_of(keep)), pos[keep]
                 if tab.num_rows:
-                    dropped += _validate(tab, src, pos, reducer, extra)
+                    dropped += _validate(tab, src, pos, reducer, extra, carry)
             if n_rows == 0 and kind == "csv":
                 raise EmptyResultsError(f"{path}: header only, no result rows")
     except SourceError as e:
         raise _SOURCE_ERRORS[e.kind](str(e)) from None
+    flt.check(seen)
     notes = [f"dropped {dropped} row(s) whose checksum_ok is false"] if dropped else []
     data = _finish(reducer)
     if data.n_rows == 0:

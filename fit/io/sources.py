@@ -23,6 +23,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
+from archline.common.arrow import numpy_of
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io.configs import Source
 
@@ -41,6 +42,25 @@ class SourceError(ArchlineFitError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind  # "read" | "empty" | "schema" | "malformed"
+
+
+def text_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str | None]]:
+    """Dictionary codes of a text column over all its chunks, and the values they stand for (None = empty)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values: list[str | None] = []
+    index: dict[str | None, int] = {}
+    parts: list[np.ndarray] = []
+    for chunk in col.chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = pc.cast(chunk, pa.string()).dictionary_encode()
+        local = [None if v is None else str(v) for v in chunk.dictionary.to_pylist()] + [None]
+        lut = np.array([index.setdefault(v, len(index)) for v in local], dtype=np.int64)
+        parts.append(lut[numpy_of(chunk.indices, fill=len(local) - 1)])
+    for v, _ in sorted(index.items(), key=lambda kv: kv[1]):
+        values.append(v if v is None or v.strip() else None)
+    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), values
 
 
 def _csv_header(path: Path) -> list[str]:

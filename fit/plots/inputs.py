@@ -20,17 +20,33 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
-def measured_from_results(path: Path, precision: str, notes: list[str] | None = None) -> list[Measured]:
-    """Intensity-kernel rows of an archline.results/1 CSV as points: I = flops/bytes_mem, rate, flop/J, power.
+def is_results(item: str) -> bool:
+    """A results CSV, a Parquet file or a data set directory (not a platform name, profile or cost table)."""
+    return item.endswith((".csv", ".parquet")) or Path(item).is_dir()
+
+
+def measured_from_results(path: Path, precision: str, notes: list[str] | None = None,
+                          where: Sequence[str] = ()) -> list[Measured]:
+    """Intensity-kernel rows of an archline.results/1 CSV, Parquet file or data set directory as points:
+    I = flops/bytes_mem, rate, flop/J, power; ``where`` filters select rows (:mod:`archline.fit.io.select`).
 
     Rows whose energy_j is missing or not positive keep their time point; they are left out of the arch and power
     lines, and ``notes`` says how many."""
     import pandas as pd
 
-    try:
-        df = pd.read_csv(path)
-    except (OSError, ValueError) as e:
-        raise ArchlineFitError(f"cannot read results {path}: {e}") from None
+    if path.is_dir() or path.suffix == ".parquet":
+        from archline.fit.io.dataset import read_frame
+
+        df = read_frame(path)
+    else:
+        try:
+            df = pd.read_csv(path)
+        except (OSError, ValueError) as e:
+            raise ArchlineFitError(f"cannot read results {path}: {e}") from None
+    if where:
+        from archline.fit.io.select import apply_where
+
+        df = apply_where(df, where, str(path))
     need = {*schema.REQUIRED, "flops_sp", "flops_dp", "bytes_mem"}   # time-only rows plot too: no energy_j needed
     missing = need - set(df.columns)
     if missing:
@@ -88,15 +104,15 @@ def observed_curve(m: Measured) -> Curve:
                  time_only=True)
 
 
-def load_plot_inputs(items: Sequence[str], precision: str,
-                     notes: list[str] | None = None) -> tuple[list[Curve], list[Measured]]:
+def load_plot_inputs(items: Sequence[str], precision: str, notes: list[str] | None = None,
+                     where: Sequence[str] = ()) -> tuple[list[Curve], list[Measured]]:
     """Names/profiles/cost tables become model curves; result CSVs become points. Results with no model to
     draw under get their observed time roofline instead."""
     platforms: list[Platform] = []
     measured: list[Measured] = []
     for item in items:
-        if item.endswith(".csv"):
-            measured += measured_from_results(Path(item), precision, notes)
+        if is_results(item):
+            measured += measured_from_results(Path(item), precision, notes, where)
         else:
             platforms.append(load_platform(item))
     if not platforms and not measured:
@@ -114,10 +130,11 @@ class PlotPlan:
     notes: list[str] = field(default_factory=list)
 
 
-def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS) -> PlotPlan:
+def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS,
+              where: Sequence[str] = ()) -> PlotPlan:
     """What `archline plot` draws for ``items``, with a note for every way it falls short of the request."""
     notes: list[str] = []
-    curves, measured = load_plot_inputs(items, precision, notes)
+    curves, measured = load_plot_inputs(items, precision, notes, where)
     kinds = tuple(kinds)
     if all(c.time_only for c in curves):
         has_energy = any(m.flop_per_j is not None for m in measured)

@@ -50,6 +50,7 @@ class FitOptions:
     seed: int = 0
     validate: bool = True
     cv: str = "grouped"                 # grouped (by configuration; by setting for dvfs) | rowwise
+    where: tuple[str, ...] = ()         # --where key=value filters (archline.fit.io.select)
 
 
 def _fitter(model: str, opts: FitOptions) -> Callable[[Columns], Predictor]:
@@ -185,7 +186,7 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
     opts = opts or FitOptions()
     if opts.model not in MODELS:
         raise ResultsError(f"unknown model '{opts.model}' (known: {', '.join(MODELS)})")
-    rs = read_results(paths, extra_keys=[opts.holdout_col] if opts.holdout_col else [])
+    rs = read_results(paths, opts.where, extra_keys=[opts.holdout_col] if opts.holdout_col else [], carry=())
     groups = group_rows(rs, include_emulated=opts.include_emulated, mix_emulated=opts.mix_emulated,
                         platform=opts.platform)
     results = [fit_group(g, opts) for g in groups]

@@ -1,0 +1,91 @@
+"""``archline lab collect LAB.toml --out DATASET``: every machine's rows into one partitioned Parquet data set
+(:mod:`archline.fit.io.dataset`: ``platform=/host=/run_id=`` directories, duplicate points dropped), and per
+machine what is in, what is missing and what failed.
+
+An unreachable results directory is an error, and so is a lab none of whose machines has a row: never an empty
+data set.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archline.bench.lab.labfile import Lab
+from archline.bench.lab.status import LabError, TaskStatus, lab_status
+from archline.bench.run.sweep import RESULTS_NAME
+from archline.fit.io.dataset import DatasetError, DatasetReport, write_dataset
+
+
+@dataclass
+class MachineReport:
+    machine: str
+    state: str
+    rows: int
+    points_planned: int | None
+    points_missing: list[str] = field(default_factory=list)
+    failed_last_run: int = 0
+    note: str = ""
+
+
+@dataclass
+class CollectReport:
+    dataset: DatasetReport
+    machines: list[MachineReport]
+
+    def as_json(self) -> dict[str, Any]:
+        d = asdict(self.dataset)
+        d["path"] = str(d["path"])
+        return {"dataset": d, "machines": [asdict(m) for m in self.machines]}
+
+
+def _rows(path: Path) -> int:
+    with open(path, "rb") as f:
+        return max(0, sum(1 for line in f if line.endswith(b"\n")) - 1)
+
+
+def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
+    if not lab.results.is_dir():
+        why = "does not exist" if not lab.results.exists() else "is not a directory"
+        raise LabError(f"results directory {lab.results} is not reachable: it {why} (is the shared filesystem "
+                       "mounted here?); nothing collected")
+    if not os.access(lab.results, os.R_OK | os.X_OK):
+        raise LabError(f"results directory {lab.results} is not readable by this user; nothing collected")
+    statuses: dict[str, TaskStatus] = {s.machine: s for s in lab_status(lab)}
+    sources: list[Path] = []
+    machines: list[MachineReport] = []
+    for m in lab.machines:
+        st = statuses[m.name]
+        csv = lab.results / m.name / RESULTS_NAME
+        n = _rows(csv) if csv.exists() else 0
+        if n:
+            sources.append(csv)
+        rep = MachineReport(m.name, st.state, n, st.points_planned, list(st.missing_points))
+        rep.failed_last_run = st.failed_points
+        if st.state == "failed":
+            rep.note = st.reason
+        if not n:
+            rep.note = rep.note or ("no results yet" if st.state != "missing" else st.reason)
+        machines.append(rep)
+    if not sources:
+        raise LabError(f"no rows to collect: none of the {len(lab.machines)} machine(s) has results under "
+                       f"{lab.results} (`archline lab status {lab.path}` says why)")
+    try:
+        ds = write_dataset(sources, out, merge=merge)
+    except DatasetError as e:
+        raise LabError(str(e)) from None
+    return CollectReport(ds, machines)
+
+
+def collect_table(report: CollectReport) -> tuple[list[str], list[list[str]]]:
+    head = ["machine", "state", "rows", "points", "missing", "note"]
+    rows = []
+    for m in report.machines:
+        planned = m.points_planned
+        pts = f"{planned - len(m.points_missing)}/{planned}" if planned is not None else "-"
+        miss = m.points_missing[0] + (f" (+{len(m.points_missing) - 1} more)" if len(m.points_missing) > 1 else "") \
+            if m.points_missing else ""
+        rows.append([m.machine, m.state, str(m.rows), pts, miss or "-", m.note])
+    return head, rows

@@ -1,0 +1,56 @@
+"""archline compare INPUTS... --by host|run|platform"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("compare")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("--by", type=click.Choice(["host", "run", "platform"]), required=True,
+              help="what a group is: a host (node variability), a run (before/after) or a platform.")
+@click.option("--model", type=click.Choice(["basic", "cache", "capped"]), default="basic", show_default=True,
+              help="the model every group is fitted with.")
+@click.option("--where", multiple=True, metavar="KEY=VALUE",
+              help="only rows whose text column KEY is VALUE (repeat: same key = any of, other keys = all of).")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="significance level (after Holm).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also draw each coefficient per group with its 95% CI (.png, .pdf, .svg).")
+def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...], alpha: float, fmt: str,
+            figure: Path | None) -> None:
+    """Fit each group of the result rows in INPUTS on its own and put the coefficients side by side: each
+    group's value with its 95% CI, the spread across groups, and which groups differ significantly.
+
+    INPUTS are archline.results/1 CSV or Parquet files or data set directories (`archline lab collect`).
+    With --by host or --by run the groups are compared within each platform.
+
+    \b
+    Tests (named in the output as well):
+      differs  each group against the median of the others: Welch t-test on the fitted coefficient with
+               the fits' standard errors, Holm-corrected over the groups
+      pairs    every pair of groups, Welch t-test, Holm-corrected over the pairs
+      spread   range, coefficient of variation, Cochran's Q test of heterogeneity
+
+    \b
+    Examples:
+      archline compare fleet/ --by host --where platform=gtx580 --figure nodes.png
+      archline compare before/ after/ --by run
+      archline compare fleet/ --by platform --format json
+    """
+    from archline.fit.analyses.compare import compare_files
+
+    cmp = compare_files(inputs, by, where=where, model=model, alpha=alpha)
+    if fmt == "json":
+        click.echo(json.dumps(cmp.as_json(), indent=1, default=float))
+    else:
+        from archline.fit.analyses.compare_report import to_table
+
+        click.echo(to_table(cmp), nl=False)
+    if figure is not None:
+        from archline.fit.plots.compare import compare_figure
+
+        click.echo(f"wrote {compare_figure(cmp, figure)}", err=True)

@@ -1,0 +1,106 @@
+"""archline lab submit|status|collect LAB.toml"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+lab_file = click.argument("lab_toml", type=click.Path(dir_okay=False, path_type=Path))
+
+
+@click.group()
+def lab() -> None:
+    """The same sweeps across a lab's machines, on Slurm or on this machine (docs/lab.md).
+
+    \b
+    archline lab submit lab.toml --wait         one Slurm job array, one task per machine
+    archline lab submit lab.toml --scheduler local   the same lab here, one machine after another
+    archline lab status lab.toml                queued, running, done, failed (why), missing
+    archline lab collect lab.toml --out fleet/  one partitioned Parquet data set of every machine's rows
+    archline fit fleet/ --where host=node03     then fit, plot or compare it
+    archline compare fleet/ --by host
+    """
+
+
+@lab.command("submit")
+@lab_file
+@click.option("--scheduler", type=click.Choice(["slurm", "local"]), default=None,
+              help="override the lab file's [lab] scheduler; local runs the tasks here, one after another.")
+@click.option("--machine", "only", multiple=True, help="submit only this machine (repeatable).")
+@click.option("--wait", is_flag=True, help="block, printing progress, until every task has ended (local always "
+              "waits: the tasks run here).")
+def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wait: bool) -> None:
+    """Submit every machine's sweep: one task per machine, each the locked, resumable sweep that cron runs,
+    into <results>/<machine>/. A machine still queued or running is left alone.
+
+    Exit status: 0 when submitted (with --wait: when every task is done), 3 when a task failed."""
+    from archline.bench.lab.labfile import load_lab
+    from archline.bench.lab.submit import submit
+
+    lab_ = load_lab(lab_toml)
+    report = submit(lab_, scheduler=scheduler, only=only, wait=wait, echo=lambda s: click.echo(s, err=True))
+    if report.statuses is not None:
+        _print_status(report.statuses, "table")
+        if any(s.state != "done" for s in report.statuses):
+            click.get_current_context().exit(3)
+
+
+@lab.command("status")
+@lab_file
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--wait", is_flag=True, help="block until every task has ended, printing each change.")
+def status_cmd(lab_toml: Path, fmt: str, wait: bool) -> None:
+    """State of each machine's task: queued, running, done, failed (with the reason) or missing; from the
+    Slurm queue (squeue) and from the results themselves (each task's record and rows).
+
+    Exit status: 0 when every task is done, 3 when any is failed or missing, 75 while any is queued or running."""
+    from archline.bench.lab.labfile import load_lab
+    from archline.bench.lab.status import lab_status
+    from archline.bench.lab.submit import wait as wait_all
+
+    lab_ = load_lab(lab_toml)
+    statuses = wait_all(lab_, echo=lambda s: click.echo(s, err=True)) if wait else lab_status(lab_)
+    _print_status(statuses, fmt)
+    states = {s.state for s in statuses}
+    if states & {"queued", "running"}:
+        click.get_current_context().exit(75)
+    if states - {"done"}:
+        click.get_current_context().exit(3)
+
+
+def _print_status(statuses: list, fmt: str) -> None:  # type: ignore[type-arg]
+    from archline.bench.lab.status import status_table
+    from archline.cli.output import echo_table
+
+    if fmt == "json":
+        click.echo(json.dumps([s.as_json() for s in statuses], indent=1))
+        return
+    echo_table(*status_table(statuses))
+
+
+@lab.command("collect")
+@lab_file
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="the data set directory (created, or merged into when it exists).")
+@click.option("--replace", is_flag=True, help="write the data set afresh instead of merging into the one at --out.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def collect_cmd(lab_toml: Path, out: Path, replace: bool, fmt: str) -> None:
+    """Merge every machine's rows into one hive-partitioned Parquet data set
+    (OUT/platform=P/host=H/run_id=R/part-*.parquet), dropping duplicate points (same host, config hash and
+    point id), and report per machine the points missing or failed. `archline fit OUT`, `archline plot OUT`
+    and `archline compare OUT` read it."""
+    from archline.bench.lab.collect import collect, collect_table
+    from archline.bench.lab.labfile import load_lab
+    from archline.cli.output import echo_table
+
+    report = collect(load_lab(lab_toml), out, merge=not replace)
+    if fmt == "json":
+        click.echo(json.dumps(report.as_json(), indent=1))
+        return
+    d = report.dataset
+    echo_table(*collect_table(report))
+    click.echo(f"wrote {d.path}: {d.rows} rows in {d.partitions} partition(s) (platform/host/run_id); "
+               f"{d.new_rows} read from the results, {d.kept_existing} already in the data set, "
+               f"{d.duplicates} duplicate point(s) dropped")

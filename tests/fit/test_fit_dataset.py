@@ -1,0 +1,108 @@
+"""The lab data set (fit/io/dataset.py): hive partitions platform/host/run_id, schema types, duplicate points
+dropped by (host, config_hash, point_id), merged on a second collect, read by `archline fit` exactly as the CSVs
+it came from, and --where filters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from archline.fit.io.dataset import DatasetError, read_dataset_table, write_dataset
+from archline.fit.io.results import read_results
+from archline.fit.regress.synthetic import GTX580, I7_950, SyntheticPlatform, synthetic_results, write_results_csv
+
+
+def _csv(tmp: Path, name: str, plat: SyntheticPlatform, host: str, run_id: str, seed: int) -> Path:
+    f = synthetic_results(plat, n_sp=10, n_dp=10, n_l1=0, n_l2=0, n_rand=0, seed=seed)
+    f["host"], f["run_id"], f["config_hash"] = host, run_id, f"hash-{plat.name}"
+    f["point_id"] = [f"p{i:03d}" for i in range(len(f))]
+    return write_results_csv(f, tmp / f"{name}.csv")
+
+
+@pytest.fixture
+def csvs(tmp_path: Path) -> list[Path]:
+    return [_csv(tmp_path, "a", GTX580, "node01", "run-a", 1), _csv(tmp_path, "b", GTX580, "node02", "run-b", 2),
+            _csv(tmp_path, "c", I7_950, "cpu01", "run-c", 3)]
+
+
+def test_dataset_partitions_types_and_round_trip(tmp_path: Path, csvs: list[Path]) -> None:
+    out = tmp_path / "ds"
+    rep = write_dataset(csvs, out)
+    assert (rep.rows, rep.new_rows, rep.duplicates, rep.partitions) == (60, 60, 0, 3)
+    parts = sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
+    assert parts == ["platform=gtx580/host=node01/run_id=run-a/part-0.parquet",
+                     "platform=gtx580/host=node02/run_id=run-b/part-0.parquet",
+                     "platform=i7-950/host=cpu01/run_id=run-c/part-0.parquet"]
+    one = pq.read_schema(out / parts[0])
+    assert one.field("time_s").type == pa.float64() and one.field("checksum_ok").type == pa.bool_()
+    assert one.field("kernel").type == pa.string() and "host" not in one.names   # the partition is the directory
+    table = read_dataset_table(out)
+    assert table.column_names[:4] == ["schema", "run_id", "started_at", "platform"]
+    assert table.schema.field("host").type == pa.string()
+    # the fit reader sees the same rows, numbers and flags as from the CSVs
+    a, b = read_results(csvs).frame, read_results([out]).frame
+    key = ["host", "point_id"]
+    a, b = a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True)
+    for col in ("time_s", "energy_j", "flops_sp", "flops_dp", "bytes_mem", "work_flop"):
+        assert (a[col].to_numpy() == b[col].to_numpy()).all(), col
+    for col in ("platform", "host", "run_id", "kernel", "precision"):
+        assert list(a[col].astype(str)) == list(b[col].astype(str)), col
+    assert list(a["emulated"]) == list(b["emulated"])
+
+
+def test_dataset_second_collect_drops_duplicates_and_keeps_new_points(tmp_path: Path, csvs: list[Path]) -> None:
+    out = tmp_path / "ds"
+    write_dataset(csvs[:2], out)
+    rep = write_dataset(csvs, out)                      # the first two again, plus a new host
+    assert (rep.kept_existing, rep.new_rows, rep.duplicates, rep.rows) == (40, 60, 40, 60)
+    # the same point on another host is another point; the same point re-measured on the same host is not
+    again = _csv(tmp_path, "again", replace(GTX580, eps_mem_j_per_byte=600e-12), "node01", "run-z", 9)
+    rep = write_dataset([again], out)
+    assert (rep.duplicates, rep.rows) == (20, 60)
+    kept = read_results([out], where=["host=node01"]).frame
+    assert set(kept["run_id"].astype(str)) == {"run-a"}           # the copy already in the data set stays
+    assert not list(tmp_path.glob(".ds.*"))                          # no temp or old copy left beside it
+
+
+def test_fit_and_where_on_a_dataset(tmp_path: Path, csvs: list[Path], run_cli: Callable[..., object]) -> None:
+    out = tmp_path / "ds"
+    write_dataset(csvs, out)
+    r = run_cli("fit", str(out), "--model", "basic", "--format", "json", "--where", "platform=gtx580",
+                "--where", "host=node01")
+    assert r.exit_code == 0, r.stderr  # type: ignore[attr-defined]
+    c = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert c["platform"] == "gtx580" and c["n_points"] == 20
+    direct = json.loads(run_cli("fit", str(csvs[0]), "--model", "basic", "--format", "json").stdout)  # type: ignore
+    for k, v in direct["coefficients"].items():            # the same rows give the same fit, to the last digit
+        assert c["coefficients"][k]["value"] == pytest.approx(v["value"], rel=1e-12), k
+    r = run_cli("fit", str(out), "--model", "basic", "--format", "json", "--where", "host=node01",
+                "--where", "host=cpu01")
+    assert sorted(x["platform"] for x in json.loads(r.stdout)) == ["gtx580", "i7-950"]  # type: ignore
+    for where, needle in (("host=node09", "no rows match (host in"), ("hots=node01", "no column 'hots'"),
+                          ("time_s=1", "is a number column"), ("host", "expected KEY=VALUE")):
+        r = run_cli("fit", str(out), "--where", where)
+        assert r.exit_code == 2 and needle in r.stderr, (where, r.stderr)  # type: ignore[attr-defined]
+    assert "node01, node02" in run_cli("fit", str(out), "--where", "host=x").stderr  # type: ignore[attr-defined]
+
+
+def test_dataset_errors(tmp_path: Path, csvs: list[Path]) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DatasetError, match="not a data set directory"):
+        write_dataset(csvs, tmp_path / "file")
+    with pytest.raises(DatasetError, match="does not exist"):
+        read_dataset_table(tmp_path / "nosuch")
+    (tmp_path / "emptydir").mkdir()
+    with pytest.raises(DatasetError, match="no Parquet files"):
+        read_dataset_table(tmp_path / "emptydir")
+    f = synthetic_results(GTX580, n_sp=3, n_dp=3, n_l1=0, n_l2=0, n_rand=0)
+    f["host"] = ""
+    bad = write_results_csv(f, tmp_path / "nohost.csv")
+    with pytest.raises(DatasetError, match="empty 'host'"):
+        write_dataset([bad], tmp_path / "ds2")
+    assert not (tmp_path / "ds2").exists()
