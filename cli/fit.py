@@ -29,6 +29,9 @@ from archline.cli.params import FIGURE_SUFFIXES, OutPath
 @click.option("--platform", default=None, help="fit only this platform's rows.")
 @click.option("--folds", type=click.IntRange(min=2), default=None,
               help="k for k-fold cross-validation [default: 10; dvfs: the number of settings].")
+@click.option("--cv", "cv", type=click.Choice(["grouped", "rowwise"]), default="grouped", show_default=True,
+              help="folds by configuration (dvfs: by voltage setting), never splitting one; or row-wise, which "
+                   "lets repeats of a configuration sit in training and test folds.")
 @click.option("--holdout-col", default=None,
               help="column splitting rows into training (T) and validation (V/validation/test/1/true).")
 @click.option("--one-precision", is_flag=True, help="basic: allow data with only SP or only DP rows.")
@@ -39,9 +42,13 @@ from archline.cli.params import FIGURE_SUFFIXES, OutPath
               help="only rows whose text column KEY is VALUE (repeat: same key = any of, other keys = all of).")
 def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_method: str, figure: str | None,
         points: str | None, include_emulated: bool, mix_emulated: bool, platform: str | None, folds: int | None,
-        holdout_col: str | None, one_precision: bool, n_boot: int, seed: int, where: tuple[str, ...]) -> None:
+        holdout_col: str | None, cv: str, one_precision: bool, n_boot: int, seed: int,
+        where: tuple[str, ...]) -> None:
     """Fit the energy-roofline model to archline.results/1 FILES: CSV files, Parquet files, or a data set
-    directory written by `archline lab collect`.
+    directory written by `archline lab collect` (platform=<p>/host=<h>/run_id=<r>/part-*.parquet).
+
+    Rows of one configuration are fitted through their count, means and spreads (the same estimate as
+    fitting every row); the output gives rows and configurations.
 
     \b
     Models (equations in docs/model.md):
@@ -58,6 +65,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit results/*.csv --format json --out gtx580.json
       archline fit tk1/*.csv --model dvfs --folds 16 --holdout-col split
       archline fit results/*.csv --figure fit.png --points errors.csv
+      archline fit lab-dataset/ --format json --out costs/
       archline fit lab-dataset/ --where host=node03
     """
     from archline.fit.io.costs import render, write_costs, write_points
@@ -65,7 +73,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
 
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
-                      one_precision=one_precision, n_boot=n_boot, seed=seed, where=where)
+                      one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv, where=where)
     results = fit_files(files, opts)
     if out is None:
         click.echo(render(results, fmt), nl=False)

@@ -88,14 +88,14 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: floa
 def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None,
                partial: bool) -> None:
     """Decode a PowerMon 2 byte capture into samples (t_s, channel, voltage_v, current_a, power_w)."""
-    from archline.powermon.offline import decode_file
+    from archline.powermon.offline import decode_to_file
 
-    s, meta = decode_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
+    n, emulated, meta = decode_to_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
     st = meta["stats"]
-    label = " (emulated)" if s.emulated else ""
+    label = " (emulated)" if emulated else ""
     for w in meta["warnings"]:
         click.echo(f"archline: warning: {w}", err=True)
-    click.echo(f"{len(s)} samples{label} -> {out}; overflows {st['overflows']}, gaps {st['gaps']}, "
+    click.echo(f"{n} samples{label} -> {out}; overflows {st['overflows']}, gaps {st['gaps']}, "
                f"lost records {st['lost_records']}, resyncs {st['resyncs']}, skipped bytes {st['skipped_bytes']}",
                err=True)
 

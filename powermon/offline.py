@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from archline.common.inputs import read_json
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
 from archline.powermon.powermon2.capture import sidecar_path
-from archline.powermon.powermon2.decode import decode_bytes, guess_channels
-from archline.powermon.powermon2.driver import period_for_rate, samples_from_records
+from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
+from archline.powermon.powermon2.driver import period_for_rate
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
 from archline.powermon.record.integrate import Integration, integrate_samples
 from archline.powermon.record.samples import Samples
 from archline.powermon.record.traces import read_samples, write_samples
+
+if TYPE_CHECKING:  # pragma: no cover
+    from archline.powermon.record.samples_csv import CsvStream, RowFormat
+
+
+#: Raw bytes fed to the decoder at a time when writing as it decodes (~260 k records, half a minute of 8 channels
+#: at 1024 Hz): small enough that the writer starts early, big enough that per-block work is amortised.
+FEED_BYTES = 1 << 20
 
 
 def _sidecar(raw: Path) -> dict[str, Any]:
@@ -46,17 +55,12 @@ def _sidecar(raw: Path) -> dict[str, Any]:
     return side
 
 
-def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: Sequence[int] | None = None,
-                rate_hz: float | None = None, r_sense_ohm: float | None = None, *, partial: bool = False
-                ) -> tuple[Samples, dict[str, Any]]:
-    """Decode a raw capture (using its ``RAW.json`` sidecar when present) and optionally write the samples.
+def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: float | None,
+             r_sense_ohm: float | None) -> tuple[bytes, list[int], int, dict[str, Any], RowFormat]:
+    """The capture's bytes, channels, period and sidecar, and how its records become rows."""
+    from archline.powermon.record.samples_csv import RowFormat
 
-    A capture that ends without its done record was cut short (the recording was killed, or the meter vanished):
-    an error unless ``partial``; then it is decoded with a warning. Every count of what went wrong is in
-    ``meta["stats"]`` and every problem in ``meta["warnings"]``."""
     raw = Path(raw_path)
-    if out is not None:
-        check_samples_path(out)
     try:
         data = raw.read_bytes()
     except FileNotFoundError:
@@ -71,23 +75,57 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
     if r_sense_ohm is not None and not (math.isfinite(r_sense_ohm) and r_sense_ohm > 0):
         raise MeterError(f"shunt resistance must be a positive number of ohms, got {r_sense_ohm:g}")
     chans = list(channels) if channels else side.get("channels") or guess_channels(data)
-    if rate_hz is not None:
-        period = period_for_rate(rate_hz)
-    else:
-        period = int(side.get("period_ticks", 8))
+    period = period_for_rate(rate_hz) if rate_hz is not None else int(side.get("period_ticks", 8))
     try:
         r_map = {int(k): float(v) for k, v in (side.get("r_sense_ohm") or {}).items()}
+        clock = side.get("clock") or {}
+        offset, scale = (float(clock["offset_s"]), float(clock.get("seconds_per_device_s", 1.0)) *
+                         (1 + float(clock.get("drift_ppm", 0)) * 1e-6)) if "offset_s" in clock else (0.0, 1.0)
     except (TypeError, ValueError, AttributeError):
-        raise MeterError(f"capture sidecar {sidecar_path(raw)}: r_sense_ohm must map channels to ohms") from None
+        raise MeterError(f"capture sidecar {sidecar_path(raw)}: r_sense_ohm and clock must hold numbers") from None
     if any(not (0 <= c < 16 and math.isfinite(r) and r > 0) for c, r in r_map.items()):
         raise MeterError(f"capture sidecar {sidecar_path(raw)}: r_sense_ohm must map channels 0-15 to positive ohms")
     r_lut = np.full(16, DEFAULT_R_SENSE_OHM if r_sense_ohm is None else r_sense_ohm)
     if r_sense_ohm is None:
         for c, r in r_map.items():
             r_lut[c] = r
-    dec = decode_bytes(data, chans, period, side.get("time_set_s", 0) if side else None)
+    dt = period / TICK_HZ
+    if "offset_s" in clock:
+        def t_of_event(ev: np.ndarray) -> np.ndarray:
+            return offset + (ev * dt) * scale
+        clock_name = "host_monotonic"
+    else:
+        def t_of_event(ev: np.ndarray) -> np.ndarray:
+            return ev * dt
+        clock_name = "device_s"
+    fmt = RowFormat(r_lut, t_of_event, str(side.get("meter", "powermon2")), bool(side.get("emulated", False)),
+                    clock_name)
+    return data, chans, period, side, fmt
+
+
+def _feed(dec: StreamDecoder, data: bytes, stream: CsvStream | None) -> None:
+    """All of ``data`` through the decoder; with a stream, a block of finished seconds to it after each
+    FEED_BYTES, so the rows are formatted and written while decoding goes on."""
+    if stream is None:
+        dec.feed(data)
+        dec.finish()
+        return
+    done = 0
+    view = memoryview(data)
+    for i in range(0, len(data), FEED_BYTES):
+        dec.feed(view[i:i + FEED_BYTES])
+        stream.submit(dec.final_parts(done))
+        done = len(dec.final_parts())
+    dec.finish()
+    stream.submit(dec.final_parts(done))
+
+
+def _warnings(raw: str | Path, data: bytes, dec: StreamDecoder, side: dict[str, Any], partial: bool) -> list[str]:
+    """What went wrong in the capture, one line each; a capture cut short (no done record) is an error unless
+    ``partial``."""
     warnings: list[str] = []
-    if not dec.stats.done:
+    st = dec.stats
+    if not st.done:
         msg = (f"capture {raw} ends without its done record ({len(data)} bytes): the recording was cut short "
                "(killed, or the meter vanished), so samples after its end are missing")
         if not partial:
@@ -95,43 +133,79 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
         warnings.append(msg)
     if side.get("error"):
         warnings.append(f"the recording reported: {side['error']}")
-    rec = dec.records()
-    if len(rec) == 0:
-        raise MeterError(f"no PowerMon 2 samples in {raw} (garbage or truncated capture; "
-                         f"{dec.stats.skipped_bytes} bytes skipped)")
-    t_dev = rec.event * (period / TICK_HZ)
-    clock = side.get("clock") or {}
-    emulated = bool(side.get("emulated", False))
-    speed = float(side.get("speed", 1.0))
-    try:
-        if "offset_s" in clock:
-            scale = float(clock.get("seconds_per_device_s", 1.0)) * (1 + float(clock.get("drift_ppm", 0)) * 1e-6)
-            t = float(clock["offset_s"]) + t_dev * scale
-            clock_name = "host_monotonic"
-        else:
-            t, clock_name, speed = t_dev, "device_s", 1.0
-    except (TypeError, ValueError):
-        raise MeterError(f"capture sidecar {sidecar_path(raw)}: clock must hold numbers") from None
-    s = samples_from_records(rec.event, rec.channel, rec.vcode, rec.icode, r_lut, t,
-                             str(side.get("meter", "powermon2")), emulated, clock_name)
-    from archline.powermon.record.traces import code_tables
+    if st.lost_records or st.uncertain_gaps or st.overflows or st.resyncs or st.skipped_bytes:
+        warnings.append(f"{st.lost_records} record(s) lost in {st.gaps} gap(s), {st.overflows} overflow(s), "
+                        f"{st.resyncs} resync(s), {st.skipped_bytes} byte(s) skipped")
+    if st.after_done_bytes:
+        warnings.append(f"{st.after_done_bytes} byte(s) follow the done record and were not decoded (a second "
+                        "recording joined on? decode it on its own)")
+    return warnings
 
-    s.meta["codes"] = {"vcode": rec.vcode, "icode": rec.icode, **code_tables(r_lut)}
-    stats = dec.stats.as_dict()
-    lost = stats["lost_records"] + stats["uncertain_gaps"]
-    if lost or stats["overflows"] or stats["resyncs"] or stats["skipped_bytes"]:
-        warnings.append(f"{stats['lost_records']} record(s) lost in {stats['gaps']} gap(s), "
-                        f"{stats['overflows']} overflow(s), {stats['resyncs']} resync(s), "
-                        f"{stats['skipped_bytes']} byte(s) skipped")
-    if stats["after_done_bytes"]:
-        warnings.append(f"{stats['after_done_bytes']} byte(s) follow the done record and were not decoded (a "
-                        "second recording joined on? decode it on its own)")
-    meta = {"source": str(raw), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
-            "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"],
-            "speed": speed, "warnings": warnings}
+
+def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int] | None, rate_hz: float | None,
+            r_sense_ohm: float | None, partial: bool = False) -> tuple[StreamDecoder, RowFormat, dict[str, Any], bool]:
+    """Decode a capture; a .csv/.csv.gz ``out`` is written while decoding (True in the last place)."""
+    from archline.common.atomic import atomic_path, write_atomic
+    from archline.powermon.record.samples_csv import CsvStream
+    from archline.powermon.record.traces import _meta
+
     if out is not None:
+        check_samples_path(out)
+    data, chans, period, side, fmt = _prepare(raw_path, channels, rate_hz, r_sense_ohm)
+    dec = StreamDecoder(chans, period, side.get("time_set_s", 0) if side else None)
+    target = Path(out) if out is not None else None
+
+    def meta() -> dict[str, Any]:
+        if dec.n_accepted == 0:
+            raise MeterError(f"no PowerMon 2 samples in {raw_path} (garbage or truncated capture; "
+                             f"{dec.stats.skipped_bytes} bytes skipped)")
+        warnings = _warnings(raw_path, data, dec, side, partial)
+        stats = dec.stats.as_dict()
+        speed = float(side.get("speed", 1.0)) if fmt.clock == "host_monotonic" else 1.0
+        return {"source": str(raw_path), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
+                "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"],
+                "speed": speed, "warnings": warnings}
+
+    if target is None or not target.name.lower().endswith((".csv", ".csv.gz")):
+        _feed(dec, data, None)
+        return dec, fmt, meta(), False
+    with atomic_path(target) as tmp:
+        stream = CsvStream(target, tmp, fmt)
+        try:
+            _feed(dec, data, stream)
+            info = meta()
+        except BaseException:
+            stream.abort()
+            raise
+        stream.close()
+    empty = Samples.empty(fmt.meter, fmt.emulated)
+    empty.clock = fmt.clock
+    write_atomic(target.with_name(target.name + ".json"), json.dumps(_meta(empty, info), indent=1, default=str))
+    return dec, fmt, info, True
+
+
+def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: Sequence[int] | None = None,
+                rate_hz: float | None = None, r_sense_ohm: float | None = None, *, partial: bool = False
+                ) -> tuple[Samples, dict[str, Any]]:
+    """Decode a raw capture (using its ``RAW.json`` sidecar when present) and optionally write the samples
+    (.csv and .csv.gz as the decoder goes; .parquet at the end). A capture that ends without its done record was
+    cut short: an error unless ``partial``. Every count of what went wrong is in ``meta["stats"]``, every problem
+    in ``meta["warnings"]``."""
+    dec, fmt, meta, written = _decode(raw_path, out, channels, rate_hz, r_sense_ohm, partial)
+    s = fmt.samples(dec.records())
+    if out is not None and not written:
         write_samples(s, out, meta)
     return s, meta
+
+
+def decode_to_file(raw_path: str | Path, out: str | Path, channels: Sequence[int] | None = None,
+                   rate_hz: float | None = None, r_sense_ohm: float | None = None, *, partial: bool = False
+                   ) -> tuple[int, bool, dict[str, Any]]:
+    """Decode a capture into a samples file without keeping the samples: (rows written, emulated, meta)."""
+    dec, fmt, meta, written = _decode(raw_path, out, channels, rate_hz, r_sense_ohm, partial)
+    if not written:
+        write_samples(fmt.samples(dec.records()), out, meta)
+    return dec.n_accepted, fmt.emulated, meta
 
 
 def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | None = None, *,

@@ -109,8 +109,10 @@ def _human(c: Coefficient) -> tuple[str, str, str, str]:
 
 def format_table(r: FitResult) -> str:
     """A plain-text table for people."""
+    n_cfg = r.quality.get("n_configurations")
     head = f"{r.platform}  model={r.model}" + (f" ({r.extra['method']})" if r.model == "cache" else "") + \
-        f"  points={r.n_points}" + ("  EMULATED" if r.emulated else "")
+        f"  points={r.n_points}" + (f"  configurations={n_cfg}" if n_cfg is not None else "") + \
+        ("  EMULATED" if r.emulated else "")
     out = [head, "-" * len(head)]
     rows: list[tuple[str, str, str, str, str]] = []
     order = {k: i for i, k in enumerate(UNITS)}
@@ -153,9 +155,12 @@ def format_table(r: FitResult) -> str:
             f"{q} p={v['pvalue']:.3g}{' **' if v['differ'] else ''}" for q, v in ks.items()))
     q = r.quality
     parts = []
+    roof = " vs roofline" if "time_model" in q else ""
+    split = {"configuration": " by configuration", "setting": " by setting", "row": " row-wise"}.get(
+        str(q.get("cv_split")), "")
     for k, label in (("r2", "R^2"), ("energy_mape_pct", "energy MAPE %"), ("energy_median_ape_pct", "median %"),
-                     ("time_mape_pct", "time MAPE %"), ("power_mape_pct", "power MAPE %"),
-                     ("cv_mape_pct", f"{q.get('cv_folds', '?')}-fold CV MAPE %"), ("cv_sd_pct", "CV sd %"),
+                     ("time_mape_pct", f"time MAPE{roof} %"), ("power_mape_pct", f"power MAPE{roof} %"),
+                     ("cv_mape_pct", f"{q.get('cv_folds', '?')}-fold CV{split} MAPE %"), ("cv_sd_pct", "CV sd %"),
                      ("holdout_mape_pct", "holdout MAPE %")):
         if k in q and isinstance(q[k], (int, float)):
             parts.append(f"{label} {q[k]:.4g}")

@@ -1,8 +1,9 @@
-"""Read and validate ``archline.results/1`` CSV files (DESIGN.md §3) for the fit.
+"""Read and validate ``archline.results/1`` rows (DESIGN.md §3) for the fit: CSV files, Parquet files and
+hive-partitioned Parquet data sets (:mod:`archline.fit.io.sources`), checked vectorised with pyarrow and
+numpy, batch by batch, and reduced at once to configurations (:mod:`archline.fit.io.configs`).
 
-Vectorised with pandas: a million rows are read and checked in a few seconds. Every user mistake raises a
-subclass of :class:`~archline.fit.errors.ArchlineFitError` whose message names the file (and the line, for a
-malformed row), so the CLI prints it as one line.
+Every user mistake raises a subclass of :class:`~archline.fit.errors.ArchlineFitError` whose message names the
+file and the line (CSV) or row (Parquet), so the CLI prints it as one line.
 """
 
 from __future__ import annotations
@@ -15,22 +16,31 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archline.common.arrow import arrow_of, numpy_of
 from archline.common.inputs import check_text_file, show_value
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
+from archline.fit.io.configs import Grouped, KeyReducer, Source
+from archline.fit.io.sources import SourceError, header_columns, iter_sources, read_tables, text_codes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+    import pyarrow as pa
 
 RESULTS_SCHEMA = schema.SCHEMA
 #: Columns every result row must have for any fit.
 REQUIRED_COLUMNS: tuple[str, ...] = schema.REQUIRED_FOR_FIT
 #: Work and traffic counts (archline.results/1); an empty cell means 0 (not applicable).
 COUNT_COLUMNS: tuple[str, ...] = schema.COUNT_COLUMNS
-#: Numeric columns whose empty cell stays NaN (not measured): the settings and the energy bound.
-SETTING_COLUMNS: tuple[str, ...] = (*schema.SETTING_COLUMNS, "energy_err_j")
-TEXT_COLUMNS: tuple[str, ...] = schema.TEXT_COLUMNS
+#: Numeric setting columns; an empty cell stays NaN (not measured).
+SETTING_COLUMNS: tuple[str, ...] = schema.SETTING_COLUMNS
+#: Text columns that tell configurations apart (with the counts, the settings and ``emulated``).
+TEXT_KEYS: tuple[str, ...] = ("platform", "kernel", "precision", "level")
+#: Text columns read only to check or label rows.
+FLAG_COLUMNS: tuple[str, ...] = ("schema", "backend", "emulated", "checksum_ok")
 _TRUE = schema.TRUE_WORDS
+_FALSE = schema.FALSE_WORDS
+_NUMBER = r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)$"
 
 
 class ResultsError(ArchlineFitError):
@@ -65,169 +75,213 @@ class PrecisionError(ResultsError):
     pass
 
 
+_SOURCE_ERRORS: dict[str, type[ResultsError]] = {"read": ResultsError, "empty": EmptyResultsError,
+                                                  "schema": SchemaError, "malformed": MalformedRowError}
+
+
 @dataclass
 class ResultsSet:
-    """Validated rows of one or more files, with the reader's notes (rows dropped and why)."""
+    """Validated rows of one or more files, grouped into configurations, with the reader's notes."""
 
-    frame: pd.DataFrame
+    data: Grouped
     files: list[str]
     notes: list[str] = field(default_factory=list)
 
-
-def _where(frame: pd.DataFrame, pos: int) -> str:
-    """file:line of the row at position ``pos``."""
-    return f"{frame['_file'].iloc[pos]}:{int(frame['_line'].iloc[pos])}"
-
-
-def _read_one(path: Path) -> pd.DataFrame:
-    import pandas as pd
-
-    if path.is_dir() or path.suffix == ".parquet":
-        return _read_parquet(path)
-    check_text_file(path, error=ResultsError, what="results file")   # missing, binary, empty, cut off mid-row
-    dtype = {c: "string" for c in TEXT_COLUMNS}
-    try:
-        try:  # pyarrow's multithreaded parser is ~2x faster; on any problem re-read with the C parser,
-            # whose error names the line
-            frame = pd.read_csv(path, dtype=dtype, engine="pyarrow")  # type: ignore[call-overload]
-        except (ImportError, ValueError):
-            frame = pd.read_csv(path, dtype=dtype, keep_default_na=True, skipinitialspace=True, low_memory=False)
-    except pd.errors.ParserError as e:
-        msg = str(e).strip().splitlines()[-1] if str(e).strip() else "parse error"
-        raise MalformedRowError(f"{path}: malformed CSV: {msg}") from None
-    except pd.errors.EmptyDataError:
-        raise EmptyResultsError(f"{path}: empty file; expected an {RESULTS_SCHEMA} CSV") from None
-    except UnicodeDecodeError:
-        raise SchemaError(f"{path}: not a text CSV file") from None
-    if len(frame) == 0:
-        raise EmptyResultsError(f"{path}: header only, no result rows")
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise SchemaError(f"{path}: not an {RESULTS_SCHEMA} file: missing column(s) {', '.join(missing)}")
-    frame["_file"] = str(path)
-    frame["_line"] = np.arange(2, len(frame) + 2, dtype=np.int64)  # header is line 1; rows are one line each
-    return frame
+    @property
+    def frame(self) -> pd.DataFrame:
+        """Row-wise frame (keys repeated on every row): for small data and tests."""
+        return self.data.frame()
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
-    """A data set directory (``archline lab collect``) or one Parquet file of result rows."""
-    from archline.fit.io.dataset import DatasetError, read_frame
-
-    try:
-        frame = read_frame(path)
-    except DatasetError as e:
-        raise ResultsError(str(e)) from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise SchemaError(f"{path}: not an {RESULTS_SCHEMA} data set: missing column(s) {', '.join(missing)}")
-    frame["_file"] = str(path)
-    frame["_line"] = np.arange(1, len(frame) + 1, dtype=np.int64)  # row number in the data set
-    return frame
+def _first(mask: np.ndarray) -> int:
+    return int(np.argmax(mask))
 
 
-def _to_numeric(frame: pd.DataFrame, column: str, *, fill_zero: bool) -> None:
-    import pandas as pd
+def _numeric(tab: pa.Table, name: str, src: Source, pos: np.ndarray, fill: float = math.nan) -> np.ndarray:
+    """A column as float64 (``fill`` where empty); text that is not a number is a one-line error."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    raw = frame[column]
-    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
-        num = raw.astype(np.float64)
-        frame[column] = num.fillna(0.0) if fill_zero else num
-        return
-    num = pd.to_numeric(raw, errors="coerce")
-    suspect = num.isna() & raw.notna()
-    bad = suspect & (raw.astype("string").str.strip().str.len() > 0) if bool(suspect.any()) else suspect
-    if bool(bad.any()):
-        pos = int(np.argmax(bad.to_numpy(dtype=bool)))
-        raise MalformedRowError(f"{_where(frame, pos)}: column {column} is not a number: {raw.iloc[pos]!r}")
-    num = num.astype(np.float64)
-    frame[column] = num.fillna(0.0) if fill_zero else num
+    n = tab.num_rows
+    if name not in tab.column_names:
+        return np.full(n, fill)
+    col = tab.column(name)
+    if pa.types.is_null(col.type):
+        return np.full(n, fill)
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):
+        return numpy_of(col if col.type == pa.float64() else pc.cast(col, pa.float64()), fill=fill)
+    s = pc.utf8_trim_whitespace(pc.cast(col, pa.string()))
+    ok = pc.or_kleene(pc.match_substring_regex(s, _NUMBER, ignore_case=True), pc.equal(s, ""))
+    bad = numpy_of(pc.invert(ok.fill_null(True)), fill=0).astype(bool)
+    if bad.any():
+        i = _first(bad)
+        raise MalformedRowError(f"{src.where(int(pos[i]))}: column {name} is not a number: {s[i].as_py()!r}")
+    s = pc.if_else(pc.equal(s, ""), pa.scalar(None, pa.string()), s)
+    return numpy_of(pc.cast(s, pa.float64()), fill=fill)
 
 
-def read_results(paths: Iterable[str | Path], where: Sequence[str] = ()) -> ResultsSet:
-    """Read, concatenate and validate result CSVs, Parquet files and data set directories (``archline lab
-    collect``), keeping the rows the ``where`` filters select (:mod:`archline.fit.io.select`). Raises a
-    :class:`ResultsError` on the first problem.
+def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, extra: Sequence[str],
+              carry: Sequence[str] = ()) -> int:
+    """Check one table and hand its rows to ``reducer``. Returns the number of rows dropped (checksum)."""
+    codes: dict[str, tuple[np.ndarray, list[str | None]]] = {}
+    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry):
+        if c in tab.column_names:
+            codes[c] = text_codes(tab.column(c))
+    sc, sv = codes["schema"]
+    bad = np.isin(sc, [i for i, v in enumerate(sv) if v is None or v.strip() != RESULTS_SCHEMA])
+    if bad.any():
+        i = _first(bad)
+        raise SchemaError(f"{src.where(int(pos[i]))}: schema is {sv[sc[i]]!r}, expected '{RESULTS_SCHEMA}'")
+    for c in ("platform", "kernel"):
+        cc, cv = codes[c]
+        empty = np.isin(cc, [i for i, v in enumerate(cv) if v is None])
+        if empty.any():
+            raise MalformedRowError(f"{src.where(int(pos[_first(empty)]))}: empty {c}")
+    t = _numeric(tab, "time_s", src, pos)
+    e = _numeric(tab, "energy_j", src, pos)
+    num = {c: _numeric(tab, c, src, pos, fill=0.0) for c in COUNT_COLUMNS}
+    num.update({c: _numeric(tab, c, src, pos) for c in SETTING_COLUMNS})
+    bad = ~np.isfinite(e)
+    if bad.any():
+        raise BadValueError(f"{src.where(int(pos[_first(bad)]))}: energy_j is missing or NaN")
+    bad = e < 0
+    if bad.any():
+        i = _first(bad)
+        raise BadValueError(f"{src.where(int(pos[i]))}: negative energy_j ({e[i]:g} J)")
+    bad = ~np.isfinite(t) | (t <= 0)
+    if bad.any():
+        i = _first(bad)
+        raise BadValueError(f"{src.where(int(pos[i]))}: time_s must be a positive number, got {show_value(t[i])}")
+    for c in COUNT_COLUMNS:
+        bad = ~np.isfinite(num[c]) | (num[c] < 0)
+        if bad.any():
+            i = _first(bad)
+            raise BadValueError(f"{src.where(int(pos[i]))}: {c} must be >= 0, got {num[c][i]:g}")
+
+    def flag(name: str, words: set[str]) -> np.ndarray:
+        if name not in codes:
+            return np.zeros(t.size, dtype=bool)
+        cc, cv = codes[name]
+        return np.isin(cc, [i for i, v in enumerate(cv) if v is not None and v.strip().lower() in words])
+
+    emulated = flag("backend", {"emulated"}) | flag("emulated", _TRUE)
+    num["emulated"] = emulated.astype(np.float64)
+    keep = ~flag("checksum_ok", _FALSE)
+    text: dict[str, np.ndarray] = {}
+    for c in (*TEXT_KEYS, *extra):
+        cc, cv = codes.get(c, (np.zeros(1, dtype=np.int64), [None]))
+        norm = ["" if v is None else (v.strip() if c in ("platform", *extra) else v.strip().lower()) for v in cv]
+        text[c] = reducer.text_codes(c, cc, norm)
+    carried = {c: reducer.text_codes(c, *codes.get(c, (np.zeros(t.size, dtype=np.int64), [None])),
+                                     full=True) for c in carry}
+    if not keep.all():
+        text = {k: (v[keep] if v.size == keep.size else v) for k, v in text.items()}
+        num = {k: v[keep] for k, v in num.items()}
+        carried = {k: v[keep] for k, v in carried.items()}
+        t, e, pos = t[keep], e[keep], pos[keep]
+    reducer.add(text, num, t, e, reducer.source_index(src), pos, carried)
+    return int((~keep).sum())
+
+
+def _finish(reducer: KeyReducer) -> Grouped:
+    data = reducer.finish()
+    data.cfg["emulated"] = data.cfg["emulated"] > 0
+    data.cfg["work_flop"] = data.cfg["flops_sp"] + data.cfg["flops_dp"]
+    return data
+
+
+def _new_reducer(extra: Sequence[str]) -> KeyReducer:
+    return KeyReducer((*TEXT_KEYS, *extra), (*COUNT_COLUMNS, *SETTING_COLUMNS, "emulated"))
+
+
+#: Text columns the rows keep beside their configuration unless told otherwise (``ResultsSet.frame``).
+CARRY: tuple[str, ...] = ("host", "run_id", "point_id")
+
+
+def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_keys: Sequence[str] = (),
+                 carry: Sequence[str] = CARRY) -> ResultsSet:
+    """Read, validate and group result files (CSV, Parquet, or Parquet data set directories such as ``archline
+    lab collect`` writes), keeping the rows the ``where`` filters select (:mod:`archline.fit.io.select`).
+    Raises a :class:`ResultsError` on the first problem.
 
     Checks: file readable and non-empty; the fixed columns present; ``schema`` is ``archline.results/1`` on every
-    row; numbers parse; time_s > 0; energy_j finite and >= 0; counts finite and >= 0. Rows whose
-    ``checksum_ok`` is false are dropped with a note (a wrong answer is not a measurement). Adds the columns
-    ``emulated`` (bool), ``work_flop`` (flops_sp + flops_dp) and ``_file``/``_line`` for messages.
+    row; numbers parse; time_s > 0; energy_j finite and >= 0; counts finite and >= 0. Rows whose ``checksum_ok``
+    is false are dropped with a note (a wrong answer is not a measurement). ``extra_keys`` (e.g. a holdout
+    column) are read as text and become part of the configuration key; ``carry`` columns ride along per row
+    (``archline fit`` carries none).
     """
-    import pandas as pd
+    from archline.fit.io.select import BatchWhere
 
     files = [Path(p) for p in paths]
     if not files:
         raise ResultsError("no results files given")
-    frames = [_read_one(p) for p in files]
-    frame = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
-    if where:
-        from archline.fit.io.select import apply_where
+    extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
+    carry = tuple(c for c in carry if c not in (*TEXT_KEYS, *extra))
+    flt = BatchWhere(where)
+    reducer = _new_reducer(extra)
+    dropped = 0
+    num = (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
+    text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry, *flt.columns)))
+    seen: set[str] = set()
+    try:
+        for path, kind, partition in iter_sources(files):
+            if kind == "csv":     # missing, a directory, binary, empty, or cut off mid-row
+                check_text_file(path, error=ResultsError, what="results file")
+            try:
+                size = path.stat().st_size
+            except OSError as e:
+                raise ResultsError(f"cannot read results file {path}: {e.strerror}") from None
+            if size == 0:
+                raise EmptyResultsError(f"{path}: empty file (no header, no rows); expected an {RESULTS_SCHEMA} "
+                                        f"CSV or Parquet file")
+            have = header_columns(path, kind, partition)
+            seen |= have
+            missing = [c for c in REQUIRED_COLUMNS if c not in have]
+            if missing:
+                raise SchemaError(f"{path}: not an {RESULTS_SCHEMA} file: missing column(s) {', '.join(missing)}")
+            src, tables = read_tables(path, kind, partition, text, num)
+            n_rows = 0
+            for tab, pos in tables:
+                n_rows += tab.num_rows
+                keep = flt.mask(tab)
+                if keep is not None and not keep.all():
+                    tab, pos = tab.filter(arrow_of(keep)), pos[keep]
+                if tab.num_rows:
+                    dropped += _validate(tab, src, pos, reducer, extra, carry)
+            if n_rows == 0 and kind == "csv":
+                raise EmptyResultsError(f"{path}: header only, no result rows")
+    except SourceError as e:
+        raise _SOURCE_ERRORS[e.kind](str(e)) from None
+    flt.check(seen)
+    notes = [f"dropped {dropped} row(s) whose checksum_ok is false"] if dropped else []
+    data = _finish(reducer)
+    if data.n_rows == 0:
+        raise EmptyResultsError("no usable result rows" + (" (every row failed its checksum)" if dropped else ""))
+    return ResultsSet(data=data, files=[str(p) for p in files], notes=notes)
 
-        frame = apply_where(frame, where)
-    notes: list[str] = []
 
-    schema_col = frame["schema"].astype("string").str.strip()
-    bad_schema = (schema_col != RESULTS_SCHEMA).fillna(True).to_numpy(dtype=bool)
-    if bad_schema.any():
-        pos = int(np.argmax(bad_schema))
-        raise SchemaError(f"{_where(frame, pos)}: schema is {frame['schema'].iloc[pos]!r}, expected "
-                          f"'{RESULTS_SCHEMA}'")
-    for col in ("platform", "kernel"):
-        empty = (frame[col].isna() | (frame[col].astype("string").str.strip() == "")).to_numpy(dtype=bool)
-        if empty.any():
-            raise MalformedRowError(f"{_where(frame, int(np.argmax(empty)))}: empty {col}")
-    for col in ("time_s", "energy_j"):
-        _to_numeric(frame, col, fill_zero=False)
-    for col in COUNT_COLUMNS:
-        if col not in frame.columns:
-            frame[col] = 0.0
-        _to_numeric(frame, col, fill_zero=True)
-    for col in SETTING_COLUMNS:
-        if col in frame.columns:
-            _to_numeric(frame, col, fill_zero=False)
+def from_frame(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> Grouped:
+    """Group an in-memory row-wise frame (validated as files are). ``_file``/``_line`` columns, when present,
+    name the rows in messages."""
+    import pyarrow as pa
 
-    e = frame["energy_j"].to_numpy()
-    bad = ~np.isfinite(e)
-    if bool(bad.any()):
-        raise BadValueError(f"{_where(frame, int(np.argmax(bad)))}: energy_j is missing or NaN")
-    bad = e < 0
-    if bool(bad.any()):
-        i = int(np.argmax(bad))
-        raise BadValueError(f"{_where(frame, i)}: negative energy_j ({e[i]:g} J)")
-    t = frame["time_s"].to_numpy()
-    bad = ~np.isfinite(t) | (t <= 0)
-    if bool(bad.any()):
-        i = int(np.argmax(bad))
-        raise BadValueError(f"{_where(frame, i)}: time_s must be a positive number, got {show_value(t[i])}")
-    counts = frame[list(COUNT_COLUMNS)].to_numpy()
-    bad_rows = (~np.isfinite(counts) | (counts < 0)).any(axis=1)
-    if bool(bad_rows.any()):
-        i = int(np.argmax(bad_rows))
-        j = int(np.argmax((~np.isfinite(counts[i])) | (counts[i] < 0)))
-        raise BadValueError(f"{_where(frame, i)}: {COUNT_COLUMNS[j]} must be >= 0, "
-                            f"got {counts[i, j]:g}")
-
-    frame["platform"] = frame["platform"].astype("string").str.strip()
-    frame["kernel"] = frame["kernel"].astype("string").str.strip().str.lower()
-    frame["precision"] = frame["precision"].astype("string").str.strip().str.lower().fillna("")
-    emulated = np.zeros(len(frame), dtype=bool)
-    if "backend" in frame.columns:
-        emulated |= (frame["backend"].astype("string").str.strip().str.lower() == "emulated").fillna(False)\
-            .to_numpy(dtype=bool)
-    if "emulated" in frame.columns:
-        emulated |= frame["emulated"].astype("string").str.strip().str.lower().isin(_TRUE).fillna(False)\
-            .to_numpy(dtype=bool)
-    frame["emulated"] = emulated
-    if "checksum_ok" in frame.columns:
-        ck = frame["checksum_ok"].astype("string").str.strip().str.lower()
-        failed = ck.isin(schema.FALSE_WORDS).fillna(False).to_numpy(dtype=bool)
-        if failed.any():
-            notes.append(f"dropped {int(failed.sum())} row(s) whose checksum_ok is false")
-            frame = frame.loc[~failed].reset_index(drop=True)
-    frame["work_flop"] = frame["flops_sp"] + frame["flops_dp"]
-    if len(frame) == 0:
-        raise EmptyResultsError("no usable result rows (every row failed its checksum)")
-    return ResultsSet(frame=frame, files=[str(p) for p in files], notes=notes)
+    extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
+    reducer = _new_reducer(extra)
+    cols = [c for c in frame.columns if c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *COUNT_COLUMNS, *SETTING_COLUMNS,
+                                                "time_s", "energy_j")]
+    sub = frame[cols].copy()
+    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra):
+        if c in sub.columns:
+            sub[c] = sub[c].astype("string")
+    if "schema" not in sub.columns:
+        sub["schema"] = RESULTS_SCHEMA
+    tab = pa.Table.from_pandas(sub, preserve_index=False)
+    name = str(frame["_file"].iloc[0]) if "_file" in frame.columns and len(frame) else "<frame>"
+    pos = (frame["_line"].to_numpy(dtype=np.int64) if "_line" in frame.columns
+           else np.arange(2, len(frame) + 2, dtype=np.int64))
+    if len(frame):
+        _validate(tab, Source(name, "csv"), pos, reducer, extra)
+    return _finish(reducer)
 
 
 @dataclass
@@ -236,44 +290,54 @@ class Group:
 
     platform: str
     emulated: bool
-    frame: pd.DataFrame
+    data: Grouped
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        return self.data.frame()
 
 
-def group_rows(results: ResultsSet | pd.DataFrame, *, include_emulated: bool = True,
-               mix_emulated: bool = False, platform: str | None = None) -> list[Group]:
+def group_rows(results: ResultsSet | Grouped, *, include_emulated: bool = True, mix_emulated: bool = False,
+               platform: str | None = None) -> list[Group]:
     """Split rows by platform and by emulated/real. Emulated rows are never mixed with real ones unless
     ``mix_emulated`` (the mixed group is then labelled emulated). ``include_emulated=False`` drops them."""
-    frame = results.frame if isinstance(results, ResultsSet) else results
+    data = results.data if isinstance(results, ResultsSet) else results
+    cfg = data.cfg
+    keep = np.ones(len(cfg), dtype=bool)
     if platform is not None:
-        frame = frame.loc[frame["platform"] == platform]
-        if len(frame) == 0:
+        keep &= cfg["platform"] == platform
+        if not keep.any():
             raise ResultsError(f"no rows for platform '{platform}'")
     if not include_emulated:
-        n_emu = int(frame["emulated"].sum())
-        frame = frame.loc[~frame["emulated"].to_numpy(dtype=bool)]
-        if len(frame) == 0:
+        emu = keep & cfg["emulated"]
+        keep &= ~cfg["emulated"]
+        if not keep.any():
+            n_emu = int(cfg["n"][emu].sum())
             raise ResultsError(f"all {n_emu} rows are emulated; pass --include-emulated to fit them")
     groups: list[Group] = []
-    for name, sub in frame.groupby("platform", sort=True):
+    for name in sorted(set(cfg["platform"][keep].tolist())):
+        on = keep & (cfg["platform"] == name)
         if mix_emulated:
-            groups.append(Group(str(name), bool(sub["emulated"].any()), sub.reset_index(drop=True)))
+            groups.append(Group(str(name), bool(cfg["emulated"][on].any()), data.select(on)))
             continue
-        for emu, part in sub.groupby("emulated", sort=True):
-            groups.append(Group(str(name), bool(emu), part.reset_index(drop=True)))
+        for emu_flag in (False, True):
+            part = on & (cfg["emulated"] == emu_flag)
+            if part.any():
+                groups.append(Group(str(name), emu_flag, data.select(part)))
     return groups
 
 
-def require_columns(frame: pd.DataFrame, columns: Sequence[str], model: str) -> None:
-    """A model's extra inputs (e.g. core_v, mem_v for dvfs) must be present and filled on every row it uses."""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise MissingColumnError(f"the {model} model needs column(s) {', '.join(missing)}, which the data lack")
+def require_columns(data: Grouped, columns: Sequence[str], model: str) -> None:
+    """A model's extra inputs (e.g. core_v, mem_v for dvfs) must be filled and positive on every row it uses."""
     for c in columns:
-        v = frame[c].to_numpy(dtype=np.float64)
+        v = data.cfg.num(c) if c in data.cfg else np.full(len(data.cfg), np.nan)
         bad = ~np.isfinite(v) | (v <= 0)
+        if bad.all() and len(v):
+            raise MissingColumnError(f"the {model} model needs column(s) {', '.join(columns)}, which the data lack")
         if bad.any():
-            raise BadValueError(f"{_where(frame, int(np.argmax(bad)))}: the {model} model needs a "
-                                f"positive {c}, got {show_value(v[int(np.argmax(bad))])}")
+            j = _first(bad)
+            raise BadValueError(f"{data.where_config(j)}: the {model} model needs a positive {c}, "
+                                f"got {show_value(v[j])}")
 
 
 def require_points(n_points: int, n_params: int, model: str, what: str = "rows") -> None:

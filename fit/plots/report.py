@@ -1,6 +1,9 @@
 """The fit-report figure: measured points over the fitted roofline, arch line and power line, plus residuals
 against intensity (basic, cache and capped models); measured vs predicted energy and per-setting pi0 (dvfs).
 
+One marker per configuration: the mean of its rows, with a bar of +-1 standard deviation of the rows (a sweep
+repeats each configuration; a million dots would hide the spread and take minutes to draw).
+
 matplotlib is imported inside the function with the Agg backend, so the library stays importable without it.
 """
 
@@ -29,45 +32,55 @@ def _machine(r: FitResult, prec: str) -> Machine | None:
                    vals["eps_mem"], vals["pi0"], math.inf if dpi is None else dpi)  # type: ignore[arg-type]
 
 
-MAX_DOTS = 20_000
+def _mean_sd(g: np.ndarray, values: np.ndarray, n_cfg: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per configuration: mean and standard deviation (ddof=1; 0 for a single row) of finite row values."""
+    ok = np.isfinite(values)
+    n = np.bincount(g[ok], minlength=n_cfg).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(g[ok], values[ok], minlength=n_cfg) / n
+        d = values[ok] - mean[g[ok]]
+        sd = np.sqrt(np.bincount(g[ok], d * d, minlength=n_cfg) / np.maximum(n - 1, 1))
+    return mean, sd
 
 
-def _subsample(r: FitResult) -> tuple[Any, Any]:
-    """At most MAX_DOTS rows (seeded) for the scatter: a million dots is unreadable and slow."""
-    rows, pe = r.rows, r.point_errors
-    assert rows is not None and pe is not None
-    if len(rows) > MAX_DOTS:
-        idx = np.sort(np.random.default_rng(0).choice(len(rows), MAX_DOTS, replace=False))
-        return rows.iloc[idx], pe.iloc[idx]
-    return rows, pe
+def _bars(ax: Any, x: np.ndarray, mean: np.ndarray, sd: np.ndarray, **kw: Any) -> None:
+    ax.errorbar(x, mean, yerr=sd, fmt=kw.pop("fmt", "o"), ms=4, capsize=2, elinewidth=1, alpha=0.8, zorder=3, **kw)
 
 
 def _intensity_panels(r: FitResult, fig: Any) -> None:
-    rows, pe = _subsample(r)
+    data, errs = r.rows, r.errors
+    assert data is not None and errs is not None
+    cfg, g, n_cfg = data.cfg, data.g, data.n_configs
     axes = fig.subplots(2, 2)
     ax_perf, ax_eff, ax_pow, ax_res = axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 1]
-    w = rows["work_flop"].to_numpy()
-    q = rows["bytes_mem"].to_numpy()
-    t = rows["time_s"].to_numpy()
-    e = rows["energy_j"].to_numpy()
-    intensity = np.divide(w, q, out=np.full(len(rows), np.nan), where=(q > 0) & (w > 0))
+    w, q = cfg.num("work_flop"), cfg.num("bytes_mem")
+    intensity = np.divide(w, q, out=np.full(n_cfg, np.nan), where=(q > 0) & (w > 0))
     ok = np.isfinite(intensity)
     lo = np.nanmin(intensity[ok]) / 1.5 if ok.any() else 0.1
     hi = np.nanmax(intensity[ok]) * 1.5 if ok.any() else 100.0
     grid = np.logspace(math.log10(lo), math.log10(hi), 400)
+    wr = w[g]
+    signed = errs.signed(data)
+    quantities = {"perf": _mean_sd(g, wr / data.t / 1e9, n_cfg), "eff": _mean_sd(g, wr / data.e / 1e9, n_cfg),
+                  "pow": _mean_sd(g, data.e / data.t, n_cfg),
+                  "e_err": _mean_sd(g, 100 * signed["energy_rel_err"], n_cfg)}
+    if "time_rel_err" in signed:
+        quantities["t_err"] = _mean_sd(g, 100 * signed["time_rel_err"], n_cfg)
     for prec in ("sp", "dp"):
-        sel = ok & (rows[f"flops_{prec}"].to_numpy() > 0)
+        sel = ok & (cfg.num(f"flops_{prec}") > 0)
         c = COLOURS[prec]
         if sel.any():
-            label = f"measured {prec.upper()}"
-            ax_perf.scatter(intensity[sel], w[sel] / t[sel] / 1e9, s=14, color=c, alpha=0.6, label=label, zorder=3)
-            ax_eff.scatter(intensity[sel], w[sel] / e[sel] / 1e9, s=14, color=c, alpha=0.6, label=label, zorder=3)
-            ax_pow.scatter(intensity[sel], e[sel] / t[sel], s=14, color=c, alpha=0.6, label=label, zorder=3)
-            ax_res.scatter(intensity[sel], 100 * pe["energy_rel_err"].to_numpy()[sel], s=14, color=c,
-                           alpha=0.7, label=f"energy {prec.upper()}", zorder=3)
-            if "time_rel_err" in pe:
-                ax_res.scatter(intensity[sel], 100 * pe["time_rel_err"].to_numpy()[sel], s=14,
-                               marker="x", color=c, alpha=0.7, label=f"time {prec.upper()}", zorder=3)
+            label = f"measured {prec.upper()} (mean ± sd)"
+            for ax, key in ((ax_perf, "perf"), (ax_eff, "eff"), (ax_pow, "pow")):
+                mean, sd = quantities[key]
+                _bars(ax, intensity[sel], mean[sel], sd[sel], color=c, label=label)
+            mean, sd = quantities["e_err"]
+            _bars(ax_res, intensity[sel], mean[sel], sd[sel], color=c, label=f"energy {prec.upper()}")
+            if "t_err" in quantities:
+                mean, sd = quantities["t_err"]
+                # a little to the right, so the time bars do not hide the energy bars at the same intensity
+                _bars(ax_res, intensity[sel] * 1.12, mean[sel], sd[sel], color=c, fmt="x",
+                      label=f"time {prec.upper()} (vs roofline)")
         m = _machine(r, prec)
         if m is None:
             continue
@@ -95,24 +108,29 @@ def _intensity_panels(r: FitResult, fig: Any) -> None:
 
 
 def _dvfs_panels(r: FitResult, fig: Any) -> None:
-    rows, pe = _subsample(r)
+    data, errs = r.rows, r.errors
+    assert data is not None and errs is not None
+    cfg, g, n_cfg = data.cfg, data.g, data.n_configs
     ax_pe, ax_res, ax_pi0 = fig.subplots(1, 3)
-    e = rows["energy_j"].to_numpy()
-    ep = pe["energy_pred_j"].to_numpy()
-    for kernel in sorted(set(rows["kernel"].astype(str))):
-        sel = (rows["kernel"].astype(str) == kernel).to_numpy()
-        ax_pe.scatter(e[sel], ep[sel], s=8, alpha=0.5, label=kernel)
-        ax_res.scatter(rows["core_v"].to_numpy()[sel], 100 * pe["energy_rel_err"].to_numpy()[sel],
-                       s=8, alpha=0.5, label=kernel)
-    lim = [float(min(e.min(), ep.min())), float(max(e.max(), ep.max()))]
+    signed = errs.signed(data)
+    e_m, e_sd = _mean_sd(g, data.e, n_cfg)
+    ep_m, ep_sd = _mean_sd(g, signed["energy_pred_j"], n_cfg)
+    err_m, err_sd = _mean_sd(g, 100 * signed["energy_rel_err"], n_cfg)
+    kernels = np.asarray(cfg["kernel"]).astype(str)
+    for kernel in sorted(set(kernels)):
+        sel = kernels == kernel
+        ax_pe.errorbar(e_m[sel], ep_m[sel], xerr=e_sd[sel], yerr=ep_sd[sel], fmt="o", ms=3, alpha=0.6,
+                       label=kernel)
+        _bars(ax_res, cfg.num("core_v")[sel], err_m[sel], err_sd[sel], label=kernel)
+    lim = [float(min(e_m.min(), ep_m.min())), float(max(e_m.max(), ep_m.max()))]
     ax_pe.plot(lim, lim, color="black", lw=1, label="model = measured")
     ax_pe.set_xscale("log")
     ax_pe.set_yscale("log")
-    ax_pe.set_xlabel("measured energy [J]")
+    ax_pe.set_xlabel("measured energy [J] (configuration mean)")
     ax_pe.set_ylabel("eq.48 predicted energy [J]")
     ax_res.axhline(0, color="black", lw=0.8)
     ax_res.set_xlabel("core voltage [V]")
-    ax_res.set_ylabel("energy relative error [%]")
+    ax_res.set_ylabel("energy relative error [%] (mean ± sd)")
     s = r.extra.get("settings", [])
     vc = [x["core_v"] for x in s]
     pi0 = [x["pi0"] for x in s]
@@ -146,10 +164,12 @@ def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) ->
             fig = plt.figure(figsize=(12, 10.5), layout="constrained")
             _intensity_panels(r, fig)
         q = r.quality
+        n_cfg = q.get("n_configurations")
         title = (f"archline fit: {r.platform}{' (EMULATED)' if r.emulated else ''}, model {r.model}, "
-                 f"{r.n_points} points, energy MAPE {q.get('energy_mape_pct', float('nan')):.2f}%")
+                 f"{r.n_points} rows" + (f" in {n_cfg} configurations" if n_cfg is not None else "")
+                 + f", energy MAPE {q.get('energy_mape_pct', float('nan')):.2f}%")
         if "cv_mape_pct" in q:
-            title += f", {q.get('cv_folds')}-fold CV {q['cv_mape_pct']:.2f}%"
+            title += f", {q.get('cv_folds')}-fold CV by {q.get('cv_split', '?')} {q['cv_mape_pct']:.2f}%"
         title_with_notes(fig, title)
         written.append(save_figure(fig, target, dpi=110))
     return written

@@ -20,18 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.io.results import Group, ResultsError, group_rows, read_results
+from archline.fit.io.configs import Columns, Grouped
+from archline.fit.io.results import Group, ResultsError, from_frame, group_rows, read_results
 from archline.fit.regress.basic import fit_basic, fit_basic_params, predict_linear
 from archline.fit.regress.cache import fit_cache, fit_joint_params, fit_residual_params, has_cache_rows
 from archline.fit.regress.capped import fit_capped, fit_capped_params, predict_capped
 from archline.fit.regress.dvfs import distinct_settings, fit_dvfs, fit_dvfs_params, predict_dvfs
 from archline.fit.regress.result import FitResult, Predictor
-from archline.fit.regress.validation import cross_validate, holdout
+from archline.fit.regress.validation import SPLITS, cross_validate, holdout, n_units
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 MODELS: tuple[str, ...] = ("basic", "cache", "capped", "dvfs", "auto")
+CV_MODES: tuple[str, ...] = ("grouped", "rowwise")
 
 
 @dataclass
@@ -47,33 +49,34 @@ class FitOptions:
     n_boot: int = 200
     seed: int = 0
     validate: bool = True
+    cv: str = "grouped"                 # grouped (by configuration; by setting for dvfs) | rowwise
     where: tuple[str, ...] = ()         # --where key=value filters (archline.fit.io.select)
 
 
-def _fitter(model: str, opts: FitOptions) -> Callable[[pd.DataFrame], Predictor]:
+def _fitter(model: str, opts: FitOptions) -> Callable[[Columns], Predictor]:
     """Point-estimate fitter used by cross-validation and holdout."""
-    def basic(f: pd.DataFrame) -> Predictor:
+    def basic(f: Columns) -> Predictor:
         p = fit_basic_params(f)
         return lambda g: predict_linear(p, g)
 
-    def cache(f: pd.DataFrame) -> Predictor:
+    def cache(f: Columns) -> Predictor:
         p = fit_joint_params(f) if opts.cache_method == "joint" else fit_residual_params(f)
         return lambda g: predict_linear(p, g)
 
-    def capped(f: pd.DataFrame) -> Predictor:
+    def capped(f: Columns) -> Predictor:
         p = fit_capped_params(f)
         return lambda g: predict_capped(p, g)
 
-    def dvfs(f: pd.DataFrame) -> Predictor:
+    def dvfs(f: Columns) -> Predictor:
         p = fit_dvfs_params(f)
         return lambda g: predict_dvfs(p, g)
 
     return {"basic": basic, "cache": cache, "capped": capped, "dvfs": dvfs}[model]
 
 
-def _fit_one(frame: pd.DataFrame, model: str, platform: str, emulated: bool, opts: FitOptions) -> FitResult:
+def _fit_one(data: Grouped, model: str, platform: str, emulated: bool, opts: FitOptions) -> FitResult:
     try:
-        return _fit_model(frame, model, platform, emulated, opts)
+        return _fit_model(data, model, platform, emulated, opts)
     except np.linalg.LinAlgError as e:
         raise ResultsError(_singular(platform, model, e)) from None
 
@@ -83,26 +86,35 @@ def _singular(platform: str, model: str, e: Exception) -> str:
             "intensities and levels are needed, not the same point repeated)")
 
 
-def _fit_model(frame: pd.DataFrame, model: str, platform: str, emulated: bool, opts: FitOptions) -> FitResult:
+def _fit_model(data: Grouped, model: str, platform: str, emulated: bool, opts: FitOptions) -> FitResult:
     if model == "basic":
-        return fit_basic(frame, platform=platform, emulated=emulated,
+        return fit_basic(data, platform=platform, emulated=emulated,
                          require_both_precisions=not opts.one_precision)
     if model == "cache":
-        return fit_cache(frame, platform=platform, emulated=emulated, method=opts.cache_method)
+        return fit_cache(data, platform=platform, emulated=emulated, method=opts.cache_method)
     if model == "capped":
-        return fit_capped(frame, platform=platform, emulated=emulated, n_boot=min(opts.n_boot, 100),
+        return fit_capped(data, platform=platform, emulated=emulated, n_boot=min(opts.n_boot, 100),
                           seed=opts.seed)
     if model == "dvfs":
-        return fit_dvfs(frame, platform=platform, emulated=emulated, n_boot=opts.n_boot, seed=opts.seed)
+        return fit_dvfs(data, platform=platform, emulated=emulated, n_boot=opts.n_boot, seed=opts.seed)
     raise ResultsError(f"unknown model '{model}' (known: {', '.join(MODELS)})")
 
 
-def _folds(model: str, rows: pd.DataFrame, opts: FitOptions) -> int:
+def _split(model: str, opts: FitOptions) -> str:
+    if opts.cv not in CV_MODES:
+        raise ResultsError(f"unknown cross-validation split '{opts.cv}' (known: {', '.join(CV_MODES)})")
+    if opts.cv == "rowwise":
+        return "row"
+    return "setting" if model == "dvfs" else "configuration"
+
+
+def _folds(model: str, rows: Grouped, units: int, opts: FitOptions) -> int:
+    """--folds, else one fold per voltage setting for dvfs (S1: 16-fold), else 10 (fewer for little data)."""
     if opts.folds is not None:
         return opts.folds
     if model == "dvfs":
-        return max(2, min(distinct_settings(rows), len(rows)))
-    return max(2, min(10, len(rows) // 3))
+        return max(2, distinct_settings(rows.cfg))
+    return max(2, min(10, units // 3))
 
 
 def _validate(result: FitResult, opts: FitOptions, cache_method: str | None = None) -> None:
@@ -110,11 +122,15 @@ def _validate(result: FitResult, opts: FitOptions, cache_method: str | None = No
     rows = result.rows
     o = opts if cache_method is None else FitOptions(**{**opts.__dict__, "cache_method": cache_method})
     fitter = _fitter(result.model, o)
-    k = _folds(result.model, rows, opts)
-    if len(rows) >= 2 * k:
-        result.quality.update(cross_validate(rows, fitter, k, seed=opts.seed))
+    split = _split(result.model, opts)
+    units = n_units(rows.cfg, split, rows.n_rows)
+    k = _folds(result.model, rows, units, opts)
+    what = {"configuration": "configurations", "setting": "settings", "row": "rows"}[split]
+    if units >= 2 * k or (split == "setting" and units >= k >= 2):
+        result.quality.update(cross_validate(rows, fitter, k, seed=opts.seed, split=split))
+        result.quality["cv_split_detail"] = SPLITS[split]
     else:
-        result.warnings.append(f"too few points ({len(rows)}) for {k}-fold cross-validation; skipped")
+        result.warnings.append(f"too few {what} ({units}) for {k}-fold cross-validation {SPLITS[split]}; skipped")
     if opts.holdout_col:
         result.quality.update(holdout(rows, fitter, opts.holdout_col))
 
@@ -123,24 +139,6 @@ def _cv_score(q: dict[str, Any], with_time: bool = True) -> float:
     e = q.get("cv_mape_pct", math.inf)
     t = q.get("cv_time_mape_pct")
     return float(e if t is None or not with_time else (e + t) / 2)
-
-
-#: Columns the fits read; the rest (host, run_id, ...) is dropped before fitting so that the many row subsets
-#: of cross-validation and the bootstrap copy only numbers.
-FIT_COLUMNS: tuple[str, ...] = (
-    "platform", "kernel", "precision", "time_s", "energy_j", "work_flop", "flops_sp", "flops_dp", "int_ops",
-    "bytes_mem", "bytes_l1", "bytes_l2", "bytes_l3", "bytes_shared", "rand_accesses", "core_mhz", "mem_mhz",
-    "core_v", "mem_v", "power_cap_w", "emulated", "_file", "_line",
-)
-
-
-def slim(frame: pd.DataFrame, extra: Iterable[str] = ()) -> pd.DataFrame:
-    keep = [c for c in (*FIT_COLUMNS, *extra) if c in frame.columns]
-    out = frame[keep].copy()
-    for c in ("platform", "kernel", "precision", "_file"):
-        if c in out.columns:
-            out[c] = out[c].astype(object)
-    return out
 
 
 def fit_group(group: Group, opts: FitOptions) -> FitResult:
@@ -153,31 +151,32 @@ def fit_group(group: Group, opts: FitOptions) -> FitResult:
 
 
 def _fit_group(group: Group, opts: FitOptions) -> FitResult:
-    frame = slim(group.frame, [opts.holdout_col] if opts.holdout_col else [])
+    data = group.data
     if opts.model != "auto":
-        r = _fit_one(frame, opts.model, group.platform, group.emulated, opts)
+        r = _fit_one(data, opts.model, group.platform, group.emulated, opts)
         if opts.validate:
             _validate(r, opts)
         return r
     # --- auto ---
-    if distinct_settings(frame) >= 2:
-        r = _fit_one(frame, "dvfs", group.platform, group.emulated, opts)
+    n_set = distinct_settings(data.cfg)
+    if n_set >= 2:
+        r = _fit_one(data, "dvfs", group.platform, group.emulated, opts)
         _validate(r, opts)
-        r.extra["auto"] = {"chosen": "dvfs", "reason": f"{distinct_settings(frame)} (core_v, mem_v) settings"}
+        r.extra["auto"] = {"chosen": "dvfs", "reason": f"{n_set} (core_v, mem_v) settings"}
         r.warnings.insert(0, "auto: chose dvfs (the rows span several voltage settings)")
         return r
     candidates: list[FitResult] = []
-    if has_cache_rows(frame):
+    if has_cache_rows(data.cfg):
         for method in ("joint", "residual"):
             o = FitOptions(**{**opts.__dict__, "cache_method": method})
-            r = fit_cache(frame, platform=group.platform, emulated=group.emulated, method=method)
+            r = fit_cache(data, platform=group.platform, emulated=group.emulated, method=method)
             _validate(r, o, method)
             candidates.append(r)
     else:
         errors: list[str] = []
         for model in ("basic", "capped"):
             try:
-                r = _fit_one(frame, model, group.platform, group.emulated,
+                r = _fit_one(data, model, group.platform, group.emulated,
                              FitOptions(**{**opts.__dict__, "one_precision": True}))
             except ResultsError as e:
                 errors.append(f"{model}: {e}")
@@ -189,7 +188,7 @@ def _fit_group(group: Group, opts: FitOptions) -> FitResult:
             candidates.append(r)
         if not candidates:
             raise ResultsError("no model fits these rows: " + "; ".join(errors))
-    with_time = not has_cache_rows(frame)  # the cache methods share one time model: compare energy only
+    with_time = not has_cache_rows(data.cfg)  # the cache methods share one time model: compare energy only
     scores = {f"{c.model}" + (f"/{c.extra.get('method')}" if c.model == "cache" else ""):
               _cv_score(c.quality, with_time) for c in candidates}
     lowest = min(_cv_score(c.quality, with_time) for c in candidates)
@@ -208,7 +207,7 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
     opts = opts or FitOptions()
     if opts.model not in MODELS:
         raise ResultsError(f"unknown model '{opts.model}' (known: {', '.join(MODELS)})")
-    rs = read_results(paths, opts.where)
+    rs = read_results(paths, opts.where, extra_keys=[opts.holdout_col] if opts.holdout_col else [], carry=())
     groups = group_rows(rs, include_emulated=opts.include_emulated, mix_emulated=opts.mix_emulated,
                         platform=opts.platform)
     results = [fit_group(g, opts) for g in groups]
@@ -221,7 +220,9 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
 def fit_frame(frame: pd.DataFrame, opts: FitOptions | None = None, *, platform: str = "",
               emulated: bool = False) -> FitResult:
     """Fit one already-read frame (e.g. from :mod:`archline.fit.regress.synthetic` after :func:`prepare_frame`)."""
-    return fit_group(Group(platform, emulated, frame.reset_index(drop=True)), opts or FitOptions())
+    opts = opts or FitOptions()
+    data = from_frame(frame, extra_keys=[opts.holdout_col] if opts.holdout_col else [])
+    return fit_group(Group(platform, emulated, data), opts)
 
 
 def prepare_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -232,7 +233,12 @@ def prepare_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
     with tempfile.TemporaryDirectory() as d:
         p = write_results_csv(frame, Path(d) / "frame.csv")
-        return read_results([p]).frame
+        out = read_results([p]).frame
+    if len(out) == len(frame):  # columns the reader does not key on (run_id, host, a split column) ride along
+        for c in frame.columns:
+            if c not in out.columns and c != "schema":
+                out[c] = frame[c].to_numpy()
+    return out
 
 
 def finite(x: Any) -> bool:

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archline.fit.io.configs import Columns, Grouped
 from archline.fit.io.results import TooFewPointsError, require_points
 from archline.fit.regress.basic import (
-    basic_rows,
+    TIME_MODEL_NOTE,
+    basic_mask,
     derived_constants,
     fit_basic_params,
     observed_tau,
-    point_errors,
     predict_linear,
 )
 from archline.fit.regress.result import (
@@ -31,11 +32,11 @@ from archline.fit.regress.result import (
     UNITS,
     Coefficient,
     FitResult,
-    error_summary,
-    fast_relative_lstsq,
+    as_grouped,
     row_normaliser,
     t_interval,
 )
+from archline.fit.regress.sufficient import Pseudo, fit_relative, inference
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -45,120 +46,130 @@ RESIDUAL_ORDER: tuple[str, ...] = ("bytes_l3", "bytes_l2", "bytes_l1", "bytes_sh
 CACHE_COUNTS: tuple[str, ...] = RESIDUAL_ORDER
 
 
-def usable_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows with at least one count (idle rows are left out: pi0 is a regression coefficient, not idle power)."""
-    n, _ = row_normaliser(frame)
-    return frame.loc[n > 0]
+def usable_mask(cfg: Columns) -> np.ndarray:
+    """Entries with at least one count (idle rows are left out: pi0 is a regression coefficient, not idle
+    power)."""
+    n, _ = row_normaliser(cfg)
+    return n > 0
 
 
-def has_cache_rows(frame: pd.DataFrame) -> bool:
-    return bool((frame[list(CACHE_COUNTS)].to_numpy(dtype=np.float64) > 0).any())
+def has_cache_rows(cfg: Columns) -> bool:
+    return any(bool((cfg.num(c) > 0).any()) for c in CACHE_COUNTS)
 
 
-def _design(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    n, _ = row_normaliser(rows)
+def design(cfg: Columns) -> tuple[Pseudo, list[str]]:
+    """Rows E/N on [N_i/N for every count present] + [T/N] (pi0)."""
+    n, _ = row_normaliser(cfg)
     names: list[str] = []
-    cols: list[np.ndarray] = []
+    a: list[np.ndarray] = []
     for col, name in COUNT_COEFFICIENT.items():
-        v = rows[col].to_numpy(dtype=np.float64)
+        v = cfg.num(col)
         if (v > 0).any():
             names.append(name)
-            cols.append(v / n)
+            a.append(v)
     names.append("pi0")
-    cols.append(rows["time_s"].to_numpy() / n)
-    return np.column_stack(cols), rows["energy_j"].to_numpy() / n, names
+    zero = np.zeros(len(cfg))
+    a.append(zero)
+    b = [zero] * (len(a) - 1) + [np.ones(len(cfg))]
+    return Pseudo.build(cfg, np.column_stack(a), np.column_stack(b), n), names
 
 
-def fit_joint_params(frame: pd.DataFrame) -> dict[str, float]:
-    rows = usable_rows(frame)
-    x, y, names = _design(rows)
-    beta = fast_relative_lstsq(x, y)
+def fit_joint_params(cfg: Columns) -> dict[str, float]:
+    sub = cfg.take(usable_mask(cfg))
+    ps, names = design(sub)
+    beta, _ = fit_relative(ps)
     out = dict(zip(names, (float(b) for b in beta), strict=True))
-    out.update({k: c.value for k, c in observed_tau(basic_rows(rows)).items()})
+    out.update({k: c.value for k, c in observed_tau(sub.take(basic_mask(sub))).items()})
     return out
 
 
-def _wls(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, object]:
-    """No-intercept least squares on relative residuals (two-step: OLS, then weights 1/yhat^2)."""
-    from statsmodels.regression.linear_model import OLS, WLS
+def _residual_params(cfg: Columns) -> tuple[dict[str, float], dict[str, Coefficient], list[str]]:
+    """eq.9 on the intensity entries, then each level's residual cost per row, averaged over the rows that
+    exercise only that level (exactly the row-wise mean and spread, from the configuration statistics)."""
+    from archline.fit.regress.pointwise import affine
 
-    res = OLS(y, x).fit(method="qr")
-    yhat = np.asarray(res.fittedvalues)
-    yhat = np.where(yhat > 0, yhat, y)
-    res = WLS(y, x, weights=1.0 / yhat**2).fit(method="qr")
-    return np.asarray(res.params), np.asarray(res.cov_params()), res
-
-
-def _residual_params(frame: pd.DataFrame) -> tuple[dict[str, float], dict[str, Coefficient], list[str]]:
-    rows = usable_rows(frame)
-    base = fit_basic_params(rows)
-    params = dict(base)
+    sub = cfg.take(usable_mask(cfg))
+    params = dict(fit_basic_params(sub))
     coeffs: dict[str, Coefficient] = {}
     notes: list[str] = []
     known = {"flops_sp", "flops_dp", "bytes_mem"}
-    counts = {c: rows[c].to_numpy(dtype=np.float64) for c in COUNT_COEFFICIENT}
+    counts = {c: sub.num(c) for c in COUNT_COEFFICIENT}
     for col in RESIDUAL_ORDER:
-        others = [c for c in RESIDUAL_ORDER if c != col and c not in known]
-        sel = (counts[col] > 0)
-        for o in others:
-            sel &= counts[o] == 0
+        sel = counts[col] > 0
+        for o in RESIDUAL_ORDER:
+            if o != col and o not in known:
+                sel &= counts[o] == 0
         if not sel.any():
             if (counts[col] > 0).any():
                 notes.append(f"{COUNT_COEFFICIENT[col]}: no row exercises it alone; residual method skipped it")
             continue
-        sub = rows.loc[sel]
-        _, explained = predict_linear(params, sub)
-        per_row = (sub["energy_j"].to_numpy() - explained) / sub[col].to_numpy()
+        lvl = sub.take(sel)
+
+        def pred(c: Columns, p: dict[str, float] = params) -> tuple[np.ndarray | None, np.ndarray]:
+            return predict_linear(p, c)
+
+        _, alpha, gamma = affine(pred, lvl)
+        c = lvl.num(col)
+        n = lvl["n"]
+        # per row: (e_i - alpha - gamma*t_i)/c; its mean per configuration and spread about that mean
+        mean_g = (lvl["energy_j"] - alpha - gamma * lvl["time_s"]) / c
+        ss_g = (lvl["energy_ss"] - 2 * gamma * lvl["time_energy_sp"] + gamma**2 * lvl["time_ss"]) / c**2
+        n_rows = int(n.sum())
+        v = float(np.sum(n * mean_g) / n_rows)
+        ss = float(np.sum(ss_g) + np.sum(n * (mean_g - v) ** 2))
+        se = math.sqrt(ss / (n_rows - 1)) / math.sqrt(n_rows) if n_rows > 1 else math.nan
         name = COUNT_COEFFICIENT[col]
-        v = float(np.mean(per_row))
-        n = int(per_row.size)
-        se = float(np.std(per_row, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
         eq = {"bytes_l2": "eq.11", "bytes_l1": "eq.12"}.get(col, "eq.11/12 form")
-        coeffs[name] = Coefficient(name, v, se if n > 1 else None, t_interval(v, se, n - 1) if n > 1 else None,
-                                   UNITS[name], f"residual {eq}: mean over {n} rows")
+        coeffs[name] = Coefficient(name, v, se if n_rows > 1 else None,
+                                   t_interval(v, se, n_rows - 1) if n_rows > 1 else None,
+                                   UNITS[name], f"residual {eq}: mean over {n_rows} rows")
         params[name] = v
         known.add(col)
     return params, coeffs, notes
 
 
-def fit_residual_params(frame: pd.DataFrame) -> dict[str, float]:
-    return _residual_params(frame)[0]
+def fit_residual_params(cfg: Columns) -> dict[str, float]:
+    return _residual_params(cfg)[0]
 
 
-def fit_cache(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False,
+def fit_cache(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bool = False,
               method: str = "joint") -> FitResult:
     """Fit the cache model by ``method`` = ``joint`` or ``residual`` (module docstring)."""
+    from archline.fit.regress.pointwise import row_errors
+
     if method not in ("joint", "residual"):
         raise ValueError(f"cache method must be 'joint' or 'residual', got {method!r}")
-    rows = usable_rows(frame)
-    if not has_cache_rows(rows):
+    data = as_grouped(frame)
+    rows = data.select(usable_mask(data.cfg))
+    if not has_cache_rows(rows.cfg):
         raise TooFewPointsError("the cache model needs cache, random-access, shared-memory or integer rows "
                                 "(bytes_l1/l2/l3/shared, rand_accesses or int_ops > 0); none found")
     warnings: list[str] = []
     omitted: dict[str, str] = {}
     coeffs: dict[str, Coefficient] = {}
-    quality: dict[str, float | int | str] = {"n_points": len(rows)}
+    quality: dict[str, float | int | str] = {"n_points": rows.n_rows, "n_configurations": rows.n_configs}
     if method == "joint":
-        x, y, names = _design(rows)
-        require_points(len(rows), len(names), "cache (joint)")
-        beta, cov, res = _wls(x, y)
-        ci = np.asarray(res.conf_int(0.05))  # type: ignore[attr-defined]
-        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        xn = x / np.linalg.norm(x, axis=0)
-        rank = int(np.linalg.matrix_rank(xn.T @ xn, tol=1e-12))  # Gram matrix: p x p, cheap for 10^6 rows
+        ps, names = design(rows.cfg)
+        require_points(rows.n_rows, len(names), "cache (joint)")
+        beta, w = fit_relative(ps)
+        inf = inference(ps, beta, w)
+        x, _ = ps.rows()
+        xn = x / np.where(np.linalg.norm(x, axis=0) > 0, np.linalg.norm(x, axis=0), 1.0)
+        rank = int(np.linalg.matrix_rank(xn.T @ xn, tol=1e-12))
         if rank < len(names):
             warnings.append(f"design matrix has rank {rank} < {len(names)} coefficients: some costs are aliased")
         for j, name in enumerate(names):
-            coeffs[name] = Coefficient(name, float(beta[j]), float(se[j]), (float(ci[j, 0]), float(ci[j, 1])),
-                                       UNITS[name], "joint WLS (relative residuals)")
-        quality["r2"] = float(res.rsquared)  # type: ignore[attr-defined]
-        quality["r2_of"] = "E/N, no intercept (uncentred)"
+            coeffs[name] = Coefficient(name, float(beta[j]), float(inf.se[j]),
+                                       (float(inf.ci95[j, 0]), float(inf.ci95[j, 1])), UNITS[name],
+                                       "joint WLS (relative residuals)")
+        quality["r2"] = inf.r2
+        quality["r2_of"] = "E/N" + (" (centred: the counts span a constant)" if inf.centred
+                                    else ", no intercept (uncentred)")
         params = {k: c.value for k, c in coeffs.items()}
-        params.update({k: c.value for k, c in observed_tau(basic_rows(rows)).items()})
+        params.update({k: c.value for k, c in observed_tau(rows.cfg.take(basic_mask(rows.cfg))).items()})
     else:
-        base_res = _basic_with_errors(rows)
-        coeffs.update(base_res)
-        params, extra_coeffs, notes = _residual_params(rows)
+        coeffs.update(_basic_with_errors(rows))
+        params, extra_coeffs, notes = _residual_params(rows.cfg)
         coeffs.update(extra_coeffs)
         warnings.extend(notes)
     for name, c in list(coeffs.items()):
@@ -170,16 +181,16 @@ def fit_cache(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False
             warnings.append(f"{name} omitted: {why}")
             del coeffs[name]
             params.pop(name, None)
-    tau = observed_tau(basic_rows(rows))
-    t_pred, e_pred = predict_linear(params, rows)
-    errs = point_errors(rows, None, e_pred)
-    if t_pred is not None:
-        b = basic_rows(rows).index
-        errs_b = point_errors(rows.loc[b], t_pred[rows.index.get_indexer(b)], e_pred[rows.index.get_indexer(b)])
-        quality.update(error_summary(errs_b["time_rel_err"].to_numpy(), "time"))
-        quality.update(error_summary(errs_b["power_rel_err"].to_numpy(), "power"))
-    quality.update(error_summary(errs["energy_rel_err"].to_numpy(), "energy"))
+    tau = observed_tau(rows.cfg.take(basic_mask(rows.cfg)))
+
+    def predictor(c: Columns) -> tuple[np.ndarray | None, np.ndarray]:
+        return predict_linear(params, c)
+
+    errs = row_errors(predictor, rows)
+    quality.update(errs.quality())
     quality["mape_pct"] = quality.get("energy_mape_pct", math.nan)
+    if "time_mape_pct" in quality:
+        quality["time_model"] = TIME_MODEL_NOTE + " (intensity rows only)"
     l1, l2 = params.get("eps_l1"), params.get("eps_l2")
     if l1 is not None and l2 is not None and l1 > l2:
         warnings.append(f"eps_l1 ({l1:.3g}) > eps_l2 ({l2:.3g}): fails the sanity check eps_L1 <= eps_L2 "
@@ -187,16 +198,17 @@ def fit_cache(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False
     rand, mem = params.get("eps_rand"), params.get("eps_mem")
     if rand is not None and mem is not None and rand < 10 * mem:
         warnings.append(f"eps_rand ({rand:.3g} J) < 10x eps_mem: S1 §4.4.2 expects at least 10x")
-    return FitResult(platform=platform, model="cache", emulated=emulated, n_points=len(rows), coefficients=coeffs,
+    return FitResult(platform=platform, model="cache", emulated=emulated, n_points=rows.n_rows, coefficients=coeffs,
                      tau=tau, derived=derived_constants(params), quality=quality, warnings=warnings,
                      omitted=omitted, extra={"method": method, "method_detail": (
                          "joint WLS on rows normalised by their own operation count" if method == "joint"
                          else "eq.9 on intensity rows, then residual eq.11/12 per level")},
-                     point_errors=errs, predictor=lambda f: predict_linear(params, f), rows=rows)
+                     errors=errs, predictor=predictor, rows=rows)
 
 
-def _basic_with_errors(rows: pd.DataFrame) -> dict[str, Coefficient]:
-    from archline.fit.regress.basic import fit_basic
+def _basic_with_errors(rows: Grouped) -> dict[str, Coefficient]:
+    from archline.fit.regress.basic import basic_coefficients, precisions_present
 
-    r = fit_basic(rows, require_both_precisions=False)
-    return {k: c for k, c in r.coefficients.items() if k != "delta_eps_dp"}
+    cfg = rows.cfg.take(basic_mask(rows.cfg))
+    coeffs, _ = basic_coefficients(cfg, precisions_present(cfg))
+    return {k: c for k, c in coeffs.items() if k != "delta_eps_dp"}

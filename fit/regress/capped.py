@@ -3,15 +3,18 @@
 Parameters (all > 0, fitted in log space): tau_flop_{sp,dp}, tau_mem, eps_flop_{sp,dp}, eps_mem, pi0, delta_pi.
 The seeds do not give the thesis's loss, weights, starting values or constraints (model.md §13.11); ours:
 
-* residuals are stacked log-ratios, r_T = log(T_model/T) with T_model from eq.34, and
-  r_E = log(E_model/E) with E_model from eq.32 at the measured T (as eq.9 uses it);
-* starting values: eq.9's OLS, the observed peak rates, and delta_pi = highest observed power - pi0;
-* uncertainty: a row bootstrap, warm-started at the estimate (m-out-of-n with m <= 20,000 rows for huge sets,
-  the spread rescaled by sqrt(m/n)).
+* residuals are stacked log-ratios per configuration, weighted by sqrt(n) for its n rows:
+  r_T = log(T_model) - mean(log T) with T_model from eq.34 (this is the rows' sum of squared log-ratios less a
+  constant, so it equals the row-wise loss), and r_E = log(E_model(mean T)/mean E) with E_model from eq.32 at
+  the measured time (as eq.9 uses it; on configuration means, which differs from the mean of the rows'
+  log-ratios by O(noise^2), and is exactly the row-wise loss when each configuration has one row);
+* starting values: eq.9's fit, the observed peak rates, and delta_pi = highest observed power - pi0;
+* uncertainty: a bootstrap over configurations (all of a configuration's repeats move together, as they do
+  in grouped cross-validation), warm-started at the estimate.
 
-The "free" model is the same fit with delta_pi = inf. Per-point relative errors of performance, energy and power
-(energy at the model's own time) of the two are compared with a two-sample Kolmogorov-Smirnov test (S1 §4.4.1).
-Only intensity rows are used (flops and DRAM bytes).
+The "free" model is the same fit with delta_pi = inf. Per-configuration relative errors of performance, energy
+and power (energy at the model's own time) of the two are compared with a two-sample Kolmogorov-Smirnov test
+(S1 §4.4.1: per intensity point). Only intensity rows are used (flops and DRAM bytes).
 """
 
 from __future__ import annotations
@@ -22,31 +25,32 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from archline.fit.io.configs import Columns, Grouped
 from archline.fit.io.results import TooFewPointsError, require_points
 from archline.fit.model.machine import Machine
 from archline.fit.regress.basic import (
+    basic_mask,
     basic_rows,
     derived_constants,
     fit_basic_params,
     observed_tau,
-    point_errors,
     precisions_present,
 )
-from archline.fit.regress.result import UNITS, Coefficient, FitResult, error_summary, relative_error
+from archline.fit.regress.result import UNITS, Coefficient, FitResult, as_grouped, error_summary, relative_error
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-BOOT_MAX_ROWS = 20_000
-
 
 class _Problem:
-    def __init__(self, rows: pd.DataFrame, precs: list[str], capped: bool) -> None:
-        self.w_sp = rows["flops_sp"].to_numpy(dtype=np.float64)
-        self.w_dp = rows["flops_dp"].to_numpy(dtype=np.float64)
-        self.q = rows["bytes_mem"].to_numpy(dtype=np.float64)
-        self.t = rows["time_s"].to_numpy()
-        self.e = rows["energy_j"].to_numpy()
+    def __init__(self, cfg: Columns, precs: list[str], capped: bool) -> None:
+        self.w_sp = cfg.num("flops_sp")
+        self.w_dp = cfg.num("flops_dp")
+        self.q = cfg.num("bytes_mem")
+        self.t = cfg.num("time_s")
+        self.e = cfg.num("energy_j")
+        self.lt = cfg.num("log_time_mean") if "log_time_mean" in cfg else np.log(self.t)
+        self.sw = np.sqrt(cfg.num("n")) if "n" in cfg else np.ones_like(self.t)
         self.precs = precs
         self.capped = capped
         self.names = [f"tau_flop_{p}" for p in precs] + ["tau_mem"] + [f"eps_flop_{p}" for p in precs] + \
@@ -67,7 +71,7 @@ class _Problem:
     def residuals(self, theta: np.ndarray) -> np.ndarray:
         p = self.unpack(theta)
         t, e = self.model(p, self.t)
-        return np.concatenate([np.log(t / self.t), np.log(np.maximum(e, 1e-300) / self.e)])
+        return np.concatenate([self.sw * (np.log(t) - self.lt), self.sw * np.log(np.maximum(e, 1e-300) / self.e)])
 
     def jacobian(self, theta: np.ndarray) -> np.ndarray:
         """Analytic d residual / d log(parameter): the max of eq.34 is differentiated on its active branch."""
@@ -98,12 +102,12 @@ class _Problem:
         jac[n:, col["pi0"]] = p["pi0"] * self.t / e_model
         if self.capped:
             jac[:n, col["delta_pi"]] = np.where(on_cap, -1.0, 0.0)
-        return jac
+        return jac * np.concatenate([self.sw, self.sw])[:, None]
 
     def subset(self, idx: np.ndarray) -> _Problem:
         new = object.__new__(_Problem)
         new.__dict__.update(self.__dict__)
-        for k in ("w_sp", "w_dp", "q", "t", "e"):
+        for k in ("w_sp", "w_dp", "q", "t", "e", "lt", "sw"):
             setattr(new, k, getattr(self, k)[idx])
         return new
 
@@ -116,9 +120,9 @@ def _solve(prob: _Problem, theta0: np.ndarray) -> np.ndarray:
     return np.asarray(res.x)
 
 
-def _start(rows: pd.DataFrame, prob: _Problem) -> np.ndarray:
-    base = fit_basic_params(rows)
-    tau = {k: c.value for k, c in observed_tau(rows).items()}
+def _start(cfg: Columns, prob: _Problem) -> np.ndarray:
+    base = fit_basic_params(cfg)
+    tau = {k: c.value for k, c in observed_tau(cfg).items()}
     p0: dict[str, float] = {}
     for name in prob.names:
         if name == "delta_pi":
@@ -132,16 +136,16 @@ def _start(rows: pd.DataFrame, prob: _Problem) -> np.ndarray:
     return np.log(np.array([p0[n] for n in prob.names]))
 
 
-def fit_capped_params(frame: pd.DataFrame, capped: bool = True) -> dict[str, float]:
-    rows = basic_rows(frame)
-    prob = _Problem(rows, precisions_present(rows), capped)
-    return prob.unpack(_solve(prob, _start(rows, prob)))
+def fit_capped_params(cfg: Columns, capped: bool = True) -> dict[str, float]:
+    sub = cfg.take(basic_mask(cfg))
+    prob = _Problem(sub, precisions_present(sub), capped)
+    return prob.unpack(_solve(prob, _start(sub, prob)))
 
 
-def predict_capped(params: dict[str, float], frame: pd.DataFrame) -> tuple[np.ndarray | None, np.ndarray]:
-    prob = _Problem(frame, [p for p in ("sp", "dp") if f"tau_flop_{p}" in params], "delta_pi" in params)
+def predict_capped(params: dict[str, float], cfg: Columns) -> tuple[np.ndarray | None, np.ndarray]:
+    prob = _Problem(cfg, [p for p in ("sp", "dp") if f"tau_flop_{p}" in params], "delta_pi" in params)
     t, _ = prob.model(params)
-    _, e = prob.model(params, frame["time_s"].to_numpy())
+    _, e = prob.model(params, cfg.num("time_s"))
     return t, e
 
 
@@ -152,37 +156,36 @@ def _model_errors(prob: _Problem, p: dict[str, float]) -> dict[str, np.ndarray]:
             "energy": relative_error(e, prob.e), "power": relative_error(e / t, prob.e / prob.t)}
 
 
-def fit_capped(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False, n_boot: int = 100,
+def fit_capped(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bool = False, n_boot: int = 100,
                seed: int = 0) -> FitResult:
     from scipy.stats import ks_2samp
 
-    rows = basic_rows(frame)
-    if len(rows) == 0:
+    from archline.fit.regress.pointwise import row_errors
+
+    rows = basic_rows(as_grouped(frame))
+    if rows.n_rows == 0:
         raise TooFewPointsError("the capped model needs intensity rows (flops > 0, DRAM bytes); none found")
-    precs = precisions_present(rows)
-    prob = _Problem(rows, precs, capped=True)
-    require_points(len(rows), len(prob.names), "capped", "intensity rows")
-    theta = _solve(prob, _start(rows, prob))
+    cfg = rows.cfg
+    precs = precisions_present(cfg)
+    prob = _Problem(cfg, precs, capped=True)
+    require_points(rows.n_rows, len(prob.names), "capped", "intensity rows")
+    theta = _solve(prob, _start(cfg, prob))
     est = prob.unpack(theta)
-    free = _Problem(rows, precs, capped=False)
+    free = _Problem(cfg, precs, capped=False)
     theta_free = _solve(free, np.delete(theta, prob.names.index("delta_pi")))
     est_free = free.unpack(theta_free)
 
     rng = np.random.default_rng(seed)
-    n = len(rows)
-    m = min(n, BOOT_MAX_ROWS)
+    n = rows.n_rows
+    g = rows.n_configs
     boots = np.empty((n_boot, theta.size))
     for b in range(n_boot):
-        idx = rng.integers(0, n, m)
-        boots[b] = _solve(prob.subset(idx), theta)
+        boots[b] = _solve(prob.subset(rng.integers(0, g, g)), theta)
     vals = np.exp(boots)
-    shrink = math.sqrt(m / n)
     centre = np.exp(theta)
-    se = vals.std(axis=0, ddof=1) * shrink if n_boot > 1 else np.full(theta.size, math.nan)
-    lo_b, hi_b = (np.percentile(vals, [2.5, 97.5], axis=0) if n_boot > 1
-                  else (np.full(theta.size, math.nan), np.full(theta.size, math.nan)))
-    lo = centre - (centre - lo_b) * shrink
-    hi = centre + (hi_b - centre) * shrink
+    se = vals.std(axis=0, ddof=1) if n_boot > 1 else np.full(theta.size, math.nan)
+    lo, hi = (np.percentile(vals, [2.5, 97.5], axis=0) if n_boot > 1
+              else (np.full(theta.size, math.nan), np.full(theta.size, math.nan)))
 
     warnings: list[str] = []
     omitted: dict[str, str] = {}
@@ -198,7 +201,7 @@ def fit_capped(frame: pd.DataFrame, *, platform: str = "", emulated: bool = Fals
 
     rss_c = float(np.sum(prob.residuals(theta) ** 2))
     rss_f = float(np.sum(free.residuals(theta_free) ** 2))
-    dof = 2 * n - theta.size
+    dof = 2 * g - theta.size  # on configuration means
     f_stat = (rss_f - rss_c) / max(rss_c / max(dof, 1), 1e-300)
     f_p = float(f_dist.sf(f_stat, 1, max(dof, 1))) if f_stat > 0 else 1.0
     for j, name in enumerate(prob.names):
@@ -208,7 +211,7 @@ def fit_capped(frame: pd.DataFrame, *, platform: str = "", emulated: bool = Fals
         if name == "delta_pi" and (n_bind == 0 or f_p > 0.01):
             omitted[name] = (f"the power cap does not bind in the data (capped vs free fit: F-test p = {f_p:.3g}, "
                              f"{n_bind} point(s) at the cap; highest measured power "
-                             f"{float(np.max(prob.e / prob.t)):.4g} W): delta_pi is not identified and the "
+                             f"{float(np.max(rows.e / rows.t)):.4g} W): delta_pi is not identified and the "
                              f"data follow the free model")
         elif not math.isfinite(rel_half) or rel_half > 0.5:
             omitted[name] = f"not identified by the data: bootstrap 95% interval [{lo[j]:.3g}, {hi[j]:.3g}]"
@@ -230,19 +233,21 @@ def fit_capped(frame: pd.DataFrame, *, platform: str = "", emulated: bool = Fals
                  "free_median_pct": float(np.median(a) * 100), "capped_median_pct": float(np.median(b) * 100),
                  "free_q25_q75_pct": [float(np.percentile(a, 25) * 100), float(np.percentile(a, 75) * 100)],
                  "capped_q25_q75_pct": [float(np.percentile(b, 25) * 100), float(np.percentile(b, 75) * 100)]}
-    cap_info: dict[str, Any] = {"points_where_cap_binds": n_bind, "of_points": n, "f_test_pvalue": f_p}
+    cap_info: dict[str, Any] = {"points_where_cap_binds": n_bind, "of_points": g, "f_test_pvalue": f_p,
+                                "points_are": "configurations"}
     for p, mach in machines.items():
         cap_info[f"B_tau_minus_{p}"] = mach.B_tau_minus
         cap_info[f"B_tau_plus_{p}"] = mach.B_tau_plus
         cap_info[f"cap_binds_{p}"] = bool(mach.B_tau_minus < mach.B_tau_plus)
     params = dict(est)
-    t_pred, e_pred = predict_capped(params, rows)
-    errs = point_errors(rows, t_pred, e_pred)
-    errs["cap_binds"] = binds
-    quality: dict[str, Any] = {"n_points": n}
-    quality.update(error_summary(errs["energy_rel_err"].to_numpy(), "energy"))
-    quality.update(error_summary(errs["time_rel_err"].to_numpy(), "time"))
-    quality.update(error_summary(errs["power_rel_err"].to_numpy(), "power"))
+
+    def predictor(c: Columns) -> tuple[np.ndarray | None, np.ndarray]:
+        return predict_capped(params, c)
+
+    errs = row_errors(predictor, rows)
+    errs.extra["cap_binds"] = binds
+    quality: dict[str, Any] = {"n_points": n, "n_configurations": g}
+    quality.update(errs.quality())
     quality["mape_pct"] = quality.get("energy_mape_pct", math.nan)
     quality.update(error_summary(err_f["performance"], "free_performance"))
     quality.update(error_summary(err_c["performance"], "capped_performance"))
@@ -253,7 +258,7 @@ def fit_capped(frame: pd.DataFrame, *, platform: str = "", emulated: bool = Fals
     return FitResult(platform=platform, model="capped", emulated=emulated, n_points=n, coefficients=coeffs,
                      tau=tau, derived=derived_constants(params_out), quality=quality, warnings=warnings,
                      omitted=omitted,
-                     extra={"method": "scipy least_squares on log-ratio residuals of T (eq.34) and E (eq.32); "
-                                      "row bootstrap", "n_boot": n_boot, "bootstrap_rows": m, "cap": cap_info,
-                            "ks_free_vs_capped": ks, "free_estimates": est_free},
-                     point_errors=errs, predictor=lambda f: predict_capped(params, f), rows=rows)
+                     extra={"method": "scipy least_squares on log-ratio residuals of T (eq.34) and E (eq.32) per "
+                                      "configuration; bootstrap over configurations", "n_boot": n_boot,
+                            "cap": cap_info, "ks_free_vs_capped": ks, "free_estimates": est_free},
+                     errors=errs, predictor=predictor, rows=rows)

@@ -8,8 +8,10 @@ W = 0 rows (integer, shared-memory, L2): DECISION for the open point of model.md
 flops (exactly eq.48, where the DP indicator R equals W_dp/W), and otherwise the row's own count (int_ops,
 bytes_shared, bytes_l2, ...; :func:`~archline.fit.regress.result.row_normaliser`). The response E/N is then energy per
 operation of the row's kind, so every row kind enters the loss on the same footing.
-The solve is two-step: nnls, then nnls again with rows weighted by 1/yhat (relative residuals), because E/N
-spans orders of magnitude across intensities. Uncertainty is a row bootstrap (not OLS).
+The solve is two-step: nnls, then nnls again with configurations weighted by 1/yhat (relative residuals),
+because E/N spans orders of magnitude across intensities; both from configuration statistics
+(:mod:`archline.fit.regress.sufficient`), equal to the row-wise solve. Uncertainty is a bootstrap over
+configurations (not OLS).
 
 A coefficient the data cannot identify -- its bootstrap 95% interval is wider than +-50% of its value, or it
 sits at the bound 0 -- is left out with a warning; a pair that moves together (bootstrap correlation beyond
@@ -24,120 +26,127 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from archline.fit.io.configs import Columns, Grouped, iter_groups
 from archline.fit.io.results import TooFewPointsError, require_columns, require_points
 from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at, energy_j
-from archline.fit.regress.basic import point_errors
-from archline.fit.regress.result import UNITS, Coefficient, FitResult, error_summary, row_normaliser
+from archline.fit.regress.result import UNITS, Coefficient, FitResult, as_grouped, row_normaliser
+from archline.fit.regress.sufficient import Pseudo, nnls_relative, rel_rmse_pct
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 IGNORED_COUNTS = ("bytes_l1", "bytes_l3", "rand_accesses")
 SETTING_KEYS = ("core_mhz", "mem_mhz", "core_v", "mem_v")
+#: eq.48 columns that carry the measured time (per unit time: Vc, Vm, 1); the rest carry counts.
+_TIME_FACTOR = {"c1_core": "core_v", "c1_mem": "mem_v", "pi_misc": None}
 
 
-def dvfs_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    n, _ = row_normaliser(frame)
-    other = frame[list(IGNORED_COUNTS)].to_numpy(dtype=np.float64).sum(axis=1) > 0
-    keep = (n > 0) & ~other
-    return frame.loc[keep], int(other.sum())
+def dvfs_mask(cfg: Columns) -> tuple[np.ndarray, int]:
+    n, _ = row_normaliser(cfg)
+    other = np.zeros(len(cfg))
+    for c in IGNORED_COUNTS:
+        other = other + cfg.num(c)
+    ignored = other > 0
+    return (n > 0) & ~ignored, int(cfg.num("n")[ignored].sum()) if "n" in cfg else int(ignored.sum())
 
 
-def design(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """The eq.48 design matrix (columns in DVFS_COEFFICIENTS order) and response, rows divided by N."""
-    n, _ = row_normaliser(rows)
-    vc = rows["core_v"].to_numpy(dtype=np.float64)
-    vm = rows["mem_v"].to_numpy(dtype=np.float64)
-    t = rows["time_s"].to_numpy()
-    w = rows["work_flop"].to_numpy()
+def design(cfg: Columns) -> Pseudo:
+    """The eq.48 design (columns in DVFS_COEFFICIENTS order), rows divided by N."""
+    n, _ = row_normaliser(cfg)
+    vc, vm = cfg.num("core_v"), cfg.num("mem_v")
     vc2, vm2 = vc**2, vm**2
-    cols = {
-        "c0_core_single": w * vc2, "c0_mem": rows["bytes_mem"].to_numpy() * vm2, "c1_core": vc * t,
-        "c1_mem": vm * t, "c0_core_integer": rows["int_ops"].to_numpy() * vc2,
-        "c0_core_sm": rows["bytes_shared"].to_numpy() * vc2, "c0_core_l2": rows["bytes_l2"].to_numpy() * vc2,
-        "pi_misc": t, "delta_c0_core_double": rows["flops_dp"].to_numpy() * vc2,
+    counts = {
+        "c0_core_single": cfg.num("work_flop") * vc2, "c0_mem": cfg.num("bytes_mem") * vm2,
+        "c0_core_integer": cfg.num("int_ops") * vc2, "c0_core_sm": cfg.num("bytes_shared") * vc2,
+        "c0_core_l2": cfg.num("bytes_l2") * vc2, "delta_c0_core_double": cfg.num("flops_dp") * vc2,
     }
-    x = np.column_stack([cols[name] / n for name in DVFS_COEFFICIENTS])
-    return x, rows["energy_j"].to_numpy() / n
+    zero = np.zeros(len(cfg))
+    a = np.column_stack([counts.get(name, zero) for name in DVFS_COEFFICIENTS])
+    per_t = {k: (np.ones(len(cfg)) if v is None else cfg.num(v)) for k, v in _TIME_FACTOR.items()}
+    b = np.column_stack([per_t.get(name, zero) for name in DVFS_COEFFICIENTS])
+    return Pseudo.build(cfg, a, b, n)
 
 
-def _nnls(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    from scipy.optimize import nnls
-
-    scale = np.linalg.norm(x, axis=0)
-    scale[scale == 0] = 1.0
-    beta, _ = nnls(x / scale, y, maxiter=50 * x.shape[1])
-    return beta / scale
+def _active(ps: Pseudo) -> np.ndarray:
+    return np.asarray((np.abs(ps.xbar).sum(axis=0) + np.abs(ps.b).sum(axis=0)) > 0)
 
 
-def solve(x: np.ndarray, y: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Two-step relative-residual nnls over the active columns; inactive coefficients are 0 (not reported)."""
-    beta = np.zeros(x.shape[1])
-    xa = x[:, active]
-    b = _nnls(xa, y)
-    yhat = xa @ b
-    wgt = 1.0 / np.where(yhat > 0, yhat, y)
-    beta[active] = _nnls(xa * wgt[:, None], y * wgt)
-    return beta
+def fit_dvfs_params(cfg: Columns) -> dict[str, float]:
+    keep, _ = dvfs_mask(cfg)
+    ps = design(cfg.take(keep))
+    return dict(zip(DVFS_COEFFICIENTS, (float(b) for b in nnls_relative(ps, _active(ps))), strict=True))
 
 
-def fit_dvfs_params(frame: pd.DataFrame) -> dict[str, float]:
-    rows, _ = dvfs_rows(frame)
-    x, y = design(rows)
-    active = np.abs(x).sum(axis=0) > 0
-    return dict(zip(DVFS_COEFFICIENTS, (float(b) for b in solve(x, y, active)), strict=True))
-
-
-def predict_dvfs(params: dict[str, float], frame: pd.DataFrame) -> tuple[np.ndarray | None, np.ndarray]:
+def predict_dvfs(params: dict[str, float], cfg: Columns) -> tuple[np.ndarray | None, np.ndarray]:
     c = {k: params.get(k, 0.0) for k in DVFS_COEFFICIENTS}
-    e = energy_j(c, frame["core_v"].to_numpy(dtype=np.float64), frame["mem_v"].to_numpy(dtype=np.float64),
-                 frame["time_s"].to_numpy(), flops_sp=frame["flops_sp"].to_numpy(),
-                 flops_dp=frame["flops_dp"].to_numpy(), bytes_mem=frame["bytes_mem"].to_numpy(),
-                 int_ops=frame["int_ops"].to_numpy(), bytes_shared=frame["bytes_shared"].to_numpy(),
-                 bytes_l2=frame["bytes_l2"].to_numpy())
+    e = energy_j(c, cfg.num("core_v"), cfg.num("mem_v"), cfg.num("time_s"), flops_sp=cfg.num("flops_sp"),
+                 flops_dp=cfg.num("flops_dp"), bytes_mem=cfg.num("bytes_mem"), int_ops=cfg.num("int_ops"),
+                 bytes_shared=cfg.num("bytes_shared"), bytes_l2=cfg.num("bytes_l2"))
     return None, e
 
 
-def distinct_settings(frame: pd.DataFrame) -> int:
-    if not all(k in frame.columns for k in ("core_v", "mem_v")):
-        return 0
-    v = frame[["core_v", "mem_v"]].dropna()
-    return len(v.drop_duplicates())
+def setting_ids(cfg: Columns) -> np.ndarray:
+    """Index of each configuration's (core_v, mem_v) setting (-1 where either is missing)."""
+    vc, vm = cfg.num("core_v") if "core_v" in cfg else np.full(len(cfg), np.nan), \
+        cfg.num("mem_v") if "mem_v" in cfg else np.full(len(cfg), np.nan)
+    ok = np.isfinite(vc) & np.isfinite(vm)
+    ids = np.full(len(cfg), -1, dtype=np.int64)
+    seen: dict[tuple[float, float], int] = {}
+    for j in np.flatnonzero(ok):
+        ids[j] = seen.setdefault((float(vc[j]), float(vm[j])), len(seen))
+    return ids
 
 
-def fit_dvfs(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False, n_boot: int = 200,
+def distinct_settings(frame: Grouped | Columns | pd.DataFrame) -> int:
+    if isinstance(frame, Grouped):
+        frame = frame.cfg
+    if not isinstance(frame, Columns):
+        if not all(k in frame.columns for k in ("core_v", "mem_v")):
+            return 0
+        return len(frame[["core_v", "mem_v"]].dropna().drop_duplicates())
+    ids = setting_ids(frame)
+    return int(ids.max()) + 1 if ids.size else 0
+
+
+def fit_dvfs(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bool = False, n_boot: int = 200,
              seed: int = 0) -> FitResult:
-    require_columns(frame, ("core_v", "mem_v"), "dvfs")
-    rows, n_ignored = dvfs_rows(frame)
+    from archline.fit.regress.pointwise import row_errors
+
+    data = as_grouped(frame)
+    require_columns(data, ("core_v", "mem_v"), "dvfs")
+    keep, n_ignored = dvfs_mask(data.cfg)
+    rows = data.select(keep)
     warnings: list[str] = []
     if n_ignored:
         warnings.append(f"dvfs: {n_ignored} row(s) with L1, L3 or random-access counts left out (eq.48 has no "
                         f"such term)")
-    x, y = design(rows)
-    active = np.abs(x).sum(axis=0) > 0
+    ps = design(rows.cfg)
+    active = _active(ps)
     omitted: dict[str, str] = {}
     for j, name in enumerate(DVFS_COEFFICIENTS):
         if not active[j]:
             omitted[name] = "no rows exercise it"
     n_par = int(active.sum())
-    require_points(len(rows), n_par, "dvfs")
-    n_set = distinct_settings(rows)
+    require_points(rows.n_rows, n_par, "dvfs")
+    n_set = distinct_settings(rows.cfg)
     if n_set < 2:
         raise TooFewPointsError(f"the dvfs model needs at least 2 distinct (core_v, mem_v) settings, got {n_set}")
-    beta = solve(x, y, active)
+    beta = nnls_relative(ps, active)
 
     rng = np.random.default_rng(seed)
-    boots = np.empty((n_boot, x.shape[1]))
-    n = len(rows)
+    p = len(DVFS_COEFFICIENTS)
+    boots = np.empty((n_boot, p))
+    g = rows.n_configs
     for b in range(n_boot):
-        idx = rng.integers(0, n, n)
-        boots[b] = solve(x[idx], y[idx], active)
-    se = boots.std(axis=0, ddof=1) if n_boot > 1 else np.full(x.shape[1], math.nan)
+        boots[b] = nnls_relative(ps.take(rng.integers(0, g, g)), active)
+    se = boots.std(axis=0, ddof=1) if n_boot > 1 else np.full(p, math.nan)
     lo, hi = (np.percentile(boots, [2.5, 97.5], axis=0) if n_boot > 1
-              else (np.full(x.shape[1], math.nan), np.full(x.shape[1], math.nan)))
+              else (np.full(p, math.nan), np.full(p, math.nan)))
 
-    # identifiability: exact aliasing from the rank, weak identification from the bootstrap
-    xs = x[:, active] / np.linalg.norm(x[:, active], axis=0)
+    # identifiability: exact aliasing from the rank, weak identification from the bootstrap. The pseudo-rows
+    # have the rows' Gram matrix, hence their singular values.
+    x, _ = ps.columns(active).rows()
+    xs = x / np.linalg.norm(x, axis=0)
     sv = np.linalg.svd(xs, compute_uv=False)
     cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
     unident: dict[str, str] = {}
@@ -157,8 +166,7 @@ def fit_dvfs(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False,
             rho = float(corr[ia, ib])
             if math.isfinite(rho) and abs(rho) > 0.95 and (names_a[ia] in unident or names_a[ib] in unident):
                 pairs.append((names_a[ia], names_a[ib], rho))
-    vm = rows["mem_v"].to_numpy(dtype=np.float64)
-    vc = rows["core_v"].to_numpy(dtype=np.float64)
+    vm, vc = rows.cfg.num("mem_v"), rows.cfg.num("core_v")
     for a, b2, rho in pairs:
         detail = ""
         if {a, b2} == {"c1_mem", "pi_misc"}:
@@ -184,21 +192,20 @@ def fit_dvfs(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False,
     params = dict(zip(DVFS_COEFFICIENTS, (float(b) for b in beta), strict=True))
 
     settings: list[dict[str, Any]] = []
-    keys = [k for k in SETTING_KEYS if k in rows.columns]
-    uniq = rows[keys].drop_duplicates().sort_values(keys, ascending=False)
-    for _, srow in uniq.iterrows():
-        cv, mv = float(srow["core_v"]), float(srow["mem_v"])
+    keys = [k for k in SETTING_KEYS if k in rows.cfg]
+    dependency = {"eps_flop_sp": ("c0_core_single",), "eps_flop_dp": ("c0_core_single", "delta_c0_core_double"),
+                  "eps_mem": ("c0_mem",), "eps_int": ("c0_core_integer",), "eps_shared": ("c0_core_sm",),
+                  "eps_l2": ("c0_core_l2",), "pi0": ()}
+    groups = list(iter_groups(rows.cfg, keys))
+    groups.sort(key=lambda kv: tuple(-float(v) for v in kv[0]))
+    for key, sel in groups:
+        entry: dict[str, Any] = {k: (None if not math.isfinite(float(v)) else float(v)) for k, v in zip(keys, key,
+                                                                                                      strict=True)}
+        cv, mv = float(rows.cfg.num("core_v")[sel][0]), float(rows.cfg.num("mem_v")[sel][0])
         point = costs_at(params, cv, mv).as_dict()
         boot_pi0 = boots[:, DVFS_COEFFICIENTS.index("c1_core")] * cv + \
             boots[:, DVFS_COEFFICIENTS.index("c1_mem")] * mv + boots[:, DVFS_COEFFICIENTS.index("pi_misc")]
-        entry: dict[str, Any] = {k: (None if not math.isfinite(float(srow[k])) else float(srow[k])) for k in keys}
-        sel = np.ones(len(rows), dtype=bool)
-        for k in keys:
-            sel &= rows[k].to_numpy(dtype=np.float64) == float(srow[k])
-        entry["n_points"] = int(sel.sum())
-        dependency = {"eps_flop_sp": ("c0_core_single",), "eps_flop_dp": ("c0_core_single", "delta_c0_core_double"),
-                      "eps_mem": ("c0_mem",), "eps_int": ("c0_core_integer",), "eps_shared": ("c0_core_sm",),
-                      "eps_l2": ("c0_core_l2",), "pi0": ()}
+        entry["n_points"] = int(rows.cfg["n"][sel].sum())
         for k, v in point.items():
             if any(d in omitted and d not in unident for d in dependency[k]):
                 continue  # no data for it at all
@@ -208,16 +215,19 @@ def fit_dvfs(frame: pd.DataFrame, *, platform: str = "", emulated: bool = False,
         entry["pi0_stderr"] = float(np.std(boot_pi0, ddof=1)) if n_boot > 1 else None
         settings.append(entry)
 
-    _, e_pred = predict_dvfs(params, rows)
-    errs = point_errors(rows, None, e_pred)
-    quality: dict[str, Any] = {"n_points": len(rows), "n_settings": n_set, "condition_number": cond}
-    quality.update(error_summary(errs["energy_rel_err"].to_numpy(), "energy"))
+    def predictor(c: Columns) -> tuple[np.ndarray | None, np.ndarray]:
+        return predict_dvfs(params, c)
+
+    errs = row_errors(predictor, rows)
+    quality: dict[str, Any] = {"n_points": rows.n_rows, "n_configurations": rows.n_configs, "n_settings": n_set,
+                               "condition_number": cond}
+    quality.update(errs.quality())
     quality["mape_pct"] = quality.get("energy_mape_pct", math.nan)
-    ss_res = float(np.sum((x @ beta - y) ** 2 / np.maximum(x @ beta, 1e-300) ** 2))
-    quality["rel_rmse_pct"] = 100 * math.sqrt(ss_res / len(rows))
-    return FitResult(platform=platform, model="dvfs", emulated=emulated, n_points=len(rows), coefficients=coeffs,
+    quality["rel_rmse_pct"] = rel_rmse_pct(ps, beta)
+    return FitResult(platform=platform, model="dvfs", emulated=emulated, n_points=rows.n_rows, coefficients=coeffs,
                      quality=quality, warnings=warnings, omitted=omitted,
                      extra={"method": "scipy nnls of S1 eq.48, rows normalised by W (or their own count when "
-                                      "W = 0), two-step relative weights; row bootstrap",
+                                      "W = 0), two-step relative weights per configuration; bootstrap over "
+                                      "configurations",
                             "settings": settings, "n_boot": n_boot, "all_estimates": params},
-                     point_errors=errs, predictor=lambda f: predict_dvfs(params, f), rows=rows)
+                     errors=errs, predictor=predictor, rows=rows)

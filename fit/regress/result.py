@@ -1,7 +1,7 @@
 """What every regression returns: coefficients with uncertainty, quality, warnings, and a predictor.
 
-Shared by :mod:`regress_basic`, :mod:`regress_cache`, :mod:`regress_capped` and :mod:`regress_dvfs`; written out
-by :mod:`costs_table` as ``archline.costs/1``.
+Shared by the basic, cache, capped and dvfs fits; written out by :mod:`archline.fit.io.costs` as
+``archline.costs/1``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from archline.fit.io.results import COUNT_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
+    from archline.fit.io.configs import Columns, Grouped
+    from archline.fit.regress.pointwise import RowErrors
 
 #: SI unit of every coefficient the fits can report (archline.costs/1).
 UNITS: dict[str, str] = {
@@ -62,8 +65,9 @@ class Coefficient:
         return d
 
 
-#: predictor(frame) -> (predicted time_s or None, predicted energy_j)
-Predictor = Callable[["pd.DataFrame"], tuple["np.ndarray | None", "np.ndarray"]]
+#: predictor(configurations) -> (predicted time_s or None, predicted energy_j at each entry's time_s). Every
+#: model's energy is affine in the measured time, so evaluating it at time 0 and 1 gives the per-row prediction.
+Predictor = Callable[["Columns"], tuple["np.ndarray | None", "np.ndarray"]]
 
 
 @dataclass
@@ -79,16 +83,34 @@ class FitResult:
     warnings: list[str] = field(default_factory=list)
     omitted: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-    point_errors: pd.DataFrame | None = None
+    errors: RowErrors | None = None
     predictor: Predictor | None = None
-    rows: pd.DataFrame | None = None
+    rows: Grouped | None = None
 
     def value(self, name: str) -> float | None:
         c = self.coefficients.get(name) or self.tau.get(name)
         return None if c is None else c.value
 
+    @property
+    def point_errors(self) -> pd.DataFrame | None:
+        """Per-row signed relative errors as a frame (built on demand: a million rows cost memory)."""
+        if self.errors is None or self.rows is None:
+            return None
+        return self.errors.frame(self.rows)
 
-def row_normaliser(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+
+def as_grouped(data: Grouped | pd.DataFrame) -> Grouped:
+    """Fits take configurations; a row-wise frame (tests, in-memory data) is grouped first."""
+    from archline.fit.io.configs import Grouped as _Grouped
+
+    if isinstance(data, _Grouped):
+        return data
+    from archline.fit.io.results import from_frame
+
+    return from_frame(data)
+
+
+def row_normaliser(frame: Columns | pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Each row's own operation count N and the column it came from.
 
     DECISION (model.md §6.4 open point; also used by the joint cache fit): a row is divided by W (flops) when it
@@ -98,20 +120,64 @@ def row_normaliser(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     row's energy per operation of its own kind, of the same order as the cost being fitted, so no row kind
     dominates the least-squares loss. Rows with no counts at all (idle) have N = 0 and are left out by callers.
     """
-    n = np.zeros(len(frame))
-    src = np.full(len(frame), "", dtype=object)
+    size = len(frame)
+    n = np.zeros(size)
+    src = np.full(size, "", dtype=object)
     for col in NORMALISER_ORDER:
-        v = frame[col].to_numpy(dtype=np.float64)
+        v = np.asarray(frame[col], dtype=np.float64)
         take = (n == 0) & (v > 0)
         n[take] = v[take]
         src[take] = col
     return n, src
 
 
-def t_interval(value: float, stderr: float, dof: int) -> tuple[float, float]:
-    from scipy import stats
+#: From these degrees of freedom on, t quantiles (sf) come from the Cornish-Fisher series below; under them
+#: from scipy.special. The series is within 3e-9 (quantile) and 5e-6 (sf, |t| <= 15) of scipy there.
+T_SERIES_DOF = 100
+T_SF_SERIES_DOF = 1000
 
-    q = float(stats.t.ppf(0.975, max(dof, 1)))
+
+def _t_from_z(z: float, dof: float) -> float:
+    """Student-t quantile from the standard normal one, Abramowitz & Stegun 26.7.5 (four terms in 1/dof)."""
+    z2 = z * z
+    g1 = (z2 + 1) * z / 4
+    g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
+    g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
+    g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
+    return z + g1 / dof + g2 / dof**2 + g3 / dof**3 + g4 / dof**4
+
+
+def t_quantile(p: float, dof: int) -> float:
+    """Student-t quantile. Big fits (dof >= T_SERIES_DOF) use the series rather than scipy.special, whose
+    import (0.2 s) would be a sixth of fitting a million rows."""
+    if dof >= T_SERIES_DOF:
+        from statistics import NormalDist
+
+        return _t_from_z(NormalDist().inv_cdf(p), dof)
+    from scipy.special import stdtrit
+
+    return float(stdtrit(max(dof, 1), p))
+
+
+def t_sf(x: float, dof: int) -> float:
+    """P(T > x) for Student's t (see :func:`t_quantile`): the series inverted by Newton, then the normal tail."""
+    if dof >= T_SF_SERIES_DOF:
+        z = x
+        for _ in range(60):
+            h = 1e-6 * max(1.0, abs(z))
+            slope = (_t_from_z(z + h, dof) - _t_from_z(z - h, dof)) / (2 * h)
+            step = (_t_from_z(z, dof) - x) / slope
+            z -= step
+            if abs(step) < 1e-15 * max(1.0, abs(z)):
+                break
+        return 0.5 * math.erfc(z / math.sqrt(2.0))
+    from scipy.special import stdtr
+
+    return float(stdtr(max(dof, 1), -x))
+
+
+def t_interval(value: float, stderr: float, dof: int) -> tuple[float, float]:
+    q = t_quantile(0.975, dof)
     return (value - q * stderr, value + q * stderr)
 
 
@@ -121,31 +187,25 @@ def relative_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
         return (pred - meas) / meas
 
 
-def error_summary(err: np.ndarray, prefix: str) -> dict[str, float]:
-    """Mean |err|, median |err|, sd, min, max (in %) of a relative-error vector; NaNs ignored."""
-    a = np.abs(err[np.isfinite(err)]) * 100.0
-    if a.size == 0:
+def error_summary(err: np.ndarray, prefix: str, *, absolute: bool = False) -> dict[str, float]:
+    """Mean |err|, median |err|, sd, min, max (in %) of a relative-error vector; NaNs ignored. One array of
+    |err| and in-place selection for the median: these vectors have millions of rows. ``absolute``: ``err``
+    already holds |err| and may be reordered."""
+    a = err if absolute else np.abs(err)
+    if not np.isfinite(a.sum()):
+        a = a[np.isfinite(a)]
+    n = a.size
+    if n == 0:
         return {}
-    return {f"{prefix}_mape_pct": float(a.mean()), f"{prefix}_median_ape_pct": float(np.median(a)),
-            f"{prefix}_sd_pct": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-            f"{prefix}_min_pct": float(a.min()), f"{prefix}_max_pct": float(a.max())}
+    mean = float(a.sum()) / n
+    var = max(float(np.dot(a, a)) - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+    lo, hi = float(a.min()), float(a.max())
+    k = n // 2
+    a.partition([k - 1, k] if n % 2 == 0 else [k])
+    med = float(a[k]) if n % 2 else 0.5 * float(a[k - 1] + a[k])
+    return {f"{prefix}_mape_pct": 100 * mean, f"{prefix}_median_ape_pct": 100 * med,
+            f"{prefix}_sd_pct": 100 * math.sqrt(var), f"{prefix}_min_pct": 100 * lo, f"{prefix}_max_pct": 100 * hi}
 
 
 def finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x)
-
-
-def fast_relative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Point estimate of the two-step relative-residual least squares (OLS, then weights 1/yhat^2) through the
-    column-scaled normal equations: O(n p^2) with one pass of BLAS, for cross-validation folds. The reported fit
-    uses statsmodels (standard errors, intervals); this gives the same point estimate."""
-    scale = np.linalg.norm(x, axis=0)
-    scale[scale == 0] = 1.0
-    xs = x / scale
-    beta = np.linalg.lstsq(xs.T @ xs, xs.T @ y, rcond=None)[0]
-    yhat = xs @ beta
-    w = 1.0 / np.where(yhat > 0, yhat, y)
-    xw = xs * w[:, None]
-    yw = y * w
-    beta = np.linalg.lstsq(xw.T @ xw, xw.T @ yw, rcond=None)[0]
-    return np.asarray(beta / scale)

@@ -141,6 +141,11 @@ class StreamDecoder:
         sel = np.flatnonzero((rec.event >= event_lo) & (rec.event <= event_hi))
         return RecordArrays(rec.event[sel], rec.channel[sel], rec.vcode[sel], rec.icode[sel], rec.overflow[sel])
 
+    def final_parts(self, start: int = 0) -> list[RecordArrays]:
+        """Finished blocks of records from block ``start`` on: their events no longer move, so a writer can
+        take them while decoding goes on."""
+        return self._final[start:]
+
     def records(self) -> RecordArrays:
         """All decoded sample records so far (the current second's event indices may still shift)."""
         if self._cache is None or len(self._cache) != self.n_accepted:

@@ -95,7 +95,8 @@ class PowerMon2:
 
     def __init__(self, port: str, channels: Mapping[int, float] | Sequence[int], rate_hz: float = 128.0,
                  raw_path: str | Path | None = None, name: str = "powermon2", timeout_s: float = 1.0,
-                 speed: float = 1.0, poll_s: float = 0.02, stall_s: float = 0.5, stall_error_s: float = 10.0,
+                 speed: float = 1.0, poll_s: float = 0.02, batch_s: float = 0.15, stall_s: float = 0.5,
+                 stall_error_s: float = 10.0,
                  emulated: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         r_sense = dict(channels) if isinstance(channels, Mapping) else {int(c): DEFAULT_R_SENSE_OHM for c in channels}
         if not r_sense:
@@ -118,6 +119,7 @@ class PowerMon2:
         self.timeout_s = timeout_s
         self.speed = float(speed)
         self.poll_s = poll_s
+        self.batch_s = max(batch_s, poll_s)
         self.stall_s = stall_s
         self.stall_error_s = stall_error_s
         self.emulated = emulated or port.startswith("powermon://")
@@ -134,6 +136,7 @@ class PowerMon2:
         self._ser: Any = None
         self._thread: threading.Thread | None = None
         self._stop_evt = threading.Event()
+        self._wake = threading.Event()   # set by stop() and wait_until(): read now, do not batch
         self._lock = threading.Lock()
         self._pairs_host: list[float] = []
         self._pairs_ev: list[int] = []
@@ -229,8 +232,11 @@ class PowerMon2:
                         break
                     continue
                 in_stall = False
-                if not self._stop_evt.is_set():
+                # let bytes gather: batch_s while nobody waits for them (each wake-up costs a decode call: at
+                # 3072 records/s that is most of the recorder's CPU), poll_s once someone does
+                if not self._stop_evt.is_set() and self._wake.wait(self.batch_s):
                     self._stop_evt.wait(self.poll_s)
+                self._wake.clear()
                 chunk = first + ser.read(ser.in_waiting)
                 t_r = self.clock()
                 last_data = t_r
@@ -255,6 +261,7 @@ class PowerMon2:
                 with contextlib.suppress(serial.SerialException, OSError):
                     self._ser.write(b"d\r")
             self._stop_evt.set()
+            self._wake.set()
             if self._thread is not None:
                 self._thread.join(timeout=self.timeout_s + 2 * self.poll_s + 1.0)
         finally:
@@ -317,6 +324,7 @@ class PowerMon2:
         """Block until samples up to ``t_host_s`` (and the hole accounting of their second) are decoded."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            self._wake.set()
             latest = self.latest_host_s()
             alive = self._thread is not None and self._thread.is_alive()
             if latest is not None and latest >= t_host_s and not self.decoder.has_open_hole:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from archline.common.arrow import arrow_of, arrow_strings
 from archline.common.atomic import atomic_path, write_atomic
 from archline.powermon.errors import MeterError
 from archline.powermon.record.samples import COLUMNS, Samples
@@ -181,11 +182,14 @@ def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | Non
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            meter = pa.array([samples.meter] * len(samples)).dictionary_encode()
-            table = pa.table({**samples.columns(), "meter": meter,
-                              "emulated": np.full(len(samples), samples.emulated)})
+            n = len(samples)
+            meter = pa.DictionaryArray.from_arrays(arrow_of(np.zeros(n, dtype=np.int8)), arrow_strings([samples.meter]))
+            cols = {k: arrow_of(v) for k, v in samples.columns().items()}
+            cols.update({"meter": meter, "emulated": arrow_of(np.full(n, samples.emulated))})
+            table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
             table = table.replace_schema_metadata({"archline": json.dumps(_meta(samples, meta))})
-            pq.write_table(table, tmp)
+            # dictionary pages only where values repeat (a float column's dictionary is wasted work)
+            pq.write_table(table, tmp, use_dictionary=["channel", "meter", "emulated"])
         elif name.endswith(".csv.gz"):
             with gzip.open(tmp, "wb", compresslevel=1) as f:
                 for chunk in csv_bytes(samples):

@@ -1,0 +1,361 @@
+"""Result rows grouped into configurations, with the sufficient statistics every fit works from.
+
+A sweep repeats each configuration (the same kernel, precision, level, counts and settings) many times, and
+every model here is, for one configuration, affine in the row's measured time: the design row is
+``a + t*b`` and the response ``e/N`` (N the configuration's own operation count). So a configuration's rows
+enter least squares only through their count n, the means of time and energy, and the centred sums of
+squares and cross-products of time and energy (:mod:`archline.fit.regress.sufficient` turns these into two
+pseudo-rows whose Gram matrix equals that of the n rows). Beside those the table keeps the mean and spread
+of log time (the capped fit's time residual), the three fastest times (the observed peak rates) and where
+each configuration first appears (for messages).
+
+Rows keep only what per-row errors need: time, energy, configuration index, and file and line.
+
+Grouping hashes the key columns' bit patterns (NaN and -0.0 made canonical) and checks the result; a hash
+collision falls back to an exact sort, so two rows share a configuration exactly when every key is equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: Statistics columns of a configuration table (besides its keys). ``time_s`` and ``energy_j`` are means,
+#: so a model's prediction on the table is its prediction at each configuration's mean time.
+STAT_COLUMNS: tuple[str, ...] = ("n", "time_s", "energy_j", "time_ss", "energy_ss", "time_energy_sp",
+                                 "log_time_mean", "log_time_ss", "time_min1", "time_min2", "time_min3",
+                                 "first_src", "first_pos")
+
+
+class Columns:
+    """A small column table: name -> 1-D numpy array, all of one length (one entry per configuration)."""
+
+    def __init__(self, data: dict[str, np.ndarray] | None = None) -> None:
+        self._d: dict[str, np.ndarray] = dict(data or {})
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._d[name]
+
+    def __setitem__(self, name: str, value: np.ndarray) -> None:
+        self._d[name] = np.asarray(value)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._d
+
+    def __len__(self) -> int:
+        return len(next(iter(self._d.values()))) if self._d else 0
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._d)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._d.get(name, default)
+
+    def take(self, index: np.ndarray) -> Columns:
+        """Rows by integer index or boolean mask."""
+        return Columns({k: v[index] for k, v in self._d.items()})
+
+    def num(self, name: str) -> np.ndarray:
+        """A numeric column as float64; 0 when absent (a count not in the data)."""
+        v = self._d.get(name)
+        return np.zeros(len(self)) if v is None else np.asarray(v, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file: where a row is, in words. CSV rows are named by line (header = line 1), Parquet rows by
+    their 1-based row number in the file."""
+
+    name: str
+    kind: str  # "csv" | "parquet"
+
+    def where(self, pos: int) -> str:
+        return f"{self.name}:{pos}" if self.kind == "csv" else f"{self.name}, row {pos}"
+
+
+@dataclass
+class Grouped:
+    """Configurations (``cfg``, one entry each: keys and statistics) and the rows behind them."""
+
+    cfg: Columns
+    g: np.ndarray            # row -> configuration index
+    t: np.ndarray            # row time_s
+    e: np.ndarray            # row energy_j
+    src: np.ndarray          # row -> index into sources
+    pos: np.ndarray          # row line (CSV) or row number (Parquet)
+    sources: list[Source] = field(default_factory=list)
+    #: text columns kept per row beside the configuration: name -> (codes, values)
+    carry: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.t.size)
+
+    @property
+    def n_configs(self) -> int:
+        return len(self.cfg)
+
+    def where_config(self, j: int) -> str:
+        """file:line of the first row of configuration ``j``."""
+        if not self.sources:
+            return f"configuration {j}"
+        return self.sources[int(self.cfg["first_src"][j])].where(int(self.cfg["first_pos"][j]))
+
+    def select(self, keep: np.ndarray) -> Grouped:
+        """The configurations where ``keep`` is true, with their rows."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.all():
+            return self
+        new_index = np.cumsum(keep) - 1
+        rows = keep[self.g]
+        return Grouped(self.cfg.take(keep), new_index[self.g[rows]], self.t[rows], self.e[rows], self.src[rows],
+                       self.pos[rows], self.sources, {k: (c[rows], v) for k, (c, v) in self.carry.items()})
+
+    def frame(self) -> pd.DataFrame:
+        """The rows as one pandas frame (keys repeated), e.g. for small data in tests and for --points."""
+        import pandas as pd
+
+        d: dict[str, Any] = {}
+        for k in self.cfg.columns:
+            if k in STAT_COLUMNS:
+                continue
+            d[k] = self.cfg[k][self.g]
+        d["time_s"] = self.t
+        d["energy_j"] = self.e
+        names = np.array([s.name for s in self.sources] or [""], dtype=object)
+        d["_file"] = names[self.src] if self.sources else np.full(self.n_rows, "", dtype=object)
+        d["_line"] = self.pos
+        for k, (codes, values) in self.carry.items():
+            d[k] = np.array(values, dtype=object)[codes]
+        return pd.DataFrame(d)
+
+
+def canonical_bits(values: np.ndarray) -> np.ndarray:
+    """uint64 bit patterns of float64 values with every NaN one NaN and -0.0 equal to 0.0."""
+    v = np.asarray(values, dtype=np.float64) + 0.0
+    nan = np.isnan(v)
+    if nan.any():
+        v[nan] = np.nan
+    return v.view(np.uint64)
+
+
+def key_bits(values: np.ndarray) -> np.ndarray:
+    """Key column as uint64 bits; a constant column (the common case: unused counts, unmeasured settings) as a
+    length-1 array, which the grouping treats as the same value on every row."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size:
+        lo, hi = v.min(), v.max()
+        if lo == hi or (np.isnan(lo) and np.isnan(v).all()):
+            return canonical_bits(v[:1])
+    return canonical_bits(v)
+
+
+_K = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _hash(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """A multiply-add combination of uint64 columns: a hash (equal keys give equal hashes; the caller checks
+    that unequal keys did not collide)."""
+    h = np.zeros(columns[0].size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in columns:
+            h += c
+            h *= _K
+    return h
+
+
+def factorize_rows(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (0..U-1, in order of first appearance) and the index of each code's first row, for the row keys
+    formed by uint64 ``columns`` (each of the rows' length, or of length 1 for a constant)."""
+    import pyarrow.compute as pc
+
+    from archline.common.arrow import arrow_of, numpy_of
+
+    n = max((c.size for c in columns), default=0)
+    varying = [c for c in columns if c.size == n and n and c.min() != c.max()]
+    if not varying:
+        return np.zeros(n, dtype=np.int64), np.zeros(1 if n else 0, dtype=np.int64)
+    enc = pc.dictionary_encode(arrow_of(_hash(varying)))
+    codes = numpy_of(enc.indices).astype(np.int64)
+    first = np.full(len(enc.dictionary), n, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
+    if all(bool((c == c[first][codes]).all()) for c in varying):
+        return codes, first
+    # a hash collision (never seen; kept exact): sort the keys
+    _, first_sorted, inverse = np.unique(np.column_stack(varying), axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first_sorted, kind="stable")      # renumber in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rank[inverse.reshape(-1)], first_sorted[order]
+
+
+class KeyReducer:
+    """Builds configuration keys batch by batch (bounded memory): each batch is reduced to its distinct keys
+    at once, and only rows' time, energy, local code and position are kept."""
+
+    def __init__(self, text_keys: Sequence[str], num_keys: Sequence[str]) -> None:
+        self.text_keys = tuple(text_keys)
+        self.num_keys = tuple(num_keys)
+        self.dictionaries: dict[str, dict[str, int]] = {k: {} for k in self.text_keys}
+        self._keys: list[np.ndarray] = []      # per batch: (U_b, K) uint64 distinct keys
+        self._codes: list[np.ndarray] = []     # per batch: row -> offset + local code
+        self._first: list[np.ndarray] = []     # per batch: (src, pos) of each distinct key's first row
+        self._t: list[np.ndarray] = []
+        self._e: list[np.ndarray] = []
+        self._src: list[np.ndarray] = []
+        self._pos: list[np.ndarray] = []
+        self._offset = 0
+        self.sources: list[Source] = []
+        self._carry: dict[str, list[np.ndarray]] = {}
+
+    def source_index(self, src: Source) -> int:
+        if not self.sources or self.sources[-1] != src:
+            self.sources.append(src)
+        return len(self.sources) - 1
+
+    def text_codes(self, name: str, indices: np.ndarray, dictionary: Iterable[str | None],
+                   full: bool = False) -> np.ndarray:
+        """Global codes of a text column given as dictionary ``indices`` into ``dictionary`` (length 1 when the
+        column holds one value, unless ``full``)."""
+        glob = self.dictionaries.setdefault(name, {})
+        lut = np.array([glob.setdefault("" if v is None else v, len(glob)) for v in dictionary] or [0],
+                       dtype=np.uint64)
+        if not full and indices.size > 1 and indices.min() == indices.max():
+            indices = indices[:1]
+        return lut[indices]
+
+    def add(self, text: dict[str, np.ndarray], num: dict[str, np.ndarray], t: np.ndarray, e: np.ndarray,
+            src: int, pos: np.ndarray, carried: dict[str, np.ndarray] | None = None) -> None:
+        cols = [text[k] for k in self.text_keys] + [key_bits(num[k]) for k in self.num_keys]
+        codes, first = factorize_rows(cols)
+        self._keys.append(np.column_stack([c[first] if c.size == t.size else np.repeat(c, first.size)
+                                           for c in cols]))
+        self._codes.append((codes + self._offset).astype(np.int32 if self._offset + first.size < 2**31 else np.int64))
+        self._first.append(np.column_stack([np.full(first.size, src, dtype=np.int64), pos[first]]))
+        self._offset += first.size
+        self._t.append(t)
+        self._e.append(e)
+        self._src.append(np.full(t.size, src, dtype=np.int32))
+        self._pos.append(pos.astype(np.int64 if pos.size and pos.max() >= 2**31 else np.int32))
+        for k, v in (carried or {}).items():
+            self._carry.setdefault(k, []).append(v.astype(np.int32))
+
+    def finish(self) -> Grouped:
+        keys = np.concatenate(self._keys) if self._keys else np.zeros((0, 0), dtype=np.uint64)
+        gcodes, gfirst = factorize_rows([keys[:, j] for j in range(keys.shape[1])]) if keys.shape[0] else (
+            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        wide = self._offset >= 2**31
+        g = gcodes.astype(np.int64 if wide else np.int32)[_concat(self._codes, np.int64 if wide else np.int32)]
+        first = np.concatenate(self._first)[gfirst]
+        cfg = Columns()
+        k_text = len(self.text_keys)
+        for j, name in enumerate(self.text_keys):
+            names = np.empty(len(self.dictionaries[name]), dtype=object)
+            for value, code in self.dictionaries[name].items():
+                names[code] = value
+            cfg[name] = names[keys[gfirst, j].astype(np.int64)] if names.size else np.full(gfirst.size, "",
+                                                                                           dtype=object)
+        for j, name in enumerate(self.num_keys):
+            cfg[name] = keys[gfirst, k_text + j].copy().view(np.float64)
+        t, e = _concat(self._t, np.float64), _concat(self._e, np.float64)
+        stats = config_stats(g, t, e, gfirst.size)
+        for k, v in stats.items():
+            cfg[k] = v
+        cfg["first_src"], cfg["first_pos"] = first[:, 0], first[:, 1]
+        carry: dict[str, tuple[np.ndarray, list[str]]] = {}
+        for k, parts in self._carry.items():
+            values = [""] * len(self.dictionaries[k])
+            for value, code in self.dictionaries[k].items():
+                values[code] = value
+            carry[k] = (_concat(parts, np.int32), values)
+        return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources, carry)
+
+
+#: Rows per slice in the passes over rows (bounded temporaries for ten million rows).
+CHUNK_ROWS = 1 << 20
+
+
+def _smallest(g: np.ndarray, t: np.ndarray, n_cfg: int, k: int) -> np.ndarray:
+    """(n_cfg, k): the k smallest values of t in each configuration (inf where it has fewer rows)."""
+    out = np.full((n_cfg, k), np.inf)
+    filled = np.zeros(n_cfg, dtype=np.int64)
+    rest_g, rest_t = g, t
+    while rest_t.size and int(filled.min()) < k:
+        m = np.full(n_cfg, np.inf)
+        np.minimum.at(m, rest_g, rest_t)
+        hit = rest_t == m[rest_g]
+        cnt = np.bincount(rest_g[hit], minlength=n_cfg)
+        for j in range(k):
+            take = (filled <= j) & (j < filled + cnt)
+            out[take, j] = m[take]
+        filled += cnt
+        rest = ~hit & (filled[rest_g] < k)
+        rest_g, rest_t = rest_g[rest], rest_t[rest]
+    return out
+
+
+def config_stats(g: np.ndarray, t: np.ndarray, e: np.ndarray, n_cfg: int) -> dict[str, np.ndarray]:
+    """Per configuration: count, means, centred sums of squares and cross-products, log-time mean and
+    spread, and the three fastest times. Two passes (means, then centred sums) for accuracy, each a slice of
+    rows at a time."""
+    n = np.bincount(g, minlength=n_cfg).astype(np.float64)
+    sums = {k: np.zeros(n_cfg) for k in ("t", "e", "lt", "tt", "ee", "te", "ll")}
+    fastest = np.full((n_cfg, 3), np.inf)
+    for i in range(0, t.size, CHUNK_ROWS):
+        gs, ts = g[i:i + CHUNK_ROWS], t[i:i + CHUNK_ROWS]
+        sums["t"] += np.bincount(gs, ts, minlength=n_cfg)
+        sums["e"] += np.bincount(gs, e[i:i + CHUNK_ROWS], minlength=n_cfg)
+        sums["lt"] += np.bincount(gs, np.log(ts), minlength=n_cfg)
+        fastest = np.sort(np.hstack([fastest, _smallest(gs, ts, n_cfg, 3)]), axis=1)[:, :3]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tm, em, ltm = sums["t"] / n, sums["e"] / n, sums["lt"] / n
+    for i in range(0, t.size, CHUNK_ROWS):
+        gs = g[i:i + CHUNK_ROWS]
+        dt = t[i:i + CHUNK_ROWS] - tm[gs]
+        de = e[i:i + CHUNK_ROWS] - em[gs]
+        dl = np.log(t[i:i + CHUNK_ROWS]) - ltm[gs]
+        sums["tt"] += np.bincount(gs, dt * dt, minlength=n_cfg)
+        sums["ee"] += np.bincount(gs, de * de, minlength=n_cfg)
+        sums["te"] += np.bincount(gs, dt * de, minlength=n_cfg)
+        sums["ll"] += np.bincount(gs, dl * dl, minlength=n_cfg)
+    return {"n": n, "time_s": tm, "energy_j": em, "time_ss": sums["tt"], "energy_ss": sums["ee"],
+            "time_energy_sp": sums["te"], "log_time_mean": ltm, "log_time_ss": sums["ll"],
+            "time_min1": fastest[:, 0], "time_min2": fastest[:, 1], "time_min3": fastest[:, 2]}
+
+
+def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    """Concatenate and empty the list (one array type at a time keeps the peak down)."""
+    out: np.ndarray = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+    parts.clear()
+    return out
+
+
+def restat(data: Grouped, rows: np.ndarray) -> Grouped:
+    """The same configurations with statistics recomputed from a subset of rows (row-wise cross-validation);
+    configurations left without rows are dropped."""
+    sub_g, sub_t, sub_e = data.g[rows], data.t[rows], data.e[rows]
+    cfg = Columns({k: data.cfg[k] for k in data.cfg.columns})
+    for k, v in config_stats(sub_g, sub_t, sub_e, len(cfg)).items():
+        cfg[k] = v
+    out = Grouped(cfg, sub_g, sub_t, sub_e, data.src[rows], data.pos[rows], data.sources,
+                  {k: (c[rows], v) for k, (c, v) in data.carry.items()})
+    return out.select(cfg["n"] > 0)
+
+
+def iter_groups(cfg: Columns, keys: Sequence[str]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
+    """(key values, boolean mask over configurations) for each distinct combination of ``keys``, sorted."""
+    cols = [np.asarray(cfg[k]) for k in keys]
+    seen: dict[tuple[Any, ...], list[int]] = {}
+    for j in range(len(cfg)):
+        seen.setdefault(tuple(c[j] for c in cols), []).append(j)
+    for key in sorted(seen, key=lambda x: tuple(str(v) for v in x)):
+        mask = np.zeros(len(cfg), dtype=bool)
+        mask[seen[key]] = True
+        yield key, mask
