@@ -66,7 +66,7 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: floa
     overflows, and the decoder's own counts; the energy bound covers the lost stretches. More than --max-lost
     of the samples lost, or a meter that vanished, exits 6 (or 4) after the summary.
     """
-    from archline.powermon.offline import record
+    from archline.powermon.recording import record
 
     rec = record(spec, duration_s, out, _ints(channels), rate_hz, max_lost)
     click.echo(json.dumps(rec.summary, indent=1, default=float))

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from archline.common.inputs import read_json
-from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
+from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.capture import sidecar_path
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
 from archline.powermon.powermon2.driver import period_for_rate
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
 from archline.powermon.record.integrate import Integration, integrate_samples
 from archline.powermon.record.samples import Samples
-from archline.powermon.record.traces import read_samples, write_samples
+from archline.powermon.record.traces import check_samples_path, read_samples, write_samples
 
 if TYPE_CHECKING:  # pragma: no cover
     from archline.powermon.record.samples_csv import CsvStream, RowFormat
@@ -274,128 +272,3 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
     except MeterError as e:
         rows.append({"kind": "nvml", "name": "-", "detail": str(e), "available": False})
     return rows
-
-
-def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
-                    raw_path: str | Path | None = None) -> Any:
-    """``powermon2:PORT``, ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
-    from archline.powermon.spec import channels_spec, open_meter
-
-    kind, _, arg = spec.partition(":")
-    if kind in ("powermon2", "powermon"):
-        if not arg:
-            raise MeterError("--meter powermon2 needs a port: powermon2:/dev/ttyUSB0")
-        return open_meter(channels_spec("powermon2", "powermon2", channels, port=arg, rate_hz=rate_hz),
-                          raw_path=raw_path, speed=_url_speed(arg))
-    if kind == "emulated":
-        from archline.powermon.powermon2.meter import emulated_powermon
-
-        try:
-            speed = float(arg or 1.0)
-        except ValueError:
-            raise MeterError(f"--meter emulated:SPEED needs a number, got {arg!r}") from None
-        if not (math.isfinite(speed) and speed > 0):
-            raise MeterError(f"--meter emulated:SPEED needs a positive speed (emulated seconds per second), "
-                             f"got {arg!r}")
-        return emulated_powermon(channels_spec("powermon2", "powermon2", channels, rate_hz=rate_hz), None,
-                                 speed=speed, raw_path=raw_path)
-    if kind == "rapl":
-        return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
-    if kind == "nvml":
-        if arg and not arg.isdigit():
-            raise MeterError(f"--meter nvml:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
-        return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
-    raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX])")
-
-
-@dataclass
-class Recording:
-    """What ``archline meter record`` made: the trace, its summary (counts of everything lost) and, when the
-    meter lost more than allowed or vanished, the error to exit with (after the summary is shown)."""
-
-    trace: Path
-    summary: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
-    error: MeterError | None = None
-    interrupted: bool = False
-
-
-def _url_speed(port: str) -> float:
-    """The time compression an in-process emulator URL asks for (``powermon://default?speed=4``), else 1."""
-    if not port.startswith("powermon://"):
-        return 1.0
-    from urllib.parse import parse_qs, urlsplit
-
-    try:
-        speed = float(parse_qs(urlsplit(port).query).get("speed", ["1"])[0])
-    except ValueError:
-        raise MeterError(f"bad powermon:// URL {port!r}: speed must be a number") from None
-    if not (math.isfinite(speed) and speed > 0):
-        raise MeterError(f"bad powermon:// URL {port!r}: speed must be positive")
-    return speed
-
-
-def check_samples_path(out: str | Path) -> None:
-    name = Path(out).name.lower()
-    if not name.endswith((".parquet", ".csv.gz", ".csv")):
-        raise MeterError(f"unknown samples format for {out} (use .csv, .csv.gz or .parquet)")
-
-
-def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int] | None = None,
-           rate_hz: float = 128.0, max_lost: float = MAX_LOST_SHARE) -> Recording:
-    """Record one meter for ``duration_s`` into a trace file; a PowerMon 2 also keeps its raw capture beside it.
-
-    Nothing lost passes silently: the summary holds the window's lost samples and lost seconds, gaps, overflows
-    and the decoder's own counts; a loss above ``max_lost`` (a share) or a vanished meter is returned as the error
-    to exit with. Ctrl-C stops the recording early: what was recorded is written, whole, and reported."""
-    from archline.powermon.record.recorder import Recorder
-
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        raise MeterError(f"--duration must be a positive number of seconds, got {duration_s:g}")
-    if not (math.isfinite(max_lost) and 0 <= max_lost <= 1):
-        raise MeterError(f"--max-lost must be a share between 0 and 1, got {max_lost:g}")
-    check_samples_path(out)
-    out_p = Path(out)
-    raw = out_p.with_name(out_p.name.split(".")[0] + ".raw.bin")
-    meter = meter_from_spec(spec, channels, rate_hz, raw)
-    interrupted = False
-    with Recorder([meter]) as rec:
-        rec.begin("record")
-        # the window starts where the stream does, so it holds every sample of the capture (and every loss the
-        # decoder counts); a meter without its own stream starts at the mark
-        start = getattr(meter, "stream_start_s", None)
-        t0 = float(start()) if callable(start) else rec.marks[-1].t_s
-        try:
-            time.sleep(duration_s)
-        except KeyboardInterrupt:
-            interrupted = True
-        t1 = rec.clock()
-        region = rec.end("record", t0_s=t0, t1_s=t1)
-    info = meter.info()
-    (mr,) = region.meters.values()
-    to_host = getattr(meter, "host_time_s", None)
-    if mr.device_window_s is not None and callable(to_host):   # the window as the region integrated it
-        t0, t1 = to_host(mr.device_window_s[0]), to_host(mr.device_window_s[1])
-    write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
-                                           "window_s": [t0, t1], "speed": getattr(meter, "speed", 1.0)})
-    summary = region.summary()
-    summary["trace"] = str(out_p)
-    for key in ("stats", "stalls", "error"):
-        if key in info:
-            summary.setdefault("decoder" if key == "stats" else key, info[key])
-    if getattr(meter, "raw_path", None) is not None:
-        summary["raw"] = str(meter.raw_path)
-    warnings = [f"{w}" for w in region.warnings]
-    st = info.get("stats") or {}
-    if st.get("skipped_bytes") or st.get("resyncs"):
-        warnings.append(f"{mr.meter}: {st.get('skipped_bytes', 0)} byte(s) dropped or garbled, "
-                        f"{st.get('resyncs', 0)} resync(s)")
-    error: MeterError | None = None
-    lost = mr.loss_text()
-    if mr.lost_share > max_lost:
-        why = f" ({info['error']})" if info.get("error") else ""
-        error = SamplesLostError(f"{lost}{why}: more than --max-lost {100 * max_lost:.3g}%; the trace {out_p} "
-                                 "holds what arrived")
-    elif info.get("error") and not interrupted:
-        error = DeviceError(f"{info['error']}; the trace {out_p} holds what arrived")
-    return Recording(out_p, summary, warnings, error, interrupted)

@@ -215,6 +215,11 @@ class KeyReducer:
         self.sources: list[Source] = []
         self._carry: dict[str, list[np.ndarray]] = {}
 
+    @property
+    def n_rows(self) -> int:
+        """Rows added so far."""
+        return sum(t.size for t in self._t)
+
     def source_index(self, src: Source) -> int:
         if not self.sources or self.sources[-1] != src:
             self.sources.append(src)
@@ -235,6 +240,8 @@ class KeyReducer:
             src: int, pos: np.ndarray, carried: dict[str, np.ndarray] | None = None) -> None:
         cols = [text[k] for k in self.text_keys] + [key_bits(num[k]) for k in self.num_keys]
         codes, first = factorize_rows(cols)
+        if codes.size != t.size:     # every key column constant over the batch: all rows are one configuration
+            codes, first = np.zeros(t.size, dtype=codes.dtype), first[:1]
         self._keys.append(np.column_stack([c[first] if c.size == t.size else np.repeat(c, first.size)
                                            for c in cols]))
         self._codes.append((codes + self._offset).astype(np.int32 if self._offset + first.size < 2**31 else np.int64))

@@ -179,7 +179,8 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
         num = {k: v[keep] for k, v in num.items()}
         carried = {k: v[keep] for k, v in carried.items()}
         t, e, pos = t[keep], e[keep], pos[keep]
-    reducer.add(text, num, t, e, reducer.source_index(src), pos, carried)
+    if t.size:      # a batch whose every row failed its checksum adds nothing
+        reducer.add(text, num, t, e, reducer.source_index(src), pos, carried)
     return int((~keep).sum())
 
 
@@ -254,6 +255,8 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
         raise _SOURCE_ERRORS[e.kind](str(e)) from None
     flt.check(seen)
     notes = [f"dropped {dropped} row(s) whose checksum_ok is false"] if dropped else []
+    if reducer.n_rows == 0:
+        raise EmptyResultsError("no usable result rows" + (" (every row failed its checksum)" if dropped else ""))
     data = _finish(reducer)
     if data.n_rows == 0:
         raise EmptyResultsError("no usable result rows" + (" (every row failed its checksum)" if dropped else ""))

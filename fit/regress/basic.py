@@ -184,7 +184,8 @@ def fit_basic(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
                              f"data have only {prec[0]} intensity rows; add the other precision or pass "
                              f"--one-precision")
     n_par = 4 if both else 3
-    require_points(rows.n_rows, n_par, "basic", "intensity rows")
+    # repeats of one point measure it better but identify nothing more: count distinct configurations
+    require_points(rows.n_configs, n_par, "basic", "distinct intensity configurations")
     coeffs, inf = basic_coefficients(rows.cfg, prec, weighting)
     tau = observed_tau(rows.cfg)
     params = {k: c.value for k, c in {**coeffs, **tau}.items()}

@@ -150,7 +150,7 @@ def fit_cache(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
     quality: dict[str, float | int | str] = {"n_points": rows.n_rows, "n_configurations": rows.n_configs}
     if method == "joint":
         ps, names = design(rows.cfg)
-        require_points(rows.n_rows, len(names), "cache (joint)")
+        require_points(rows.n_configs, len(names), "cache (joint)", "distinct configurations")
         beta, w = fit_relative(ps)
         inf = inference(ps, beta, w)
         x, _ = ps.rows()

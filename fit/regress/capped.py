@@ -168,7 +168,8 @@ def fit_capped(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: b
     cfg = rows.cfg
     precs = precisions_present(cfg)
     prob = _Problem(cfg, precs, capped=True)
-    require_points(rows.n_rows, len(prob.names), "capped", "intensity rows")
+    # one residual pair per configuration: repeated rows of one point do not identify more parameters
+    require_points(rows.n_configs, len(prob.names), "capped", "distinct intensity configurations")
     theta = _solve(prob, _start(cfg, prob))
     est = prob.unpack(theta)
     free = _Problem(cfg, precs, capped=False)

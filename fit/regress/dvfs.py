@@ -127,7 +127,7 @@ def fit_dvfs(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: boo
         if not active[j]:
             omitted[name] = "no rows exercise it"
     n_par = int(active.sum())
-    require_points(rows.n_rows, n_par, "dvfs")
+    require_points(rows.n_configs, n_par, "dvfs", "distinct configurations")
     n_set = distinct_settings(rows.cfg)
     if n_set < 2:
         raise TooFewPointsError(f"the dvfs model needs at least 2 distinct (core_v, mem_v) settings, got {n_set}")

@@ -171,12 +171,17 @@ def _csv_bytes_arrow(samples: Samples) -> list[bytes]:
     return [sink.getvalue().to_pybytes()]
 
 
+def check_samples_path(path: str | Path) -> None:
+    """A samples file is .csv, .csv.gz or .parquet (checked before anything is recorded or decoded)."""
+    if not Path(path).name.lower().endswith((".parquet", ".csv.gz", ".csv")):
+        raise MeterError(f"unknown samples format for {path} (use .csv, .csv.gz or .parquet)")
+
+
 def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
     """Write samples as ``.csv``, ``.csv.gz`` or ``.parquet`` (by suffix), plus ``PATH.json`` metadata."""
     p = Path(path)
     name = p.name.lower()
-    if not name.endswith((".parquet", ".csv.gz", ".csv")):
-        raise MeterError(f"unknown samples format for {p} (use .csv, .csv.gz or .parquet)")
+    check_samples_path(p)
     with atomic_path(p) as tmp:
         if name.endswith(".parquet"):
             import pyarrow as pa
