@@ -152,7 +152,6 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
       archline meter emulate --script power.json
       archline meter emulate --platform gtx580 --intensity 8 --precision sp
     """
-    from pathlib import Path
 
     from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
 
@@ -170,7 +169,9 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
     with PtyServer(core) as srv:
         click.echo(srv.port)
         if port_file:
-            Path(port_file).write_text(srv.port + "\n")
+            from archline.common.atomic import write_atomic
+
+            write_atomic(port_file, srv.port + "\n")
         click.echo(f"PowerMon 2 (emulated, speed {speed:g}) on {srv.port}; Ctrl-C to stop", err=True)
         t_end = None if duration_s is None else time.monotonic() + duration_s
         try:

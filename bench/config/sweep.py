@@ -21,6 +21,7 @@ boundary; a misspelt key is an error that names it and the nearest known key::
     time_compression = 50.0          # emulate only: device seconds per host second
     seed = 0                         # emulate only: the emulator's noise
     meter = "powermon"               # which of the profile's meters (default: the first)
+    max_lost = 0.01                  # share of a region's meter samples that may be lost before the point fails
     max_points = 0                   # stop after this many points this run (0: all); the next run resumes
     host = "node03"                  # the rows' host column (default: this machine's hostname); `archline lab`
                                      # sets it to the machine's name for an emulated machine

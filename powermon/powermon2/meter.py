@@ -182,6 +182,7 @@ class PowerMonMeter:
             t, p = t_dev_all[sel], s.power_w[sel]
             if t.size == 0:
                 warnings.append(f"channel {c}: no samples")
+                gaps = max(gaps, int(lost_c > 0))
                 continue
             r = self._r_lut[c]
             # half an ADC step of V and of I, propagated to power

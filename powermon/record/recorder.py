@@ -159,8 +159,9 @@ class Recorder:
             results[m.name] = r
             warnings.extend(f"{m.name}: {w}" for w in r.warnings)
             if max_lost is not None and r.lost_share > max_lost:
+                why = [w for w in r.warnings if not w.startswith(("lost ", "channel "))]   # e.g. the meter vanished
                 raise SamplesLostError(f"window {name!r}: {r.loss_text()}: more than the allowed "
-                                       f"{100 * max_lost:.3g}%" + (f" ({r.warnings[-1]})" if r.warnings else ""))
+                                       f"{100 * max_lost:.3g}%" + (f" ({why[-1]})" if why else ""))
         region = Region(name, t0, t1, results, self.emulated, warnings)
         if not cancel and self.keep_regions:
             self.regions[name] = region
