@@ -421,7 +421,9 @@ def _command_cases(path: tuple[str, ...], cmd: click.Command, fx: Fixtures, incl
             name = p.name
             is_choice = isinstance(p.type, click.Choice)
             if name in OUTPUT_PARAMS:
-                for kind, target in _unwritable(fx, name in OUTPUT_DIRS, (*path, name) in OUTPUT_DIR_OK):
+                is_dir = name in OUTPUT_DIRS or (isinstance(p.type, click.Path) and not p.type.file_okay)
+                dir_ok = (*path, name) in OUTPUT_DIR_OK or (isinstance(p.type, click.Path) and p.type.dir_okay)
+                for kind, target in _unwritable(fx, is_dir, dir_ok):
                     out.append(Case(f"{label} {name}={kind}", _set(base, p, [target], cmd)))
                 if name in ("figure", "plot_path") or (name == "out" and path in (("plot",), ("model", "plot"))):
                     out.append(Case(f"{label} {name}=unknown-suffix", _set(base, p, ["fig.xyz"], cmd)))
