@@ -94,15 +94,17 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     interrupted = False
     with Recorder([meter]) as rec:
         rec.begin("record")
-        # the window starts where the stream does, so it holds every sample of the capture (and every loss the
-        # decoder counts); a meter without its own stream starts at the mark
-        start = getattr(meter, "stream_start_s", None)
-        t0 = float(start()) if callable(start) else rec.marks[-1].t_s
         try:
             time.sleep(duration_s)
         except KeyboardInterrupt:
             interrupted = True
         t1 = rec.clock()
+        # the window starts where the stream does, so it holds every sample of the capture (and every loss the
+        # decoder counts). Asked only now: the clock map's offset is a minimum over arrival lags, so it moves
+        # earlier as data arrives, and an early answer (a late first read on a busy host) would cut the first
+        # sample's loss out of the window. A meter without its own stream starts at the mark.
+        start = getattr(meter, "stream_start_s", None)
+        t0 = float(start()) if callable(start) else rec.marks[-1].t_s
         region = rec.end("record", t0_s=t0, t1_s=t1)
     info = meter.info()
     (mr,) = region.meters.values()

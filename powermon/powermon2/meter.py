@@ -220,8 +220,8 @@ class PowerMonMeter:
         return float(self.driver.clock_map().to_host(t_dev_s))
 
     def stream_start_s(self) -> float:
-        """Host time of the current stream's first sampling event (device time 0), less half a period: the clock
-        map only moves that instant later as data arrives, and a window starting there holds the first sample."""
+        """Host time of the current stream's first sampling event (device time 0), less half a period, as the clock
+        map now has it (its offset is the least arrival lag seen, so it moves earlier as data arrives: ask late)."""
         return float(self.driver.clock_map().to_host(-0.5 / self.driver.rate_hz))
 
     @property
