@@ -43,20 +43,28 @@ class Strict(BaseModel):
         return data
 
 
+def read_bytes(path: str | Path, *, error: type[Exception], what: str = "file",
+               not_found: type[Exception] | None = None, give: str = "a file") -> bytes:
+    """The bytes of an input file, or one line naming it: missing, a directory (``give`` says what to give
+    instead) or unreadable (``not_found`` for absence)."""
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise (not_found or error)(f"{what} {p} does not exist") from None
+    except IsADirectoryError:
+        raise error(f"{what} {p} is a directory; give {give}") from None
+    except OSError as e:
+        raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
+
+
 def read_text(path: str | Path, *, error: type[Exception], what: str = "file",
               not_found: type[Exception] | None = None, lines: bool = False) -> str:
     """The text of an input file, or one line naming it: missing, a directory, unreadable, binary (not UTF-8, or
     holding NUL bytes) or empty (``not_found`` for absence). ``lines``: a line-oriented file (CSV, PTX) must end
     with a newline, else its last line was cut off."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise (not_found or error)(f"{what} {p} does not exist") from None
-    except IsADirectoryError:
-        raise error(f"{what} {p} is a directory; give a file") from None
-    except OSError as e:
-        raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
+    data = read_bytes(p, error=error, what=what, not_found=not_found)
     if b"\x00" in data:
         raise error(f"{what} {p} is a binary file, not text")
     try:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.common.inputs import read_json
+from archline.common.inputs import read_bytes, read_json
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.capture import sidecar_path
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
@@ -59,14 +59,7 @@ def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: floa
     from archline.powermon.record.samples_csv import RowFormat
 
     raw = Path(raw_path)
-    try:
-        data = raw.read_bytes()
-    except FileNotFoundError:
-        raise MeterError(f"capture {raw} does not exist") from None
-    except IsADirectoryError:
-        raise MeterError(f"capture {raw} is a directory; give the .raw.bin file") from None
-    except OSError as e:
-        raise MeterError(f"cannot read {raw}: {e.strerror}") from None
+    data = read_bytes(raw, error=MeterError, what="capture", give="the .raw.bin file")
     if len(data) < 4:
         raise MeterError(f"capture {raw} is empty or truncated ({len(data)} bytes)")
     side = _sidecar(raw)
