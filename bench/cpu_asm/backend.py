@@ -16,6 +16,7 @@ Spec parameters (``KernelSpec.params``), all optional except where said:
 
 from __future__ import annotations
 
+import math
 import platform
 from typing import Any
 
@@ -40,9 +41,14 @@ from archline.bench.errors import BackendUnavailableError, BenchError, Unsupport
 from archline.bench.kernels import Counts, KernelSpec
 
 
-def intensity_targets() -> list[float]:
-    """0.25 .. 64 flop/byte, 4 points per doubling (33 targets)."""
-    return [0.25 * 2 ** (j / 4) for j in range(33)]
+def intensity_targets(precision: str = "dp") -> list[float]:
+    """0.25 flop/byte up to the top, 4 points per doubling: 64 flop/B in DP (33 targets), and in a narrower
+    element the same FMAs per loaded vector as DP's top (SP: 128 flop/B, 37 targets). The top point is the
+    sweep's peak; SP at 64 flop/B does half DP's work per trip, its fixed cost per trip (loads, streamed stores,
+    loop) counts twice as much, and it reached 0.969x likwid's peakflops_sp_avx512_fma against 0.993x at 128
+    flop/B (Golden Cove, 9 paired rounds each)."""
+    top = 64.0 * ELEM_BYTES["dp"] / ELEM_BYTES[precision]
+    return [0.25 * 2 ** (j / 4) for j in range(4 * round(math.log2(top / 0.25)) + 1)]
 
 
 def int_steps_sweep() -> list[int]:
@@ -112,7 +118,8 @@ class CpuAsmBackend:
         result vectors per trip. Q counts loads and stores alike (model.md §0) and the sweep exists to reach the
         peak bandwidth (§7.1); a core that only reads stops short of it (on Zen 3 read-only reached 0.77x of
         likwid's stream_mem triad, the nt stream 1.0x; benchmarks/cpu_vs_likwid.py). It starts at its floor
-        F = G/2, the triad's own intensity (1/12 flop/B in DP), then 0.25..64 flop/B at >= 4 points per doubling.
+        F = G/2, the triad's own intensity (1/12 flop/B in DP), then 0.25..64 flop/B (SP: ..128) at >= 4 points per
+        doubling.
         ``store="none"`` is the papers' read-only polynomial stream, from 0.25 flop/B."""
         if store is not None:
             check_store(store)
@@ -131,9 +138,10 @@ class CpuAsmBackend:
         if kernel == "intensity":
             nt = store in (None, "nt")
             if nt:
-                fs = sorted({v.g_fp // 2} | {fma_per_trip_for_nt(v, precision, i) for i in intensity_targets()})
+                targets = intensity_targets(precision)
+                fs = sorted({v.g_fp // 2} | {fma_per_trip_for_nt(v, precision, i) for i in targets})
             else:
-                fs = sorted({fma_per_trip_for(v, precision, i) for i in intensity_targets()})
+                fs = sorted({fma_per_trip_for(v, precision, i) for i in intensity_targets(precision)})
             for f in fs:
                 specs.append(KernelSpec(self.name, "intensity", precision, "mem",
                                         {"isa": isa, "store": "nt" if nt else "none", "fma_per_trip": f,

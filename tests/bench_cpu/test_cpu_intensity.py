@@ -18,6 +18,9 @@ from archline.bench.cpu_asm.variants import (
 )
 from archline.bench.kernels import KernelSpec
 
+#: the sweep's top intensity: DP's 64 flop/B, and the same FMAs per loaded vector in SP
+TOP = {"dp": 64.0, "sp": 128.0}
+
 
 def _fs(g: int) -> list[int]:
     # every pairs-mode P (F = G/2 .. G-1), chains mode with every remainder R once, and a deep chain
@@ -89,11 +92,13 @@ def test_big_buffer_uses_period(cpu_backend) -> None:
 @pytest.mark.parametrize("precision", ["dp", "sp"])
 def test_sweep_points_cover_range_four_per_doubling(isa: str, precision: str) -> None:
     v = ISAS[isa]
-    fs = sorted({fma_per_trip_for(v, precision, i) for i in intensity_targets()})
+    fs = sorted({fma_per_trip_for(v, precision, i) for i in intensity_targets(precision)})
     ints = [intensity_of(v, precision, f) for f in fs]
+    top = TOP[precision]
     assert ints[0] == pytest.approx(0.25)
-    assert ints[-1] == pytest.approx(64.0)
-    for lo in range(8):  # each doubling [0.25*2^k, 0.25*2^(k+1)] holds >= 4 distinct points besides its start
+    assert ints[-1] == pytest.approx(top)
+    assert fs[-1] == 256 * v.g_fp           # the same FMAs per loaded vector in SP as in DP
+    for lo in range(round(math.log2(top / 0.25))):  # each doubling holds >= 4 points besides its start
         a, b = 0.25 * 2**lo, 0.25 * 2 ** (lo + 1)
         inside = [x for x in ints if a < x <= b * (1 + 1e-12)]
         assert len(inside) >= 4, (isa, precision, a, inside)
@@ -119,11 +124,13 @@ def test_backend_sweep_matches_descriptor(cpu_backend) -> None:
 @pytest.mark.parametrize("precision", ["dp", "sp"])
 def test_nt_sweep_points_cover_range_four_per_doubling(isa: str, precision: str) -> None:
     v = ISAS[isa]
-    fs = sorted({v.g_fp // 2} | {fma_per_trip_for_nt(v, precision, i) for i in intensity_targets()})
+    fs = sorted({v.g_fp // 2} | {fma_per_trip_for_nt(v, precision, i) for i in intensity_targets(precision)})
     ints = [intensity_of_nt(v, precision, f) for f in fs]
+    top = TOP[precision]
     assert ints[0] == pytest.approx(4 * (v.g_fp // 2) / (3 * v.g_fp * ELEM_BYTES[precision]))  # the triad's I
-    assert ints[1] == pytest.approx(0.25, rel=0.05) and ints[-1] == pytest.approx(64.0)
-    for lo in range(8):
+    assert ints[1] == pytest.approx(0.25, rel=0.05) and ints[-1] == pytest.approx(top)
+    assert fs[-1] == 384 * v.g_fp           # the same FMAs per trip in SP as in DP
+    for lo in range(round(math.log2(top / 0.25))):
         a, b = 0.25 * 2**lo, 0.25 * 2 ** (lo + 1)
         inside = [x for x in ints if a < x <= b * (1 + 1e-12)]
         assert len(inside) >= 4, (isa, precision, a, inside)
