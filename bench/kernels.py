@@ -95,7 +95,7 @@ class Backend(Protocol):
         ...
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
-        """The default points of a kernel's sweep on this machine (intensity 0.25..64 flop/B or more, >= 4 per doubling)."""
+        """The default points of a kernel's sweep on this machine (intensity from 0.25 flop/B, >= 4 per doubling)."""
         ...
 
     def prepare(self, spec: KernelSpec, device: str | None = None) -> PreparedKernel:

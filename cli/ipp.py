@@ -339,7 +339,7 @@ def ptx_cmd(ptx_file: Path, trips: float, fmt: str) -> None:
     Example:
       archline ipp ptx kernel.ptx --trips 1000
     """
-    from archline.common.inputs import read_text
+    from archline.common.files import read_text
     from archline.fit.analyses.ipp import IppInputError, classify_ptx
 
     counts = classify_ptx(read_text(ptx_file, error=IppInputError, what="PTX file", lines=True))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.common.inputs import read_bytes, read_json
+from archline.common.files import read_bytes, read_json
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.capture import sidecar_path
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels

@@ -39,7 +39,8 @@ from pydantic import AliasChoices, Field
 
 from archline.bench.config.options import RunOptions
 from archline.bench.errors import BenchError
-from archline.common.inputs import read_toml, unknown_key_hint, validate
+from archline.common.files import read_toml
+from archline.common.inputs import unknown_key_hint, validate
 
 EXIT_CONFIG = 2
 

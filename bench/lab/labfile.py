@@ -33,7 +33,8 @@ from pydantic import Field, field_validator
 
 from archline.bench.config.sweep import SweepTable
 from archline.bench.errors import BenchError
-from archline.common.inputs import Strict, read_toml, validate
+from archline.common.files import read_toml
+from archline.common.inputs import Strict, validate
 
 #: Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
 _SLURM_TIME = re.compile(r"^(\d+-\d{1,2}(:\d{1,2}){0,2}|\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.common.inputs import read_text
+from archline.common.files import read_text
 from archline.fit.analyses import counter_recipe as cr
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at

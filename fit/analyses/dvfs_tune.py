@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.common.inputs import read_text, show_value
+from archline.common.files import read_text
+from archline.common.inputs import show_value
 from archline.fit.analyses.app_predict import CountsRow, predict_row
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.hierarchy import COUNT_TO_COST

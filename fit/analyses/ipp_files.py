@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.common.inputs import read_toml
+from archline.common.files import read_toml
 from archline.fit.analyses.ipp import DATA_DIR, GpuParams, IppInputError, Unit, load_gtx280
 from archline.fit.analyses.ipp_timing import TimingInputs
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archline.common.inputs import read_toml
+from archline.common.files import read_toml
 from archline.fit.errors import ArchlineFitError
 from archline.fit.platforms.profiles import Platform
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from archline.common.inputs import check_text_file, read_toml
+from archline.common.files import check_text_file, read_toml
 from archline.fit.analyses.power_roofline import KINDS, Ceiling, KernelPoint, ceilings_from_platform, model_points
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import load_platform

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.common.arrow import arrow_of, numpy_of
-from archline.common.inputs import check_text_file, show_value
+from archline.common.files import check_text_file
+from archline.common.inputs import show_value
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.configs import Grouped, KeyReducer, Source

@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from archline.common.inputs import Strict, read_json, unknown_key_hint, validate
-from archline.common.inputs import read_toml as common_read_toml
+from archline.common.files import read_json
+from archline.common.files import read_toml as common_read_toml
+from archline.common.inputs import Strict, unknown_key_hint, validate
 from archline.fit.errors import ArchlineFitError, MissingValueError, PlatformNotFoundError, ProfileFormatError
 from archline.fit.model.machine import Machine
 

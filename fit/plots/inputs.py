@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.common.inputs import check_text_file
+from archline.common.files import check_text_file
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.model.machine import Machine

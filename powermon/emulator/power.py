@@ -81,7 +81,7 @@ class Script:
 
     @classmethod
     def load(cls, path: str | Path) -> Script:
-        from archline.common.inputs import read_json, read_toml
+        from archline.common.files import read_json, read_toml
 
         p = Path(path)
         read = read_toml if p.suffix == ".toml" else read_json

@@ -224,7 +224,7 @@ def read_samples(path: str | Path) -> tuple[Samples, dict[str, Any]]:
     side = p.with_name(p.name + ".json")
     meta: dict[str, Any] = {}
     if side.exists():
-        from archline.common.inputs import read_json
+        from archline.common.files import read_json
 
         got = read_json(side, error=MeterError, what="samples sidecar")
         if not isinstance(got, dict):
@@ -243,7 +243,7 @@ def read_samples(path: str | Path) -> tuple[Samples, dict[str, Any]]:
             import pyarrow.csv as pcsv
 
             if not p.name.lower().endswith(".gz"):
-                from archline.common.inputs import check_text_file
+                from archline.common.files import check_text_file
 
                 check_text_file(p, error=MeterError, what="samples file")
             t = pcsv.read_csv(p)

@@ -44,3 +44,29 @@ def test_all_failed_is_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path / "r.csv", [{"time_s": 1.0, "flops_dp": 1e9, "bytes_mem": 1e9, "checksum_ok": "false"}])
     with pytest.raises(ArchlineFitError, match="failed its checksum"):
         measured_from_results(path, "dp")
+
+
+def test_bench_run_with_a_failed_checksum_exits_3_and_keeps_the_row(run_cli, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real cpu_asm path, with the L2 point's read-back spoiled after the kernel ran: the run writes every row,
+    the spoiled one with checksum_ok=false, says so on stderr and exits 3 (docs/errors.md)."""
+    from dataclasses import replace
+
+    from archline.bench.cpu_asm.prepared import CpuPrepared
+    from archline.common.exits import EXIT_POINTS_FAILED
+
+    real_run = CpuPrepared.run
+
+    def spoiled(self: CpuPrepared, reps: int):  # type: ignore[no-untyped-def]
+        res = real_run(self, reps)
+        return replace(res, checksum_ok=False) if self.spec.level == "l2" else res
+
+    monkeypatch.setattr(CpuPrepared, "run", spoiled)
+    r = run_cli("bench", "run", "--platform", "localhost", "--kernel", "cache", "--quick", "--reps", "1",
+                "--out", str(tmp_path / "o"))
+    assert r.exit_code == EXIT_POINTS_FAILED, r.stderr
+    assert "failed their checksum" in r.stderr and "Traceback" not in r.stderr
+    rows = list(csv.DictReader(next((tmp_path / "o").glob("*.csv")).open()))
+    bad = [row for row in rows if row["checksum_ok"] == "false"]
+    assert bad and {row["level"] for row in bad} == {"l2"}
+    assert any(row["checksum_ok"] == "true" for row in rows)

@@ -157,7 +157,7 @@ def valid_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 def test_fuzz_readers(valid_files: dict[str, bytes], tmp_path_factory: pytest.TempPathFactory,
                       muts: list[tuple[str, int, bytes, int]]) -> None:
     from archline.bench.config.sweep import load_config
-    from archline.common.inputs import read_json, read_toml
+    from archline.common.files import read_json, read_toml
     from archline.fit.io.results import read_results
     from archline.fit.platforms.profiles import load_costs, load_profile
     from archline.powermon.record.integrate import integrate_samples
