@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,19 +17,27 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-def read_bytes(path: str | Path, *, error: type[Exception], what: str = "file",
-               not_found: type[Exception] | None = None, give: str = "a file") -> bytes:
-    """The bytes of an input file, or one line naming it: missing, a directory (``give`` says what to give
-    instead) or unreadable (``not_found`` for absence)."""
-    p = Path(path)
+@contextmanager
+def _reading(p: Path, error: type[Exception], what: str, not_found: type[Exception] | None = None,
+             give: str = "a file") -> Iterator[None]:
+    """Turn an OSError raised while reading ``p`` into one line naming it (``not_found`` for absence)."""
     try:
-        return p.read_bytes()
+        yield
     except FileNotFoundError:
         raise (not_found or error)(f"{what} {p} does not exist") from None
     except IsADirectoryError:
         raise error(f"{what} {p} is a directory; give {give}") from None
     except OSError as e:
         raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
+
+
+def read_bytes(path: str | Path, *, error: type[Exception], what: str = "file",
+               not_found: type[Exception] | None = None, give: str = "a file") -> bytes:
+    """The bytes of an input file, or one line naming it: missing, a directory (``give`` says what to give
+    instead) or unreadable (``not_found`` for absence)."""
+    p = Path(path)
+    with _reading(p, error, what, not_found, give):
+        return p.read_bytes()
 
 
 def read_text(path: str | Path, *, error: type[Exception], what: str = "file",
@@ -57,18 +67,12 @@ def check_text_file(path: str | Path, *, error: type[Exception], what: str = "fi
     file, is not empty, is not binary (a NUL byte in its first 4 KiB) and, for ``lines``, ends with a newline.
     Reads 4 KiB and the last byte, whatever the size."""
     p = Path(path)
-    try:
+    with _reading(p, error, what):
         size = p.stat().st_size
         with open(p, "rb") as f:
             head = f.read(4096)
             f.seek(max(size - 1, 0))
             last = f.read(1)
-    except FileNotFoundError:
-        raise error(f"{what} {p} does not exist") from None
-    except IsADirectoryError:
-        raise error(f"{what} {p} is a directory; give a file") from None
-    except OSError as e:
-        raise error(f"cannot read {what} {p}: {e.strerror}") from None
     if size == 0 or not head.strip():
         raise error(f"{what} {p} is empty")
     if b"\x00" in head:
