@@ -138,6 +138,7 @@ class PowerMon2:
         self._stop_evt = threading.Event()
         self._wake = threading.Event()   # set by stop() and wait_until(): read now, do not batch
         self._lock = threading.Lock()
+        self._closing = threading.Event()  # set before the port closes: a read that then fails is not a fault
         self._pairs_host: list[float] = []
         self._pairs_ev: list[int] = []
         self.decoder = StreamDecoder(self.channels, self.period_ticks, self.time_set_s)
@@ -147,6 +148,7 @@ class PowerMon2:
 
     # ------------------------------------------------------------------ command mode
     def open(self) -> PowerMon2:
+        self._closing.clear()
         self._ser = open_port(self.port, self.timeout_s)
         try:
             self._handshake()
@@ -251,7 +253,13 @@ class PowerMon2:
                     break
         except MeterError as e:
             self.error = e
-        except (serial.SerialException, OSError) as e:
+        except (serial.SerialException, OSError, TypeError, ValueError) as e:
+            # stop() waited its timeout out (a busy host) and closed the port under a read in flight: pyserial then
+            # fails in select() on a closed fd (TypeError). That is the end of this stream, not a fault or a bug.
+            if self._closing.is_set():
+                return
+            if isinstance(e, (TypeError, ValueError)):
+                raise
             self.error = DeviceError(f"PowerMon 2 on {self.port} disconnected while streaming ({e})")
 
     def stop(self) -> DecodeStats:
@@ -279,6 +287,7 @@ class PowerMon2:
             self.capture.discard()
 
     def _close_port(self) -> None:
+        self._closing.set()
         if self._ser is not None:
             with contextlib.suppress(Exception):
                 self._ser.close()

@@ -134,6 +134,31 @@ def test_stops_streaming_after_an_exception(pty_device) -> None:
     assert not core.streaming and core.truth.parts
 
 
+def test_port_closed_under_a_read_in_flight_ends_the_stream_quietly(pty_device) -> None:
+    """On a busy host stop() may wait out its join timeout and close the port while the reader thread is inside
+    pyserial's read (a SIGTERM'd sweep in CI did): the thread ends without an uncaught exception or a fault."""
+    import threading
+
+    _, srv = pty_device(None, 1.0)
+    caught: list[threading.ExceptHookArgs] = []
+    old_hook = threading.excepthook
+    threading.excepthook = caught.append
+    try:
+        pm = PowerMon2(srv.port, [0, 1], rate_hz=128)
+        pm.open()
+        pm.start()
+        time.sleep(0.3)
+        pm._close_port()                      # what stop() does once its join has timed out
+        assert pm._thread is not None
+        pm._thread.join(timeout=5)
+        assert not pm._thread.is_alive()
+    finally:
+        threading.excepthook = old_hook
+    assert not caught, [repr(c.exc_value) for c in caught]
+    assert pm.error is None
+    assert len(pm.decoder.records()) > 0
+
+
 def test_silent_device(pty_device) -> None:
     _, srv = pty_device(Faults(silent=True))
     with pytest.raises(MeterError, match="no PowerMon 2 answers"):
