@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from archline.bench.errors import UnsupportedError
 from archline.bench.gpu_kernels.desc import _CUDA_VEC, _LANES, _TYPES, GpuKernelDesc
 
@@ -36,12 +38,20 @@ def _header(d: GpuKernelDesc, lang: str) -> str:
 
 
 def _sig(d: GpuKernelDesc, lang: str, args: list[str]) -> str:
-    """args are (OpenCL) declarations; pointers are written 'global T*'."""
+    """args are (OpenCL) declarations; pointers are written 'global T*', unsigned ints 'uint'."""
     if lang == "opencl":
         return f"__kernel void {d.name}({', '.join(args)})"
-    cu = [a.replace("global const ", "const ").replace("global ", "") for a in args]
+    cu = [re.sub(r"\buint\b", "unsigned int", a) for a in args]
+    cu = [a.replace("global const ", "const ").replace("global ", "") for a in cu]
     cu = [a.replace("*", "* __restrict__") for a in cu]
     return f'extern "C" __global__ void __launch_bounds__(1024) {d.name}({", ".join(cu)})'
+
+
+def _open(d: GpuKernelDesc, lang: str, args: list[str]) -> list[str]:
+    """The kernel's first lines: header, signature, and g / G (global id and size) in the body."""
+    gid, gsz, _, _ = _ids(lang)
+    return [_header(d, lang), _sig(d, lang, args), "{", f"  const unsigned int g = {gid};",
+            f"  const unsigned int G = {gsz};"]
 
 
 def _ids(lang: str) -> tuple[str, str, str, str]:
@@ -86,18 +96,12 @@ def _mad(d: GpuKernelDesc, lang: str, acc: str, x: str, a: str) -> str:
 
 def _render_stream(d: GpuKernelDesc, lang: str) -> str:
     t = _TYPES[d.precision][0 if lang == "opencl" else 1]
-    gid, gsz, _, _ = _ids(lang)
     vt = _vt(d, lang)
     lanes = _lanes(d, lang)
     v = d.vectors_per_round
-    body = [_header(d, lang)]
-    body.append(_sig(d, lang, [f"global const {vt if lang == 'opencl' else t}* a",
-                               f"global {vt if lang == 'opencl' else t}* out",
-                               f"const {t} c", f"const {t} seed", "const uint rounds"]).replace(
-        "const uint rounds", "const unsigned int rounds" if lang == "cuda" else "const uint rounds"))
-    body.append("{")
-    body.append(f"  const unsigned int g = {gid};")
-    body.append(f"  const unsigned int G = {gsz};")
+    pt = vt if lang == "opencl" else t
+    body = _open(d, lang, [f"global const {pt}* a", f"global {pt}* out", f"const {t} c", f"const {t} seed",
+                           "const uint rounds"])
     cvec = f"({vt})(c)" if lang == "opencl" and d.vector_width > 1 else "c"
     for k in range(d.chains):
         for ln in lanes:
@@ -138,19 +142,12 @@ def _close_with_stores(d: GpuKernelDesc, lang: str, body: list[str]) -> str:
 
 def _render_cache(d: GpuKernelDesc, lang: str) -> str:
     t = _TYPES[d.precision][0 if lang == "opencl" else 1]
-    gid, gsz, lid, lsz = _ids(lang)
+    _, _, lid, lsz = _ids(lang)
     vt = _vt(d, lang)
     pt = vt if lang == "opencl" else t
     lanes = _lanes(d, lang)
-    body = [_header(d, lang)]
-    args = [f"global const {pt}* a", f"global {pt}* out", "const uint mask", "const uint rounds",
-            "const uint s1", "const uint s2"]
-    if lang == "cuda":
-        args = [s.replace("uint", "unsigned int") for s in args]
-    body.append(_sig(d, lang, args))
-    body.append("{")
-    body.append(f"  const unsigned int g = {gid};")
-    body.append(f"  const unsigned int G = {gsz};")
+    body = _open(d, lang, [f"global const {pt}* a", f"global {pt}* out", "const uint mask", "const uint rounds",
+                           "const uint s1", "const uint s2"])
     zero = f"({vt})(0)" if lang == "opencl" and d.vector_width > 1 else f"({t})0"
     for k in range(d.chains):
         for ln in lanes:
@@ -199,16 +196,9 @@ def _render_cache(d: GpuKernelDesc, lang: str) -> str:
 
 
 def _render_chase(d: GpuKernelDesc, lang: str) -> str:
-    gid, gsz, _, _ = _ids(lang)
     u = "uint" if lang == "opencl" else "unsigned int"
-    body = [_header(d, lang)]
-    args = ["global const uint* nxt", "global uint* out", "global const uint* starts", "const uint steps"]
-    if lang == "cuda":
-        args = [s.replace("uint", "unsigned int") for s in args]
-    body.append(_sig(d, lang, args))
-    body.append("{")
-    body.append(f"  const {u} g = {gid};")
-    body.append(f"  const {u} G = {gsz};")
+    body = _open(d, lang, ["global const uint* nxt", "global uint* out", "global const uint* starts",
+                           "const uint steps"])
     for k in range(d.chains):
         body.append(f"  {u} k{k} = starts[{k}u * G + g];")
     body.append(f"  const {u} trips = steps / {d.chase_unroll}u;")
