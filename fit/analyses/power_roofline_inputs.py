@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from archline.common.files import check_text_file, read_toml
+from archline.common.files import read_toml
 from archline.fit.analyses.power_roofline import KINDS, Ceiling, KernelPoint, ceilings_from_platform, model_points
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import load_platform
@@ -140,12 +140,9 @@ def _params_label(params: Any) -> str:
 def _from_results(path: Path, precs: tuple[str, ...], out: CeilingInputs) -> None:
     import pandas as pd
 
-    check_text_file(path, error=ArchlineFitError, what="results file")
-    try:
-        df = pd.read_csv(path)
-    except (OSError, ValueError) as err:
-        raise ArchlineFitError(f"cannot read results {path}: {str(err).splitlines()[0] if str(err) else err}") \
-            from None
+    from archline.fit.io.dataset import read_csv_frame
+
+    df = read_csv_frame(path)
     need = {"schema", "platform", "kernel", "precision", "time_s", "flops_sp", "flops_dp", "bytes_mem"}
     missing = need - set(df.columns)
     if missing:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archline.common.files import check_text_file
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 
@@ -131,6 +132,18 @@ def read_frame(path: Path) -> pd.DataFrame:
     if len(frame) == 0:
         raise DatasetError(f"{path}: the data set has no rows")
     return frame
+
+
+def read_csv_frame(path: Path) -> pd.DataFrame:
+    """One results CSV as pandas reads it (types inferred, every column kept), or one line naming what is wrong:
+    the cheap file checks of :func:`check_text_file`, then pandas' own first line."""
+    import pandas as pd
+
+    check_text_file(path, error=ArchlineFitError, what="results file")
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise ArchlineFitError(f"cannot read results {path}: {str(e).splitlines()[0] if str(e) else e}") from None
 
 
 def _unify(tables: Sequence[pa.Table]) -> pa.Table:

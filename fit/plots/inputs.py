@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.common.files import check_text_file
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.model.machine import Machine
@@ -35,17 +34,9 @@ def measured_from_results(path: Path, precision: str, notes: list[str] | None = 
     lines, and ``notes`` says how many."""
     import pandas as pd
 
-    if path.is_dir() or path.suffix == ".parquet":
-        from archline.fit.io.dataset import read_frame
+    from archline.fit.io.dataset import read_csv_frame, read_frame
 
-        df = read_frame(path)
-    else:
-        check_text_file(path, error=ArchlineFitError, what="results file")
-        try:
-            df = pd.read_csv(path)
-        except (OSError, ValueError) as e:
-            raise ArchlineFitError(f"cannot read results {path}: {str(e).splitlines()[0] if str(e) else e}") \
-                from None
+    df = read_frame(path) if path.is_dir() or path.suffix == ".parquet" else read_csv_frame(path)
     if where:
         from archline.fit.io.select import apply_where
 
