@@ -33,13 +33,20 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
 
 @pytest.fixture(autouse=True)
 def _reset_archline_logging() -> Iterator[None]:
-    """The CLI configures the 'archline' logger (its own handler, propagate off); put it back after each test so a
-    later test's caplog sees records whatever ran before it."""
+    """The CLI configures the 'archline' logger (its own console handler, propagate off). A module- or
+    session-scoped fixture that runs the CLI does so before any function fixture, so a snapshot would keep its
+    state; put the logger back to Python's defaults before and after every test instead, so each test's caplog
+    sees records whatever ran before it."""
     import logging
 
-    log = logging.getLogger("archline")
-    handlers, level, propagate = list(log.handlers), log.level, log.propagate
+    def pristine() -> None:
+        log = logging.getLogger("archline")
+        for h in list(log.handlers):
+            if getattr(h, "_archline_console", False):
+                log.removeHandler(h)
+        log.setLevel(logging.NOTSET)
+        log.propagate = True
+
+    pristine()
     yield
-    log.handlers[:] = handlers
-    log.setLevel(level)
-    log.propagate = propagate
+    pristine()
