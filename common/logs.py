@@ -13,19 +13,32 @@ from typing import TextIO
 LOGGER = "archline"
 
 
+def _drop_console(log: logging.Logger) -> None:
+    for h in list(log.handlers):
+        if getattr(h, "_archline_console", False):
+            log.removeHandler(h)
+
+
 def configure(verbose: bool = False, stream: TextIO | None = None) -> logging.Logger:
     """Messages of every room on ``stream`` (stderr), ``--verbose`` adding the DEBUG ones. Idempotent."""
     log = logging.getLogger(LOGGER)
     log.setLevel(logging.DEBUG if verbose else logging.INFO)
-    for h in list(log.handlers):
-        if getattr(h, "_archline_console", False):
-            log.removeHandler(h)
+    _drop_console(log)
     h = logging.StreamHandler(stream or sys.stderr)
     h.setFormatter(logging.Formatter("%(message)s"))
     h._archline_console = True  # type: ignore[attr-defined]
     log.addHandler(h)
     log.propagate = False
     return log
+
+
+def reset() -> None:
+    """Undo :func:`configure`: no console handler, Python's default level and propagation (for code that runs the
+    CLI in-process, such as the tests)."""
+    log = logging.getLogger(LOGGER)
+    _drop_console(log)
+    log.setLevel(logging.NOTSET)
+    log.propagate = True
 
 
 class _UtcFormatter(logging.Formatter):

@@ -37,16 +37,8 @@ def _reset_archline_logging() -> Iterator[None]:
     session-scoped fixture that runs the CLI does so before any function fixture, so a snapshot would keep its
     state; put the logger back to Python's defaults before and after every test instead, so each test's caplog
     sees records whatever ran before it."""
-    import logging
+    from archline.common.logs import reset
 
-    def pristine() -> None:
-        log = logging.getLogger("archline")
-        for h in list(log.handlers):
-            if getattr(h, "_archline_console", False):
-                log.removeHandler(h)
-        log.setLevel(logging.NOTSET)
-        log.propagate = True
-
-    pristine()
+    reset()
     yield
-    pristine()
+    reset()
