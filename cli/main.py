@@ -6,7 +6,10 @@ cli/ wires and holds no logic: each command parses, calls the library, prints.
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -33,7 +36,7 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".
-_ERROR_MODULES = ("archline.fit.errors", "archline.powermon.errors", "archline.bench.errors")
+_ERROR_MODULES = ("archline.common.errors", "archline.fit.errors", "archline.powermon.errors", "archline.bench.errors")
 
 
 class LazyGroup(click.Group):
@@ -100,17 +103,42 @@ def _usage_line(e: click.UsageError) -> str:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"archline: error: {message}", err=True)
+    # a file name that is not UTF-8 arrives as surrogates: show its bytes as \xNN rather than fail to print
+    line = f"archline: error: {message}".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    click.echo(line, err=True)
     sys.exit(code)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM does what Ctrl-C does: the command stops, keeps what it finished, removes its temp files."""
+    raise KeyboardInterrupt
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away (``archline ... | head``): stop quietly, as Unix tools do. Point stdout at
+    /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
     """The console script. Every user mistake and environment failure ends here as one line on stderr and a code
     of :data:`archline.common.exits.EXIT_CODES`; anything else is a bug and keeps its traceback."""
+    from archline.common.outputs import reset
+
     _DEBUG["on"] = False
+    reset()
     errors = _user_errors()
+    old_term = None
+    if threading.current_thread() is threading.main_thread():
+        old_term = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         result: Any = cli.main(args=argv, prog_name="archline", standalone_mode=False)
+        sys.stdout.flush()
         return result if isinstance(result, int) else 0
     except click.exceptions.Abort:     # click's name for Ctrl-C inside a command
         click.echo("archline: interrupted", err=True)
@@ -123,7 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("archline: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
-        sys.exit(0)
+        _stdout_closed()
+        sys.exit(EXIT_OK)
+    except SystemExit:
+        if isinstance(sys.stdout, click.utils.PacifyFlushWrapper):  # click's own EPIPE handling exits 1
+            _stdout_closed()
+            sys.exit(EXIT_OK)
+        raise
     except Exception as e:
         known = classify(e, errors)
         if known is None or _DEBUG["on"]:
@@ -132,4 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             _fail("internal error (a bug); please report it with the traceback above", EXIT_BUG)
         else:
             _fail(*known)
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
     return EXIT_OK

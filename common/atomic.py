@@ -1,5 +1,12 @@
-"""Atomic file writes: a temp file in the same directory, fsync, rename. A reader (or a crash) never sees a
-half-written file under its final name; the temp file of a killed writer is a dot-file ending in ``.tmp``."""
+"""Atomic file writes under the one output policy (:mod:`archline.common.outputs`): a temp file in the target's
+directory, fsync, rename. A reader (or a crash) never sees a half-written file under its final name; the temp file
+of a killed writer is a dot-file ending in ``.tmp``.
+
+* an output that is one of the command's inputs is refused before anything is written;
+* a symlink is written through: its target is replaced, the link stays;
+* a character device, FIFO or socket (``/dev/null``, ``/dev/stdout``, ``/dev/full``) is written as a stream, never
+  replaced (``/dev/full`` then reports a full disk, exit 7).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,8 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+
+from archline.common.outputs import check_output, is_stream, show
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -22,30 +31,38 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temp path beside ``path``; on a clean exit fsync it and rename it onto ``path``, else remove it.
+    """Yield a temp path beside ``path``'s real target; on a clean exit fsync it and rename it onto the target,
+    else remove it. For a stream output (a device or FIFO) the path itself is yielded and written in place.
 
     For writers that want a file name (pyarrow, pandas, gzip)::
 
         with atomic_path(out) as tmp:
             frame.to_csv(tmp)
     """
-    final = Path(path)
+    final = check_output(path)
+    if is_stream(path) or is_stream(final):
+        yield Path(path)
+        return
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     try:
         yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_file(tmp)
         os.replace(tmp, final)
         _fsync_dir(final.parent)
     except OSError as e:     # a full disk, an unwritable directory: name the file the user asked for, not the temp
         if e.filename is None or str(e.filename) == str(tmp):
-            raise OSError(e.errno, e.strerror, str(final)) from None
+            raise OSError(e.errno, e.strerror, show(path)) from None
         raise
     finally:
         if tmp.exists():
@@ -53,14 +70,21 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
-    """Write ``data`` (text is UTF-8) to ``path`` atomically; returns the path."""
+    """Write ``data`` (text is UTF-8) to ``path`` atomically (a stream output in place); returns the path."""
     blob = data.encode() if isinstance(data, str) else data
     with atomic_path(path) as tmp:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        stream = tmp == Path(path) and is_stream(path)
+        flags = os.O_WRONLY | (os.O_APPEND if stream else os.O_CREAT | os.O_TRUNC)
+        try:
+            fd = os.open(tmp, flags, 0o644)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, show(path)) from None
         try:
             view = memoryview(blob)
             while view:
                 view = view[os.write(fd, view):]
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, show(path)) from None
         finally:
             os.close(fd)
     return Path(path)

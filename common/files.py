@@ -4,12 +4,17 @@ reads files (``meter decode``) should not pay for its import; validation is in :
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+from archline.common.outputs import note_input, show
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,20 +29,86 @@ def _reading(p: Path, error: type[Exception], what: str, not_found: type[Excepti
     try:
         yield
     except FileNotFoundError:
-        raise (not_found or error)(f"{what} {p} does not exist") from None
+        raise (not_found or error)(f"{what} {show(p)} does not exist") from None
     except IsADirectoryError:
-        raise error(f"{what} {p} is a directory; give {give}") from None
+        raise error(f"{what} {show(p)} is a directory; give {give}") from None
     except OSError as e:
-        raise (not_found or error)(f"cannot read {what} {p}: {e.strerror}") from None
+        if e.errno == errno.ELOOP:
+            raise error(f"{what} {show(p)} is a symlink loop") from None
+        raise (not_found or error)(f"cannot read {what} {show(p)}: {e.strerror}") from None
+
+
+#: the most an input that is not a regular file (a pipe, process substitution) may hold
+MAX_STREAM_BYTES = 4 << 30
+
+
+@contextmanager
+def open_input(path: str | Path, *, error: type[Exception], what: str = "file",
+               not_found: type[Exception] | None = None, give: str = "a file") -> Iterator[BinaryIO]:
+    """The one way an input file is opened: once, as a stream (so a pipe, a FIFO or ``<(...)`` works), noted as
+    an input of the command (an output may never replace it, :mod:`archline.common.outputs`). A directory or a
+    device (``/dev/zero`` never ends) is one line naming it."""
+    p = Path(path)
+    with _reading(p, error, what, not_found, give):
+        f = open(p, "rb")  # noqa: SIM115 - closed below
+    try:
+        st = os.fstat(f.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise error(f"{what} {show(p)} is a directory; give {give}")
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+            raise error(f"{what} {show(p)} is a device, not a file; give a file or a pipe")
+        note_input(p, st)
+        with _reading(p, error, what, not_found, give):
+            yield f
+    finally:
+        f.close()
+
+
+def read_stream(f: BinaryIO, p: Path, *, error: type[Exception], what: str = "file",
+                limit_bytes: int | None = None) -> bytes:
+    """Every byte of an open input, at most ``limit_bytes`` (a pipe: :data:`MAX_STREAM_BYTES`); more is one line
+    naming the input."""
+    st = os.fstat(f.fileno())
+    limit = limit_bytes if limit_bytes is not None else (None if stat.S_ISREG(st.st_mode) else MAX_STREAM_BYTES)
+    if limit is None:
+        return f.read()
+    data = f.read(limit + 1)
+    if len(data) > limit:
+        raise error(f"{what} {show(p)} holds more than {limit} bytes; give a smaller file (or split it)")
+    return data
 
 
 def read_bytes(path: str | Path, *, error: type[Exception], what: str = "file",
-               not_found: type[Exception] | None = None, give: str = "a file") -> bytes:
-    """The bytes of an input file, or one line naming it: missing, a directory (``give`` says what to give
-    instead) or unreadable (``not_found`` for absence)."""
+               not_found: type[Exception] | None = None, give: str = "a file",
+               limit_bytes: int | None = None) -> bytes:
+    """The bytes of an input file, read once (see :func:`open_input`), or one line naming it: missing, a
+    directory (``give`` says what to give instead), a device, unreadable, or longer than ``limit_bytes``
+    (``not_found`` for absence)."""
     p = Path(path)
-    with _reading(p, error, what, not_found, give):
-        return p.read_bytes()
+    with open_input(p, error=error, what=what, not_found=not_found, give=give) as f:
+        return read_stream(f, p, error=error, what=what, limit_bytes=limit_bytes)
+
+
+def unique_inputs(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> list[Path]:
+    """``paths`` with a file named twice (the same path, a link to it, ``./a`` and ``a``) kept once, at its first
+    place, with a warning through ``warn``. Paths that do not exist are kept (their reader names them)."""
+    seen: dict[tuple[int, int], Path] = {}
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        try:
+            st = os.stat(p)
+        except (OSError, ValueError):
+            out.append(p)
+            continue
+        key = (st.st_dev, st.st_ino)
+        if stat.S_ISREG(st.st_mode) and key in seen:
+            if warn is not None:
+                warn(f"{show(p)} is the same file as {show(seen[key])}; it is read once")
+            continue
+        seen.setdefault(key, p)
+        out.append(p)
+    return out
 
 
 def read_text(path: str | Path, *, error: type[Exception], what: str = "file",
@@ -48,38 +119,31 @@ def read_text(path: str | Path, *, error: type[Exception], what: str = "file",
     p = Path(path)
     data = read_bytes(p, error=error, what=what, not_found=not_found)
     if b"\x00" in data:
-        raise error(f"{what} {p} is a binary file, not text")
+        raise error(f"{what} {show(p)} is a binary file, not text")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise error(f"{what} {p} is not a text file (not UTF-8 at byte {e.start})") from None
+        raise error(f"{what} {show(p)} is not a text file (not UTF-8 at byte {e.start})") from None
     if not text.strip():
-        raise error(f"{what} {p} is empty")
+        raise error(f"{what} {show(p)} is empty")
     if lines and not text.endswith(("\n", "\r")):
         n = text.count("\n") + 1
-        raise error(f"{what} {p} ends in the middle of line {n} (no newline after it): the file was cut off; "
+        raise error(f"{what} {show(p)} ends in the middle of line {n} (no newline after it): the file was cut off; "
                     "if that line is complete, end it with a newline")
     return text
 
 
-def check_text_file(path: str | Path, *, error: type[Exception], what: str = "file", lines: bool = True) -> None:
-    """The cheap checks of :func:`read_text` for a file another parser reads (pandas, pyarrow): it exists, is a
-    file, is not empty, is not binary (a NUL byte in its first 4 KiB) and, for ``lines``, ends with a newline.
-    Reads 4 KiB and the last byte, whatever the size."""
-    p = Path(path)
-    with _reading(p, error, what):
-        size = p.stat().st_size
-        with open(p, "rb") as f:
-            head = f.read(4096)
-            f.seek(max(size - 1, 0))
-            last = f.read(1)
-    if size == 0 or not head.strip():
-        raise error(f"{what} {p} is empty")
+def check_text_bytes(data: bytes, p: Path, *, error: type[Exception], what: str = "file", lines: bool = True) -> None:
+    """The cheap checks of :func:`read_text` on bytes already read (a parser such as pandas or pyarrow reads them
+    next): not empty, not binary (a NUL byte in the first 4 KiB) and, for ``lines``, ending with a newline."""
+    head = data[:4096]
+    if not data or not head.strip():
+        raise error(f"{what} {show(p)} is empty")
     if b"\x00" in head:
-        raise error(f"{what} {p} is a binary file, not text")
-    if lines and last not in (b"\n", b"\r"):
-        raise error(f"{what} {p} ends in the middle of a line (no newline after its last row): the file was cut "
-                    "off; if the last row is complete, end it with a newline")
+        raise error(f"{what} {show(p)} is a binary file, not text")
+    if lines and data[-1:] not in (b"\n", b"\r"):
+        raise error(f"{what} {show(p)} ends in the middle of a line (no newline after its last row): the file was "
+                    "cut off; if the last row is complete, end it with a newline")
 
 
 def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
@@ -91,7 +155,7 @@ def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise error(f"{p}: not valid TOML: {e}") from None
+        raise error(f"{show(p)}: not valid TOML: {e}") from None
 
 
 def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
@@ -102,6 +166,13 @@ def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise error(f"{p}: not valid JSON: {e.msg} at line {e.lineno}") from None
+        raise error(f"{show(p)}: not valid JSON: {e.msg} at line {e.lineno}") from None
     except RecursionError:
-        raise error(f"{p}: not valid JSON: nested too deeply") from None
+        raise error(f"{show(p)}: not valid JSON: nested too deeply") from None
+
+
+def check_text_file(path: str | Path, *, error: type[Exception], what: str = "file", lines: bool = True) -> None:
+    """Transitional: :func:`check_text_bytes` on a file read whole. Readers should read once and check the bytes
+    they parse instead (a pipe cannot be read twice)."""
+    p = Path(path)
+    check_text_bytes(read_bytes(p, error=error, what=what), p, error=error, what=what, lines=lines)

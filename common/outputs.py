@@ -1,0 +1,137 @@
+"""The one output policy of every archline command.
+
+* **Never an input.** Every input opened through :mod:`archline.common.files` (or named by an owner with
+  :func:`note_input`) is remembered by its identity (device and inode, so links and ``./a.csv`` count too); an
+  output that is one of them is refused before anything is written (:func:`check_output`).
+* **Links are written through.** An output that is a symlink replaces its *target* (atomically); the link stays.
+  A symlink loop is an error.
+* **Devices and pipes are streams.** An output that is a character device, a FIFO or a socket (``/dev/null``,
+  ``/dev/stdout``, ``/dev/full``) is opened and written, never replaced by rename; ``/dev/full`` reports a full disk.
+* **Names made from data are made safe** (:func:`safe_component`) and stay inside the directory the user named
+  (:func:`inside`).
+
+The registry of inputs is per command: ``archline.cli.main`` clears it (:func:`reset`) before each command.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import unicodedata
+from pathlib import Path
+
+from archline.common.errors import OutputError
+
+#: (st_dev, st_ino) -> the input as the user named it
+_INPUTS: dict[tuple[int, int], str] = {}
+
+
+def reset() -> None:
+    """Forget the inputs of the previous command."""
+    _INPUTS.clear()
+
+
+def note_input(path: str | os.PathLike[str], st: os.stat_result | None = None) -> None:
+    """Remember ``path`` (or the file ``st`` describes) as an input of the running command."""
+    try:
+        st = st if st is not None else os.stat(path)
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        _INPUTS.setdefault((st.st_dev, st.st_ino), show(path))
+
+
+def inputs() -> list[str]:
+    """The inputs noted so far, as the user named them."""
+    return list(_INPUTS.values())
+
+
+def show(path: str | os.PathLike[str] | bytes) -> str:
+    """A path as a message shows it: never raises on a name that is not valid UTF-8 (bytes shown as ``\\xNN``)."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """True for an output that must be written as a stream: a character device, FIFO or socket, or anything
+    under ``/dev`` or ``/proc`` (``/dev/stdout`` may resolve to the regular file the shell redirected to: it is
+    still written through, never replaced)."""
+    p = os.fspath(path)
+    if p.startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISBLK(mode)
+
+
+def resolve_output(path: str | os.PathLike[str]) -> Path:
+    """The file an output named ``path`` really writes: a symlink's final target (which may not exist yet).
+    Raises OSError(ELOOP) for a symlink loop."""
+    p = Path(path)
+    for _ in range(40):
+        try:
+            if not p.is_symlink():
+                return p
+        except OSError:
+            return p
+        target = Path(os.readlink(p))
+        p = target if target.is_absolute() else p.parent / target
+    raise OSError(errno.ELOOP, "too many levels of symbolic links", os.fspath(path))
+
+
+def check_output(path: str | os.PathLike[str], extra_inputs: tuple[str | os.PathLike[str], ...] = ()) -> Path:
+    """The real file an output writes (symlinks followed), or OutputError when it is an input of this command
+    (one noted, or one of ``extra_inputs``)."""
+    target = resolve_output(path)
+    try:
+        st = os.stat(target)
+    except OSError:
+        return target  # does not exist yet: it cannot be an input
+    key = (st.st_dev, st.st_ino)
+    named = _INPUTS.get(key)
+    if named is None:
+        for other in extra_inputs:
+            try:
+                o = os.stat(other)
+            except OSError:
+                continue
+            if (o.st_dev, o.st_ino) == key:
+                named = show(other)
+                break
+    if named is not None and (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        same = "" if show(path) == named else f" (the same file as input {named})"
+        raise OutputError(f"output {show(path)} is an input of this command{same}: it would be overwritten; "
+                          "write the output somewhere else")
+    return target
+
+
+_UNSAFE = set('/\\\x00:*?"<>|')
+
+
+def safe_component(text: str, *, max_len: int = 120) -> str:
+    """``text`` as one safe file-name component: no path separators, no ``.``/``..``, no leading dot or dash,
+    no control characters; unchanged when it already is safe, else the cleaned name plus a short hash of the
+    original, so two different values never share a file."""
+    norm = unicodedata.normalize("NFC", str(text))
+    clean = "".join("_" if (c in _UNSAFE or unicodedata.category(c).startswith("C") or c.isspace() and c != " ")
+                    else c for c in norm).strip()
+    clean = clean.lstrip(".-") or "_"
+    if len(clean.encode()) > max_len:
+        clean = clean.encode()[:max_len].decode(errors="ignore")
+    if clean == text:
+        return clean
+    digest = hashlib.sha1(os.fsencode(text) if isinstance(text, str) else text).hexdigest()[:8]
+    return f"{clean}-{digest}"
+
+
+def inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """``path`` when it lies inside directory ``root`` (after resolving ``..`` and links), else OutputError."""
+    r = Path(root).resolve()
+    p = Path(path).resolve()
+    if p != r and r not in p.parents:
+        raise OutputError(f"{show(path)} would be written outside {show(root)}; refusing")
+    return Path(path)
