@@ -68,27 +68,31 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit lab-dataset/ --format json --out costs/
       archline fit lab-dataset/ --where host=node03
     """
-    from archline.fit.io.costs import render, write_costs, write_points
+    from archline.fit.io.costs import render
+    from archline.fit.io.costs_files import costs_jobs, points_job, write_all
+    from archline.fit.plots.layout import check_figure_format
     from archline.fit.regress.api import FitOptions, fit_files
 
+    if figure:
+        check_figure_format(figure)          # a .pgf without TeX: one line, before the fit and before any output
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
                       one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv, where=where)
     results = fit_files(files, opts)
+    jobs = costs_jobs(results, out, fmt) if out is not None else []
+    if points:
+        jobs.append(points_job(results, points))
+    if figure:
+        from archline.fit.plots.report import fit_report_jobs
+
+        jobs += fit_report_jobs(results, figure)
+    written = write_all(jobs)                # every output checked first; none renamed unless all are written
     if out is None:
         click.echo(render(results, fmt), nl=False)
-    else:
-        for p in write_costs(results, out, fmt):
-            click.echo(f"wrote {p}", err=True)
+    for p in written:
+        click.echo(f"wrote {p}", err=True)
     if fmt != "table":
         for r in results:
             for w in r.warnings:
                 click.echo(f"archline: warning: {r.platform}: {w}", err=True)
-    if points:
-        click.echo(f"wrote {write_points(results, points)}", err=True)
-    if figure:
-        from archline.fit.plots.report import fit_report_figure
-
-        for path in fit_report_figure(results, figure):
-            click.echo(f"wrote {path}", err=True)
     sys.stdout.flush()

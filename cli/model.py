@@ -127,13 +127,17 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -
     Example:
       archline model plot gtx580 --out gtx580.png
     """
+    from archline.common.outputs import safe_component
     from archline.fit.platforms.profiles import load_platform
+    from archline.fit.plots.layout import check_figure_format
     from archline.fit.plots.rooflines import curves_for, plot_model
 
+    if out is not None:
+        check_figure_format(out)    # a .pgf without TeX: one line before anything is read or drawn
     pls = [load_platform(n) for n in name_or_costs]
     precs = ["sp", "dp"] if precision == "both" else [precision]
     curves = curves_for(pls, [p for p in precs if all(p in pl.precisions_available() for pl in pls)] or precs)
-    path = plot_model(curves, out or Path(f"{pls[0].name}.png"))
+    path = plot_model(curves, out or Path(f"{safe_component(pls[0].name)}.png"))   # a name from data: made safe
     click.echo(f"wrote {path}")
 
 

@@ -44,6 +44,9 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
       archline plot gtx580 --kind ceilings --out gtx580-power-roofline.png
       archline plot R/*.csv costs.json my-ceilings.toml --kind ceilings --out ceilings.png
     """
+    from archline.fit.plots.layout import check_figure_format
+
+    check_figure_format(out)        # a .pgf without TeX: one line before anything is read or drawn
     if kind == "ceilings":
         from archline.cli.output import echo_table
         from archline.fit.analyses.power_roofline_inputs import ceiling_rows, load_ceiling_inputs

@@ -40,7 +40,10 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
     """
     from archline.fit.analyses import app_predict as ap
     from archline.fit.platforms.profiles import load_platform
+    from archline.fit.plots.layout import check_figure_format
 
+    if plot_path is not None:
+        check_figure_format(plot_path)
     platform = load_platform(costs)
     rows = ap.read_counts(counts)
     preds = ap.predict(rows, platform)

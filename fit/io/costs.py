@@ -1,26 +1,72 @@
-"""Write fit results: ``archline.costs/1`` JSON (DESIGN.md §4), CSV, and a table for people (pJ, pJ/B, W).
+"""The one owner of the cost table, ``archline.costs/1`` (DESIGN.md §4): :class:`CostTable` reads it
+(:meth:`CostTable.load`) and writes it (:meth:`CostTable.dump`), like pyperf's Benchmark with its format version.
 
-The JSON is what :func:`archline.fit.platforms.profiles.load_costs` reads, so a cost table works wherever a profile
-does.
+Reading honours each coefficient's ``unit`` (``pJ/flop`` becomes J/flop; a unit of another dimension or one not
+known is one line naming the file, the coefficient and the unit, :mod:`archline.fit.io.costs_units`) and refuses
+what cannot be physical, naming the key:
+
+* every number finite (JSON's ``NaN`` and ``Infinity``, which Python accepts, are refused);
+* energies per operation (``eps_*``, ``c0_*``), ``pi0``, ``c1_*`` and ``pi_misc`` >= 0 (0 is a free operation or
+  no constant power: allowed); ``delta_eps_dp`` and ``delta_c0_core_double`` are differences (any sign);
+* ``tau_*`` and ``delta_pi`` > 0 (a free model leaves ``delta_pi`` out); a stderr >= 0 or null;
+* DVFS ``settings``: clocks and voltages > 0, costs as above.
+
+A profile (:mod:`archline.fit.platforms.profiles`) sees a table through :meth:`CostTable.load`; the CSV and the
+table for people are written here too (:func:`to_csv`, :mod:`archline.fit.io.costs_table`).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from archline.common.atomic import atomic_path, write_atomic
-from archline.fit.platforms.profiles import COSTS_SCHEMA
-from archline.fit.regress.result import UNITS, Coefficient, FitResult
+from pydantic import BaseModel, ConfigDict, Field
 
-#: SI unit -> (factor, unit shown to people).
-HUMAN_UNITS: dict[str, tuple[float, str]] = {
-    "J/flop": (1e12, "pJ/flop"), "J/byte": (1e12, "pJ/B"), "J/access": (1e12, "pJ/access"), "J/op": (1e12, "pJ/op"),
-    "W": (1.0, "W"), "W/V": (1.0, "W/V"), "s/flop": (1e12, "ps/flop"), "s/byte": (1e12, "ps/B"),
-    "J/(flop*V^2)": (1e12, "pJ/(flop V^2)"), "J/(byte*V^2)": (1e12, "pJ/(B V^2)"), "J/(op*V^2)": (1e12, "pJ/(op V^2)"),
-}
+from archline.common.atomic import write_atomic
+from archline.common.files import read_json
+from archline.common.inputs import show_value, validate
+from archline.common.outputs import show
+from archline.fit.errors import PlatformNotFoundError, ProfileFormatError
+from archline.fit.io.costs_table import format_table, to_table
+from archline.fit.io.costs_units import HUMAN_UNITS, UNITS, UnitError, si_factor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from archline.fit.regress.result import FitResult
+
+__all__ = ["COSTS_SCHEMA", "FORMAT_VERSION", "HUMAN_UNITS", "UNITS", "Coefficient", "CostTable", "format_table",
+           "render", "to_costs_dict", "to_csv", "to_json", "to_table"]
+
+FORMAT_VERSION = 1
+COSTS_SCHEMA = f"archline.costs/{FORMAT_VERSION}"
+#: clock and voltage keys of a DVFS setting (must be > 0)
+SETTING_CLOCKS = ("core_mhz", "mem_mhz", "core_v", "mem_v")
+
+
+@dataclass
+class Coefficient:
+    """One fitted cost, in its SI unit (:data:`UNITS`)."""
+
+    name: str
+    value: float
+    stderr: float | None
+    ci95: tuple[float, float] | None
+    unit: str
+    method: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"value": self.value,
+                             "stderr": None if self.stderr is None else float(self.stderr),
+                             "ci95": None if self.ci95 is None else [float(self.ci95[0]), float(self.ci95[1])],
+                             "unit": self.unit}
+        if self.method:
+            d["method"] = self.method
+        return d
 
 
 def _clean(x: Any) -> Any:
@@ -36,29 +82,177 @@ def _clean(x: Any) -> Any:
     return x
 
 
+# --- the rules of physics, by coefficient name -------------------------------------------------------------------
+
+def _rule(name: str) -> str:
+    """'positive' (> 0), 'difference' (any finite sign) or 'cost' (>= 0)."""
+    if name.startswith("tau_") or name == "delta_pi":
+        return "positive"
+    if name.startswith("delta_"):
+        return "difference"
+    return "cost"
+
+
+def _check_number(v: Any, rule: str, where: str, error: type[Exception]) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise error(f"{where}: expected a number, got {show_value(v)}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise error(f"{where}: must be a finite number, got {show_value(v)}")
+    if rule == "positive" and not v > 0:
+        raise error(f"{where}: must be positive, got {show_value(v)}")
+    if rule == "cost" and v < 0:
+        raise error(f"{where}: must not be negative, got {show_value(v)}")
+    return v
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    value: Any = None
+    stderr: Any = None
+    ci95: list[Any] | None = None
+    unit: str | None = None
+    method: str = ""
+
+
+class _File(BaseModel):
+    """The keys the owner reads; the rest is the fit's report (derived, quality, ...) and is kept as it is."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    schema_: str = Field(alias="schema")
+    platform: str | None = None
+    model: str | None = None
+    emulated: bool = False
+    n_points: int | None = None
+    coefficients: dict[str, Any] = Field(default_factory=dict)
+    tau: dict[str, Any] = Field(default_factory=dict)
+    settings: list[Any] = Field(default_factory=list)
+
+
+def _coefficient(name: str, entry: Any, where: str, error: type[Exception]) -> Coefficient:
+    e = validate(_Entry, entry, f"{where}:", error=error)
+    if e.value is None:
+        raise error(f"{where}: missing 'value' (a number)")
+    try:
+        factor = si_factor(name, e.unit)
+    except UnitError as u:
+        raise error(f"{where}: {u}") from None
+    rule = _rule(name) if name in UNITS else "difference"
+    value = _check_number(e.value, rule, f"{where}.value", error) * factor
+    stderr = None if e.stderr is None else _check_number(e.stderr, "cost", f"{where}.stderr", error) * factor
+    ci95 = None
+    if e.ci95 is not None and len(e.ci95) != 2:
+        raise error(f"{where}.ci95: expected [low, high], got {show_value(e.ci95)}")
+    if e.ci95 is not None and None not in e.ci95:
+        lo, hi = (_check_number(x, "difference", f"{where}.ci95", error) * factor for x in e.ci95)
+        ci95 = (lo, hi)
+    return Coefficient(name, value, stderr, ci95, UNITS.get(name, e.unit or ""), e.method)
+
+
+def _setting(k: int, s: Any, where: str, error: type[Exception]) -> dict[str, Any]:
+    if not isinstance(s, dict):
+        raise error(f"{where}: settings[{k}]: expected an object, got {show_value(s)}")
+    out: dict[str, Any] = {}
+    for key, v in s.items():
+        at = f"{where}: settings[{k}].{key}"
+        if v is None or isinstance(v, str):
+            out[key] = v
+        elif key in SETTING_CLOCKS:
+            out[key] = _check_number(v, "positive", at, error)
+        else:
+            out[key] = _check_number(v, _rule(key) if key in UNITS else "difference", at, error)
+    return out
+
+
+@dataclass
+class CostTable:
+    """An ``archline.costs/1`` table, every value in SI. ``report`` keeps the fit's other keys (derived,
+    quality, omitted, warnings, method, cap ...) in their order."""
+
+    platform: str
+    model: str
+    emulated: bool = False
+    n_points: int | None = None
+    coefficients: dict[str, Coefficient] = field(default_factory=dict)
+    tau: dict[str, Coefficient] = field(default_factory=dict)
+    settings: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""
+    schema: str = COSTS_SCHEMA
+
+    # --- reading ---
+    @classmethod
+    def load(cls, path: str | Path, *, error: type[Exception] = ProfileFormatError,
+             not_found: type[Exception] | None = PlatformNotFoundError) -> CostTable:
+        """Read ``path`` once (a pipe works) and check it; the first problem is ``error`` naming file and key."""
+        p = Path(path)
+        return cls.from_doc(read_json(p, error=error, what="cost table", not_found=not_found), show(p),
+                            error=error)
+
+    @classmethod
+    def from_doc(cls, data: Any, origin: str, *, error: type[Exception] = ProfileFormatError) -> CostTable:
+        if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+            raise error(f"{origin}: holds {len(data)} cost tables (one per platform); a profile is one table: "
+                        "write them with `archline fit ... --format json --out DIR/` (one file each)")
+        if not isinstance(data, dict) or data.get("schema") != COSTS_SCHEMA:
+            got = data.get("schema") if isinstance(data, dict) else None
+            newer = isinstance(got, str) and got.startswith("archline.costs/")
+            raise error(f"{origin}: not an {COSTS_SCHEMA} cost table ("
+                        + (f"schema '{got}' is not one this archline reads)" if newer
+                           else "schema key missing or different)"))
+        f = validate(_File, data, f"{origin}:", error=error)
+        coefficients = {k: _coefficient(k, v, f"{origin}: coefficients.{k}", error)
+                        for k, v in f.coefficients.items()}
+        tau = {k: _coefficient(k, v, f"{origin}: tau.{k}", error) for k, v in f.tau.items()}
+        settings = [_setting(k, s, origin, error) for k, s in enumerate(f.settings)]
+        if f.n_points is not None and f.n_points < 0:
+            raise error(f"{origin}: n_points: must not be negative, got {f.n_points}")
+        known = {"schema", "platform", "model", "emulated", "n_points", "coefficients", "tau", "settings"}
+        report = {k: v for k, v in data.items() if k not in known}
+        return cls(platform=f.platform or Path(origin).stem, model=f.model or "?",
+                   emulated=f.emulated, n_points=f.n_points, coefficients=coefficients, tau=tau,
+                   settings=settings, report=report, origin=origin)
+
+    # --- writing ---
+    @classmethod
+    def from_fit(cls, r: FitResult) -> CostTable:
+        report: dict[str, Any] = {"derived": r.derived, "quality": r.quality, "omitted": r.omitted,
+                                  "warnings": r.warnings}
+        if "method" in r.extra:
+            report["method"] = r.extra["method"]
+        if r.model == "capped":
+            report["cap"] = r.extra.get("cap", {})
+            report["ks_free_vs_capped"] = r.extra.get("ks_free_vs_capped", {})
+        for k in ("auto", "files"):
+            if k in r.extra:
+                report[k] = r.extra[k]
+        return cls(platform=r.platform, model=r.model, emulated=bool(r.emulated), n_points=int(r.n_points),
+                   coefficients=dict(r.coefficients), tau=dict(r.tau),
+                   settings=list(r.extra.get("settings", [])) if r.model == "dvfs" else [], report=report)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"schema": self.schema, "platform": self.platform, "model": self.model,
+                             "emulated": bool(self.emulated), "n_points": self.n_points,
+                             "coefficients": {k: c.as_json() for k, c in self.coefficients.items()},
+                             "tau": {k: c.as_json() for k, c in self.tau.items()}}
+        d.update(self.report)
+        if self.settings or self.model == "dvfs":
+            d["settings"] = self.settings
+        return _clean(d)  # type: ignore[no-any-return]
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def dump(self, path: str | Path) -> Path:
+        return write_atomic(path, self.dumps())
+
+    def value(self, name: str) -> float | None:
+        c = self.coefficients.get(name) or self.tau.get(name)
+        return None if c is None else c.value
+
+
 def to_costs_dict(r: FitResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "schema": COSTS_SCHEMA, "platform": r.platform, "model": r.model, "emulated": bool(r.emulated),
-        "n_points": int(r.n_points),
-        "coefficients": {k: c.as_json() for k, c in r.coefficients.items()},
-        "tau": {k: c.as_json() for k, c in r.tau.items()},
-        "derived": r.derived,
-        "quality": r.quality,
-        "omitted": r.omitted,
-        "warnings": r.warnings,
-    }
-    if "method" in r.extra:
-        d["method"] = r.extra["method"]
-    if r.model == "dvfs":
-        d["settings"] = r.extra.get("settings", [])
-    if r.model == "capped":
-        d["cap"] = r.extra.get("cap", {})
-        d["ks_free_vs_capped"] = r.extra.get("ks_free_vs_capped", {})
-    if "auto" in r.extra:
-        d["auto"] = r.extra["auto"]
-    if "files" in r.extra:
-        d["files"] = r.extra["files"]
-    return _clean(d)  # type: ignore[no-any-return]
+    return CostTable.from_fit(r).to_dict()
 
 
 def to_json(results: list[FitResult]) -> str:
@@ -66,155 +260,56 @@ def to_json(results: list[FitResult]) -> str:
     return json.dumps(docs[0] if len(docs) == 1 else docs, indent=2)
 
 
-CSV_HEADER = "platform,model,emulated,section,name,value,stderr,ci95_low,ci95_high,unit"
+CSV_COLUMNS = ("platform", "model", "emulated", "section", "name", "value", "stderr", "ci95_low", "ci95_high", "unit")
+CSV_HEADER = ",".join(CSV_COLUMNS)
 
 
-def _csv_line(r: FitResult, section: str, c: Coefficient) -> str:
-    def f(v: float | None) -> str:
-        return "" if v is None or not math.isfinite(v) else repr(float(v))
+def _num(v: float | None) -> str:
+    return "" if v is None or not math.isfinite(v) else repr(float(v))
+
+
+def _csv_row(r: FitResult, section: str, c: Coefficient) -> list[str]:
     lo, hi = c.ci95 if c.ci95 else (None, None)
-    return ",".join([r.platform, r.model, "true" if r.emulated else "false", section, c.name, f(c.value),
-                     f(c.stderr), f(lo), f(hi), c.unit])
+    return [r.platform, r.model, "true" if r.emulated else "false", section, c.name, _num(c.value),
+            _num(c.stderr), _num(lo), _num(hi), c.unit]
+
+
+def _setting_unit(k: str) -> str:
+    return "W" if k == "pi0" else ("J/flop" if "flop" in k else "J/op" if k == "eps_int" else "J/byte")
 
 
 def to_csv(results: list[FitResult]) -> str:
-    """One line per coefficient (SI units), tau, dvfs per-setting costs, and quality figure."""
-    lines = [CSV_HEADER]
+    """One line per coefficient (SI units), tau, dvfs per-setting costs, and quality figure; quoted by the csv
+    module, so a platform name holding a comma, a quote or a newline reads back as it was."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
     for r in results:
         for c in r.coefficients.values():
-            lines.append(_csv_line(r, "coefficients", c))
+            w.writerow(_csv_row(r, "coefficients", c))
         for c in r.tau.values():
-            lines.append(_csv_line(r, "tau", c))
+            w.writerow(_csv_row(r, "tau", c))
         for i, s in enumerate(r.extra.get("settings", []) if r.model == "dvfs" else []):
             for k in ("eps_flop_sp", "eps_flop_dp", "eps_mem", "eps_int", "eps_shared", "eps_l2", "pi0"):
                 if k in s:
-                    unit = "W" if k == "pi0" else ("J/flop" if "flop" in k else "J/op" if k == "eps_int" else "J/byte")
                     se = s.get("pi0_stderr") if k == "pi0" else None
-                    lines.append(_csv_line(r, f"setting{i}:core_mhz={s.get('core_mhz')}:mem_mhz={s.get('mem_mhz')}",
-                                           Coefficient(k, s[k], se, None, unit)))
+                    w.writerow(_csv_row(r, f"setting{i}:core_mhz={s.get('core_mhz')}:mem_mhz={s.get('mem_mhz')}",
+                                        Coefficient(k, s[k], se, None, _setting_unit(k))))
         for k, v in r.quality.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                lines.append(",".join([r.platform, r.model, "true" if r.emulated else "false", "quality", k,
-                                       repr(float(v)), "", "", "", "%" if k.endswith("_pct") else ""]))
-    return "\n".join(lines) + "\n"
+                w.writerow([r.platform, r.model, "true" if r.emulated else "false", "quality", k, repr(float(v)),
+                            "", "", "", "%" if k.endswith("_pct") else ""])
+    return buf.getvalue()
 
 
-def _human(c: Coefficient) -> tuple[str, str, str, str]:
-    factor, unit = HUMAN_UNITS.get(c.unit, (1.0, c.unit))
-    v = c.value * factor
-    se = "" if c.stderr is None or not math.isfinite(c.stderr) else f"±{c.stderr * factor:.3g}"
-    ci = "" if c.ci95 is None else f"[{c.ci95[0] * factor:.4g}, {c.ci95[1] * factor:.4g}]"
-    return f"{v:.4g}", se, ci, unit
-
-
-def format_table(r: FitResult) -> str:
-    """A plain-text table for people."""
-    n_cfg = r.quality.get("n_configurations")
-    head = f"{r.platform}  model={r.model}" + (f" ({r.extra['method']})" if r.model == "cache" else "") + \
-        f"  points={r.n_points}" + (f"  configurations={n_cfg}" if n_cfg is not None else "") + \
-        ("  EMULATED" if r.emulated else "")
-    out = [head, "-" * len(head)]
-    rows: list[tuple[str, str, str, str, str]] = []
-    order = {k: i for i, k in enumerate(UNITS)}
-    for c in sorted(r.coefficients.values(), key=lambda c: order.get(c.name, 99)) + list(r.tau.values()):
-        v, se, ci, unit = _human(c)
-        rows.append((c.name, v, se, unit, ci))
-    if rows:
-        widths = [max(len(x[i]) for x in [*rows, ("coefficient", "value", "stderr", "unit", "95% CI")])
-                  for i in range(5)]
-        hdr = ("coefficient", "value", "stderr", "unit", "95% CI")
-        out.append("  ".join(h.ljust(w) for h, w in zip(hdr, widths, strict=True)))
-        for row in rows:
-            out.append("  ".join(x.ljust(w) if i in (0, 3, 4) else x.rjust(w)
-                                 for i, (x, w) in enumerate(zip(row, widths, strict=True))))
-    for name, why in r.omitted.items():
-        out.append(f"{name}: not reported ({why})")
-    if r.model == "dvfs" and r.extra.get("settings"):
-        out.append("")
-        out.append("per setting        eps_sp  eps_dp  eps_mem   eps_int  eps_sm  eps_l2     pi0")
-        out.append("core/mem MHz       pJ/flop pJ/flop pJ/B      pJ/op    pJ/B    pJ/B       W")
-        for s in r.extra["settings"]:
-            def g(k: str, f: float = 1e12, s: dict[str, Any] = s) -> str:
-                return f"{s[k] * f:.4g}" if k in s and s[k] is not None else "-"
-            label = f"{s.get('core_mhz', '?'):g}/{s.get('mem_mhz', '?'):g}" if isinstance(s.get("core_mhz"), float) \
-                else f"{s.get('core_v')}V/{s.get('mem_v')}V"
-            out.append(f"{label:<18} {g('eps_flop_sp'):>7} {g('eps_flop_dp'):>7} {g('eps_mem'):>7} "
-                       f"{g('eps_int'):>9} {g('eps_shared'):>7} {g('eps_l2'):>7} {g('pi0', 1.0):>7}")
-    d = r.derived
-    if "B_tau" in d:
-        out.append("")
-        out.append("derived: " + ", ".join(f"{k}={d[k]:.3g}" for k in ("B_tau_sp", "B_eps_sp", "B_tau_dp", "B_eps_dp")
-                                           if k in d))
-    if r.model == "capped" and "cap" in r.extra:
-        cap = r.extra["cap"]
-        out.append(f"cap binds at {cap['points_where_cap_binds']} of {cap['of_points']} points; "
-                   + ", ".join(f"{p}: I in [{cap[f'B_tau_minus_{p}']:.3g}, {cap[f'B_tau_plus_{p}']:.3g}]"
-                               for p in ("sp", "dp") if f"B_tau_minus_{p}" in cap and cap.get(f"cap_binds_{p}")))
-        ks = r.extra.get("ks_free_vs_capped", {})
-        out.append("KS free vs capped: " + ", ".join(
-            f"{q} p={v['pvalue']:.3g}{' **' if v['differ'] else ''}" for q, v in ks.items()))
-    q = r.quality
-    parts = []
-    roof = " vs roofline" if "time_model" in q else ""
-    split = {"configuration": " by configuration", "setting": " by setting", "row": " row-wise"}.get(
-        str(q.get("cv_split")), "")
-    for k, label in (("r2", "R^2"), ("energy_mape_pct", "energy MAPE %"), ("energy_median_ape_pct", "median %"),
-                     ("time_mape_pct", f"time MAPE{roof} %"), ("power_mape_pct", f"power MAPE{roof} %"),
-                     ("cv_mape_pct", f"{q.get('cv_folds', '?')}-fold CV{split} MAPE %"), ("cv_sd_pct", "CV sd %"),
-                     ("holdout_mape_pct", "holdout MAPE %")):
-        if k in q and isinstance(q[k], (int, float)):
-            parts.append(f"{label} {q[k]:.4g}")
-    out.append("")
-    out.append("quality: " + ", ".join(parts))
-    for w in r.warnings:
-        out.append(f"warning: {w}")
-    return "\n".join(out)
-
-
-def to_table(results: list[FitResult]) -> str:
-    return "\n\n".join(format_table(r) for r in results) + "\n"
-
-
-def group_filename(r: FitResult, ext: str) -> str:
-    return f"{r.platform}{'-emulated' if r.emulated else ''}.costs.{ext}"
-
-
-def write_costs(results: list[FitResult], out: str | Path | None, fmt: str = "json") -> list[Path]:
-    """Write in ``fmt`` (json|csv|table). Several groups and a directory ``out``: one file per group.
-    Atomic writes (temp file + rename). With ``out`` None nothing is written (the caller prints)."""
-    if out is None:
-        return []
-    render = {"json": to_json, "csv": to_csv, "table": to_table}[fmt]
-    ext = {"json": "json", "csv": "csv", "table": "txt"}[fmt]
-    out = Path(out)
-    targets: list[tuple[Path, str]] = []
-    if out.is_dir() or (len(results) > 1 and fmt == "json" and out.suffix != ".json"):
-        out.mkdir(parents=True, exist_ok=True)
-        targets = [(out / group_filename(r, ext), render([r])) for r in results]
-    else:
-        targets = [(out, render(results))]
-    written = []
-    for path, text in targets:
-        written.append(write_atomic(path, text))
-    return written
+RENDERERS = {"json": to_json, "csv": to_csv, "table": to_table}
+EXTENSIONS = {"json": "json", "csv": "csv", "table": "txt"}
 
 
 def render(results: list[FitResult], fmt: str) -> str:
-    return {"json": to_json, "csv": to_csv, "table": to_table}[fmt](results)
+    return RENDERERS[fmt](results)
 
 
-def write_points(results: list[FitResult], path: str | Path) -> Path:
-    """Per-point signed relative errors of time, energy and power of every group, as one CSV."""
-    import pandas as pd
-
-    frames = []
-    for r in results:
-        if r.point_errors is not None:
-            f = r.point_errors.copy()
-            f.insert(0, "model", r.model)
-            f.insert(0, "platform", r.platform)
-            frames.append(f)
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()).to_csv(tmp, index=False)
-    return path
+def costs_mapping(table: CostTable) -> Mapping[str, float]:
+    """Every coefficient and tau of ``table`` by name, in SI."""
+    return {k: c.value for k, c in {**table.coefficients, **table.tau}.items()}

@@ -1,4 +1,5 @@
-"""Platform profiles (TOML) and cost tables (archline.costs/1 JSON): one way to get a machine's constants.
+"""Platform profiles (TOML) and cost tables (archline.costs/1 JSON, read by their owner
+:mod:`archline.fit.io.costs`): one way to get a machine's constants.
 
 A profile's ``[constants]`` table maps a symbol to ``{ value = …, source = "…" }``. A constant the papers do not
 give has no ``value`` and says why in ``source``. Values are SI: J/flop, J/byte, J/access, J/op, W, s/flop, s/byte.
@@ -7,24 +8,33 @@ Peaks (``peak_flop_per_s_sp``…) may stand in for the tau they invert (tau = 1/
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
-from archline.common.files import read_json
+from pydantic import Field
+
+from archline.common.files import read_text
 from archline.common.files import read_toml as common_read_toml
 from archline.common.inputs import Strict, unknown_key_hint, validate
+from archline.common.outputs import show
 from archline.fit.errors import ArchlineFitError, MissingValueError, PlatformNotFoundError, ProfileFormatError
+from archline.fit.io.costs import COSTS_SCHEMA as COSTS_SCHEMA  # the owner's; re-exported
+from archline.fit.io.costs import CostTable
 from archline.fit.model.machine import Machine
 
 PROFILE_SCHEMA = "archline.platform/1"
-COSTS_SCHEMA = "archline.costs/1"
 SHIPPED_DIR = Path(__file__).parent  # the shipped *.toml profiles live beside this module
 
 #: Every constant a profile may hold, with its SI unit.
@@ -135,25 +145,6 @@ class ProfileFile(Strict):
     issue: Any = None              #: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py)
 
 
-class CoefficientEntry(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    value: float
-    stderr: float | None = None
-
-
-class CostsFile(BaseModel):
-    """An archline.costs/1 table as a profile needs it (other keys are the fit's report and are let through)."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-    schema_: Literal["archline.costs/1"] = Field(alias="schema")
-    platform: str | None = None
-    model: str | None = None
-    emulated: bool = False
-    coefficients: dict[str, Any] = Field(default_factory=dict)
-    tau: dict[str, Any] = Field(default_factory=dict)
-    settings: list[Any] = Field(default_factory=list)
-
-
 def _check_value(key: str, v: float | None, where: str) -> float | None:
     if v is None:
         return None
@@ -189,33 +180,53 @@ def read_toml(path: Path, known_keys: set[str], what: str,
 
 def load_profile(path: Path) -> Platform:
     data = common_read_toml(path, error=ProfileFormatError, what="profile", not_found=PlatformNotFoundError)
-    f = validate(ProfileFile, data, f"{path}:", error=ProfileFormatError)
+    return _profile_of(data, path)
+
+
+def platform_of_costs(t: CostTable) -> Platform:
+    """A cost table seen as a platform: its model constants (SI, checked by the owner) and, for a DVFS table, its
+    settings and eq.48 coefficients."""
+    name = Path(t.origin).name
+    constants = {k: Constant(c.value, f"fitted ({t.model} model, {name})", c.stderr)
+                 for k, c in {**t.coefficients, **t.tau}.items() if k in CONSTANT_UNITS}
+    n = t.n_points
+    title = (f"cost table fitted with the {t.model} model"
+             + (f" from {n} measured points" if n is not None else "") + f" ({name})")
+    return Platform(name=t.platform, title=title, constants=constants, origin=t.origin, kind="costs",
+                    emulated=t.emulated,
+                    dvfs={"settings": t.settings, "coefficients": {k: c.as_json() for k, c in t.coefficients.items()}}
+                    if t.model == "dvfs" else {},
+                    raw=t.to_dict())
+
+
+def load_costs(path: Path) -> Platform:
+    """A cost table written by ``archline fit --format json``, usable wherever a profile is (read and checked by
+    its owner, :class:`archline.fit.io.costs.CostTable`)."""
+    return platform_of_costs(CostTable.load(path, error=ProfileFormatError, not_found=PlatformNotFoundError))
+
+
+def _profile_of(data: dict[str, Any], path: Path) -> Platform:
+    f = validate(ProfileFile, data, f"{show(path)}:", error=ProfileFormatError)
     return Platform(name=f.name, title=f.title or f.name, constants=_parse_constants(f.constants, str(path)),
                     origin=str(path), device_kind=f.device_kind, notes=f.notes, dvfs=dict(f.dvfs), raw=data)
 
 
-def load_costs(path: Path) -> Platform:
-    """A cost table written by ``archline fit --format json``, usable wherever a profile is."""
-    data = read_json(path, error=ProfileFormatError, what="cost table", not_found=PlatformNotFoundError)
-    if not isinstance(data, dict) or data.get("schema") != COSTS_SCHEMA:
-        raise ProfileFormatError(f"{path}: not an {COSTS_SCHEMA} cost table (schema key missing or different)")
-    f = validate(CostsFile, data, f"{path}:", error=ProfileFormatError)
-    constants: dict[str, Constant] = {}
-    for section, sec in (("coefficients", f.coefficients), ("tau", f.tau)):
-        for key, entry in sec.items():
-            if key not in CONSTANT_UNITS:
-                continue  # dvfs coefficients and future terms: not model constants
-            e = validate(CoefficientEntry, entry, f"{path}: {section}.{key}", error=ProfileFormatError)
-            where = f"{path}: {section}.{key}"
-            constants[key] = Constant(_check_value(key, e.value, where), f"fitted ({f.model or '?'} model, "
-                                      f"{path.name})", _check_value(key, e.stderr, where))
-    n = data.get("n_points")
-    title = (f"cost table fitted with the {f.model or '?'} model"
-             + (f" from {n} measured points" if isinstance(n, int) else "") + f" ({path.name})")
-    return Platform(name=f.platform or path.stem, title=title, constants=constants, origin=str(path), kind="costs",
-                    emulated=f.emulated,
-                    dvfs={"settings": f.settings, "coefficients": f.coefficients} if f.model == "dvfs" else {},
-                    raw=data)
+def load_any(path: Path) -> Platform:
+    """A file whose name does not say what it holds (``<(cat costs.json)``, ``/dev/fd/3``): read once, a cost
+    table when it is a JSON object, else a TOML profile."""
+    text = read_text(path, error=ProfileFormatError, what="profile or cost table", not_found=PlatformNotFoundError)
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ProfileFormatError(f"{show(path)}: not valid JSON: {e.msg} at line {e.lineno}") from None
+        except RecursionError:
+            raise ProfileFormatError(f"{show(path)}: not valid JSON: nested too deeply") from None
+        return platform_of_costs(CostTable.from_doc(data, show(path), error=ProfileFormatError))
+    try:
+        return _profile_of(tomllib.loads(text), path)
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileFormatError(f"{show(path)}: not valid TOML: {e}") from None
 
 
 def search_dirs() -> list[Path]:
@@ -265,8 +276,10 @@ def load_platform(name_or_path: str) -> Platform:
     p = Path(name_or_path)
     if p.suffix == ".json":
         return load_costs(p)
-    if p.suffix == ".toml" or os.sep in name_or_path:
+    if p.suffix == ".toml":
         return load_profile(p)
+    if os.sep in name_or_path:
+        return load_any(p)
     for candidate in iter_profiles():
         if candidate.stem == name_or_path:
             return load_profile(candidate)

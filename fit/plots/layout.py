@@ -6,7 +6,8 @@
   (``log2_axis``): "0.015625" beside "0.0625" ran together.
 * Titles are wrapped to the figure's width and carry the notes of any fallback (``title_with_notes``), which the
   command line also prints on stderr.
-* ``save_figure`` writes through a temporary name and renames, so a crash never leaves a half-written figure.
+* ``save_figure`` writes through a temporary name and renames, so a crash never leaves a half-written figure;
+  ``check_figure_format`` refuses a format that cannot be written here (``.pgf`` without TeX) before any drawing.
 * ``overlaps`` lists what still collides (text with text, text or legend with a plotted point, text outside the
   canvas); the figure tests call it on every figure kind.
 
@@ -103,22 +104,59 @@ def pyplot() -> Any:
     return plt
 
 
-def save_figure(fig: Any, out_path: str | Path, dpi: int = 130) -> Path:
-    """Save atomically (temporary name in the same directory, then rename) and close the figure. An unknown
-    extension is an ArchlineFitError, an unwritable path or a full disk an OSError naming ``out_path`` (exit 7);
-    nothing is left under either name."""
-    from archline.common.atomic import atomic_path
+def check_figure_format(out_path: str | Path) -> str:
+    """The format matplotlib writes ``out_path`` in, or an ArchlineFitError (one line, before anything is drawn
+    or written): a suffix it cannot write here, or ``.pgf`` without the TeX its pgf backend runs."""
+    import shutil
+
+    import matplotlib
+
+    from archline.fit.errors import ArchlineFitError
+
+    p = Path(out_path)
+    fmt = p.suffix.lstrip(".").lower() or "png"
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    known = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in known:
+        raise ArchlineFitError(f"cannot write figure {p}: matplotlib cannot write .{fmt} here "
+                               f"(it writes {', '.join(sorted(known))})")
+    if fmt == "pgf":
+        tex = str(matplotlib.rcParams["pgf.texsystem"])
+        if shutil.which(tex) is None:
+            raise ArchlineFitError(f"cannot write figure {p}: a .pgf figure needs {tex} (TeX), which is not on "
+                                   "PATH; install TeX or write .pdf or .svg")
+    return fmt
+
+
+def draw_to(fig: Any, path: str | Path, fmt: str, dpi: int = 130) -> None:
+    """Draw ``fig`` into ``path`` (a temporary file or a stream) in ``fmt`` and close it; matplotlib's refusal of
+    the format is an ArchlineFitError."""
     from archline.fit.errors import ArchlineFitError
 
     plt = pyplot()
-    out_path = Path(out_path)
     try:
-        with atomic_path(out_path) as tmp:
-            fig.savefig(tmp, dpi=dpi, format=out_path.suffix.lstrip(".").lower() or "png")
+        fig.savefig(path, dpi=dpi, format=fmt)
     except ValueError as e:   # matplotlib: unknown format
-        raise ArchlineFitError(f"cannot write figure {out_path}: {e}") from None
+        raise ArchlineFitError(f"cannot write figure {path}: {e}") from None
     finally:                  # an OSError (full disk, unwritable path) reaches the CLI as one line, exit 7
         plt.close(fig)
+
+
+def save_figure(fig: Any, out_path: str | Path, dpi: int = 130) -> Path:
+    """Save atomically (temporary name in the same directory, then rename) and close the figure. An unknown
+    extension, or .pgf without TeX, is an ArchlineFitError before anything is written; an unwritable path or a
+    full disk an OSError naming ``out_path`` (exit 7); nothing is left under either name."""
+    from archline.common.atomic import atomic_path
+
+    out_path = Path(out_path)
+    try:
+        fmt = check_figure_format(out_path)
+    except Exception:
+        pyplot().close(fig)
+        raise
+    with atomic_path(out_path) as tmp:
+        draw_to(fig, tmp, fmt, dpi)
     return out_path
 
 

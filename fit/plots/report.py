@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from archline.common.outputs import inside, safe_component
+from archline.fit.io.costs_files import Job, write_all
 from archline.fit.model.machine import Machine
-from archline.fit.plots.layout import legend_outside, save_figure, title_with_notes
+from archline.fit.plots.layout import check_figure_format, draw_to, legend_outside, title_with_notes
 from archline.fit.regress.result import FitResult
 
 COLOURS = {"sp": "tab:blue", "dp": "tab:orange"}
@@ -144,32 +146,44 @@ def _dvfs_panels(r: FitResult, fig: Any) -> None:
         legend_outside(ax, ncol=2, fontsize=7)
 
 
-def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) -> list[Path]:
-    """Write one PNG per result (suffixed with the platform when there are several). Returns the paths."""
+def _draw(r: FitResult) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if r.model == "dvfs":
+        fig = plt.figure(figsize=(15, 5.6), layout="constrained")
+        _dvfs_panels(r, fig)
+    else:
+        fig = plt.figure(figsize=(12, 10.5), layout="constrained")
+        _intensity_panels(r, fig)
+    q = r.quality
+    n_cfg = q.get("n_configurations")
+    title = (f"archline fit: {r.platform}{' (EMULATED)' if r.emulated else ''}, model {r.model}, "
+             f"{r.n_points} rows" + (f" in {n_cfg} configurations" if n_cfg is not None else "")
+             + f", energy MAPE {q.get('energy_mape_pct', float('nan')):.2f}%")
+    if "cv_mape_pct" in q:
+        title += f", {q.get('cv_folds')}-fold CV by {q.get('cv_split', '?')} {q['cv_mape_pct']:.2f}%"
+    title_with_notes(fig, title)
+    return fig
+
+
+def fit_report_jobs(results: FitResult | list[FitResult], path: str | Path) -> list[Job]:
+    """The report figures as outputs (:func:`archline.fit.io.costs_files.write_all`): one per result, suffixed
+    with the platform (made a safe file name) when there are several. The format is checked here (a .pgf without
+    TeX is an ArchlineFitError before anything is drawn); each figure is drawn when it is written."""
     rs = [results] if isinstance(results, FitResult) else list(results)
     path = Path(path)
-    written: list[Path] = []
+    fmt = check_figure_format(path)
+    jobs: list[Job] = []
     for r in rs:
-        target = path if len(rs) == 1 else path.with_name(
-            f"{path.stem}-{r.platform}{'-emulated' if r.emulated else ''}{path.suffix or '.png'}")
-        if r.model == "dvfs":
-            fig = plt.figure(figsize=(15, 5.6), layout="constrained")
-            _dvfs_panels(r, fig)
-        else:
-            fig = plt.figure(figsize=(12, 10.5), layout="constrained")
-            _intensity_panels(r, fig)
-        q = r.quality
-        n_cfg = q.get("n_configurations")
-        title = (f"archline fit: {r.platform}{' (EMULATED)' if r.emulated else ''}, model {r.model}, "
-                 f"{r.n_points} rows" + (f" in {n_cfg} configurations" if n_cfg is not None else "")
-                 + f", energy MAPE {q.get('energy_mape_pct', float('nan')):.2f}%")
-        if "cv_mape_pct" in q:
-            title += f", {q.get('cv_folds')}-fold CV by {q.get('cv_split', '?')} {q['cv_mape_pct']:.2f}%"
-        title_with_notes(fig, title)
-        written.append(save_figure(fig, target, dpi=110))
-    return written
+        target = path if len(rs) == 1 else inside(path.parent, path.with_name(
+            f"{path.stem}-{safe_component(r.platform)}{'-emulated' if r.emulated else ''}{path.suffix or '.png'}"))
+        jobs.append((target, lambda tmp, r=r: draw_to(_draw(r), tmp, fmt, dpi=110)))
+    return jobs
+
+
+def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) -> list[Path]:
+    """Write one figure per result (see :func:`fit_report_jobs`). Returns the paths."""
+    return write_all(fit_report_jobs(results, path))

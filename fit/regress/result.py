@@ -1,7 +1,7 @@
 """What every regression returns: coefficients with uncertainty, quality, warnings, and a predictor.
 
-Shared by the basic, cache, capped and dvfs fits; written out by :mod:`archline.fit.io.costs` as
-``archline.costs/1``.
+Shared by the basic, cache, capped and dvfs fits; written out by :mod:`archline.fit.io.costs` (the owner of
+``archline.costs/1``, which defines :class:`Coefficient` and the SI :data:`UNITS`, re-exported here).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from archline.fit.io.costs import Coefficient as Coefficient  # re-exported: the fits build them
+from archline.fit.io.costs_units import UNITS as UNITS
 from archline.fit.io.results import COUNT_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,17 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from archline.fit.io.configs import Columns, Grouped
     from archline.fit.regress.pointwise import RowErrors
-
-#: SI unit of every coefficient the fits can report (archline.costs/1).
-UNITS: dict[str, str] = {
-    "eps_flop_sp": "J/flop", "eps_flop_dp": "J/flop", "delta_eps_dp": "J/flop", "eps_mem": "J/byte",
-    "eps_l1": "J/byte", "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access",
-    "eps_int": "J/op", "pi0": "W", "delta_pi": "W",
-    "tau_flop_sp": "s/flop", "tau_flop_dp": "s/flop", "tau_mem": "s/byte",
-    "c0_core_single": "J/(flop*V^2)", "delta_c0_core_double": "J/(flop*V^2)", "c0_mem": "J/(byte*V^2)",
-    "c0_core_integer": "J/(op*V^2)", "c0_core_sm": "J/(byte*V^2)", "c0_core_l2": "J/(byte*V^2)",
-    "c1_core": "W/V", "c1_mem": "W/V", "pi_misc": "W",
-}
 
 #: count column -> energy coefficient for the linear (cache / joint) fits.
 COUNT_COEFFICIENT: dict[str, str] = {
@@ -44,25 +35,6 @@ NORMALISER_ORDER: tuple[str, ...] = ("work_flop", "int_ops", "bytes_shared", "by
 #: Counts that make a row something other than a plain intensity (flop + DRAM) point.
 NON_BASIC_COUNTS: tuple[str, ...] = tuple(c for c in COUNT_COLUMNS
                                           if c not in ("flops_sp", "flops_dp", "bytes_mem"))
-
-
-@dataclass
-class Coefficient:
-    name: str
-    value: float
-    stderr: float | None
-    ci95: tuple[float, float] | None
-    unit: str
-    method: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": self.value,
-                             "stderr": None if self.stderr is None else float(self.stderr),
-                             "ci95": None if self.ci95 is None else [float(self.ci95[0]), float(self.ci95[1])],
-                             "unit": self.unit}
-        if self.method:
-            d["method"] = self.method
-        return d
 
 
 #: predictor(configurations) -> (predicted time_s or None, predicted energy_j at each entry's time_s). Every
