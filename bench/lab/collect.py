@@ -17,6 +17,7 @@ from archline.bench.lab.labfile import Lab
 from archline.bench.lab.status import LabError, TaskStatus, lab_status
 from archline.bench.run.sweep import RESULTS_NAME
 from archline.fit.io.dataset import DatasetError, DatasetReport, write_dataset
+from archline.fit.io.results_file import ResultsFile, SourceError
 
 
 @dataclass
@@ -41,9 +42,15 @@ class CollectReport:
         return {"dataset": d, "machines": [asdict(m) for m in self.machines]}
 
 
-def _rows(path: Path) -> int:
-    with open(path, "rb") as f:
-        return max(0, sum(1 for line in f if line.endswith(b"\n")) - 1)
+def _rows(path: Path) -> tuple[int, str]:
+    """Complete rows of a machine's results file, counted by the file's owner; a file that cannot be read or is
+    not a results file counts 0, with the reason."""
+    try:
+        with ResultsFile.open(path, whole_lines=False) as f:
+            f.check_ours()
+            return f.n_rows(), ""
+    except SourceError as e:
+        return 0, str(e)
 
 
 def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
@@ -59,7 +66,7 @@ def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
     for m in lab.machines:
         st = statuses[m.name]
         csv = lab.results / m.name / RESULTS_NAME
-        n = _rows(csv) if csv.exists() else 0
+        n, why = _rows(csv) if csv.exists() else (0, "")
         if n:
             sources.append(csv)
         rep = MachineReport(m.name, st.state, n, st.points_planned, list(st.missing_points))
@@ -67,7 +74,7 @@ def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
         if st.state == "failed":
             rep.note = st.reason
         if not n:
-            rep.note = rep.note or ("no results yet" if st.state != "missing" else st.reason)
+            rep.note = why or rep.note or ("no results yet" if st.state != "missing" else st.reason)
         machines.append(rep)
     if not sources:
         raise LabError(f"no rows to collect: none of the {len(lab.machines)} machine(s) has results under "

@@ -1,26 +1,28 @@
 """Result rows, once: who and where a run is (:class:`RunContext`, one run-id format), the one row builder (a
-point's regions -> one ``archline.results/1`` row), and the one writer (a results file that rows are appended to,
-one complete line per ``os.write`` and fsynced, so a killed run never leaves half a row). The columns are the
-schema's (:mod:`archline.fit.io.schema`).
+point's regions -> one ``archline.results/1`` row). Rows are appended through the results file's owner,
+:class:`archline.fit.io.results_file.ResultsFile` (one complete line per ``os.write`` and fsynced, so a killed run
+never leaves half a row; a file that is not a results file is refused). The columns are the schema's
+(:mod:`archline.fit.io.schema`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import socket
 import statistics
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from archline.bench.errors import BenchError
 from archline.bench.kernels import KernelSpec, RunResult
-from archline.common.atomic import write_atomic
 from archline.common.stamps import utc_compact, utc_iso, utc_now
 from archline.fit.io import schema
+from archline.fit.io.results_file import ResultsFile
+
+#: the writer and reader of a results CSV is its owner (ResultsFile, imported from here by the runner); a partial
+#: last line is cut by it too, never in a file that is not a results file
+repair_tail = ResultsFile.repair_tail
 
 #: per-repetition time rising by more than this over a point's regions flags throttling
 THROTTLE_REL = 0.05
@@ -169,50 +171,3 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
     row.update(forced)
     row["note"] = "; ".join(notes)
     return row
-
-
-class ResultsFile:
-    """A results CSV that rows are appended to. The header is written once (atomically); a row is one complete
-    line per ``os.write`` plus fsync, in the columns of the file's own header (so a file started by an older
-    version keeps its shape)."""
-
-    def __init__(self, path: Path, columns: Sequence[str] = schema.ALL_COLUMNS) -> None:
-        self.path = path
-        if not path.exists() or path.stat().st_size == 0:
-            write_atomic(path, schema.header_line(columns))
-        with open(path, "rb") as f:
-            first = f.readline().decode().strip()
-        self.columns = first.split(",") if first else list(columns)
-
-    def append(self, row: Mapping[str, Any]) -> None:
-        """SIGKILL leaves the row whole or absent; a short write (disk full) is undone and raised."""
-        line = schema.row_line(row, self.columns)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            n = os.write(fd, line)
-            if n != len(line):
-                os.ftruncate(fd, os.fstat(fd).st_size - n)
-                raise BenchError(f"could not append a row to {self.path}: disk full?")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def repair_tail(path: Path) -> int:
-    """Cut a trailing partial line (no newline: the machine lost power mid-write); return the bytes removed."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return 0
-    if size == 0:
-        return 0
-    with open(path, "rb+") as f:
-        f.seek(max(0, size - 65536))
-        tail = f.read()
-        if tail.endswith(b"\n"):
-            return 0
-        cut = tail.rfind(b"\n")
-        keep = size - len(tail) + cut + 1 if cut >= 0 else 0
-        f.truncate(keep)
-        os.fsync(f.fileno())
-        return size - keep

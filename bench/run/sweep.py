@@ -13,7 +13,6 @@ directory cannot be written (or the disk is full), 75 locked, 130 interrupted.
 
 from __future__ import annotations
 
-import csv
 import errno
 import fcntl
 import logging
@@ -111,19 +110,16 @@ class SweepLock:
 # --- log ---------------------------------------------------------------------------------------------------
 
 def done_points(results: Path, chash: str) -> set[str]:
-    """point_ids already in ``results`` under this config hash (complete lines only)."""
-    if not results.exists():
+    """point_ids already in ``results`` under this config hash (complete lines only), read by the results file's
+    owner; a file that is not an archline results file is refused."""
+    try:
+        if not results.exists() or results.stat().st_size == 0:
+            return set()
+    except OSError:
         return set()
-    done: set[str] = set()
-    with open(results, newline="") as f:
-        text = f.read()
-    if not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
-    reader = csv.DictReader(text.splitlines())
-    for row in reader:
-        if row.get("config_hash") == chash and row.get("point_id"):
-            done.add(row["point_id"])
-    return done
+    with ResultsFile.open(results, whole_lines=False) as f:
+        f.check_ours()
+        return f.point_ids(chash)
 
 
 # --- running ------------------------------------------------------------------------------------------------

@@ -48,14 +48,21 @@ class CeilingInputs:
 
 def load_ceiling_inputs(items: Sequence[str], precision: str | None = None) -> CeilingInputs:
     """Every item's ceilings and points (``precision`` None: both sp and dp)."""
+    from archline.common.files import unique_inputs
+    from archline.fit.io.results import warn
+    from archline.fit.io.results_file import is_results_csv
+
     precs = ("sp", "dp") if precision is None else (precision,)
     out = CeilingInputs()
+    results = {str(p) for p in unique_inputs([i for i in items if is_results_csv(i)], warn)}  # a file twice: once
     for item in items:
         path = Path(item)
-        if item.endswith(".csv"):
-            _from_results(path, precs, out)
-        elif item.endswith(".toml") and path.is_file() and "ceiling" in _toml(path):
-            _from_table(path, _toml(path), out)
+        if is_results_csv(item):
+            if str(path) in results:
+                results.discard(str(path))
+                _from_results(path, precs, out)
+        elif item.endswith(".toml") and path.is_file() and "ceiling" in (table := _toml(path)):
+            _from_table(path, table, out)
         else:
             pl = load_platform(item)
             tag = " [emulated]" if pl.emulated else ""

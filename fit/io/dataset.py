@@ -1,31 +1,48 @@
-"""The lab data set: ``archline.results/1`` rows as a hive-partitioned Parquet data set (pyarrow), the one format
-``archline lab collect`` writes and every reader (``archline fit``, ``plot``, ``compare``, pandas, DuckDB, Spark)
-reads without knowing how many hosts there were::
+"""The one reader and writer of the lab data set: ``archline.results/1`` rows as a hive-partitioned Parquet data set
+(pyarrow), the format ``archline lab collect`` writes and every reader (``archline fit``, ``plot``, ``compare``,
+pandas, DuckDB, Spark) reads without knowing how many hosts there were::
 
     DATASET/platform=gtx580/host=node03/run_id=gtx580-20260131T011500Z-1a2b3c/part-0.parquet
 
 Columns and their types come from the results schema (:mod:`archline.fit.io.schema`): text columns are strings,
 ``bool`` columns booleans, every number float64 (an empty CSV cell is null); a column the schema does not know is
-kept as text. The partition columns (``platform``, ``host``, ``run_id``) are strings in the directory names.
+kept as text. The partition columns (``platform``, ``host``, ``run_id``) are strings in the directory names,
+percent-encoded as hive does (``../x`` is ``platform=..%2Fx``): a value from the data never becomes a path of its
+own, and readers get it back unchanged. An empty value is refused. Each file carries the schema version in its
+metadata (``archline.schema``).
 
 A point is identified as the sweep identifies it: its ``point_id`` under its ``config_hash``, on its ``host``.
 The same point twice (the data set collected again, a results file copied into two places, a results
 directory swept again under the same config) is kept once: the copy already in the data set, else the first one
-read. The data set is written beside its final name and swapped in, so a reader never sees half of one.
+read.
+
+**What the writer touches.** Only the files it owns: ``platform=*/host=*/run_id=*/part-*.parquet`` (and the
+partition directories it made, removed when they end up empty). Anything else in the directory (a README, a
+``.git/``) is left alone. A directory that holds other things but no partition is not a data set: refused.
+
+**What is atomic.** Each Parquet file is written beside its final name and renamed into place, so a reader never
+sees half a file. The data set is updated file by file: while merging, each partition's new file holds every row
+of its old one, so a reader during a collect sees every row it saw before and some of the new ones, never a row
+twice. With ``merge=False`` (``--replace``) the old partitions that are not written again are removed last.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import quote, unquote
 
-from archline.common.files import check_text_file
+import numpy as np
+
+from archline.common.atomic import atomic_path
+from archline.common.errors import OutputError
+from archline.common.outputs import inside, note_input, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
+from archline.fit.io.results_file import ResultsFile, SourceError, arrow_type
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -35,115 +52,151 @@ if TYPE_CHECKING:  # pragma: no cover
 PARTITIONS: tuple[str, ...] = ("platform", "host", "run_id")
 #: what makes two rows the same point
 POINT_KEY: tuple[str, ...] = ("host", "config_hash", "point_id")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+PARQUET_BATCH_ROWS = 1 << 20
+#: the longest partition directory name written (bytes; file systems allow 255)
+MAX_COMPONENT = 200
 
 
 class DatasetError(ArchlineFitError):
     pass
 
 
-def _arrow_type(name: str) -> pa.DataType:
-    import pyarrow as pa
-
-    col = schema.BY_NAME.get(name)
-    if col is None or col.kind == "text":
-        return pa.string()
-    if col.kind == "bool":
-        return pa.bool_()
-    return pa.float64()
-
-
 def arrow_schema(columns: Sequence[str]) -> pa.Schema:
     import pyarrow as pa
 
-    return pa.schema([(c, _arrow_type(c)) for c in columns])
+    return pa.schema([(c, arrow_type(c)) for c in columns])
 
 
-def partitioning() -> Any:
+def partition_values(path: Path, root: Path) -> dict[str, str]:
+    """The ``key=value`` directory components between ``root`` and the file, decoded."""
+    out: dict[str, str] = {}
+    for part in path.relative_to(root).parts[:-1]:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[unquote(k)] = unquote(v)
+    return out
+
+
+def dataset_files(root: Path) -> list[Path]:
+    """The Parquet files a reader reads in a data set directory, sorted (hidden and _-prefixed entries skipped)."""
+    files = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).parts
+        if p.suffix in PARQUET_SUFFIXES and not any(x.startswith((".", "_")) for x in rel) and p.is_file():
+            files.append(p)
+    return files
+
+
+def owned_files(root: Path) -> list[Path]:
+    """The files the writer owns: ``platform=*/host=*/run_id=*/part-*.parquet``, no links."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.glob("platform=*/host=*/run_id=*/part-*.parquet")
+                  if p.is_file() and not p.is_symlink() and not any(q.is_symlink() for q in p.parents
+                                                                     if root in q.parents))
+
+
+def _constant_text(value: str, n: int) -> pa.Array:
+    import pyarrow as pa
+
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value]))
+
+
+def parquet_columns(path: Path) -> set[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        return set(pq.ParquetFile(path).schema_arrow.names)
+    except Exception as e:  # pyarrow raises several types for a file that is not Parquet
+        raise SourceError("schema", f"{show(path)}: not a Parquet file ({str(e).splitlines()[0]})") from None
+
+
+def parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partition: dict[str, str]
+                   ) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """The fit's read of one Parquet file, a row batch at a time: the ``text`` columns dictionary-encoded (as
+    Parquet stores them), ``num`` as stored, partition values as constant text columns where the file lacks
+    them; with each row's 1-based row number."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = parquet_columns(path)
+    try:
+        pf = pq.ParquetFile(path, read_dictionary=[c for c in text if c in names])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise SourceError("schema", f"{show(path)}: not a Parquet file ({str(e).splitlines()[0]})") from None
+    cols = [c for c in (*text, *num) if c in names]
+    row = 1
+    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols, use_threads=True):
+        tab = pa.Table.from_batches([batch])
+        for k, v in partition.items():
+            if k not in names and k in text:
+                tab = tab.append_column(k, _constant_text(v, tab.num_rows))
+        yield tab, np.arange(row, row + tab.num_rows, dtype=np.int64)
+        row += tab.num_rows
+
+
+def _read_files(root: Path, files: Sequence[Path]) -> pa.Table:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    return ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
-
-
-def read_csv_table(path: Path) -> pa.Table:
-    """One results CSV as a typed Arrow table (types from the schema; unknown columns as text)."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
+    part = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
     try:
-        with open(path, newline="") as f:
-            header = f.readline()
-    except OSError as e:
-        raise DatasetError(f"cannot read results file {path}: {e.strerror}") from None
-    names = [h.strip() for h in header.strip().split(",")] if header.strip() else []
-    if not names:
-        raise DatasetError(f"{path}: empty file (no header); expected an {schema.SCHEMA} CSV")
-    missing = [c for c in schema.REQUIRED if c not in names]
-    if missing:
-        raise DatasetError(f"{path}: not an {schema.SCHEMA} file: missing column(s) {', '.join(missing)}")
-    types = {c: _arrow_type(c) for c in names}
-    opts = pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
-                               true_values=sorted(schema.TRUE_WORDS), false_values=sorted(schema.FALSE_WORDS))
-    try:
-        table = pcsv.read_csv(path, convert_options=opts)
-    except (pa.ArrowInvalid, OSError) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
-        raise DatasetError(f"{path}: malformed CSV: {msg}") from None
-    return table
-
-
-def is_dataset(path: Path) -> bool:
-    return path.is_dir()
+        table = ds.dataset([str(f) for f in files], format="parquet", partitioning=part,
+                           partition_base_dir=str(root)).to_table()
+    except (OSError, pa.ArrowInvalid) as e:
+        raise DatasetError(f"cannot read data set {show(root)}: {str(e).splitlines()[0]}") from None
+    order = [c for c in schema.ALL_COLUMNS if c in table.column_names]
+    return table.select(order + [c for c in table.column_names if c not in order])
 
 
 def read_dataset_table(path: Path) -> pa.Table:
     """Every row of a data set directory (or of one Parquet file), partition columns as strings, in schema
     column order."""
     import pyarrow as pa
-    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
     if not path.exists():
-        raise DatasetError(f"data set {path} does not exist")
-    try:
-        if path.is_dir():
-            files = [p for p in path.rglob("*.parquet") if not p.name.startswith((".", "_"))]
-            if not files:
-                raise DatasetError(f"{path}: not an archline data set (no Parquet files under it); "
-                                   "`archline lab collect` writes one")
-            table = ds.dataset(path, format="parquet", partitioning=partitioning()).to_table()
-        else:
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as e:
-        raise DatasetError(f"cannot read data set {path}: {str(e).splitlines()[0]}") from None
-    order = [c for c in schema.ALL_COLUMNS if c in table.column_names]
-    order += [c for c in table.column_names if c not in order]
-    return table.select(order)
+        raise DatasetError(f"data set {show(path)} does not exist")
+    note_input(path)
+    if not path.is_dir():
+        try:
+            return pq.read_table(path)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise DatasetError(f"cannot read data set {show(path)}: {str(e).splitlines()[0]}") from None
+    files = dataset_files(path)
+    if not files:
+        raise DatasetError(f"{show(path)}: not an archline data set (no Parquet files under it); "
+                           "`archline lab collect` writes one")
+    return _read_files(path, files)
 
 
 def read_frame(path: Path) -> pd.DataFrame:
     """A data set directory or a Parquet file as a pandas frame: text columns as pandas strings (as the CSV
     reader gives them), numbers as float64, booleans as booleans."""
     import pandas as pd
+    import pyarrow as pa
 
-    table = read_dataset_table(path)
-    frame = table.to_pandas(types_mapper={__import__("pyarrow").string(): pd.StringDtype()}.get)
+    frame = read_dataset_table(path).to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get)
     if len(frame) == 0:
-        raise DatasetError(f"{path}: the data set has no rows")
+        raise DatasetError(f"{show(path)}: the data set has no rows")
     return frame
 
 
-def read_csv_frame(path: Path) -> pd.DataFrame:
-    """One results CSV as pandas reads it (types inferred, every column kept), or one line naming what is wrong:
-    the cheap file checks of :func:`check_text_file`, then pandas' own first line."""
-    import pandas as pd
-
-    check_text_file(path, error=ArchlineFitError, what="results file")
+def read_csv_table(path: Path, *, whole_lines: bool = True) -> pa.Table:
+    """One results CSV as a typed Arrow table (the owner's read, :meth:`ResultsFile.table`); without
+    ``whole_lines`` a partial last line (a row being appended) is left out."""
     try:
-        return pd.read_csv(path)
-    except (OSError, ValueError) as e:
-        raise ArchlineFitError(f"cannot read results {path}: {str(e).splitlines()[0] if str(e) else e}") from None
+        with ResultsFile.open(path, whole_lines=whole_lines) as rf:
+            return rf.table()
+    except SourceError as e:
+        raise DatasetError(str(e)) from None
+
+
+def read_csv_frame(path: Path) -> pd.DataFrame:
+    """One results CSV as pandas reads it (types inferred, every column kept), or one line naming what is wrong."""
+    with ResultsFile.open(path) as rf:
+        return rf.frame()
 
 
 def _unify(tables: Sequence[pa.Table]) -> pa.Table:
@@ -157,20 +210,14 @@ def _unify(tables: Sequence[pa.Table]) -> pa.Table:
     target = arrow_schema(order)
     out = []
     for t in tables:
-        cols = []
-        for f in target:
-            if f.name in t.column_names:
-                cols.append(t.column(f.name).cast(f.type))
-            else:
-                cols.append(pa.nulls(len(t), f.type))
+        cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(len(t), f.type)
+                for f in target]
         out.append(pa.Table.from_arrays(cols, schema=target))
     return pa.concat_tables(out)
 
 
 def _dedupe(table: pa.Table) -> tuple[pa.Table, int]:
     """Keep the first row of each point (POINT_KEY); rows lacking a key part are kept as they are."""
-    import numpy as np
-
     if not all(k in table.column_names for k in POINT_KEY) or table.num_rows == 0:
         return table, 0
     keys = table.select(list(POINT_KEY)).to_pandas()
@@ -179,6 +226,20 @@ def _dedupe(table: pa.Table) -> tuple[pa.Table, int]:
     if not dup.any():
         return table, 0
     return table.take(np.flatnonzero(~dup)), int(dup.sum())
+
+
+def partition_dir(values: Sequence[str]) -> Path:
+    """The relative directory of one partition: ``platform=<p>/host=<h>/run_id=<r>``, each value percent-encoded
+    (never ``/``, ``..`` alone, a control character or an empty name)."""
+    parts = []
+    for key, value in zip(PARTITIONS, values, strict=True):
+        if value is None or not str(value).strip():
+            raise DatasetError(f"some rows have an empty '{key}', which the data set is partitioned by")
+        part = f"{key}={quote(str(value), safe='')}"
+        if len(part.encode()) > MAX_COMPONENT:
+            raise DatasetError(f"a row's {key} is too long for a directory name: {str(value)[:60]!r}...")
+        parts.append(part)
+    return Path(*parts)
 
 
 @dataclass
@@ -192,54 +253,88 @@ class DatasetReport:
     notes: list[str] = field(default_factory=list)
 
 
+class ResultsDataset:
+    """A data set directory: :meth:`table`/:meth:`frame` read it, :meth:`write` merges result CSVs into it."""
+
+    SCHEMA: ClassVar[str] = schema.SCHEMA
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def table(self) -> pa.Table:
+        return read_dataset_table(self.root)
+
+    def frame(self) -> pd.DataFrame:
+        return read_frame(self.root)
+
+    def _check_out(self) -> None:
+        out = self.root
+        if out.exists() and not out.is_dir():
+            raise DatasetError(f"{show(out)} exists and is not a data set directory; choose another --out")
+        if out.is_dir():
+            seen = [e.name for e in out.iterdir() if not e.name.startswith(".")]
+            if seen and not any(n.startswith("platform=") for n in seen):
+                raise DatasetError(f"{show(out)} is a directory but not an archline data set (no platform=* "
+                                   "partition in it); give a new or empty directory, or a data set "
+                                   "`archline lab collect` wrote")
+
+    def write(self, sources: Sequence[Path], *, merge: bool = True) -> DatasetReport:
+        """Merge the rows of ``sources`` (results CSVs) with the rows already here (``merge``), drop duplicate
+        points, and write each partition's file; old owned files no longer needed are removed last."""
+        import pyarrow.compute as pc
+
+        out = self.root
+        self._check_out()
+        tables = [read_csv_table(p, whole_lines=False) for p in sources]   # a sweep may be appending
+        new_rows = sum(t.num_rows for t in tables)
+        old_files = owned_files(out)
+        existing = 0
+        if merge and old_files:
+            old = _read_files(out, old_files)
+            existing = old.num_rows
+            tables.insert(0, old)
+        if not tables or sum(t.num_rows for t in tables) == 0:
+            raise DatasetError("no result rows to write")
+        table = _unify(tables)
+        for p in PARTITIONS:
+            if p not in table.column_names:
+                raise DatasetError(f"the rows have no '{p}' column, which the data set is partitioned by")
+            col = table.column(p)
+            empty = pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
+            if pc.any(empty).as_py():
+                raise DatasetError(f"some rows have an empty '{p}', which the data set is partitioned by")
+        table, dups = _dedupe(table)
+        groups = table.select(list(PARTITIONS)).to_pandas().groupby(list(PARTITIONS), sort=True).indices
+        plan = {partition_dir(key): idx for key, idx in groups.items()}   # every name checked before a write
+        written: set[Path] = set()
+        for rel, idx in plan.items():
+            written.add(self._write_part(rel, table.take(np.asarray(idx)).drop_columns(list(PARTITIONS))))
+        for f in old_files:                 # owned files no longer part of the data set, then empty directories
+            if f not in written:
+                f.unlink(missing_ok=True)
+                for d in (f.parent, f.parent.parent, f.parent.parent.parent):
+                    try:
+                        d.rmdir()
+                    except OSError:
+                        break
+        return DatasetReport(out, table.num_rows, new_rows, existing, dups, len(plan))
+
+    def _write_part(self, rel: Path, part: pa.Table) -> Path:
+        import pyarrow.parquet as pq
+
+        target = self.root / rel / "part-0.parquet"
+        try:
+            inside(self.root, target)
+        except OutputError as e:
+            raise DatasetError(str(e)) from None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        meta = dict(part.schema.metadata or {})
+        meta[b"archline.schema"] = schema.SCHEMA.encode()
+        with atomic_path(target) as tmp:
+            pq.write_table(part.replace_schema_metadata(meta), tmp)
+        return target
+
+
 def write_dataset(sources: Sequence[Path], out: Path, *, merge: bool = True) -> DatasetReport:
-    """Merge the rows of ``sources`` (results CSVs) with the data set already at ``out`` (``merge``), drop
-    duplicate points, and write the data set afresh beside ``out`` before swapping it in."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-
-    if out.exists() and not out.is_dir():
-        raise DatasetError(f"{out} exists and is not a data set directory; choose another --out")
-    tables = [read_csv_table(p) for p in sources]
-    new_rows = sum(t.num_rows for t in tables)
-    existing = 0
-    if merge and out.is_dir() and any(out.iterdir()):
-        old = read_dataset_table(out)
-        existing = old.num_rows
-        tables.insert(0, old)
-    if not tables or sum(t.num_rows for t in tables) == 0:
-        raise DatasetError("no result rows to write")
-    table = _unify(tables)
-    for p in PARTITIONS:
-        if p not in table.column_names:
-            raise DatasetError(f"the rows have no '{p}' column, which the data set is partitioned by")
-        col = table.column(p)
-        empty = pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
-        if pc.any(empty).as_py():
-            raise DatasetError(f"some rows have an empty '{p}', which the data set is partitioned by")
-    table, dups = _dedupe(table)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        ds.write_dataset(table, tmp, format="parquet", partitioning=partitioning(),
-                         basename_template="part-{i}.parquet", existing_data_behavior="error")
-        _swap(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    parts = {tuple(r.values()) for r in table.select(list(PARTITIONS)).to_pylist()}
-    return DatasetReport(out, table.num_rows, new_rows, existing, dups, len(parts))
-
-
-def _swap(tmp: Path, out: Path) -> None:
-    """``tmp`` becomes ``out``; an old ``out`` is moved aside first and removed after."""
-    old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    if out.exists():
-        os.replace(out, old)
-    try:
-        os.replace(tmp, out)
-    except OSError:
-        if old.exists():
-            os.replace(old, out)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+    """:meth:`ResultsDataset.write` of ``out``."""
+    return ResultsDataset(out).write(sources, merge=merge)

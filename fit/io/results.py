@@ -8,6 +8,7 @@ file and the line (CSV) or row (Parquet), so the CLI prints it as one line.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,12 +18,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.common.arrow import arrow_of, numpy_of
-from archline.common.files import check_text_file
+from archline.common.files import unique_inputs
 from archline.common.inputs import show_value
+from archline.common.outputs import show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.configs import Grouped, KeyReducer, Source
-from archline.fit.io.sources import SourceError, header_columns, iter_sources, read_tables, text_codes
+from archline.fit.io.sources import SourceError, iter_sources, open_source, text_codes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -74,6 +76,11 @@ class TooFewPointsError(ResultsError):
 
 class PrecisionError(ResultsError):
     pass
+
+
+def warn(message: str) -> None:
+    """A reader's warning, printed by the CLI as ``archline: warning: ...``."""
+    logging.getLogger("archline.fit").warning(f"archline: warning: {message}")
 
 
 _SOURCE_ERRORS: dict[str, type[ResultsError]] = {"read": ResultsError, "empty": EmptyResultsError,
@@ -214,7 +221,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     """
     from archline.fit.io.select import BatchWhere
 
-    files = [Path(p) for p in paths]
+    files = unique_inputs(paths, warn=warn)
     if not files:
         raise ResultsError("no results files given")
     extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
@@ -227,31 +234,25 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     seen: set[str] = set()
     try:
         for path, kind, partition in iter_sources(files):
-            if kind == "csv":     # missing, a directory, binary, empty, or cut off mid-row
-                check_text_file(path, error=ResultsError, what="results file")
-            try:
-                size = path.stat().st_size
-            except OSError as e:
-                raise ResultsError(f"cannot read results file {path}: {e.strerror}") from None
-            if size == 0:
-                raise EmptyResultsError(f"{path}: empty file (no header, no rows); expected an {RESULTS_SCHEMA} "
-                                        f"CSV or Parquet file")
-            have = header_columns(path, kind, partition)
-            seen |= have
-            missing = [c for c in REQUIRED_COLUMNS if c not in have]
-            if missing:
-                raise SchemaError(f"{path}: not an {RESULTS_SCHEMA} file: missing column(s) {', '.join(missing)}")
-            src, tables = read_tables(path, kind, partition, text, num)
-            n_rows = 0
-            for tab, pos in tables:
-                n_rows += tab.num_rows
-                keep = flt.mask(tab)
-                if keep is not None and not keep.all():
-                    tab, pos = tab.filter(arrow_of(keep)), pos[keep]
-                if tab.num_rows:
-                    dropped += _validate(tab, src, pos, reducer, extra, carry)
+            if kind == "parquet" and path.stat().st_size == 0:
+                raise EmptyResultsError(f"{show(path)}: empty file (no header, no rows); expected an "
+                                        f"{RESULTS_SCHEMA} CSV or Parquet file")
+            with open_source(path, kind, partition) as src:   # a CSV is opened once: a pipe works
+                seen |= src.columns
+                missing = [c for c in REQUIRED_COLUMNS if c not in src.columns]
+                if missing:
+                    raise SchemaError(f"{show(path)}: not an {RESULTS_SCHEMA} file: missing column(s) "
+                                      f"{', '.join(missing)}")
+                n_rows = 0
+                for tab, pos in src.tables(text, num):
+                    n_rows += tab.num_rows
+                    keep = flt.mask(tab)
+                    if keep is not None and not keep.all():
+                        tab, pos = tab.filter(arrow_of(keep)), pos[keep]
+                    if tab.num_rows:
+                        dropped += _validate(tab, src.source, pos, reducer, extra, carry)
             if n_rows == 0 and kind == "csv":
-                raise EmptyResultsError(f"{path}: header only, no result rows")
+                raise EmptyResultsError(f"{show(path)}: header only, no result rows")
     except SourceError as e:
         raise _SOURCE_ERRORS[e.kind](str(e)) from None
     flt.check(seen)

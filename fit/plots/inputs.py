@@ -21,8 +21,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def is_results(item: str) -> bool:
-    """A results CSV, a Parquet file or a data set directory (not a platform name, profile or cost table)."""
-    return item.endswith((".csv", ".parquet")) or Path(item).is_dir()
+    """A results CSV (also a pipe, ``/dev/stdin`` or ``<(...)``), a Parquet file or a data set directory (not a
+    platform name, profile or cost table)."""
+    from archline.fit.io.results_file import is_results_csv
+
+    return is_results_csv(item) or item.endswith(".parquet") or Path(item).is_dir()
 
 
 def measured_from_results(path: Path, precision: str, notes: list[str] | None = None,
@@ -35,8 +38,10 @@ def measured_from_results(path: Path, precision: str, notes: list[str] | None = 
     import pandas as pd
 
     from archline.fit.io.dataset import read_csv_frame, read_frame
+    from archline.fit.io.results_file import is_results_csv
 
-    df = read_frame(path) if path.is_dir() or path.suffix == ".parquet" else read_csv_frame(path)
+    csv = is_results_csv(str(path)) or not (path.is_dir() or path.suffix == ".parquet")
+    df = read_csv_frame(path) if csv else read_frame(path)
     if where:
         from archline.fit.io.select import apply_where
 
@@ -102,11 +107,17 @@ def load_plot_inputs(items: Sequence[str], precision: str, notes: list[str] | No
                      where: Sequence[str] = ()) -> tuple[list[Curve], list[Measured]]:
     """Names/profiles/cost tables become model curves; result CSVs become points. Results with no model to
     draw under get their observed time roofline instead."""
+    from archline.common.files import unique_inputs
+    from archline.fit.io.results import warn
+
     platforms: list[Platform] = []
     measured: list[Measured] = []
+    results = {str(p) for p in unique_inputs([i for i in items if is_results(i)], warn)}  # a file given twice: once
     for item in items:
         if is_results(item):
-            measured += measured_from_results(Path(item), precision, notes, where)
+            if str(Path(item)) in results:
+                results.discard(str(Path(item)))
+                measured += measured_from_results(Path(item), precision, notes, where)
         else:
             platforms.append(load_platform(item))
     if not platforms and not measured:
@@ -132,7 +143,7 @@ def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS
         from archline.fit.io.select import WhereError, parse_where
 
         parse_where(where)     # a malformed filter is an error even where it would select nothing
-        if not any(Path(i).is_dir() or Path(i).suffix in (".csv", ".parquet") for i in items):
+        if not any(is_results(i) for i in items):
             raise WhereError("--where selects result rows, and none are given (a .csv, .parquet or data set "
                              "directory)")
     curves, measured = load_plot_inputs(items, precision, notes, where)

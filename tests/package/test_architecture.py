@@ -2,8 +2,8 @@
 functions count too):
 
 * cli -> everything;
-* bench -> powermon, common and fit's model, results schema, lab data set format, profiles and errors (never
-  fit's regressions, analyses, plots or file readers);
+* bench -> powermon, common and fit's model, results schema, results file and lab data set formats, profiles and
+  errors (never fit's regressions, analyses, plots or other file readers);
 * fit -> nothing of bench or powermon;
 * powermon -> nothing of bench or fit;
 * common -> none of the rooms (every room may use it).
@@ -23,7 +23,8 @@ ROOMS = ("cli", "bench", "powermon", "fit", "common")
 ALLOWED: dict[str, tuple[str, ...]] = {
     "cli": ("archline",),
     "bench": ("archline.bench", "archline.powermon", "archline.common", "archline.fit.model",
-              "archline.fit.io.schema", "archline.fit.io.dataset", "archline.fit.platforms", "archline.fit.errors"),
+              "archline.fit.io.schema", "archline.fit.io.results_file", "archline.fit.io.dataset",
+              "archline.fit.platforms", "archline.fit.errors"),
     "fit": ("archline.fit", "archline.common"),
     "powermon": ("archline.powermon", "archline.common"),
     "common": ("archline.common",),
