@@ -94,5 +94,6 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     if fmt != "table":
         for r in results:
             for w in r.warnings:
-                click.echo(f"archline: warning: {r.platform}: {w}", err=True)
+                name = r.platform.encode("unicode_escape").decode() if not r.platform.isprintable() else r.platform
+                click.echo(f"archline: warning: {name}: {w}", err=True)
     sys.stdout.flush()

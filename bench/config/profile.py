@@ -135,19 +135,24 @@ class BenchSection(Strict):
         return self.sweep.as_dict()
 
 
+#: [emulate] rates (operations per second): outside this range no device (the emulator's RATE_RANGE_PER_S says why;
+#: a rate of 1e-300 made the emulator's sleep overflow)
+RATE_MIN, RATE_MAX = 1e6, 1e18
+
+
 class EmulateSection(Strict):
-    observed_flop_per_s_sp: float | None = Field(default=None, gt=0)
-    observed_flop_per_s_dp: float | None = Field(default=None, gt=0)
-    observed_byte_per_s: float | None = Field(default=None, gt=0)
-    observed_l1_byte_per_s: float | None = Field(default=None, gt=0)
-    observed_l2_byte_per_s: float | None = Field(default=None, gt=0)
-    observed_l3_byte_per_s: float | None = Field(default=None, gt=0)
-    observed_shared_byte_per_s: float | None = Field(default=None, gt=0)
-    observed_rand_per_s: float | None = Field(default=None, gt=0)
-    observed_int_per_s: float | None = Field(default=None, gt=0)
-    idle_w: float | None = Field(default=None, ge=0)
-    time_compression: float = Field(default=50.0, gt=0)
-    noise_rel: float = Field(default=0.0, ge=0)
+    observed_flop_per_s_sp: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_flop_per_s_dp: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_byte_per_s: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_l1_byte_per_s: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_l2_byte_per_s: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_l3_byte_per_s: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_shared_byte_per_s: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_rand_per_s: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    observed_int_per_s: float | None = Field(default=None, ge=RATE_MIN, le=RATE_MAX)
+    idle_w: float | None = Field(default=None, ge=0, le=1e7)
+    time_compression: float = Field(default=50.0, ge=1e-3, le=1e6)
+    noise_rel: float = Field(default=0.0, ge=0, le=1.0)
 
 
 class DvfsSetting(Strict):

@@ -38,6 +38,12 @@ DERIVED_RATE_FACTORS: dict[str, tuple[str, float]] = {
     "bytes_shared": ("bytes_mem", 8.0), "rand_accesses": ("bytes_mem", 1.0 / 128.0),
     "int_ops": ("flops_sp", 0.5),
 }
+#: IMPL NOTE: the rates an emulated device may run at (operations per second, from [emulate] or 1/tau): no device
+#: archline measures is slower than a million operations a second or faster than 10^18 (an exascale system). Outside
+#: this the emulator would sleep for ages (or overflow the sleep) or repeat a kernel without end.
+RATE_RANGE_PER_S = (1e6, 1e18)
+#: IMPL NOTE: the most power an emulated device may draw (W): beyond it a profile's constants are not a device.
+MAX_POWER_W = 1e7
 #: IMPL NOTE: idle power when neither the profile nor [emulate] gives one, as a fraction of pi0 (the GTX 580's
 #: measured idle is 39.6 W against a fitted pi0 of 122 W, S0 §V-A: about a third).
 IDLE_FRACTION_OF_PI0 = 0.3
@@ -84,6 +90,16 @@ class EmulatedModel:
             if col in eps and col not in rates and base in rates:
                 rates[col], src[col] = rates[base] * factor, f"assumed: {factor:g} x rate of {base}"
         eps = {c: v for c, v in eps.items() if c in rates}
+        lo, hi = RATE_RANGE_PER_S
+        for col, r in rates.items():
+            if not lo <= r <= hi and not src[col].startswith("assumed"):
+                raise EmulationError(f"platform '{plat.name}' cannot be emulated: its {col} rate {r:g}/s (from "
+                                     f"{src[col]}) is outside {lo:g} to {hi:g} per second")
+        for col, e in eps.items():
+            if not (math.isfinite(e) and e * rates[col] <= MAX_POWER_W):
+                raise EmulationError(f"platform '{plat.name}' cannot be emulated: {hierarchy.COUNT_TO_COST[col]} = "
+                                     f"{e:g} J at {rates[col]:g}/s would draw {e * rates[col]:g} W (more than "
+                                     f"{MAX_POWER_W:g} W is not a device)")
         if "bytes_mem" not in eps:
             raise EmulationError(f"platform '{plat.name}' cannot be emulated: it needs eps_mem and a memory rate "
                                  "(tau_mem, peak_byte_per_s or [emulate] observed_byte_per_s)")
@@ -99,6 +115,10 @@ class EmulatedModel:
         delta = plat.value("delta_pi")
         model = cls(platform=plat.name, pi0_w=pi0, idle_w=idle, idle_source=idle_src,
                     delta_pi_w=math.inf if delta is None else delta, rate_per_s=rates, eps_j=eps, rate_source=src)
+        for what, w in (("pi0", pi0), (f"idle power ({idle_src})", idle), ("peak power", model.free_peak_power_w)):
+            if not (math.isfinite(w) and w <= MAX_POWER_W):
+                raise EmulationError(f"platform '{plat.name}' cannot be emulated: its {what} would be {w:g} W "
+                                     f"(more than {MAX_POWER_W:g} W is not a device)")
         return model if power_cap_w is None else model.with_cap(power_cap_w)
 
     # --- the cap ---

@@ -1,0 +1,170 @@
+"""`archline fit`, `model plot` and `plot` outputs: valid CSV whatever the platform is called, names made from data
+stay inside --out, an output that is an input is refused, and when any output is refused or cannot be made nothing
+is written at all."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
+
+ODD = ['a,"b"\nc', "../escaped", "/abs/path", "a/b", "x\ny", "..", "-rf"]
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return synthetic_results(GTX580, seed=4, n_l1=0, n_l2=0, n_rand=0)
+
+
+@pytest.fixture(scope="module")
+def evil_csv(tmp_path_factory: pytest.TempPathFactory, frame: pd.DataFrame) -> Path:
+    d = tmp_path_factory.mktemp("evil")
+    frames = []
+    for name in ODD:
+        g = frame.copy()
+        g["platform"] = name
+        frames.append(g)
+    return write_results_csv(pd.concat(frames, ignore_index=True), d / "evil.csv")
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def test_csv_round_trips_odd_platform_names(run_cli: Callable[..., Any], evil_csv: Path) -> None:
+    r = run_cli("fit", str(evil_csv), "--model", "basic", "--format", "csv")
+    assert r.exit_code == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout, newline="")))
+    assert {row["platform"] for row in rows} == set(ODD)
+    assert all(len(row) == 10 and None not in row for row in rows)
+    df = pd.read_csv(io.StringIO(r.stdout), keep_default_na=False)
+    assert set(df["platform"]) == set(ODD)
+
+
+def test_names_from_data_stay_inside_out(run_cli: Callable[..., Any], evil_csv: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    out = work / "costs"
+    before = _tree(tmp_path)
+    r = run_cli("fit", str(evil_csv), "--model", "basic", "--format", "json", "--out", str(out) + "/")
+    assert r.exit_code == 0, r.stderr
+    new = _tree(tmp_path) - before
+    assert new and all(n.startswith("work/costs") for n in new), new
+    files = sorted(out.iterdir())
+    assert len(files) == len(ODD)
+    assert all(f.parent == out and "\n" not in f.name and not f.name.startswith(".") for f in files)
+    assert {json.loads(f.read_text())["platform"] for f in files} == set(ODD)
+    assert not (tmp_path / "escaped-emulated.costs.json").exists() and not Path("/abs").exists()
+
+
+def test_several_figures_get_safe_names(run_cli: Callable[..., Any], tmp_path: Path, frame: pd.DataFrame) -> None:
+    frames = []
+    for name in ("../up", "a/b"):
+        g = frame.copy()
+        g["platform"] = name
+        frames.append(g)
+    src = write_results_csv(pd.concat(frames, ignore_index=True), tmp_path / "two.csv")
+    work = tmp_path / "w"
+    work.mkdir()
+    before = _tree(tmp_path)
+    r = run_cli("fit", str(src), "--model", "basic", "--figure", str(work / "f.png"))
+    assert r.exit_code == 0, r.stderr
+    new = _tree(tmp_path) - before
+    assert len(new) == 2 and all(n.startswith("w/f-") and n.endswith(".png") for n in new), new
+
+
+@pytest.mark.parametrize("option", ["--out", "--points"])
+def test_an_input_as_output_is_refused_and_nothing_is_written(run_cli: Callable[..., Any], tmp_path: Path,
+                                                              frame: pd.DataFrame, option: str) -> None:
+    src = write_results_csv(frame, tmp_path / "a.csv")
+    data = src.read_bytes()
+    other = "--points" if option == "--out" else "--out"
+    other_path = tmp_path / ("p.csv" if other == "--points" else "o.json")
+    r = run_cli("fit", str(src), "--model", "basic", "--format", "csv", option, str(src), other, str(other_path))
+    assert r.exit_code == 2 and "is an input" in r.stderr and "Traceback" not in r.stderr
+    assert src.read_bytes() == data and not other_path.exists()
+    assert _tree(tmp_path) == {"a.csv"}
+
+
+def test_a_figure_linked_to_an_input_is_refused(run_cli: Callable[..., Any], tmp_path: Path,
+                                                frame: pd.DataFrame) -> None:
+    src = write_results_csv(frame, tmp_path / "a.csv")
+    data = src.read_bytes()
+    (tmp_path / "f.png").symlink_to(src)
+    r = run_cli("fit", str(src), "--model", "basic", "--figure", str(tmp_path / "f.png"), "--format", "json",
+                "--out", str(tmp_path / "o.json"))
+    assert r.exit_code == 2 and "is an input" in r.stderr
+    assert src.read_bytes() == data and not (tmp_path / "o.json").exists()
+
+
+def test_two_outputs_on_one_file_are_refused(run_cli: Callable[..., Any], tmp_path: Path,
+                                             frame: pd.DataFrame) -> None:
+    src = write_results_csv(frame, tmp_path / "a.csv")
+    r = run_cli("fit", str(src), "--model", "basic", "--format", "csv", "--out", str(tmp_path / "x.csv"),
+                "--points", str(tmp_path / "x.csv"))
+    assert r.exit_code == 2 and "same file" in r.stderr
+    assert _tree(tmp_path) == {"a.csv"}
+
+
+@pytest.fixture()
+def no_tex(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PATH without TeX, whatever this machine has."""
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda cmd, *a, **k: None if "tex" in str(cmd) else real_which(cmd, *a, **k))
+
+
+def test_pgf_without_tex_is_one_line_and_writes_nothing(run_cli: Callable[..., Any], tmp_path: Path,
+                                                        frame: pd.DataFrame, no_tex: None) -> None:
+    src = write_results_csv(frame, tmp_path / "a.csv")
+    r = run_cli("fit", str(src), "--model", "basic", "--format", "json", "--out", str(tmp_path / "o.json"),
+                "--points", str(tmp_path / "p.csv"), "--figure", str(tmp_path / "f.pgf"))
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "TeX" in r.stderr and "Traceback" not in r.stderr
+    assert _tree(tmp_path) == {"a.csv"}
+    for args in (["model", "plot", "gtx580", "--out", str(tmp_path / "m.pgf")],
+                 ["plot", "gtx580", "--out", str(tmp_path / "p.pgf")]):
+        r = run_cli(*args)
+        assert r.exit_code == 2 and "TeX" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert _tree(tmp_path) == {"a.csv"}
+
+
+def test_a_failing_writer_leaves_no_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           frame: pd.DataFrame) -> None:
+    """The second output cannot be made: the first, already written to its temporary file, is not renamed, and
+    the directory made for it is removed again."""
+    from archline.fit.io.costs_files import text_job, write_all
+
+    def boom(tmp: Path) -> None:
+        raise OSError(28, "No space left on device", str(tmp))
+
+    first = tmp_path / "new" / "dir" / "a.json"
+    with pytest.raises(OSError):
+        write_all([text_job(first, "{}"), (tmp_path / "b.csv", boom)])
+    assert _tree(tmp_path) == set()
+    assert not any(n.endswith(".tmp") for n in os.listdir(tmp_path))
+
+
+def test_model_plot_default_name_from_data_is_safe(run_cli: Callable[..., Any], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    sample = Path(__file__).resolve().parents[2] / "results" / "sample" / "gtx580.costs.json"
+    doc = json.loads(sample.read_text())
+    doc["platform"] = "../../up"
+    costs = tmp_path / "in" / "c.json"
+    costs.parent.mkdir()
+    costs.write_text(json.dumps(doc))
+    work = tmp_path / "in" / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    r = run_cli("model", "plot", str(costs), "--precision", "sp")
+    assert r.exit_code == 0, r.stderr
+    assert [p.name for p in work.iterdir()] and all(p.suffix == ".png" for p in work.iterdir())
+    assert _tree(tmp_path) - {"in", "in/c.json", "in/cwd"} == {f"in/cwd/{p.name}" for p in work.iterdir()}
