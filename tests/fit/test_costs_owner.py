@@ -149,7 +149,7 @@ def test_zero_where_physical_and_absent_delta_pi_are_accepted(tmp_path: Path) ->
 
 
 def test_a_newer_schema_and_a_list_of_tables_say_so(tmp_path: Path) -> None:
-    with pytest.raises(ProfileFormatError, match="archline.costs/2"):
+    with pytest.raises(ProfileFormatError, match=r"archline\.costs/2"):
         CostTable.load(_write(tmp_path, _doc(schema="archline.costs/2")))
     with pytest.raises(ProfileFormatError, match="holds 2 cost tables"):
         CostTable.load(_write(tmp_path, [SI, SI]))
