@@ -33,9 +33,14 @@ def lab() -> None:
               "waits: the tasks run here).")
 def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wait: bool) -> None:
     """Submit every machine's sweep: one task per machine, each the locked, resumable sweep that cron runs,
-    into <results>/<machine>/. A machine still queued or running is left alone.
+    into <results>/<machine>/. A machine still queued or running is left alone; a state file that cannot be
+    read is an error before anything is submitted.
 
-    Exit status: 0 when submitted (with --wait: when every task is done), 3 when a task failed."""
+    SIGTERM or Ctrl-C while the local scheduler runs a task stops that task (its emulators too): its record
+    says interrupted, its finished rows are kept, and the command exits 130.
+
+    Exit status: 0 when submitted (with --wait: when every task is done), 3 when a task failed, 130 when
+    interrupted."""
     from archline.bench.lab.labfile import load_lab
     from archline.bench.lab.submit import submit
 
@@ -55,13 +60,18 @@ def status_cmd(lab_toml: Path, fmt: str, wait: bool) -> None:
     """State of each machine's task: queued, running, done, failed (with the reason) or missing; from the
     Slurm queue (squeue) and from the results themselves (each task's record and rows).
 
-    Exit status: 0 when every task is done, 3 when any is failed or missing, 75 while any is queued or running."""
+    A task whose state file cannot be read (damaged, a wrong type, written by a newer archline) is shown as
+    unknown, with the file's problem as its reason and a warning; the other machines are shown as usual.
+
+    Exit status: 0 when every task is done, 3 when any is failed, missing or unknown, 75 while any is queued or
+    running."""
     from archline.bench.lab.labfile import load_lab
-    from archline.bench.lab.status import lab_status
+    from archline.bench.lab.status import lab_status, warn_unknown
     from archline.bench.lab.submit import wait as wait_all
 
     lab_ = load_lab(lab_toml)
     statuses = wait_all(lab_, echo=lambda s: click.echo(s, err=True)) if wait else lab_status(lab_)
+    warn_unknown(statuses)
     _print_status(statuses, fmt)
     states = {s.state for s in statuses}
     if states & {"queued", "running"}:

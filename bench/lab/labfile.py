@@ -20,6 +20,15 @@ on the one input boundary (:mod:`archline.common.inputs`): a misspelt key is an 
 
 A machine's other keys are those of a ``[sweep]`` table except ``out`` and ``name`` (the lab sets them):
 ``power_caps_w``, ``quick``, ``reps``, ``min_time_s``, ``time_compression``, ``seed``, ``meter``, ``host`` ...
+
+Values that reach the scheduler's shell script (DECISION, after reading submitit 1.5's Slurm executor: it writes
+each option as ``#SBATCH --key=<shlex.quote(value)>``, and a newline inside quotes on a comment line starts a new
+script line, so ``partition = "debug\ntouch X #"`` ran ``touch X``): no string anywhere in a lab file may hold a
+control character (newline, CR, NUL, ESC ...); the ``slurm`` options are further limited to the characters
+Slurm's own syntax uses (letters, digits and ``_ . , : = + @ [ ] * & | ( ) ! / -``); ``python`` is quoted as one
+path (:func:`python_command`); the job name comes from ``name``, limited to ``[A-Za-z0-9._-]`` (a lab file
+whose stem is not is named by a cleaned stem plus a hash). ``setup`` lines are shell by design, run as written:
+one line each, no control characters.
 """
 
 from __future__ import annotations
@@ -35,10 +44,15 @@ from archline.bench.config.sweep import SweepTable
 from archline.bench.errors import BenchError
 from archline.common.files import read_toml
 from archline.common.inputs import Strict, validate
+from archline.common.outputs import safe_component, show
 
 #: Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
 _SLURM_TIME = re.compile(r"^(\d+-\d{1,2}(:\d{1,2}){0,2}|\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: what a Slurm option value may hold: node lists ``n[01-04]``, features ``a&b|c``, gres ``gpu:a100:2``, ``16G``
+_SLURM_VALUE = re.compile(r"^[A-Za-z0-9_.,:=+@\[\]*&|()!/-]+$")
+#: characters no lab-file string may hold: C0 and C1 controls, DEL, and the Unicode line and paragraph separators
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class LabFileError(BenchError):
@@ -59,6 +73,15 @@ class SlurmPlacement(Strict):
     mem: str | None = None
     account: str | None = None
     qos: str | None = None
+
+    @field_validator("partition", "nodelist", "constraint", "exclude", "gres", "mem", "account", "qos")
+    @classmethod
+    def _slurm_value(cls, v: str | None) -> str | None:
+        if v is not None and not _SLURM_VALUE.match(v):
+            bad = sorted({c for c in v if not _SLURM_VALUE.match(c)})
+            raise ValueError(f"{v!r} holds {', '.join(repr(c) for c in bad) or 'nothing'}: a Slurm option value may "
+                             "hold only letters, digits and _ . , : = + @ [ ] * & | ( ) ! / -")
+        return v
 
     @field_validator("time")
     @classmethod
@@ -132,8 +155,41 @@ class Lab:
         return self.results / ".lab" / self.name
 
 
+def _no_control(value: Any, where: str, path: Path) -> None:
+    """Refuse a control character in any string of the lab file (keys included), naming the key."""
+    if isinstance(value, str):
+        m = _CONTROL.search(value)
+        if m:
+            raise LabFileError(f"{show(path)}: {where}: holds the control character {m.group(0)!r} in "
+                               f"{value!r}; lab-file values reach the scheduler's shell script and may not")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _no_control(k, where or "(top level)", path)
+            _no_control(v, f"{where}.{k}" if where else str(k), path)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _no_control(v, f"{where}[{i}]", path)
+
+
+def lab_name(path: Path) -> str:
+    """The default lab name: the lab file's stem when it is a plain name, else a cleaned stem and a hash."""
+    stem = path.stem
+    if _NAME.match(stem):
+        return stem
+    clean = re.sub(r"[^A-Za-z0-9._-]", "_", safe_component(stem)).lstrip("._-") or "lab"
+    return clean
+
+
+def python_command(lab: Lab) -> str | None:
+    """``[lab] python`` as the job script's command word: quoted as one path (``shlex.quote``)."""
+    import shlex
+
+    return None if lab.python is None else shlex.quote(lab.python)
+
+
 def load_lab(path: Path) -> Lab:
     data = read_toml(path, error=LabFileError, what="lab file")
+    _no_control(data, "", path)
     try:
         model = validate(LabModel, data, f"{path}:", error=LabFileError)
     except LabFileError as e:       # "lab.toml:: missing 'machine'" at the top level
@@ -156,7 +212,7 @@ def load_lab(path: Path) -> Lab:
         machines.append(Machine(entry.name, sweep, entry.slurm, entry.emulate))
     results = Path(model.lab.results)
     results = results if results.is_absolute() else base / results
-    return Lab(path=path, name=model.lab.name or path.stem, results=results,
+    return Lab(path=path, name=model.lab.name or lab_name(path), results=results,
                scheduler=model.lab.scheduler, parallel=model.lab.parallel, python=model.lab.python,
                setup=model.lab.setup, machines=tuple(machines))
 

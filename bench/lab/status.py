@@ -10,7 +10,7 @@ record still said running was killed (SIGKILL, ``scancel``, the time limit or a 
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import shutil
 import subprocess
@@ -20,12 +20,15 @@ from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.bench.lab.labfile import Lab
+from archline.bench.lab.state import LabStateError, Submission, Submissions, read_submissions_file
 from archline.bench.lab.task import RECORD_NAME, TaskRecord, read_record
 from archline.bench.run.sweep import RESULTS_NAME, done_points
-from archline.common.atomic import write_atomic
+
+log = logging.getLogger("archline.bench")
 
 SUBMISSIONS_NAME = "submissions.json"
-STATES = ("queued", "running", "done", "failed", "missing", "unknown")   # unknown: Slurm not reachable here
+STATES = ("queued", "running", "done", "failed", "missing", "unknown")   # unknown: Slurm not reachable here,
+#                                                                         or a state file unreadable
 EXIT_MEANING = {2: "bad sweep config or profile", 3: "some points failed", 4: "a meter or device is missing",
                 5: "stopped after max_points", 130: "interrupted (SIGTERM/SIGINT)", 1: "internal error"}
 
@@ -34,30 +37,22 @@ class LabError(BenchError):
     exit_code = 2
 
 
-@dataclass
-class Submission:
-    job_id: str
-    scheduler: str
-    submitted_at: str
-    stdout: str = ""
-    stderr: str = ""
+__all__ = ["LabError", "LabStateError", "Submission", "TaskStatus", "lab_status", "read_submissions",
+           "write_submissions"]
+
+
+def submissions_path(lab: Lab) -> Path:
+    return lab.state_dir / SUBMISSIONS_NAME
 
 
 def read_submissions(lab: Lab) -> dict[str, Submission]:
-    path = lab.state_dir / SUBMISSIONS_NAME
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        raise LabError(f"cannot read the lab's submission record {path}: {e}") from None
-    return {k: Submission(**v) for k, v in data.get("machines", {}).items()}
+    """Machine -> its last submission; a damaged file, one with wrong types or from a newer archline is a
+    :class:`LabStateError` (``lab submit`` refuses to write over it)."""
+    return dict(read_submissions_file(submissions_path(lab), lab.name).machines)
 
 
 def write_submissions(lab: Lab, subs: dict[str, Submission]) -> Path:
-    path = lab.state_dir / SUBMISSIONS_NAME
-    body = {"lab": lab.name, "machines": {k: asdict(v) for k, v in sorted(subs.items())}}
-    return write_atomic(path, json.dumps(body, indent=1) + "\n")
+    return Submissions(lab=lab.name, machines=dict(sorted(subs.items()))).write(submissions_path(lab))
 
 
 def squeue(job_name: str) -> dict[str, tuple[str, str, str]] | None:
@@ -115,6 +110,7 @@ class TaskStatus:
     failed_points: int = 0           #: points whose measurement failed in the task's last run
     log: str = ""
     missing_points: list[str] = field(default_factory=list)
+    state_error: str = ""            #: a state file of this task that could not be read (state then unknown)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,10 +124,21 @@ def _points(lab: Lab, machine: str, rec: TaskRecord | None) -> tuple[int, int | 
     return len(done & set(rec.point_ids)), len(rec.point_ids), missing
 
 
+def _unknown(machine: str, why: str, log_path: str) -> TaskStatus:
+    return TaskStatus(machine, "unknown", reason=f"state unknown: {why}", log=log_path, state_error=why)
+
+
 def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[str, tuple[str, str, str]] | None,
-                   queue_error: str = "") -> TaskStatus:
+                   queue_error: str = "", subs_error: str = "") -> TaskStatus:
+    """``subs_error``: the lab's submission record could not be read (no ``sub`` then): a task that its own
+    record does not say has ended is unknown."""
     d = lab.results / machine
-    rec = read_record(d / RECORD_NAME)
+    try:
+        rec = read_record(d / RECORD_NAME)
+    except LabStateError as e:
+        return _unknown(machine, str(e), str(d / "sweep.log"))
+    if subs_error and (rec is None or rec.state == "running"):
+        return _unknown(machine, subs_error, str(d / "sweep.log"))
     done, planned, missing = _points(lab, machine, rec)
     st = TaskStatus(machine, "missing", points_done=done, points_planned=planned, missing_points=missing,
                     log=str(d / "sweep.log"))
@@ -189,7 +196,13 @@ def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[s
 
 
 def lab_status(lab: Lab) -> list[TaskStatus]:
-    subs = read_submissions(lab)
+    """Every machine's state. A state file that cannot be read makes the machines it concerns ``unknown`` (with
+    the file's one-line error as the reason; :func:`warn_unknown` warns), never the whole command an error."""
+    subs_error = ""
+    try:
+        subs = read_submissions(lab)
+    except LabStateError as e:
+        subs, subs_error = {}, str(e)
     uses_slurm = any(s.scheduler == "slurm" for s in subs.values())
     queue: dict[str, tuple[str, str, str]] | None = {}
     error = ""
@@ -198,7 +211,14 @@ def lab_status(lab: Lab) -> list[TaskStatus]:
             queue = squeue(job_name(lab))
         except LabError as e:
             queue, error = None, str(e)
-    return [machine_status(lab, m.name, subs.get(m.name), queue, error) for m in lab.machines]
+    return [machine_status(lab, m.name, subs.get(m.name), queue, error, subs_error) for m in lab.machines]
+
+
+def warn_unknown(statuses: list[TaskStatus]) -> None:
+    """A warning per machine whose state file could not be read (``lab status`` shows it as unknown)."""
+    for s in statuses:
+        if s.state_error:
+            log.warning(f"{s.machine}: state unknown: {s.state_error}")
 
 
 def status_table(statuses: list[TaskStatus]) -> tuple[list[str], list[list[str]]]:

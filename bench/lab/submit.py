@@ -11,11 +11,22 @@ machine) or, with the local scheduler, the same tasks on this machine one after 
   resumes, and does nothing when every point is in).
 * Submissions are recorded in ``<results>/.lab/<lab>/submissions.json``, the tasks' stdout/stderr go to
   ``<results>/.lab/<lab>/logs/`` (submitit's folder, which must be on the shared filesystem too).
+* A state file it cannot read (damaged, wrong types, a newer archline's) is an error before anything is
+  submitted (:mod:`archline.bench.lab.state`).
+* With the local scheduler, SIGTERM or Ctrl-C stops the running task (DECISION): submitit's local controller is
+  started in its own session, so a terminal's Ctrl-C reaches archline only (the controller would otherwise
+  SIGKILL the task one second later, before it records anything); archline then sends the controller SIGTERM,
+  which it forwards to the task, whose sweep stops as ``bench sweep`` does (rows kept, emulators stopped, record
+  ``failed``, exit 130, ``interrupted``). A task still there after :data:`STOP_GRACE_S` is killed with its
+  controller's process group and recorded as interrupted here; archline exits 130.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.lab.labfile import Lab, Machine, toml_table
+from archline.bench.lab.labfile import Lab, Machine, python_command, toml_table
+from archline.bench.lab.state import LabStateError
 from archline.bench.lab.status import (
     LabError,
     Submission,
@@ -34,7 +46,7 @@ from archline.bench.lab.status import (
     read_submissions,
     write_submissions,
 )
-from archline.bench.lab.task import SWEEP_NAME, run_task
+from archline.bench.lab.task import RECORD_NAME, SWEEP_NAME, read_record, run_task
 from archline.common.atomic import write_atomic
 from archline.common.stamps import utc_iso
 from archline.fit.errors import ArchlineFitError
@@ -42,6 +54,8 @@ from archline.fit.errors import ArchlineFitError
 #: the local executor's time limit when the machine names none (submitit's own default is 2 minutes)
 LOCAL_TIMEOUT_MIN = 7 * 24 * 60
 POLL_S = 1.0
+#: how long a local task stopped by SIGTERM may take to record itself before it is killed
+STOP_GRACE_S = 20.0
 
 
 def check_results(lab: Lab) -> None:
@@ -94,24 +108,155 @@ def _placement_key(m: Machine) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(m.slurm.sbatch().items()))
 
 
-def _executor(lab: Lab, scheduler: str, m: Machine, n_tasks: int) -> Any:
-    import submitit
-
-    folder = lab.state_dir / "logs" / "%j"
-    python = lab.python or sys.executable
-    if scheduler == "local":
-        local = submitit.LocalExecutor(folder=folder, python=python)
-        local.update_parameters(timeout_min=LOCAL_TIMEOUT_MIN, **({"setup": list(lab.setup)} if lab.setup else {}))
-        return local
-    ex = submitit.SlurmExecutor(folder=folder, python=python)
+def slurm_parameters(lab: Lab, m: Machine, n_tasks: int) -> dict[str, Any]:
+    """The parameters of submitit's Slurm executor for ``m``'s array (what becomes the sbatch script's
+    ``#SBATCH`` lines). Every value was checked by the lab file's loader (no control characters, Slurm's own
+    characters only); submitit quotes each with ``shlex.quote``."""
     opts = m.slurm.sbatch()
     extra = {k: opts.pop(k) for k in ("time", "mem") if k in opts}   # Slurm's own spelling, passed through
     params: dict[str, Any] = {"job_name": job_name(lab), "array_parallelism": lab.parallel or max(n_tasks, 1),
                               "time": None, "additional_parameters": extra, **opts}
     if lab.setup:
         params["setup"] = list(lab.setup)
-    ex.update_parameters(**params)
+    return params
+
+
+def _python(lab: Lab) -> str:
+    """The command word that starts Python in the job script: quoted (submitit pastes it in unquoted)."""
+    return python_command(lab) or shlex.quote(sys.executable)
+
+
+def _check_slurm_paths(lab: Lab) -> None:
+    """Slurm expands ``%`` patterns in the --output/--error paths that submitit builds from the results
+    directory: a ``%`` there would send the logs elsewhere."""
+    if "%" in str(lab.state_dir):
+        raise LabError(f"{lab.path}: [lab] results {str(lab.results)!r} holds '%', which Slurm expands in log "
+                       "file names; choose a directory without it")
+
+
+def _executor(lab: Lab, scheduler: str, m: Machine, n_tasks: int) -> Any:
+    import submitit
+
+    folder = lab.state_dir / "logs" / "%j"
+    if scheduler == "local":
+        local = _new_session_local_executor()(folder=folder, python=_python(lab))
+        local.update_parameters(timeout_min=LOCAL_TIMEOUT_MIN, **({"setup": list(lab.setup)} if lab.setup else {}))
+        return local
+    _check_slurm_paths(lab)
+    ex = submitit.SlurmExecutor(folder=folder, python=_python(lab))
+    ex.update_parameters(**slurm_parameters(lab, m, n_tasks))
     return ex
+
+
+def _new_session_local_executor() -> Any:
+    """submitit's LocalExecutor whose controller starts in its own session (see the module's DECISION): a
+    terminal's Ctrl-C then reaches archline alone, which stops the task in order."""
+    import subprocess
+    import types
+
+    import submitit
+    import submitit.local.local as local_mod
+
+    class NewSessionLocalExecutor(submitit.LocalExecutor):  # type: ignore[misc]
+        def _submit_command(self, command: str) -> Any:
+            real = local_mod.subprocess
+            popen = subprocess.Popen
+
+            def new_session_popen(*args: Any, **kwargs: Any) -> Any:
+                return popen(*args, start_new_session=True, **kwargs)
+
+            local_mod.subprocess = types.SimpleNamespace(Popen=new_session_popen)  # type: ignore[assignment]
+            try:
+                return super()._submit_command(command)
+            finally:
+                local_mod.subprocess = real
+
+    return NewSessionLocalExecutor
+
+
+def _stop_local(lab: Lab, m: Machine, job: Any, echo: Callable[[str], None]) -> None:
+    """Stop a local task (SIGTERM through its controller, which forwards it), wait for it to record itself,
+    kill what is left after :data:`STOP_GRACE_S`, and make sure its record says interrupted."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}  # stop in order
+    try:
+        pid = int(job.job_id)
+        proc = getattr(job, "_process", None)
+        echo(f"{m.name}: stopping the task (pid {pid}): finished rows are kept")
+        try:
+            os.kill(_controller(pid), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        killed = False
+        try:
+            if proc is not None:
+                proc.wait(timeout=STOP_GRACE_S)
+            else:
+                _wait_gone(pid, STOP_GRACE_S)
+        except Exception:   # subprocess.TimeoutExpired: the task did not stop in time
+            killed = True
+            try:
+                os.killpg(pid, signal.SIGKILL)      # the controller leads its session: it and its task
+            except (ProcessLookupError, PermissionError):
+                pass
+            if proc is not None:
+                proc.wait()
+        path = lab.results / m.name / RECORD_NAME
+        try:
+            rec = read_record(path)
+        except LabStateError:
+            rec = None
+        if rec is not None and rec.job_id == str(pid) and rec.state == "running":
+            from archline.bench.run.sweep import EXIT_INTERRUPTED
+
+            rec.state, rec.exit_code, rec.interrupted, rec.ended_at = "failed", EXIT_INTERRUPTED, True, utc_iso()
+            rec.message = "interrupted (archline lab submit stopped" + \
+                (f"; killed after {STOP_GRACE_S:g} s" if killed else "") + "); finished rows are kept, resubmit " \
+                "to resume"
+            rec.write(path)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _controller(pid: int) -> int:
+    """The controller's pid: ``pid`` itself, or its child when ``pid`` is the shell that runs the lab's ``setup``
+    lines first (a shell killed by SIGTERM would leave the controller and its task running)."""
+    marker = "submitit.local._local"
+    if marker in _cmdline(pid):
+        return pid
+    try:
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    fields = f.read().decode(errors="replace").rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if len(fields) > 1 and fields[1] == str(pid) and marker in _cmdline(int(entry.name)):
+                return int(entry.name)
+    except OSError:           # no /proc: signal the process we started
+        pass
+    return pid
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _wait_gone(pid: int, timeout_s: float) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(pid)
 
 
 def _record(job: Any, scheduler: str) -> Submission:
@@ -133,8 +278,12 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
     check_scheduler(sched)
     machines = [lab.machine(n) for n in only] if only else list(lab.machines)   # before anything is created
     check_results(lab)
+    read_submissions(lab)          # a damaged or newer submission record: an error before anything changes
     prepare(lab, machines)
     before = {s.machine: s for s in lab_status(lab)}
+    for m in machines:
+        if before[m.name].state_error:
+            raise LabError(f"{m.name}: {before[m.name].state_error}; nothing submitted")
     skipped = {m.name: f"still {before[m.name].state} as job {before[m.name].job_id}" for m in machines
                if before[m.name].state in ("queued", "running")}
     todo = [m for m in machines if m.name not in skipped]
@@ -145,11 +294,15 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
     if sched == "local":
         for m in todo:       # one after another: a second sweep would disturb the first one's measurements
             job = _executor(lab, "local", m, 1).submit(run_task, m.name, str(lab.results / m.name))
-            subs[m.name] = _record(job, "local")
-            write_submissions(lab, subs)
-            submitted[m.name] = subs[m.name].job_id
-            echo(f"{m.name}: running locally (pid {job.job_id})")
-            _wait(lab, [m.name], echo)
+            try:
+                subs[m.name] = _record(job, "local")
+                write_submissions(lab, subs)
+                submitted[m.name] = subs[m.name].job_id
+                echo(f"{m.name}: running locally (pid {job.job_id})")
+                _wait(lab, [m.name], echo)
+            except BaseException:      # SIGTERM (KeyboardInterrupt), Ctrl-C, or an error: no orphaned task
+                _stop_local(lab, m, job, echo)
+                raise
         names = {m.name for m in machines}
         return SubmitReport(submitted, skipped, 0, [s for s in lab_status(lab) if s.machine in names])
     groups: dict[tuple[tuple[str, Any], ...], list[Machine]] = {}

@@ -14,50 +14,26 @@ exits at once (the sweep's exit 75) and leaves the first one's record alone.
 
 from __future__ import annotations
 
-import json
 import os
+import signal
 import socket
 import traceback
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.common.atomic import write_atomic
+from archline.bench.lab.state import TaskRecord, read_task_record
 from archline.common.stamps import utc_iso
 
 SWEEP_NAME = "sweep.toml"
 RECORD_NAME = "task.json"
 
-
-@dataclass
-class TaskRecord:
-    machine: str
-    state: str                       #: running | done | failed
-    job_id: str = ""
-    node: str = ""
-    pid: int = 0
-    started_at: str = ""
-    ended_at: str = ""
-    config_hash: str = ""
-    point_ids: list[str] = field(default_factory=list)
-    exit_code: int | None = None
-    message: str = ""
-    written: int = 0
-    failed: int = 0
-
-    def write(self, path: Path) -> None:
-        write_atomic(path, json.dumps(asdict(self), indent=1) + "\n")
+__all__ = ["RECORD_NAME", "SWEEP_NAME", "TaskRecord", "current_job_id", "read_record", "run_task"]
 
 
 def read_record(path: Path) -> TaskRecord | None:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return None           # being replaced, or damaged: no record (status says so)
-    known = TaskRecord.__dataclass_fields__
-    return TaskRecord(**{k: v for k, v in data.items() if k in known})
+    """The task's record (:mod:`archline.bench.lab.state`); None when it has none yet. A damaged record, one
+    with a wrong type or from a newer archline raises :class:`~archline.bench.lab.state.LabStateError`."""
+    return read_task_record(path)
 
 
 def current_job_id() -> str:
@@ -69,9 +45,19 @@ def current_job_id() -> str:
     return env.get("SLURM_JOB_ID") or env.get("SUBMITIT_LOCAL_JOB_ID") or ""
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def run_task(machine: str, directory: str) -> dict[str, Any]:
     """The function each Slurm (or local) task runs: the machine's sweep, recorded. Returns the record as a
-    dict (submitit keeps it as the job's result)."""
+    dict (submitit keeps it as the job's result).
+
+    SIGTERM (``scancel``, ``archline lab submit`` stopped, the local controller forwarding a stop) and SIGINT
+    stop the task wherever it is, as they stop a sweep: the record says failed, exit 130, ``interrupted``, and
+    the finished rows are kept (submitit itself ignores SIGTERM in its jobs; the task takes it back)."""
+    import threading
+
     from archline.bench.errors import BenchError
     from archline.bench.run.sweep import (
         EXIT_INTERNAL,
@@ -84,12 +70,14 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
     from archline.fit.errors import ArchlineFitError
     from archline.powermon.errors import MeterError
 
-    configure()
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _interrupt) if main else None
     d = Path(directory)
     path = d / RECORD_NAME
     rec = TaskRecord(machine=machine, state="running", job_id=current_job_id(), node=socket.gethostname(),
                      pid=os.getpid(), started_at=utc_iso())
     started = False
+    skipped: dict[str, Any] | None = None
 
     def on_start(chash: str, point_ids: list[str]) -> None:
         nonlocal started
@@ -98,11 +86,15 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
         rec.write(path)
 
     try:
+        configure()
         out = run_sweep(d / SWEEP_NAME, on_start=on_start)
         rec.exit_code, rec.message, rec.written, rec.failed = out.exit_code, out.message, out.written, out.failed
     except SweepLockedError as e:
         # another task of this machine holds the lock: its record is the truth, leave it alone
-        return {**asdict(rec), "state": "skipped", "exit_code": e.exit_code, "message": str(e)}
+        skipped = {**rec.model_dump(), "state": "skipped", "exit_code": e.exit_code, "message": str(e)}
+    except KeyboardInterrupt:
+        rec.exit_code, rec.message = EXIT_INTERRUPTED, "interrupted (SIGTERM/SIGINT); finished rows are kept, " \
+            "resubmit to resume"
     except BenchError as e:
         rec.exit_code, rec.message = int(getattr(e, "exit_code", 2)), str(e)
     except ArchlineFitError as e:
@@ -116,9 +108,21 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
         else:  # a bug: the traceback is in the sweep log and the task's stderr
             traceback.print_exc()
             rec.exit_code, rec.message = EXIT_INTERNAL, f"internal error: {type(e).__name__}: {e}"
-    rec.state = "done" if rec.exit_code == 0 else "failed"
-    rec.ended_at = utc_iso()
-    if not started:
-        rec.message = f"the sweep did not start: {rec.message}"
-    rec.write(path)
-    return asdict(rec)
+    finally:
+        if main:   # the record below is written whatever arrives now: a second signal must not cut it short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        if skipped is not None:
+            return skipped
+        rec.interrupted = rec.exit_code == EXIT_INTERRUPTED
+        rec.state = "done" if rec.exit_code == 0 else "failed"
+        rec.ended_at = utc_iso()
+        if not started:
+            rec.message = f"the sweep did not start: {rec.message}"
+        rec.write(path)
+        return rec.model_dump()
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+            signal.signal(signal.SIGINT, old_int)
