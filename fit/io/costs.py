@@ -96,7 +96,10 @@ def _rule(name: str) -> str:
 def _check_number(v: Any, rule: str, where: str, error: type[Exception]) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise error(f"{where}: expected a number, got {show_value(v)}")
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:       # an integer of 400 digits
+        v = math.inf
     if not math.isfinite(v):
         raise error(f"{where}: must be a finite number, got {show_value(v)}")
     if rule == "positive" and not v > 0:
