@@ -168,3 +168,20 @@ def test_model_plot_default_name_from_data_is_safe(run_cli: Callable[..., Any], 
     assert r.exit_code == 0, r.stderr
     assert [p.name for p in work.iterdir()] and all(p.suffix == ".png" for p in work.iterdir())
     assert _tree(tmp_path) - {"in", "in/c.json", "in/cwd"} == {f"in/cwd/{p.name}" for p in work.iterdir()}
+
+
+def test_model_plot_and_plot_refuse_a_figure_that_is_an_input(run_cli: Callable[..., Any], tmp_path: Path,
+                                                               frame: pd.DataFrame) -> None:
+    sample = Path(__file__).resolve().parents[2] / "results" / "sample" / "gtx580.costs.json"
+    costs = tmp_path / "c.json"
+    costs.write_bytes(sample.read_bytes())
+    src = write_results_csv(frame, tmp_path / "a.csv")
+    kept = {p: p.read_bytes() for p in (costs, src)}
+    (tmp_path / "l1.png").symlink_to(costs)
+    (tmp_path / "l2.png").symlink_to(src)
+    for args in (["model", "plot", str(costs), "--out", str(tmp_path / "l1.png")],
+                 ["plot", str(src), "gtx580", "--out", str(tmp_path / "l2.png")]):
+        r = run_cli(*args)
+        assert r.exit_code == 2 and "is an input" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert all(p.read_bytes() == data for p, data in kept.items())
+    assert _tree(tmp_path) == {"c.json", "a.csv", "l1.png", "l2.png"}
