@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+from typing import Any
 
 import click
 
 from archline.cli.params import DURATION, FINITE, POSITIVE, SAMPLES_SUFFIXES, FiniteFloat, OutPath
+from archline.common.outputs import show
 from archline.powermon.errors import MAX_LOST_SHARE
+
+
+class SamplesOut(OutPath):
+    """A samples output: ``.csv``, ``.csv.gz`` or ``.parquet``, or a stream (``/dev/null``, a pipe), written as CSV
+    (a stream gets no sidecar and a recording to it no raw capture)."""
+
+    def __init__(self) -> None:
+        super().__init__(suffixes=SAMPLES_SUFFIXES)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from archline.common.outputs import is_stream
+
+        if is_stream(os.fsdecode(value)) and os.path.exists(os.fsdecode(value)):
+            return os.fsdecode(value)
+        return super().convert(value, param, ctx)
 
 
 @click.group()
@@ -54,7 +72,8 @@ def list_cmd(fmt: str) -> None:
 @click.option("--channels", help="PowerMon 2 channels, e.g. 0,1,2,3 (default 0-7)")
 @click.option("--rate", "rate_hz", type=POSITIVE, default=128.0, show_default=True, help="per-channel Hz (1024/N)")
 @click.option("--duration", "duration_s", type=DURATION, default=10.0, show_default=True, help="seconds")
-@click.option("--out", required=True, type=OutPath(suffixes=SAMPLES_SUFFIXES), help="trace .parquet, .csv.gz or .csv")
+@click.option("--out", required=True, type=SamplesOut(),
+              help="trace .parquet, .csv.gz or .csv (/dev/null: CSV as a stream, no raw capture)")
 @click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
               help="share of the samples the meter may lose (disconnect, stall, overflow, dropped bytes) before "
                    "the recording fails with exit code 6; every loss is reported either way")
@@ -80,14 +99,19 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: floa
 
 @meter.command("decode")
 @click.argument("raw", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=OutPath(suffixes=SAMPLES_SUFFIXES), help="samples .csv, .csv.gz or .parquet")
+@click.option("--out", required=True, type=SamplesOut(), help="samples .csv, .csv.gz or .parquet (or a stream: CSV)")
 @click.option("--channels", help="enabled channels (default: from RAW.json, else guessed from the data)")
 @click.option("--rate", "rate_hz", type=POSITIVE, help="per-channel Hz (default: from RAW.json, else 128)")
 @click.option("--r-sense", "r_sense_ohm", type=POSITIVE, help="shunt ohms for every channel (default: RAW.json)")
 @click.option("--partial", is_flag=True, help="decode a capture that ends without its done record (cut short)")
 def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None,
                partial: bool) -> None:
-    """Decode a PowerMon 2 byte capture into samples (t_s, channel, voltage_v, current_a, power_w)."""
+    """Decode a PowerMon 2 byte capture into samples (t_s, channel, voltage_v, current_a, power_w).
+
+    \b
+    RAW may be a pipe (meter decode <(zcat c.raw.bin.gz) ...): it is read once, up to 1 GiB (a day of the meter's
+    fastest stream); its sidecar RAW.json, when there is one, says the channels, rate, shunts and clock.
+    """
     from archline.powermon.offline import decode_to_file
 
     n, emulated, meta = decode_to_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
@@ -95,7 +119,7 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
     label = " (emulated)" if emulated else ""
     for w in meta["warnings"]:
         click.echo(f"archline: warning: {w}", err=True)
-    click.echo(f"{n} samples{label} -> {out}; overflows {st['overflows']}, gaps {st['gaps']}, "
+    click.echo(f"{n} samples{label} -> {show(out)}; overflows {st['overflows']}, gaps {st['gaps']}, "
                f"lost records {st['lost_records']}, resyncs {st['resyncs']}, skipped bytes {st['skipped_bytes']}",
                err=True)
 
@@ -107,17 +131,31 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
 @click.option("--end", "t1_s", type=FINITE, help="region end")
 @click.option("--min-samples", type=click.IntRange(min=0), default=2, show_default=True,
               help="fewest samples of each channel the region must hold")
-def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None, min_samples: int) -> None:
+@click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
+              help="share of the samples the cadence promises (the sidecar's rate_hz) that may be missing before "
+                   "the integration fails with exit code 6, as a recording does; every loss is reported either way")
+def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None, min_samples: int,
+                  max_lost: float) -> None:
     """Energy per channel and in total (trapezoid, partial samples at the edges), with an error bound.
 
     \b
     Only where there is data: a region outside the samples, one with fewer than --min-samples samples, or NaN or
-    negative power is an error. A trace of an emulator running faster than real time (meter record --meter
-    emulated:4) is integrated on the emulated timeline, as the recording was.
+    negative power is an error, as are samples all at one time, a channel whose times go back, and power_w that
+    disagrees with voltage_v x current_a (by more than 0.1% + 1 mW). A trace of an emulator running faster than
+    real time (meter record --meter emulated:4) is integrated on the emulated timeline, as the recording was.
+    Holes in a channel's cadence (the sidecar's rate_hz) are lost samples, counted as a recording counts them; the
+    error bound covers them. SAMPLES may be a pipe: meter integrate <(zcat t.csv.gz).
     """
-    from archline.powermon.offline import integrate_file
+    from archline.powermon.offline import integrate_file, loss_error
 
     res = integrate_file(samples, t0_s, t1_s, min_samples=min_samples)
+    _show_integration(res, fmt)
+    error = loss_error(res, samples, max_lost)
+    if error is not None:
+        raise error
+
+
+def _show_integration(res: Any, fmt: str) -> None:
     for w in res.warnings:
         click.echo(f"archline: warning: {w}", err=True)
     if fmt == "json":
@@ -174,8 +212,6 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
             write_atomic(port_file, srv.port + "\n")
         click.echo(f"PowerMon 2 (emulated, speed {speed:g}) on {srv.port}; Ctrl-C to stop", err=True)
         t_end = None if duration_s is None else time.monotonic() + duration_s
-        try:
-            while (t_end is None or time.monotonic() < t_end) and not srv.closed:
-                time.sleep(0.1)
-        except KeyboardInterrupt:
-            pass
+        # Ctrl-C or SIGTERM: the pty server stops (leaving the with) and the command exits 130
+        while (t_end is None or time.monotonic() < t_end) and not srv.closed:
+            time.sleep(0.1)

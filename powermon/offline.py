@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,18 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.common.files import read_bytes, read_json
-from archline.powermon.errors import MeterError
-from archline.powermon.powermon2.capture import sidecar_path
+from archline.common.outputs import show
+from archline.powermon.errors import MeterError, SamplesLostError
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
 from archline.powermon.powermon2.driver import period_for_rate
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
 from archline.powermon.record.integrate import Integration, integrate_samples
 from archline.powermon.record.samples import Samples
-from archline.powermon.record.traces import check_samples_path, read_samples, write_samples
+from archline.powermon.record.samples_file import SamplesFile, check_samples_path, kind_of, write_samples
 
 if TYPE_CHECKING:  # pragma: no cover
     from archline.powermon.record.samples_csv import CsvStream, RowFormat
+    from archline.powermon.sidecar import CaptureSidecar
 
 
 #: Raw bytes fed to the decoder at a time when writing as it decodes (~260 k records, half a minute of 8 channels
@@ -29,59 +28,36 @@ if TYPE_CHECKING:  # pragma: no cover
 FEED_BYTES = 1 << 20
 
 
-def _sidecar(raw: Path) -> dict[str, Any]:
-    """The capture's ``RAW.json`` (what an offline decode needs), checked; {} when there is none."""
-    sp = sidecar_path(raw)
-    if not sp.exists():
-        return {}
-    side = read_json(sp, error=MeterError, what="capture sidecar")
-    if not isinstance(side, dict):
-        raise MeterError(f"capture sidecar {sp} is not a JSON object")
-    chans = side.get("channels")
-    if chans is not None and not (isinstance(chans, list) and chans and
-                                  all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 16 for c in chans)):
-        raise MeterError(f"capture sidecar {sp}: channels must be a list of channel numbers 0-15, got {chans!r}")
-    for key in ("period_ticks", "time_set_s"):
-        v = side.get(key)
-        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= (1 if key == "period_ticks"
-                                                                                         else 0)):
-            raise MeterError(f"capture sidecar {sp}: {key} must be a whole number, got {v!r}")
-    for key in ("speed",):
-        v = side.get(key)
-        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            raise MeterError(f"capture sidecar {sp}: {key} must be a positive number, got {v!r}")
-    return side
-
-
 def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: float | None,
-             r_sense_ohm: float | None) -> tuple[bytes, list[int], int, dict[str, Any], RowFormat]:
+             r_sense_ohm: float | None) -> tuple[bytes, list[int], int, CaptureSidecar | None, RowFormat]:
     """The capture's bytes, channels, period and sidecar, and how its records become rows."""
+    from archline.powermon.powermon2.capture import read_capture
     from archline.powermon.record.samples_csv import RowFormat
 
     raw = Path(raw_path)
-    data = read_bytes(raw, error=MeterError, what="capture", give="the .raw.bin file")
+    data, side = read_capture(raw)
     if len(data) < 4:
-        raise MeterError(f"capture {raw} is empty or truncated ({len(data)} bytes)")
-    side = _sidecar(raw)
+        raise MeterError(f"capture {show(raw)} is empty or truncated ({len(data)} bytes)")
     if r_sense_ohm is not None and not (math.isfinite(r_sense_ohm) and r_sense_ohm > 0):
         raise MeterError(f"shunt resistance must be a positive number of ohms, got {r_sense_ohm:g}")
-    chans = list(channels) if channels else side.get("channels") or guess_channels(data)
-    period = period_for_rate(rate_hz) if rate_hz is not None else int(side.get("period_ticks", 8))
-    try:
-        r_map = {int(k): float(v) for k, v in (side.get("r_sense_ohm") or {}).items()}
-        clock = side.get("clock") or {}
-        offset, scale = (float(clock["offset_s"]), float(clock.get("seconds_per_device_s", 1.0)) *
-                         (1 + float(clock.get("drift_ppm", 0)) * 1e-6)) if "offset_s" in clock else (0.0, 1.0)
-    except (TypeError, ValueError, AttributeError):
-        raise MeterError(f"capture sidecar {sidecar_path(raw)}: r_sense_ohm and clock must hold numbers") from None
-    if any(not (0 <= c < 16 and math.isfinite(r) and r > 0) for c, r in r_map.items()):
-        raise MeterError(f"capture sidecar {sidecar_path(raw)}: r_sense_ohm must map channels 0-15 to positive ohms")
+    chans = list(channels) if channels else (side.channels if side else None) or guess_channels(data)
+    if rate_hz is not None:
+        period = period_for_rate(rate_hz)
+    elif side is not None and side.period_ticks is not None:
+        period = side.period_ticks
+    elif side is not None and side.rate_hz is not None:
+        period = period_for_rate(side.rate_hz)
+    else:
+        period = 8
     r_lut = np.full(16, DEFAULT_R_SENSE_OHM if r_sense_ohm is None else r_sense_ohm)
-    if r_sense_ohm is None:
-        for c, r in r_map.items():
+    if r_sense_ohm is None and side is not None:
+        for c, r in side.shunts().items():
             r_lut[c] = r
     dt = period / TICK_HZ
-    if "offset_s" in clock:
+    clock = side.clock if side is not None else None
+    if clock is not None:
+        offset, scale = clock.offset_s, clock.scale()
+
         def t_of_event(ev: np.ndarray) -> np.ndarray:
             return offset + (ev * dt) * scale
         clock_name = "host_monotonic"
@@ -89,7 +65,7 @@ def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: floa
         def t_of_event(ev: np.ndarray) -> np.ndarray:
             return ev * dt
         clock_name = "device_s"
-    fmt = RowFormat(r_lut, t_of_event, str(side.get("meter", "powermon2")), bool(side.get("emulated", False)),
+    fmt = RowFormat(r_lut, t_of_event, side.meter if side else "powermon2", side.emulated if side else False,
                     clock_name)
     return data, chans, period, side, fmt
 
@@ -111,19 +87,20 @@ def _feed(dec: StreamDecoder, data: bytes, stream: CsvStream | None) -> None:
     stream.submit(dec.final_parts(done))
 
 
-def _warnings(raw: str | Path, data: bytes, dec: StreamDecoder, side: dict[str, Any], partial: bool) -> list[str]:
+def _warnings(raw: str | Path, data: bytes, dec: StreamDecoder, side: CaptureSidecar | None, partial: bool
+              ) -> list[str]:
     """What went wrong in the capture, one line each; a capture cut short (no done record) is an error unless
     ``partial``."""
     warnings: list[str] = []
     st = dec.stats
     if not st.done:
-        msg = (f"capture {raw} ends without its done record ({len(data)} bytes): the recording was cut short "
+        msg = (f"capture {show(raw)} ends without its done record ({len(data)} bytes): the recording was cut short "
                "(killed, or the meter vanished), so samples after its end are missing")
         if not partial:
             raise MeterError(msg + "; pass --partial to decode what is there")
         warnings.append(msg)
-    if side.get("error"):
-        warnings.append(f"the recording reported: {side['error']}")
+    if side is not None and side.error:
+        warnings.append(f"the recording reported: {side.error}")
     if st.lost_records or st.uncertain_gaps or st.overflows or st.resyncs or st.skipped_bytes:
         warnings.append(f"{st.lost_records} record(s) lost in {st.gaps} gap(s), {st.overflows} overflow(s), "
                         f"{st.resyncs} resync(s), {st.skipped_bytes} byte(s) skipped")
@@ -135,43 +112,30 @@ def _warnings(raw: str | Path, data: bytes, dec: StreamDecoder, side: dict[str, 
 
 def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int] | None, rate_hz: float | None,
             r_sense_ohm: float | None, partial: bool = False) -> tuple[StreamDecoder, RowFormat, dict[str, Any], bool]:
-    """Decode a capture; a .csv/.csv.gz ``out`` is written while decoding (True in the last place)."""
-    from archline.common.atomic import atomic_path, write_atomic
-    from archline.powermon.record.samples_csv import CsvStream
-    from archline.powermon.record.traces import _meta
-
+    """Decode a capture; a .csv/.csv.gz ``out`` (or a stream such as /dev/null) is written while decoding (True in
+    the last place)."""
     if out is not None:
         check_samples_path(out)
     data, chans, period, side, fmt = _prepare(raw_path, channels, rate_hz, r_sense_ohm)
-    dec = StreamDecoder(chans, period, side.get("time_set_s", 0) if side else None)
-    target = Path(out) if out is not None else None
+    dec = StreamDecoder(chans, period, (side.time_set_s or 0) if side is not None else None)
 
     def meta() -> dict[str, Any]:
         if dec.n_accepted == 0:
-            raise MeterError(f"no PowerMon 2 samples in {raw_path} (garbage or truncated capture; "
+            raise MeterError(f"no PowerMon 2 samples in {show(raw_path)} (garbage or truncated capture; "
                              f"{dec.stats.skipped_bytes} bytes skipped)")
         warnings = _warnings(raw_path, data, dec, side, partial)
         stats = dec.stats.as_dict()
-        speed = float(side.get("speed", 1.0)) if fmt.clock == "host_monotonic" else 1.0
-        return {"source": str(raw_path), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
+        speed = side.speed if side is not None and fmt.clock == "host_monotonic" else 1.0
+        return {"source": show(raw_path), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
                 "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"],
                 "speed": speed, "warnings": warnings}
 
-    if target is None or not target.name.lower().endswith((".csv", ".csv.gz")):
+    if out is None or kind_of(out) == "parquet":
         _feed(dec, data, None)
         return dec, fmt, meta(), False
-    with atomic_path(target) as tmp:
-        stream = CsvStream(target, tmp, fmt)
-        try:
-            _feed(dec, data, stream)
-            info = meta()
-        except BaseException:
-            stream.abort()
-            raise
-        stream.close()
-    empty = Samples.empty(fmt.meter, fmt.emulated)
-    empty.clock = fmt.clock
-    write_atomic(target.with_name(target.name + ".json"), json.dumps(_meta(empty, info), indent=1, default=str))
+    info: dict[str, Any] = {}
+    with SamplesFile.csv_stream(out, fmt, lambda: info.update(meta()) or info) as stream:
+        _feed(dec, data, stream)
     return dec, fmt, info, True
 
 
@@ -202,29 +166,44 @@ def decode_to_file(raw_path: str | Path, out: str | Path, channels: Sequence[int
 def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | None = None, *,
                    min_samples: int = 2) -> Integration:
     """Integrate a samples file the way its recording did: on the device's timeline (``speed``, an emulator's time
-    compression, from the file's sidecar) and, unless a window is given, over the recorded window."""
-    s, meta = read_samples(path)
-    info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
-    stats = meta.get("stats") or info.get("stats") or {}
-    speed = meta.get("speed", info.get("speed", 1.0))
-    if not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
-        raise MeterError(f"{path}: the sidecar's speed must be a positive number, got {speed!r}")
-    if s.clock == "device_s":
-        speed = 1.0
-    window = meta.get("window_s")
-    recorded = t0_s is None and t1_s is None and isinstance(window, list) and len(window) == 2
-    if recorded:
-        t0_s, t1_s = float(window[0]), float(window[1])
+    compression, from the file's sidecar) and, unless a window is given, over the recorded window. With the
+    sidecar's ``rate_hz``, holes in a channel's cadence are lost samples (counted as the live recorder counts them,
+    :func:`archline.powermon.record.integrate.integrate_series`); :func:`loss_error` says when they are too many."""
+    f = SamplesFile.load(path)
+    s, side = f.samples, f.side
+    info = (side.info or {}) if side is not None else {}
+    stats = side.counts() if side is not None else {}
+    speed = side.speed if side is not None and s.clock != "device_s" else 1.0
+    # the cadence the meter promised, on the t_s timeline: holes in it are lost samples (the live recorder's rule)
+    period_s = 1.0 / (side.rate_hz * speed) if side is not None and side.rate_hz else None
+    window = side.window_s if side is not None else None
+    recorded = t0_s is None and t1_s is None and window is not None
+    if window is not None and recorded:
+        t0_s, t1_s = window[0], window[1]
+    overflows = stats.get("overflows", side.overflows if side is not None else None)
     try:
-        return integrate_samples(s, t0_s, t1_s, overflows=stats.get("overflows", meta.get("overflows")),
-                                 gaps=stats.get("gaps", meta.get("gaps")), min_samples=min_samples,
-                                 time_compression=float(speed))
+        res = integrate_samples(s, t0_s, t1_s, overflows=overflows if isinstance(overflows, int) else None,
+                                gaps=side.gaps if side is not None else None, period_s=period_s,
+                                min_samples=min_samples, time_compression=float(speed))
     except MeterError as e:
         if recorded and "outside the samples" in str(e):
-            raise MeterError(f"{path}: the recorded window reaches past the samples (the meter lost the rest of "
-                             f"the recording; its sidecar says: {info.get('error') or 'no error'}); give --start "
+            raise MeterError(f"{show(path)}: the recorded window reaches past the samples (the meter lost the rest "
+                             f"of the recording; its sidecar says: {info.get('error') or 'no error'}); give --start "
                              f"and --end inside them to integrate what arrived ({e})") from None
         raise
+    if side is None:
+        res.warnings.append(f"{show(path)} has no sidecar ({show(path)}.json; a pipe has none): integrated without the "
+                            "recording's window, cadence, time compression and emulated label")
+    return res
+
+
+def loss_error(res: Integration, path: str | Path, max_lost: float) -> SamplesLostError | None:
+    """The error to exit with (6) after showing ``res`` when more than ``max_lost`` of its samples were lost, as a
+    recording's window fails (:meth:`archline.powermon.record.recorder.Recorder.end`)."""
+    if res.lost_share <= max_lost:
+        return None
+    return SamplesLostError(f"{show(path)}: {res.loss_text()}: more than --max-lost {100 * max_lost:.3g}%; the "
+                            "energy bound covers the holes")
 
 
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> list[dict[str, Any]]:

@@ -4,15 +4,19 @@ than the allowed share was lost or the meter vanished (docs/errors.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archline.common.outputs import show
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
-from archline.powermon.record.traces import check_samples_path, write_samples
+from archline.powermon.record.samples_file import check_samples_path, write_samples
 
 
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
@@ -45,6 +49,43 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
             raise MeterError(f"--meter nvml:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
         return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX])")
+
+
+def raw_capture_path(out: Path) -> Path | None:
+    """``t.raw.bin`` beside a trace ``t.csv``; None for a stream output (``--out /dev/null``: nothing is kept)."""
+    from archline.common.outputs import check_output, is_stream
+
+    if is_stream(out):
+        return None
+    raw = out.with_name(out.name.split(".")[0] + ".raw.bin")
+    if raw == out or check_output(raw) == check_output(out):
+        raise MeterError(f"--out {show(out)} is the raw capture's name ({show(raw)}): name the trace .csv, .csv.gz "
+                         "or .parquet beside it")
+    return raw
+
+
+class _Late:
+    hit = False
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[_Late]:
+    """Hold Ctrl-C and SIGTERM while the finished recording is written (a second signal would otherwise leave a
+    half-written trace or the capture's temp file); one that arrived is reported in ``late.hit``."""
+    late = _Late()
+    if threading.current_thread() is not threading.main_thread():
+        yield late
+        return
+
+    def hold(signum: int, frame: Any) -> None:
+        late.hit = True
+
+    old = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield late
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 @dataclass
@@ -89,37 +130,47 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         raise MeterError(f"--max-lost must be a share between 0 and 1, got {max_lost:g}")
     check_samples_path(out)
     out_p = Path(out)
-    raw = out_p.with_name(out_p.name.split(".")[0] + ".raw.bin")
+    raw = raw_capture_path(out_p)
     meter = meter_from_spec(spec, channels, rate_hz, raw)
     interrupted = False
-    with Recorder([meter]) as rec:
+    rec = Recorder([meter]).start()
+    try:
         rec.begin("record")
         try:
             time.sleep(duration_s)
         except KeyboardInterrupt:
             interrupted = True
-        t1 = rec.clock()
-        # the window starts where the stream does, so it holds every sample of the capture (and every loss the
-        # decoder counts). Asked only now: the clock map's offset is a minimum over arrival lags, so it moves
-        # earlier as data arrives, and an early answer (a late first read on a busy host) would cut the first
-        # sample's loss out of the window. A meter without its own stream starts at the mark.
-        start = getattr(meter, "stream_start_s", None)
-        t0 = float(start()) if callable(start) else rec.marks[-1].t_s
-        region = rec.end("record", t0_s=t0, t1_s=t1)
-    info = meter.info()
-    (mr,) = region.meters.values()
-    to_host = getattr(meter, "host_time_s", None)
-    if mr.device_window_s is not None and callable(to_host):   # the window as the region integrated it
-        t0, t1 = to_host(mr.device_window_s[0]), to_host(mr.device_window_s[1])
-    write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
-                                           "window_s": [t0, t1], "speed": getattr(meter, "speed", 1.0)})
+    except BaseException:
+        rec.stop()
+        raise
+    with deferred_interrupts() as late:   # what was recorded is finished and written, whole, before exiting
+        try:
+            t1 = rec.clock()
+            # the window starts where the stream does, so it holds every sample of the capture (and every loss the
+            # decoder counts). Asked only now: the clock map's offset is a minimum over arrival lags, so it moves
+            # earlier as data arrives, and an early answer (a late first read on a busy host) would cut the first
+            # sample's loss out of the window. A meter without its own stream starts at the mark.
+            start = getattr(meter, "stream_start_s", None)
+            t0 = float(start()) if callable(start) else rec.marks[-1].t_s
+            region = rec.end("record", t0_s=t0, t1_s=t1)
+        finally:
+            rec.stop()
+        info = meter.info()
+        (mr,) = region.meters.values()
+        to_host = getattr(meter, "host_time_s", None)
+        if mr.device_window_s is not None and callable(to_host):   # the window as the region integrated it
+            t0, t1 = to_host(mr.device_window_s[0]), to_host(mr.device_window_s[1])
+        write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
+                                               "window_s": [t0, t1], "rate_hz": info.get("rate_hz"),
+                                               "speed": getattr(meter, "speed", 1.0)})
+    interrupted = interrupted or late.hit
     summary = region.summary()
-    summary["trace"] = str(out_p)
+    summary["trace"] = show(out_p)
     for key in ("stats", "stalls", "error"):
         if key in info:
             summary.setdefault("decoder" if key == "stats" else key, info[key])
     if getattr(meter, "raw_path", None) is not None:
-        summary["raw"] = str(meter.raw_path)
+        summary["raw"] = show(meter.raw_path)
     warnings = [f"{w}" for w in region.warnings]
     st = info.get("stats") or {}
     if st.get("skipped_bytes") or st.get("resyncs"):
@@ -129,8 +180,8 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     lost = mr.loss_text()
     if mr.lost_share > max_lost:
         why = f" ({info['error']})" if info.get("error") else ""
-        error = SamplesLostError(f"{lost}{why}: more than --max-lost {100 * max_lost:.3g}%; the trace {out_p} "
+        error = SamplesLostError(f"{lost}{why}: more than --max-lost {100 * max_lost:.3g}%; the trace {show(out_p)} "
                                  "holds what arrived")
     elif info.get("error") and not interrupted:
-        error = DeviceError(f"{info['error']}; the trace {out_p} holds what arrived")
+        error = DeviceError(f"{info['error']}; the trace {show(out_p)} holds what arrived")
     return Recording(out_p, summary, warnings, error, interrupted)

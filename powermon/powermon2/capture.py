@@ -1,18 +1,33 @@
-"""The raw capture of one PowerMon 2 stream: every byte read, written as it arrives under a hidden temporary name
-(``.NAME.PID.tmp``) and renamed onto its final name, with its JSON sidecar (``NAME.json``), when the stream stops. A
-killed process never leaves a truncated capture under the final name; a full disk removes the temporary file and
-raises the OSError naming the capture."""
+"""The one owner of raw PowerMon 2 captures (``C.raw.bin``) and their sidecars (``C.raw.bin.json``,
+:class:`archline.powermon.sidecar.CaptureSidecar`).
+
+Writing (:class:`RawCapture`): every byte read, written as it arrives under a hidden temporary name
+(``.NAME.PID.tmp``) and renamed onto its final name, with its JSON sidecar, when the stream stops. A killed process
+never leaves a truncated capture under the final name; a full disk removes the temporary file and raises the
+OSError naming the capture. The output policy applies: a capture never replaces an input of the command and is
+written through a symlink to its target.
+
+Reading (:func:`read_capture`): once, as a stream (a pipe or ``<(...)`` works; a device such as ``/dev/zero`` is
+refused), a pipe bounded by :data:`archline.powermon.formats.MAX_CAPTURE_STREAM_BYTES`; the sidecar is validated.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from archline.common.atomic import write_atomic
+from archline.common.outputs import check_output
+from archline.powermon.errors import MeterError
+from archline.powermon.formats import MAX_CAPTURE_STREAM_BYTES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from archline.powermon.sidecar import CaptureSidecar
 
 
 def sidecar_path(raw_path: str | Path) -> Path:
@@ -20,15 +35,39 @@ def sidecar_path(raw_path: str | Path) -> Path:
     return p.with_name(p.name + ".json")
 
 
+def read_capture(path: str | Path) -> tuple[bytes, CaptureSidecar | None]:
+    """A capture's bytes (read once) and its validated sidecar (None when it has none, e.g. a pipe)."""
+    from archline.common.files import open_input, read_stream
+
+    p = Path(path)
+    with open_input(p, error=MeterError, what="capture", give="the .raw.bin file") as f:
+        regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+        data = read_stream(f, p, error=MeterError, what="capture",
+                           limit_bytes=None if regular else MAX_CAPTURE_STREAM_BYTES)
+    from archline.powermon.record.samples_file import find_sidecar
+
+    sp = find_sidecar(p)
+    if sp is None:
+        return data, None
+    from archline.powermon.sidecar import CaptureSidecar
+
+    return data, CaptureSidecar.load(sp)
+
+
 class RawCapture:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self.target = self.path                #: the file the capture replaces (a symlink's target)
         self.error: OSError | None = None      #: a write that failed (full disk): the capture cannot be kept
         self._f: IO[bytes] | None = None
 
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Start the temporary file beside the capture's real target (an input of the command is refused)."""
+        self.target = check_output(self.path)
+        check_output(sidecar_path(self.path))
+        self.tmp = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
+        self.tmp.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(self.tmp, "wb")
 
     def write(self, chunk: bytes) -> bool:
@@ -54,15 +93,29 @@ class RawCapture:
             f.flush()
             os.fsync(f.fileno())
             f.close()
-            os.replace(self.tmp, self.path)
+            os.replace(self.tmp, self.target)
             write_atomic(sidecar_path(self.path), json.dumps(meta(), indent=1))
         except OSError as e:
             with contextlib.suppress(OSError):   # the buffered rest cannot be written either
                 f.close()
             self.tmp.unlink(missing_ok=True)
             raise OSError(e.errno, e.strerror, str(self.path)) from None
+        except BaseException:                    # interrupted (a second Ctrl-C or SIGTERM): no temp file is left
+            with contextlib.suppress(OSError):
+                f.close()
+            self.tmp.unlink(missing_ok=True)
+            raise
+
+    def abandon(self) -> None:
+        """Close and remove the temporary file (an interrupted stop: nothing half-written is left)."""
+        f, self._f = self._f, None
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+        self.tmp.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Remove the capture and its sidecar (a stream that never delivered a sample)."""
-        for p in (self.path, sidecar_path(self.path), self.tmp):
+        self.abandon()
+        for p in (self.path, sidecar_path(self.path)):
             p.unlink(missing_ok=True)

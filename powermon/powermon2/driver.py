@@ -24,6 +24,7 @@ import numpy as np
 import serial
 
 from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.formats import RAW_FORMAT as RAW_FORMAT  # re-exported: the capture sidecar's format
 from archline.powermon.powermon2.capture import RawCapture
 from archline.powermon.powermon2.capture import sidecar_path as sidecar_path  # re-exported: the sidecar's name
 from archline.powermon.powermon2.decode import DecodeStats, StreamDecoder
@@ -45,7 +46,6 @@ EMULATOR_PACKAGE = "archline.powermon.emulator"
 if EMULATOR_PACKAGE not in serial.protocol_handler_packages:
     serial.protocol_handler_packages.append(EMULATOR_PACKAGE)
 
-RAW_FORMAT = "archline.powermon2.raw/1"
 
 
 def period_for_rate(rate_hz: float) -> int:

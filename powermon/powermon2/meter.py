@@ -80,7 +80,15 @@ class PowerMonMeter:
         self.driver.start()
         self._running = True
         self._fresh = True
-        if not self.driver.wait_until(self.clock(), timeout_s=FIRST_SAMPLES_TIMEOUT_S):
+        try:
+            ok = self.driver.wait_until(self.clock(), timeout_s=FIRST_SAMPLES_TIMEOUT_S)
+        except BaseException:                  # interrupted while starting: the stream and its temp capture go
+            try:
+                self._stop_driver()
+            finally:
+                self.driver.discard_capture()
+            raise
+        if not ok:
             err = self.driver.error or DeviceError(f"PowerMon 2 on {self.driver.port} streams no samples")
             self._stop_driver()
             self.driver.discard_capture()      # a stream that never started leaves no capture behind

@@ -108,6 +108,22 @@ class Integration:
     lost_s: float = 0.0
     time_compression: float = 1.0      #: device seconds per t_s second (an emulator running faster)
     warnings: list[str] = field(default_factory=list)
+    expected_samples: int = 0          #: what the cadence promises in the window, all channels (0: unknown)
+
+    @property
+    def lost_share(self) -> float:
+        """Lost samples over the samples the window should hold (what arrived plus what is missing when the
+        cadence is not known), as :attr:`MeterRegion.lost_share` has it for a live window."""
+        expected = self.expected_samples or (sum(c.n_samples for c in self.channels.values()) + self.lost_samples)
+        return self.lost_samples / expected if expected else 0.0
+
+    def loss_text(self) -> str:
+        """``lost 19 of 20 samples (95%, 0.15 s) in 3 gap(s)`` ('' when nothing was lost)."""
+        if not self.lost_samples:
+            return ""
+        expected = self.expected_samples or (sum(c.n_samples for c in self.channels.values()) + self.lost_samples)
+        return (f"lost {self.lost_samples} of {expected} samples ({100 * self.lost_share:.3g}%, "
+                f"{self.lost_s:.3g} s) in {self.gaps} gap(s)")
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -117,7 +133,7 @@ class Integration:
                          for k, c in self.channels.items()},
             "total_energy_j": self.total_energy_j, "energy_err_j": self.energy_err_j,
             "duration_s": self.duration_s, "overflows": self.overflows, "gaps": self.gaps,
-            "lost_samples": self.lost_samples, "lost_s": self.lost_s,
+            "lost_samples": self.lost_samples, "lost_s": self.lost_s, "lost_share": self.lost_share,
             "t_start_s": self.t_start_s, "t_end_s": self.t_end_s,
         }
         if self.time_compression != 1.0:
@@ -158,6 +174,9 @@ def integrate_samples(samples: Samples, t0_s: float | None = None, t1_s: float |
     if len(samples) == 0:
         raise MeterError("no samples to integrate")
     check_power(samples)
+    if float(samples.t_s.max()) == float(samples.t_s.min()):
+        raise MeterError(f"all {len(samples)} sample(s) are at one time (t_s {float(samples.t_s[0]):.9g} s): there is "
+                         "no duration to integrate over (a file whose times were lost or overwritten?)")
     if not (math.isfinite(time_compression) and time_compression > 0):
         raise MeterError(f"time compression must be a positive number, got {time_compression:g}")
     valid = samples.valid if samples.valid is not None else np.ones(len(samples), bool)
@@ -207,5 +226,7 @@ def integrate_samples(samples: Samples, t0_s: float | None = None, t1_s: float |
     if lost:
         warnings.append(f"{lost} sample(s) missing in {found_gaps} gap(s) ({lost_s:.4g} s); the error bound covers "
                         "them")
+    # the cadence promises one sample a period per channel over the window (as a live window counts its events)
+    expected = (len(res) * (math.floor((b - a) / period_s + 1e-6) + 1)) if period_s else 0
     return Integration(res, total, err, (b - a) * k, overflows, max(found_gaps, gaps or 0), a, b, samples.emulated,
-                       lost, lost_s, k, warnings)
+                       lost, lost_s, k, warnings, expected)

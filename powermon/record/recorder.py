@@ -18,9 +18,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from archline.common.outputs import safe_component
 from archline.powermon.errors import DeviceError, MeterError, SamplesLostError
 from archline.powermon.record.meters import Meter, MeterRegion
-from archline.powermon.record.traces import write_samples
+from archline.powermon.record.samples_file import write_samples
 
 
 @dataclass
@@ -189,8 +190,9 @@ class Recorder:
             s = m.samples().between(t0_s, t1_s)
             if len(s) == 0:
                 return None
-            return write_samples(s, path, {**(meta or {}), "t0_s": t0_s, "t1_s": t1_s,
-                                           "speed": getattr(m, "speed", 1.0), "info": m.info()})
+            info = m.info()
+            return write_samples(s, path, {**(meta or {}), "t0_s": t0_s, "t1_s": t1_s, "rate_hz": info.get("rate_hz"),
+                                           "speed": getattr(m, "speed", 1.0), "info": info})
         return None
 
     def write_traces(self, directory: str | Path, fmt: str = "parquet") -> list[Path]:
@@ -200,6 +202,6 @@ class Recorder:
         marks = [vars(m) for m in self.marks]
         for m in self.meters:
             s = m.samples()
-            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in m.name)
+            safe = safe_component(m.name)
             out.append(write_samples(s, d / f"trace-{safe}.{fmt}", {"marks": marks, "info": m.info()}))
         return out

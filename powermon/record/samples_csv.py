@@ -148,11 +148,14 @@ def _format_parts(parts: list[RecordArrays], fmt: RowFormat, buffers: _Buffers) 
 class CsvStream:
     """Blocks of records in, CSV rows out, in order, formatted ahead on worker threads.
 
-    ``path`` is the final name; rows go to ``tmp`` (the caller renames it, e.g. through common.atomic).
-    ``.csv.gz`` is compressed (level 1) by the writer thread."""
+    ``path`` is the final name; rows go to ``tmp`` (the owner, :class:`archline.powermon.record.samples_file.
+    SamplesFile`, renames it). ``.csv.gz`` is compressed (level 1) by the writer thread. ``sync(fd)`` makes the
+    file durable (a device output cannot be synced: the owner passes one that allows that)."""
 
-    def __init__(self, path: Path, tmp: Path, fmt: RowFormat, workers: int | None = None) -> None:
+    def __init__(self, path: Path, tmp: Path, fmt: RowFormat, workers: int | None = None,
+                 sync: Callable[[int], None] = os.fsync) -> None:
         self.fmt = fmt
+        self._sync = sync
         self.n_rows = 0
         self._raw: IO[bytes] = open(tmp, "wb")
         self._out: IO[bytes] = (gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=1)  # type: ignore[assignment]
@@ -195,7 +198,7 @@ class CsvStream:
                     self._buffers.put(block)
                     if since >= SYNC_BYTES and self._out is self._raw:
                         self._raw.flush()
-                        os.fdatasync(self._raw.fileno())  # the disk keeps up instead of one long fsync at the end
+                        self._sync(self._raw.fileno())  # the disk keeps up instead of one long fsync at the end
                         since = 0
             except BaseException as e:  # handed to the caller by close()
                 self._error = e
@@ -209,7 +212,7 @@ class CsvStream:
             if self._out is not self._raw:
                 self._out.close()
             self._raw.flush()
-            os.fsync(self._raw.fileno())
+            self._sync(self._raw.fileno())
         finally:
             self._raw.close()
         if self._error is not None:

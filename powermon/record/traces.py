@@ -1,24 +1,16 @@
-"""Tidy traces on disk: samples CSV (``t_s, channel, voltage_v, current_a, power_w``), csv.gz and parquet.
-
-Writes are atomic (temp file + rename). The plain CSV writer formats numbers with numpy, not per row: each
-column becomes fixed-point digits in a byte matrix, and the padding is squeezed out in one pass.
-A JSON sidecar ``PATH.json`` carries what the columns cannot: meter, emulated label, decode counts.
+"""The bytes of a samples CSV (``t_s, channel, voltage_v, current_a, power_w``), formatted with numpy, not per row:
+each column becomes fixed-point digits in a byte matrix, and the padding is squeezed out in one pass. Files are
+read and written by their owner, :mod:`archline.powermon.record.samples_file`; this module only formats.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from archline.common.arrow import arrow_of, arrow_strings
-from archline.common.atomic import atomic_path, write_atomic
-from archline.powermon.errors import MeterError
 from archline.powermon.record.samples import COLUMNS, Samples
 
 #: "000".."999" as 4-byte words (3 ASCII digits + a spare byte): one 1-D gather gives three digits
@@ -169,97 +161,3 @@ def _csv_bytes_arrow(samples: Samples) -> list[bytes]:
     sink = pa.BufferOutputStream()
     pcsv.write_csv(pa.table(samples.columns()), sink, pcsv.WriteOptions(quoting_style="none"))
     return [sink.getvalue().to_pybytes()]
-
-
-def check_samples_path(path: str | Path) -> None:
-    """A samples file is .csv, .csv.gz or .parquet (checked before anything is recorded or decoded)."""
-    if not Path(path).name.lower().endswith((".parquet", ".csv.gz", ".csv")):
-        raise MeterError(f"unknown samples format for {path} (use .csv, .csv.gz or .parquet)")
-
-
-def write_samples(samples: Samples, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
-    """Write samples as ``.csv``, ``.csv.gz`` or ``.parquet`` (by suffix), plus ``PATH.json`` metadata."""
-    p = Path(path)
-    name = p.name.lower()
-    check_samples_path(p)
-    with atomic_path(p) as tmp:
-        if name.endswith(".parquet"):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            n = len(samples)
-            meter = pa.DictionaryArray.from_arrays(arrow_of(np.zeros(n, dtype=np.int8)), arrow_strings([samples.meter]))
-            cols = {k: arrow_of(v) for k, v in samples.columns().items()}
-            cols.update({"meter": meter, "emulated": arrow_of(np.full(n, samples.emulated))})
-            table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
-            table = table.replace_schema_metadata({"archline": json.dumps(_meta(samples, meta))})
-            # dictionary pages only where values repeat (a float column's dictionary is wasted work)
-            pq.write_table(table, tmp, use_dictionary=["channel", "meter", "emulated"])
-        elif name.endswith(".csv.gz"):
-            with gzip.open(tmp, "wb", compresslevel=1) as f:
-                for chunk in csv_bytes(samples):
-                    f.write(chunk)
-        else:
-            with open(tmp, "wb") as f:
-                for chunk in csv_bytes(samples):
-                    f.write(chunk)
-    write_atomic(p.with_name(p.name + ".json"), json.dumps(_meta(samples, meta), indent=1, default=str))
-    return p
-
-
-def _meta(samples: Samples, meta: dict[str, Any] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"meter": samples.meter, "emulated": samples.emulated, "clock": samples.clock,
-                           "columns": list(COLUMNS)}
-    out.update(meta or {})
-    return out
-
-
-def read_samples(path: str | Path) -> tuple[Samples, dict[str, Any]]:
-    """Read a samples file written by :func:`write_samples` (or any CSV with the same columns)."""
-    p = Path(path)
-    if not p.exists():
-        raise MeterError(f"samples file {p} does not exist")
-    if p.is_dir():
-        raise MeterError(f"samples file {p} is a directory; give a file")
-    side = p.with_name(p.name + ".json")
-    meta: dict[str, Any] = {}
-    if side.exists():
-        from archline.common.files import read_json
-
-        got = read_json(side, error=MeterError, what="samples sidecar")
-        if not isinstance(got, dict):
-            raise MeterError(f"samples sidecar {side} is not a JSON object")
-        meta = got
-    try:
-        if p.name.lower().endswith(".parquet"):
-            import pyarrow.parquet as pq
-
-            t = pq.read_table(p)
-            missing = [c for c in COLUMNS if c not in t.column_names]
-            if missing:
-                raise MeterError(f"{p} lacks column(s) {missing} (expected {', '.join(COLUMNS)})")
-            cols = {c: t.column(c).to_numpy() for c in COLUMNS}
-        else:
-            import pyarrow.csv as pcsv
-
-            if not p.name.lower().endswith(".gz"):
-                from archline.common.files import check_text_file
-
-                check_text_file(p, error=MeterError, what="samples file")
-            t = pcsv.read_csv(p)
-            missing = [c for c in COLUMNS if c not in t.column_names]
-            if missing:
-                raise MeterError(f"{p} lacks column(s) {missing} (expected {', '.join(COLUMNS)})")
-            cols = {c: t.column(c).to_numpy() for c in COLUMNS}
-        ch = cols["channel"]
-        if ch.size and (ch.dtype.kind not in "iu" or int(ch.min()) < 0 or int(ch.max()) > 32767):
-            raise MeterError(f"{p}: column channel must hold channel numbers (whole numbers >= 0)")
-        s = Samples(cols["t_s"].astype(np.float64), cols["channel"].astype(np.int16),
-                    cols["voltage_v"].astype(np.float64), cols["current_a"].astype(np.float64),
-                    cols["power_w"].astype(np.float64), None, str(meta.get("meter", "")),
-                    bool(meta.get("emulated", False)), str(meta.get("clock", "unknown")))
-    except MeterError:
-        raise
-    except Exception as e:  # pyarrow raises several types for malformed files
-        raise MeterError(f"cannot read samples from {p}: {(str(e).splitlines() or [type(e).__name__])[0]}") from None
-    return s, meta

@@ -161,7 +161,7 @@ def test_fuzz_readers(valid_files: dict[str, bytes], tmp_path_factory: pytest.Te
     from archline.fit.io.results import read_results
     from archline.fit.platforms.profiles import load_costs, load_profile
     from archline.powermon.record.integrate import integrate_samples
-    from archline.powermon.record.traces import read_samples
+    from archline.powermon.record.samples_file import read_samples
 
     d = tmp_path_factory.getbasetemp() / "fuzz-readers"      # one directory, overwritten by every example
     d.mkdir(exist_ok=True)

@@ -18,7 +18,7 @@ from archline.powermon.powermon2.driver import PowerMon2
 from archline.powermon.powermon2.meter import emulated_powermon, open_powermon
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.recorder import Recorder
-from archline.powermon.record.traces import read_samples
+from archline.powermon.record.samples_file import read_samples
 from archline.powermon.spec import MeterSpec, parse_meters
 
 #: the papers' GPU rails (S0 §IV-A): PCIe slot 12 V and 3.3 V through the interposer, 6-pin and 8-pin cables

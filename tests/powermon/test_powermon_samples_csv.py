@@ -14,7 +14,8 @@ from archline.powermon.emulator import PowerMon2Core, Script
 from archline.powermon.offline import decode_file, decode_to_file
 from archline.powermon.powermon2.records import RecordArrays
 from archline.powermon.record.samples_csv import RowFormat, format_block
-from archline.powermon.record.traces import _chunk_rows, csv_bytes, read_samples
+from archline.powermon.record.samples_file import read_samples
+from archline.powermon.record.traces import _chunk_rows, csv_bytes
 
 
 class _Clock:
