@@ -50,7 +50,7 @@ def open_input(path: str | Path, *, error: type[Exception], what: str = "file",
     device (``/dev/zero`` never ends) is one line naming it."""
     p = Path(path)
     with _reading(p, error, what, not_found, give):
-        f = open(p, "rb")  # noqa: SIM115 - closed below
+        f = open(p, "rb")
     try:
         st = os.fstat(f.fileno())
         if stat.S_ISDIR(st.st_mode):
@@ -146,29 +146,35 @@ def check_text_bytes(data: bytes, p: Path, *, error: type[Exception], what: str 
                     "cut off; if the last row is complete, end it with a newline")
 
 
-def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
-              not_found: type[Exception] | None = None) -> dict[str, Any]:
-    """Parse a TOML file; a missing/unreadable/binary/empty file or bad TOML raises ``error`` (``not_found`` for
-    absence)."""
-    p = Path(path)
-    text = read_text(p, error=error, what=what, not_found=not_found)
+def parse_toml(text: str, p: str | Path, *, error: type[Exception]) -> dict[str, Any]:
+    """TOML text already read from ``p``, or one line naming ``p``."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise error(f"{show(p)}: not valid TOML: {e}") from None
 
 
-def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
-              not_found: type[Exception] | None = None) -> Any:
-    """Parse a JSON file, with the same errors as :func:`read_toml`."""
-    p = Path(path)
-    text = read_text(p, error=error, what=what, not_found=not_found)
+def parse_json(text: str, p: str | Path, *, error: type[Exception]) -> Any:
+    """JSON text already read from ``p``, or one line naming ``p``."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise error(f"{show(p)}: not valid JSON: {e.msg} at line {e.lineno}") from None
     except RecursionError:
         raise error(f"{show(p)}: not valid JSON: nested too deeply") from None
+
+
+def read_toml(path: str | Path, *, error: type[Exception], what: str = "file",
+              not_found: type[Exception] | None = None) -> dict[str, Any]:
+    """Parse a TOML file; a missing/unreadable/binary/empty file or bad TOML raises ``error`` (``not_found`` for
+    absence)."""
+    return parse_toml(read_text(path, error=error, what=what, not_found=not_found), path, error=error)
+
+
+def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
+              not_found: type[Exception] | None = None) -> Any:
+    """Parse a JSON file, with the same errors as :func:`read_toml`."""
+    return parse_json(read_text(path, error=error, what=what, not_found=not_found), path, error=error)
 
 
 def check_text_file(path: str | Path, *, error: type[Exception], what: str = "file", lines: bool = True) -> None:

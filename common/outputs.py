@@ -49,9 +49,13 @@ def inputs() -> list[str]:
 
 
 def show(path: str | os.PathLike[str] | bytes) -> str:
-    """A path as a message shows it: never raises on a name that is not valid UTF-8 (bytes shown as ``\\xNN``)."""
+    """A path as a message shows it: never raises on a name that is not valid UTF-8 (bytes shown as ``\\xNN``), and
+    stays on one line (a newline or other control character in a name is shown escaped, ``\\n``)."""
     raw = os.fsencode(path)
-    return raw.decode("utf-8", errors="backslashreplace")
+    text = raw.decode("utf-8", errors="backslashreplace")
+    if any(c < " " or c == "\x7f" for c in text):
+        text = "".join(c.encode("unicode_escape").decode() if c < " " or c == "\x7f" else c for c in text)
+    return text
 
 
 def is_stream(path: str | os.PathLike[str]) -> bool:
@@ -117,7 +121,7 @@ def safe_component(text: str, *, max_len: int = 120) -> str:
     no control characters; unchanged when it already is safe, else the cleaned name plus a short hash of the
     original, so two different values never share a file."""
     norm = unicodedata.normalize("NFC", str(text))
-    clean = "".join("_" if (c in _UNSAFE or unicodedata.category(c).startswith("C") or c.isspace() and c != " ")
+    clean = "".join("_" if (c in _UNSAFE or unicodedata.category(c).startswith("C") or (c.isspace() and c != " "))
                     else c for c in norm).strip()
     clean = clean.lstrip(".-") or "_"
     if len(clean.encode()) > max_len:

@@ -8,24 +8,17 @@ Peaks (``peak_flop_per_s_sp``…) may stand in for the tau they invert (tau = 1/
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from pydantic import Field
 
-from archline.common.files import read_text
+from archline.common.files import parse_json, parse_toml, read_text
 from archline.common.files import read_toml as common_read_toml
 from archline.common.inputs import Strict, unknown_key_hint, validate
 from archline.common.outputs import show
@@ -216,17 +209,9 @@ def load_any(path: Path) -> Platform:
     table when it is a JSON object, else a TOML profile."""
     text = read_text(path, error=ProfileFormatError, what="profile or cost table", not_found=PlatformNotFoundError)
     if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ProfileFormatError(f"{show(path)}: not valid JSON: {e.msg} at line {e.lineno}") from None
-        except RecursionError:
-            raise ProfileFormatError(f"{show(path)}: not valid JSON: nested too deeply") from None
+        data = parse_json(text, path, error=ProfileFormatError)
         return platform_of_costs(CostTable.from_doc(data, show(path), error=ProfileFormatError))
-    try:
-        return _profile_of(tomllib.loads(text), path)
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileFormatError(f"{show(path)}: not valid TOML: {e}") from None
+    return _profile_of(parse_toml(text, path, error=ProfileFormatError), path)
 
 
 def search_dirs() -> list[Path]:
