@@ -62,10 +62,33 @@ class RowFormat:
         return s
 
 
-def _distinct(key: npt.NDArray[np.uint32]) -> tuple[npt.NDArray[np.int32], int]:
-    """Index of each key among the distinct keys, and their number (pyarrow's hash table: no sort)."""
+#: the largest (channels x voltage codes x current codes) box a block's keys are numbered in directly
+DIRECT_KEYS = 1 << 22
+
+
+def _distinct(ch: npt.NDArray[Any], vcode: npt.NDArray[Any], icode: npt.NDArray[Any]
+              ) -> tuple[npt.NDArray[np.int32], int]:
+    """Index of each (channel, voltage code, current code) among the block's distinct ones, and their number.
+
+    A meter's codes move within a narrow band, so the keys are numbered in the box their ranges span (one scatter
+    and one gather, no sort, no hash); a block whose box is too large (noise over the whole ADC range) goes to
+    pyarrow's hash table (imported only then: it costs a tenth of a second, a fifth of a decode)."""
+    c = ch.astype(np.int64)
+    v = vcode.astype(np.int64)
+    i = icode.astype(np.int64)
+    c0, v0, i0 = int(c.min()), int(v.min()), int(i.min())
+    nc, nv, ni = int(c.max()) - c0 + 1, int(v.max()) - v0 + 1, int(i.max()) - i0 + 1
+    if nc * nv * ni <= DIRECT_KEYS:
+        box = ((c - c0) * nv + (v - v0)) * ni + (i - i0)
+        present = np.zeros(nc * nv * ni, dtype=bool)
+        present[box] = True
+        ids = np.flatnonzero(present)
+        number = np.empty(present.size, dtype=np.int32)
+        number[ids] = np.arange(ids.size, dtype=np.int32)
+        return number[box], int(ids.size)
     import pyarrow.compute as pc
 
+    key = (ch.astype(np.uint32) << 24) | (vcode.astype(np.uint32) << 12) | icode.astype(np.uint32)
     enc = pc.dictionary_encode(arrow_of(key))
     return numpy_of(enc.indices), len(enc.dictionary)
 
@@ -90,12 +113,11 @@ def format_block(rec: RecordArrays, fmt: RowFormat, out: npt.NDArray[np.uint8] |
     ch = rec.channel
     e0, e1 = int(rec.event.min()), int(rec.event.max())
     times = fmt.t_of_event(np.arange(e0, e1 + 1, dtype=np.int64))
-    key = (ch.astype(np.uint32) << 24) | (rec.vcode.astype(np.uint32) << 12) | rec.icode.astype(np.uint32)
     fixed = (int(ch.min()) >= 0 and int(ch.max()) <= 9 and bool(np.isfinite(times).all())
              and float(times.min()) >= 0 and float(times.max()) < 10.0 ** (SIG_T - 7))
     if not fixed:   # as csv_bytes does: pyarrow's writer (shortest repr) instead of the fixed-width format
         return np.frombuffer(_arrow_rows(fmt.samples(rec)), dtype=np.uint8)
-    kidx, u = _distinct(key)
+    kidx, u = _distinct(ch, rec.vcode, rec.icode)
     if u > n // 4:
         return np.frombuffer(_chunk_rows(fmt.samples(rec), 0, n), dtype=np.uint8)
     first = np.full(u, n, dtype=np.int64)

@@ -236,6 +236,9 @@ def check_time_order(s: Samples, where: str) -> None:
     """``t_s`` of each channel increases in file order; a sample that goes back or repeats is one line."""
     if len(s) < 2:
         return
+    if float(np.min(s.t_s)) == float(np.max(s.t_s)):
+        raise MeterError(f"{where}: all {len(s)} samples are at one time (t_s {float(s.t_s[0]):.9g} s): there is no "
+                         "duration to integrate over (a file whose times were lost or overwritten?)")
     order = np.argsort(s.channel, kind="stable")
     t, ch = s.t_s[order], s.channel[order]
     same = ch[1:] == ch[:-1]
