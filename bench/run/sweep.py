@@ -145,6 +145,7 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
 
     cfg = load_config(config_path)
     plan_session(cfg.options)     # a bad profile or option fails here: no lock, no directory, no log
+    ResultsFile.check_appendable(cfg.out / RESULTS_NAME)   # and a results.csv that is not ours, untouched
     lock = SweepLock(cfg.out / LOCK_NAME)
     lock.acquire()
     handler = file_handler(cfg.out / LOG_NAME)

@@ -152,6 +152,11 @@ class ResultsFile:
             os.close(fd)
 
     @staticmethod
+    def check_appendable(path: str | os.PathLike[str]) -> None:
+        """Refuse (one line) an existing file rows could not be appended to: not an archline results file."""
+        _own_header(Path(path))
+
+    @staticmethod
     def repair_tail(path: str | os.PathLike[str]) -> int:
         """Cut a trailing partial line of an archline results file (no newline: the machine lost power
         mid-write); return the bytes removed. A file that is not one is refused, never cut."""
