@@ -12,13 +12,12 @@ import numpy as np
 from archline.common.outputs import show
 from archline.powermon.errors import MeterError, SamplesLostError
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
-from archline.powermon.powermon2.driver import period_for_rate
-from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ
-from archline.powermon.record.integrate import Integration, integrate_samples
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ, period_for_rate
 from archline.powermon.record.samples import Samples
 from archline.powermon.record.samples_file import SamplesFile, check_samples_path, kind_of, write_samples
 
 if TYPE_CHECKING:  # pragma: no cover
+    from archline.powermon.record.integrate import Integration
     from archline.powermon.record.samples_csv import CsvStream, RowFormat
     from archline.powermon.sidecar import CaptureSidecar
 
@@ -169,6 +168,8 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     compression, from the file's sidecar) and, unless a window is given, over the recorded window. With the
     sidecar's ``rate_hz``, holes in a channel's cadence are lost samples (counted as the live recorder counts them,
     :func:`archline.powermon.record.integrate.integrate_series`); :func:`loss_error` says when they are too many."""
+    from archline.powermon.record.integrate import integrate_samples
+
     f = SamplesFile.load(path)
     s, side = f.samples, f.side
     info = (side.info or {}) if side is not None else {}

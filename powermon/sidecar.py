@@ -41,7 +41,7 @@ def _finite(v: float | None, what: str, *, positive: bool = False) -> float | No
 class _Sidecar(BaseModel):
     """Unknown keys are kept (a newer writer's fields), known keys are typed strictly (no "12" for 12)."""
 
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, defer_build=True)
 
     FAMILY: ClassVar[str] = ""          #: the ``format`` family ("archline.samples"); set by subclasses
     WHAT: ClassVar[str] = "sidecar"     #: how messages name it
@@ -82,7 +82,7 @@ class ClockSidecar(BaseModel):
     """How device time maps onto the host monotonic clock: ``t = offset_s + t_dev * seconds_per_device_s *
     (1 + drift_ppm * 1e-6)``."""
 
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, defer_build=True)
 
     offset_s: float
     seconds_per_device_s: float = 1.0

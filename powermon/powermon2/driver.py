@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +36,7 @@ from archline.powermon.powermon2.protocol import (
     TICK_HZ,
     amps_from_code,
     mask_from_channels,
+    period_for_rate,
     volts_from_code,
 )
 from archline.powermon.record.clock import ClockMap, fit_clock
@@ -46,16 +46,6 @@ EMULATOR_PACKAGE = "archline.powermon.emulator"
 if EMULATOR_PACKAGE not in serial.protocol_handler_packages:
     serial.protocol_handler_packages.append(EMULATOR_PACKAGE)
 
-
-
-def period_for_rate(rate_hz: float) -> int:
-    """The ``s`` period (1/1024 s ticks) for a per-channel rate; it must divide evenly."""
-    if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and rate_hz > 0):
-        raise MeterError(f"rate must be a positive number of Hz, got {rate_hz}")
-    period = round(TICK_HZ / rate_hz)
-    if period < 1 or abs(TICK_HZ / period - rate_hz) > 1e-9 * rate_hz:
-        raise MeterError(f"rate {rate_hz} Hz is not 1024/N Hz for a whole N (try 1024, 512, 256, 128, 64, ...)")
-    return period
 
 
 def open_port(port: str, timeout_s: float) -> Any:

@@ -9,10 +9,13 @@ Everything here follows ``shared/reference/powermon2_protocol.md``. Records are 
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
+
+from archline.powermon.errors import MeterError
 
 BAUD_RATE = 1_000_000
 TICK_HZ = 1024                      #: device sample tick (32.768 kHz crystal / 32)
@@ -178,3 +181,13 @@ def words_from_bytes(data: bytes | bytearray | memoryview, offset: int = 0) -> U
 
 def split_words(w: U32) -> Words:
     return Words(np.asarray(w, dtype=">u4").view(np.uint8).reshape(-1, RECORD_BYTES))
+
+
+def period_for_rate(rate_hz: float) -> int:
+    """The ``s`` period (1/1024 s ticks) for a per-channel rate; it must divide evenly."""
+    if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and rate_hz > 0):
+        raise MeterError(f"rate must be a positive number of Hz, got {rate_hz}")
+    period = round(TICK_HZ / rate_hz)
+    if period < 1 or abs(TICK_HZ / period - rate_hz) > 1e-9 * rate_hz:
+        raise MeterError(f"rate {rate_hz} Hz is not 1024/N Hz for a whole N (try 1024, 512, 256, 128, 64, ...)")
+    return period
