@@ -95,6 +95,8 @@ def _own_header(path: Path) -> list[str] | None:
             first = f.read(HEADER_BYTES)
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise _foreign(path, "a directory") from None
     if not first:
         return None
     if b"\n" not in first:
