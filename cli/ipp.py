@@ -376,7 +376,6 @@ def gpu_cmd(name: str) -> None:
     Example:
       archline ipp gpu gtx280 > mygpu.toml
     """
-    from archline.fit.analyses.ipp_files import SHIPPED_GPUS, load_gpu
+    from archline.fit.analyses.ipp_files import load_gpu_text
 
-    load_gpu(name)
-    click.echo(Path(SHIPPED_GPUS.get(name, name)).read_text(), nl=False)
+    click.echo(load_gpu_text(name)[1], nl=False)

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from archline.common.exits import EXIT_WRITE
+from archline.common.outputs import is_stream
 
 #: figure formats every matplotlib back end writes
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp",
@@ -65,7 +66,9 @@ class UnwritablePath(click.BadParameter):
 
 class OutPath(click.Path):
     """An output path that can be written: not an existing directory (for a file), its nearest existing parent a
-    writable directory, and (for a file) one of ``suffixes`` when given. Nothing is created here."""
+    writable directory, and (for a file) one of ``suffixes`` when given. A device or FIFO (``/dev/null``,
+    ``/dev/stdout``) is a stream: any name will do, and the writer uses its default format. Nothing is created
+    here."""
 
     def __init__(self, *, dir_okay: bool = False, file_okay: bool = True, suffixes: Sequence[str] = (),
                  path_type: Any = None) -> None:
@@ -74,6 +77,8 @@ class OutPath(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         p = Path(os.fsdecode(value))
+        if self.file_okay and is_stream(p):
+            return super().convert(value, param, ctx)
         if self.suffixes and not p.name.lower().endswith(self.suffixes):
             self.fail(f"{p}: unknown format {''.join(p.suffixes) or '(no suffix)'}; use "
                       f"{', '.join(self.suffixes)}", param, ctx)

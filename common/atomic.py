@@ -51,7 +51,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     final = check_output(path)
     if is_stream(path) or is_stream(final):
-        yield Path(path)
+        try:
+            yield Path(path)
+        except OSError as e:
+            if e.filename is None:
+                raise OSError(e.errno, e.strerror, show(path)) from None
+            raise
         return
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")

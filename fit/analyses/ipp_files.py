@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.common.files import read_toml
+from archline.common.files import parse_toml, read_text, read_toml
+from archline.common.outputs import show
 from archline.fit.analyses.ipp import DATA_DIR, GpuParams, IppInputError, Unit, load_gtx280
 from archline.fit.analyses.ipp_timing import TimingInputs
 
@@ -72,12 +73,20 @@ def _unknown(keys: Any, known: set[str], where: str) -> None:
 
 def load_gpu(name_or_path: str | Path) -> GpuParams:
     """A shipped GPU by name (``gtx280``) or a GPU parameter file."""
+    return load_gpu_text(name_or_path)[0]
+
+
+def load_gpu_text(name_or_path: str | Path) -> tuple[GpuParams, str]:
+    """A shipped GPU by name or a GPU parameter file, and the file's text (read once: a pipe works)."""
     key = str(name_or_path)
     path = SHIPPED_GPUS.get(key, Path(key))
-    if key not in SHIPPED_GPUS and not path.suffix == ".toml":
+    if key not in SHIPPED_GPUS and path.suffix != ".toml" and not path.exists():  # a pipe has no suffix
         raise IppInputError(f"unknown IPP GPU '{key}' (shipped: {', '.join(SHIPPED_GPUS)}; or give a .toml file)")
-    data = _read(path, "IPP GPU file")
-    where = str(path)
+    text = read_text(path, error=IppInputError, what="IPP GPU file")
+    return _gpu_of(parse_toml(text, path, error=IppInputError), show(path), path.stem), text
+
+
+def _gpu_of(data: dict[str, Any], where: str, stem: str) -> GpuParams:
     _unknown(data, _GPU_KEYS, where)
     if data.get("schema", GPU_SCHEMA) != GPU_SCHEMA:
         raise IppInputError(f"{where}: schema must be '{GPU_SCHEMA}', got {data.get('schema')!r}")
@@ -131,8 +140,8 @@ def load_gpu(name_or_path: str | Path) -> GpuParams:
                                 "or give your own [instructions] map)")
     if "fds" not in units:
         raise IppInputError(f"{where}: missing units.fds (every instruction accesses FDS, S3 §3.2)")
-    return GpuParams(units=units, instruction_units=inst, name=str(data.get("name", path.stem)),
-                     title=str(data.get("title", data.get("name", path.stem))),
+    return GpuParams(units=units, instruction_units=inst, name=str(data.get("name", stem)),
+                     title=str(data.get("title", data.get("name", stem))),
                      source=str(data.get("source", where)), **kw)
 
 
@@ -216,7 +225,7 @@ def load_kernels(name_or_path: str | Path, gpu: GpuParams) -> list[Kernel]:
     """The shipped S3 Table 4 kernels (``table4``) or a kernel file."""
     key = str(name_or_path)
     path = SHIPPED_KERNELS.get(key, Path(key))
-    if key not in SHIPPED_KERNELS and path.suffix != ".toml":
+    if key not in SHIPPED_KERNELS and path.suffix != ".toml" and not path.exists():
         raise IppInputError(f"unknown kernel set '{key}' (shipped: {', '.join(SHIPPED_KERNELS)}; "
                             "or give a .toml file)")
     data = _read(path, "IPP kernel file")
