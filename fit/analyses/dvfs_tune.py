@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.common.files import read_text
 from archline.common.inputs import show_value
 from archline.fit.analyses.app_predict import CountsRow, predict_row
 from archline.fit.errors import ArchlineFitError, MissingValueError
@@ -172,16 +171,17 @@ class MeasuredPoint:
 
 def read_measured(path: Path) -> list[MeasuredPoint]:
     """Result rows (archline.results/1) with core_mhz, mem_mhz, time_s, energy_j and count columns."""
-    text = read_text(path, error=TuneInputError, what="measured data", lines=True)
-    reader = csv.DictReader(text.splitlines())
-    fields = set(reader.fieldnames or [])
+    from archline.fit.io.results_file import ResultsFile
+
+    with ResultsFile.open(path, what="measured data") as rf:
+        fields, rows = list(rf.columns), list(rf.rows())
     need = {"core_mhz", "mem_mhz", "time_s", "energy_j"}
-    if not need <= fields:
-        raise TuneInputError(f"{path}: measured data needs columns {', '.join(sorted(need - fields))}")
+    if not need <= set(fields):
+        raise TuneInputError(f"{path}: measured data needs columns {', '.join(sorted(need - set(fields)))}")
     out: list[MeasuredPoint] = []
-    for k, r in enumerate(reader, start=2):
+    for k, r in enumerate(rows, start=2):
         if None in r or None in r.values():
-            raise TuneInputError(f"{path}: line {k}: {len(reader.fieldnames or [])} columns in the header, "
+            raise TuneInputError(f"{path}: line {k}: {len(fields)} columns in the header, "
                                  "a different number in this row")
         try:
             counts = {c: float(r[c]) for c in COUNT_TO_COST if r.get(c) not in (None, "")}

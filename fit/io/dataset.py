@@ -42,7 +42,7 @@ from archline.common.errors import OutputError
 from archline.common.outputs import inside, note_input, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
-from archline.fit.io.results_file import ResultsFile, SourceError, arrow_type
+from archline.fit.io.results_file import ResultsFile, SourceError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -65,7 +65,7 @@ class DatasetError(ArchlineFitError):
 def arrow_schema(columns: Sequence[str]) -> pa.Schema:
     import pyarrow as pa
 
-    return pa.schema([(c, arrow_type(c)) for c in columns])
+    return pa.schema([(c, schema.arrow_type(c)) for c in columns])
 
 
 def partition_values(path: Path, root: Path) -> dict[str, str]:

@@ -187,6 +187,20 @@ class ResultsFile:
                 f.write(schema.row_line(row, columns))
         return Path(path)
 
+    @classmethod
+    def dump_frame(cls, frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+        """Write a pandas frame of rows as a whole results file, atomically: the contract's columns first, in
+        order, then the others; booleans as ``true``/``false``, floats at full precision, NaN as an empty cell."""
+        cols = [c for c in schema.ALL_COLUMNS if c in frame.columns]
+        cols += [c for c in frame.columns if c not in cols]
+        out = frame[cols].copy()
+        for c in cols:
+            if out[c].dtype == bool:
+                out[c] = out[c].map({True: "true", False: "false"})
+        with atomic_path(path) as tmp:
+            out.to_csv(tmp, index=False)
+        return Path(path)
+
     # --- reading -----------------------------------------------------------------------------------------
 
     @classmethod
@@ -269,10 +283,14 @@ class ResultsFile:
             raise SourceError("schema", f"{self.name}: not an {schema.SCHEMA} file: missing column(s) "
                                         f"{', '.join(missing)}")
 
+    def rows(self) -> Iterator[dict[str, str]]:
+        """The complete rows as text cells by column name (small files: a sweep's own results, a DVFS set); a row
+        with more or fewer cells than the header has ``None`` among its keys or values."""
+        return iter(csv.DictReader(self._text().splitlines()))
+
     def point_ids(self, config_hash: str) -> set[str]:
         """point_ids of the complete rows made under ``config_hash`` (a sweep's done points)."""
-        return {r["point_id"] for r in csv.DictReader(self._text().splitlines())
-                if r.get("config_hash") == config_hash and r.get("point_id")}
+        return {r["point_id"] for r in self.rows() if r.get("config_hash") == config_hash and r.get("point_id")}
 
     def n_rows(self) -> int:
         """Complete rows (header and a partial last line not counted)."""
@@ -350,7 +368,7 @@ class ResultsFile:
         import pyarrow.csv as pcsv
 
         self.check_schema()
-        types = {c: arrow_type(c) for c in self.columns}
+        types = {c: schema.arrow_type(c) for c in self.columns}
         opts = pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
                                    true_values=sorted(schema.TRUE_WORDS), false_values=sorted(schema.FALSE_WORDS))
         try:
@@ -368,28 +386,3 @@ class ResultsFile:
         except (OSError, ValueError) as e:
             raise SourceError("malformed", f"cannot read results {self.name}: "
                                            f"{str(e).splitlines()[0] if str(e) else e}") from None
-
-
-def arrow_type(name: str) -> pa.DataType:
-    """The Arrow type of a results column: its schema kind (unknown columns: text)."""
-    import pyarrow as pa
-
-    col = schema.BY_NAME.get(name)
-    if col is None or col.kind == "text":
-        return pa.string()
-    if col.kind == "bool":
-        return pa.bool_()
-    return pa.float64()
-
-
-def is_results_csv(item: str) -> bool:
-    """An item of a command line that names a results CSV: ``*.csv`` (also compressed), or an input that is not
-    a regular file or directory (a pipe, ``/dev/stdin``, ``<(...)``: read as CSV)."""
-    if item.lower().endswith((".csv", *(f".csv{s}" for s in COMPRESSION))):
-        return True
-    if item.startswith(("/dev/", "/proc/")):
-        return True
-    try:
-        return stat.S_ISFIFO(os.stat(item).st_mode)
-    except (OSError, ValueError):
-        return False

@@ -14,7 +14,10 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
 
 SCHEMA = "archline.results/1"
 
@@ -150,3 +153,15 @@ def check_row(row: Mapping[str, Any]) -> None:
     e = row.get("energy_j")
     if e not in (None, "") and not (math.isfinite(float(e)) and float(e) >= 0):
         raise ValueError(f"energy_j must be finite and >= 0, got {e!r}")
+
+
+def arrow_type(name: str) -> pa.DataType:
+    """The Arrow type of a results column: its schema kind (unknown columns: text)."""
+    import pyarrow as pa
+
+    col = BY_NAME.get(name)
+    if col is None or col.kind == "text":
+        return pa.string()
+    if col.kind == "bool":
+        return pa.bool_()
+    return pa.float64()

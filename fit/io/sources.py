@@ -15,6 +15,8 @@ schema up front.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from archline.common.arrow import numpy_of
 from archline.common.outputs import note_input, show
 from archline.fit.io.configs import Source
 from archline.fit.io.dataset import PARQUET_SUFFIXES, dataset_files, parquet_columns, parquet_tables, partition_values
-from archline.fit.io.results_file import ResultsFile, SourceError, is_results_csv
+from archline.fit.io.results_file import COMPRESSION, ResultsFile, SourceError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -95,3 +97,16 @@ def open_source(path: Path, kind: str, partition: dict[str, str]) -> Iterator[Op
     have = parquet_columns(path) | set(partition)
     yield OpenSource(Source(str(path), "parquet"), have,
                      lambda text, num: parquet_tables(path, text, num, partition))
+
+
+def is_results_csv(item: str) -> bool:
+    """An item of a command line that names a results CSV: ``*.csv`` (also compressed), or an input that is not
+    a regular file or directory (a pipe, ``/dev/stdin``, ``<(...)``: read as CSV)."""
+    if item.lower().endswith((".csv", *(f".csv{s}" for s in COMPRESSION))):
+        return True
+    if item.startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return stat.S_ISFIFO(os.stat(item).st_mode)
+    except (OSError, ValueError):
+        return False

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def is_results(item: str) -> bool:
     """A results CSV (also a pipe, ``/dev/stdin`` or ``<(...)``), a Parquet file or a data set directory (not a
     platform name, profile or cost table)."""
-    from archline.fit.io.results_file import is_results_csv
+    from archline.fit.io.sources import is_results_csv
 
     return is_results_csv(item) or item.endswith(".parquet") or Path(item).is_dir()
 
@@ -38,7 +38,7 @@ def measured_from_results(path: Path, precision: str, notes: list[str] | None = 
     import pandas as pd
 
     from archline.fit.io.dataset import read_csv_frame, read_frame
-    from archline.fit.io.results_file import is_results_csv
+    from archline.fit.io.sources import is_results_csv
 
     csv = is_results_csv(str(path)) or not (path.is_dir() or path.suffix == ".parquet")
     df = read_csv_frame(path) if csv else read_frame(path)

@@ -252,12 +252,7 @@ def dvfs_pi0_truth(coefficients: dict[str, float] | None = None, *, mem_v_spread
 
 
 def write_results_csv(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write rows as an archline.results/1 CSV (atomic: temp file + rename)."""
-    from archline.common.atomic import atomic_path
+    """Write rows as an archline.results/1 CSV (atomic: temp file + rename), through the format's owner."""
+    from archline.fit.io.results_file import ResultsFile
 
-    path = Path(path)
-    cols = [c for c in RESULT_COLUMNS if c in frame.columns] + [c for c in frame.columns
-                                                                  if c not in RESULT_COLUMNS]
-    with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, columns=cols)
-    return path
+    return ResultsFile.dump_frame(frame, path)
