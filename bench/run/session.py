@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,6 +25,7 @@ from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext
 from archline.bench.run.runner import Runner
 from archline.common.exits import EXIT_DEVICE
+from archline.common.outputs import inside, safe_component
 from archline.powermon.errors import MeterError
 from archline.powermon.record.null import NullMeter
 from archline.powermon.record.recorder import Recorder
@@ -57,6 +60,7 @@ class Session:
     device: str | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     n_bad_checksum: int = 0
+    rows_written: int = 0               #: rows appended by run_indexed, also when it was interrupted
 
     def describe(self) -> str:
         energy = f"meter {self.meter.label} at {self.meter.sample_hz:g} Hz" if self.meter.sample_hz else \
@@ -71,29 +75,87 @@ class Session:
                         device=self.device, idle=self.idle, set_point=self.set_point)
         progress = Progress(len(todo), stream, tty=tty)
         written = failed = 0
-        try:
-            for i, p in todo:
-                try:
-                    row = runner.measure(p, i, progress)
-                except (BenchError, MeterError) as e:
-                    failed += 1
-                    progress.message(f"point {p.point_id} failed: {e}")
-                    continue
-                results.append(row)
-                written += 1
-                self.n_bad_checksum += not row["checksum_ok"]
-                progress.point_done(p.point_id, row)
-        finally:
-            progress.close()
+        with _interrupts_remembered() as stop:
+            try:
+                for i, p in todo:
+                    if stop:              # a KeyboardInterrupt that some library swallowed: stop here anyway
+                        raise KeyboardInterrupt
+                    try:
+                        row = runner.measure(p, i, progress)
+                    except (BenchError, MeterError) as e:
+                        failed += 1
+                        progress.message(f"point {p.point_id} failed: {e}")
+                        continue
+                    results.append(row)
+                    written += 1
+                    self.rows_written += 1
+                    self.n_bad_checksum += not row["checksum_ok"]
+                    progress.point_done(p.point_id, row)
+            finally:
+                progress.close()
         return written, failed
 
     def close(self) -> None:
-        for c in reversed(self.closers):
-            try:
-                c()
-            except Exception as e:  # closing must not hide the run's own outcome
-                log.warning(f"while closing the session: {e}")
-        self.closers.clear()
+        """Stop the recorder (its meter, emulator and capture writers) and restore the controls. A SIGTERM or
+        Ctrl-C that arrives meanwhile is held until every closer has run (a meter stopped half-way would leave
+        its capture's temp file behind), then raised as KeyboardInterrupt."""
+        with _signals_held():
+            for c in reversed(self.closers):
+                try:
+                    c()
+                except Exception as e:  # closing must not hide the run's own outcome
+                    log.warning(f"while closing the session: {e}")
+            self.closers.clear()
+
+
+def _live_signals() -> list[int]:
+    """SIGINT and SIGTERM, less one this process was started ignoring (``archline ... &`` from a script ignores
+    Ctrl-C, by the shell's rule)."""
+    return [sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is not signal.SIG_IGN]
+
+
+@contextlib.contextmanager
+def _interrupts_remembered() -> Iterator[list[int]]:
+    """While points run, SIGINT and SIGTERM raise KeyboardInterrupt as usual and are also remembered (the list
+    yielded): a KeyboardInterrupt raised inside a ``__del__`` or a callback that swallows it still stops the run
+    before the next point."""
+    hit: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield hit
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        hit.append(signum)
+        raise KeyboardInterrupt
+
+    old = {sig: signal.signal(sig, stop) for sig in _live_signals()}
+    try:
+        yield hit
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM are noted, not acted on, inside the block; one noted is a KeyboardInterrupt after it
+    (outside the main thread, where handlers cannot be set, the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        held.append(signum)
+
+    old = {sig: signal.signal(sig, note) for sig in _live_signals()}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+    if held:      # (raised from a ``finally`` that a KeyboardInterrupt runs, it replaces that one: same outcome)
+        raise KeyboardInterrupt
 
 
 def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_dir: Path | None
@@ -193,7 +255,7 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
           config_hasher: Callable[[dict[str, Any]], str] | None, restore_file: Path | None) -> None:
     prof = s.profile
     if s.path == "emulated":
-        s.ctx = RunContext.new(prof.name, f"emulated {prof.platform.title}", "emulated", True)
+        s.ctx = _safe_run_id(RunContext.new(prof.name, f"emulated {prof.platform.title}", "emulated", True))
         raw_dir = None if s.trace_dir is None else s.trace_dir / s.ctx.run_id
         s.backend, meter, s.meter, s.ctx.note, s.set_point, s.idle = _emulated(prof, opts, caps, raw_dir)
     else:
@@ -201,7 +263,8 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
         ok, why = s.backend.availability()
         if not ok:
             raise BenchError(f"backend '{s.backend.name}' is not usable here: {why}")
-        s.ctx = RunContext.new(prof.name, opts.device or prof.bench.device or why, s.backend.name, False)
+        s.ctx = _safe_run_id(RunContext.new(prof.name, opts.device or prof.bench.device or why, s.backend.name,
+                                            False))
         from archline.bench.controls import DEFAULT_RESTORE, apply_pending_restore, open_controls
 
         apply_pending_restore(restore_file or DEFAULT_RESTORE, log=log.info)  # what a crashed run left changed
@@ -226,7 +289,7 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     if config_hasher is not None:
         s.ctx.config_hash = config_hasher(prof.platform.raw)
     if s.trace_dir is not None:
-        s.trace_dir = s.trace_dir / s.ctx.run_id
+        s.trace_dir = inside(s.trace_dir, s.trace_dir / s.ctx.run_id)
     s.points, s.notes = make_points(s.backend, opts, prof, caps or (None,), dvfs_ids or (None,))
     plan_notes = getattr(s.backend, "plan_notes", None)   # e.g. what the back end made of the topology
     if callable(plan_notes):
@@ -242,6 +305,13 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
                                f"but cannot be opened: {e}") from None
         raise
     s.closers.append(s.recorder.stop)
+
+
+def _safe_run_id(ctx: RunContext) -> RunContext:
+    """The run id names ``<out>/<run_id>.csv`` and ``<out>/<run_id>/``; it starts with the profile's name, which
+    is data: made one safe file-name component (unchanged when it already is), in the rows too."""
+    ctx.run_id = safe_component(ctx.run_id)
+    return ctx
 
 
 @dataclass
@@ -260,10 +330,11 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
     """``archline bench run``: all points into ``<out>/<run_id>.csv`` (``.partial`` until complete)."""
     t0 = time.monotonic()
     new_out = not out.exists()
-    session = open_session(opts, trace_dir=out, restore_file=restore_file)   # nothing is created before it opens
     ok = False
+    session = open_session(opts, trace_dir=out, restore_file=restore_file)   # nothing is created before it opens
+    partial = out / f"{session.ctx.run_id}.csv.partial"
     try:
-        partial = out / f"{session.ctx.run_id}.csv.partial"
+        inside(out, partial)
         results = ResultsFile(partial)
         for n in session.notes:
             log.info(f"note: {n}")
@@ -278,6 +349,13 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
         ok = True
         return RunOutcome(final, written, failed, time.monotonic() - t0, session.describe(), precs,
                           session.n_bad_checksum)
+    except KeyboardInterrupt:      # SIGTERM or Ctrl-C: the finished rows stay, marked partial
+        if session.rows_written:
+            log.warning(f"interrupted: {session.rows_written} finished row(s) kept in {partial}")
+        else:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        raise
     finally:
         session.close()
         if not ok:      # a run that failed before writing anything (a full disk) leaves no empty directories
