@@ -100,7 +100,7 @@ def _read_raw(path: Path, what: str) -> Any:
     """The parsed JSON of a state file, or None when it does not exist; else one line naming it."""
     try:
         f = open(path, "rb")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):     # no record (yet), or no results directory at all
         return None
     except OSError as e:
         raise LabStateError(f"cannot read the {what} {show(path)}: {e.strerror or e}") from None

@@ -198,6 +198,7 @@ def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[s
 def lab_status(lab: Lab) -> list[TaskStatus]:
     """Every machine's state. A state file that cannot be read makes the machines it concerns ``unknown`` (with
     the file's one-line error as the reason; :func:`warn_unknown` warns), never the whole command an error."""
+    _check_reachable(lab)
     subs_error = ""
     try:
         subs = read_submissions(lab)
@@ -212,6 +213,21 @@ def lab_status(lab: Lab) -> list[TaskStatus]:
         except LabError as e:
             queue, error = None, str(e)
     return [machine_status(lab, m.name, subs.get(m.name), queue, error, subs_error) for m in lab.machines]
+
+
+def _check_reachable(lab: Lab) -> None:
+    """A results directory that does not exist yet is fine (nothing submitted); one that is a file, or lies under
+    one, or cannot be read is an error: its tasks' states cannot be known from here."""
+    import stat as stat_
+
+    try:
+        st = os.stat(lab.results)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise LabError(f"results directory {lab.results} is not reachable: {e.strerror or e}") from None
+    if not stat_.S_ISDIR(st.st_mode):
+        raise LabError(f"results directory {lab.results} is not reachable: it is not a directory")
 
 
 def warn_unknown(statuses: list[TaskStatus]) -> None:
