@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from archline.cli.params import OutPath
+from archline.common.exits import EXIT_INTERRUPTED
 
 
 @click.group()
@@ -149,5 +150,5 @@ def sweep_cmd(ctx: click.Context, config: Path) -> None:
     from archline.bench.run.sweep import run_sweep
 
     res = run_sweep(config, stream=sys.stderr)
-    click.echo(res.message, err=True)
+    click.echo(f"archline: {res.message}" if res.exit_code == EXIT_INTERRUPTED else res.message, err=True)
     ctx.exit(res.exit_code)

@@ -114,6 +114,13 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _ignore_interrupts() -> None:
+    """Once interrupted, the outputs are final: a second Ctrl-C or SIGTERM must not kill the exit on its way."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+
+
 def _stdout_closed() -> None:
     """The reader of stdout went away (``archline ... | head``): stop quietly, as Unix tools do. Point stdout at
     /dev/null so that the interpreter's last flush cannot fail again."""
@@ -141,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return result if isinstance(result, int) else 0
     except click.exceptions.Abort:     # click's name for Ctrl-C inside a command
+        _ignore_interrupts()
+        old_term = None  # stay ignored to the end
         click.echo("archline: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.UsageError as e:
@@ -148,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as e:
         _fail(e.format_message(), e.exit_code if e.exit_code != EXIT_BUG else EXIT_INPUT)
     except KeyboardInterrupt:
+        _ignore_interrupts()
+        old_term = None  # stay ignored to the end
         click.echo("archline: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:

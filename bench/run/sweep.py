@@ -156,6 +156,7 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
     logger.addHandler(handler)
 
     def on_signal(signum: int, frame: Any) -> None:
+        signal.signal(signum, signal.SIG_IGN)   # a second SIGTERM must not cut into the clean-up of the first
         raise KeyboardInterrupt
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM,)}
@@ -201,7 +202,9 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         return SweepOutcome(code, len(points) - len(todo), written, failed, remaining, msg, chash, len(points))
     except KeyboardInterrupt:
         log.info("interrupted; finished rows are kept, the next run resumes")
-        return SweepOutcome(EXIT_INTERRUPTED, 0, 0, 0, -1, "interrupted; the next run resumes")
+        written = session.rows_written if session is not None else 0
+        return SweepOutcome(EXIT_INTERRUPTED, 0, written, 0, -1,
+                            f"interrupted; {written} finished row(s) kept, the next run resumes")
     except (BenchError, ArchlineFitError, MeterError):
         raise
     except OSError as e:  # an unwritable out, a full disk: the environment, not a bug
