@@ -136,6 +136,9 @@ class SamplesFile:
                     cols["voltage_v"].astype(np.float64), cols["current_a"].astype(np.float64),
                     cols["power_w"].astype(np.float64), None, side.meter if side else "",
                     side.emulated if side else False, side.clock if side else "unknown")
+        from archline.powermon.record.integrate import check_power   # NaN or negative first: the plainer fault
+
+        check_power(s, show(p))
         check_time_order(s, show(p))
         check_power_vi(s, show(p))
         return cls(s, side, meta, p)
