@@ -60,18 +60,17 @@ def status_cmd(lab_toml: Path, fmt: str, wait: bool) -> None:
     """State of each machine's task: queued, running, done, failed (with the reason) or missing; from the
     Slurm queue (squeue) and from the results themselves (each task's record and rows).
 
-    A task whose state file cannot be read (damaged, a wrong type, written by a newer archline) is shown as
-    unknown, with the file's problem as its reason and a warning; the other machines are shown as usual.
+    A state file that cannot be read (damaged, a wrong type, written by a newer archline) is one line naming
+    it (exit 2): remove or fix it; a newer field is ignored.
 
-    Exit status: 0 when every task is done, 3 when any is failed, missing or unknown, 75 while any is queued or
+    Exit status: 0 when every task is done, 3 when any is failed or missing, 75 while any is queued or
     running."""
     from archline.bench.lab.labfile import load_lab
-    from archline.bench.lab.status import lab_status, warn_unknown
+    from archline.bench.lab.status import lab_status
     from archline.bench.lab.submit import wait as wait_all
 
     lab_ = load_lab(lab_toml)
     statuses = wait_all(lab_, echo=lambda s: click.echo(s, err=True)) if wait else lab_status(lab_)
-    warn_unknown(statuses)
     _print_status(statuses, fmt)
     states = {s.state for s in statuses}
     if states & {"queued", "running"}:

@@ -4,11 +4,9 @@ record ``<results>/.lab/<lab>/submissions.json``. Both are versioned pydantic mo
 read as version 1), types checked, keys a newer archline added tolerated (ignored), and a newer *major* version
 refused rather than misread. Every problem is one line naming the file (:class:`LabStateError`).
 
-What a reader does with that line is its choice (DECISION): ``lab status`` shows the machine as ``unknown`` with
-the line as its reason and a warning, because one unreadable record must not hide the state of every other
-machine, and ``unknown`` is what a reader that cannot read the record honestly knows; ``lab submit`` refuses,
-because submitting on top of a state it cannot read could start a second task beside a running one or overwrite
-a newer archline's record with an older format.
+Every command that reads one stops on that line (exit 2): ``lab status`` does not guess a state from a damaged
+file, and ``lab submit`` on top of a state it cannot read could start a second task beside a running one or
+overwrite a newer archline's record with an older format.
 
 The files are the command's own state (read, then rewritten), not inputs: they are read here directly, not
 through :mod:`archline.common.files`, whose inputs may never be outputs of the same command. Writes are atomic

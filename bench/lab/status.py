@@ -110,7 +110,6 @@ class TaskStatus:
     failed_points: int = 0           #: points whose measurement failed in the task's last run
     log: str = ""
     missing_points: list[str] = field(default_factory=list)
-    state_error: str = ""            #: a state file of this task that could not be read (state then unknown)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,21 +123,12 @@ def _points(lab: Lab, machine: str, rec: TaskRecord | None) -> tuple[int, int | 
     return len(done & set(rec.point_ids)), len(rec.point_ids), missing
 
 
-def _unknown(machine: str, why: str, log_path: str) -> TaskStatus:
-    return TaskStatus(machine, "unknown", reason=f"state unknown: {why}", log=log_path, state_error=why)
-
-
 def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[str, tuple[str, str, str]] | None,
-                   queue_error: str = "", subs_error: str = "") -> TaskStatus:
-    """``subs_error``: the lab's submission record could not be read (no ``sub`` then): a task that its own
-    record does not say has ended is unknown."""
+                   queue_error: str = "") -> TaskStatus:
+    """A task record that cannot be read (damaged, a wrong type, from a newer archline) is a LabStateError: one
+    line naming the file (exit 2), never a state guessed from it."""
     d = lab.results / machine
-    try:
-        rec = read_record(d / RECORD_NAME)
-    except LabStateError as e:
-        return _unknown(machine, str(e), str(d / "sweep.log"))
-    if subs_error and (rec is None or rec.state == "running"):
-        return _unknown(machine, subs_error, str(d / "sweep.log"))
+    rec = read_record(d / RECORD_NAME)
     done, planned, missing = _points(lab, machine, rec)
     st = TaskStatus(machine, "missing", points_done=done, points_planned=planned, missing_points=missing,
                     log=str(d / "sweep.log"))
@@ -196,14 +186,9 @@ def machine_status(lab: Lab, machine: str, sub: Submission | None, queue: dict[s
 
 
 def lab_status(lab: Lab) -> list[TaskStatus]:
-    """Every machine's state. A state file that cannot be read makes the machines it concerns ``unknown`` (with
-    the file's one-line error as the reason; :func:`warn_unknown` warns), never the whole command an error."""
+    """Every machine's state. A state file that cannot be read is a :class:`LabStateError` (one line, exit 2)."""
     _check_reachable(lab)
-    subs_error = ""
-    try:
-        subs = read_submissions(lab)
-    except LabStateError as e:
-        subs, subs_error = {}, str(e)
+    subs = read_submissions(lab)
     uses_slurm = any(s.scheduler == "slurm" for s in subs.values())
     queue: dict[str, tuple[str, str, str]] | None = {}
     error = ""
@@ -212,7 +197,7 @@ def lab_status(lab: Lab) -> list[TaskStatus]:
             queue = squeue(job_name(lab))
         except LabError as e:
             queue, error = None, str(e)
-    return [machine_status(lab, m.name, subs.get(m.name), queue, error, subs_error) for m in lab.machines]
+    return [machine_status(lab, m.name, subs.get(m.name), queue, error) for m in lab.machines]
 
 
 def _check_reachable(lab: Lab) -> None:
@@ -228,13 +213,6 @@ def _check_reachable(lab: Lab) -> None:
         raise LabError(f"results directory {lab.results} is not reachable: {e.strerror or e}") from None
     if not stat_.S_ISDIR(st.st_mode):
         raise LabError(f"results directory {lab.results} is not reachable: it is not a directory")
-
-
-def warn_unknown(statuses: list[TaskStatus]) -> None:
-    """A warning per machine whose state file could not be read (``lab status`` shows it as unknown)."""
-    for s in statuses:
-        if s.state_error:
-            log.warning(f"{s.machine}: state unknown: {s.state_error}")
 
 
 def status_table(statuses: list[TaskStatus]) -> tuple[list[str], list[list[str]]]:

@@ -278,12 +278,11 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
     check_scheduler(sched)
     machines = [lab.machine(n) for n in only] if only else list(lab.machines)   # before anything is created
     check_results(lab)
-    read_submissions(lab)          # a damaged or newer submission record: an error before anything changes
+    try:    # a damaged or newer state file: an error before anything changes
+        before = {s.machine: s for s in lab_status(lab)}
+    except LabStateError as e:
+        raise LabStateError(f"{e}; nothing submitted") from None
     prepare(lab, machines)
-    before = {s.machine: s for s in lab_status(lab)}
-    for m in machines:
-        if before[m.name].state_error:
-            raise LabError(f"{m.name}: {before[m.name].state_error}; nothing submitted")
     skipped = {m.name: f"still {before[m.name].state} as job {before[m.name].job_id}" for m in machines
                if before[m.name].state in ("queued", "running")}
     todo = [m for m in machines if m.name not in skipped]
