@@ -167,7 +167,8 @@ def _show_integration(res: Any, fmt: str) -> None:
         click.echo(f"{k:>8} {c.energy_j:14.6f} {c.energy_err_j:10.4f} {c.mean_power_w:13.4f} {c.n_samples:10d}")
     tc = f" (time compression {res.time_compression:g}x)" if res.time_compression != 1 else ""
     click.echo(f"{'total':>8} {res.total_energy_j:14.6f} {res.energy_err_j:10.4f} over {res.duration_s:.6f} s{tc}; "
-               f"overflows {res.overflows}, gaps {res.gaps}, lost samples {res.lost_samples}")
+               f"overflows {'unknown' if res.overflows is None else res.overflows}, gaps {res.gaps}, "
+               f"lost samples {res.lost_samples}")
 
 
 @meter.command("emulate")
