@@ -32,7 +32,7 @@ def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs
       archline bound matmul --fast-memory 8M --costs i7-950
       archline bound --list
     """
-    from archline.fit.analyses import oi_bounds as ob
+    from archline.fit.analyses.elango import oi_bounds as ob
 
     if list_:
         rows = [{"algorithm": b.name, "title": b.title, "op_count": b.op_count,

@@ -41,13 +41,13 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
       archline compare before/ after/ --by run
       archline compare fleet/ --by platform --format json
     """
-    from archline.fit.analyses.compare import compare_files
+    from archline.fit.analyses.choi.compare import compare_files
 
     cmp = compare_files(inputs, by, where=where, model=model, alpha=alpha)
     if fmt == "json":
         click.echo(json.dumps(cmp.as_json(), indent=1, default=float))
     else:
-        from archline.fit.analyses.compare_report import to_table
+        from archline.fit.analyses.choi.compare_report import to_table
 
         click.echo(to_table(cmp), nl=False)
     if figure is not None:

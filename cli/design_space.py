@@ -39,8 +39,8 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
     """
     from dataclasses import replace
 
-    from archline.fit.analyses import design_space as ds_mod
-    from archline.fit.analyses.oi_bounds import get_bound
+    from archline.fit.analyses.elango import design_space as ds_mod
+    from archline.fit.analyses.elango.oi_bounds import get_bound
 
     get_bound(algorithm)
     machine = ds_mod.load_machine(machine_file) if machine_file else ds_mod.nehalem_ex()

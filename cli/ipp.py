@@ -38,9 +38,9 @@ def _with_readings(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load(gpu_name: str, kernels: str | None, only: tuple[str, ...]) -> tuple[Any, list[Any]]:
-    from archline.fit.analyses.ipp import IppInputError
-    from archline.fit.analyses.ipp_files import load_gpu, load_kernels
-    from archline.fit.analyses.ipp_report import NO_ACCESS
+    from archline.fit.analyses.hongkim.files import load_gpu, load_kernels
+    from archline.fit.analyses.hongkim.ipp import IppInputError
+    from archline.fit.analyses.hongkim.report import NO_ACCESS
 
     gpu = load_gpu(gpu_name)
     ks = [NO_ACCESS] if kernels is None else load_kernels(kernels, gpu)
@@ -90,12 +90,12 @@ def power_cmd(kernels: str | None, gpu_name: str, only: tuple[str, ...], active_
       archline ipp power
       archline ipp power mine.toml --active-sms 20 --format json
     """
-    from archline.fit.analyses.ipp_report import breakdown_w, kernel_power
+    from archline.fit.analyses.hongkim.report import breakdown_w, kernel_power
 
     gpu, ks = _load(gpu_name, kernels, only)
     powers = [kernel_power(k, gpu, active_sms) for k in ks]
     if plot_path is not None:
-        from archline.fit.analyses.ipp_plots import plot_power
+        from archline.fit.analyses.hongkim.plots import plot_power
         plot_power(powers, plot_path, gpu.name)
     if fmt == "json":
         echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, eq.5-16, 24-27",
@@ -132,8 +132,8 @@ def temperature_cmd(kernels: str | None, gpu_name: str, only: tuple[str, ...], t
     Example:
       archline ipp temperature mine.toml --time-s 0,60,600 --plot temp.png
     """
-    from archline.fit.analyses.ipp import IppInputError
-    from archline.fit.analyses.ipp_report import temperature
+    from archline.fit.analyses.hongkim.ipp import IppInputError
+    from archline.fit.analyses.hongkim.report import temperature
 
     try:
         ts = [float(x) for x in times.split(",") if x.strip()]
@@ -146,7 +146,7 @@ def temperature_cmd(kernels: str | None, gpu_name: str, only: tuple[str, ...], t
     if plot_path is not None:
         import numpy as np
 
-        from archline.fit.analyses.ipp_plots import plot_temperature
+        from archline.fit.analyses.hongkim.plots import plot_temperature
         grid = [float(x) for x in np.geomspace(1.0, max(max(ts), 10 * gpu.rc_rise_s), 200)]
         plot_temperature([temperature(k, gpu, grid) for k in ks], plot_path, gpu.name)
     if fmt == "json":
@@ -179,7 +179,7 @@ def timing_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], active_sms: i
       archline ipp timing mine.toml --active-sms 10
       archline ipp timing table4                  MWP and CWP as the paper prints them
     """
-    from archline.fit.analyses.ipp_report import timing
+    from archline.fit.analyses.hongkim.report import timing
 
     gpu, ks = _load(gpu_name, kernels, only)
     rows = [timing(k, gpu, active_sms) for k in ks]
@@ -209,7 +209,7 @@ def optimal_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, 
       archline ipp optimal table4
       archline ipp optimal table4 --cond1 or        every bandwidth-bound kernel then gets 30
     """
-    from archline.fit.analyses.ipp_report import mwp_cwp, optimal
+    from archline.fit.analyses.hongkim.report import mwp_cwp, optimal
 
     gpu, ks = _load(gpu_name, kernels, only)
     rows = []
@@ -237,7 +237,7 @@ def optimal_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, 
 
 def _sweeps(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str,
             cond2: str) -> tuple[Any, list[Any], dict[str, int], list[str]]:
-    from archline.fit.analyses.ipp_report import sweep_many
+    from archline.fit.analyses.hongkim.report import sweep_many
 
     gpu, ks = _load(gpu_name, kernels, only)
     return (gpu, *sweep_many(ks, gpu, cond1, cond2))
@@ -266,7 +266,7 @@ def sweep_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, co
     for note in skipped:
         click.echo(f"archline: note: {note}", err=True)
     if plot_path is not None:
-        from archline.fit.analyses.ipp_plots import plot_sweeps
+        from archline.fit.analyses.hongkim.plots import plot_sweeps
         plot_sweeps(sws, opt, plot_path, gpu.name, which)
     if fmt == "json":
         echo_json({"gpu": gpu.name, "power": which, "source": "Hong & Kim, ISCA 2010, eq.28, Fig. 13/15", "kernels": [
@@ -309,7 +309,7 @@ def savings_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, 
     Example:
       archline ipp savings table4 -k Dotp -k Nmat
     """
-    from archline.fit.analyses.ipp_report import savings
+    from archline.fit.analyses.hongkim.report import savings
 
     gpu, sws, opt, skipped = _sweeps(kernels, gpu_name, only, cond1, cond2)
     for note in skipped:
@@ -340,7 +340,7 @@ def ptx_cmd(ptx_file: Path, trips: float, fmt: str) -> None:
       archline ipp ptx kernel.ptx --trips 1000
     """
     from archline.common.files import read_text
-    from archline.fit.analyses.ipp import IppInputError, classify_ptx
+    from archline.fit.analyses.hongkim.ipp import IppInputError, classify_ptx
 
     counts = classify_ptx(read_text(ptx_file, error=IppInputError, what="PTX file", lines=True))
     if not counts:
@@ -362,7 +362,7 @@ def example_cmd() -> None:
     Example:
       archline ipp example > mine.toml
     """
-    from archline.fit.analyses.ipp_files import example_kernel_file
+    from archline.fit.analyses.hongkim.files import example_kernel_file
 
     click.echo(example_kernel_file(), nl=False)
 
@@ -376,6 +376,6 @@ def gpu_cmd(name: str) -> None:
     Example:
       archline ipp gpu gtx280 > mygpu.toml
     """
-    from archline.fit.analyses.ipp_files import load_gpu_text
+    from archline.fit.analyses.hongkim.files import load_gpu_text
 
     click.echo(load_gpu_text(name)[1], nl=False)

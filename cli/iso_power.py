@@ -46,8 +46,8 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
 
     More in docs/analyses.md.
     """
-    from archline.fit.analyses.cluster import iso_power as compute
-    from archline.fit.analyses.cluster import plot_iso_power, system
+    from archline.fit.analyses.choi.cluster import iso_power as compute
+    from archline.fit.analyses.choi.cluster import plot_iso_power, system
     from archline.fit.model.summary import parse_intensities
     from archline.fit.platforms.profiles import load_platform
 

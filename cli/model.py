@@ -161,7 +161,7 @@ def peak_cmd(name_or_profile: str, mix_name: str, fmt: str) -> None:
       archline model peak gtx580 --mix fmmu         788 GFLOP/s for FMM_U, against 1581 with FMAs only
       archline model peak gtx580 --mix mymix.toml --format json
     """
-    from archline.fit.analyses.mix_peak import issue_rules, load_mix, mix_peak
+    from archline.fit.analyses.choi.mix_peak import issue_rules, load_mix, mix_peak
     from archline.fit.platforms.profiles import load_platform
 
     pl = load_platform(name_or_profile)
@@ -207,7 +207,7 @@ def keckler_cmd(name_or_costs: str, fmt: str) -> None:
       archline model keckler                 the GTX 580: 187 pJ overhead per flop, 307-443 pJ/B against 513
       archline model keckler my-costs.json --format json
     """
-    from archline.fit.analyses.keckler import keckler_comparison
+    from archline.fit.analyses.choi.keckler import keckler_comparison
     from archline.fit.platforms.profiles import load_platform
 
     k = keckler_comparison(load_platform(name_or_costs))

@@ -49,7 +49,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     check_figure_format(out)        # a .pgf without TeX: one line before anything is read or drawn
     if kind == "ceilings":
         from archline.cli.output import echo_table
-        from archline.fit.analyses.power_roofline_inputs import ceiling_rows, load_ceiling_inputs
+        from archline.fit.analyses.s4.inputs import ceiling_rows, load_ceiling_inputs
         from archline.fit.plots.power_roofline import plot_power_roofline
 
         inputs = load_ceiling_inputs(files_or_costs, precision)

@@ -38,7 +38,7 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
       archline predict fmm_counts.csv --costs gtx580 --plot fmm.png
       archline predict nvprof-events.csv --costs jetson-dvfs.json --format json
     """
-    from archline.fit.analyses import app_predict as ap
+    from archline.fit.analyses.choi import app_predict as ap
     from archline.fit.platforms.profiles import load_platform
     from archline.fit.plots.layout import check_figure_format
 

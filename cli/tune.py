@@ -39,7 +39,7 @@ def tune(costs: str, intensity: float | None, precision: str, flops_per_cycle: f
       archline tune --costs tk1-dvfs.json --intensity 4 --flops-per-cycle 384 --bytes-per-cycle 16
       archline tune --costs tk1-dvfs.json --measured results/dvfs.csv
     """
-    from archline.fit.analyses import dvfs_tune as dt
+    from archline.fit.analyses.choi import dvfs_tune as dt
     from archline.fit.platforms.profiles import load_platform
 
     if intensity is None and measured is None:

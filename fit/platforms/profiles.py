@@ -39,7 +39,7 @@ CONSTANT_UNITS: dict[str, str] = {
     "pi0": "W", "delta_pi": "W", "tdp_w": "W", "idle_w": "W", "const_energy_per_byte": "J/byte",
 }
 #: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``; ``issue`` holds the
-#: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py).
+#: per-SM issue rules of the instruction-mix peak (fit/analyses/choi/mix_peak.py).
 PROFILE_KEYS = {"schema", "name", "title", "device_kind", "notes", "sources", "constants", "dvfs", "bench",
                 "meters", "emulate", "issue"}
 PRECISIONS = ("sp", "dp")
@@ -135,7 +135,7 @@ class ProfileFile(Strict):
     bench: dict[str, Any] = Field(default_factory=dict)
     meters: Any = ()
     emulate: dict[str, Any] = Field(default_factory=dict)
-    issue: Any = None              #: per-SM issue rules of the instruction-mix peak (fit/analyses/mix_peak.py)
+    issue: Any = None              #: per-SM issue rules of the instruction-mix peak (fit/analyses/choi/mix_peak.py)
 
 
 def _check_value(key: str, v: float | None, where: str) -> float | None:

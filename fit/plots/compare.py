@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archline.fit.analyses.compare import Comparison
+from archline.fit.analyses.choi.compare import Comparison
 from archline.fit.io.costs import HUMAN_UNITS
 from archline.fit.plots.layout import pyplot, save_figure, title_with_notes
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.analyses.power_roofline import (
+from archline.fit.analyses.s4.power_roofline import (
     KINDS,
     Ceiling,
     KernelPoint,

@@ -1,4 +1,4 @@
-"""archline compare (fit/analyses/compare.py): the Welch-Satterthwaite test and Holm's correction against values
+"""archline compare (fit/analyses/choi/compare.py): the Welch-Satterthwaite test and Holm's correction against values
 worked by hand, the flag against the others' median (identical groups not flagged because others differ, one
 outlier among ten found), and the figure free of overlaps."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses.compare import GroupValue, compare_files, compare_values, holm, welch
+from archline.fit.analyses.choi.compare import GroupValue, compare_files, compare_values, holm, welch
 from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
 
 

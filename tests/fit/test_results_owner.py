@@ -107,7 +107,7 @@ def test_fit_reads_a_fifo_and_ceilings_read_a_pipe(run_cli: Callable[..., Any], 
     t.start()
     assert _fit_json(run_cli, str(fifo))["n_points"] == 24
     t.join(5)
-    from archline.fit.analyses.power_roofline_inputs import load_ceiling_inputs
+    from archline.fit.analyses.s4.inputs import load_ceiling_inputs
 
     with _pipe(csv_file.read_bytes()) as p:
         got = load_ceiling_inputs([p], "sp")
@@ -333,8 +333,8 @@ def test_an_empty_partition_value_is_refused_before_any_write(tmp_path: Path) ->
 OWNERS = {"fit/io/results_file.py", "fit/io/dataset.py", "fit/io/schema.py"}   # schema: the cell format
 #: modules that still parse or write results rows themselves (not this owner's files); each says why
 KNOWN_ELSEWHERE = {
-    "fit/analyses/dvfs_tune.py": "paper_table8 reads the shipped S1 Table 8 seed CSV: another format",
-    "fit/analyses/app_predict.py": "a counts CSV keyed by result column names: another format",
+    "fit/analyses/choi/dvfs_tune.py": "paper_table8 reads the shipped S1 Table 8 seed CSV: another format",
+    "fit/analyses/choi/app_predict.py": "a counts CSV keyed by result column names: another format",
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses.mix_peak import IssueRules, load_mix, mix_peak
+from archline.fit.analyses.choi.mix_peak import IssueRules, load_mix, mix_peak
 from archline.fit.errors import ArchlineFitError
 from archline.fit.platforms.profiles import load_platform
 
@@ -17,7 +17,7 @@ MIX = load_mix("fmmu")
 
 
 def _peak() -> object:
-    from archline.fit.analyses.mix_peak import issue_rules
+    from archline.fit.analyses.choi.mix_peak import issue_rules
     return mix_peak(issue_rules(RULES), MIX)
 
 
@@ -28,7 +28,7 @@ def test_q036_fmmu_mix_11_flops_in_8_instructions() -> None:
 
 def test_q037_q038_q039_q042_issue_rules_in_profile() -> None:
     """Q037-Q039, Q042: 512 CUDA cores in 16 SMs at 1.54 GHz, 4 SFUs per SM (S1 §3.4.4), as the profile holds."""
-    from archline.fit.analyses.mix_peak import issue_rules
+    from archline.fit.analyses.choi.mix_peak import issue_rules
     r = issue_rules(RULES)
     assert (r.sms * r.cores_per_sm, r.sms, r.clock_hz, r.sfus_per_sm) == (512, 16, 1.54e9, 4)
 
@@ -36,7 +36,7 @@ def test_q037_q038_q039_q042_issue_rules_in_profile() -> None:
 def test_q040_q041_instruction_throughput_and_fma_peak() -> None:
     """Q040: 512 x 1.54 GHz = 788 G instructions/s; Q041: as FMAs, 2 x 788 = 1.58 TFLOP/s (S1 Table 3: 1581.06,
     at 1.544 GHz)."""
-    from archline.fit.analyses.mix_peak import issue_rules
+    from archline.fit.analyses.choi.mix_peak import issue_rules
     r = issue_rules(RULES)
     assert r.instruction_rate_per_s / 1e9 == pytest.approx(788.48)
     assert 2 * r.instruction_rate_per_s / 1e12 == pytest.approx(1.58, abs=0.005)
@@ -58,7 +58,7 @@ def test_q043_to_q047_refined_peak_788() -> None:
 
 def test_fma_only_mix_gives_vendor_peak() -> None:
     """A mix of FMAs only issues 32 x 2 flops per cycle per SM: the FMA peak, 1577 GFLOP/s at 1.54 GHz."""
-    from archline.fit.analyses.mix_peak import InstructionClass, Mix
+    from archline.fit.analyses.choi.mix_peak import InstructionClass, Mix
     r = IssueRules(sms=16, clock_hz=1.54e9, cores_per_sm=32, sfus_per_sm=4)
     assert mix_peak(r, Mix("fma", (InstructionClass("fma", 5, "core", 2),))).peak_flop_per_s == pytest.approx(
         2 * 512 * 1.54e9)

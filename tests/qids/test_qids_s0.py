@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from archline.fit.analyses import keckler as kk
+from archline.fit.analyses.choi import keckler as kk
 from archline.fit.platforms.profiles import load_platform
 
 FERMI = load_platform("fermi-sample").machine("dp")

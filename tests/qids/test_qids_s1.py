@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from archline.fit.analyses import keckler as kk
+from archline.fit.analyses.choi import keckler as kk
 from archline.fit.model import tradeoffs
 from archline.fit.platforms.profiles import iter_profiles, load_platform
 

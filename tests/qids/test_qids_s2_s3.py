@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from archline.fit.analyses import ipp
-from archline.fit.analyses.design_space import nehalem_ex
-from archline.fit.analyses.ipp_files import load_gpu
+from archline.fit.analyses.elango.design_space import nehalem_ex
+from archline.fit.analyses.hongkim import ipp
+from archline.fit.analyses.hongkim.files import load_gpu
 from archline.fit.model import dvfs
 
 GPU = load_gpu("gtx280")

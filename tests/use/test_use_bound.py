@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses import oi_bounds as ob
+from archline.fit.analyses.elango import oi_bounds as ob
 from archline.fit.errors import ArchlineFitError
 
-DATA = Path(ob.__file__).parent / "data"
+DATA = Path(ob.__file__).parent.parent / "data"
 
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

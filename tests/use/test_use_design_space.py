@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses import design_space as d
+from archline.fit.analyses.elango import design_space as d
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 M = d.nehalem_ex()
@@ -47,7 +47,7 @@ def test_use_design_perf_bounds() -> None:
 
 def test_use_design_cg_best_energy() -> None:
     """S2 §6: "CG has the best upper bound on energy efficiency of 0.373 GFLOP/J for the cache size of 4KB with
-    three cores at 1.26GHz" (with eps_flop proportional to V; see fit/analyses/design_space.py)."""
+    three cores at 1.26GHz" (with eps_flop proportional to V; see fit/analyses/elango/design_space.py)."""
     best = d.sweep("cg", M).best("energy")
     assert (best.llc_bytes, best.cores, best.freq_hz) == (4096.0, 3, 1.26e9)
     assert best.flop_per_j / 1e9 == pytest.approx(0.373, abs=5e-4)

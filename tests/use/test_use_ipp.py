@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from archline.fit.analyses import ipp
+from archline.fit.analyses.hongkim import ipp
 from archline.fit.errors import ArchlineFitError
 
 GPU = ipp.load_gtx280()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses import ipp
-from archline.fit.analyses.ipp_files import load_gpu, load_kernels
-from archline.fit.analyses.ipp_report import kernel_power, timing
-from archline.fit.analyses.ipp_timing import TimingInputs, cwp, exec_cycles
+from archline.fit.analyses.hongkim import ipp
+from archline.fit.analyses.hongkim.files import load_gpu, load_kernels
+from archline.fit.analyses.hongkim.report import kernel_power, timing
+from archline.fit.analyses.hongkim.timing import TimingInputs, cwp, exec_cycles
 from archline.fit.errors import ArchlineFitError
 
 GPU = load_gpu("gtx280")
@@ -49,7 +49,7 @@ def test_timing_model_three_cases() -> None:
 def test_example_kernel_by_hand() -> None:
     """The shipped example: 464 instructions per warp (192 global memory), Comp = 4 x 464, Mem = 430 x 192,
     CWP = min(45.5, 32) = 32 >= MWP = 10.802: Case 2."""
-    from archline.fit.analyses.ipp_files import SHIPPED_KERNELS
+    from archline.fit.analyses.hongkim.files import SHIPPED_KERNELS
 
     (k,) = load_kernels(SHIPPED_KERNELS["table4"].with_name("ipp-example-kernels.toml"), GPU)
     r = timing(k, GPU)
@@ -74,7 +74,7 @@ def test_shipped_gpu_file_matches_tables_1_to_3() -> None:
 
 
 def _gpu_file(tmp_path: Path, edit: Callable[[str], str]) -> Path:
-    from archline.fit.analyses.ipp_files import SHIPPED_GPUS
+    from archline.fit.analyses.hongkim.files import SHIPPED_GPUS
 
     p = tmp_path / "mygpu.toml"
     p.write_text(edit(SHIPPED_GPUS["gtx280"].read_text()))

@@ -11,9 +11,9 @@ import math
 
 import pytest
 
-from archline.fit.analyses import ipp_report as rep
-from archline.fit.analyses.ipp_files import load_gpu, load_kernels
-from archline.fit.analyses.ipp_timing import optimal_active_sms
+from archline.fit.analyses.hongkim import report as rep
+from archline.fit.analyses.hongkim.files import load_gpu, load_kernels
+from archline.fit.analyses.hongkim.timing import optimal_active_sms
 
 GPU = load_gpu("gtx280")
 KERNELS = {k.name: k for k in load_kernels("table4", GPU)}

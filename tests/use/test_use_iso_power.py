@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses.cluster import iso_power, system
+from archline.fit.analyses.choi.cluster import iso_power, system
 from archline.fit.errors import ArchlineFitError
 from archline.fit.platforms.profiles import load_platform
 

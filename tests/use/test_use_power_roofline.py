@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from archline.fit.analyses import power_roofline as pr
-from archline.fit.analyses.power_roofline_inputs import load_ceiling_inputs
+from archline.fit.analyses.s4 import power_roofline as pr
+from archline.fit.analyses.s4.inputs import load_ceiling_inputs
 from archline.fit.errors import ArchlineFitError
 from archline.fit.platforms.profiles import load_platform
 from archline.fit.plots.power_roofline import plot_power_roofline

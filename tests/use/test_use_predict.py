@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses import app_predict as ap
+from archline.fit.analyses.choi import app_predict as ap
 from archline.fit.model.dvfs import costs_at
 from archline.fit.platforms.profiles import load_platform
 

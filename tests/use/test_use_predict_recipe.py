@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.analyses import app_predict as ap
-from archline.fit.analyses import counter_recipe as cr
+from archline.fit.analyses.choi import app_predict as ap
+from archline.fit.analyses.choi import counter_recipe as cr
 from archline.fit.errors import ArchlineFitError
 from archline.fit.platforms.profiles import load_platform
 

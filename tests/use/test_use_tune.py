@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archline.fit.analyses import dvfs_tune as dt
+from archline.fit.analyses.choi import dvfs_tune as dt
 from archline.fit.model.dvfs import costs_at, energy_j
 from archline.fit.platforms.profiles import load_platform
 

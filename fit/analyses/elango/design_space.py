@@ -7,7 +7,7 @@ frequency f:
     perf  = min(p*F_flops(f), B_mem*OI(S))                                              (S2 eq.1)
     E_eff = [eps_flop(f) + eps_mem/OI(S) + (p*pi_cpu + pi_cache(S)) / perf]^-1          (S2 eq.3)
 
-with OI(S) the algorithm's upper bound (fit/analyses/oi_bounds.py). The default machine is the paper's Nehalem-EX
+with OI(S) the algorithm's upper bound (fit/analyses/elango/oi_bounds.py). The default machine is the paper's Nehalem-EX
 (S2 Tables III-VI, §4.2; fit/data/elango_*.csv).
 
 Stated interpretations (the paper does not give them exactly):
@@ -36,11 +36,11 @@ import numpy as np
 from pydantic import Field
 
 from archline.common.inputs import Strict, validate
-from archline.fit.analyses.oi_bounds import BoundResult, oi_upper_bound
+from archline.fit.analyses.elango.oi_bounds import BoundResult, oi_upper_bound
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import read_toml
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).parent.parent / "data"
 EPS_SCALINGS = ("v", "v2", "table6")
 
 
@@ -304,7 +304,7 @@ def sweep(algorithm: str, machine: DesignMachine | None = None, *, llc_sizes_byt
                      f"{(m.cacti[-1][1] - m.cacti[-2][1]) / ((m.cacti[-1][0] - m.cacti[-2][0]) / 2**20):.2f} "
                      "mm^2/MB")
     notes.append(f"eps_flop(f) scaled by '{m.eps_scaling}' from {m.eps_flop_at_fmax_j * 1e9:g} nJ at "
-                 f"{m.f_max_hz / 1e9:g} GHz (see fit/analyses/design_space.py)")
+                 f"{m.f_max_hz / 1e9:g} GHz (see fit/analyses/elango/design_space.py)")
     return DesignSpace(algorithm, m, pts, sizes, freqs, notes)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from archline.fit.analyses.ipp_report import KernelPower, Sweep, breakdown_w
+from archline.fit.analyses.hongkim.report import KernelPower, Sweep, breakdown_w
 from archline.fit.plots.layout import pyplot, save_figure
 
 _STYLES = ["-", "--", "-.", ":"]

@@ -38,7 +38,7 @@ else:  # pragma: no cover
     pass
 
 MIX_SCHEMA = "archline.mix/1"
-SHIPPED_MIXES = {"fmmu": Path(__file__).parent / "data" / "mix-fmmu.toml"}
+SHIPPED_MIXES = {"fmmu": Path(__file__).parent.parent / "data" / "mix-fmmu.toml"}
 ISSUE_KEYS = {"sms", "clock_hz", "cores_per_sm", "sfus_per_sm", "warp_size", "schedulers_per_sm", "sfu_schedulers",
               "source"}
 UNITS = ("core", "sfu")

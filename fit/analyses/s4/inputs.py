@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from archline.common.files import read_toml
-from archline.fit.analyses.power_roofline import KINDS, Ceiling, KernelPoint, ceilings_from_platform, model_points
+from archline.fit.analyses.s4.power_roofline import KINDS, Ceiling, KernelPoint, ceilings_from_platform, model_points
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import load_platform
 from archline.fit.plots.inputs import _checksum_failed  # one reading of checksum_ok for every plot

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.inputs import show_value
-from archline.fit.analyses.app_predict import CountsRow, predict_row
+from archline.fit.analyses.choi.app_predict import CountsRow, predict_row
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.hierarchy import COUNT_TO_COST
 from archline.fit.platforms.profiles import Platform
@@ -272,7 +272,7 @@ def evaluate(platform: Platform, measured: Sequence[MeasuredPoint]) -> Evaluatio
 
 def paper_table8(data_dir: Path | None = None) -> list[Table8Row]:
     """S1 Table 8 as printed (Jetson TK1), for side-by-side display."""
-    d = data_dir or Path(__file__).parent / "data"
+    d = data_dir or Path(__file__).parent.parent / "data"
     out = []
     with (d / "thesis_table8_autotuning.csv").open() as f:
         for r in csv.DictReader(f):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from archline.fit.errors import ArchlineFitError
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).parent.parent / "data"
 
 
 class IppInputError(ArchlineFitError):

@@ -13,10 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archline.fit.analyses import ipp
-from archline.fit.analyses.ipp import GpuParams, IppInputError, IppPower
-from archline.fit.analyses.ipp_files import Kernel
-from archline.fit.analyses.ipp_timing import OptimalSms, TimingResult, exec_cycles, optimal_active_sms, relative_time
+from archline.fit.analyses.hongkim import ipp
+from archline.fit.analyses.hongkim.files import Kernel
+from archline.fit.analyses.hongkim.ipp import GpuParams, IppInputError, IppPower
+from archline.fit.analyses.hongkim.timing import (
+    OptimalSms,
+    TimingResult,
+    exec_cycles,
+    optimal_active_sms,
+    relative_time,
+)
 
 NO_ACCESS = Kernel("no-access", {}, "S3 eq.9: only RP_Const_SM is drawn without any access")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.files import read_text
-from archline.fit.analyses import counter_recipe as cr
+from archline.fit.analyses.choi import counter_recipe as cr
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at
 from archline.fit.model.hierarchy import COUNT_TO_COST

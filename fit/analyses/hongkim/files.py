@@ -24,8 +24,8 @@ from typing import Any
 
 from archline.common.files import parse_toml, read_text, read_toml
 from archline.common.outputs import show
-from archline.fit.analyses.ipp import DATA_DIR, GpuParams, IppInputError, Unit, load_gtx280
-from archline.fit.analyses.ipp_timing import TimingInputs
+from archline.fit.analyses.hongkim.ipp import DATA_DIR, GpuParams, IppInputError, Unit, load_gtx280
+from archline.fit.analyses.hongkim.timing import TimingInputs
 
 if sys.version_info >= (3, 11):
     pass

@@ -11,7 +11,7 @@ Each optimisation (threads x blocks, FMA, ILP, access pattern...) is one ceiling
 
 Ceilings come from a platform or cost table (``ceilings_from_platform``: F = 1/tau_flop, BW = 1/tau_mem,
 P_peak = pi0 + eps/tau, capped at pi0 + delta_pi when the cap is known, S1 §4.2), from measured rows of the
-ceiling kernels, or from a user's table (``archline.fit.analyses.power_roofline_inputs``). A ceiling measured
+ceiling kernels, or from a user's table (``archline.fit.analyses.s4.inputs``). A ceiling measured
 without a power meter has a rate but no P_peak.
 """
 

@@ -4,7 +4,7 @@ their Holm-corrected p, the ones that do not, and the pairs that differ; the tes
 
 from __future__ import annotations
 
-from archline.fit.analyses.compare import Block, CoefComparison, Comparison
+from archline.fit.analyses.choi.compare import Block, CoefComparison, Comparison
 from archline.fit.io.costs import HUMAN_UNITS
 
 #: up to this many groups are columns (side by side); more become rows

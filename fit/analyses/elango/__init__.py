@@ -1,0 +1,1 @@
+"""Elango et al. (S2, TACO 2015): operational-intensity upper bounds and the architecture design space."""
