@@ -55,10 +55,10 @@ def main() -> None:
     a = ap.parse_args()
     import cupy
 
-    from archline.bench.cuda.backend import pick_device
+    from archline.bench.gpu.cupy_runtime import pick_index
     from archline.bench.kernels import KernelSpec
 
-    idx = pick_device(a.device)
+    idx = pick_index(cupy, a.device, "CUDA")
     props = cupy.cuda.runtime.getDeviceProperties(idx)
     cc = props["major"] * 10 + props["minor"]
     sms = props["multiProcessorCount"]

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archline.bench.controls.base import ControlError, _probe_writable, _read, _write
+
+if TYPE_CHECKING:
+    from archline.powermon.counters.nvml import NvmlGpu
 
 # --- RAPL -----------------------------------------------------------------------------------------------------
 
@@ -149,13 +152,16 @@ class JetsonOverride:
         _write(self.state_file, state["state"])
 
 
-# --- NVML -----------------------------------------------------------------------------------------------------
+# --- NVML (through powermon's NVML layer, the one place NVML is called) -----------------------------------------
 
-def _nvml_call(nvml: Any, fn: str, *args: Any) -> Any:
+def _nvml_call(gpu: NvmlGpu, method: str, *args: Any) -> Any:
+    """``gpu.method(*args)``, its failure worded for someone setting a cap or a clock."""
+    from archline.powermon.counters.nvml import NvmlCallError
+
     try:
-        return getattr(nvml, fn)(*args)
-    except Exception as e:  # pynvml raises NVMLError subclasses
-        text = str(e)
+        return getattr(gpu, method)(*args)
+    except NvmlCallError as e:
+        text, fn = e.text, e.fn
         if "Permission" in text or "NO_PERMISSION" in text or "Insufficient" in text:
             raise ControlError(f"NVML {fn}: not permitted ({text}); run as root or enable persistence mode "
                                "and application-clock permissions (nvidia-smi -acp UNRESTRICTED)") from None
@@ -166,7 +172,7 @@ def _nvml_call(nvml: Any, fn: str, *args: Any) -> Any:
 
 @dataclass
 class _NvmlGpuControl:
-    """What every NVML control shares: the library object, the GPU index and its handle."""
+    """What every NVML control shares: the library object (initialised), the GPU index and its device layer."""
 
     nvml: Any
     index: int = 0
@@ -175,8 +181,11 @@ class _NvmlGpuControl:
     def target(self) -> str:
         return f"gpu{self.index}"
 
-    def _h(self) -> Any:
-        return _nvml_call(self.nvml, "nvmlDeviceGetHandleByIndex", self.index)
+    @property
+    def gpu(self) -> NvmlGpu:
+        from archline.powermon.counters.nvml import NvmlGpu
+
+        return NvmlGpu(self.nvml, self.index)
 
 
 @dataclass
@@ -187,24 +196,22 @@ class NvmlPowerLimit(_NvmlGpuControl):
     def available(self) -> tuple[bool, str]:
         try:
             self.allowed_range()
-            _nvml_call(self.nvml, "nvmlDeviceGetPowerManagementLimit", self._h())
+            _nvml_call(self.gpu, "power_limit_w")
         except ControlError as e:
             return False, str(e)
         return True, f"NVML power limit of GPU {self.index}"
 
     def allowed_range(self) -> tuple[float, float] | None:
-        lo, hi = _nvml_call(self.nvml, "nvmlDeviceGetPowerManagementLimitConstraints", self._h())
-        return lo / 1e3, hi / 1e3
+        return _nvml_call(self.gpu, "power_limit_range_w")  # type: ignore[no-any-return]
 
     def state(self) -> dict[str, Any]:
-        return {"limit_mw": int(_nvml_call(self.nvml, "nvmlDeviceGetPowerManagementLimit", self._h()))}
+        return {"limit_mw": round(_nvml_call(self.gpu, "power_limit_w") * 1e3)}
 
     def set(self, value: float) -> float:
-        _nvml_call(self.nvml, "nvmlDeviceSetPowerManagementLimit", self._h(), round(value * 1e3))
-        return float(_nvml_call(self.nvml, "nvmlDeviceGetEnforcedPowerLimit", self._h())) / 1e3
+        return float(_nvml_call(self.gpu, "set_power_limit_w", value))
 
     def restore(self, state: dict[str, Any]) -> None:
-        _nvml_call(self.nvml, "nvmlDeviceSetPowerManagementLimit", self._h(), int(state["limit_mw"]))
+        _nvml_call(self.gpu, "set_power_limit_w", int(state["limit_mw"]) / 1e3)
 
 
 @dataclass
@@ -218,13 +225,9 @@ class NvmlLockedClocks(_NvmlGpuControl):
     def kind(self) -> str:
         return f"nvml_{self.which}_clock"
 
-    def _clock_type(self) -> Any:
-        return getattr(self.nvml, "NVML_CLOCK_SM" if self.which == "core" else "NVML_CLOCK_MEM")
-
     def available(self) -> tuple[bool, str]:
-        fn = "nvmlDeviceSetGpuLockedClocks" if self.which == "core" else "nvmlDeviceSetMemoryLockedClocks"
-        if not hasattr(self.nvml, fn):
-            return False, f"this NVML has no {fn}"
+        if not self.gpu.can_lock_clock(self.which):
+            return False, f"this NVML has no {self.gpu._lock_fn(self.which, 'Set')}"
         try:
             self.allowed_range()
         except ControlError as e:
@@ -232,18 +235,13 @@ class NvmlLockedClocks(_NvmlGpuControl):
         return True, f"NVML locked {self.which} clocks of GPU {self.index}"
 
     def allowed_range(self) -> tuple[float, float] | None:
-        hi = _nvml_call(self.nvml, "nvmlDeviceGetMaxClockInfo", self._h(), self._clock_type())
-        return 1.0, float(hi)
+        return 1.0, float(_nvml_call(self.gpu, "max_clock_mhz", self.which))
 
     def state(self) -> dict[str, Any]:
-        return {"clock_mhz": int(_nvml_call(self.nvml, "nvmlDeviceGetClockInfo", self._h(), self._clock_type()))}
+        return {"clock_mhz": int(_nvml_call(self.gpu, "clock_mhz", self.which))}
 
     def set(self, value: float) -> float:
-        mhz = round(value)
-        fn = "nvmlDeviceSetGpuLockedClocks" if self.which == "core" else "nvmlDeviceSetMemoryLockedClocks"
-        _nvml_call(self.nvml, fn, self._h(), mhz, mhz)
-        return float(_nvml_call(self.nvml, "nvmlDeviceGetClockInfo", self._h(), self._clock_type()))
+        return float(_nvml_call(self.gpu, "lock_clock_mhz", self.which, round(value)))
 
     def restore(self, state: dict[str, Any]) -> None:
-        fn = "nvmlDeviceResetGpuLockedClocks" if self.which == "core" else "nvmlDeviceResetMemoryLockedClocks"
-        _nvml_call(self.nvml, fn, self._h())
+        _nvml_call(self.gpu, "reset_clock", self.which)

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
-from archline.bench.gpu_kernels import GpuKernelDesc
+from archline.bench.gpu.desc import GpuKernelDesc
 
 # the architectures the papers' platforms and today's cards need (issue 6: "Fermi-era names up to Hopper")
 PAPER_ARCHS: dict[str, str] = {
@@ -142,7 +142,7 @@ def paper_archs_status(nvcc: str | None = None) -> dict[str, str]:
 def module_source(descs: list[GpuKernelDesc]) -> str:
     seen: dict[str, str] = {}
     for d in descs:
-        seen.setdefault(d.name, d.cuda_source())
+        seen.setdefault(d.name, d.source("cuda"))
     return "\n".join(seen.values())
 
 

@@ -14,14 +14,14 @@ import pytest
 
 from archline.bench.cuda import nvcc
 from archline.bench.errors import BenchError, UnsupportedError
-from archline.bench.gpu_ceiling_kernels import (
+from archline.bench.gpu import Geometry
+from archline.bench.gpu.ceilings import (
     FLOPS_CEILINGS,
     MEM_CEILINGS,
     CeilingKernelDesc,
     ceiling_points,
     parse_ceiling_spec,
 )
-from archline.bench.gpu_kernels import Geometry
 from archline.bench.kernels import KernelSpec
 
 GPU = Geometry(80 * 8 * 256, 256, 1, 2, "interleaved", 80, False)     # an 80-SM card, as the CUDA back end sees it
@@ -60,7 +60,7 @@ def test_threads_by_blocks_scale_the_full_configuration(geo: Geometry, t: str, b
 @pytest.mark.parametrize(("fma", "chains"), [(True, 1), (False, 1), (True, 8), (False, 8)])
 def test_sources_hold_the_declared_multiply_adds(fma: bool, chains: int) -> None:
     d = CeilingKernelDesc("ceil_flop", "sp", chains=chains, fma=fma, steps=16, vector_width=4)
-    ocl, cu = d.opencl_source(), d.cuda_source()
+    ocl, cu = d.source("opencl"), d.source("cuda")
     n = 16 * chains
     if fma:
         assert len(re.findall(r"\bfma\(", ocl)) == n and "FP_CONTRACT" not in ocl
@@ -120,7 +120,7 @@ def test_bad_memory_parameters() -> None:
     with pytest.raises(BenchError, match="access must be"):
         parse_ceiling_spec("ceil_mem", "sp", {"access": "random"}, GPU, _ws)
     with pytest.raises(UnsupportedError, match="CUDA has no 8-wide"):
-        CeilingKernelDesc("ceil_mem", "sp", vector_width=8).cuda_source()
+        CeilingKernelDesc("ceil_mem", "sp", vector_width=8).source("cuda")
 
 
 # -- OpenCL on the local device (PoCL here) -----------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_opencl_checksum_catches_missing_work(kernel: str) -> None:
                               if kernel == "ceil_flop" else {**MEM_SMALL, "chains": 2}))
     try:
         assert pk.run(1).checksum_ok
-        pk._kernel.set_arg(3 if kernel == "ceil_flop" else 2, np.uint32(pk.rounds - 1))
+        pk._bound.set_arg(3 if kernel == "ceil_flop" else 2, np.uint32(pk.rounds - 1))
         res = pk.run(1)
     finally:
         pk.close()

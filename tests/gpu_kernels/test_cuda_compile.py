@@ -12,7 +12,7 @@ import pytest
 from archline.bench.cuda import nvcc
 from archline.bench.cuda.backend import CudaBackend, gpu_geometry
 from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
-from archline.bench.gpu_kernels import GpuKernelDesc, fma_fraction, fma_per_elem_points, parse_spec
+from archline.bench.gpu import GpuKernelDesc, fma_fraction, fma_per_elem_points, parse_spec
 
 NVCC = nvcc.find_nvcc()
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed: CUDA kernels cannot be compiled here")

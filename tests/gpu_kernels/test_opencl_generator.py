@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from archline.bench.errors import BenchError, UnsupportedError
-from archline.bench.gpu_kernels import (
+from archline.bench.gpu import (
     GpuKernelDesc,
     fma_fraction,
     fma_per_elem_points,
@@ -31,11 +31,11 @@ def test_fma_fraction_rejects(value: object) -> None:
 @pytest.mark.parametrize(("n", "e", "w", "c"), [(1, 2, 8, 6), (5, 8, 4, 2), (3, 1, 1, 4), (7, 4, 2, 3)])
 def test_source_holds_declared_fmas(n: int, e: int, w: int, c: int) -> None:
     d = GpuKernelDesc("intensity", "sp", fma_num=n, elems=e, vector_width=w, chains=c)
-    ocl = d.opencl_source()
+    ocl = d.source("opencl")
     assert len(re.findall(r"\bfma\(", ocl)) == n * c                     # one vector FMA per chain and step
     assert len(re.findall(r"= a\[", ocl)) == e * c                       # loads fixed: elems per chain
     if w <= 4:
-        cu = d.cuda_source()
+        cu = d.source("cuda")
         assert len(re.findall(r"\bfmaf\(", cu)) == n * c * w              # CUDA works per lane
         assert "__global__" in cu and d.name in cu
     # every loaded element feeds an FMA: declared once, used at least once
@@ -46,7 +46,7 @@ def test_source_holds_declared_fmas(n: int, e: int, w: int, c: int) -> None:
 
 def test_cuda_has_no_16_wide_loads() -> None:
     with pytest.raises(UnsupportedError):
-        GpuKernelDesc("intensity", "dp", vector_width=4).cuda_source()
+        GpuKernelDesc("intensity", "dp", vector_width=4).source("cuda")
 
 
 def test_sweep_points() -> None:

@@ -131,9 +131,9 @@ def test_wrong_result_is_caught() -> None:
     pk = B.prepare(KernelSpec("opencl", "intensity", "sp", "mem",
                               {**SMALL, "fma_per_elem": 2, "working_set_bytes": 64 << 10}))
     try:
-        bad = np.asarray(pk._host_input).copy()
+        bad = np.asarray(pk._host).copy()
         bad[::7] *= 0.5
-        cl.enqueue_copy(pk._queue, pk._in, bad).wait()
+        cl.enqueue_copy(pk.dev.queue, pk._bufs[0], bad).wait()
         assert not pk.run(1).checksum_ok
     finally:
         pk.close()
@@ -142,7 +142,7 @@ def test_wrong_result_is_caught() -> None:
 def test_input_is_random_not_compressible() -> None:
     pk = B.prepare(KernelSpec("opencl", "intensity", "dp", "mem",
                               {**SMALL, "fma_per_elem": 1, "working_set_bytes": 64 << 10}))
-    x = np.asarray(pk._host_input)
+    x = np.asarray(pk._host)
     assert np.unique(x).size > 0.99 * x.size and np.abs(x).max() <= 0.95
     pk.close()
 

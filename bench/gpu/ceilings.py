@@ -1,7 +1,7 @@
 """S4's optimisation-ceiling kernels: one description -> OpenCL C and CUDA C, exact counts and exact checksums.
 
 The power / energy-efficiency roofline of S4 (§III; docs/model.md, "Power and energy-efficiency rooflines") draws one
-ceiling per optimisation. These kernels measure them, in the one-generator style of :mod:`archline.bench.gpu_kernels`
+ceiling per optimisation. These kernels measure them, in the one-generator style of :mod:`archline.bench.gpu`
 (the same description renders both languages, declares its counts and computes the expected output):
 
 * ``ceil_flop``: every work-item runs ``chains`` independent chains (ILP) of ``steps x rounds`` dependent
@@ -31,13 +31,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.errors import BenchError
 
 # the generator's own pieces: one style for every GPU kernel
-from archline.bench.gpu_kernels.desc import _CUDA_VEC, _TYPES, GpuKernelDesc
-from archline.bench.gpu_kernels.points import Geometry
-from archline.bench.gpu_kernels.reference import _sequential_sums  # the device's order of additions (cache kernels)
-from archline.bench.gpu_kernels.render import _header, _ids, _lanes, _load, _sig, _store, _vt
+from archline.bench.gpu.desc import _TYPES, GpuKernelDesc
+from archline.bench.gpu.points import Geometry
+from archline.bench.gpu.reference import _sequential_sums  # the device's order of additions (cache kernels)
+from archline.bench.gpu.render import _header, _ids, _lanes, _load, _sig, _store, _vt, check_dialect
 from archline.bench.kernels import Counts, KernelSpec
 
 CEILING_KERNELS = ("ceil_flop", "ceil_mem")
@@ -107,16 +107,8 @@ class CeilingKernelDesc(GpuKernelDesc):
         n = rounds * c * self.active(global_size) * w     # every element read once, one add each
         return Counts(**{key: n}, bytes_mem=n * s + lanes * s)
 
-    def opencl_source(self) -> str:
-        return _render_ceiling(self, "opencl")
-
-    def cuda_source(self) -> str:
-        return _render_ceiling(self, "cuda")
-
-    def source_hash(self, lang: str = "opencl") -> str:
-        import hashlib
-
-        return hashlib.sha256(_render_ceiling(self, lang).encode()).hexdigest()[:12]
+    def source(self, lang: str) -> str:
+        return _render_ceiling(self, lang)
 
     def make_input(self, n_elems: int, rng: np.random.Generator) -> np.ndarray:
         if self.kernel == "ceil_mem":
@@ -158,13 +150,6 @@ class CeilingKernelDesc(GpuKernelDesc):
         return out.reshape(-1)
 
 
-def exact_check(got: np.ndarray, exp: np.ndarray) -> tuple[bool, dict[str, Any]]:
-    """Bit-exact comparison (the ceiling kernels' results are exact or repeat the device's own additions)."""
-    g64, e64 = got.astype(np.float64), exp.astype(np.float64)
-    return bool(np.array_equal(got, exp)), {"checksum": float(g64.sum()), "checksum_ref": float(e64.sum()),
-                                            "mismatches": int(np.count_nonzero(got != exp))}
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # rendering (OpenCL C and CUDA C from the same lines)
 
@@ -180,9 +165,7 @@ def _mul_add(d: CeilingKernelDesc, lang: str, acc: str, b: str) -> str:
 
 
 def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
-    if lang == "cuda" and d.vector_width > 1 and (d.precision, d.vector_width) not in _CUDA_VEC:
-        raise UnsupportedError(f"CUDA has no {d.vector_width}-wide {d.precision} load type; use vector_width "
-                               "1, 2 or 4 (dp: 1, 2)")
+    check_dialect(d, lang)
     t = _TYPES[d.precision][0 if lang == "opencl" else 1]
     vt = _vt(d, lang)
     pt = vt if lang == "opencl" else t
@@ -208,7 +191,7 @@ def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
     else:
         body += [f"  {vt} acc{k}{ln} = ({vt})(0);" for k in range(c) for ln in lanes]
         body.append("  if (g < active) {")
-    if lang == "cuda":
+    if lang != "opencl":
         body.append("  #pragma unroll 1")
     body.append(f"  for ({u} r = 0; r < rounds; ++r) {{")
     if d.kernel == "ceil_flop":

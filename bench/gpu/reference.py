@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from archline.bench.errors import BenchError
-from archline.bench.gpu_kernels.desc import CONST_C, INT_C, INT_SEED, SEED, GpuKernelDesc
+from archline.bench.gpu.desc import CONST_C, INT_C, INT_SEED, SEED, GpuKernelDesc
 
 
 def _stream_reference(d: GpuKernelDesc, x: np.ndarray) -> np.ndarray:

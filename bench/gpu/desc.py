@@ -159,20 +159,14 @@ class GpuKernelDesc:
         return Counts(rand_accesses=global_size * self.chains * rounds, bytes_mem=out_bytes)
 
     # -- sources ---------------------------------------------------------------------------------------------
-    def opencl_source(self) -> str:
-        from archline.bench.gpu_kernels.render import _render
+    def source(self, lang: str) -> str:
+        """The kernel in one dialect: ``opencl`` (OpenCL C), ``cuda`` (CUDA C) or ``hip`` (HIP C++)."""
+        from archline.bench.gpu.render import _render
 
-        return _render(self, "opencl")
-
-    def cuda_source(self) -> str:
-        from archline.bench.gpu_kernels.render import _render
-
-        return _render(self, "cuda")
+        return _render(self, lang)
 
     def source_hash(self, lang: str = "opencl") -> str:
-        from archline.bench.gpu_kernels.render import _render
-
-        return hashlib.sha256(_render(self, lang).encode()).hexdigest()[:12]
+        return hashlib.sha256(self.source(lang).encode()).hexdigest()[:12]
 
     # -- data and reference ----------------------------------------------------------------------------------
     def make_input(self, n_elems: int, rng: np.random.Generator) -> np.ndarray:
@@ -191,7 +185,7 @@ class GpuKernelDesc:
 
     def reference(self, a: np.ndarray, global_size: int, rounds: int, local_size: int = 1) -> np.ndarray:
         """The expected output buffer (chains x global_size x lanes, as the kernel writes it)."""
-        from archline.bench.gpu_kernels.reference import (
+        from archline.bench.gpu.reference import (
             _cache_reference,
             _chase_reference,
             _shared_reference,

@@ -1,9 +1,10 @@
-"""One kernel description -> OpenCL C and CUDA C source, exact counts, and a numpy reference.
+"""The one GPU core: kernel catalogue, arguments, warm-up, timing, verification; drivers only open devices,
+compile, launch and time (:mod:`.core` says what a driver implements; :mod:`.catalogue` is the catalogue).
 
-Every GPU/OpenCL kernel of archline is a :class:`GpuKernelDesc` (kernels as data, likwid-bench style). The same
-description renders OpenCL C (``opencl_source``) and CUDA C (``cuda_source``), declares its exact flop/byte counts
-(``counts``), and computes the expected output from the input buffers (``reference``), so the two back ends mean
-the same thing and the runner can compare their cost tables.
+Every GPU kernel of archline is a :class:`GpuKernelDesc` (kernels as data, likwid-bench style); S4's ceiling
+kernels (:mod:`.ceilings`) are descriptions of the same kind. One description renders OpenCL C, CUDA C and HIP
+(``source(lang)``), declares its exact flop/byte counts (``counts``), and computes the expected output from the
+input buffers (``reference``), so every back end means the same thing and the runner can compare cost tables.
 
 Kernels (model.md §7):
 
@@ -27,7 +28,7 @@ Kernels (model.md §7):
 Counts are per launch (one repetition) and derive only from the parameters.
 """
 
-from archline.bench.gpu_kernels.desc import (
+from archline.bench.gpu.desc import (
     CONST_C,
     INT_C,
     INT_SEED,
@@ -37,7 +38,7 @@ from archline.bench.gpu_kernels.desc import (
     fma_fraction,
     with_shape,
 )
-from archline.bench.gpu_kernels.points import (
+from archline.bench.gpu.points import (
     CACHE_TARGET_BYTES,
     CHASE_DEFAULT_STEPS,
     INTENSITY_MAX_FLOP_PER_BYTE,
@@ -49,7 +50,7 @@ from archline.bench.gpu_kernels.points import (
     intensity_points,
     parse_spec,
 )
-from archline.bench.gpu_kernels.reference import cache_strides, chase_starts
+from archline.bench.gpu.reference import cache_strides, chase_starts
 
 __all__ = ["CACHE_TARGET_BYTES", "CHASE_DEFAULT_STEPS", "CONST_C", "INTENSITY_MAX_FLOP_PER_BYTE",
            "INTENSITY_MIN_FLOP_PER_BYTE", "INT_C", "INT_SEED", "SEED", "X_BOUND", "Geometry", "GpuKernelDesc",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from archline.bench.errors import UnsupportedError
-from archline.bench.gpu_kernels.desc import _CUDA_VEC, _LANES, _TYPES, GpuKernelDesc
+from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.gpu.desc import _CUDA_VEC, _LANES, _TYPES, GpuKernelDesc
 
 # ---------------------------------------------------------------------------------------------------------------
 # rendering
@@ -18,11 +18,20 @@ def _vt(d: GpuKernelDesc, lang: str) -> str:
     return cu
 
 
+DIALECTS = ("opencl", "cuda", "hip")   # HIP C++ is CUDA C's dialect here: the same lines, compiled by hipcc/hiprtc
+
+
+def check_dialect(d: GpuKernelDesc, lang: str) -> None:
+    """An unknown dialect, or a vector load type CUDA/HIP lack, is refused before any line is rendered."""
+    if lang not in DIALECTS:
+        raise BenchError(f"unknown kernel dialect '{lang}' (known: {', '.join(DIALECTS)})")
+    if lang != "opencl" and d.vector_width > 1 and (d.precision, d.vector_width) not in _CUDA_VEC:
+        raise UnsupportedError(f"{lang.upper()} has no {d.vector_width}-wide {d.precision} load type; use "
+                               "vector_width 1, 2 or 4 (dp: 1, 2)")
+
+
 def _render(d: GpuKernelDesc, lang: str) -> str:
-    if lang == "cuda" and d.vector_width > 1 and (d.precision, d.vector_width) not in _CUDA_VEC:
-        raise UnsupportedError(
-            f"CUDA has no {d.vector_width}-wide {d.precision} load type; use vector_width 1, 2 or 4 (dp: 1, 2)"
-        )
+    check_dialect(d, lang)
     if d.kernel in ("intensity", "int"):
         return _render_stream(d, lang)
     if d.kernel == "cache":
@@ -107,7 +116,7 @@ def _render_stream(d: GpuKernelDesc, lang: str) -> str:
         for ln in lanes:
             init = f"({vt})(seed)" if lang == "opencl" and d.vector_width > 1 else "seed"
             body.append(f"  {vt} acc{k}{ln} = {init};")
-    if lang == "cuda":
+    if lang != "opencl":
         body.append("  #pragma unroll 1")
     body.append("  for (unsigned int r = 0; r < rounds; ++r) {")
     if d.layout == "interleaved":
@@ -176,13 +185,13 @@ def _render_cache(d: GpuKernelDesc, lang: str) -> str:
         body.append("  barrier(CLK_LOCAL_MEM_FENCE);" if lang == "opencl" else "  __syncthreads();")
         src = "lm" if lang == "opencl" else "lm_v"
         stride, pos = "L", "l"
-    if lang == "cuda":
+    if lang != "opencl":
         body.append("  #pragma unroll 1")
     body.append("  for (unsigned int r = 0; r < rounds; ++r) {")
     body.append(f"    const unsigned int base = r * {d.chains}u * {stride} + {pos};")
     for k in range(d.chains):
         idx = f"(base + {k}u * {stride}) & mask"
-        if lang == "cuda" and d.level == "shared":
+        if lang != "opencl" and d.level == "shared":
             if d.vector_width == 1:
                 body.append(f"    const {t} x{k} = lm_v[{idx}];")
             else:
@@ -202,7 +211,7 @@ def _render_chase(d: GpuKernelDesc, lang: str) -> str:
     for k in range(d.chains):
         body.append(f"  {u} k{k} = starts[{k}u * G + g];")
     body.append(f"  const {u} trips = steps / {d.chase_unroll}u;")
-    if lang == "cuda":
+    if lang != "opencl":
         body.append("  #pragma unroll 1")
     body.append(f"  for ({u} s = 0; s < trips; ++s) {{")
     for _ in range(d.chase_unroll):

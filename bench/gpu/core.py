@@ -1,0 +1,192 @@
+"""The one GPU back end: a driver opens a device and compiles, launches and times kernels; this module does the rest.
+
+BabelStream's shape: :class:`GpuDevice` is the driver's whole job (discovery, compile, buffers, launch and its
+timer, like ``Stream<T>``), and :class:`GpuBackend` / :class:`GpuPrepared` own everything else: the catalogue
+(:mod:`archline.bench.gpu.catalogue`), arguments, warm-up, repetition, verification against the numpy references
+and the point -> :class:`RunResult` contract. Adding a back end is one driver module and one registry line.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.gpu import catalogue
+from archline.bench.gpu.desc import GpuKernelDesc
+from archline.bench.gpu.points import Geometry
+from archline.bench.kernels import Counts, KernelSpec, RunResult
+
+
+@dataclass
+class Timing:
+    """What a driver's timer reports for ``reps`` back-to-back launches."""
+
+    time_s: float                       # device time from the first launch's start to the last one's end
+    min_launch_s: float | None = None   # the shortest launch, where the timer sees each one
+    extra: dict[str, Any] = field(default_factory=dict)   # readings at the region's edges (clocks, temperature)
+
+
+class GpuDevice(Protocol):
+    """One opened device: all a driver implements."""
+
+    lang: str                    # the dialect the catalogue renders for it: opencl | cuda | hip
+    timer: str                   # recorded in every row, e.g. "opencl-profiling-events"
+    info: dict[str, Any]         # device, driver, compiler, compute_units, is_gpu ... recorded in every row
+    summary: str                 # `bench list`: the device, named
+    fp64: bool
+    local_mem_bytes: int
+    max_alloc_bytes: int
+
+    def geometry(self, kernel: str, precision: str) -> Geometry: ...
+
+    def working_set_bytes(self, kernel: str, level: str) -> int: ...
+
+    def build(self, desc: GpuKernelDesc, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        """Compile and load ``desc``: (kernel handle, what the row records of the build)."""
+        ...
+
+    def upload(self, host: np.ndarray) -> Any: ...
+
+    def alloc(self, like: np.ndarray) -> Any: ...
+
+    def download(self, buf: Any, host: np.ndarray) -> np.ndarray: ...
+
+    def bind(self, kernel: Any, args: list[Any]) -> Any:
+        """Attach the argument list (device buffers and numpy scalars) once: a handle for ``run``."""
+        ...
+
+    def run(self, bound: Any, global_size: int, local_size: int, reps: int) -> Timing: ...
+
+    def release(self, bufs: list[Any]) -> None: ...
+
+
+class Driver(Protocol):
+    name: str
+    offer: catalogue.Offer
+    warmup_s: float
+
+    def open(self, device: str | None) -> GpuDevice:
+        """The device ``--device`` names (None: the default); BenchError subclasses say why not."""
+        ...
+
+
+class GpuPrepared:
+    """One kernel variant compiled, its buffers allocated and filled with random data on one device."""
+
+    def __init__(self, spec: KernelSpec, dev: GpuDevice, plan: catalogue.Plan, seed: int, warmup_s: float) -> None:
+        self.spec, self.dev, self.plan = spec, dev, plan
+        self.desc = d = plan.desc
+        self.global_size, self.local_size, self.rounds = plan.global_size, plan.local_size, plan.rounds
+        self._host = d.make_input(plan.n_elems, np.random.default_rng(seed))
+        if self._host.nbytes > dev.max_alloc_bytes:
+            raise BenchError(f"buffer of {self._host.nbytes} B exceeds the device's max allocation "
+                             f"{dev.max_alloc_bytes} B")
+        self.counts_per_rep: Counts = d.counts(plan.global_size, plan.rounds, plan.local_size, self._host.size)
+        self._warmup_s = warmup_s
+        self._warm = False
+        self._expected: np.ndarray | None = None
+        kernel, built = dev.build(d, spec)
+        self._out_host = catalogue.output_like(plan)
+        args = catalogue.kernel_args(plan)
+        self._bufs = [dev.upload(self._host), dev.alloc(self._out_host)]
+        self._bufs += [dev.upload(a) for a in args if isinstance(a, np.ndarray)]
+        it = iter(self._bufs[2:])
+        self._bound = dev.bind(kernel, self._bufs[:2] + [next(it) if isinstance(a, np.ndarray) else a for a in args])
+        self.info = {**dev.info, **built}
+        self.info.update(
+            global_size=plan.global_size, local_size=plan.local_size, rounds=plan.rounds,
+            vector_width=d.vector_width, chains=d.chains, layout=d.layout, kernel_name=d.name,
+            source_sha=d.source_hash(dev.lang), input_bytes=int(self._host.nbytes), rng_seed=seed,
+            working_set_bytes=int(plan.n_elems * d.scalar_bytes))
+        if d.kernel in ("intensity", "int"):
+            self.info["fma_per_elem"] = str(d.fma_per_elem)
+            self.info["intensity_flop_per_byte"] = d.intensity_flop_per_byte
+
+    def _timed(self, reps: int) -> Timing:
+        return self.dev.run(self._bound, self.global_size, self.local_size, reps)
+
+    def warm_up(self) -> float:
+        """Launch until warmup_s has passed (clock ramps, first touch, JIT); returns one launch's device time."""
+        t_end = time.monotonic() + self._warmup_s
+        last = self._timed(1).time_s
+        while time.monotonic() < t_end:
+            last = self._timed(1).time_s
+        self._warm = True
+        self.info["launch_time_s"] = last
+        return last
+
+    def reps_for(self, min_time_s: float) -> int:
+        """Repetitions needed for a timed region of at least min_time_s."""
+        t = self.info.get("launch_time_s") or self.warm_up()
+        return max(1, int(np.ceil(min_time_s / max(t, 1e-9))))
+
+    def expected(self) -> np.ndarray:
+        if self._expected is None:
+            self._expected = self.desc.reference(self._host, self.global_size, self.rounds,
+                                                 self.local_size).reshape(-1)
+        return self._expected
+
+    def check(self) -> tuple[bool, dict[str, Any]]:
+        got = self.dev.download(self._bufs[1], self._out_host)
+        return catalogue.check(self.desc, got, self.expected())
+
+    def run(self, reps: int) -> RunResult:
+        if reps < 1:
+            raise BenchError(f"reps must be >= 1, got {reps}")
+        if not self._warm:
+            self.warm_up()
+        t0 = time.monotonic()
+        tm = self._timed(reps)
+        host_s = time.monotonic() - t0
+        ok, chk = self.check()
+        extra = {**self.info, **chk, **tm.extra, "host_time_s": host_s, "timer": self.dev.timer}
+        if tm.min_launch_s is not None:
+            extra["min_launch_time_s"] = tm.min_launch_s
+        if self.desc.kernel == "chase":   # every walker's steps are dependent: time per step = latency
+            extra["ns_per_access"] = tm.time_s / (reps * self.rounds) * 1e9
+        return RunResult(time_s=float(tm.time_s), reps=reps, counts=self.counts_per_rep.scaled(reps),
+                         checksum_ok=ok, extra=extra)
+
+    def close(self) -> None:
+        self.dev.release(self._bufs)
+        self._bufs = []
+
+
+class GpuBackend:
+    """The back end every GPU driver gets: a subclass names its driver (``driver = OpenCLDriver()``)."""
+
+    driver: ClassVar[Driver]
+
+    @property
+    def name(self) -> str:
+        return self.driver.name
+
+    def availability(self) -> tuple[bool, str]:
+        try:
+            return True, self.driver.open(None).summary
+        except BenchError as e:
+            return False, str(e)
+
+    def describe(self) -> list[dict[str, Any]]:
+        try:
+            dev = self.driver.open(None)
+            ok, why, fp64 = True, "", dev.fp64
+        except BenchError as e:
+            ok, why, fp64 = False, str(e), False
+        return catalogue.describe(self.name, self.driver.offer, ok, why, fp64)
+
+    def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
+        return catalogue.sweep(self.name, self.driver.offer, kernel, precision, quick)
+
+    def prepare(self, spec: KernelSpec, device: str | None = None) -> GpuPrepared:
+        dev = self.driver.open(device)
+        if spec.precision == "dp" and not dev.fp64:
+            raise UnsupportedError(f"unsupported: {dev.info.get('device', '?')} has no fp64; dp kernels cannot run")
+        geo = dev.geometry(spec.kernel, spec.precision)
+        p = catalogue.plan(spec, geo, lambda lv: dev.working_set_bytes(spec.kernel, lv), dev.local_mem_bytes)
+        return GpuPrepared(spec, dev, p, int(spec.params.get("seed", 0x5EED)),
+                           float(spec.params.get("warmup_s", self.driver.warmup_s)))
