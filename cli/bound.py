@@ -16,10 +16,13 @@ import click
 @click.option("--costs", metavar="COSTS",
               help="a cost table (.json), profile (.toml) or shipped platform name: "
               "adds floors on time and energy per flop and the best flop/J")
+@click.option("--fft-bound", type=click.Choice(["full", "half"]), default="full", show_default=True,
+              help="FFT's bound: full = log2(S) flop/word (S2 Thm 3.1), half = 0.5*log2(S) (the reading of S2 "
+              "Sec. 6 and Fig. 4's text); see docs/analyses.md")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--list", "list_", is_flag=True, help="list the known algorithms with their formulas")
-def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs: str | None, fmt: str,
-          list_: bool) -> None:
+def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs: str | None, fft_bound: str,
+          fmt: str, list_: bool) -> None:
     """Upper bound on the operational intensity of ALGORITHM with a fast memory of BYTES.
 
     \b
@@ -50,7 +53,8 @@ def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs
     b = ob.get_bound(algorithm)   # unknown algorithm: one line listing the known ones
     if fast_memory is None:
         raise click.UsageError("--fast-memory BYTES is required")
-    result = ob.oi_upper_bound(algorithm, ob.parse_bytes(fast_memory), int(word_bytes))
+    result = ob.oi_upper_bound(algorithm, ob.parse_bytes(fast_memory), int(word_bytes),
+                               fft_bound if algorithm == "fft" else None)
     if costs is not None:
         from archline.fit.platforms.profiles import load_platform
         result = ob.with_costs(result, load_platform(costs))
@@ -66,6 +70,9 @@ def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs
     click.echo(f"  OI upper bound         {r.oi_upper_flop_per_word:.6g} flop/word = "
                f"{r.oi_upper_flop_per_byte:.6g} flop/B   [{b.formula_flop_per_word} flop/word]")
     click.echo(f"  source                 {b.citation}")
+    if len(b.readings) > 1:
+        why = next(w for n, _, w in b.readings if n == r.reading)
+        click.echo(f"  reading                {r.reading}: {why}")
     if b.uncertain:
         click.echo("  UNCERTAIN              the paper's text is unclear here; see the note below")
     for n in b.notes:

@@ -17,14 +17,18 @@ from archline.cli.params import FIGURE_SUFFIXES, OutPath
 @click.option("--objective", type=click.Choice(["energy", "performance"]), default="energy", show_default=True,
               help="maximise flop/J or flop/s")
 @click.option("--eps-scaling", type=click.Choice(["v", "v2", "table6"]), default=None,
-              help="how eps_flop(f) scales with the V/f state (default: the machine's; Nehalem-EX: v)")
+              help="how eps_flop(f) scales with the V/f state (default: the machine's; Nehalem-EX: v, which "
+              "reproduces S2's 0.373 GFLOP/J; v2 is S2's stated V^2 law: 0.408)")
+@click.option("--fft-bound", type=click.Choice(["full", "half"]), default="full", show_default=True,
+              help="FFT's OI bound: full = 0.125*log2(S) flop/B (S2 Thm 3.1, Sec. 5's numbers), half = "
+              "0.0625*log2(S) (Sec. 6's optimum P = 10, Fig. 4's 0.5..2); see docs/analyses.md")
 @click.option("--freq-steps", type=click.IntRange(min=2, max=1000), default=None, metavar="N",
               help="sweep N evenly spaced frequencies between the V/f table's ends (default: its states only)")
 @click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="draw the efficiency map (LLC size x active cores)")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_scaling: str | None,
-                 freq_steps: int | None, plot_path: Path | None, fmt: str) -> None:
+                 fft_bound: str, freq_steps: int | None, plot_path: Path | None, fmt: str) -> None:
     """Split a chip between LLC and cores, sweep frequency, and find the best (LLC, cores, f) for ALGORITHM.
 
     \b
@@ -34,7 +38,8 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
     \b
     Examples:
       archline design-space cg                       S2 §6: 0.373 GFLOP/J at 4 KB, 3 cores, 1.26 GHz
-      archline design-space fft --plot fft-map.png
+      archline design-space fft --plot fft-map.png   full bound: 8 MB, 19 cores, 1.26 GHz
+      archline design-space fft --fft-bound half      S2 §6: 8 MB, P = 10, 1.26 GHz
       archline design-space matmul --machine mychip.toml --objective performance
     """
     from dataclasses import replace
@@ -50,7 +55,7 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
     if freq_steps:
         step = (machine.f_max_hz - machine.f_min_hz) / (freq_steps - 1)
         freqs = [machine.f_min_hz + k * step for k in range(freq_steps)]
-    ds = ds_mod.sweep(algorithm, machine, freqs_hz=freqs)
+    ds = ds_mod.sweep(algorithm, machine, freqs_hz=freqs, reading=fft_bound if algorithm == "fft" else None)
     best = ds.best(objective)
     per_llc = ds.best_per_llc(objective)
     if plot_path is not None:
@@ -66,7 +71,8 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
 
     if fmt == "json":
         click.echo(json.dumps({"algorithm": algorithm, "machine": machine.name, "machine_source": machine.source,
-                               "objective": objective, "eps_scaling": machine.eps_scaling, "best": row(best),
+                               "objective": objective, "eps_scaling": machine.eps_scaling, "bound_reading": ds.reading,
+                               "best": row(best),
                                "best_per_llc": [row(p) for p in per_llc], "notes": ds.notes,
                                "citation": "S2 Sec. 4-6 (Elango et al., TACO 2015)"}, indent=2))
         return

@@ -44,10 +44,13 @@ def test_q007_q008_q009_powermon_limits() -> None:
 
 
 def test_q010_q011_q012_sampling_and_repetitions() -> None:
-    """Q011: 128 Hz per channel, so Q010: 1/128 s = 7.8125 ms; Q012: 100 repetitions (S0 §IV-A), as the GTX 580
-    profile runs them."""
+    """Q011: 128 Hz per channel, so Q010: 1/128 s = 7.8125 ms, which the PowerMon 2 driver sets as a period of 8
+    ticks of 1/1024 s; Q012: 100 repetitions (S0 §IV-A), as the GTX 580 profile runs them."""
+    from archline.powermon.powermon2 import protocol
     meter = GTX580.raw["meters"][0]
-    assert meter["rate_hz"] == 128 and 1000 / meter["rate_hz"] == 7.8125
+    period = protocol.period_for_rate(meter["rate_hz"])
+    assert meter["rate_hz"] == 128 and period == 8
+    assert 1000 * period / protocol.TICK_HZ == 7.8125
     assert GTX580.raw["bench"]["reps"] == 100
 
 

@@ -36,12 +36,24 @@ import numpy as np
 from pydantic import Field
 
 from archline.common.inputs import Strict, validate
-from archline.fit.analyses.elango.oi_bounds import BoundResult, oi_upper_bound
+from archline.fit.analyses.elango.oi_bounds import BoundResult, get_bound, oi_upper_bound
 from archline.fit.errors import ArchlineFitError, ProfileFormatError
 from archline.fit.platforms.profiles import read_toml
 
 DATA_DIR = Path(__file__).parent.parent / "data"
 EPS_SCALINGS = ("v", "v2", "table6")
+EPS_SCALING_NOTES = {
+    "v": "eps proportional to V: reproduces S2 Sec. 6's CG optimum, 0.373 GFLOP/J at 4 KB, 3 cores, 1.26 GHz",
+    "v2": "eps proportional to V^2, S2 Sec. 6's own law (power ~ V^2 f, so energy per operation ~ V^2): "
+          "CG's optimum is then 0.408 GFLOP/J at the same point",
+    "table6": "eps from S2 Table VI's per-core dynamic power over the per-core flop rate: CG 0.387 GFLOP/J",
+}
+
+
+def area_share_leakage_w(leakage_total_w: float, area_pct: float) -> float:
+    """Static leakage of a unit taking ``area_pct`` % of the die, area-proportional (S2 Sec. 4.2): the core's
+    3.9% of S2 Table IV times the 21 W of Table III is the 0.819 W S2 prints."""
+    return leakage_total_w * area_pct / 100.0
 
 
 class DesignSpaceError(ArchlineFitError):
@@ -136,11 +148,13 @@ def nehalem_ex(eps_scaling: str = "v") -> DesignMachine:
     cacti = tuple((float(r["size_kb"]) * 1024, float(r["area_mm2"])) for r in _read_csv("elango_table5_cacti_llc.csv"))
     leak = next(float(r["value"]) for r in _read_csv("elango_table3_nehalem_ex_spec.csv")
                 if r["parameter"] == "Leakage (total)")
+    core_pct = next(float(r["area_pct"]) for r in _read_csv("elango_table4_die_dimensions.csv") if r["unit"] == "Core")
     return DesignMachine(
         name="nehalem-ex", die_area_mm2=float(p["A (die area)"]), core_area_mm2=float(p["A_core"]),
         flops_per_s_per_core_at_fmax=float(p["F_flops(f) per core"]) * 1e9,
         b_mem_byte_per_s=float(p["B_mem"]) * 1e9, eps_flop_at_fmax_j=float(p["eps_flop(f)"]) * 1e-9,
-        eps_mem_j_per_byte=float(p["eps_mem"]) * 1e-9, pi_cpu_w=float(p["pi_cpu"]), leakage_total_w=leak,
+        eps_mem_j_per_byte=float(p["eps_mem"]) * 1e-9, leakage_total_w=leak,
+        pi_cpu_w=area_share_leakage_w(leak, core_pct),
         vf=tuple(vf), cacti=cacti, eps_scaling=_check_scaling(eps_scaling),
         source="S2 Tables III-VI, Sec. 4.2 (Intel Nehalem-EX, 45 nm; McPAT and CACTI)")
 
@@ -226,6 +240,7 @@ class DesignSpace:
     llc_sizes_bytes: list[float]
     freqs_hz: list[float]
     notes: list[str] = field(default_factory=list)
+    reading: str = "full"
 
     def best(self, objective: str = "energy") -> Point:
         key = (lambda p: p.flop_per_j) if objective == "energy" else (lambda p: (p.perf_flop_per_s, p.flop_per_j))
@@ -259,14 +274,47 @@ def case_of(m: DesignMachine, oi_flop_per_byte: float, cores: int) -> str:
     return "bandwidth-bound"
 
 
+def llc_bytes_at_area(m: DesignMachine, area_mm2: float) -> float:
+    """The LLC size whose (interpolated or extrapolated) CACTI area is ``area_mm2``: the inverse of llc_area_mm2."""
+    lo, hi = 1.0, 2.0**40
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if m.llc_area_mm2(mid)[0] < area_mm2:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def at_alpha(algorithm: str, alpha: float, m: DesignMachine | None = None, *, freq_hz: float | None = None,
+             reading: str | None = None) -> Point:
+    """The chip with alpha of its area in LLC and every core that fits (P_max) running at ``freq_hz`` (default
+    f_max): the roofline point of S2 Sec. 5 / Fig. 5-6 (bandwidth_bound says which roof holds)."""
+    m = m or nehalem_ex()
+    if not 0 < alpha < 1:
+        raise DesignSpaceError(f"alpha must lie in (0, 1), got {alpha:g}")
+    f = m.f_max_hz if freq_hz is None else freq_hz
+    area = alpha * m.die_area_mm2
+    s = llc_bytes_at_area(m, area)
+    p = m.max_cores(area)
+    if p < 1:
+        raise DesignSpaceError(f"alpha = {alpha:g} leaves no room for a core")
+    oi = oi_upper_bound(algorithm, s, m.word_bytes, reading).oi_upper_flop_per_byte
+    compute, bw = p * m.flops_per_core(f), m.b_mem_byte_per_s * oi
+    perf = min(compute, bw)
+    e = m.eps_flop_j(f) + m.eps_mem_j_per_byte / oi + (p * m.pi_cpu_w + m.pi_cache_w(area)) / perf
+    return Point(s, area, alpha, p, p, f, oi, perf, 1.0 / e, bw < compute, m.llc_area_mm2(s)[1])
+
+
 def default_llc_sizes() -> list[float]:
     """4 KB to 64 MB in powers of two (S2 §5)."""
     return [4096.0 * 2**k for k in range(15)]
 
 
 def sweep(algorithm: str, machine: DesignMachine | None = None, *, llc_sizes_bytes: Sequence[float] | None = None,
-          freqs_hz: Sequence[float] | None = None) -> DesignSpace:
-    """Every (LLC size, active cores, frequency) of the design space with its perf and flop/J bounds."""
+          freqs_hz: Sequence[float] | None = None, reading: str | None = None) -> DesignSpace:
+    """Every (LLC size, active cores, frequency) of the design space with its perf and flop/J bounds; ``reading``
+    names the bound's reading (FFT: "full" or "half", fit/analyses/elango/oi_bounds.py)."""
     m = machine or nehalem_ex()
     sizes = list(llc_sizes_bytes or default_llc_sizes())
     freqs = sorted(freqs_hz or [p.freq_hz for p in m.vf])
@@ -284,7 +332,7 @@ def sweep(algorithm: str, machine: DesignMachine | None = None, *, llc_sizes_byt
         if pmax < 1:
             notes.append(f"LLC of {_fmt_bytes(s)} ({area:.0f} mm^2) leaves no room for a core: skipped")
             continue
-        b: BoundResult = oi_upper_bound(algorithm, s, m.word_bytes)
+        b: BoundResult = oi_upper_bound(algorithm, s, m.word_bytes, reading)
         oi = b.oi_upper_flop_per_byte
         pi_cache = m.pi_cache_w(area)
         for f in freqs:
@@ -303,9 +351,14 @@ def sweep(algorithm: str, machine: DesignMachine | None = None, *, llc_sizes_byt
                      f"EXTRAPOLATED linearly past the CACTI table (S2 Table V ends at {_fmt_bytes(top)}) at "
                      f"{(m.cacti[-1][1] - m.cacti[-2][1]) / ((m.cacti[-1][0] - m.cacti[-2][0]) / 2**20):.2f} "
                      "mm^2/MB")
-    notes.append(f"eps_flop(f) scaled by '{m.eps_scaling}' from {m.eps_flop_at_fmax_j * 1e9:g} nJ at "
-                 f"{m.f_max_hz / 1e9:g} GHz (see fit/analyses/elango/design_space.py)")
-    return DesignSpace(algorithm, m, pts, sizes, freqs, notes)
+    notes.append(f"eps_flop(f) scaled by '{m.eps_scaling}' ({EPS_SCALING_NOTES[m.eps_scaling]}) from "
+                 f"{m.eps_flop_at_fmax_j * 1e9:g} nJ at {m.f_max_hz / 1e9:g} GHz")
+    bound = get_bound(algorithm)
+    name, _ = bound.reading_factor(reading)
+    if len(bound.readings) > 1:
+        why = next(w for n, _, w in bound.readings if n == name)
+        notes.append(f"{algorithm} bound read '{name}': {why}")
+    return DesignSpace(algorithm, m, pts, sizes, freqs, notes, name)
 
 
 def _fmt_bytes(b: float) -> str:

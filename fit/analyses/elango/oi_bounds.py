@@ -43,6 +43,17 @@ class OiBound:
     certainty: str = "exact"             # "exact", "garbled-resolved" or "uncertain"
     notes: tuple[str, ...] = field(default_factory=tuple)
     depends_on_fast_memory: bool = True
+    #: named readings of the bound: name -> (factor on the flop/word bound, why); the first is the default
+    readings: tuple[tuple[str, float, str], ...] = (("full", 1.0, "as printed"),)
+
+    def reading_factor(self, reading: str | None) -> tuple[str, float]:
+        if reading is None:
+            return self.readings[0][0], self.readings[0][1]
+        for name, factor, _ in self.readings:
+            if name == reading:
+                return name, factor
+        raise UnknownAlgorithmError(f"the {self.name} bound has no reading '{reading}' "
+                                    f"(known: {', '.join(r[0] for r in self.readings)})")
 
     @property
     def uncertain(self) -> bool:
@@ -78,6 +89,11 @@ register_bound(OiBound(
     certainty="garbled-resolved",
     notes=("log base 2, consistent with 2.0 flop/B at S = 2^16 words and 1.125..2.875 for S = 2^9..2^23",
            "the lower-order term O(N log N / log^2 S) is dropped: the bound holds for N >> S"),
+    readings=(("full", 1.0, "log2(S) flop/word = 0.125*log2(S) flop/B: S2 Theorem 3.1 and the Sec. 5 formula; it "
+                            "gives Sec. 5's printed 2.0 (alpha = 0.01), 1.125..2.875 and 45 GFLOP/s"),
+              ("half", 0.5, "0.5*log2(S) flop/word = 0.0625*log2(S) flop/B: the reading that gives Fig. 4's "
+                            "'between 0.5 and 2', Sec. 5's 'compute-bound when alpha > 75%, cores < 6' and Sec. 6's "
+                            "optimum (8 MB, P = 10, 1.26 GHz)")),
 ))
 register_bound(OiBound(
     name="cg", title="conjugate gradient on a 2-D grid N^2, T iterations",
@@ -120,6 +136,7 @@ class BoundResult:
     oi_upper_flop_per_byte: float
     bound: OiBound
     # with a cost table (None without one)
+    reading: str = "full"
     platform: str | None = None
     precision: str | None = None
     min_time_per_flop_s: float | None = None
@@ -140,6 +157,7 @@ class BoundResult:
             "formula_flop_per_word": b.formula_flop_per_word,
             "formula_flop_per_byte": f"({b.formula_flop_per_word}) / word_bytes",
             "citation": b.citation, "certainty": b.certainty, "uncertain": b.uncertain,
+            "reading": self.reading, "readings": {n: why for n, _, why in b.readings},
             "notes": list(b.notes),
         }
         if self.platform is not None:
@@ -150,9 +168,12 @@ class BoundResult:
         return d
 
 
-def oi_upper_bound(algorithm: str, fast_memory_bytes: float, word_bytes: int = 8) -> BoundResult:
-    """The bound at a fast memory of ``fast_memory_bytes`` (S = fast_memory_bytes / word_bytes words)."""
+def oi_upper_bound(algorithm: str, fast_memory_bytes: float, word_bytes: int = 8,
+                   reading: str | None = None) -> BoundResult:
+    """The bound at a fast memory of ``fast_memory_bytes`` (S = fast_memory_bytes / word_bytes words), in the
+    named ``reading`` (FFT: "full" or "half", see its ``readings``; None: the bound's default)."""
     b = get_bound(algorithm)
+    reading, factor = b.reading_factor(reading)
     if word_bytes <= 0:
         raise FastMemoryError(f"word size must be positive, got {word_bytes} bytes")
     if not math.isfinite(fast_memory_bytes) or fast_memory_bytes <= 0:
@@ -164,8 +185,9 @@ def oi_upper_bound(algorithm: str, fast_memory_bytes: float, word_bytes: int = 8
             f"fast memory of {fast_memory_bytes:g} B = {s_words:g} words of {word_bytes} B is too small for "
             "the "
             f"{algorithm} bound: it assumes S >= {b.min_fast_memory_words:g} words ({b.min_reason})")
-    per_word = float(b.oi_flop_per_word(s_words))
-    return BoundResult(algorithm=algorithm, fast_memory_bytes=float(fast_memory_bytes), word_bytes=word_bytes,
+    per_word = factor * float(b.oi_flop_per_word(s_words))
+    return BoundResult(algorithm=algorithm, reading=reading, fast_memory_bytes=float(fast_memory_bytes),
+                       word_bytes=word_bytes,
                        fast_memory_words=s_words, oi_upper_flop_per_word=per_word,
                        oi_upper_flop_per_byte=per_word / word_bytes, bound=b)
 
