@@ -19,14 +19,40 @@ from archline.fit.plots.power_roofline import plot_power_roofline
 
 
 def test_use_power_ceilings_gtx580() -> None:
-    """P_peak = pi0 + eps/tau: SP 122 + 99.7 pJ x 1581.06 GFLOP/s = 279.6 W; DRAM 122 + 513 pJ/B x 192.4 GB/s
-    = 220.7 W (S1 Tables 3-4). EE at the peak = F/P (S4 eq.9)."""
+    """Each roof's cap is the board's highest power in the model, pi0 + pi_flop + pi_mem (S0 eq.8 at I = B_tau;
+    S4 measures P_peak on the whole board): SP 122 + 99.7 pJ x 1581.06 GFLOP/s + 513 pJ/B x 192.4 GB/s = 378.3 W,
+    DP 122 + 212 pJ x 197.63 GFLOP/s + 98.7 W = 262.6 W (S1 Tables 3-4). EE at the peak = F/P (S4 eq.9)."""
     cs = {c.label: c for c in pr.ceilings_from_platform(load_platform("gtx580"))}
-    assert cs["SP flops"].peak_power_w == pytest.approx(122 + 99.7e-12 * 1581.06e9)
-    assert cs["DP flops"].peak_power_w == pytest.approx(122 + 212e-12 * 197.63e9)
-    assert cs["DRAM"].peak_power_w == pytest.approx(122 + 513e-12 * 192.4e9)
-    assert cs["SP flops"].efficiency_per_j == pytest.approx(1581.06e9 / 279.631682)
-    assert cs["DRAM"].kind == "memory"
+    mem_w = 513e-12 * 192.4e9
+    assert cs["SP flops"].peak_power_w == pytest.approx(122 + 99.7e-12 * 1581.06e9 + mem_w)
+    assert cs["DP flops"].peak_power_w == pytest.approx(122 + 212e-12 * 197.63e9 + mem_w)
+    assert cs["DRAM with SP flops"].peak_power_w == cs["SP flops"].peak_power_w
+    assert cs["DRAM with DP flops"].peak_power_w == cs["DP flops"].peak_power_w
+    assert cs["SP flops"].efficiency_per_j == pytest.approx(1581.06e9 / 378.332882)
+    assert cs["DRAM with SP flops"].kind == "memory"
+
+
+@pytest.mark.parametrize("name", ["gtx580", "gtx680", "i7-950", "fermi-sample", "gtx580-capped"])
+def test_use_every_model_point_on_or_under_its_roof(name: str) -> None:
+    """issue 27 item 4: every kernel the model places (I = 1/4 ... 64, each precision) is on or under its roof,
+    and compute- and memory-bound ones lie on the roof's slope; with a power cap (delta_pi = 150 W on the GTX 580)
+    the cap pi0 + delta_pi bounds the throttled kernels too."""
+    from dataclasses import replace as dc_replace
+
+    pl = load_platform("gtx580" if name == "gtx580-capped" else name)
+    if name == "gtx580-capped":
+        pl = dc_replace(pl, constants={**pl.constants, "delta_pi": dc_replace(pl.constants["pi0"], value=150.0)})
+    cs = pr.ceilings_from_platform(pl)
+    pts = pr.model_points(pl)
+    assert pts
+    touching = 0
+    for p in pts:
+        c = pr.roof_for(p, cs)
+        assert c is not None, p
+        roof = float(pr.power_ceiling_w(p.energy_per_unit_j, c.rate_per_s, c.peak_power_w))
+        assert p.power_w <= roof * (1 + 1e-9), f"{name} {p.precision} {p.kind} {p.label}: {p.power_w} > {roof}"
+        touching += p.power_w >= roof * (1 - 1e-9)
+    assert touching >= len(pts) // 2     # uncapped, every point touches its slope
 
 
 def test_use_power_ceiling_shape() -> None:

@@ -9,10 +9,19 @@ byte/J (eq.10), the reciprocal of the power roofline's x, and the same ceiling r
 Each optimisation (threads x blocks, FMA, ILP, access pattern...) is one ceiling; a kernel sits at its measured
 (energy per unit, power). Lines nearer the y-axis of the power roofline mean more performance.
 
-Ceilings come from a platform or cost table (``ceilings_from_platform``: F = 1/tau_flop, BW = 1/tau_mem,
-P_peak = pi0 + eps/tau, capped at pi0 + delta_pi when the cap is known, S1 §4.2), from measured rows of the
-ceiling kernels, or from a user's table (``archline.fit.analyses.s4.inputs``). A ceiling measured
-without a power meter has a rate but no P_peak.
+Ceilings come from a platform or cost table (``ceilings_from_platform``), from measured rows of the ceiling
+kernels, or from a user's table (``archline.fit.analyses.s4.inputs``). A ceiling measured without a power meter
+has a rate but no P_peak.
+
+A platform's roofs are true upper bounds: S4 measures a roof's P_peak as the *board's* power while the ceiling
+kernel runs, so it includes pi0 and what the other subsystem draws at the same time. In the energy-roofline
+model (S0 eq.8, S1 eq.38) the most power any kernel draws is at I = B_tau, where flops run at F and bytes at
+BW together: P_peak = pi0 + min(delta_pi, pi_flop + pi_mem) (``Machine.peak_power_w``), for the compute roof
+(slope F) and for the memory roof (slope BW) alike. Every kernel the model places is then on its roof's slope
+(P = F*E/W compute-bound, P = BW*E/Q memory-bound) and at or below its cap. pi0 + pi_flop alone (what an
+earlier version drew) leaves out the memory's pi_mem*B_tau/I, so the GTX 580's compute-bound kernels drew
+330 W against a 280 W roof, and its memory-bound ones 375 W against 221 W. A memory roof is drawn per precision
+("DRAM with SP flops"), since pi_flop differs.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ class Ceiling:
     rate_per_s: float
     peak_power_w: float | None         # None: measured without power (the ceiling's cap is unknown)
     source: str = ""
+    precision: str = ""                # the flops' precision that sets the cap ("" when not a model's roof)
 
     @property
     def knee_j_per_unit(self) -> float | None:
@@ -56,6 +66,7 @@ class KernelPoint:
     energy_per_unit_j: float
     power_w: float
     group: str = ""                    # points of one group share a marker and one legend entry
+    precision: str = ""
 
     @property
     def efficiency_per_j(self) -> float:
@@ -74,22 +85,23 @@ def efficiency_ceiling_w(efficiency_per_j: ArrayLike, rate_per_s: float, peak_po
 
 
 def ceilings_from_platform(platform: Platform, precisions: tuple[str, ...] = ("sp", "dp")) -> list[Ceiling]:
-    """One compute ceiling per precision the platform knows fully, one memory ceiling."""
+    """One compute roof per precision the platform knows fully, and one memory roof with each precision's flops;
+    each cap is the model's highest board power, pi0 + min(delta_pi, pi_flop + pi_mem) (see the module)."""
     out: list[Ceiling] = []
-    pi0 = platform.value("pi0") or 0.0
-    cap = platform.value("delta_pi")
     src = f"{platform.name} ({'cost table' if platform.kind == 'costs' else 'profile'})"
-    for prec in precisions:
-        tau, eps = platform.value(f"tau_flop_{prec}"), platform.value(f"eps_flop_{prec}")
-        if tau and eps:
-            peak = pi0 + eps / tau
-            out.append(Ceiling(f"{prec.upper()} flops", "compute", 1.0 / tau, min(peak, pi0 + cap) if cap else peak,
-                               src))
-    tau_m, eps_m = platform.value("tau_mem"), platform.value("eps_mem")
-    if tau_m and eps_m:
-        peak = pi0 + eps_m / tau_m
-        out.append(Ceiling("DRAM", "memory", 1.0 / tau_m, min(peak, pi0 + cap) if cap else peak, src))
-    return out
+    known = [p for p in precisions if p in platform.precisions_available()]
+    mem: list[Ceiling] = []
+    for prec in known:
+        m = platform.machine(prec)
+        out.append(Ceiling(f"{prec.upper()} flops", "compute", 1.0 / m.tau_flop_s, m.peak_power_w, src, prec))
+        label = "DRAM" if len(known) == 1 else f"DRAM with {prec.upper()} flops"
+        mem.append(Ceiling(label, "memory", 1.0 / m.tau_mem_s_per_byte, m.peak_power_w, src, prec))
+    if not known:
+        tau_m, eps_m = platform.value("tau_mem"), platform.value("eps_mem")
+        if tau_m and eps_m:        # no flop constants: no kernel of the model to bound; the memory's own power
+            pi0 = platform.value("pi0") or 0.0
+            mem.append(Ceiling("DRAM", "memory", 1.0 / tau_m, pi0 + eps_m / tau_m, src))
+    return out + mem
 
 
 def model_points(platform: Platform, precisions: tuple[str, ...] = ("sp", "dp"),
@@ -108,7 +120,12 @@ def model_points(platform: Platform, precisions: tuple[str, ...] = ("sp", "dp"),
         group = f"{platform.name} {prec.upper()} model at I = 1/4…64 flop/B"
         for x, e, p in zip(i, e_per_flop, power, strict=True):
             if x >= m.B_tau:
-                out.append(KernelPoint(f"I = {x:g}", "compute", float(e), float(p), group))
+                out.append(KernelPoint(f"I = {x:g}", "compute", float(e), float(p), group, prec))
             if x <= m.B_tau:
-                out.append(KernelPoint(f"I = {x:g}", "memory", float(e * x), float(p), group))
+                out.append(KernelPoint(f"I = {x:g}", "memory", float(e * x), float(p), group, prec))
     return out
+
+
+def roof_for(point: KernelPoint, ceilings: list[Ceiling]) -> Ceiling | None:
+    """The model roof a model point belongs under: same kind and precision."""
+    return next((c for c in ceilings if c.kind == point.kind and c.precision == point.precision), None)
