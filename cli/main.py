@@ -33,6 +33,8 @@ SUBCOMMANDS: dict[str, str] = {
     "iso-power": "archline.cli.iso_power:iso_power",
     "lab": "archline.cli.lab:lab",
     "compare": "archline.cli.compare:compare",
+    "throttle": "archline.cli.throttle:throttle",
+    "power-bound": "archline.cli.power_bound:power_bound",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".

@@ -191,3 +191,9 @@ def test_temp_figure_never_left_behind(tmp_path: Path) -> None:
 def test_ipp_and_iso_power_figures(run_cli: Callable[..., Any], drawn: list[Any], tmp_path: Path,
                                    args: tuple[str, ...]) -> None:
     _clean(run_cli, drawn, *args, str(tmp_path / "f.png"))
+
+
+def test_throttle_figure(run_cli: Callable[..., Any], drawn: list[Any], tmp_path: Path) -> None:
+    """S1 Fig. 13's three panels (issue 27 item 5)."""
+    _clean(run_cli, drawn, "throttle", "gtx580", "--delta-pi-w", "150", "--plot", str(tmp_path / "t.png"))
+    assert "S1 Fig. 13" in drawn[-1][2]

@@ -302,6 +302,8 @@ def baseline(path: tuple[str, ...], fx: Fixtures) -> list[str] | None:
         ("ipp", "temperature"): [f["kernels"]],
         ("ipp", "timing"): ["table4"],
         ("iso-power",): ["titan", "jetson-tk1", "--n", "22"],
+        ("throttle",): ["gtx580", "--delta-pi-w", "150", "-i", "0.5,4"],
+        ("power-bound",): [],
         ("meter", "decode"): [f["raw"], "--out", "samples-out.csv"],
         ("meter", "emulate"): ["--duration", "0.2"],
         ("meter", "integrate"): [f["samples"]],

@@ -44,7 +44,7 @@ class ThrottleError(ArchlineFitError):
 def require_cap(m: Machine, name: str) -> Machine:
     if not math.isfinite(m.delta_pi_w):
         raise ThrottleError(f"'{name}' has no delta_pi (its usable power above pi0): throttling divides it. Give "
-                            "it with --delta-pi-w W, a profile entry delta_pi = {{ value = W }} under "
+                            "it with --delta-pi-w W, a profile entry delta_pi = { value = W } under "
                             "[constants], or a cost table from 'archline fit --model capped'")
     return m
 
@@ -155,7 +155,7 @@ def plot_throttle(sw: ThrottleSweep, out_path: Any, name: str) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from archline.fit.plots.layout import legend_outside, save_figure
+    from archline.fit.plots.layout import legend_outside, log2_axis, save_figure
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), layout="constrained")
     cmap = plt.get_cmap("viridis")
@@ -166,15 +166,14 @@ def plot_throttle(sw: ThrottleSweep, out_path: Any, name: str) -> Any:
         axes[0].plot(sw.intensities, sw.power_w[j], color=c, label=lab)
         axes[1].plot(sw.intensities, sw.rel_perf[j], color=c)
         axes[2].plot(sw.intensities, sw.rel_eff[j], color=c)
-    for ax, yl, t in zip(axes, ("power (W)", "performance relative to delta_pi",
-                                "energy efficiency relative to delta_pi"),
+    for ax, yl, t in zip(axes, ("power (W)", "relative performance", "relative energy efficiency"),
                          ("(a) power", "(b) performance", "(c) energy efficiency"), strict=True):
-        ax.set_xscale("log", base=2)
+        log2_axis(ax)
         ax.set_xlabel("intensity (flop:byte)")
         ax.set_ylabel(yl)
         ax.set_title(t, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].axhline(sw.machine.pi0_w, color="grey", linestyle=":", linewidth=1)
+    axes[0].axhline(sw.machine.pi0_w, color="grey", linestyle=":", linewidth=1, label="pi0")
     fig.suptitle(f"{name}: power-cap throttling, delta_pi/k for k = 1..{max(sw.divisors):g} (cf. S1 Fig. 13)")
     legend_outside(axes[0], fontsize=8)
     return save_figure(fig, out_path, dpi=110)
