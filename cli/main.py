@@ -35,6 +35,7 @@ SUBCOMMANDS: dict[str, str] = {
     "compare": "archline.cli.compare:compare",
     "throttle": "archline.cli.throttle:throttle",
     "power-bound": "archline.cli.power_bound:power_bound",
+    "tradeoff": "archline.cli.tradeoff:tradeoff",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".

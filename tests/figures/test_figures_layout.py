@@ -197,3 +197,9 @@ def test_throttle_figure(run_cli: Callable[..., Any], drawn: list[Any], tmp_path
     """S1 Fig. 13's three panels (issue 27 item 5)."""
     _clean(run_cli, drawn, "throttle", "gtx580", "--delta-pi-w", "150", "--plot", str(tmp_path / "t.png"))
     assert "S1 Fig. 13" in drawn[-1][2]
+
+
+def test_tradeoff_figure(run_cli: Callable[..., Any], drawn: list[Any], tmp_path: Path) -> None:
+    """S1 Fig. 8 (issue 27 item 5)."""
+    _clean(run_cli, drawn, "tradeoff", "fermi-sample", "--plot", str(tmp_path / "t.png"))
+    assert "S1 Fig. 8" in drawn[-1][2]
