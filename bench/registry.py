@@ -12,6 +12,7 @@ BACKENDS: dict[str, str] = {
     "cpu_asm": "archline.bench.cpu_asm.backend:CpuAsmBackend",
     "opencl": "archline.bench.opencl.backend:OpenCLBackend",
     "cuda": "archline.bench.cuda.backend:CudaBackend",
+    "hip": "archline.bench.hip.backend:HipBackend",
     "emulated": "archline.bench.emulated.backend:EmulatedBackend",
 }
 

@@ -36,7 +36,7 @@ class RunOptions(Strict):
 
     platform: str = "localhost"
     emulate: bool = False
-    backend: Literal["cpu_asm", "opencl", "cuda", "emulated"] | None = None
+    backend: Literal["cpu_asm", "opencl", "cuda", "hip", "emulated"] | None = None
     kernels: tuple[Kernel, ...] | None = None
     precisions: tuple[Precision, ...] | None = None
     all_kernels: bool = False

@@ -56,7 +56,7 @@ from archline.powermon.spec import MeterSpec, parse_meters
 
 Kernel = Literal["intensity", "cache", "chase", "int", "ceilings", "ceil_flop", "ceil_mem"]
 Precision = Literal["sp", "dp", "int32"]
-BackendName = Literal["cpu_asm", "opencl", "cuda"]
+BackendName = Literal["cpu_asm", "opencl", "cuda", "hip"]
 
 
 class ProfileSectionError(BenchError):

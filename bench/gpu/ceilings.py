@@ -6,7 +6,8 @@ ceiling per optimisation. These kernels measure them, in the one-generator style
 
 * ``ceil_flop``: every work-item runs ``chains`` independent chains (ILP) of ``steps x rounds`` dependent
   multiply-adds ``acc = acc*m + b`` with m = 1 passed at run time, fused (``fma``) or as a separate multiply and add
-  that the compiler may not contract (OpenCL ``FP_CONTRACT OFF``; CUDA ``__fmul_rn``/``__fadd_rn``). Seeds and
+  that the compiler may not contract (OpenCL ``FP_CONTRACT OFF``; CUDA ``__fmul_rn``/``__fadd_rn``; HIP, whose
+  ``__fmul_rn`` is a plain multiply clang contracts, ``#pragma clang fp contract(off)``). Seeds and
   addends are small random integers per work-item and chain, so every intermediate is exact in sp and dp and the
   result is seed + steps*rounds*b: the checksum proves the number of multiply-adds exactly. The ceilings are S4's
   thread/block configuration "t×b" (work-group size and number of work-groups, as fractions of the device's full
@@ -158,7 +159,7 @@ def _mul_add(d: CeilingKernelDesc, lang: str, acc: str, b: str) -> str:
     if d.fma:
         fn = "fma" if lang == "opencl" or d.precision == "dp" else "fmaf"
         return f"{acc} = {fn}({acc}, {m}, {b});"
-    if lang == "opencl":      # two statements under FP_CONTRACT OFF: never fused
+    if lang != "cuda":        # two statements under FP_CONTRACT OFF / clang fp contract(off): never fused
         return f"{acc} = {acc} * {m}; {acc} = {acc} + {b};"
     mul, add = ("__fmul_rn", "__fadd_rn") if d.precision == "sp" else ("__dmul_rn", "__dadd_rn")
     return f"{acc} = {add}({mul}({acc}, m), {b});"
@@ -181,7 +182,10 @@ def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
     else:
         args = [f"global const {pt}* a", f"global {pt}* out"] + [f"const {u} {n}" for n in
                                                                 ("rounds", "active", "mask", "sl", "sr")]
-    body += [_sig(d, lang, args), "{", f"  const {u} g = {gid};", f"  const {u} G = {gsz};"]
+    body += [_sig(d, lang, args), "{"]
+    if lang == "hip" and d.kernel == "ceil_flop" and not d.fma:
+        body.append("  #pragma clang fp contract(off)")        # at the start of the body, as clang requires
+    body += [f"  const {u} g = {gid};", f"  const {u} G = {gsz};"]
     if d.kernel == "ceil_flop":
         if lang == "opencl":
             body.append(f"  const {vt} mv = ({vt})(m);")

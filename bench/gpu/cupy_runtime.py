@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.bench.errors import BackendUnavailableError
+from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.core import Timing
+from archline.bench.gpu.points import Geometry
 
 Readings = Callable[[], dict[str, float]]
 
@@ -70,13 +71,46 @@ def edge_summary(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
 
 
 class CupyDevice:
-    """What a cupy-loaded device does the same for both vendors; a driver subclasses it with discovery and build."""
+    """What a cupy-loaded device does the same for both vendors; a driver subclasses it with its architecture
+    name, its compiler and ``build``."""
 
-    info: dict[str, Any]
+    fp64 = True
+    blocks_per_cu = 8        # resident work-groups per SM/CU the default launch fills
+    local_size = 256
+    vector_width = 2         # float2/double2 loads
 
     def __init__(self, cp: Any, index: int, readings: Readings | None) -> None:
         self.cp, self.index, self._readings = cp, index, readings
         self.reading_error = ""
+        p = cp.cuda.runtime.getDeviceProperties(index)
+        self.props = p
+        self.info: dict[str, Any] = {
+            "device": text(p["name"]), "device_index": index, "compute_units": int(p["multiProcessorCount"]),
+            "l2_bytes": int(p.get("l2CacheSize", 0)),
+            "shared_per_block_bytes": int(p.get("sharedMemPerBlock", 48 << 10)),
+            "global_mem_bytes": int(p.get("totalGlobalMem", 0)),
+            "driver_version": int(cp.cuda.runtime.driverGetVersion()),
+            "runtime_version": int(cp.cuda.runtime.runtimeGetVersion()), "is_gpu": True,
+        }
+        self.local_mem_bytes = int(self.info["shared_per_block_bytes"])
+        self.max_alloc_bytes = int(self.info["global_mem_bytes"]) or (1 << 62)
+
+    def geometry(self, kernel: str, precision: str) -> Geometry:
+        """Occupancy defaults: local_size work-items a group, blocks_per_cu groups per SM/CU, 2-wide loads."""
+        cus = int(self.info["compute_units"])
+        chains = 4 if kernel in ("intensity", "int") else 2
+        return Geometry(cus * self.blocks_per_cu * self.local_size, self.local_size, self.vector_width, chains,
+                        "interleaved", cus, False)
+
+    def working_set_bytes(self, kernel: str, level: str) -> int:
+        l2 = int(self.info.get("l2_bytes") or (4 << 20))
+        if level == "mem":
+            return int(min(max(1 << 30, 16 * l2), (self.info.get("global_mem_bytes") or 8 << 30) // 4))
+        if level == "l2":
+            return 1 << max((l2 // 2).bit_length() - 1, 16)
+        if level == "l1":
+            return 16 << 10
+        raise BenchError(f"no default working set for level {level} on {self.info['device']}")
 
     def load(self, path: str, name: str) -> Any:
         with self.cp.cuda.Device(self.index):

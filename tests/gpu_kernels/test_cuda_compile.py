@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from archline.bench.cuda import nvcc
-from archline.bench.cuda.backend import CudaBackend, gpu_geometry
+from archline.bench.cuda.backend import CudaBackend
 from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
-from archline.bench.gpu import GpuKernelDesc, fma_fraction, fma_per_elem_points, parse_spec
+from archline.bench.gpu import Geometry, GpuKernelDesc, fma_fraction, fma_per_elem_points, parse_spec
 
 NVCC = nvcc.find_nvcc()
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed: CUDA kernels cannot be compiled here")
@@ -20,6 +20,12 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed: CUDA k
 # the geometry the CUDA back end uses by default (an 80-SM card; only shapes matter for the build)
 INFO: dict[str, Any] = {"compute_units": 80, "l2_bytes": 6 << 20, "shared_per_block_bytes": 48 << 10,
                         "global_mem_bytes": 16 << 30}
+
+
+def gpu_geometry(info: dict[str, Any], kernel: str, precision: str) -> Geometry:
+    """The cupy drivers' default launch (bench/gpu/cupy_runtime.CupyDevice.geometry) on this card."""
+    sms = int(info["compute_units"])
+    return Geometry(sms * 8 * 256, 256, 2, 4 if kernel in ("intensity", "int") else 2, "interleaved", sms, False)
 
 
 def sweep_descs(quick: bool = False) -> list[GpuKernelDesc]:

@@ -154,3 +154,32 @@ def test_no_device(monkeypatch: pytest.MonkeyPatch) -> None:
         CudaBackend().prepare(SPECS[0])
     with pytest.raises(BackendUnavailableError):
         CudaBackend().prepare(SPECS[0], device="3")
+
+
+@needs_nvcc
+def test_clocks_from_the_nvml_layer_at_the_region_edges(fake_cupy: FakeCupy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No sampling thread: NvmlGpu.readings() before and after the timed region, summarised for the row."""
+    import itertools
+
+    from support.fakes import FakeNvml
+
+    from archline.powermon.counters.nvml import NvmlGpu
+
+    class ClockedNvml(FakeNvml):
+        NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+        sm = itertools.cycle([1400, 1500])
+
+        def nvmlDeviceGetClockInfo(self, h: int, t: int) -> int:
+            return next(self.sm) if t == 0 else 9500
+
+        def nvmlDeviceGetTemperature(self, h: int, t: int) -> int:
+            return 61
+
+    gpu = NvmlGpu.open(0, ClockedNvml())
+    monkeypatch.setattr("archline.bench.cuda.backend.nvml_readings", lambda i: gpu.readings)
+    pk = CudaBackend().prepare(SPECS[0])
+    fake_cupy.expected = pk.desc.reference(pk._host, pk.global_size, pk.rounds, pk.local_size)
+    ex = pk.run(2).extra
+    assert "core_mhz" in ex, ex.get("clocks")
+    assert 1400 <= ex["core_mhz"] <= 1500 and ex["mem_mhz"] == 9500 and ex["temp_c_max"] == 61
+    assert ex["effective_clock_hz"] == ex["core_mhz"] * 1e6

@@ -1,0 +1,1 @@
+"""HIP driver: the catalogue's kernels built by hipcc for AMD GPUs, launched through cupy on ROCm."""
