@@ -59,7 +59,8 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
     best = ds.best(objective)
     per_llc = ds.best_per_llc(objective)
     if plot_path is not None:
-        ds_mod.plot_efficiency_map(ds, plot_path, objective)
+        from archline.fit.analyses.elango.plots import plot_efficiency_map
+        plot_efficiency_map(ds, plot_path, objective)
 
     def row(p: ds_mod.Point) -> dict[str, object]:
         return {"llc_bytes": p.llc_bytes, "llc_area_mm2": p.llc_area_mm2, "alpha": p.alpha,
