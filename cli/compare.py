@@ -16,12 +16,17 @@ import click
               help="the model every group is fitted with.")
 @click.option("--where", multiple=True, metavar="KEY=VALUE",
               help="only rows whose text column KEY is VALUE (repeat: same key = any of, other keys = all of).")
+@click.option("--method", type=click.Choice(["two-stage", "pooled"]), default="two-stage", show_default=True,
+              help="two-stage: one fit per run of each host (per host of each run with --by run), groups "
+                   "tested against the variation between those fits (the run a random effect); pooled: one "
+                   "fit per group, tests on the fit's own standard errors (optimistic: repeats of a run are "
+                   "not independent).")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="significance level (after Holm).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also draw each coefficient per group with its 95% CI (.png, .pdf, .svg).")
-def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...], alpha: float, fmt: str,
-            figure: Path | None) -> None:
+def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...], method: str, alpha: float,
+            fmt: str, figure: Path | None) -> None:
     """Fit each group of the result rows in INPUTS on its own and put the coefficients side by side: each
     group's value with its 95% CI, the spread across groups, and which groups differ significantly.
 
@@ -29,11 +34,15 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
     With --by host or --by run the groups are compared within each platform.
 
     \b
-    Tests (named in the output as well):
-      differs  each group against the median of the others: Welch t-test on the fitted coefficient with
-               the fits' standard errors, Holm-corrected over the groups
-      pairs    every pair of groups, Welch t-test, Holm-corrected over the pairs
-      spread   range, coefficient of variation, Cochran's Q test of heterogeneity
+    Tests (named in the output as well), --method two-stage:
+      stage 1  one fit per run of each host (--by host), per host of each run (--by run)
+      differs  each group's mean of its fits against the median of the others, t-test with the pooled
+               variance between the fits within a group, Holm-corrected over the groups
+      pairs    every pair of groups, the same t-test, Holm-corrected over the pairs
+      spread   range, coefficient of variation, one-way ANOVA F test
+      variance components: between groups, between runs (or hosts), residual
+    With one run per host (or --method pooled) the tests use each group's fit's standard errors
+    (Welch t-tests, Cochran's Q), which take repeats as independent and are optimistic.
 
     \b
     Examples:
@@ -43,7 +52,7 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
     """
     from archline.fit.analyses.choi.compare import compare_files
 
-    cmp = compare_files(inputs, by, where=where, model=model, alpha=alpha)
+    cmp = compare_files(inputs, by, where=where, model=model, alpha=alpha, method=method)
     if fmt == "json":
         click.echo(json.dumps(cmp.as_json(), indent=1, default=float))
     else:

@@ -1,6 +1,7 @@
 """``archline compare`` for people: per block, the coefficients side by side (each group's value and 95% CI, a
 ``*`` where the group differs from the others), then per coefficient the spread, the groups that differ with
-their Holm-corrected p, the ones that do not, and the pairs that differ; the tests named on top."""
+their Holm-corrected p, the ones that do not, the pairs that differ and the variance components (between the
+groups, between their runs or hosts, residual); the tests named on top."""
 
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def _tests(c: CoefComparison, alpha: float) -> str:
     if s.get("range_rel") is not None:
         parts[-1] += f" (range {100 * (s['range_rel'] or 0):.2f}% of the median"
         parts[-1] += f", CV {s['cv_pct']:.2f}%)" if s.get("cv_pct") is not None else ")"
-    if s.get("cochran_p") is not None:
+    if s.get("anova_p") is not None:
+        parts.append(f"ANOVA F {s['anova_f']:.3g}, p {_p(s['anova_p'])}")
+    elif s.get("cochran_p") is not None:
         parts.append(f"Cochran's Q {s['cochran_q']:.3g}, p {_p(s['cochran_p'])}")
     tested = [v for v in c.values if v.p_vs_others is not None]
     if tested:
@@ -68,13 +71,26 @@ def _tests(c: CoefComparison, alpha: float) -> str:
         sig = [p for p in c.pairs if p.significant]
         parts.append("pairs that differ: " + (", ".join(f"{p.a}/{p.b} {100 * p.diff_rel:+.2f}% (p {_p(p.p_holm)})"
                                                         for p in sig) or "none"))
-    return f"  {c.name}: " + "; ".join(parts)
+    out = f"  {c.name}: " + "; ".join(parts)
+    comps = [(k[:-3], v, c.variance.get(k[:-3] + "_pct")) for k, v in c.variance.items() if k.endswith("_sd")]
+    if comps:
+        out += "\n    variance components (s.d.): " + ", ".join(
+            f"{k.replace('_', ' ')} " + ("-" if v is None else f"{_num(v * f)} {unit}"
+                                         + (f" ({pct:.2f}%)" if pct is not None else ""))
+            for k, v, pct in comps)
+    return out
 
 
 def _block_lines(b: Block, cmp: Comparison) -> list[str]:
     title = f"{b.scope}: {len(b.groups)} {cmp.by}(s), each fitted with the {cmp.model} model" + \
         ("  EMULATED" if b.emulated else "")
-    out = [title, "=" * len(title), *_side_by_side(b), "  (value [95% CI]; * differs from the others)", ""]
+    how = (f"mean of each {cmp.by}'s per-{b.replicate[:-1]} fits [95% CI from the variation between "
+           f"{b.replicate}]" if b.two_stage else "value [95% CI of the fit]")
+    out = [title, "=" * len(title)]
+    if b.two_stage and b.n_cells:
+        lo, hi = min(b.n_cells.values()), max(b.n_cells.values())
+        out.append(f"  {sum(b.n_cells.values())} fits: {lo if lo == hi else f'{lo}-{hi}'} {b.replicate} per {cmp.by}")
+    out += [*_side_by_side(b), f"  ({how}; * differs from the others)", ""]
     if len(b.groups) > 1:
         out += [_tests(c, cmp.alpha) for c in b.coefficients] + [""]
     out += [f"note: {n}" for n in b.notes]
