@@ -18,41 +18,11 @@ from archline.bench.cuda import nvcc
 from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.catalogue import Offer
 from archline.bench.gpu.core import GpuBackend, GpuDevice
-from archline.bench.gpu.cupy_runtime import CupyDevice, Readings, import_cupy, pick_index, text
+from archline.bench.gpu.cupy_runtime import CupyDevice, Readings, import_cupy, pick_index
 from archline.bench.gpu.desc import GpuKernelDesc
-from archline.bench.gpu.points import Geometry
 from archline.bench.kernels import KernelSpec
 
 NAME = "cuda"
-
-
-def device_info(cp: Any, index: int) -> dict[str, Any]:
-    p = cp.cuda.runtime.getDeviceProperties(index)
-    return {
-        "device": text(p["name"]), "device_index": index, "arch": f"sm_{p['major']}{p['minor']}",
-        "compute_units": int(p["multiProcessorCount"]), "l2_bytes": int(p.get("l2CacheSize", 0)),
-        "shared_per_block_bytes": int(p.get("sharedMemPerBlock", 48 << 10)),
-        "global_mem_bytes": int(p.get("totalGlobalMem", 0)),
-        "driver_version": int(cp.cuda.runtime.driverGetVersion()),
-        "runtime_version": int(cp.cuda.runtime.runtimeGetVersion()), "is_gpu": True,
-    }
-
-
-def gpu_geometry(info: dict[str, Any], kernel: str, precision: str) -> Geometry:
-    """Occupancy defaults for NVIDIA GPUs: 256 threads a block, 8 blocks per SM resident, 2-wide vector loads."""
-    sms = int(info["compute_units"])
-    return Geometry(sms * 8 * 256, 256, 2, 4 if kernel in ("intensity", "int") else 2, "interleaved", sms, False)
-
-
-def default_working_set_bytes(info: dict[str, Any], level: str) -> int:
-    l2 = int(info.get("l2_bytes") or (4 << 20))
-    if level == "mem":
-        return int(min(max(1 << 30, 16 * l2), info.get("global_mem_bytes", 8 << 30) // 4))
-    if level == "l2":
-        return 1 << max((l2 // 2).bit_length() - 1, 16)
-    if level == "l1":
-        return 16 << 10
-    raise BenchError(f"no default working set for level {level} on CUDA")
 
 
 def nvml_readings(index: int) -> Readings | None:
@@ -73,20 +43,12 @@ class CudaDevice(CupyDevice):
 
     def __init__(self, cp: Any, index: int) -> None:
         super().__init__(cp, index, nvml_readings(index))
-        self.info = device_info(cp, index)
+        self.info["arch"] = f"sm_{self.props['major']}{self.props['minor']}"
         if nvcc.find_nvcc() is None:
             raise BackendUnavailableError(f"{self.info['device']} found but nvcc is missing (the kernels are "
                                           "built with nvcc)")
         nvcc.check_arch(self.info["arch"])
         self.summary = f"{self.info['device']} ({self.info['arch']}, {self.info['compute_units']} SMs)"
-        self.local_mem_bytes = int(self.info["shared_per_block_bytes"])
-        self.max_alloc_bytes = int(self.info["global_mem_bytes"]) or (1 << 62)
-
-    def geometry(self, kernel: str, precision: str) -> Geometry:
-        return gpu_geometry(self.info, kernel, precision)
-
-    def working_set_bytes(self, kernel: str, level: str) -> int:
-        return default_working_set_bytes(self.info, level)
 
     def build(self, desc: GpuKernelDesc, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
         arch = nvcc.check_arch(str(spec.params.get("arch", self.info["arch"])))
