@@ -203,3 +203,15 @@ def test_tradeoff_figure(run_cli: Callable[..., Any], drawn: list[Any], tmp_path
     """S1 Fig. 8 (issue 27 item 5)."""
     _clean(run_cli, drawn, "tradeoff", "fermi-sample", "--plot", str(tmp_path / "t.png"))
     assert "S1 Fig. 8" in drawn[-1][2]
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["constants-given", "time-only"])
+def test_iso_power_fig16_three_panels(run_cli: Callable[..., Any], drawn: list[Any], tmp_path: Path,
+                                      given: bool) -> None:
+    """S1 Fig. 16: time, energy and power panels (issue 27 item 5); without energy constants the figure says
+    which are missing."""
+    sets = ["--set-a", "eps_flop_sp=40e-12", "--set-a", "pi0=120", "--set-b", "eps_flop_sp=25e-12",
+            "--set-b", "eps_mem=200e-12", "--set-b", "pi0=2"] if given else []
+    _clean(run_cli, drawn, "iso-power", "titan", "jetson-tk1", "--n", "22", *sets, "--plot", str(tmp_path / "f.png"))
+    assert "S1 Fig. 16" in drawn[-1][2]
+    assert ("no energy or power curve" in drawn[-1][2]) is not given

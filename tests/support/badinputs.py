@@ -301,7 +301,7 @@ def baseline(path: tuple[str, ...], fx: Fixtures) -> list[str] | None:
         ("ipp", "sweep"): ["table4", "-k", "Dotp"],
         ("ipp", "temperature"): [f["kernels"]],
         ("ipp", "timing"): ["table4"],
-        ("iso-power",): ["titan", "jetson-tk1", "--n", "22"],
+        ("iso-power",): ["titan", "jetson-tk1", "--n", "22", "--set-b", "pi0=2"],
         ("throttle",): ["gtx580", "--delta-pi-w", "150", "-i", "0.5,4"],
         ("power-bound",): [],
         ("tradeoff",): ["fermi-sample", "--f", "1,2", "--m", "1,4"],

@@ -124,3 +124,37 @@ def test_cli_iso_power_with_fitted_cost_tables(tmp_path: Path, run_cli: Callable
     assert d["small"]["emulated"] is True
     r = run_cli("iso-power", str(big), str(small))
     assert "[emulated]" in r.stdout                                          # type: ignore[attr-defined]
+
+
+def test_fig16_energy_and_power_panels_from_given_constants(tmp_path: Path,
+                                                            run_cli: Callable[..., object]) -> None:
+    """S1 Fig. 16 (§5.2.3.1): time, energy and power of 22 Jetson TK1 against one GTX Titan. The energy
+    constants (S1 Tables 6-7) are not printed; given with --set-a/--set-b, N x B draws N times one board's
+    power (eq. for P(I), model.md §3) at one board's energy per flop, and the figure has three panels."""
+    from archline.fit.analyses.choi.cluster import missing_energy, with_constants
+
+    jet = with_constants(load_platform("jetson-tk1"), {"eps_flop_sp": 25e-12, "eps_mem": 200e-12, "pi0": 2.0})
+    titan = with_constants(load_platform("titan"), {"eps_flop_sp": 40e-12, "pi0": 120.0})
+    assert missing_energy(jet, "sp") == [] and missing_energy(load_platform("jetson-tk1"), "sp") == \
+        ["eps_flop_sp", "eps_mem", "pi0"]
+    assert jet.source("pi0") == "given on the command line"
+    b = system(jet)
+    r = iso_power(system(titan), b, n=22, intensities=[0.25, 64.0])
+    assert b.machine is not None
+    for row in r.rows:
+        i = row["intensity"]
+        assert row["b_power_w"] == pytest.approx(22 * float(b.machine.power_w(i)))
+        assert row["b_energy_j"] == pytest.approx(1e12 / float(b.machine.efficiency_flop_per_j(i)))
+    # 25 pJ/flop + 2 W / 327 GFLOP/s = 31.1 pJ/flop at high intensity
+    assert r.rows[-1]["b_energy_j"] == pytest.approx(1e12 * (25e-12 + 200e-12 / 64 + 2.0 / 327.168e9), rel=1e-9)
+    with pytest.raises(ArchlineFitError, match="cannot set 'tdp_w'"):
+        with_constants(jet, {"tdp_w": 3.0})
+    out = tmp_path / "fig16.png"
+    res = run_cli("iso-power", "titan", "jetson-tk1", "--n", "22", "--set-a", "eps_flop_sp=40e-12",
+                  "--set-a", "pi0=120", "--set-b", "eps_flop_sp=25e-12", "--set-b", "eps_mem=200e-12",
+                  "--set-b", "pi0=2", "--format", "json", "--plot", str(out))
+    d = json.loads(res.stdout)                                               # type: ignore[attr-defined]
+    assert d["small"]["energy_known"] and d["big"]["energy_known"]
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    res = run_cli("iso-power", "titan", "jetson-tk1", "--set-b", "pi0=-2")
+    assert res.exit_code == 2 and "positive" in res.stderr                   # type: ignore[attr-defined]

@@ -12,15 +12,15 @@ does not print; give such an N with ``n`` to redo its comparison.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import Platform
+from archline.fit.platforms.profiles import Constant, Platform
 
 
 class IsoPowerError(ArchlineFitError):
@@ -162,25 +162,61 @@ def iso_power(big: System, small: System, *, budget_w: float | None = None, n: i
     return out
 
 
-def plot_iso_power(r: IsoPower, out_path: Any, precision: str = "sp") -> Any:
-    """Performance, energy efficiency and power against intensity for A, N x B and one B (S1 Fig. 9, 16).
+#: constants --set-a/--set-b may give a side (SI units: J, J/B, W, flop/s, B/s)
+SETTABLE = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0", "delta_pi", "peak_flop_per_s_sp", "peak_flop_per_s_dp",
+            "peak_byte_per_s")
 
-    Energy efficiency is the same for N x B as for one B (network ignored), so only one B curve is drawn there.
-    Curves are named in the legends; nothing is written on the axes."""
+
+def with_constants(platform: Platform, values: Mapping[str, float]) -> Platform:
+    """``platform`` with some constants given (the command's --set-a/--set-b), each marked as given, so that a
+    profile without S1 Table 6's energy constants (the Titan, the Jetson TK1) can draw S1 Fig. 16's energy and
+    power panels from values the user states."""
+    if not values:
+        return platform
+    consts = dict(platform.constants)
+    for key, v in values.items():
+        if key not in SETTABLE:
+            raise IsoPowerError(f"cannot set '{key}' (one of {', '.join(SETTABLE)})")
+        if not (math.isfinite(v) and v > 0):
+            raise IsoPowerError(f"{key} must be a positive number, got {v:g}")
+        consts[key] = Constant(float(v), "given on the command line")
+    return replace(platform, constants=consts)
+
+
+def missing_energy(platform: Platform, precision: str) -> list[str]:
+    """The energy constants a platform lacks at ``precision`` (empty when its model is complete)."""
+    return [k for k in (f"eps_flop_{precision}", "eps_mem", "pi0") if platform.value(k) is None]
+
+
+def plot_iso_power(r: IsoPower, out_path: Any, precision: str = "sp", missing: Sequence[str] = ()) -> Any:
+    """S1 Fig. 16's three panels: time roofline (performance), energy arch line (efficiency) and power line
+    against intensity, for A, N x B and one B.
+
+    Energy efficiency is the same for N x B as for one B (network ignored; S1 §5.2.3.1 draws no N x B curve
+    there either), so only one B curve is drawn in the middle panel. A side without energy constants has no
+    curve in the energy and power panels; ``missing`` (one line per side, e.g. "titan: no eps_flop_sp") is
+    said under the title, and a panel with no curve at all says so in its middle."""
     from archline.fit.plots.layout import pyplot, save_figure
 
     plt = pyplot()
     grid = np.geomspace(min([*r.intensities, 1 / 16]), max([*r.intensities, 256.0]), 300)
-    panels = [("performance (GFLOP/s)", lambda s: s.perf_flop_per_s(grid))]
-    if r.big.machine is not None or r.small.machine is not None:
-        panels.append(("energy efficiency (GFLOP/J)",
-                       lambda s: s.machine.efficiency_flop_per_j(grid) if s.machine else None))
-        panels.append(("power (W)", lambda s: s.machine.power_w(grid) * 1e9 if s.machine else None))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 0.6, 4.3), squeeze=False)
+    panels: list[tuple[str, str, Any]] = [
+        ("time roofline", "performance (GFLOP/s)", lambda s: s.perf_flop_per_s(grid)),
+        ("energy arch line", "energy efficiency (GFLOP/J)",
+         lambda s: s.machine.efficiency_flop_per_j(grid) if s.machine else None),
+        ("power line", "power (W)", lambda s: s.machine.power_w(grid) * 1e9 if s.machine else None)]
+    fig, axes = plt.subplots(1, 3, figsize=(14.4, 4.6), squeeze=False)
     n = r.n_small
-    for ax, (label, f) in zip(axes[0], panels, strict=True):
+    for ax, (title, label, f) in zip(axes[0], panels, strict=True):
         ya, yb = f(r.big), f(r.small)
         scale = 1e9
+        ax.set_title(title, fontsize=10)
+        if ya is None and yb is None:
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, "no energy constants\non either side", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=9, color="0.4")
+            continue
         if ya is not None:
             ax.plot(grid, ya / scale, "-", color="C0", label=r.big.name)
         if yb is not None:
@@ -204,7 +240,10 @@ def plot_iso_power(r: IsoPower, out_path: Any, precision: str = "sp") -> Any:
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=9,
                frameon=False)
     tag = " [emulated]" if r.big.emulated or r.small.emulated else ""
-    fig.suptitle(f"iso-power ({precision.upper()}): {n} x {r.small.name} against one {r.big.name} "
-                 f"({r.n_source}){tag}", fontsize=10)
+    title = (f"S1 Fig. 16 (iso-power, {precision.upper()}): {n} x {r.small.name} against one {r.big.name} "
+             f"({r.n_source}){tag}")
+    if missing:
+        title += "\nno energy or power curve for " + "; ".join(missing) + " (give them with --set-a/--set-b)"
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return save_figure(fig, out_path)
