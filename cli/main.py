@@ -36,6 +36,7 @@ SUBCOMMANDS: dict[str, str] = {
     "throttle": "archline.cli.throttle:throttle",
     "power-bound": "archline.cli.power_bound:power_bound",
     "tradeoff": "archline.cli.tradeoff:tradeoff",
+    "codesign": "archline.cli.codesign:codesign",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".
@@ -97,6 +98,10 @@ def cli(verbose: bool, debug: bool) -> None:
 
     _DEBUG["on"] = debug
     configure(verbose or debug)
+    if debug:
+        import warnings
+
+        warnings.simplefilter("default", RuntimeWarning)
 
 
 def _usage_line(e: click.UsageError) -> str:
@@ -105,11 +110,40 @@ def _usage_line(e: click.UsageError) -> str:
     return f"{path}: {e.format_message()} (see '{path} --help')"
 
 
-def _fail(message: str, code: int) -> None:
+def _say(line: str) -> None:
+    """A line on stderr that cannot fail: a closed or full stderr must not turn the exit code into 1."""
     # a file name that is not UTF-8 arrives as surrogates: show its bytes as \xNN rather than fail to print
-    line = f"archline: error: {message}".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    click.echo(line, err=True)
+    line = line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    try:
+        click.echo(line, err=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _fail(message: str, code: int) -> None:
+    _say(f"archline: error: {message}")
+    _quiet_streams()
     sys.exit(code)
+
+
+def _quiet_streams() -> None:
+    """Flush stdout and stderr now; one that cannot take its data (closed, a full disk) is pointed at /dev/null,
+    so that the interpreter's last flush cannot fail again and change the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass
+
+
+def _late_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM after the command has finished (its outputs written), while the interpreter exits: 130, as Ctrl-C."""
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -138,10 +172,18 @@ def _stdout_closed() -> None:
 def main(argv: list[str] | None = None) -> int:
     """The console script. Every user mistake and environment failure ends here as one line on stderr and a code
     of :data:`archline.common.exits.EXIT_CODES`; anything else is a bug and keeps its traceback."""
+    import warnings
+
     from archline.common.outputs import reset
 
+    for name in ("stdout", "stderr"):      # started with it closed (`archline ... >&-`): as if nobody reads it
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w"))
     _DEBUG["on"] = False
     reset()
+    # numpy's floating-point RuntimeWarnings from an optimiser's trial steps are not the user's to act on (the
+    # fits report their own quality); --debug shows them
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
     errors = _user_errors()
     old_term = None
     if threading.current_thread() is threading.main_thread():
@@ -153,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:     # click's name for Ctrl-C inside a command
         _ignore_interrupts()
         old_term = None  # stay ignored to the end
-        click.echo("archline: interrupted", err=True)
+        _say("archline: interrupted")
+        _quiet_streams()
         sys.exit(EXIT_INTERRUPTED)
     except click.UsageError as e:
         _fail(_usage_line(e), e.exit_code)
@@ -162,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _ignore_interrupts()
         old_term = None  # stay ignored to the end
-        click.echo("archline: interrupted", err=True)
+        _say("archline: interrupted")
+        _quiet_streams()
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         _stdout_closed()
@@ -182,5 +226,5 @@ def main(argv: list[str] | None = None) -> int:
             _fail(*known)
     finally:
         if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGTERM, _late_sigterm if argv is None else old_term)
     return EXIT_OK

@@ -34,7 +34,7 @@ from archline.common.inputs import show_value, validate
 from archline.common.outputs import show
 from archline.fit.errors import PlatformNotFoundError, ProfileFormatError
 from archline.fit.io.costs_table import format_table, to_table
-from archline.fit.io.costs_units import HUMAN_UNITS, UNITS, UnitError, si_factor
+from archline.fit.io.costs_units import HUMAN_UNITS, UNITS, UnitError, implausible, si_factor
 
 if TYPE_CHECKING:  # pragma: no cover
     from archline.fit.regress.result import FitResult
@@ -142,6 +142,9 @@ def _coefficient(name: str, entry: Any, where: str, error: type[Exception]) -> C
         raise error(f"{where}: {u}") from None
     rule = _rule(name) if name in UNITS else "difference"
     value = _check_number(e.value, rule, f"{where}.value", error) * factor
+    why = implausible(value, UNITS.get(name, ""))
+    if why is not None:
+        raise error(f"{where}.value: {why}")
     stderr = None if e.stderr is None else _check_number(e.stderr, "cost", f"{where}.stderr", error) * factor
     ci95 = None
     if e.ci95 is not None and len(e.ci95) != 2:

@@ -77,3 +77,22 @@ def si_factor(name: str, unit: str | None) -> float:
         raise UnitError(f"unit '{unit}' is not {_QUANTITY[want[0]]}{' per ' + '*'.join(want[1]) if want[1] else ''}"
                         f" (expected {si} or a multiple such as {HUMAN_UNITS.get(si, (1.0, si))[1]})")
     return factor
+
+
+#: The largest magnitude a value in SI may have and still be a real machine's (a value 10^12 times too large is a
+#: cost written in pJ without its unit): 1 µJ per flop, byte, access or op (a DRAM random access costs tens of nJ),
+#: 1 MW of power, 1 ms per flop or byte, 10^18 flop/s or byte/s.
+PLAUSIBLE_MAX_SI: dict[str, float] = {
+    "J/flop": 1e-6, "J/byte": 1e-6, "J/access": 1e-6, "J/op": 1e-6,
+    "J/(flop*V^2)": 1e-6, "J/(byte*V^2)": 1e-6, "J/(op*V^2)": 1e-6,
+    "W": 1e6, "W/V": 1e6, "s/flop": 1e-3, "s/byte": 1e-3, "s/op": 1e-3, "flop/s": 1e18, "byte/s": 1e18,
+}
+
+
+def implausible(value_si: float, unit_si: str) -> str | None:
+    """Why ``value_si`` (in ``unit_si``) cannot be a real machine's, or None."""
+    top = PLAUSIBLE_MAX_SI.get(unit_si)
+    if top is None or not abs(value_si) > top:
+        return None
+    return (f"{value_si:g} {unit_si} is not a real machine's (at most {top:g} {unit_si}): a value in pJ, ns or mW "
+            f"needs its unit (e.g. \"unit\": \"p{unit_si}\"), or SI")

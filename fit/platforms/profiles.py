@@ -25,6 +25,7 @@ from archline.common.outputs import show
 from archline.fit.errors import ArchlineFitError, MissingValueError, PlatformNotFoundError, ProfileFormatError
 from archline.fit.io.costs import COSTS_SCHEMA as COSTS_SCHEMA  # the owner's; re-exported
 from archline.fit.io.costs import CostTable
+from archline.fit.io.costs_units import implausible
 from archline.fit.model.machine import Machine
 
 PROFILE_SCHEMA = "archline.platform/1"
@@ -147,6 +148,9 @@ def _check_value(key: str, v: float | None, where: str) -> float | None:
         raise ProfileFormatError(f"{where}: must not be negative, got {v}")
     if v == 0 and (key.startswith("tau") or key.startswith("peak")):
         raise ProfileFormatError(f"{where}: must be positive")
+    why = implausible(v, CONSTANT_UNITS.get(key, "")) if math.isfinite(v) else None
+    if why is not None:
+        raise ProfileFormatError(f"{where}: {why}")
     return v
 
 

@@ -132,11 +132,20 @@ def check_figure_format(out_path: str | Path) -> str:
 def draw_to(fig: Any, path: str | Path, fmt: str, dpi: int = 130) -> None:
     """Draw ``fig`` into ``path`` (a temporary file or a stream) in ``fmt`` and close it; matplotlib's refusal of
     the format is an ArchlineFitError."""
+    import io
+
+    from archline.common.outputs import is_stream
     from archline.fit.errors import ArchlineFitError
 
     plt = pyplot()
     try:
-        fig.savefig(path, dpi=dpi, format=fmt)
+        if is_stream(path):   # a pipe or FIFO cannot seek, which some formats need: draw in memory, then write
+            buf = io.BytesIO()
+            fig.savefig(buf, dpi=dpi, format=fmt)
+            with open(path, "ab") as f:
+                f.write(buf.getvalue())
+        else:
+            fig.savefig(path, dpi=dpi, format=fmt)
     except ValueError as e:   # matplotlib: unknown format
         raise ArchlineFitError(f"cannot write figure {path}: {e}") from None
     finally:                  # an OSError (full disk, unwritable path) reaches the CLI as one line, exit 7
