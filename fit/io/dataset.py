@@ -42,7 +42,7 @@ from archline.common.errors import OutputError
 from archline.common.outputs import inside, note_input, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
-from archline.fit.io.results_file import ResultsFile, SourceError
+from archline.fit.io.results_file import ResultsFile, SourceError, check_unique_columns
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -104,12 +104,23 @@ def _constant_text(value: str, n: int) -> pa.Array:
 
 
 def parquet_columns(path: Path) -> set[str]:
+    """The columns of one Parquet file; a file naming a column twice is refused (one line)."""
     import pyarrow.parquet as pq
 
     try:
-        return set(pq.ParquetFile(path).schema_arrow.names)
+        names = list(pq.ParquetFile(path).schema_arrow.names)
     except Exception as e:  # pyarrow raises several types for a file that is not Parquet
         raise SourceError("schema", f"{show(path)}: not a Parquet file ({str(e).splitlines()[0]})") from None
+    check_unique_columns(names, show(path))
+    return set(names)
+
+
+def _check_files_unique(files: Sequence[Path]) -> None:
+    try:
+        for f in files:
+            parquet_columns(f)
+    except SourceError as e:
+        raise DatasetError(str(e)) from None
 
 
 def parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partition: dict[str, str]
@@ -140,6 +151,7 @@ def _read_files(root: Path, files: Sequence[Path]) -> pa.Table:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
+    _check_files_unique(files)
     part = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
     try:
         table = ds.dataset([str(f) for f in files], format="parquet", partitioning=part,
@@ -160,6 +172,7 @@ def read_dataset_table(path: Path) -> pa.Table:
         raise DatasetError(f"data set {show(path)} does not exist")
     note_input(path)
     if not path.is_dir():
+        _check_files_unique([path])
         try:
             return pq.read_table(path)
         except (OSError, pa.ArrowInvalid) as e:

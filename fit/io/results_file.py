@@ -81,6 +81,26 @@ def parse_header(first: bytes, name: str) -> list[str]:
     return [c.strip() for c in next(csv.reader(io.StringIO(text)), [])]
 
 
+def duplicate_columns(columns: Sequence[str]) -> list[str]:
+    """The column names a header holds more than once (in header order): which copy a reader would take is
+    arbitrary, so a file with any is refused, never read."""
+    seen: set[str] = set()
+    dup: dict[str, None] = {}
+    for c in columns:
+        if c in seen:
+            dup[c] = None
+        seen.add(c)
+    return list(dup)
+
+
+def check_unique_columns(columns: Sequence[str], name: str) -> None:
+    """Refuse (one line, :class:`SourceError` kind ``schema``) a header that names a column twice."""
+    dup = duplicate_columns(columns)
+    if dup:
+        raise SourceError("schema", f"{name}: names column(s) {', '.join(repr(c) for c in dup)} more than once; "
+                                    "which copy holds the data is ambiguous: remove the extra one")
+
+
 def _foreign(path: Path, why: str) -> NotResultsError:
     return NotResultsError(f"{show(path)} is not an {schema.SCHEMA} file ({why}); archline adds rows only to its "
                            "own results files and has not touched it: move it away, or write to another "
@@ -107,6 +127,9 @@ def _own_header(path: Path) -> list[str] | None:
         raise _foreign(path, "not a text file") from None
     if "schema" not in cols:
         raise _foreign(path, "its header has no 'schema' column")
+    dup = duplicate_columns(cols)
+    if dup:
+        raise _foreign(path, f"its header names {', '.join(repr(c) for c in dup)} more than once")
     lines = first.split(b"\n")
     if len(lines) > 2:      # a complete first row: its schema must be this one
         row = next(csv.reader([lines[1].rstrip(b"\r").decode("utf-8", errors="replace")]), [])
@@ -246,6 +269,7 @@ class ResultsFile:
                 self._file, self._data, self._size = None, data, len(data)
                 first = data[:HEADER_BYTES]
             self.columns = parse_header(first, show(p))
+            check_unique_columns(self.columns, show(p))
             try:
                 yield self
             finally:

@@ -1,0 +1,93 @@
+"""Regression tests for the hostile tester's findings on results, sweeps and the lab (F4, F5, F8, F13, F14, F20):
+each test is the tester's reproducer, asserting the contract (one line, the documented exit code, no input
+destroyed, nothing half-written left)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "results" / "sample" / "gtx580-20261123T010316Z-16c5ec.csv"
+
+RunCli = Callable[..., Any]
+
+
+def _one_line_error(res: Any, code: int = 2) -> str:
+    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
+    err = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("archline: error:"), res.stderr
+    assert "Traceback" not in res.stderr
+    return err[0]
+
+
+# --- F4: a duplicate column in a results CSV ------------------------------------------------------------------
+
+
+def _dup_energy_csv(src: Path, out: Path) -> None:
+    rows = list(csv.reader(src.open()))
+    i = rows[0].index("energy_j")
+    with out.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        for k, x in enumerate(rows):
+            w.writerow([*x[:i], "energy_j" if k == 0 else str(float(x[i]) * 10), *x[i:]])
+
+
+def test_f4_duplicate_csv_column_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    dup = tmp_path / "dup.csv"
+    _dup_energy_csv(SAMPLE, dup)
+    line = _one_line_error(run_cli("fit", str(dup), "--model", "basic"))
+    assert "energy_j" in line and "more than once" in line
+
+
+def test_f4_writer_refuses_to_append_to_a_duplicate_header(tmp_path: Path) -> None:
+    from archline.fit.io.results_file import NotResultsError, ResultsFile
+
+    dup = tmp_path / "dup.csv"
+    _dup_energy_csv(SAMPLE, dup)
+    before = dup.read_bytes()
+    with pytest.raises(NotResultsError, match="energy_j"):
+        ResultsFile(dup)
+    assert dup.read_bytes() == before
+
+
+# --- F5: a duplicate column in a Parquet results file or data set ---------------------------------------------
+
+
+def _dup_energy_parquet(out: Path) -> None:
+    import pyarrow.csv as pc
+    import pyarrow.parquet as pq
+
+    t = pc.read_csv(SAMPLE)
+    pq.write_table(t.append_column("energy_j", t["energy_j"]), out)
+
+
+def test_f5_duplicate_parquet_column_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    dup = tmp_path / "dup.parquet"
+    _dup_energy_parquet(dup)
+    line = _one_line_error(run_cli("fit", str(dup)))
+    assert "energy_j" in line
+
+
+def test_f5_duplicate_column_inside_a_data_set_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    part = tmp_path / "ds" / "platform=gtx580" / "host=h" / "run_id=r"
+    part.mkdir(parents=True)
+    _dup_energy_parquet(part / "part-0.parquet")
+    line = _one_line_error(run_cli("fit", str(tmp_path / "ds")))
+    assert "energy_j" in line and "part-0.parquet" in line
+
+
+def test_f5_data_set_reader_refuses_duplicate_columns(tmp_path: Path) -> None:
+    from archline.fit.io.dataset import DatasetError, ResultsDataset
+
+    part = tmp_path / "ds" / "platform=gtx580" / "host=h" / "run_id=r"
+    part.mkdir(parents=True)
+    _dup_energy_parquet(part / "part-0.parquet")
+    with pytest.raises(DatasetError, match="energy_j"):
+        ResultsDataset(tmp_path / "ds").table()
+    with pytest.raises(DatasetError, match="energy_j"):
+        ResultsDataset(part / "part-0.parquet").table()
