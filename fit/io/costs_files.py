@@ -67,6 +67,7 @@ def points_csv(results: list[FitResult]) -> str:
     for r in results:
         if r.point_errors is not None:
             f = r.point_errors.copy()
+            f.insert(0, "emulated", "true" if r.emulated else "false")   # the label travels with the points
             f.insert(0, "model", r.model)
             f.insert(0, "platform", r.platform)
             frames.append(f)
