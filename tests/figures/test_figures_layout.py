@@ -215,3 +215,13 @@ def test_iso_power_fig16_three_panels(run_cli: Callable[..., Any], drawn: list[A
     _clean(run_cli, drawn, "iso-power", "titan", "jetson-tk1", "--n", "22", *sets, "--plot", str(tmp_path / "f.png"))
     assert "S1 Fig. 16" in drawn[-1][2]
     assert ("no energy or power curve" in drawn[-1][2]) is not given
+
+
+@pytest.mark.parametrize("kind", ["oi-alpha", "rooflines", "perf-multiroofline", "energy-cores-freq",
+                                  "energy-multiroofline"])
+def test_codesign_figures(run_cli: Callable[..., Any], drawn: list[Any], tmp_path: Path, kind: str) -> None:
+    """S2 Figs. 4-8 (issue 27 item 5); each title names its figure."""
+    from archline.fit.analyses.elango.figures import KINDS
+
+    _clean(run_cli, drawn, "codesign", kind, "--plot", str(tmp_path / "f.png"))
+    assert KINDS[kind] in drawn[-1][2]

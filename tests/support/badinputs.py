@@ -291,6 +291,7 @@ def baseline(path: tuple[str, ...], fx: Fixtures) -> list[str] | None:
         ("lab", "status"): [f["lab"]],
         ("lab", "submit"): [f["lab"]],
         ("design-space",): ["cg"],
+        ("codesign",): ["energy-cores-freq", "-a", "cg", "--llc", "4K"],
         ("fit",): [f["results"]],
         ("ipp", "example"): [],
         ("ipp", "gpu"): ["gtx280"],
