@@ -52,6 +52,12 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
     """
     from archline.fit.analyses.choi.compare import compare_files
 
+    if figure is not None:      # before any work: the figure is not an input, and its format can be written
+        from archline.common.outputs import check_output
+        from archline.fit.plots.layout import check_figure_format
+
+        check_output(figure, extra_inputs=inputs)
+        check_figure_format(figure)
     cmp = compare_files(inputs, by, where=where, model=model, alpha=alpha, method=method)
     if fmt == "json":
         click.echo(json.dumps(cmp.as_json(), indent=1, default=float))
