@@ -99,6 +99,14 @@ def _float(x: str, where: str) -> float:
     return v
 
 
+def _time(x: str, where: str) -> float:
+    """A measured time_s: a positive number (a program takes time; 0 would make its power infinite)."""
+    v = _float(x, where)
+    if v <= 0:
+        raise CountsFormatError(f"{where}: must be positive (a measured time), got '{x}'")
+    return v
+
+
 def _read_nvprof(rows: list[dict[str, str]], path: Path) -> list[CountsRow]:
     """nvprof --csv --metrics ... export: one row per (kernel, metric); counts = Avg * Invocations."""
     out: dict[str, CountsRow] = {}
@@ -141,7 +149,7 @@ def _read_recipe_wide(fields: list[str], rows: list[dict[str, str]], path: Path)
         name = r.get("name") or r.get("kernel") or f"row{k - 1}"
         counters = {c: _float(r[c], f"{path}: line {k}: {c}") for c in fields if cr.is_recipe_counter(c) and r.get(c)}
         counts, notes = cr.counts_from_counters(counters, f"{path}: line {k}")
-        t = _float(r["time_s"], f"{path}: line {k}: time_s") if r.get("time_s") else None
+        t = _time(r["time_s"], f"{path}: line {k}: time_s") if r.get("time_s") else None
         setting = {c: _float(r[c], f"{path}: line {k}: {c}")
                    for c in ("core_mhz", "mem_mhz", "core_v", "mem_v") if r.get(c)}
         out.append(CountsRow(name, counts, t, setting, [RECIPE_NOTE, *notes]))
@@ -159,6 +167,9 @@ def read_counts(path: Path) -> list[CountsRow]:
     fields = [f.strip() for f in (reader.fieldnames or [])]
     if not fields:
         raise CountsFormatError(f"{path}: empty counts file")
+    twice = sorted({f for f in fields if fields.count(f) > 1})
+    if twice:
+        raise CountsFormatError(f"{path}: column '{twice[0]}' appears more than once: which one is meant?")
     rows = list(reader)
     if "Event Name" in text:
         return _read_recipe_events(lines, path)
@@ -178,7 +189,7 @@ def read_counts(path: Path) -> list[CountsRow]:
         r = {(a or "").strip(): (b or "").strip() for a, b in raw.items()}
         name = r.get("name") or r.get("kernel") or r.get("setting") or f"row{k - 1}"
         counts = {c: _float(r[c], f"{path}: line {k}: {c}") for c in COUNT_TO_COST if r.get(c)}
-        t = _float(r["time_s"], f"{path}: line {k}: time_s") if r.get("time_s") else None
+        t = _time(r["time_s"], f"{path}: line {k}: time_s") if r.get("time_s") else None
         setting = {c: _float(r[c], f"{path}: line {k}: {c}")
                    for c in ("core_mhz", "mem_mhz", "core_v", "mem_v") if r.get(c)}
         out.append(CountsRow(name, counts, t, setting))
