@@ -59,7 +59,7 @@ def list_cmd(fmt: str) -> None:
 @bench.command("run")
 @click.option("--platform", default="localhost", show_default=True,
               help="Platform profile (name or .toml); the rows' platform column is the profile's name.")
-@click.option("--backend", default=None, help="cpu_asm, opencl or cuda (default: the profile's [bench] backend).")
+@click.option("--backend", default=None, help="cpu_asm, opencl, cuda or hip (default: the profile's [bench] backend).")
 @click.option("--kernel", default=None,
               help="intensity (default), cache, chase or int; opencl/cuda also 'ceilings' (S4's optimisation "
                    "ceilings: ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`).")

@@ -42,7 +42,7 @@ class HipDevice(CupyDevice):
     def __init__(self, cp: Any, index: int) -> None:
         if not getattr(cp.cuda.runtime, "is_hip", False):
             raise BackendUnavailableError("cupy here is a CUDA build; the hip back end needs cupy for ROCm "
-                                          "(pip install cupy-rocm-5-0)")
+                                          "(pip install 'archline[hip]')")
         super().__init__(cp, index, amdsmi_readings(index))
         self.info["arch"] = text(self.props.get("gcnArchName") or f"gfx{self.props.get('gcnArch', 0)}").split(":")[0]
         if hipcc.find_hipcc() is None:
