@@ -66,7 +66,9 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
         SweepLockedError,
         run_sweep,
     )
+    from archline.common.errors import CommonError
     from archline.common.logs import configure
+    from archline.common.outputs import reset as reset_inputs
     from archline.fit.errors import ArchlineFitError
     from archline.powermon.errors import MeterError
 
@@ -87,6 +89,7 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
 
     try:
         configure()
+        reset_inputs()      # the task is a command of its own (the output policy's inputs start empty)
         out = run_sweep(d / SWEEP_NAME, on_start=on_start)
         rec.exit_code, rec.message, rec.written, rec.failed = out.exit_code, out.message, out.written, out.failed
     except SweepLockedError as e:
@@ -97,8 +100,8 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
             "resubmit to resume"
     except BenchError as e:
         rec.exit_code, rec.message = int(getattr(e, "exit_code", 2)), str(e)
-    except ArchlineFitError as e:
-        rec.exit_code, rec.message = 2, str(e)
+    except (ArchlineFitError, CommonError) as e:
+        rec.exit_code, rec.message = int(getattr(e, "exit_code", 2)), str(e)
     except MeterError as e:
         rec.exit_code, rec.message = EXIT_METER_MISSING, str(e)
     except Exception as e:

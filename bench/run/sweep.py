@@ -28,6 +28,7 @@ from typing import Any, TextIO
 from archline.bench.config.sweep import EXIT_CONFIG, SweepConfigError, config_hash, load_config
 from archline.bench.errors import BenchError
 from archline.bench.run.rows import ResultsFile, repair_tail
+from archline.common.errors import USER_ERRORS as COMMON_ERRORS
 from archline.common.exits import (
     EXIT_BUG,
     EXIT_DEVICE,
@@ -41,6 +42,7 @@ from archline.common.exits import (
     os_error_line,
 )
 from archline.common.logs import LOGGER, configure, file_handler
+from archline.common.outputs import check_output, reset
 from archline.common.stamps import utc_iso
 from archline.fit.errors import ArchlineFitError
 from archline.powermon.errors import MeterError
@@ -55,6 +57,16 @@ EXIT_METER_MISSING = EXIT_DEVICE
 RESULTS_NAME = "results.csv"
 LOG_NAME = "sweep.log"
 LOCK_NAME = ".sweep.lock"
+TRACES_NAME = "traces"
+
+
+def check_outputs(out: Path) -> None:
+    """Refuse (OutputError, exit 2) a sweep whose out directory, or a file it writes there (the lock, the log,
+    the results, the traces directory), is one of its inputs, such as the config itself: checked before the
+    lock is taken, so nothing is written."""
+    check_output(out)
+    for name in (LOCK_NAME, LOG_NAME, RESULTS_NAME, TRACES_NAME):
+        check_output(out / name)
 
 
 class SweepLockedError(BenchError):
@@ -143,7 +155,8 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
     task record)."""
     from archline.bench.run.session import open_session, plan_session
 
-    cfg = load_config(config_path)
+    cfg = load_config(config_path)   # noted as an input (common.files): it can never be one of the outputs
+    check_outputs(cfg.out)
     plan_session(cfg.options)     # a bad profile or option fails here: no lock, no directory, no log
     ResultsFile.check_appendable(cfg.out / RESULTS_NAME)   # and a results.csv that is not ours, untouched
     lock = SweepLock(cfg.out / LOCK_NAME)
@@ -167,13 +180,13 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         cut = repair_tail(results_path)
         if cut:
             log.info(f"removed a partial last line ({cut} bytes) from {results_path}")
-        stale = list((cfg.out / "traces").glob("**/.*.tmp"))
+        stale = list((cfg.out / TRACES_NAME).glob("**/.*.tmp"))
         for f in stale:  # temp files of traces a killed run was writing; never final names
             f.unlink(missing_ok=True)
         if stale:
             log.info(f"removed {len(stale)} unfinished trace temp file(s)")
         try:
-            session = open_session(cfg.options, trace_dir=cfg.out / "traces",
+            session = open_session(cfg.options, trace_dir=cfg.out / TRACES_NAME,
                                    config_hasher=lambda raw: config_hash(cfg, raw))
         except (BenchError, ArchlineFitError, MeterError) as e:
             _to_file(handler, f"error: {e}")     # the console gets it once, from the CLI
@@ -240,10 +253,12 @@ def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None,
     if len(args) != 1:
         out("usage: python -m archline.bench.run.sweep CONFIG.toml")
         return EXIT_CONFIG
+    reset()     # a command of its own: the inputs of an earlier one (its results.csv, read to resume) are not its
     try:
         res = run_sweep(Path(args[0]), stream=stream)
     except Exception as e:
-        known = classify(e, (BenchError, ArchlineFitError, MeterError))   # the CLI's one rule (common.exits)
+        # the CLI's one rule (common.exits)
+        known = classify(e, (BenchError, ArchlineFitError, MeterError, *COMMON_ERRORS))
         if known is None:
             raise
         out(f"archline: error: {known[0]}")
