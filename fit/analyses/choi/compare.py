@@ -156,11 +156,16 @@ def welch(a: float, sa: float, dfa: float, b: float, sb: float, dfb: float) -> t
 
 
 def holm(p: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (as statsmodels' multipletests(method="holm"), without its cost)."""
     if not p:
         return []
-    from statsmodels.stats.multitest import multipletests
-
-    return [float(x) for x in multipletests(list(p), method="holm")[1]]
+    a = np.asarray(p, dtype=float)
+    order = np.argsort(a, kind="stable")
+    m = a.size
+    adj = np.minimum(np.maximum.accumulate((m - np.arange(m)) * a[order]), 1.0)
+    out = np.empty(m)
+    out[order] = adj
+    return [float(x) for x in out]
 
 
 def _spread(vals: list[GroupValue]) -> dict[str, float | None]:
@@ -337,8 +342,8 @@ def _block(scope: str, fits: dict[str, dict[str, Any]], alpha: float, notes: lis
            method: str) -> Block:
     g_name, _, c_name = REPLICATE[by]
     names: list[str] = []
-    for cells in fits.values():
-        for r in cells.values():
+    for per_group in fits.values():
+        for r in per_group.values():
             names += [n for n in r.coefficients if n not in names]
     coefs = []
     pooled_used = False
