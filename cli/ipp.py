@@ -379,3 +379,13 @@ def gpu_cmd(name: str) -> None:
     from archline.fit.analyses.hongkim.files import load_gpu_text
 
     click.echo(load_gpu_text(name)[1], nl=False)
+
+
+def _add_fit_commands() -> None:
+    from archline.cli.ipp_fit import fit_cmd, microbench_cmd, validate_cmd
+
+    for c in (fit_cmd, validate_cmd, microbench_cmd):
+        ipp.add_command(c)
+
+
+_add_fit_commands()

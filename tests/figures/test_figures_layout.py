@@ -225,3 +225,12 @@ def test_codesign_figures(run_cli: Callable[..., Any], drawn: list[Any], tmp_pat
 
     _clean(run_cli, drawn, "codesign", kind, "--plot", str(tmp_path / "f.png"))
     assert KINDS[kind] in drawn[-1][2]
+
+
+@pytest.mark.parametrize("sub", ["fit", "validate"])
+def test_ipp_power_validation_figure(run_cli: Callable[..., Any], drawn: list[Any], tmp_path: Path, sub: str) -> None:
+    """S3 Figs. 7 and 12: measured against predicted GPU power per row (issue 27 item 5)."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text(run_cli("ipp", "microbench", "--noise", "0.02").stdout)
+    _clean(run_cli, drawn, "ipp", sub, str(rows), "--plot", str(tmp_path / "f.png"))
+    assert "S3 Fig" in drawn[-1][2]
