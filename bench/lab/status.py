@@ -80,13 +80,19 @@ def job_name(lab: Lab) -> str:
 
 
 def _alive(pid: int) -> bool:
+    """The process exists and has not ended: a zombie (ended, not yet collected by its parent) is not alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[-1].split()[:1]
+    except OSError:          # no /proc: trust the signal test
+        return True
+    return state != [b"Z"]
 
 
 def _tail(path: str, n: int = 1) -> str:

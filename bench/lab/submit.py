@@ -78,6 +78,21 @@ def check_scheduler(scheduler: str) -> None:
                        "login node, or pass --scheduler local to run the lab's sweeps on this machine")
 
 
+def check_python(lab: Lab, scheduler: str) -> None:
+    """With the local scheduler, ``[lab] python`` must be an executable file here (a path) or on PATH (a bare
+    name, unless ``setup`` lines may provide it): submitit's controller could not start the task otherwise.
+    With Slurm it names the Python on the nodes, which need not exist on this login node."""
+    if scheduler != "local" or lab.python is None:
+        return
+    if "/" not in lab.python and lab.setup:
+        return
+    if shutil.which(lab.python) is None:
+        why = "does not exist" if not os.path.lexists(lab.python) else "is not an executable file"
+        where = "" if "/" in lab.python else " on PATH"
+        raise LabError(f"{lab.path}: [lab] python {lab.python!r} {why}{where}: the local scheduler could not "
+                       "start the tasks; name an executable Python (or leave python out to use this one)")
+
+
 def prepare(lab: Lab, machines: Sequence[Machine]) -> None:
     """Write each machine's sweep.toml (when it changed) and check it as the sweep will."""
     from archline.bench.config.options import check_applies
@@ -276,6 +291,7 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
            echo: Callable[[str], None] = print) -> SubmitReport:
     sched = scheduler or lab.scheduler
     check_scheduler(sched)
+    check_python(lab, sched)
     machines = [lab.machine(n) for n in only] if only else list(lab.machines)   # before anything is created
     check_results(lab)
     try:    # a damaged or newer state file: an error before anything changes
@@ -298,7 +314,7 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
                 write_submissions(lab, subs)
                 submitted[m.name] = subs[m.name].job_id
                 echo(f"{m.name}: running locally (pid {job.job_id})")
-                _wait(lab, [m.name], echo)
+                _wait(lab, [m.name], echo, poll=_reaper(job))
             except BaseException:      # SIGTERM (KeyboardInterrupt), Ctrl-C, or an error: no orphaned task
                 _stop_local(lab, m, job, echo)
                 raise
@@ -327,12 +343,28 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
     return report
 
 
-def _wait(lab: Lab, names: Sequence[str], echo: Callable[[str], None], timeout_s: float | None = None
-          ) -> list[TaskStatus]:
-    """Block until every task in ``names`` has ended, printing a line whenever one changes."""
+def _reaper(job: Any) -> Callable[[], None]:
+    """Collect a local task's controller once it exits (its exit status), so that a controller which ended
+    without starting the task (a Python that cannot run) is not left a zombie that looks alive: the task is
+    then recorded failed, never waited on forever."""
+    proc = getattr(job, "_process", None)
+
+    def poll() -> None:
+        if proc is not None:
+            proc.poll()
+
+    return poll
+
+
+def _wait(lab: Lab, names: Sequence[str], echo: Callable[[str], None], timeout_s: float | None = None,
+          poll: Callable[[], None] | None = None) -> list[TaskStatus]:
+    """Block until every task in ``names`` has ended, printing a line whenever one changes (``poll`` is called
+    before each look: a local controller is reaped)."""
     seen: dict[str, tuple[str, int]] = {}
     t0 = time.monotonic()
     while True:
+        if poll is not None:
+            poll()
         statuses = [s for s in lab_status(lab) if s.machine in names]
         for s in statuses:
             key = (s.state, s.points_done)

@@ -147,3 +147,43 @@ def test_f8_sweep_module_entry_point_refuses_too(tmp_path: Path) -> None:
         reset()
     assert len(said) == 1 and "is an input" in said[0]
     assert config.read_text() == _sweep_config(str(out))
+
+
+# --- F14: a lab whose python cannot run -----------------------------------------------------------------------
+
+
+def _lab_file(tmp_path: Path, python: str, extra: str = "") -> Path:
+    lab = tmp_path / "bad.toml"
+    lab.write_text(f'[lab]\nresults="r"\nscheduler="local"\npython="{python}"\n{extra}[[machine]]\nname="n1"\n'
+                   'platform="gtx580"\nemulate=true\nquick=true\nprecisions=["sp"]\nkernels=["intensity"]\n')
+    return lab
+
+
+def test_f14_missing_python_is_refused_at_submit(tmp_path: Path, run_cli: RunCli) -> None:
+    lab = _lab_file(tmp_path, "/nonexistent/python")
+    line = _one_line_error(run_cli("lab", "submit", str(lab)))
+    assert "/nonexistent/python" in line and "python" in line
+    assert not (tmp_path / "r").exists()        # nothing created, nothing submitted
+
+
+def test_f14_not_executable_python_is_refused_at_submit(tmp_path: Path, run_cli: RunCli) -> None:
+    py = tmp_path / "python"
+    py.write_text("#!/bin/sh\n")
+    py.chmod(0o644)
+    line = _one_line_error(run_cli("lab", "submit", str(_lab_file(tmp_path, str(py)))))
+    assert "not an executable" in line
+
+
+@pytest.mark.parametrize("python, extra", [("/bin/false", ""), ("no-such-python-x", 'setup=["true"]\n')],
+                         ids=["exits-at-once", "cannot-start"])
+def test_f14_local_task_that_cannot_start_ends_failed(tmp_path: Path, python: str, extra: str) -> None:
+    """A Python that passes the check but cannot run the task (or a setup line that hides a missing one): the
+    controller ends at once; the task is recorded failed, never waited on forever."""
+    import subprocess
+    import sys
+
+    lab = _lab_file(tmp_path, python, extra)
+    r = subprocess.run([sys.executable, "-m", "archline.cli", "lab", "submit", str(lab)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "n1: failed" in r.stderr and "ended before its sweep started" in r.stderr
