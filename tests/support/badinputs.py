@@ -184,6 +184,8 @@ class Fixtures:
         self._put("results", "results.csv", csv.read_bytes())
         self._put("measured", "measured.csv", self._measured())
         self._put("costs", "costs.json", (sample / "gtx580.costs.json").read_bytes())
+        self._put("ipprows", "ipp-rows.csv",
+                  (REPO / "fit" / "analyses" / "data" / "ipp-microbench-emulated.csv").read_bytes())
         self._put("profile", "profile.toml", (REPO / "fit" / "platforms" / "gtx580.toml").read_bytes())
         coeffs = {"c0_core_single": 28e-12, "delta_c0_core_double": 160e-12, "c0_mem": 220e-12,
                   "c0_core_integer": 22e-12, "c0_core_sm": 9e-12, "c0_core_l2": 35e-12, "c1_core": 2.2,
@@ -294,8 +296,8 @@ def baseline(path: tuple[str, ...], fx: Fixtures) -> list[str] | None:
         ("codesign",): ["energy-cores-freq", "-a", "cg", "--llc", "4K"],
         ("fit",): [f["results"]],
         ("ipp", "example"): [],
-        ("ipp", "fit"): [str(REPO / "fit" / "analyses" / "data" / "ipp-microbench-emulated.csv")],
-        ("ipp", "validate"): [str(REPO / "fit" / "analyses" / "data" / "ipp-microbench-emulated.csv")],
+        ("ipp", "fit"): [f["ipprows"]],
+        ("ipp", "validate"): [f["ipprows"]],
         ("ipp", "microbench"): ["--noise", "0.01"],
         ("ipp", "gpu"): ["gtx280"],
         ("ipp", "optimal"): ["table4"],
