@@ -93,9 +93,17 @@ class Grouped:
     sources: list[Source] = field(default_factory=list)
     #: text columns kept per row beside the configuration: name -> (codes, values)
     carry: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
+    #: the rows kept are a uniform (reservoir) sample; the statistics in ``cfg`` are those of every row
+    sampled: bool = False
 
     @property
     def n_rows(self) -> int:
+        """Rows behind the configurations (all of them, also when only a sample is kept)."""
+        return int(self.cfg["n"].sum()) if self.sampled else int(self.t.size)
+
+    @property
+    def n_kept(self) -> int:
+        """Rows kept (time, energy, configuration, position): every row, or the reservoir sample."""
         return int(self.t.size)
 
     @property
@@ -116,7 +124,8 @@ class Grouped:
         new_index = np.cumsum(keep) - 1
         rows = keep[self.g]
         return Grouped(self.cfg.take(keep), new_index[self.g[rows]], self.t[rows], self.e[rows], self.src[rows],
-                       self.pos[rows], self.sources, {k: (c[rows], v) for k, (c, v) in self.carry.items()})
+                       self.pos[rows], self.sources, {k: (c[rows], v) for k, (c, v) in self.carry.items()},
+                       self.sampled)
 
     def frame(self) -> pd.DataFrame:
         """The rows as one pandas frame (keys repeated), e.g. for small data in tests and for --points."""
@@ -130,7 +139,7 @@ class Grouped:
         d["time_s"] = self.t
         d["energy_j"] = self.e
         names = np.array([s.name for s in self.sources] or [""], dtype=object)
-        d["_file"] = names[self.src] if self.sources else np.full(self.n_rows, "", dtype=object)
+        d["_file"] = names[self.src] if self.sources else np.full(self.n_kept, "", dtype=object)
         d["_line"] = self.pos
         for k, (codes, values) in self.carry.items():
             d[k] = np.array(values, dtype=object)[codes]
@@ -198,9 +207,18 @@ def factorize_rows(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarra
 
 class KeyReducer:
     """Builds configuration keys batch by batch (bounded memory): each batch is reduced to its distinct keys
-    at once, and only rows' time, energy, local code and position are kept."""
+    at once, and only rows' time, energy, local code and position are kept.
 
-    def __init__(self, text_keys: Sequence[str], num_keys: Sequence[str]) -> None:
+    With ``max_rows`` (issue 28) memory does not grow with rows: every batch's configuration statistics are
+    merged at once into running ones (:class:`StreamStats`), and at most ``max_rows`` rows are kept, a uniform
+    reservoir sample once there are more (for per-row error figures, outliers and plots). While the rows fit,
+    they are all kept and ``finish`` computes the statistics from them exactly as without ``max_rows``."""
+
+    def __init__(self, text_keys: Sequence[str], num_keys: Sequence[str], max_rows: int | None = None,
+                 seed: int = 0) -> None:
+        self.max_rows = max_rows
+        self._stream: StreamStats | None = StreamStats(len(text_keys) + len(num_keys), max_rows, seed) \
+            if max_rows is not None else None
         self.text_keys = tuple(text_keys)
         self.num_keys = tuple(num_keys)
         self.dictionaries: dict[str, dict[str, int]] = {k: {} for k in self.text_keys}
@@ -218,6 +236,8 @@ class KeyReducer:
     @property
     def n_rows(self) -> int:
         """Rows added so far."""
+        if self._stream is not None:
+            return self._stream.n_seen
         return sum(t.size for t in self._t)
 
     def source_index(self, src: Source) -> int:
@@ -242,6 +262,10 @@ class KeyReducer:
         codes, first = factorize_rows(cols)
         if codes.size != t.size:     # every key column constant over the batch: all rows are one configuration
             codes, first = np.zeros(t.size, dtype=codes.dtype), first[:1]
+        if self._stream is not None:
+            keys = np.column_stack([c[first] if c.size == t.size else np.repeat(c, first.size) for c in cols])
+            self._stream.add(keys, codes, t, e, src, pos, first)
+            return
         self._keys.append(np.column_stack([c[first] if c.size == t.size else np.repeat(c, first.size)
                                            for c in cols]))
         self._codes.append((codes + self._offset).astype(np.int32 if self._offset + first.size < 2**31 else np.int64))
@@ -255,6 +279,8 @@ class KeyReducer:
             self._carry.setdefault(k, []).append(v.astype(np.int32))
 
     def finish(self) -> Grouped:
+        if self._stream is not None:
+            return self._finish_stream(self._stream)
         keys = np.concatenate(self._keys) if self._keys else np.zeros((0, 0), dtype=np.uint64)
         gcodes, gfirst = factorize_rows([keys[:, j] for j in range(keys.shape[1])]) if keys.shape[0] else (
             np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -283,6 +309,151 @@ class KeyReducer:
                 values[code] = value
             carry[k] = (_concat(parts, np.int32), values)
         return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources, carry)
+
+
+    def _config_table(self, keys: np.ndarray) -> Columns:
+        cfg = Columns()
+        k_text = len(self.text_keys)
+        for j, name in enumerate(self.text_keys):
+            names = np.empty(len(self.dictionaries[name]), dtype=object)
+            for value, code in self.dictionaries[name].items():
+                names[code] = value
+            cfg[name] = names[keys[:, j].astype(np.int64)] if names.size else np.full(len(keys), "", dtype=object)
+        for j, name in enumerate(self.num_keys):
+            cfg[name] = keys[:, k_text + j].copy().view(np.float64)
+        return cfg
+
+    def _finish_stream(self, st: StreamStats) -> Grouped:
+        keys = st.keys_table()
+        cfg = self._config_table(keys)
+        g, t, e, src, pos = st.rows()
+        n_cfg = len(keys)
+        stats = config_stats(g, t, e, n_cfg) if not st.sampled else st.stats()
+        for k, v in stats.items():
+            cfg[k] = v
+        cfg["first_src"], cfg["first_pos"] = st.first_src[:n_cfg].copy(), st.first_pos[:n_cfg].copy()
+        return Grouped(cfg, g, t, e, src, pos, self.sources, {}, st.sampled)
+
+
+class StreamStats:
+    """Running per-configuration statistics (the :data:`STAT_COLUMNS`), merged batch by batch with the
+    pairwise update of Chan, Golub and LeVeque (1979) for means and centred sums, and a reservoir of rows
+    (Vitter's algorithm R, a batch at a time) once there are more than ``max_rows``."""
+
+    _SUMS = ("time_s", "energy_j", "log_time_mean", "time_ss", "energy_ss", "time_energy_sp", "log_time_ss")
+
+    def __init__(self, n_keys: int, max_rows: int | None, seed: int = 0) -> None:
+        self.n_keys = n_keys
+        self.max_rows = max_rows if max_rows is not None else 1 << 62
+        self.ids: dict[bytes, int] = {}
+        self.keys: list[np.ndarray] = []
+        self.cap = 0
+        self.n = np.zeros(0)
+        self.acc: dict[str, np.ndarray] = {k: np.zeros(0) for k in self._SUMS}
+        self.fastest = np.zeros((0, 3))
+        self.first_src = np.zeros(0, dtype=np.int64)
+        self.first_pos = np.zeros(0, dtype=np.int64)
+        self.n_seen = 0
+        self.sampled = False
+        self.rng = np.random.default_rng(seed)
+        self._rows: list[tuple[np.ndarray, ...]] = []      # until max_rows is passed
+        self._res: tuple[np.ndarray, ...] | None = None    # the reservoir after
+
+    def _grow(self, size: int) -> None:
+        if size <= self.cap:
+            return
+        new = max(size, 2 * self.cap, 64)
+
+        def ext(a: np.ndarray, fill: float) -> np.ndarray:
+            out = np.full((new, *a.shape[1:]), fill, dtype=a.dtype)
+            out[: a.shape[0]] = a
+            return out
+        self.n = ext(self.n, 0.0)
+        self.acc = {k: ext(v, 0.0) for k, v in self.acc.items()}
+        self.fastest = ext(self.fastest, np.inf)
+        self.first_src, self.first_pos = ext(self.first_src, 0), ext(self.first_pos, 0)
+        self.cap = new
+
+    def add(self, keys: np.ndarray, codes: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray,
+            first: np.ndarray) -> None:
+        gid = np.empty(len(keys), dtype=np.int64)
+        for j, row in enumerate(np.ascontiguousarray(keys)):
+            b = row.tobytes()
+            k = self.ids.get(b)
+            if k is None:
+                k = self.ids[b] = len(self.ids)
+                self.keys.append(row.copy())
+                self._grow(k + 1)
+                self.first_src[k], self.first_pos[k] = src, int(pos[first[j]])
+            gid[j] = k
+        b_stats = config_stats(codes, t, e, len(keys))
+        self._merge(gid, b_stats)
+        self._keep(gid[codes].astype(np.int32), t, e, src, pos)
+
+    def _merge(self, gid: np.ndarray, b: dict[str, np.ndarray]) -> None:
+        na, nb = self.n[gid], b["n"]
+        n = na + nb
+        a = {k: v[gid] for k, v in self.acc.items()}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.where(n > 0, nb / np.where(n > 0, n, 1), 0.0)
+            w = np.where(n > 0, na * nb / np.where(n > 0, n, 1), 0.0)
+        dt = b["time_s"] - a["time_s"]
+        de = b["energy_j"] - a["energy_j"]
+        dl = b["log_time_mean"] - a["log_time_mean"]
+        out = {"time_ss": a["time_ss"] + b["time_ss"] + w * dt * dt,
+               "energy_ss": a["energy_ss"] + b["energy_ss"] + w * de * de,
+               "time_energy_sp": a["time_energy_sp"] + b["time_energy_sp"] + w * dt * de,
+               "log_time_ss": a["log_time_ss"] + b["log_time_ss"] + w * dl * dl,
+               "time_s": a["time_s"] + f * dt, "energy_j": a["energy_j"] + f * de,
+               "log_time_mean": a["log_time_mean"] + f * dl}
+        for k, v in out.items():
+            self.acc[k][gid] = v
+        self.n[gid] = n
+        self.fastest[gid] = np.sort(np.hstack([self.fastest[gid], np.column_stack(
+            [b["time_min1"], b["time_min2"], b["time_min3"]])]), axis=1)[:, :3]
+
+    def _keep(self, g: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray) -> None:
+        batch: tuple[np.ndarray, ...] = (g, t, e, np.full(t.size, src, dtype=np.int32), pos.astype(np.int64))
+        start, self.n_seen = self.n_seen, self.n_seen + t.size
+        if not self.sampled and self.n_seen <= self.max_rows:
+            self._rows.append(batch)
+            return
+        if not self.sampled:       # the rows no longer fit: the ones so far become the reservoir's start
+            self.sampled = True
+            old = tuple(np.concatenate([r[i] for r in self._rows]) if self._rows else batch[i][:0]
+                        for i in range(5))
+            self._rows.clear()
+            room = self.max_rows - old[0].size
+            self._res = tuple(np.concatenate([o, b[:room]]) for o, b in zip(old, batch, strict=True))
+            batch, start = tuple(b[room:] for b in batch), start + room
+        assert self._res is not None
+        if not batch[0].size:
+            return
+        # algorithm R: row i (0-based over all rows) replaces slot j ~ U{0..i} when j < max_rows
+        j = (self.rng.random(batch[0].size) * (start + 1 + np.arange(batch[0].size))).astype(np.int64)
+        hit = j < self.max_rows
+        for r, b in zip(self._res, batch, strict=True):
+            r[j[hit]] = b[hit]       # a slot drawn twice keeps the later row, as the sequential algorithm
+
+    def keys_table(self) -> np.ndarray:
+        return np.vstack(self.keys) if self.keys else np.zeros((0, self.n_keys), dtype=np.uint64)
+
+    def rows(self) -> tuple[np.ndarray, ...]:
+        if self._res is not None:
+            return self._res
+        if not self._rows:
+            return (np.zeros(0, dtype=np.int32), np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int32),
+                    np.zeros(0, dtype=np.int64))
+        out = tuple(np.concatenate([r[i] for r in self._rows]) for i in range(5))
+        self._rows.clear()
+        self._rows.append(out)
+        return out
+
+    def stats(self) -> dict[str, np.ndarray]:
+        k = len(self.keys)
+        d = {"n": self.n[:k].copy(), **{name: v[:k].copy() for name, v in self.acc.items()}}
+        d["time_min1"], d["time_min2"], d["time_min3"] = (self.fastest[:k, i].copy() for i in range(3))
+        return d
 
 
 #: Rows per slice in the passes over rows (bounded temporaries for ten million rows).

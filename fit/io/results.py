@@ -199,16 +199,20 @@ def _finish(reducer: KeyReducer) -> Grouped:
     return data
 
 
-def _new_reducer(extra: Sequence[str]) -> KeyReducer:
-    return KeyReducer((*TEXT_KEYS, *extra), (*COUNT_COLUMNS, *SETTING_COLUMNS, "emulated"))
+def _new_reducer(extra: Sequence[str], max_rows: int | None = None) -> KeyReducer:
+    return KeyReducer((*TEXT_KEYS, *extra), (*COUNT_COLUMNS, *SETTING_COLUMNS, "emulated"), max_rows=max_rows)
 
 
 #: Text columns the rows keep beside their configuration unless told otherwise (``ResultsSet.frame``).
 CARRY: tuple[str, ...] = ("host", "run_id", "point_id")
 
 
+#: Rows ``archline fit`` keeps at most (a uniform sample beyond): about 32 MB; the statistics use every row.
+FIT_MAX_ROWS = 1_000_000
+
+
 def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_keys: Sequence[str] = (),
-                 carry: Sequence[str] = CARRY) -> ResultsSet:
+                 carry: Sequence[str] = CARRY, max_rows: int | None = None) -> ResultsSet:
     """Read, validate and group result files (CSV, Parquet, or Parquet data set directories such as ``archline
     lab collect`` writes), keeping the rows the ``where`` filters select (:mod:`archline.fit.io.select`).
     Raises a :class:`ResultsError` on the first problem.
@@ -218,6 +222,11 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     is false are dropped with a note (a wrong answer is not a measurement). ``extra_keys`` (e.g. a holdout
     column) are read as text and become part of the configuration key; ``carry`` columns ride along per row
     (``archline fit`` carries none).
+
+    ``max_rows`` (no carry columns): memory independent of the number of rows. Each batch's configuration
+    statistics are merged into running ones at once and at most ``max_rows`` rows are kept, a uniform
+    reservoir sample of all of them when there are more (``data.sampled``); up to ``max_rows`` rows the result is
+    exactly that without ``max_rows``.
     """
     from archline.fit.io.select import BatchWhere
 
@@ -227,7 +236,9 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
     carry = tuple(c for c in carry if c not in (*TEXT_KEYS, *extra))
     flt = BatchWhere(where)
-    reducer = _new_reducer(extra)
+    if max_rows is not None and carry:
+        raise ValueError("read_results: max_rows keeps no per-row columns; pass carry=()")
+    reducer = _new_reducer(extra, max_rows)
     dropped = 0
     num = (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
     text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry, *flt.columns)))

@@ -123,7 +123,7 @@ def _validate(result: FitResult, opts: FitOptions, cache_method: str | None = No
     o = opts if cache_method is None else FitOptions(**{**opts.__dict__, "cache_method": cache_method})
     fitter = _fitter(result.model, o)
     split = _split(result.model, opts)
-    units = n_units(rows.cfg, split, rows.n_rows)
+    units = n_units(rows.cfg, split, rows.n_kept)
     k = _folds(result.model, rows, units, opts)
     what = {"configuration": "configurations", "setting": "settings", "row": "rows"}[split]
     if units >= 2 * k or (split == "setting" and units >= k >= 2):
@@ -207,13 +207,22 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
     opts = opts or FitOptions()
     if opts.model not in MODELS:
         raise ResultsError(f"unknown model '{opts.model}' (known: {', '.join(MODELS)})")
-    rs = read_results(paths, opts.where, extra_keys=[opts.holdout_col] if opts.holdout_col else [], carry=())
+    from archline.fit.io.results import FIT_MAX_ROWS
+
+    rs = read_results(paths, opts.where, extra_keys=[opts.holdout_col] if opts.holdout_col else [], carry=(),
+                      max_rows=FIT_MAX_ROWS)
     groups = group_rows(rs, include_emulated=opts.include_emulated, mix_emulated=opts.mix_emulated,
                         platform=opts.platform)
     results = [fit_group(g, opts) for g in groups]
     for r in results:
         r.warnings.extend(rs.notes)
         r.extra["files"] = rs.files
+        if rs.data.sampled:
+            r.extra["rows_kept"] = rs.data.n_kept
+            r.warnings.append(f"{rs.data.n_rows} rows: coefficients and standard errors from all of them; per-row "
+                              f"error figures (MAPE, percentiles, outliers, --points, figures) from a uniform sample "
+                              f"of {rs.data.n_kept} rows (bounded memory)"
+                              + ("; row-wise CV on that sample" if opts.cv == "rowwise" else ""))
     return results
 
 

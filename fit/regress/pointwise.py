@@ -49,10 +49,10 @@ _ERRORS: dict[str, Callable[[dict[str, np.ndarray], np.ndarray, np.ndarray, np.n
 
 def signed_errors(kind: str, per_cfg: dict[str, np.ndarray], data: Grouped) -> np.ndarray:
     """Signed relative error of every row, computed a slice at a time into one array."""
-    out = np.empty(data.n_rows)
+    out = np.empty(data.n_kept)
     f = _ERRORS[kind]
     with np.errstate(divide="ignore", invalid="ignore"):
-        for i in range(0, data.n_rows, CHUNK_ROWS):
+        for i in range(0, data.n_kept, CHUNK_ROWS):
             sl = slice(i, i + CHUNK_ROWS)
             out[sl] = f(per_cfg, data.g[sl], data.t[sl], data.e[sl])
     return out

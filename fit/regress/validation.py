@@ -76,7 +76,7 @@ def _summary(data: Grouped, per_cfg: dict[str, np.ndarray], fold_of_cfg: np.ndar
     a = signed_errors("energy", per_cfg, data)
     np.abs(a, out=a)
     sums, counts = np.zeros(k), np.zeros(k)
-    for i in range(0, data.n_rows, CHUNK_ROWS):
+    for i in range(0, data.n_kept, CHUNK_ROWS):
         f, x = fold_of_cfg[data.g[i:i + CHUNK_ROWS]], a[i:i + CHUNK_ROWS]
         ok = np.isfinite(x)
         sums += np.bincount(f[ok], x[ok], minlength=k)
@@ -119,8 +119,9 @@ def cross_validate(data: Grouped, fitter: Fitter, k: int, *, seed: int = 0,
 
 
 def _cross_validate_rows(data: Grouped, fitter: Fitter, k: int, seed: int) -> dict[str, Any]:
-    """Row-wise folds (the option): each fold's training statistics are recomputed from its rows."""
-    n = data.n_rows
+    """Row-wise folds (the option): each fold's training statistics are recomputed from its rows (the rows
+    kept: with bounded memory, a uniform sample of them)."""
+    n = data.n_kept
     fold_of_row = np.empty(n, dtype=np.int64)
     for f, idx in enumerate(kfold_indices(n, k, seed)):
         fold_of_row[idx] = f
