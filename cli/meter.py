@@ -116,7 +116,7 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
 
     n, emulated, meta = decode_to_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
     st = meta["stats"]
-    label = " (emulated)" if emulated else ""
+    label = " (emulated)" if emulated else " (source unknown: no sidecar)" if emulated is None else ""
     for w in meta["warnings"]:
         click.echo(f"archline: warning: {w}", err=True)
     click.echo(f"{n} samples{label} -> {show(out)}; overflows {st['overflows']}, gaps {st['gaps']}, "
@@ -193,7 +193,15 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
     """
 
     from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
+    from archline.powermon.errors import MeterError
+    from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
+    from archline.powermon.powermon2.protocol import MAX_AGGREGATE_RECORDS_PER_S
 
+    # a client may ask for the device's fastest stream: the pty must carry that at this speed (bench run's rule)
+    problem = emulator_speed_problem(speed, MAX_AGGREGATE_RECORDS_PER_S)
+    if problem is not None:
+        raise MeterError(f"--speed {speed:g}: at the PowerMon 2's fastest stream, {problem}; lower --speed to "
+                         f"{max_emulator_speed(MAX_AGGREGATE_RECORDS_PER_S)} or less")
     if platform is not None and script is not None:
         raise click.UsageError("give --script or --platform, not both")
     if intensity is not None and platform is None:

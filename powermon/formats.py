@@ -14,3 +14,23 @@ POWER_ABS_TOL_W = 1e-3
 #: the most a raw capture read from a pipe may hold: a day of the PowerMon 2's fastest stream (3072 four-byte
 #: records a second) is 1.06e9 bytes
 MAX_CAPTURE_STREAM_BYTES = 1 << 30
+#: the emulated PowerMon 2's stream over a pty, records per host second, that the decoder keeps up with (the one
+#: limit of an emulator's speed: ``bench run --time-compression``, ``meter record --meter emulated:N``, ``meter
+#: emulate --speed``; a sidecar claiming a faster emulator is damaged)
+MAX_EMULATED_RECORDS_PER_S = 60_000
+
+
+def max_emulator_speed(records_per_device_s: float) -> int:
+    """The highest whole speed (device seconds per host second) at which an emulator streaming
+    ``records_per_device_s`` (channels x per-channel rate) stays within :data:`MAX_EMULATED_RECORDS_PER_S`."""
+    return int(MAX_EMULATED_RECORDS_PER_S // max(records_per_device_s, 1e-300))
+
+
+def emulator_speed_problem(speed: float, records_per_device_s: float) -> str | None:
+    """Why an emulator cannot run at ``speed`` with this stream (None when it can): the records per host second
+    it would push over the pty, against the limit."""
+    per_s = speed * records_per_device_s
+    if per_s <= MAX_EMULATED_RECORDS_PER_S:
+        return None
+    return (f"speed {speed:g}x would stream {per_s:.4g} PowerMon records per second over the pty (limit "
+            f"{MAX_EMULATED_RECORDS_PER_S}, {records_per_device_s:g} records per device second at speed 1)")

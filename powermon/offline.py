@@ -14,7 +14,13 @@ from archline.powermon.errors import MeterError, SamplesLostError
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ, period_for_rate
 from archline.powermon.record.samples import Samples
-from archline.powermon.record.samples_file import SamplesFile, check_samples_path, kind_of, write_samples
+from archline.powermon.record.samples_file import (
+    SamplesFile,
+    check_samples_output,
+    check_samples_path,
+    kind_of,
+    write_samples,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from archline.powermon.record.integrate import Integration
@@ -64,9 +70,19 @@ def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: floa
         def t_of_event(ev: np.ndarray) -> np.ndarray:
             return ev * dt
         clock_name = "device_s"
-    fmt = RowFormat(r_lut, t_of_event, side.meter if side else "powermon2", side.emulated if side else False,
-                    clock_name)
+    fmt = RowFormat(r_lut, t_of_event, side.meter if side else "powermon2", side.emulated if side else
+                    _emulated_bytes(data), clock_name)
     return data, chans, period, side, fmt
+
+
+#: where a capture's own bytes may hold the emulator's version reply (a capture of the whole serial session)
+EMULATED_MARK, MARK_WINDOW = b"EMULATED by archline", 1 << 16
+
+
+def _emulated_bytes(data: bytes) -> bool | None:
+    """A capture without its sidecar: emulated when its own bytes hold the emulator's version reply, else not
+    known (None), never asserted to be real hardware."""
+    return True if EMULATED_MARK in data[:MARK_WINDOW] else None
 
 
 def _feed(dec: StreamDecoder, data: bytes, stream: CsvStream | None) -> None:
@@ -98,6 +114,12 @@ def _warnings(raw: str | Path, data: bytes, dec: StreamDecoder, side: CaptureSid
         if not partial:
             raise MeterError(msg + "; pass --partial to decode what is there")
         warnings.append(msg)
+    if side is None:
+        known = ("its own bytes hold the emulator's version reply: labelled emulated" if _emulated_bytes(data)
+                 else "whether a real PowerMon 2 or archline's emulator recorded it cannot be told, so the samples "
+                 "are labelled neither (emulated: null)")
+        warnings.append(f"capture {show(raw)} has no sidecar ({show(raw)}.json; a pipe has none): {known}; its "
+                        "channels, rate and shunts are guessed or the defaults, and t_s is device seconds")
     if side is not None and side.error:
         warnings.append(f"the recording reported: {side.error}")
     if st.lost_records or st.uncertain_gaps or st.overflows or st.resyncs or st.skipped_bytes:
@@ -116,6 +138,8 @@ def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int
     if out is not None:
         check_samples_path(out)
     data, chans, period, side, fmt = _prepare(raw_path, channels, rate_hz, r_sense_ohm)
+    if out is not None:    # the inputs are known now: no output (the samples nor their sidecar) may be one of them
+        check_samples_output(out)
     dec = StreamDecoder(chans, period, (side.time_set_s or 0) if side is not None else None)
 
     def meta() -> dict[str, Any]:
@@ -154,8 +178,9 @@ def decode_file(raw_path: str | Path, out: str | Path | None = None, channels: S
 
 def decode_to_file(raw_path: str | Path, out: str | Path, channels: Sequence[int] | None = None,
                    rate_hz: float | None = None, r_sense_ohm: float | None = None, *, partial: bool = False
-                   ) -> tuple[int, bool, dict[str, Any]]:
-    """Decode a capture into a samples file without keeping the samples: (rows written, emulated, meta)."""
+                   ) -> tuple[int, bool | None, dict[str, Any]]:
+    """Decode a capture into a samples file without keeping the samples: (rows written, emulated (None: not
+    known, a capture without its sidecar), meta)."""
     dec, fmt, meta, written = _decode(raw_path, out, channels, rate_hz, r_sense_ohm, partial)
     if not written:
         write_samples(fmt.samples(dec.records()), out, meta)
@@ -192,6 +217,9 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
                              f"of the recording; its sidecar says: {info.get('error') or 'no error'}); give --start "
                              f"and --end inside them to integrate what arrived ({e})") from None
         raise
+    if side is not None and side.emulated is None:
+        res.warnings.append(f"{show(path)}: its sidecar says the source is not known (emulated: null, a capture "
+                            "decoded without its sidecar): real hardware or archline's emulator cannot be told")
     if side is None:
         res.warnings.append(f"{show(path)} has no sidecar ({show(path)}.json; a pipe has none): integrated without the "
                             "recording's window, cadence, time compression and emulated label")

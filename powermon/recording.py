@@ -16,7 +16,8 @@ from typing import Any
 
 from archline.common.outputs import show
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
-from archline.powermon.record.samples_file import check_samples_path, write_samples
+from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
+from archline.powermon.record.samples_file import check_samples_output, write_samples
 
 
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
@@ -40,8 +41,13 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         if not (math.isfinite(speed) and speed > 0):
             raise MeterError(f"--meter emulated:SPEED needs a positive speed (emulated seconds per second), "
                              f"got {arg!r}")
-        return emulated_powermon(channels_spec("powermon2", "powermon2", channels, rate_hz=rate_hz), None,
-                                 speed=speed, raw_path=raw_path)
+        mspec = channels_spec("powermon2", "powermon2", channels, rate_hz=rate_hz)
+        per_s = mspec.rate_hz * len(mspec.channels)
+        problem = emulator_speed_problem(speed, per_s)
+        if problem is not None:     # the pty cannot carry it: refused before an emulator starts (bench run's rule)
+            raise MeterError(f"--meter emulated:{arg}: {problem}; lower the speed to {max_emulator_speed(per_s)} or "
+                             "less (or record fewer channels, or at a lower --rate)")
+        return emulated_powermon(mspec, None, speed=speed, raw_path=raw_path)
     if kind == "rapl":
         return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
     if kind == "nvml":
@@ -128,7 +134,7 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         raise MeterError(f"--duration must be a positive number of seconds, got {duration_s:g}")
     if not (math.isfinite(max_lost) and 0 <= max_lost <= 1):
         raise MeterError(f"--max-lost must be a share between 0 and 1, got {max_lost:g}")
-    check_samples_path(out)
+    check_samples_output(out)     # the trace and its sidecar, before anything is recorded
     out_p = Path(out)
     raw = raw_capture_path(out_p)
     meter = meter_from_spec(spec, channels, rate_hz, raw)

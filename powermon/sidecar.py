@@ -23,7 +23,14 @@ from archline.common.files import read_json
 from archline.common.inputs import validate
 from archline.common.outputs import show
 from archline.powermon.errors import MeterError
-from archline.powermon.formats import MAX_DRIFT_PPM, RAW_FORMAT, SAMPLES_FORMAT
+from archline.powermon.formats import (
+    MAX_DRIFT_PPM,
+    RAW_FORMAT,
+    SAMPLES_FORMAT,
+    emulator_speed_problem,
+    max_emulator_speed,
+)
+from archline.powermon.powermon2.protocol import TICK_HZ
 
 S = TypeVar("S", bound="_Sidecar")
 
@@ -72,10 +79,64 @@ class _Sidecar(BaseModel):
         data = read_json(path, error=MeterError, what=f"{cls.WHAT}")
         if not isinstance(data, dict):
             raise MeterError(f"{cls.WHAT} {show(path)} is not a JSON object")
-        return validate(cls, data, f"{cls.WHAT} {show(path)}:", error=MeterError)
+        side = validate(cls, data, f"{cls.WHAT} {show(path)}:", error=MeterError)
+        side.check_consistent(f"{cls.WHAT} {show(path)}")
+        return side
+
+    def check_consistent(self, where: str) -> None:
+        """Keys that are each plausible but contradict each other: MeterError naming ``where`` and the keys."""
 
     def dump(self) -> str:
         return json.dumps(self.model_dump(exclude_none=True), indent=1, default=str)
+
+
+def says_emulated(data: dict[str, Any]) -> bool:
+    """Whether any part of a sidecar (or its ``info``) says the meter was archline's emulator: ``emulated`` true, a
+    meter named ``...emulated``, or a version reply ``... EMULATED by archline``."""
+    for d in (data, data.get("info")):
+        if not isinstance(d, dict):
+            continue
+        meter, version = d.get("meter"), d.get("version")
+        if (d.get("emulated") is True or (isinstance(meter, str) and "emulated" in meter.lower())
+                or (isinstance(version, str) and "EMULATED" in version.upper())):
+            return True
+    return False
+
+
+def _label(data: Any) -> Any:
+    """``emulated`` true when any part of the sidecar says so (a false flag never removes the label); a mistyped
+    flag is left for validation to name."""
+    if (isinstance(data, dict) and (data.get("emulated") is False or data.get("emulated") is None)
+            and says_emulated(data)):
+        data = {**data, "emulated": True}
+    return data
+
+
+def _number(v: Any) -> float | None:
+    """``v`` as a float when it is a finite number (not a bool), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _agree(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(abs(a), abs(b))
+
+
+def check_speed(where: str, speed: float, speed_key: str, seconds_per_device_s: float | None, clock_key: str,
+                records_per_device_s: float) -> None:
+    """An emulator's speed as a sidecar states it: ``seconds_per_device_s`` (its clock map) must be 1/speed, and
+    the stream at that speed must be one an emulator can run (:func:`archline.powermon.formats.
+    emulator_speed_problem`); else one line naming the sidecar and the keys."""
+    if seconds_per_device_s is not None and not _agree(seconds_per_device_s * speed, 1.0):
+        raise MeterError(f"{where}: {speed_key} {speed:g} and {clock_key} {seconds_per_device_s:g} disagree (the "
+                         f"clock of a {speed:g}x emulator runs {1 / speed:g} host s per device s): the sidecar is "
+                         "inconsistent, damaged or edited")
+    problem = emulator_speed_problem(speed, records_per_device_s)
+    if problem is not None:
+        raise MeterError(f"{where}: {speed_key} {speed:g} is not a clock any meter ran at: {problem}, and no "
+                         f"emulator runs faster than {max_emulator_speed(records_per_device_s)}x with this stream; "
+                         "the sidecar is implausible or damaged")
 
 
 class ClockSidecar(BaseModel):
@@ -130,6 +191,11 @@ class CaptureSidecar(_Sidecar):
     clock: ClockSidecar | None = None
     error: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _emulated(cls, data: Any) -> Any:
+        return _label(data)
+
     @field_validator("channels")
     @classmethod
     def _channels(cls, v: list[int] | None) -> list[int] | None:
@@ -153,6 +219,11 @@ class CaptureSidecar(_Sidecar):
     def shunts(self) -> dict[int, float]:
         return {int(k): float(r) for k, r in self.r_sense_ohm.items()}
 
+    def check_consistent(self, where: str) -> None:
+        rate = self.rate_hz or (TICK_HZ / self.period_ticks if self.period_ticks else 128.0)
+        check_speed(where, self.speed, "speed", self.clock.seconds_per_device_s if self.clock else None,
+                    "clock.seconds_per_device_s", rate * len(self.channels or [0]))
+
 
 class SamplesSidecar(_Sidecar):
     """``S.csv.json`` (or ``.csv.gz.json``, ``.parquet.json``): what the columns cannot say."""
@@ -161,7 +232,7 @@ class SamplesSidecar(_Sidecar):
     WHAT: ClassVar[str] = "samples sidecar"
 
     meter: str = ""
-    emulated: bool = False
+    emulated: bool | None = False         #: None: the source is not known (a capture decoded without its sidecar)
     clock: str = "unknown"
     rate_hz: float | None = None          #: per-channel samples per device second (the cadence holes are counted by)
     speed: float = 1.0                    #: device seconds per t_s second (an emulator's time compression)
@@ -193,7 +264,22 @@ class SamplesSidecar(_Sidecar):
             for key in ("rate_hz", "speed", "stats"):
                 if data.get(key) is None and info.get(key) is not None:
                     data[key] = info[key]
-        return data
+        return _label(data)
 
     def counts(self) -> dict[str, Any]:
         return self.stats or {}
+
+    def check_consistent(self, where: str) -> None:
+        """``speed``, ``info.speed`` and ``info.clock.seconds_per_device_s`` (the recording's meter) say one speed,
+        and one an emulator can run at."""
+        info = self.info or {}
+        inner = _number(info.get("speed"))
+        if inner is not None and not _agree(inner, self.speed):
+            raise MeterError(f"{where}: speed {self.speed:g} and info.speed {inner:g} disagree (device seconds per "
+                             "t_s second): the sidecar is inconsistent, damaged or edited")
+        clock = info.get("clock")
+        spd = _number(clock.get("seconds_per_device_s")) if isinstance(clock, dict) else None
+        chans = info.get("channels") if isinstance(info.get("channels"), list) else self.extra("channels")
+        rate = self.rate_hz or _number(info.get("rate_hz")) or 1.0
+        check_speed(where, self.speed, "speed", spd, "info.clock.seconds_per_device_s",
+                    rate * (len(chans) if isinstance(chans, list) and chans else 1))

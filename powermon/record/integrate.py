@@ -228,5 +228,5 @@ def integrate_samples(samples: Samples, t0_s: float | None = None, t1_s: float |
                         "them")
     # the cadence promises one sample a period per channel over the window (as a live window counts its events)
     expected = (len(res) * (math.floor((b - a) / period_s + 1e-6) + 1)) if period_s else 0
-    return Integration(res, total, err, (b - a) * k, overflows, max(found_gaps, gaps or 0), a, b, samples.emulated,
-                       lost, lost_s, k, warnings, expected)
+    return Integration(res, total, err, (b - a) * k, overflows, max(found_gaps, gaps or 0), a, b,
+                       bool(samples.emulated), lost, lost_s, k, warnings, expected)

@@ -25,7 +25,7 @@ class Samples:
     power_w: F64
     valid: npt.NDArray[np.bool_] | None = None       #: False for failed sensor reads
     meter: str = ""
-    emulated: bool = False
+    emulated: bool | None = False     #: None: not known (decoded from a capture without its sidecar)
     clock: str = "host_monotonic"
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -33,7 +33,7 @@ class Samples:
         return len(self.t_s)
 
     @classmethod
-    def empty(cls, meter: str = "", emulated: bool = False) -> Samples:
+    def empty(cls, meter: str = "", emulated: bool | None = False) -> Samples:
         z = np.zeros(0)
         return cls(z, np.zeros(0, np.int16), z, z, z, np.zeros(0, bool), meter, emulated)
 

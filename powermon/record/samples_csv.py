@@ -45,7 +45,7 @@ class RowFormat:
     r_lut: npt.NDArray[np.float64]
     t_of_event: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]
     meter: str = ""
-    emulated: bool = False
+    emulated: bool | None = False      #: None: not known (a capture without its sidecar)
     clock: str = "host_monotonic"
 
     def __post_init__(self) -> None:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.common.atomic import atomic_path, write_atomic
-from archline.common.outputs import is_stream, show
+from archline.common.outputs import check_output, is_stream, show
 from archline.powermon.errors import MeterError
 from archline.powermon.formats import POWER_ABS_TOL_W, POWER_REL_TOL, SAMPLES_FORMAT
 from archline.powermon.record.samples import COLUMNS, Samples
@@ -59,6 +59,17 @@ def check_samples_path(path: str | Path) -> None:
     before anything is recorded or decoded."""
     if not Path(path).name.lower().endswith(SUFFIXES) and not is_stream(path):
         raise MeterError(f"unknown samples format for {show(path)} (use .csv, .csv.gz or .parquet)")
+
+
+def check_samples_output(path: str | Path) -> None:
+    """Every file writing samples to ``path`` makes, checked before any is written: the format, then the samples
+    file and its sidecar ``PATH.json`` under the output policy (neither may be an input of the command: a decode
+    must not leave ``q.csv`` behind and then refuse its sidecar ``q.csv.json``, the capture it read)."""
+    check_samples_path(path)
+    check_output(path)
+    side = sidecar_of(path)
+    if side is not None:
+        check_output(side)
 
 
 def sidecar_of(path: str | Path) -> Path | None:
@@ -91,6 +102,13 @@ def _write_sidecar(path: str | Path, meta: dict[str, Any]) -> None:
     side = sidecar_of(path)
     if side is not None:
         write_atomic(side, json.dumps(meta, indent=1, default=str))
+
+
+def _write_stream(path: Path, data: memoryview) -> None:
+    """``data`` written to a stream output (a FIFO, ``/dev/stdout``) in place: appended, never truncated or
+    replaced."""
+    with open(path, "ab") as f:
+        f.write(data)
 
 
 def _fsync_quietly(fd: int) -> None:
@@ -135,8 +153,8 @@ class SamplesFile:
         s = Samples(cols["t_s"].astype(np.float64), cols["channel"].astype(np.int16),
                     cols["voltage_v"].astype(np.float64), cols["current_a"].astype(np.float64),
                     cols["power_w"].astype(np.float64), None, side.meter if side else "",
-                    side.emulated if side else False, side.clock if side else "unknown")
-        from archline.powermon.record.integrate import check_power   # NaN or negative first: the plainer fault
+                    side.emulated if side else None, side.clock if side else "unknown")
+        from archline.powermon.record.integrate import check_power  # NaN or negative first: the plainer fault
 
         check_power(s, show(p))
         check_time_order(s, show(p))
@@ -151,7 +169,7 @@ class SamplesFile:
 
         samples = self.samples
         p = Path(path)
-        check_samples_path(p)
+        check_samples_output(p)
         kind = kind_of(p)
         side = samples_meta(samples, {**self.meta, **(meta or {})})
         with atomic_path(p) as tmp:
@@ -165,11 +183,21 @@ class SamplesFile:
                 meter = pa.DictionaryArray.from_arrays(arrow_of(np.zeros(n, dtype=np.int8)),
                                                        arrow_strings([samples.meter]))
                 cols = {k: arrow_of(v) for k, v in samples.columns().items()}
-                cols.update({"meter": meter, "emulated": arrow_of(np.full(n, samples.emulated))})
+                emulated = (pa.nulls(n, pa.bool_()) if samples.emulated is None    # the source is not known
+                            else arrow_of(np.full(n, bool(samples.emulated))))
+                cols.update({"meter": meter, "emulated": emulated})
                 table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
                 table = table.replace_schema_metadata({"archline": json.dumps(side, default=str)})
                 # dictionary pages only where values repeat (a float column's dictionary is wasted work)
-                pq.write_table(table, tmp, use_dictionary=["channel", "meter", "emulated"])
+                dictionary = ["channel", "meter", "emulated"]
+                if tmp == p and is_stream(p):
+                    # Parquet needs a seekable file and pyarrow removes the path it fails on: a FIFO or device is
+                    # given the bytes built in memory, never handed to pyarrow by name (it would be unlinked)
+                    sink = pa.BufferOutputStream()
+                    pq.write_table(table, sink, use_dictionary=dictionary)
+                    _write_stream(p, memoryview(sink.getvalue()))
+                else:
+                    pq.write_table(table, tmp, use_dictionary=dictionary)
             else:
                 with open(tmp, "ab" if tmp == p and is_stream(p) else "wb") as raw:
                     out: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) if kind == "csv.gz" else raw
@@ -189,6 +217,7 @@ class SamplesFile:
         from archline.powermon.record.samples_csv import CsvStream
 
         p = Path(path)
+        check_samples_output(p)
         with atomic_path(p) as tmp:
             stream = CsvStream(p, tmp, fmt, sync=_fsync_quietly)
             try:
