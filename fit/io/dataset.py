@@ -206,6 +206,23 @@ def read_csv_table(path: Path, *, whole_lines: bool = True) -> pa.Table:
         raise DatasetError(str(e)) from None
 
 
+def check_rows(table: pa.Table, path: Path) -> None:
+    """Refuse (one line naming the file and line) rows the fit's reader would refuse: the same checks, by the
+    same code (:func:`archline.fit.io.results.from_frame`: schema, non-empty platform and kernel, time_s > 0,
+    energy_j finite and >= 0, counts finite and >= 0), so that the data set never holds a row no fit can read."""
+    from archline.fit.io.results import ResultsError, from_frame
+
+    if table.num_rows == 0:
+        return
+    frame = table.to_pandas()
+    frame["_file"] = show(path)
+    frame["_line"] = np.arange(2, table.num_rows + 2, dtype=np.int64)    # one line per row, header line 1
+    try:
+        from_frame(frame)
+    except ResultsError as e:
+        raise DatasetError(f"{e}; nothing written") from None
+
+
 def read_csv_frame(path: Path) -> pd.DataFrame:
     """One results CSV as pandas reads it (types inferred, every column kept), or one line naming what is wrong."""
     with ResultsFile.open(path) as rf:
@@ -299,6 +316,8 @@ class ResultsDataset:
         out = self.root
         self._check_out()
         tables = [read_csv_table(p, whole_lines=False) for p in sources]   # a sweep may be appending
+        for p, t in zip(sources, tables, strict=True):                      # every file checked before a write
+            check_rows(t, p)
         new_rows = sum(t.num_rows for t in tables)
         old_files = owned_files(out)
         existing = 0

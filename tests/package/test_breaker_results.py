@@ -187,3 +187,50 @@ def test_f14_local_task_that_cannot_start_ends_failed(tmp_path: Path, python: st
                        capture_output=True, text=True, timeout=90)
     assert r.returncode == 3, (r.stdout, r.stderr)
     assert "n1: failed" in r.stderr and "ended before its sweep started" in r.stderr
+
+
+# --- F20: lab collect refuses rows the fit would refuse -------------------------------------------------------
+
+
+@pytest.mark.parametrize("column, value, says", [("energy_j", "-7", "negative energy_j"),
+                                                 ("time_s", "0", "time_s must be a positive number"),
+                                                 ("energy_j", "nan", "energy_j is missing or NaN")])
+def test_f20_collect_refuses_non_physical_rows(tmp_path: Path, run_cli: RunCli, column: str, value: str,
+                                               says: str) -> None:
+    node = tmp_path / "res" / "node01"
+    node.mkdir(parents=True)
+    rows = list(csv.reader(SAMPLE.open()))
+    rows[3][rows[0].index(column)] = value
+    with (node / "results.csv").open("w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    lab = tmp_path / "lab.toml"
+    lab.write_text('[lab]\nresults="res"\nscheduler="local"\n[[machine]]\nname="node01"\nplatform="gtx580"\n'
+                   'emulate=true\nquick=true\nprecisions=["sp"]\nkernels=["intensity"]\n')
+    line = _one_line_error(run_cli("lab", "collect", str(lab), "--out", str(tmp_path / "ds")))
+    assert says in line and "results.csv:4" in line
+    assert not (tmp_path / "ds").exists()      # nothing written
+
+
+def test_f20_collect_uses_the_fit_readers_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One validator: the data set writer calls the fit reader's (a second copy would drift)."""
+    import archline.fit.io.results as results
+    from archline.fit.io.dataset import DatasetError, write_dataset
+
+    calls: list[int] = []
+    real = results.from_frame
+
+    def spy(frame: Any, *a: Any, **k: Any) -> Any:
+        calls.append(len(frame))
+        return real(frame, *a, **k)
+
+    monkeypatch.setattr(results, "from_frame", spy)
+    write_dataset([SAMPLE], tmp_path / "ds")
+    assert calls and calls[0] > 0
+
+    def refuse(frame: Any, *a: Any, **k: Any) -> Any:
+        raise results.BadValueError("refused by the fit's validator")
+
+    monkeypatch.setattr(results, "from_frame", refuse)
+    with pytest.raises(DatasetError, match="refused by the fit's validator"):
+        write_dataset([SAMPLE], tmp_path / "ds2")
+    assert not (tmp_path / "ds2").exists()
