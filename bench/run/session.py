@@ -95,17 +95,25 @@ class Session:
                 progress.close()
         return written, failed
 
-    def close(self) -> None:
+    def close(self, *, quiet: bool = False, own_errors: bool = False) -> OSError | None:
         """Stop the recorder (its meter, emulator and capture writers) and restore the controls. A SIGTERM or
         Ctrl-C that arrives meanwhile is held until every closer has run (a meter stopped half-way would leave
-        its capture's temp file behind), then raised as KeyboardInterrupt."""
+        its capture's temp file behind), then raised as KeyboardInterrupt. Returns the first write error (a raw
+        capture that could not be finished: a full disk). A closing failure is a warning, DEBUG only when
+        ``quiet`` (the run has already failed and says why) or, for a write error, when ``own_errors`` (the
+        caller reports the one returned itself): the user reads one line."""
+        first: OSError | None = None
         with _signals_held():
             for c in reversed(self.closers):
                 try:
                     c()
                 except Exception as e:  # closing must not hide the run's own outcome
-                    log.warning(f"while closing the session: {e}")
+                    if isinstance(e, OSError) and first is None:
+                        first = e
+                    hush = quiet or (own_errors and isinstance(e, OSError))
+                    (log.debug if hush else log.warning)(f"while closing the session: {e}")
             self.closers.clear()
+        return first
 
 
 def _live_signals() -> list[int]:
@@ -327,12 +335,18 @@ class RunOutcome:
 
 def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: bool | None = None,
              restore_file: Path | None = None) -> RunOutcome:
-    """``archline bench run``: all points into ``<out>/<run_id>.csv`` (``.partial`` until complete)."""
+    """``archline bench run``: all points into ``<out>/<run_id>.csv`` (``.partial`` until complete).
+
+    A write error (a full disk, exit 7) removes what this run wrote, its ``<run_id>.csv.partial`` (or ``.csv``)
+    and its ``<run_id>/`` directory of raw captures and traces: rows that name a capture never finished are not
+    kept. SIGTERM or Ctrl-C keeps the finished rows in the ``.partial`` file."""
     t0 = time.monotonic()
     new_out = not out.exists()
-    ok = False
+    ok = write_error = False
     session = open_session(opts, trace_dir=out, restore_file=restore_file)   # nothing is created before it opens
     partial = out / f"{session.ctx.run_id}.csv.partial"
+    final = out / f"{session.ctx.run_id}.csv"
+    outcome: RunOutcome | None = None
     try:
         inside(out, partial)
         results = ResultsFile(partial)
@@ -340,15 +354,14 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
             log.info(f"note: {n}")
         log.info(f"{session.profile.name}: {len(session.points)} points; {session.describe()}")
         written, failed = session.run_indexed(list(enumerate(session.points)), results, stream=stream, tty=tty)
-        final = out / f"{session.ctx.run_id}.csv"
         if written:
             partial.replace(final)
         else:
             partial.unlink()
         precs = tuple(sorted({p.spec.precision for p in session.points if p.spec.kernel == "intensity"}))
         ok = True
-        return RunOutcome(final, written, failed, time.monotonic() - t0, session.describe(), precs,
-                          session.n_bad_checksum)
+        outcome = RunOutcome(final, written, failed, time.monotonic() - t0, session.describe(), precs,
+                             session.n_bad_checksum)
     except KeyboardInterrupt:      # SIGTERM or Ctrl-C: the finished rows stay, marked partial
         if session.rows_written:
             log.warning(f"interrupted: {session.rows_written} finished row(s) kept in {partial}")
@@ -356,10 +369,32 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
             with contextlib.suppress(OSError):
                 partial.unlink()
         raise
+    except OSError:
+        write_error = True
+        raise
     finally:
-        session.close()
-        if not ok:      # a run that failed before writing anything (a full disk) leaves no empty directories
+        closing = session.close(quiet=not ok, own_errors=True)
+        if write_error or closing is not None:
+            _discard_run(out, (partial, final), session.trace_dir)
+        if not ok or closing is not None:    # a run that failed (a full disk) leaves no empty directories
             for d in (session.trace_dir, out if new_out else None):
                 if d is not None:
                     with contextlib.suppress(OSError):
                         d.rmdir()
+    if closing is not None:    # the run's captures could not be finished: its rows would name missing files
+        raise closing
+    assert outcome is not None
+    return outcome
+
+
+def _discard_run(out: Path, files: Sequence[Path], run_dir: Path | None) -> None:
+    """Remove what a run that hit a write error wrote: its results file and its own ``<run_id>/`` directory
+    (raw captures, traces, their temp files), never anything else in ``out``."""
+    import shutil
+
+    for f in files:
+        with contextlib.suppress(OSError):
+            f.unlink()
+    if run_dir is not None and run_dir != out and run_dir.is_dir() and not run_dir.is_symlink():
+        inside(out, run_dir)
+        shutil.rmtree(run_dir, ignore_errors=True)
