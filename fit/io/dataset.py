@@ -316,8 +316,8 @@ class ResultsDataset:
         out = self.root
         self._check_out()
         tables = [read_csv_table(p, whole_lines=False) for p in sources]   # a sweep may be appending
-        for p, t in zip(sources, tables, strict=True):                      # every file checked before a write
-            check_rows(t, p)
+        for src, t in zip(sources, tables, strict=True):                    # every file checked before a write
+            check_rows(t, src)
         new_rows = sum(t.num_rows for t in tables)
         old_files = owned_files(out)
         existing = 0

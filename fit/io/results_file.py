@@ -24,6 +24,7 @@ import errno
 import io
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,22 +82,9 @@ def parse_header(first: bytes, name: str) -> list[str]:
     return [c.strip() for c in next(csv.reader(io.StringIO(text)), [])]
 
 
-def duplicate_columns(columns: Sequence[str]) -> list[str]:
-    """The column names a header holds more than once (in header order): which copy a reader would take is
-    arbitrary, so a file with any is refused, never read."""
-    seen: set[str] = set()
-    dup: dict[str, None] = {}
-    for c in columns:
-        if c in seen:
-            dup[c] = None
-        seen.add(c)
-    return list(dup)
-
-
 def check_unique_columns(columns: Sequence[str], name: str) -> None:
-    """Refuse (one line, :class:`SourceError` kind ``schema``) a header that names a column twice."""
-    dup = duplicate_columns(columns)
-    if dup:
+    """Refuse a header naming a column twice: which copy a reader took would be arbitrary."""
+    if dup := [c for c, n in Counter(columns).items() if n > 1]:
         raise SourceError("schema", f"{name}: names column(s) {', '.join(repr(c) for c in dup)} more than once; "
                                     "which copy holds the data is ambiguous: remove the extra one")
 
@@ -127,8 +115,7 @@ def _own_header(path: Path) -> list[str] | None:
         raise _foreign(path, "not a text file") from None
     if "schema" not in cols:
         raise _foreign(path, "its header has no 'schema' column")
-    dup = duplicate_columns(cols)
-    if dup:
+    if dup := [c for c, n in Counter(cols).items() if n > 1]:
         raise _foreign(path, f"its header names {', '.join(repr(c) for c in dup)} more than once")
     lines = first.split(b"\n")
     if len(lines) > 2:      # a complete first row: its schema must be this one
