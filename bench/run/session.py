@@ -27,12 +27,11 @@ from archline.bench.run.runner import Runner
 from archline.common.exits import EXIT_DEVICE
 from archline.common.outputs import inside, safe_component
 from archline.powermon.errors import MeterError
+from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
 from archline.powermon.record.null import NullMeter
 from archline.powermon.record.recorder import Recorder
 
 log = logging.getLogger("archline.bench")
-#: the emulated PowerMon 2's stream over the pty, records per host second, that the decoder keeps up with
-MAX_EMULATED_RECORDS_PER_S = 60_000
 #: how long past a window's end the runner waits for its samples (host seconds)
 SETTLE_TIMEOUT_S = 5.0
 
@@ -182,7 +181,7 @@ def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_d
         raise EmulationError(
             f"time compression {be.device.time_compression:g}x would stream {per_tc * be.device.time_compression:.0f}"
             f" PowerMon records per second over the pty (limit {MAX_EMULATED_RECORDS_PER_S}); lower "
-            f"--time-compression to {MAX_EMULATED_RECORDS_PER_S / per_tc:.0f} or less")
+            f"--time-compression to {max_emulator_speed(per_tc)} or less")
     meter = emulated_powermon(be.meter, ModelPowerSource(be.device), speed=be.device.time_compression,
                               seed=opts.seed, raw_dir=raw_dir, stall_error_s=30.0)
     rails = ", ".join(f"{c.id}={c.rail}" for c in be.meter.channels)
