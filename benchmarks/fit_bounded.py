@@ -9,7 +9,8 @@ and hard-linked, so 100 parts cost one part's disk), then in fresh processes (wa
 1. the floor: pyarrow reads every part's time_s and energy_j and sums them (a scan, nothing kept);
 2. `archline fit DIR --model basic --format json` (the bounded reader: per-configuration statistics merged
    batch by batch, a reservoir of at most 1 M rows);
-3. the same fit of the first part alone (--where run_id=night000) with and without the bound: coefficients equal to 1e-9 relative.
+3. the same fit of the first part alone (--where run_id=night000) with and without the bound: coefficients
+   equal to 1e-9 relative.
 
     python benchmarks/fit_bounded.py [--parts 100] [--keep DIR]
 """
