@@ -34,7 +34,6 @@ I64 = npt.NDArray[np.int64]
 __all__ = ["DecodeStats", "RecordArrays", "StreamDecoder", "decode_bytes", "guess_channels"]
 
 
-
 class StreamDecoder:
     """Decode PowerMon 2 stream bytes fed in any chunking.
 
@@ -206,11 +205,18 @@ class StreamDecoder:
             if m == 0:
                 continue
             good = self._basic_valid(f, relaxed_time=True)
+            r = self._rank[f.sensor]
+            if self._last_counter is None:
+                # the counter is not known yet, so any word with bit 30 set (every ASCII letter) passes as a time
+                # record: one is plausible only right after a sampling event's last record (never first in a window)
+                after_event = np.zeros(m, dtype=bool)
+                after_event[1:] = f.is_sample[:-1] & (r[:-1] == self.n - 1)
+                good &= ~f.is_time | after_event
             if m > 1:
-                r = self._rank[f.sensor]
                 both = f.is_sample[:-1] & f.is_sample[1:]
                 pair_ok = ~both | (r[1:] == (r[:-1] + 1) % self.n)
-                good[:-1] &= pair_ok
+                # the overflow flag is sticky: a flagged record followed by a clean one is not the stream
+                good[:-1] &= pair_ok & ~(f.overflow[:-1] & ~f.overflow[1:])
             dn = np.flatnonzero(good & f.is_done)
             if dn.size:
                 good[dn[0] + 1:] = True
@@ -263,10 +269,10 @@ class StreamDecoder:
                 pos += RECORD_BYTES * self._accept(f.head(take))
                 break
             pos += RECORD_BYTES * self._accept(f.head(max(i - 1, 0)))
-            # the record before the implausible one may hold the lost byte: discard it and realign
+            # the record before the implausible one may hold the lost byte: discard it and realign (a resync
+            # only once records were accepted: before that this is still the first alignment, past a stray prefix)
             self._synced = False
             self._hole_pending = True
-            self._at_start = False
             self.stats.skipped_bytes += 1
             pos += 1
         if final and not self.stats.done and pos < len(buf):
