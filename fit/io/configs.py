@@ -23,8 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from archline.fit.io.config_keys import factorize_rows, key_bits
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
+    from archline.fit.io.stream_stats import StreamStats
 
 #: Statistics columns of a configuration table (besides its keys). ``time_s`` and ``energy_j`` are means,
 #: so a model's prediction on the table is its prediction at each configuration's mean time.
@@ -146,65 +150,6 @@ class Grouped:
         return pd.DataFrame(d)
 
 
-def canonical_bits(values: np.ndarray) -> np.ndarray:
-    """uint64 bit patterns of float64 values with every NaN one NaN and -0.0 equal to 0.0."""
-    v = np.asarray(values, dtype=np.float64) + 0.0
-    nan = np.isnan(v)
-    if nan.any():
-        v[nan] = np.nan
-    return v.view(np.uint64)
-
-
-def key_bits(values: np.ndarray) -> np.ndarray:
-    """Key column as uint64 bits; a constant column (the common case: unused counts, unmeasured settings) as a
-    length-1 array, which the grouping treats as the same value on every row."""
-    v = np.asarray(values, dtype=np.float64)
-    if v.size:
-        lo, hi = v.min(), v.max()
-        if lo == hi or (np.isnan(lo) and np.isnan(v).all()):
-            return canonical_bits(v[:1])
-    return canonical_bits(v)
-
-
-_K = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _hash(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """A multiply-add combination of uint64 columns: a hash (equal keys give equal hashes; the caller checks
-    that unequal keys did not collide)."""
-    h = np.zeros(columns[0].size, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for c in columns:
-            h += c
-            h *= _K
-    return h
-
-
-def factorize_rows(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Codes (0..U-1, in order of first appearance) and the index of each code's first row, for the row keys
-    formed by uint64 ``columns`` (each of the rows' length, or of length 1 for a constant)."""
-    import pyarrow.compute as pc
-
-    from archline.common.arrow import arrow_of, numpy_of
-
-    n = max((c.size for c in columns), default=0)
-    varying = [c for c in columns if c.size == n and n and c.min() != c.max()]
-    if not varying:
-        return np.zeros(n, dtype=np.int64), np.zeros(1 if n else 0, dtype=np.int64)
-    enc = pc.dictionary_encode(arrow_of(_hash(varying)))
-    codes = numpy_of(enc.indices).astype(np.int64)
-    first = np.full(len(enc.dictionary), n, dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
-    if all(bool((c == c[first][codes]).all()) for c in varying):
-        return codes, first
-    # a hash collision (never seen; kept exact): sort the keys
-    _, first_sorted, inverse = np.unique(np.column_stack(varying), axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first_sorted, kind="stable")      # renumber in order of first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return rank[inverse.reshape(-1)], first_sorted[order]
-
-
 class KeyReducer:
     """Builds configuration keys batch by batch (bounded memory): each batch is reduced to its distinct keys
     at once, and only rows' time, energy, local code and position are kept.
@@ -217,6 +162,8 @@ class KeyReducer:
     def __init__(self, text_keys: Sequence[str], num_keys: Sequence[str], max_rows: int | None = None,
                  seed: int = 0) -> None:
         self.max_rows = max_rows
+        from archline.fit.io.stream_stats import StreamStats
+
         self._stream: StreamStats | None = StreamStats(len(text_keys) + len(num_keys), max_rows, seed) \
             if max_rows is not None else None
         self.text_keys = tuple(text_keys)
@@ -335,128 +282,6 @@ class KeyReducer:
         return Grouped(cfg, g, t, e, src, pos, self.sources, {}, st.sampled)
 
 
-class StreamStats:
-    """Running per-configuration statistics (the :data:`STAT_COLUMNS`), merged batch by batch with the
-    pairwise update of Chan, Golub and LeVeque (1979) for means and centred sums, and a reservoir of rows
-    (Vitter's algorithm R, a batch at a time) once there are more than ``max_rows``."""
-
-    _SUMS = ("time_s", "energy_j", "log_time_mean", "time_ss", "energy_ss", "time_energy_sp", "log_time_ss")
-
-    def __init__(self, n_keys: int, max_rows: int | None, seed: int = 0) -> None:
-        self.n_keys = n_keys
-        self.max_rows = max_rows if max_rows is not None else 1 << 62
-        self.ids: dict[bytes, int] = {}
-        self.keys: list[np.ndarray] = []
-        self.cap = 0
-        self.n = np.zeros(0)
-        self.acc: dict[str, np.ndarray] = {k: np.zeros(0) for k in self._SUMS}
-        self.fastest = np.zeros((0, 3))
-        self.first_src = np.zeros(0, dtype=np.int64)
-        self.first_pos = np.zeros(0, dtype=np.int64)
-        self.n_seen = 0
-        self.sampled = False
-        self.rng = np.random.default_rng(seed)
-        self._rows: list[tuple[np.ndarray, ...]] = []      # until max_rows is passed
-        self._res: tuple[np.ndarray, ...] | None = None    # the reservoir after
-
-    def _grow(self, size: int) -> None:
-        if size <= self.cap:
-            return
-        new = max(size, 2 * self.cap, 64)
-
-        def ext(a: np.ndarray, fill: float) -> np.ndarray:
-            out = np.full((new, *a.shape[1:]), fill, dtype=a.dtype)
-            out[: a.shape[0]] = a
-            return out
-        self.n = ext(self.n, 0.0)
-        self.acc = {k: ext(v, 0.0) for k, v in self.acc.items()}
-        self.fastest = ext(self.fastest, np.inf)
-        self.first_src, self.first_pos = ext(self.first_src, 0), ext(self.first_pos, 0)
-        self.cap = new
-
-    def add(self, keys: np.ndarray, codes: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray,
-            first: np.ndarray) -> None:
-        gid = np.empty(len(keys), dtype=np.int64)
-        for j, row in enumerate(np.ascontiguousarray(keys)):
-            b = row.tobytes()
-            k = self.ids.get(b)
-            if k is None:
-                k = self.ids[b] = len(self.ids)
-                self.keys.append(row.copy())
-                self._grow(k + 1)
-                self.first_src[k], self.first_pos[k] = src, int(pos[first[j]])
-            gid[j] = k
-        b_stats = config_stats(codes, t, e, len(keys))
-        self._merge(gid, b_stats)
-        self._keep(gid[codes].astype(np.int32), t, e, src, pos)
-
-    def _merge(self, gid: np.ndarray, b: dict[str, np.ndarray]) -> None:
-        na, nb = self.n[gid], b["n"]
-        n = na + nb
-        a = {k: v[gid] for k, v in self.acc.items()}
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f = np.where(n > 0, nb / np.where(n > 0, n, 1), 0.0)
-            w = np.where(n > 0, na * nb / np.where(n > 0, n, 1), 0.0)
-        dt = b["time_s"] - a["time_s"]
-        de = b["energy_j"] - a["energy_j"]
-        dl = b["log_time_mean"] - a["log_time_mean"]
-        out = {"time_ss": a["time_ss"] + b["time_ss"] + w * dt * dt,
-               "energy_ss": a["energy_ss"] + b["energy_ss"] + w * de * de,
-               "time_energy_sp": a["time_energy_sp"] + b["time_energy_sp"] + w * dt * de,
-               "log_time_ss": a["log_time_ss"] + b["log_time_ss"] + w * dl * dl,
-               "time_s": a["time_s"] + f * dt, "energy_j": a["energy_j"] + f * de,
-               "log_time_mean": a["log_time_mean"] + f * dl}
-        for k, v in out.items():
-            self.acc[k][gid] = v
-        self.n[gid] = n
-        self.fastest[gid] = np.sort(np.hstack([self.fastest[gid], np.column_stack(
-            [b["time_min1"], b["time_min2"], b["time_min3"]])]), axis=1)[:, :3]
-
-    def _keep(self, g: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray) -> None:
-        batch: tuple[np.ndarray, ...] = (g, t, e, np.full(t.size, src, dtype=np.int32), pos.astype(np.int64))
-        start, self.n_seen = self.n_seen, self.n_seen + t.size
-        if not self.sampled and self.n_seen <= self.max_rows:
-            self._rows.append(batch)
-            return
-        if not self.sampled:       # the rows no longer fit: the ones so far become the reservoir's start
-            self.sampled = True
-            old = tuple(np.concatenate([r[i] for r in self._rows]) if self._rows else batch[i][:0]
-                        for i in range(5))
-            self._rows.clear()
-            room = self.max_rows - old[0].size
-            self._res = tuple(np.concatenate([o, b[:room]]) for o, b in zip(old, batch, strict=True))
-            batch, start = tuple(b[room:] for b in batch), start + room
-        assert self._res is not None
-        if not batch[0].size:
-            return
-        # algorithm R: row i (0-based over all rows) replaces slot j ~ U{0..i} when j < max_rows
-        j = (self.rng.random(batch[0].size) * (start + 1 + np.arange(batch[0].size))).astype(np.int64)
-        hit = j < self.max_rows
-        for r, b in zip(self._res, batch, strict=True):
-            r[j[hit]] = b[hit]       # a slot drawn twice keeps the later row, as the sequential algorithm
-
-    def keys_table(self) -> np.ndarray:
-        return np.vstack(self.keys) if self.keys else np.zeros((0, self.n_keys), dtype=np.uint64)
-
-    def rows(self) -> tuple[np.ndarray, ...]:
-        if self._res is not None:
-            return self._res
-        if not self._rows:
-            return (np.zeros(0, dtype=np.int32), np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int32),
-                    np.zeros(0, dtype=np.int64))
-        out = tuple(np.concatenate([r[i] for r in self._rows]) for i in range(5))
-        self._rows.clear()
-        self._rows.append(out)
-        return out
-
-    def stats(self) -> dict[str, np.ndarray]:
-        k = len(self.keys)
-        d = {"n": self.n[:k].copy(), **{name: v[:k].copy() for name, v in self.acc.items()}}
-        d["time_min1"], d["time_min2"], d["time_min3"] = (self.fastest[:k, i].copy() for i in range(3))
-        return d
-
-
-#: Rows per slice in the passes over rows (bounded temporaries for ten million rows).
 CHUNK_ROWS = 1 << 20
 
 
