@@ -51,7 +51,12 @@ def _env() -> dict[str, str]:
 
 
 def _hipcc(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([require_hipcc(), *args], capture_output=True, text=True, env=_env())
+    """hipcc with its own temporaries (clang leaves an empty ``kernels-XXXXXX`` directory in $TMPDIR) kept in the
+    build's directory, which is removed after."""
+    env = _env()
+    if "-o" in args:
+        env["TMPDIR"] = str(Path(args[args.index("-o") + 1]).parent)
+    return subprocess.run([require_hipcc(), *args], capture_output=True, text=True, env=env)
 
 
 @lru_cache(maxsize=16)
