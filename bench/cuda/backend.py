@@ -16,9 +16,8 @@ from typing import Any
 
 from archline.bench.cuda import nvcc
 from archline.bench.errors import BackendUnavailableError, BenchError
-from archline.bench.gpu.catalogue import Offer
-from archline.bench.gpu.core import GpuBackend, GpuDevice
-from archline.bench.gpu.cupy_runtime import CupyDevice, Readings, import_cupy, pick_index
+from archline.bench.gpu.core import GpuBackend
+from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, Readings, layer_readings
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.kernels import KernelSpec
 
@@ -26,14 +25,9 @@ NAME = "cuda"
 
 
 def nvml_readings(index: int) -> Readings | None:
-    """Clocks and temperature through powermon's NVML layer (None without NVML: the rows say so)."""
     from archline.powermon.counters.nvml import NvmlGpu
-    from archline.powermon.errors import MeterError
 
-    try:
-        return NvmlGpu.open(index).readings
-    except MeterError:
-        return None
+    return layer_readings(NvmlGpu.open, index)
 
 
 class CudaDevice(CupyDevice):
@@ -66,14 +60,11 @@ class CudaDevice(CupyDevice):
                     "ptx_loop_fma": rep.ptx_loop_fma, "compiler": f"nvcc {major}.{minor} -arch={arch}"}
 
 
-class CudaDriver:
+class CudaDriver(CupyDriver):
     name = NAME
-    offer = Offer(cache_levels=("shared", "l2", "mem"), chase_walkers=(1, 1024))
-    warmup_s = 0.5
-
-    def open(self, device: str | None) -> GpuDevice:
-        cp = import_cupy("cuda")
-        return CudaDevice(cp, pick_index(cp, device, "CUDA"))
+    extra = "cuda"
+    label = "CUDA"
+    device_class = CudaDevice
 
 
 class CudaBackend(GpuBackend):

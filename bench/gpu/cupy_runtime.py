@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from archline.bench.errors import BackendUnavailableError, BenchError
+from archline.bench.gpu.catalogue import Offer
 from archline.bench.gpu.core import Timing
 from archline.bench.gpu.points import Geometry
 
@@ -159,3 +160,30 @@ class CupyDevice:
 
     def release(self, bufs: list[Any]) -> None:
         bufs.clear()
+
+
+def layer_readings(open_layer: Callable[[int], Any], index: int) -> Readings | None:
+    """Clocks and temperature from powermon's device layer of the vendor (``NvmlGpu.open``, ``AmdSmiGpu.open``);
+    None when the layer is not there (the rows say so)."""
+    from archline.powermon.errors import MeterError
+
+    try:
+        return open_layer(index).readings  # type: ignore[no-any-return]
+    except MeterError:
+        return None
+
+
+class CupyDriver:
+    """The driver of a cupy build: open the device ``--device`` names. A vendor's driver names itself, its cupy
+    extra, its word for a device and its device class."""
+
+    name: str = ""
+    extra: str = ""              #: the pip extra with this vendor's cupy
+    label: str = ""              #: "CUDA", "HIP"
+    device_class: type[CupyDevice] = CupyDevice
+    offer = Offer(cache_levels=("shared", "l2", "mem"), chase_walkers=(1, 1024))
+    warmup_s = 0.5
+
+    def open(self, device: str | None) -> CupyDevice:
+        cp = import_cupy(self.extra)
+        return self.device_class(cp, pick_index(cp, device, self.label))  # type: ignore[call-arg]

@@ -14,9 +14,8 @@ import tempfile
 from typing import Any
 
 from archline.bench.errors import BackendUnavailableError, BenchError
-from archline.bench.gpu.catalogue import Offer
-from archline.bench.gpu.core import GpuBackend, GpuDevice
-from archline.bench.gpu.cupy_runtime import CupyDevice, Readings, import_cupy, pick_index, text
+from archline.bench.gpu.core import GpuBackend
+from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, Readings, layer_readings, text
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.hip import hipcc
 from archline.bench.kernels import KernelSpec
@@ -25,14 +24,9 @@ NAME = "hip"
 
 
 def amdsmi_readings(index: int) -> Readings | None:
-    """Clocks and temperature through powermon's AMD SMI layer (None without AMD SMI: the rows say so)."""
     from archline.powermon.counters.amdsmi import AmdSmiGpu
-    from archline.powermon.errors import MeterError
 
-    try:
-        return AmdSmiGpu.open(index).readings
-    except MeterError:
-        return None
+    return layer_readings(AmdSmiGpu.open, index)
 
 
 class HipDevice(CupyDevice):
@@ -64,14 +58,11 @@ class HipDevice(CupyDevice):
                     "compiler": f"hipcc --offload-arch={target} -O3"}
 
 
-class HipDriver:
+class HipDriver(CupyDriver):
     name = NAME
-    offer = Offer(cache_levels=("shared", "l2", "mem"), chase_walkers=(1, 1024))
-    warmup_s = 0.5
-
-    def open(self, device: str | None) -> GpuDevice:
-        cp = import_cupy("hip")
-        return HipDevice(cp, pick_index(cp, device, "HIP"))
+    extra = "hip"
+    label = "HIP"
+    device_class = HipDevice
 
 
 class HipBackend(GpuBackend):

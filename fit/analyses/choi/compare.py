@@ -197,13 +197,7 @@ def _block(scope: str, fits: dict[str, dict[str, Any]], alpha: float, notes: lis
                  two_stage=method == "two-stage" and not pooled_used)
 
 
-def compare_frame(frame: Any, by: str, *, model: str = "basic", alpha: float = 0.05,
-                  method: str = "two-stage") -> Comparison:
-    """The comparison of a row-wise frame (``ResultsSet.frame``: platform, host, run_id, counts, time, energy).
-
-    ``method="two-stage"`` (default): one fit per (group, replicate) cell, then per coefficient a one-way
-    random-effects ANOVA of the cells (:func:`compare_cells`). ``method="pooled"``: one fit per group, tests
-    on the fits' own standard errors (archline before issue 28; repeats of one run taken as independent)."""
+def _check_args(by: str, model: str, method: str, alpha: float) -> None:
     if by not in BY_COLUMN:
         raise CompareError(f"--by must be one of {', '.join(BY_COLUMN)}, got {by!r}")
     if model == "auto":
@@ -212,6 +206,16 @@ def compare_frame(frame: Any, by: str, *, model: str = "basic", alpha: float = 0
         raise CompareError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if not 0 < alpha < 1:
         raise CompareError(f"--alpha must be between 0 and 1, got {alpha}")
+
+
+def compare_frame(frame: Any, by: str, *, model: str = "basic", alpha: float = 0.05,
+                  method: str = "two-stage") -> Comparison:
+    """The comparison of a row-wise frame (``ResultsSet.frame``: platform, host, run_id, counts, time, energy).
+
+    ``method="two-stage"`` (default): one fit per (group, replicate) cell, then per coefficient a one-way
+    random-effects ANOVA of the cells (:func:`compare_cells`). ``method="pooled"``: one fit per group, tests
+    on the fits' own standard errors (archline before issue 28; repeats of one run taken as independent)."""
+    _check_args(by, model, method, alpha)
     column = BY_COLUMN[by]
     if column not in frame.columns or frame[column].isna().all():
         raise CompareError(f"--by {by}: the rows have no '{column}' column to group by")
@@ -247,14 +251,7 @@ def compare_files(paths: Sequence[str | Path], by: str, *, where: Sequence[str] 
                   alpha: float = 0.05, method: str = "two-stage") -> Comparison:
     from archline.fit.io.results import read_results
 
-    if by not in BY_COLUMN:
-        raise CompareError(f"--by must be one of {', '.join(BY_COLUMN)}, got {by!r}")
-    if model == "auto":
-        raise CompareError("compare fits every group with the same model: pass --model basic, cache or capped")
-    if method not in METHODS:
-        raise CompareError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
-    if not 0 < alpha < 1:
-        raise CompareError(f"--alpha must be between 0 and 1, got {alpha}")
+    _check_args(by, model, method, alpha)
     rs = read_results(paths, where)
     cmp = compare_frame(rs.frame, by, model=model, alpha=alpha, method=method)
     if rs.notes and cmp.blocks:
