@@ -24,8 +24,9 @@ from pathlib import Path
 
 from archline.common.errors import OutputError
 
-#: (st_dev, st_ino) -> the input as the user named it
-_INPUTS: dict[tuple[int, int], str] = {}
+#: (st_dev, st_ino) -> (st_ctime_ns, the input as the user named it). The change time tells a file that was
+#: deleted, its inode reused by a new one, from the input itself (a library caller never calls reset()).
+_INPUTS: dict[tuple[int, int], tuple[int, str]] = {}
 
 
 def reset() -> None:
@@ -40,12 +41,14 @@ def note_input(path: str | os.PathLike[str], st: os.stat_result | None = None) -
     except (OSError, ValueError):
         return
     if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
-        _INPUTS.setdefault((st.st_dev, st.st_ino), show(path))
+        key = (st.st_dev, st.st_ino)
+        if key not in _INPUTS or _INPUTS[key][0] != st.st_ctime_ns:
+            _INPUTS[key] = (st.st_ctime_ns, show(path))
 
 
 def inputs() -> list[str]:
     """The inputs noted so far, as the user named them."""
-    return list(_INPUTS.values())
+    return [name for _, name in _INPUTS.values()]
 
 
 def show(path: str | os.PathLike[str] | bytes) -> str:
@@ -96,7 +99,8 @@ def check_output(path: str | os.PathLike[str], extra_inputs: tuple[str | os.Path
     except OSError:
         return target  # does not exist yet: it cannot be an input
     key = (st.st_dev, st.st_ino)
-    named = _INPUTS.get(key)
+    seen = _INPUTS.get(key)
+    named = seen[1] if seen is not None and seen[0] == st.st_ctime_ns else None
     if named is None:
         for other in extra_inputs:
             try:

@@ -42,3 +42,14 @@ def _reset_archline_logging() -> Iterator[None]:
     reset()
     yield
     reset()
+
+
+@pytest.fixture(autouse=True)
+def _reset_archline_inputs() -> Iterator[None]:
+    """The output policy remembers a command's inputs; the CLI forgets them per command, a test that calls the
+    library directly must too (else a later test's new file on a reused inode could look like an old input)."""
+    from archline.common.outputs import reset
+
+    reset()
+    yield
+    reset()

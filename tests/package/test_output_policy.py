@@ -31,11 +31,11 @@ def _fresh_registry():
 def test_an_input_is_never_an_output_also_through_links_and_other_spellings(tmp_path, monkeypatch):
     a = tmp_path / "a.csv"
     a.write_text("x\n1\n")
-    read_text(a, error=Bad)
     link = tmp_path / "link.csv"
     link.symlink_to(a)
     hard = tmp_path / "hard.csv"
-    os.link(a, hard)
+    os.link(a, hard)             # links made before the command runs, as a user's would be
+    read_text(a, error=Bad)
     monkeypatch.chdir(tmp_path)
     for out in (a, link, hard, Path("./a.csv"), Path("sub/../a.csv")):
         (tmp_path / "sub").mkdir(exist_ok=True)
@@ -207,3 +207,15 @@ def test_fit_refuses_its_input_as_output_and_leaves_it_alone(tmp_path):
     assert r.stderr.count(b"\n") == 1
     assert a.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]
+
+
+def test_a_new_file_on_a_reused_inode_is_not_an_old_input(tmp_path):
+    """A library caller never resets the registry: a file deleted after it was read, whose inode a new file then
+    gets, is not that input (its change time differs)."""
+    a = tmp_path / "a.txt"
+    a.write_text("1\n")
+    read_text(a, error=Bad)
+    st = a.stat()
+    outputs._INPUTS[(st.st_dev, st.st_ino)] = (st.st_ctime_ns - 1, str(a))   # as if a.txt were a deleted file's
+    write_atomic(a, "2\n")
+    assert a.read_text() == "2\n"
