@@ -20,11 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.powermon_helpers import SCRIPT
+from support.powermon_helpers import make_capture, one_line, run
 
-from archline.cli.main import main
 from archline.common.exits import EXIT_INPUT, EXIT_OK
-from archline.powermon.emulator import PowerMon2Core
 from archline.powermon.emulator.device import EMULATED_LINE
 from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
 from archline.powermon.powermon2.protocol import PROMPT, VERSION_REPLY
@@ -32,55 +30,10 @@ from archline.powermon.powermon2.protocol import PROMPT, VERSION_REPLY
 SPEED = 4.0
 
 
-class _Clock:
-    t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def make_capture(path: Path, speed: float = SPEED, seconds: int = 3) -> Path:
-    """A capture of channels 0-3 at 128 Hz from an emulator at ``speed`` (on a fake clock) and its sidecar, as
-    `meter record --meter emulated:4` writes them."""
-    clk = _Clock()
-    core = PowerMon2Core(SCRIPT, clock=clk, speed=speed)
-    core.write(b"t 0\rm 15\rs 8 0\r")
-    core.read_available()
-    core.write(b"e\r")
-    with open(path, "wb") as f:
-        for k in range(1, seconds + 1):
-            clk.t = k / speed
-            f.write(core.read_available())
-        core.write(b"d\r")
-        f.write(core.read_available())
-    side = {"format": "archline.powermon2.raw/1", "meter": "powermon2-emulated", "emulated": True,
-            "version": "PowerMon HW v2.0 SW v2.2 EMULATED by archline", "channels": [0, 1, 2, 3],
-            "r_sense_ohm": {str(c): 0.00422 for c in range(4)}, "period_ticks": 8, "rate_hz": 128.0,
-            "time_set_s": 0, "speed": speed,
-            "clock": {"offset_s": 100.0, "seconds_per_device_s": 1.0 / speed, "drift_ppm": 0.0}}
-    path.with_name(path.name + ".json").write_text(json.dumps(side))
-    return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("archline: error:")]
-    assert len(lines) == 1 and "Traceback" not in err and "Exception" not in err, err
-    return lines[0]
-
-
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_capture(tmp_path_factory.mktemp("cap") / "c.raw.bin")
+    return make_capture(tmp_path_factory.mktemp("cap") / "c.raw.bin", speed=SPEED, seconds=3,
+                        meter="powermon2-emulated", version="PowerMon HW v2.0 SW v2.2 EMULATED by archline")
 
 
 def copy_capture(capture: Path, dest: Path, **change: object) -> Path:

@@ -19,57 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.powermon_helpers import SCRIPT
+from support.powermon_helpers import make_capture, one_line, run
 
-from archline.cli.main import main
 from archline.common.exits import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_SAMPLES_LOST
-from archline.powermon.emulator import PowerMon2Core
 
 RATE_HZ = 128.0
-
-
-class _Clock:
-    t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def make_capture(path: Path, seconds: int = 4) -> Path:
-    """A capture of channels 0-3 at 128 Hz (emulated, on a fake clock: no waiting) with its sidecar."""
-    clk = _Clock()
-    core = PowerMon2Core(SCRIPT, clock=clk)
-    core.write(b"t 0\rm 15\rs 8 0\r")
-    core.read_available()
-    core.write(b"e\r")
-    with open(path, "wb") as f:
-        for k in range(1, seconds + 1):
-            clk.t = float(k)
-            f.write(core.read_available())
-        core.write(b"d\r")
-        f.write(core.read_available())
-    side = {"format": "archline.powermon2.raw/1", "meter": "powermon2", "emulated": True, "channels": [0, 1, 2, 3],
-            "r_sense_ohm": {str(c): 0.00422 for c in range(4)}, "period_ticks": 8, "rate_hz": RATE_HZ,
-            "time_set_s": 0, "speed": 1.0, "clock": {"offset_s": 100.0, "seconds_per_device_s": 1.0, "drift_ppm": 0.0}}
-    path.with_name(path.name + ".json").write_text(json.dumps(side))
-    return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``archline ARGS`` in this process: (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        code = main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("archline: error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
