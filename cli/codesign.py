@@ -8,6 +8,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
+from archline.common.outputs import show
 
 KIND_CHOICES = ["oi-alpha", "rooflines", "perf-multiroofline", "energy-cores-freq", "energy-multiroofline"]
 
@@ -113,4 +114,4 @@ def codesign(kind: str, algorithms: tuple[str, ...], machine_file: Path | None, 
     for n in data.notes:
         click.echo(f"note: {n}")
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from archline.common.outputs import show
+
 
 @click.command("compare")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
@@ -68,4 +70,4 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
     if figure is not None:
         from archline.fit.plots.compare import compare_figure
 
-        click.echo(f"wrote {compare_figure(cmp, figure)}", err=True)
+        click.echo(f"wrote {show(compare_figure(cmp, figure))}", err=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
+from archline.common.outputs import show
 
 
 @click.command("design-space")
@@ -91,4 +92,4 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
     for n in ds.notes:
         click.echo(f"note: {n}")
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")

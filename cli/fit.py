@@ -7,6 +7,7 @@ import sys
 import click
 
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
+from archline.common.outputs import show
 
 
 @click.command("fit")
@@ -90,7 +91,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     if out is None:
         click.echo(render(results, fmt), nl=False)
     for p in written:
-        click.echo(f"wrote {p}", err=True)
+        click.echo(f"wrote {show(p)}", err=True)
     if fmt != "table":
         for r in results:
             for w in r.warnings:

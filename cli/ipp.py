@@ -10,6 +10,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
+from archline.common.outputs import show
 
 _gpu_option = click.option("--gpu", "gpu_name", default="gtx280", show_default=True, metavar="NAME|GPU.toml",
                            help="GPU parameter file (print the shipped one to copy: archline ipp gpu gtx280)")
@@ -111,7 +112,7 @@ def power_cmd(kernels: str | None, gpu_name: str, only: tuple[str, ...], active_
             ["GPU power", *[f"{p.power.gpu_power_w:.2f}" for p in powers]]]
     echo_table(["", *[p.kernel for p in powers]], rows)
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")
 
 
 @ipp.command("temperature")
@@ -160,7 +161,7 @@ def temperature_cmd(kernels: str | None, gpu_name: str, only: tuple[str, ...], t
                    [[f"{r['time_s']:g}", f"{r['temperature_degc']:.1f}", f"{r['static_power_increase_w']:.2f}",
                      f"{r['gpu_power_w']:.2f}"] for r in t["over_time"]])
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")
 
 
 @ipp.command("timing")
@@ -288,7 +289,7 @@ def sweep_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, co
                    [["perf", *[f"{s.perf[n - 1] / scale_p:.3g}" for n in grid]],
                     ["perf/W", *[f"{ppw[n - 1] / scale_w:.3g}" for n in grid]]])
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")
 
 
 @ipp.command("savings")

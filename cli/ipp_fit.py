@@ -9,6 +9,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, NON_NEGATIVE, OutPath
+from archline.common.outputs import show
 
 _gpu_option = click.option("--gpu", "gpu_name", default="gtx280", show_default=True, metavar="NAME|GPU.toml",
                            help="GPU parameter file: idle power, beta, SM count, which units are on chip and "
@@ -59,7 +60,7 @@ def fit_cmd(rows_file: Path, gpu_name: str, plot_path: Path | None, fmt: str) ->
     for n in f.notes:
         click.echo(f"note: {n}")
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")
 
 
 @click.command("validate")
@@ -104,7 +105,7 @@ def validate_cmd(rows_file: Path, gpu_name: str, plot_path: Path | None, fmt: st
                 for r, p in zip(rows, pred, strict=True)])
     click.echo(f"geometric-mean error {100 * err:.2f}% (S3: 2.5% microbenchmarks, 9.18% GPGPU kernels)")
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")
 
 
 @click.command("microbench")

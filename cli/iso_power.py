@@ -9,6 +9,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
+from archline.common.outputs import show
 
 
 class Setting(click.ParamType):
@@ -125,4 +126,4 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
     for note in r.notes:
         click.echo(f"note: {note}")
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from archline.common.outputs import show
+
 lab_file = click.argument("lab_toml", type=click.Path(dir_okay=False, path_type=Path))
 
 
@@ -110,6 +112,6 @@ def collect_cmd(lab_toml: Path, out: Path, replace: bool, fmt: str) -> None:
         return
     d = report.dataset
     echo_table(*collect_table(report))
-    click.echo(f"wrote {d.path}: {d.rows} rows in {d.partitions} partition(s) (platform/host/run_id); "
+    click.echo(f"wrote {show(d.path)}: {d.rows} rows in {d.partitions} partition(s) (platform/host/run_id); "
                f"{d.new_rows} read from the results, {d.kept_existing} already in the data set, "
                f"{d.duplicates} duplicate point(s) dropped")

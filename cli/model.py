@@ -8,6 +8,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
+from archline.common.outputs import show
 from archline.fit.model.summary import SYMBOLS, parse_intensities, platform_summary, predict_rows
 from archline.fit.model.units import display
 
@@ -138,7 +139,7 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -
     precs = ["sp", "dp"] if precision == "both" else [precision]
     curves = curves_for(pls, [p for p in precs if all(p in pl.precisions_available() for pl in pls)] or precs)
     path = plot_model(curves, out or Path(f"{safe_component(pls[0].name)}.png"))   # a name from data: made safe
-    click.echo(f"wrote {path}")
+    click.echo(f"wrote {show(path)}")
 
 
 @model.command("peak")

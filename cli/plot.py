@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
+from archline.common.outputs import show
 
 
 @click.command()
@@ -57,7 +58,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
         echo_table(["ceiling", "kind", "rate", "P_peak (W)", "EE at P_peak", "from"], ceiling_rows(inputs.ceilings))
         for note in inputs.notes:
             click.echo(f"archline: warning: {note}", err=True)
-        click.echo(f"wrote {path}")
+        click.echo(f"wrote {show(path)}")
         return
     from archline.fit.plots.inputs import plot_plan
     from archline.fit.plots.rooflines import KINDS, plot_model
@@ -66,4 +67,4 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     path = plot_model(plan.curves, out, kinds=plan.kinds, measured=plan.measured, notes=plan.notes)
     for note in plan.notes:
         click.echo(f"archline: warning: {note}", err=True)
-    click.echo(f"wrote {path}")
+    click.echo(f"wrote {show(path)}")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
+from archline.common.outputs import show
 
 
 @click.command("predict")
@@ -71,4 +72,4 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
     if any(p.time_source == "model" for p in preds):
         click.echo("* time from the model, max(W*tau_flop, Q*tau_mem): no time_s in the counts")
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")

@@ -8,6 +8,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
+from archline.common.outputs import show
 
 
 @click.command("throttle")
@@ -63,4 +64,4 @@ def throttle(platform: str, precision: str, delta_pi_w: float | None, pi0_w: flo
                     [f"{sw.rel_perf[r, j]:.3f}" for r in idx[1:]] + [f"{sw.rel_eff[r, j]:.3f}" for r in idx[1:]])
     echo_table(headers, rows)
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")

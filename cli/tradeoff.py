@@ -8,6 +8,7 @@ import click
 
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
+from archline.common.outputs import show
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -63,4 +64,4 @@ def tradeoff(platform: str, precision: str, f_text: str, m_text: str, with_pi0: 
                  f"{b['greenup_lo']:.3g}", f"{b['greenup_hi']:.3g}"] for c, b in d["cases"].items()])
     click.echo(f"faster but less efficient (dT > 1, dE < 1): {d['faster_but_less_efficient']} of {d['points']}")
     if plot_path is not None:
-        click.echo(f"wrote {plot_path}")
+        click.echo(f"wrote {show(plot_path)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from archline.common.outputs import show
 from archline.fit.io.costs_units import HUMAN_UNITS, UNITS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,7 +25,7 @@ def _human(c: Coefficient) -> tuple[str, str, str, str]:
 def format_table(r: FitResult) -> str:
     """A plain-text table for people."""
     n_cfg = r.quality.get("n_configurations")
-    head = f"{r.platform}  model={r.model}" + (f" ({r.extra['method']})" if r.model == "cache" else "") + \
+    head = f"{show(r.platform)}  model={r.model}" + (f" ({r.extra['method']})" if r.model == "cache" else "") + \
         f"  points={r.n_points}" + (f"  configurations={n_cfg}" if n_cfg is not None else "") + \
         ("  EMULATED" if r.emulated else "")
     out = [head, "-" * len(head)]

@@ -106,3 +106,23 @@ def test_predict_refuses_a_counts_file_it_would_misread(tmp_path: Path, run_cli:
     f.write_text(body)
     r = run_cli("predict", str(f), "--costs", str(COSTS), "--format", "json")
     assert r.exit_code == 2 and needle in r.stderr and r.stdout == "", r.stderr
+
+
+def test_control_characters_from_data_or_names_are_shown_escaped(tmp_path: Path,
+                                                                 run_cli: Callable[..., Any]) -> None:
+    import csv
+
+    rows = list(csv.reader(RESULTS.open()))
+    k = rows[0].index("platform")
+    for r in rows[1:]:
+        r[k] = "gtx\x1b]0;pwned\x07580"
+    f = tmp_path / "esc.csv"
+    with f.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    r = run_cli("fit", str(f), "--model", "basic")
+    assert r.exit_code == 0 and "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert "gtx\\x1b]0;pwned\\x07580" in r.stdout
+    out = tmp_path / "a\nb.png"
+    r = run_cli("model", "plot", "gtx580", "--out", str(out))
+    assert r.exit_code == 0 and out.exists()
+    assert [ln for ln in r.stdout.splitlines() if ln.startswith("wrote")] == [f"wrote {tmp_path}/a\\nb.png"]
