@@ -11,11 +11,9 @@ Verified here without a GPU: every kernel builds with nvcc and its PTX/SASS hold
 
 from __future__ import annotations
 
-import tempfile
 from typing import Any
 
 from archline.bench.cuda import nvcc
-from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.core import GpuBackend
 from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, Readings, layer_readings
 from archline.bench.gpu.desc import GpuKernelDesc
@@ -35,29 +33,32 @@ class CudaDevice(CupyDevice):
     timer = "cuda-events"
     fp64 = True
 
+    compiler = "nvcc"
+    unit_word = "SMs"
+
     def __init__(self, cp: Any, index: int) -> None:
         super().__init__(cp, index, nvml_readings(index))
         self.info["arch"] = f"sm_{self.props['major']}{self.props['minor']}"
-        if nvcc.find_nvcc() is None:
-            raise BackendUnavailableError(f"{self.info['device']} found but nvcc is missing (the kernels are "
-                                          "built with nvcc)")
-        nvcc.check_arch(self.info["arch"])
-        self.summary = f"{self.info['device']} ({self.info['arch']}, {self.info['compute_units']} SMs)"
+        self.check_compiler()
 
-    def build(self, desc: GpuKernelDesc, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
-        arch = nvcc.check_arch(str(spec.params.get("arch", self.info["arch"])))
+    def find_compiler(self) -> str | None:
+        return nvcc.find_nvcc()
+
+    def check_arch(self, arch: str) -> str:
+        return nvcc.check_arch(arch)
+
+    def compile(self, desc: GpuKernelDesc, spec: KernelSpec, arch: str, out_dir: str
+                ) -> tuple[str, dict[str, Any], str]:
         # L2 kernels bypass L1 as in the thesis (-Xptxas -dlcm=cg); others use the default caching
         flags = ["-Xptxas", "-dlcm=cg"] if spec.level == "l2" else []
-        # the build lives in a temp directory only until the module is loaded
-        with tempfile.TemporaryDirectory(prefix="archline-cuda-") as out_dir:
-            build = nvcc.compile_module([desc], arch, out_dir=out_dir, extra_flags=flags, sass=False)
-            rep = nvcc.inspect_module(build, [desc])[desc.name]
-            if rep.spill_stores > 0:
-                raise BenchError(f"{desc.name} spills {rep.spill_stores} B on {arch}: lower chains or vector_width")
-            fn = self.load(build.cubin_path, desc.name)
+        build = nvcc.compile_module([desc], arch, out_dir=out_dir, extra_flags=flags, sass=False)
+        rep = nvcc.inspect_module(build, [desc])[desc.name]
         major, minor = nvcc.nvcc_version()
-        return fn, {"nvcc": f"{major}.{minor}", "nvcc_flags": " ".join(flags), "registers": rep.registers,
-                    "ptx_loop_fma": rep.ptx_loop_fma, "compiler": f"nvcc {major}.{minor} -arch={arch}"}
+        spills = f"{desc.name} spills {rep.spill_stores} B on {arch}: lower chains or vector_width"
+        return build.cubin_path, {"nvcc": f"{major}.{minor}", "nvcc_flags": " ".join(flags),
+                                  "registers": rep.registers, "ptx_loop_fma": rep.ptx_loop_fma,
+                                  "compiler": f"nvcc {major}.{minor} -arch={arch}"}, \
+            spills if rep.spill_stores > 0 else ""
 
 
 class CudaDriver(CupyDriver):

@@ -8,6 +8,7 @@ hipcc -> code object) and share this. Clocks and temperature come from the vendo
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,9 @@ import numpy as np
 from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.catalogue import Offer
 from archline.bench.gpu.core import Timing
+from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
+from archline.bench.kernels import KernelSpec
 
 Readings = Callable[[], dict[str, float]]
 
@@ -75,6 +78,7 @@ class CupyDevice:
     """What a cupy-loaded device does the same for both vendors; a driver subclasses it with its architecture
     name, its compiler and ``build``."""
 
+    lang = ""                # "cuda", "hip": the catalogue's source language
     fp64 = True
     blocks_per_cu = 8        # resident work-groups per SM/CU the default launch fills
     local_size = 256
@@ -116,6 +120,41 @@ class CupyDevice:
     def load(self, path: str, name: str) -> Any:
         with self.cp.cuda.Device(self.index):
             return self.cp.RawModule(path=path).get_function(name)
+
+    # --- the vendor's compiler: a driver's device class fills these in -------------------------------------
+    compiler = ""                 #: "nvcc", "hipcc"
+    unit_word = "SMs"             #: what a compute unit is called
+
+    def find_compiler(self) -> str | None:
+        raise NotImplementedError
+
+    def check_arch(self, arch: str) -> str:
+        raise NotImplementedError
+
+    def compile(self, desc: GpuKernelDesc, spec: KernelSpec, arch: str, out_dir: str
+                ) -> tuple[str, dict[str, Any], str]:
+        """Build ``desc`` for ``arch`` in ``out_dir``: the loadable file, what the row records of the build, and
+        why it cannot be used ("" when it can: a kernel that spills would measure the spills)."""
+        raise NotImplementedError
+
+    def check_compiler(self) -> None:
+        """The device's architecture can be built here (called once the device's ``arch`` is known)."""
+        if self.find_compiler() is None:
+            raise BackendUnavailableError(f"{self.info['device']} found but {self.compiler} is missing (the "
+                                          f"kernels are built with {self.compiler})")
+        self.check_arch(self.info["arch"])
+        self.summary = f"{self.info['device']} ({self.info['arch']}, {self.info['compute_units']} {self.unit_word})"
+
+    def build(self, desc: GpuKernelDesc, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        """Compile in a temporary directory, refuse a build that spills, load it (the files go with the directory
+        once the module is loaded)."""
+        arch = self.check_arch(str(spec.params.get("arch", self.info["arch"])))
+        with tempfile.TemporaryDirectory(prefix=f"archline-{self.lang}-") as out_dir:
+            path, info, unusable = self.compile(desc, spec, arch, out_dir)
+            if unusable:
+                raise BenchError(unusable)
+            fn = self.load(path, desc.name)
+        return fn, info
 
     def upload(self, host: np.ndarray) -> Any:
         with self.cp.cuda.Device(self.index):

@@ -10,10 +10,9 @@ region's edges. Checked here without a GPU: hipcc builds and the instruction-mix
 
 from __future__ import annotations
 
-import tempfile
 from typing import Any
 
-from archline.bench.errors import BackendUnavailableError, BenchError
+from archline.bench.errors import BackendUnavailableError
 from archline.bench.gpu.core import GpuBackend
 from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, Readings, layer_readings, text
 from archline.bench.gpu.desc import GpuKernelDesc
@@ -33,29 +32,31 @@ class HipDevice(CupyDevice):
     lang = "hip"
     timer = "hip-events"
 
+    compiler = "hipcc"
+    unit_word = "CUs"
+
     def __init__(self, cp: Any, index: int) -> None:
         if not getattr(cp.cuda.runtime, "is_hip", False):
             raise BackendUnavailableError("cupy here is a CUDA build; the hip back end needs cupy for ROCm "
                                           "(pip install 'archline[hip]')")
         super().__init__(cp, index, amdsmi_readings(index))
         self.info["arch"] = text(self.props.get("gcnArchName") or f"gfx{self.props.get('gcnArch', 0)}").split(":")[0]
-        if hipcc.find_hipcc() is None:
-            raise BackendUnavailableError(f"{self.info['device']} found but hipcc is missing (the kernels are "
-                                          "built with hipcc)")
-        hipcc.check_target(self.info["arch"])
-        self.summary = f"{self.info['device']} ({self.info['arch']}, {self.info['compute_units']} CUs)"
+        self.check_compiler()
 
-    def build(self, desc: GpuKernelDesc, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
-        target = hipcc.check_target(str(spec.params.get("arch", self.info["arch"])))
-        with tempfile.TemporaryDirectory(prefix="archline-hip-") as out_dir:
-            build = hipcc.compile_module([desc], target, out_dir=out_dir, code_object=True)
-            rep = hipcc.inspect_module(build, [desc])[desc.name]
-            if rep.scratch_bytes > 0:
-                raise BenchError(f"{desc.name} uses {rep.scratch_bytes} B of scratch on {target} (spills): lower "
-                                 "chains or vector_width")
-            fn = self.load(build.code_object_path, desc.name)
-        return fn, {"vgprs": rep.vgprs, "asm_loop_fma": rep.loop_fma,
-                    "compiler": f"hipcc --offload-arch={target} -O3"}
+    def find_compiler(self) -> str | None:
+        return hipcc.find_hipcc()
+
+    def check_arch(self, arch: str) -> str:
+        return hipcc.check_target(arch)
+
+    def compile(self, desc: GpuKernelDesc, spec: KernelSpec, arch: str, out_dir: str
+                ) -> tuple[str, dict[str, Any], str]:
+        build = hipcc.compile_module([desc], arch, out_dir=out_dir, code_object=True)
+        rep = hipcc.inspect_module(build, [desc])[desc.name]
+        scratch = f"{desc.name} uses {rep.scratch_bytes} B of scratch on {arch} (spills): lower chains or vector_width"
+        return build.code_object_path, {"vgprs": rep.vgprs, "asm_loop_fma": rep.loop_fma,
+                                        "compiler": f"hipcc --offload-arch={arch} -O3"}, \
+            scratch if rep.scratch_bytes > 0 else ""
 
 
 class HipDriver(CupyDriver):
