@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, str] = {
     "power-bound": "archline.cli.power_bound:power_bound",
     "tradeoff": "archline.cli.tradeoff:tradeoff",
     "codesign": "archline.cli.codesign:codesign",
+    "powers": "archline.cli.powers:powers",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".

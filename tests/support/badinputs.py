@@ -310,6 +310,7 @@ def baseline(path: tuple[str, ...], fx: Fixtures) -> list[str] | None:
         ("iso-power",): ["titan", "jetson-tk1", "--n", "22", "--set-b", "pi0=2"],
         ("throttle",): ["gtx580", "--delta-pi-w", "150", "-i", "0.5,4"],
         ("power-bound",): [],
+        ("powers",): ["gtx580", "i7-950", "--set", "gtx580:delta_pi=150", "-i", "0.5,4"],
         ("tradeoff",): ["fermi-sample", "--f", "1,2", "--m", "1,4"],
         ("meter", "decode"): [f["raw"], "--out", "samples-out.csv"],
         ("meter", "emulate"): ["--duration", "0.2"],

@@ -444,6 +444,7 @@ EXTRA: list[tuple[tuple[str, ...], list[str], str]] = [
     (("ipp", "sweep"), ["table4", "-k", "Dotp", "--plot", "ipp.png"], "--plot"),
     (("iso-power",), ["titan", "jetson-tk1", "--n", "22", "--plot", "iso.png"], "--plot"),
     (("throttle",), ["gtx580", "--delta-pi-w", "150", "-i", "0.5,4", "--plot", "throttle.png"], "--plot"),
+    (("powers",), ["gtx580", "i7-950", "-i", "0.5,4", "--plot", "powers.png"], "--plot"),
     (("tradeoff",), ["fermi-sample", "--f", "1,2", "--m", "1,4", "--plot", "tradeoff.png"], "--plot"),
     (("codesign",), ["energy-cores-freq", "-a", "cg", "--llc", "4K", "--plot", "codesign.png"], "--plot"),
     (("ipp", "fit"), ["{ipprows}"], "rows file"),
