@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from archline.common.outputs import check_output, is_stream, show
+from archline.common.outputs import check_output, is_stream, make_dirs, show
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -58,7 +58,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
                 raise OSError(e.errno, e.strerror, show(path)) from None
             raise
         return
-    final.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(final.parent)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     try:
         yield tmp

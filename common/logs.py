@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from archline.common.outputs import make_dirs
+
 LOGGER = "archline"
 
 
@@ -51,7 +53,7 @@ class _UtcFormatter(logging.Formatter):
 
 def file_handler(path: Path) -> logging.Handler:
     """Plain timestamped UTC lines appended to ``path`` (every level from INFO)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     h = logging.FileHandler(path, mode="a", encoding="utf-8")
     h.setFormatter(_UtcFormatter())
     h.setLevel(logging.INFO)

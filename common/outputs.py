@@ -90,6 +90,14 @@ def resolve_output(path: str | os.PathLike[str]) -> Path:
     raise OSError(errno.ELOOP, "too many levels of symbolic links", os.fspath(path))
 
 
+def make_dirs(path: str | os.PathLike[str]) -> Path:
+    """Create directory ``path`` and its parents; a symlink on the way (also one whose directory does not exist
+    yet) is followed, and its target created: an output directory named through a link is written through it."""
+    target = Path(os.path.realpath(path))
+    target.mkdir(parents=True, exist_ok=True)
+    return Path(path)
+
+
 def check_output(path: str | os.PathLike[str], extra_inputs: tuple[str | os.PathLike[str], ...] = ()) -> Path:
     """The real file an output writes (symlinks followed), or OutputError when it is an input of this command
     (one noted, or one of ``extra_inputs``)."""

@@ -48,6 +48,7 @@ from archline.bench.lab.status import (
 )
 from archline.bench.lab.task import RECORD_NAME, SWEEP_NAME, read_record, run_task
 from archline.common.atomic import write_atomic
+from archline.common.outputs import make_dirs
 from archline.common.stamps import utc_iso
 from archline.fit.errors import ArchlineFitError
 
@@ -63,8 +64,8 @@ def check_results(lab: Lab) -> None:
     import os
 
     try:
-        lab.results.mkdir(parents=True, exist_ok=True)
-        lab.state_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(lab.results)
+        make_dirs(lab.state_dir)
     except OSError as e:
         raise LabError(f"results directory {lab.results} is not reachable: {e.strerror or e}; [lab] results must "
                        "be a directory every node can write (docs/lab.md)") from None

@@ -42,7 +42,7 @@ from archline.common.exits import (
     os_error_line,
 )
 from archline.common.logs import LOGGER, configure, file_handler
-from archline.common.outputs import check_output, reset
+from archline.common.outputs import check_output, make_dirs, reset
 from archline.common.stamps import utc_iso
 from archline.fit.errors import ArchlineFitError
 from archline.powermon.errors import MeterError
@@ -88,7 +88,7 @@ class SweepLock:
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -39,7 +39,7 @@ import numpy as np
 
 from archline.common.atomic import atomic_path
 from archline.common.errors import OutputError
-from archline.common.outputs import inside, note_input, show
+from archline.common.outputs import inside, make_dirs, note_input, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.results_file import ResultsFile, SourceError, check_unique_columns
@@ -359,7 +359,7 @@ class ResultsDataset:
             inside(self.root, target)
         except OutputError as e:
             raise DatasetError(str(e)) from None
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent)
         meta = dict(part.schema.metadata or {})
         meta[b"archline.schema"] = schema.SCHEMA.encode()
         with atomic_path(target) as tmp:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from archline.common.atomic import write_atomic
-from archline.common.outputs import check_output
+from archline.common.outputs import check_output, make_dirs
 from archline.powermon.errors import MeterError
 from archline.powermon.formats import MAX_CAPTURE_STREAM_BYTES
 
@@ -67,7 +67,7 @@ class RawCapture:
         self.target = check_output(self.path)
         check_output(sidecar_path(self.path))
         self.tmp = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
-        self.tmp.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.tmp.parent)
         self._f = open(self.tmp, "wb")
 
     def write(self, chunk: bytes) -> bool:

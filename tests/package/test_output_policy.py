@@ -219,3 +219,10 @@ def test_a_new_file_on_a_reused_inode_is_not_an_old_input(tmp_path):
     outputs._INPUTS[(st.st_dev, st.st_ino)] = (st.st_ctime_ns - 1, str(a))   # as if a.txt were a deleted file's
     write_atomic(a, "2\n")
     assert a.read_text() == "2\n"
+
+
+def test_an_output_directory_named_through_a_link_is_made_at_its_target(tmp_path):
+    (tmp_path / "out-link").symlink_to(tmp_path / "real" / "out")
+    write_atomic(tmp_path / "out-link" / "rows.csv", "x\n")
+    assert (tmp_path / "out-link").is_symlink()
+    assert (tmp_path / "real" / "out" / "rows.csv").read_text() == "x\n"
