@@ -62,13 +62,19 @@ def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs
         click.echo(json.dumps(result.as_dict(), indent=2))
         return
     r = result
+    factor = next((f for n, f, _ in b.readings if n == r.reading), 1.0)
+    scaled = "" if factor == 1.0 else f"{factor:g}*"     # the reading's factor on the printed formulas
     click.echo(f"{b.title}  ({b.name})")
     click.echo(f"  fast memory S          {r.fast_memory_bytes:.0f} B = {r.fast_memory_words:g} words "
                f"of {r.word_bytes} B")
     click.echo(f"  W                      {b.op_count}")
-    click.echo(f"  Q_min (words)          {b.io_lower_bound_words}")
+    q_min = b.io_lower_bound_words
+    if scaled:      # W over the reading's bound: its formula in place of the full one
+        f = b.formula_flop_per_word
+        q_min = q_min.replace(f, f"({scaled}{f})") if f in q_min else f"({q_min}) / {factor:g}"
+    click.echo(f"  Q_min (words)          {q_min}")
     click.echo(f"  OI upper bound         {r.oi_upper_flop_per_word:.6g} flop/word = "
-               f"{r.oi_upper_flop_per_byte:.6g} flop/B   [{b.formula_flop_per_word} flop/word]")
+               f"{r.oi_upper_flop_per_byte:.6g} flop/B   [{scaled}{b.formula_flop_per_word} flop/word]")
     click.echo(f"  source                 {b.citation}")
     if len(b.readings) > 1:
         why = next(w for n, _, w in b.readings if n == r.reading)

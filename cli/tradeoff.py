@@ -14,7 +14,7 @@ from archline.common.outputs import show
 def _floats(text: str, what: str) -> list[float]:
     from archline.fit.analyses.choi.tradeoff import TradeoffError
     try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
+        vals = [float(x) for x in text.split(",")]     # an empty item ('1,,2') is not a number: refused
     except ValueError:
         raise TradeoffError(f"{what} must be a comma-separated list of numbers, got '{text}'") from None
     if not vals or any(not (v >= 1 and v < float("inf")) for v in vals):

@@ -66,7 +66,7 @@ def is_stream(path: str | os.PathLike[str]) -> bool:
     under ``/dev`` or ``/proc`` (``/dev/stdout`` may resolve to the regular file the shell redirected to: it is
     still written through, never replaced)."""
     p = os.fspath(path)
-    if p.startswith(("/dev/", "/proc/")):
+    if p.startswith(("/dev/", "/proc/")) and os.path.lexists(p):   # a new name there is a file, not a stream
         return True
     try:
         mode = os.stat(p).st_mode

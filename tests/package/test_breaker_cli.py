@@ -126,3 +126,18 @@ def test_control_characters_from_data_or_names_are_shown_escaped(tmp_path: Path,
     r = run_cli("model", "plot", "gtx580", "--out", str(out))
     assert r.exit_code == 0 and out.exists()
     assert [ln for ln in r.stdout.splitlines() if ln.startswith("wrote")] == [f"wrote {tmp_path}/a\\nb.png"]
+
+
+def test_issue27_commands_show_the_reading_and_refuse_an_empty_item(run_cli: Callable[..., Any]) -> None:
+    r = run_cli("bound", "fft", "--fast-memory", "512K", "--fft-bound", "half")
+    assert r.exit_code == 0 and "[0.5*log2(S) flop/word]" in r.stdout and "/ (0.5*log2(S))" in r.stdout
+    r = run_cli("bound", "fft", "--fast-memory", "512K")
+    assert "[log2(S) flop/word]" in r.stdout and "0.5*" not in r.stdout
+    r = run_cli("tradeoff", "fermi-sample", "--f", "1,,2")
+    assert r.exit_code == 2 and "--f" in r.stderr and r.stdout == ""
+
+
+def test_a_new_name_under_dev_is_a_file_not_a_stream(tmp_path: Path) -> None:
+    from archline.common.outputs import is_stream
+
+    assert is_stream("/dev/null") and not is_stream("/dev/no-such-archline-output.png")
