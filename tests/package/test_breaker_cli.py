@@ -141,3 +141,11 @@ def test_a_new_name_under_dev_is_a_file_not_a_stream(tmp_path: Path) -> None:
     from archline.common.outputs import is_stream
 
     assert is_stream("/dev/null") and not is_stream("/dev/no-such-archline-output.png")
+
+
+def test_a_ceiling_without_pi0_says_so(tmp_path: Path) -> None:
+    from archline.fit.analyses.s4.power_roofline import ceilings_from_platform
+    from archline.fit.platforms.profiles import load_platform
+
+    (roof,) = ceilings_from_platform(load_platform("titan"))       # the Titan profile has no pi0 (S1 Table 6)
+    assert "without pi0" in roof.label

@@ -99,8 +99,9 @@ def ceilings_from_platform(platform: Platform, precisions: tuple[str, ...] = ("s
     if not known:
         tau_m, eps_m = platform.value("tau_mem"), platform.value("eps_mem")
         if tau_m and eps_m:        # no flop constants: no kernel of the model to bound; the memory's own power
-            pi0 = platform.value("pi0") or 0.0
-            mem.append(Ceiling("DRAM", "memory", 1.0 / tau_m, pi0 + eps_m / tau_m, src))
+            pi0 = platform.value("pi0")
+            label = "DRAM" if pi0 is not None else "DRAM, without pi0 (not in the profile): a lower bound"
+            mem.append(Ceiling(label, "memory", 1.0 / tau_m, (pi0 or 0.0) + eps_m / tau_m, src))
     return out + mem
 
 
