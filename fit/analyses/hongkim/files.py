@@ -26,6 +26,7 @@ from archline.common.files import parse_toml, read_text, read_toml
 from archline.common.outputs import show
 from archline.fit.analyses.hongkim.ipp import DATA_DIR, GpuParams, IppInputError, Unit, load_gtx280
 from archline.fit.analyses.hongkim.timing import TimingInputs
+from archline.fit.io.costs_units import PLAUSIBLE_MAX_SI, implausible
 
 if sys.version_info >= (3, 11):
     pass
@@ -55,11 +56,14 @@ def _read(path: Path, what: str) -> dict[str, Any]:
     return read_toml(path, error=IppInputError, what=what)
 
 
-def _num(x: Any, where: str, *, positive: bool = False) -> float:
+def _num(x: Any, where: str, *, positive: bool = False, unit: str | None = None) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
         raise IppInputError(f"{where}: expected a number, got {x!r}")
     if float(x) < 0 or (positive and float(x) == 0):
         raise IppInputError(f"{where}: must be {'positive' if positive else 'non-negative'}, got {x!r}")
+    if unit is not None and implausible(float(x), unit):
+        raise IppInputError(f"{where}: {float(x):g} {unit} is not a real machine's (at most "
+                            f"{PLAUSIBLE_MAX_SI[unit]:g} {unit}; give {unit})")
     return float(x)
 
 
@@ -94,7 +98,8 @@ def _gpu_of(data: dict[str, Any], where: str, stem: str) -> GpuParams:
     kw: dict[str, Any] = {}
     for k, attr in _GPU_NUMBERS.items():
         if k in data:
-            kw[attr] = _num(data[k], f"{where}: {k}", positive=k not in ("lambda", "rho", "mu"))
+            kw[attr] = _num(data[k], f"{where}: {k}", positive=k not in ("lambda", "rho", "mu"),
+                            unit="W" if k == "idle_power_w" else None)
     if "num_sms" in kw:
         if kw["num_sms"] != int(kw["num_sms"]):
             raise IppInputError(f"{where}: num_sms must be a whole number, got {data['num_sms']!r}")
@@ -115,7 +120,7 @@ def _gpu_of(data: dict[str, Any], where: str, stem: str) -> GpuParams:
         for flag in ("on_chip", "spec_linear"):
             if not isinstance(u.get(flag, False), bool):
                 raise IppInputError(f"{uw}: {flag} must be true or false, got {u[flag]!r}")
-        units[uname] = Unit(uname, _num(u["max_power_w"], f"{uw}.max_power_w"), bool(u.get("on_chip", True)),
+        units[uname] = Unit(uname, _num(u["max_power_w"], f"{uw}.max_power_w", unit="W"), bool(u.get("on_chip", True)),
                             bool(u.get("spec_linear", False)))
     if "const_sm" not in units:
         raise IppInputError(f"{where}: missing units.const_sm (RP_Const_SM, drawn by every active SM, eq.9)")

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from archline.fit.analyses.hongkim.ipp import GpuParams, IppInputError, Unit, power_from_rates
+from archline.fit.io.costs_units import PLAUSIBLE_MAX_SI, implausible
 
 RATE_PREFIX = "rate_"
 
@@ -40,13 +41,42 @@ class MicroRow:
     emulated: bool = False
 
 
+def _strict_records(text: str, path: str | Path) -> list[tuple[int, list[str]]]:
+    """Every non-blank CSV record with the line it starts on; a column named twice or a row with more or fewer
+    fields than the header is an error naming the file and the line."""
+    out: list[tuple[int, list[str]]] = []
+    reader = csv.reader(io.StringIO(text))
+    start = 1
+    try:
+        for rec in reader:
+            line, start = start, reader.line_num + 1
+            if not rec or (len(rec) == 1 and not rec[0].strip()):
+                continue
+            out.append((line, [f.strip() if not out else f for f in rec]))
+    except csv.Error as e:
+        raise IppInputError(f"{path}, line {reader.line_num}: not valid CSV ({e})") from None
+    if not out:
+        return out
+    header_line, header = out[0]
+    seen: set[str] = set()
+    for c in header:
+        if c in seen:
+            raise IppInputError(f"{path}, line {header_line}: column '{c}' is named twice in the header")
+        seen.add(c)
+    for line, rec in out[1:]:
+        if len(rec) != len(header):
+            raise IppInputError(f"{path}, line {line}: {len(rec)} fields, the header has {len(header)} "
+                                f"({'more' if len(rec) > len(header) else 'fewer'} than the header)")
+    return out
+
+
 def read_rows(path: str | Path, gpu: GpuParams) -> list[MicroRow]:
     """The rows of a microbenchmark file; every problem is one line naming the file, the row and the column."""
     from archline.common.files import read_text
 
     text = read_text(path, error=IppInputError, what="microbenchmark rows", lines=True)
-    reader = csv.DictReader(io.StringIO(text))
-    cols = reader.fieldnames or []
+    records = _strict_records(text, path)
+    cols = records[0][1] if records else []
     for need in ("name", "gpu_power_w"):
         if need not in cols:
             raise IppInputError(f"{path}: no '{need}' column (has: {', '.join(cols) or 'none'})")
@@ -57,8 +87,9 @@ def read_rows(path: str | Path, gpu: GpuParams) -> list[MicroRow]:
         raise IppInputError(f"{path}: unknown column '{extra[0]}' (known: name, gpu_power_w, active_sms, emulated, "
                             + ", ".join(sorted(k for k in known if k.startswith(RATE_PREFIX))) + ")")
     rows: list[MicroRow] = []
-    for n, r in enumerate(reader, start=2):
+    for n, fields in records[1:]:
         where = f"{path}, line {n}"
+        r: dict[str, Any] = dict(zip(cols, fields, strict=True))
 
         def num(col: str, *, positive: bool = False, where: str = where, r: dict[str, Any] = r) -> float | None:
             v = (r.get(col) or "").strip()
@@ -79,6 +110,9 @@ def read_rows(path: str | Path, gpu: GpuParams) -> list[MicroRow]:
         power = num("gpu_power_w", positive=True)
         if power is None:
             raise IppInputError(f"{where}: no gpu_power_w")
+        if implausible(power, "W"):
+            raise IppInputError(f"{where}: gpu_power_w {power:g} W is not a real machine's (at most "
+                                f"{PLAUSIBLE_MAX_SI['W']:g} W; give watts)")
         act = num("active_sms", positive=True)
         if act is not None and (not act.is_integer() or act > gpu.num_sms):
             raise IppInputError(f"{where}: active_sms must be a whole number 1..{gpu.num_sms}, got {act:g}")
