@@ -88,12 +88,18 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
     More in docs/analyses.md.
     """
     from archline.fit.analyses.choi.cluster import iso_power as compute
-    from archline.fit.analyses.choi.cluster import missing_energy, plot_iso_power, system, with_constants
+    from archline.fit.analyses.choi.cluster import (
+        missing_energy,
+        plot_iso_power,
+        settings_dict,
+        system,
+        with_constants,
+    )
     from archline.fit.model.summary import parse_intensities
     from archline.fit.platforms.profiles import load_platform
 
-    pa = with_constants(load_platform(big), dict(set_a))
-    pb = with_constants(load_platform(small), dict(set_b))
+    pa = with_constants(load_platform(big), settings_dict(set_a, "--set-a"))
+    pb = with_constants(load_platform(small), settings_dict(set_b, "--set-b"))
     a = system(pa, precision, power_a)
     b = system(pb, precision, power_b)
     r = compute(a, b, budget_w=budget_w, n=n, intensities=parse_intensities(intensity), work_flop=work_flop)

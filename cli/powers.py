@@ -112,7 +112,7 @@ def _compare(c: object, precision: str, plot_path: Path | None, fmt: str) -> Non
         m = p.machine
         rows.append([p.name + (" [emulated]" if p.emulated else ""), _g(p.peak_flop_per_j, 1e-9),
                      _g(p.memory_flop_per_j, 1e-9), _g(p.streaming_j_per_byte, 1e12, ".4g"),
-                     _g(None if m is None else m.pi0_w), _g(m.delta_pi_w if p.capped and m else None),
+                     _g(p.pi0_w if m is None else m.pi0_w), _g(m.delta_pi_w if p.capped and m else None),
                      _g(p.pi0_share, 1, ".2f"), _g(lo), _g(hi), ", ".join(p.missing) or "-"])
     echo_table(["platform", "peak Gflop/J", "mem Gflop/J", "eps_mem+tau_mem*pi0 pJ/B", "pi0 W", "delta_pi W",
                 "pi0 share", "P min W", "P max W", "missing"], rows)

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError, MissingValueError
+from archline.fit.io.costs_units import implausible
 from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import Constant, Platform
+from archline.fit.platforms.profiles import CONSTANT_UNITS, Constant, Platform
 
 
 class IsoPowerError(ArchlineFitError):
@@ -60,6 +61,8 @@ def system(platform: Platform, precision: str = "sp", power_w: float | None = No
     if power_w is not None:
         if not power_w > 0:
             raise IsoPowerError(f"power of '{platform.name}' must be positive, got {power_w:g} W")
+        if why := implausible(power_w, "W"):
+            raise IsoPowerError(f"power of '{platform.name}': {why}")
         p, src = power_w, "given"
     elif machine is not None:
         p, src = machine.peak_power_w, "model P_max = pi0 + min(delta_pi, pi_flop + pi_mem)"
@@ -129,7 +132,12 @@ def iso_power(big: System, small: System, *, budget_w: float | None = None, n: i
             raise IsoPowerError(f"'{small.name}' has no peak power ({small.power_source}); give --power-b or --n")
         if not budget > 0:
             raise IsoPowerError(f"power budget must be positive, got {budget:g} W")
+        if why := implausible(budget, "W"):
+            raise IsoPowerError(f"power budget: {why}")
         n_exact = budget / small.peak_power_w
+        if not math.isfinite(n_exact):
+            raise IsoPowerError(f"{budget:g} W / {small.peak_power_w:g} W per '{small.name}' is not a finite number "
+                                "of systems: not a real machine's power")
         n_small = math.floor(n_exact + 1e-9)
         if n_small < 1:
             raise IsoPowerError(f"one '{small.name}' ({small.peak_power_w:g} W) exceeds the {budget:g} W budget")
@@ -138,7 +146,13 @@ def iso_power(big: System, small: System, *, budget_w: float | None = None, n: i
     i = np.asarray(out.intensities, dtype=np.float64)
     if np.any(~(i > 0)):
         raise IsoPowerError("intensities must be positive flop/byte")
-    perf_a, perf_b = big.perf_flop_per_s(i), n_small * small.perf_flop_per_s(i)
+    try:
+        perf_a, perf_b = big.perf_flop_per_s(i), n_small * small.perf_flop_per_s(i)
+        finite_n = math.isfinite(out.compute_ratio)
+    except OverflowError:
+        finite_n = False
+    if not finite_n:
+        raise IsoPowerError(f"{n_small} x '{small.name}' overflows a float: not a real number of systems")
     eff_a = big.machine.efficiency_flop_per_j(i) if big.machine else None
     eff_b = small.machine.efficiency_flop_per_j(i) if small.machine else None
     pow_a = big.machine.power_w(i) if big.machine else None
@@ -152,6 +166,9 @@ def iso_power(big: System, small: System, *, budget_w: float | None = None, n: i
             row[f"{side}_flop_per_j"] = None if eff is None else float(eff[k])
             row[f"{side}_energy_j"] = None if eff is None else work_flop / float(eff[k])
             row[f"{side}_power_w"] = None if pw is None else float(pw[k])
+        if bad := sorted(k for k, v in row.items() if isinstance(v, float) and math.isinf(v)):
+            raise IsoPowerError(f"at I = {x:g} the model gives an infinite {', '.join(bad)}: the inputs are not a "
+                                "real machine's")
         out.rows.append(row)
     for s in (big, small):
         if s.machine is None and s.peak_byte_per_s is None:
@@ -167,6 +184,16 @@ SETTABLE = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0", "delta_pi", "peak_fl
             "peak_byte_per_s")
 
 
+def settings_dict(pairs: Sequence[tuple[str, float]], option: str) -> dict[str, float]:
+    """KEY=VALUE pairs as a mapping; a key given twice is refused (the later one would silently win)."""
+    out: dict[str, float] = {}
+    for key, v in pairs:
+        if key in out:
+            raise IsoPowerError(f"{option} gives '{key}' twice ({out[key]:g} and {v:g}); give it once")
+        out[key] = v
+    return out
+
+
 def with_constants(platform: Platform, values: Mapping[str, float]) -> Platform:
     """``platform`` with some constants given (the command's --set-a/--set-b), each marked as given, so that a
     profile without S1 Table 6's energy constants (the Titan, the Jetson TK1) can draw S1 Fig. 16's energy and
@@ -179,6 +206,8 @@ def with_constants(platform: Platform, values: Mapping[str, float]) -> Platform:
             raise IsoPowerError(f"cannot set '{key}' (one of {', '.join(SETTABLE)})")
         if not (math.isfinite(v) and v > 0):
             raise IsoPowerError(f"{key} must be a positive number, got {v:g}")
+        if why := implausible(v, CONSTANT_UNITS.get(key, "")):
+            raise IsoPowerError(f"{platform.name}: {key} = {why} (on the command line: SI, e.g. 30e-12 for 30 pJ)")
         consts[key] = Constant(float(v), "given on the command line")
     return replace(platform, constants=consts)
 

@@ -53,6 +53,7 @@ class PlatformPower:
     machine: Machine | None
     missing: tuple[str, ...]          # model constants it lacks (delta_pi listed when absent)
     streaming_j_per_byte: float | None  # eps_mem + tau_mem*pi0 (S1 §4.4.3)
+    pi0_w: float | None = None         # the platform's pi0 (profile or --set), shown even without a full model
 
     @property
     def capped(self) -> bool:
@@ -74,7 +75,8 @@ class PlatformPower:
     def as_dict(self) -> dict[str, Any]:
         m = self.machine
         return {"platform": self.name, "emulated": self.emulated, "missing": list(self.missing),
-                "pi0_w": None if m is None else m.pi0_w, "delta_pi_w": m.delta_pi_w if self.capped and m else None,
+                "pi0_w": self.pi0_w if m is None else m.pi0_w,
+                "delta_pi_w": m.delta_pi_w if self.capped and m else None,
                 "pi0_share": self.pi0_share, "peak_flop_per_j": self.peak_flop_per_j,
                 "streaming_j_per_byte": self.streaming_j_per_byte, "memory_flop_per_j": self.memory_flop_per_j}
 
@@ -89,7 +91,7 @@ def platform_power(pl: Platform, precision: str = "sp") -> PlatformPower:
     if m is not None:
         const = m.const_energy_per_byte_j
     stream = None if eps_mem is None or const is None else eps_mem + const
-    return PlatformPower(pl.name, pl.emulated, m, tuple(missing), stream)
+    return PlatformPower(pl.name, pl.emulated, m, tuple(missing), stream, pl.value("pi0"))
 
 
 def by_peak_efficiency(pps: Sequence[PlatformPower]) -> list[PlatformPower]:
@@ -203,6 +205,8 @@ def settings_by_platform(names: Sequence[str],
         if name not in out:
             raise PowersError(f"--set names platform '{name}', which is not among the arguments "
                               f"({', '.join(names)})")
+        if key in out[name]:
+            raise PowersError(f"--set gives {name}:{key} twice ({out[name][key]:g} and {v:g}); give it once")
         out[name][key] = v
     return out
 

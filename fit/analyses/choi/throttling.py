@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from archline.fit.errors import ArchlineFitError
+from archline.fit.io.costs_units import implausible
 from archline.fit.model.machine import Machine
 
 DEFAULT_DIVISORS = (1, 2, 3, 4, 5, 6, 7, 8)   # S1 §4.4.4: k in [1, 8]
@@ -92,8 +93,16 @@ def split_power(full_power_w: float, capped_power_w: float, k: float) -> tuple[f
     """(pi0, delta_pi) from P_full = pi0 + delta_pi and P_cap = pi0 + delta_pi/k (S1 §4.4.4)."""
     if not (k > 1 and full_power_w > capped_power_w > 0):
         raise ThrottleError("need k > 1 and a full power above the capped power")
+    for what, w in (("full power", full_power_w), ("capped power", capped_power_w)):
+        if why := implausible(w, "W"):
+            raise ThrottleError(f"{what}: {why}")
     delta = (full_power_w - capped_power_w) / (1 - 1 / k)
-    return full_power_w - delta, delta
+    pi0 = full_power_w - delta
+    if not pi0 > 0:
+        raise ThrottleError(f"a cap of {capped_power_w:g} W = pi0 + delta_pi/{k:.10g} with {full_power_w:g} W = pi0 + "
+                            f"delta_pi gives pi0 = {pi0:.4g} W: a constant power must be positive, so the cap must be "
+                            f"above full/k = {full_power_w / k:.4g} W")
+    return pi0, delta
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,8 @@ def titan_power_bound(*, full_power_w: float = 280.0, capped_power_w: float = 14
     module docstring for where each comes from)."""
     pi0, delta = split_power(full_power_w, capped_power_w, k)
     tau_mem = const_energy_per_byte_j / pi0
+    if why := implausible(tau_mem, "s/byte"):
+        raise ThrottleError(f"tau_mem = {const_energy_per_byte_j:g} J/B / pi0 ({pi0:.4g} W): {why}")
     eps_hat = 1.0 / peak_flop_per_j
     eps_f = np.linspace(0.005, 0.995, samples) * eps_hat
     rates = []
@@ -135,8 +146,15 @@ def titan_power_bound(*, full_power_w: float = 280.0, capped_power_w: float = 14
         m = Machine(tau_flop, tau_mem, float(e), eps_mem_j_per_byte, pi0, delta)
         rates.append(float(m.throttled(k).performance_flop_per_s(intensity) / m.performance_flop_per_s(intensity)))
     lo, hi = min(rates), max(rates)
-    boards = math.floor(boards_full * capped_power_w / full_power_w + 1e-9)
-    scaled = small_ratio_full * boards / boards_full
+    try:
+        exact = boards_full * capped_power_w / full_power_w
+        scaled = small_ratio_full * math.floor(exact + 1e-9) / boards_full
+    except OverflowError:
+        exact = scaled = math.inf
+    if not (math.isfinite(exact) and math.isfinite(scaled / lo) and lo > 0):
+        raise ThrottleError(f"{boards_full} boards at {small_ratio_full:g}x do not give a finite speedup: not a real "
+                            "machine's numbers")
+    boards = math.floor(exact + 1e-9)
     return PowerBound(full_power_w, capped_power_w, k, pi0, delta, tau_mem, intensity,
                       (float(eps_f[0]), float(eps_f[-1])), (lo, hi), boards_full, boards, small_ratio_full,
                       (scaled / hi, scaled / lo))
