@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from archline.cli.iso_power import Setting
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 from archline.common.outputs import show
@@ -22,19 +23,10 @@ class PlatformSetting(click.ParamType):
                 ctx: click.Context | None) -> tuple[str, str, float]:
         if isinstance(value, tuple):
             return value  # type: ignore[return-value]
-        from archline.fit.analyses.choi.cluster import SETTABLE
-
-        plat, sep1, rest = str(value).partition(":")
-        key, sep2, num = rest.partition("=")
-        key = key.strip()
-        if not (sep1 and sep2 and plat.strip()) or key not in SETTABLE:
-            self.fail(f"'{value}' is not PLATFORM:KEY=VALUE with KEY one of {', '.join(SETTABLE)}", param, ctx)
-        try:
-            v = float(num)
-        except ValueError:
-            self.fail(f"'{num}' is not a number", param, ctx)
-        if not (math.isfinite(v) and v > 0):
-            self.fail(f"{key} must be a positive finite number, got '{num}'", param, ctx)
+        plat, sep, rest = str(value).partition(":")
+        if not (sep and plat.strip()):
+            self.fail(f"'{value}' is not PLATFORM:KEY=VALUE", param, ctx)
+        key, v = Setting().convert(rest, param, ctx)     # KEY=VALUE as iso-power's --set-a reads it
         return plat.strip(), key, v
 
 
