@@ -10,11 +10,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.pipes import pipe_of
 
 from archline.fit.io.dataset import DatasetError, owned_files, read_dataset_table, write_dataset
 from archline.fit.io.results import read_results
@@ -43,27 +43,6 @@ def csv_file(tmp_path: Path) -> Path:
     return write_results_csv(_frame(), tmp_path / "a.csv")
 
 
-@contextmanager
-def _pipe(data: bytes) -> Iterator[str]:
-    """``/dev/fd/N`` of a pipe a thread fills with ``data``: what ``<(cat a.csv)`` gives a command."""
-    r, w = os.pipe()
-
-    def feed() -> None:
-        try:
-            os.write(w, data) if len(data) < 4096 else [os.write(w, data[i:i + 4096])
-                                                       for i in range(0, len(data), 4096)]
-        except BrokenPipeError:
-            pass
-        finally:
-            os.close(w)
-
-    t = threading.Thread(target=feed, daemon=True)
-    t.start()
-    try:
-        yield f"/dev/fd/{r}"
-    finally:
-        os.close(r)
-        t.join(5)
 
 
 def _fit_json(run_cli: Callable[..., Any], *paths: str) -> dict[str, Any]:
@@ -74,13 +53,13 @@ def _fit_json(run_cli: Callable[..., Any], *paths: str) -> dict[str, Any]:
 
 # --- 1. read once, as a stream ------------------------------------------------------------------------------
 
-def test_fit_plot_and_compare_read_a_pipe(run_cli: Callable[..., Any], csv_file: Path, tmp_path: Path) -> None:
+def test_fit_plot_and_compare_read_apipe_of(run_cli: Callable[..., Any], csv_file: Path, tmp_path: Path) -> None:
     direct = _fit_json(run_cli, str(csv_file))
-    with _pipe(csv_file.read_bytes()) as p:
+    with pipe_of(csv_file.read_bytes()) as p:
         piped = _fit_json(run_cli, p)
     assert piped["n_points"] == direct["n_points"] == 24
     assert piped["coefficients"] == direct["coefficients"]
-    with _pipe(csv_file.read_bytes()) as p:
+    with pipe_of(csv_file.read_bytes()) as p:
         r = run_cli("plot", p, "--kind", "roofline", "--precision", "sp", "--out", str(tmp_path / "r.png"))
     assert r.exit_code == 0, r.stderr
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
@@ -88,13 +67,13 @@ def test_fit_plot_and_compare_read_a_pipe(run_cli: Callable[..., Any], csv_file:
 
     two = pd.concat([_frame(1), _frame(2, I7_950)], ignore_index=True)
     both = write_results_csv(two, tmp_path / "both.csv")
-    with _pipe(both.read_bytes()) as p:
+    with pipe_of(both.read_bytes()) as p:
         r = run_cli("compare", p, "--by", "platform", "--format", "json")
     assert r.exit_code == 0, r.stderr
     assert sorted(json.loads(r.stdout)["blocks"][0]["groups"]) == ["gtx580", "i7-950"]
 
 
-def test_fit_reads_a_fifo_and_ceilings_read_a_pipe(run_cli: Callable[..., Any], csv_file: Path,
+def test_fit_reads_a_fifo_and_ceilings_read_apipe_of(run_cli: Callable[..., Any], csv_file: Path,
                                                    tmp_path: Path) -> None:
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)
@@ -109,7 +88,7 @@ def test_fit_reads_a_fifo_and_ceilings_read_a_pipe(run_cli: Callable[..., Any], 
     t.join(5)
     from archline.fit.analyses.s4.inputs import load_ceiling_inputs
 
-    with _pipe(csv_file.read_bytes()) as p:
+    with pipe_of(csv_file.read_bytes()) as p:
         got = load_ceiling_inputs([p], "sp")
     assert got.points and all(pt.kind in ("compute", "memory") for pt in got.points)
 
@@ -117,7 +96,7 @@ def test_fit_reads_a_fifo_and_ceilings_read_a_pipe(run_cli: Callable[..., Any], 
 def test_a_pipe_is_checked_like_a_file(run_cli: Callable[..., Any], csv_file: Path) -> None:
     for data, needle in ((b"", "is empty"), (b"\x00\x01binary\n", "binary"),
                          (csv_file.read_bytes()[:-40], "cut off")):
-        with _pipe(data) as p:
+        with pipe_of(data) as p:
             r = run_cli("fit", p)
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert r.exit_code == 2 and len(lines) == 1 and needle in lines[0], r.stderr

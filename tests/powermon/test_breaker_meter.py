@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.pipes import pipe_of
 from support.powermon_helpers import make_capture, one_line, run
 
 from archline.common.exits import EXIT_INPUT, EXIT_OK
@@ -199,23 +200,6 @@ def test_f17_a_capture_sidecar_with_an_impossible_speed_is_refused(capture: Path
 
 # --- F18 ------------------------------------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def pipe_of(data: bytes) -> Iterator[str]:
-    r, w = os.pipe()
-
-    def feed() -> None:
-        with contextlib.suppress(OSError):
-            for i in range(0, len(data), 60000):
-                os.write(w, data[i:i + 60000])
-        os.close(w)
-
-    t = threading.Thread(target=feed, daemon=True)
-    t.start()
-    try:
-        yield f"/dev/fd/{r}"
-    finally:
-        os.close(r)
-        t.join(5)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])

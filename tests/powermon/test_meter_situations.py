@@ -5,7 +5,6 @@ recording or an emulator. Each case: the right result, or one line with its docu
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -13,12 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.pipes import pipe_of
 from support.powermon_helpers import make_capture, one_line, run
 
 from archline.common.exits import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_SAMPLES_LOST
@@ -159,31 +157,6 @@ def test_a_newer_sidecar_is_read_as_far_as_known(samples: Path, capture: Path, t
 
 # --- pipes and devices ---------------------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def pipe_of(data: bytes | None) -> Iterator[str]:
-    """A /dev/fd path of a pipe fed ``data`` (None: fed forever) by a thread, as ``<(...)`` gives."""
-    r, w = os.pipe()
-    stop = threading.Event()
-
-    def feed() -> None:
-        with contextlib.suppress(OSError):
-            if data is not None:
-                os.write(w, data) if len(data) < 60000 else [os.write(w, data[i:i + 60000])
-                                                             for i in range(0, len(data), 60000)]
-            else:
-                block = b"\x00" * 65536
-                while not stop.is_set():
-                    os.write(w, block)
-        os.close(w)
-
-    t = threading.Thread(target=feed, daemon=True)
-    t.start()
-    try:
-        yield f"/dev/fd/{r}"
-    finally:
-        stop.set()
-        os.close(r)
-        t.join(5)
 
 
 def test_integrate_and_decode_read_a_pipe(samples: Path, capture: Path, tmp_path: Path,
