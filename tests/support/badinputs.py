@@ -517,29 +517,27 @@ def _alarm(signum: int, frame: Any) -> None:
     raise CaseTimeout
 
 
-def run_case(case: Case, work: Path, fx: Fixtures, watch_tmp: bool = True, timeout_s: float = 30.0) -> Outcome:
-    """Run ``archline *case.args`` in-process in a fresh directory ``work``; what it printed and left behind.
-    A case still running after ``timeout_s`` is stopped (SIGALRM) and reported as a hang."""
+def run_inproc(args: Sequence[str], cwd: Path, env: dict[str, str] | None, timeout_s: float = 30.0) -> Outcome:
+    """``archline *args`` in this process, in ``cwd``, with ``env`` set: what it printed, and the exception that
+    escaped ``main`` (a crash). A run still going after ``timeout_s`` is stopped (SIGALRM) and reported as a hang.
+    The 'archline' logger is put back as it was."""
     import logging
     import signal
 
     from archline.cli.main import main
 
-    work.mkdir(parents=True, exist_ok=True)
-    watched = [work, fx.root] + ([Path(tempfile.gettempdir())] if watch_tmp else [])
-    before = _snapshot(*watched)
     out, err = io.StringIO(), io.StringIO()
-    cwd = os.getcwd()
+    old_cwd = os.getcwd()
     log = logging.getLogger("archline")
     handlers, level, propagate = list(log.handlers), log.level, log.propagate
     code, exc = 0, ""
     try:
-        os.chdir(work)
-        with _env(case.env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        os.chdir(cwd)
+        with _env(env or {}), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             old = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
             try:
-                code = main(list(case.args))
+                code = main(list(args))
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             except CaseTimeout:
@@ -552,13 +550,22 @@ def run_case(case: Case, work: Path, fx: Fixtures, watch_tmp: bool = True, timeo
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, old)
     finally:
-        os.chdir(cwd)
+        os.chdir(old_cwd)
         log.handlers[:] = handlers
         log.setLevel(level)
         log.propagate = propagate
-    after = _snapshot(*watched)
-    new = sorted(after - before)
-    return Outcome(code, out.getvalue(), err.getvalue(), exc, new)
+    return Outcome(code, out.getvalue(), err.getvalue(), exc)
+
+
+def run_case(case: Case, work: Path, fx: Fixtures, watch_tmp: bool = True, timeout_s: float = 30.0) -> Outcome:
+    """Run ``archline *case.args`` in-process in a fresh directory ``work``; what it printed and left behind.
+    A case still running after ``timeout_s`` is stopped (SIGALRM) and reported as a hang."""
+    work.mkdir(parents=True, exist_ok=True)
+    watched = [work, fx.root] + ([Path(tempfile.gettempdir())] if watch_tmp else [])
+    before = _snapshot(*watched)
+    out = run_inproc(case.args, work, case.env, timeout_s)
+    out.new_files = sorted(_snapshot(*watched) - before)
+    return out
 
 
 def clean(work: Path) -> None:

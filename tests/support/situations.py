@@ -41,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,39 +258,7 @@ def _first_diff(a: str, b: str) -> str:
 
 # --- running in-process ---------------------------------------------------------------------------------------------
 
-def run_inproc(args: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> bi.Outcome:
-    """``archline *args`` in this process, in ``cwd``; a run still going after ``timeout_s`` is a hang."""
-    import logging
-
-    from archline.cli.main import main
-
-    out, err = io.StringIO(), io.StringIO()
-    old_cwd = os.getcwd()
-    log = logging.getLogger("archline")
-    handlers, level, propagate = list(log.handlers), log.level, log.propagate
-    code, exc = 0, ""
-    try:
-        os.chdir(cwd)
-        with bi._env(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            old = signal.signal(signal.SIGALRM, bi._alarm)
-            signal.setitimer(signal.ITIMER_REAL, timeout_s)
-            try:
-                code = main(list(args))
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except bi.CaseTimeout:
-                exc, code = f"hang: still running after {timeout_s:g} s", -1
-            except BaseException:
-                exc, code = traceback.format_exc(), 1
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, old)
-    finally:
-        os.chdir(old_cwd)
-        log.handlers[:] = handlers
-        log.setLevel(level)
-        log.propagate = propagate
-    return bi.Outcome(code, out.getvalue(), err.getvalue(), exc)
+run_inproc = bi.run_inproc     # the matrix's in-process runner: the same main, timeout and logger reset
 
 
 def _cleanup(prep: Prep, late: bool = False) -> None:
