@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, str] = {
     "tradeoff": "archline.cli.tradeoff:tradeoff",
     "codesign": "archline.cli.codesign:codesign",
     "powers": "archline.cli.powers:powers",
+    "measure": "archline.cli.measure:measure",
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".

@@ -1,0 +1,205 @@
+"""Run a command under a platform's meters: ``archline measure [--platform P] [--emulate] -- CMD ARGS...``.
+
+Protocol (S0 §IV-A's idle reading, around the command): an optional idle baseline window first (``baseline_s``),
+then ``repeat`` runs of the command, each one window ``run`` (``run-K`` when repeated), and inside it each phase
+the command marked through ``$ARCHLINE_MARKS`` (powermon.marks; the Python API does it: ``Monitor.from_env()``).
+The idle power can be subtracted from each window (``energy_above_idle_j``, with both bounds added); both numbers
+are kept. With ``--emulate`` the platform's emulated device draws its busy power while a phase is open and its idle
+power otherwise, so each window also carries the true energy it is compared with.
+
+The command runs in its own process group; SIGINT, SIGTERM and SIGHUP sent to archline are passed to it, the
+repetitions stop, the windows so far are reported, and archline exits as the command did: its exit code, or
+128 + N when signal N ended it. Hooks left for the coordinator: ``collect_counters`` (a callable run around
+each repetition, e.g. perf or likwid; its dict goes into the run) and ``place`` (a callable given the finished
+document, e.g. a cost table placement; its dict goes in as ``placement``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archline.bench.errors import BenchError
+from archline.bench.measure import result
+from archline.common.outputs import make_dirs, safe_component
+from archline.common.stamps import utc_compact, utc_iso
+from archline.powermon.marks import Mark, MarksReader, pair_marks
+from archline.powermon.monitor import MARKS_ENV, Measurement, Monitor
+
+#: signals passed on to the command
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: before the baseline window, let the meter's first samples settle (host seconds)
+SETTLE_S = 0.1
+
+
+@dataclass
+class MeasureOptions:
+    command: Sequence[str]
+    platform: str = "localhost"
+    emulate: bool = False
+    meter: str | None = None
+    out: Path | None = None
+    repeat: int = 1
+    baseline_s: float = 0.0
+    subtract_idle: bool = False
+    busy_w: float | None = None          #: emulated device's power inside a phase (default: the model's peak)
+    idle_w: float | None = None          #: ... and outside (default: the profile's idle power)
+    collect_counters: Callable[[Sequence[str]], Any] | None = None   #: hook: counters around each run
+    place: Callable[[dict[str, Any]], dict[str, Any]] | None = None  #: hook: the program on its roofline
+
+
+@dataclass
+class MeasureOutcome:
+    doc: dict[str, Any]
+    exit_status: int                      #: what archline exits with: the command's code, or 128 + signal
+    result_path: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def _run_dir(out: Path, platform: str) -> Path:
+    """A new directory under ``out`` for this measurement (never an existing one: -2, -3 ... on a clash)."""
+    make_dirs(out)
+    base = safe_component(f"measure-{platform}-{utc_compact()}")
+    for k in range(1, 1000):
+        d = out / (base if k == 1 else f"{base}-{k}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise BenchError(f"{out}: too many measurements named {base}; use another --out")
+
+
+@contextlib.contextmanager
+def _forwarding(proc: subprocess.Popen[bytes], got: list[int]) -> Iterator[None]:
+    """While the command runs, a forwarded signal goes to its process group (and is noted in ``got``)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum: int, frame: Any) -> None:
+        got.append(signum)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
+
+    old = {s: signal.signal(s, forward) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _spawn(cmd: Sequence[str], marks_path: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, MARKS_ENV: str(marks_path)}
+    try:
+        return subprocess.Popen(list(cmd), env=env, process_group=0)
+    except FileNotFoundError:
+        raise BenchError(f"command not found: {cmd[0]!r} (give the program's path or put it on PATH)") from None
+    except PermissionError:
+        raise BenchError(f"command {cmd[0]!r} cannot be run (permission denied)") from None
+    except OSError as e:
+        raise BenchError(f"command {cmd[0]!r} cannot be run: {e.strerror}") from None
+
+
+def _window(m: Measurement, idle: Measurement | None, mon: Monitor) -> dict[str, Any]:
+    w = m.as_dict()
+    if idle is not None and idle.has_energy and m.has_energy:
+        d = m.duration_s
+        w["energy_above_idle_j"] = m.energy_j - idle.mean_power_w * d
+        w["energy_above_idle_err_j"] = m.energy_err_j + idle.mean_power_err_w * d
+    power = getattr(mon, "power", None)
+    if power is not None:             # an emulated device: what it really drew (the truth to compare with)
+        w["truth_energy_j"] = power.energy_j(m.t_start_s, m.t_end_s)
+    return w
+
+
+def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | None = None) -> MeasureOutcome:
+    """Measure ``opts.command``; writes ``<out>/<run_id>/measure.json`` (+ trace, raw captures) when ``out``."""
+    from archline.bench.monitor import open_monitor
+
+    if not opts.command:
+        raise BenchError("no command to measure: give it after '--' (archline measure -- ./my_program args)")
+    run_dir = _run_dir(opts.out, opts.platform) if opts.out is not None else None
+    try:
+        mon = open_monitor(opts.platform, emulate=opts.emulate, meter=opts.meter, raw_dir=run_dir,
+                           busy_w=opts.busy_w, idle_w=opts.idle_w)
+    except BaseException:
+        if run_dir is not None:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+        raise
+    on_mark: Callable[[Mark], float | None] | None = None
+    power = getattr(mon, "power", None)
+    if power is not None:          # emulated: the child's phase marks, not archline's windows, drive the device
+        mon.hooks.clear()
+        on_mark = lambda mk: power.edge(mk.kind, mk.name)  # noqa: E731
+    if on_monitor is not None:
+        on_monitor(mon)
+    reader = MarksReader(on_mark)
+    doc: dict[str, Any] = {"command": list(opts.command), "platform": opts.platform, "emulated": mon.emulated,
+                           "meter": mon.describe(), "reason": mon.reason or None, "exit_code": None, "signal": None,
+                           "anchor": {"monotonic_s": time.monotonic(), "unix_s": time.time(), "utc": utc_iso()},
+                           "baseline": None, "idle_power_w": None, "idle_power_err_w": None,
+                           "subtract_idle": opts.subtract_idle, "runs": [], "problems": [], "files": {}}
+    status = 0
+    try:
+        with mon:
+            idle: Measurement | None = None
+            if opts.baseline_s > 0:
+                time.sleep(SETTLE_S)
+                mon.begin_window("baseline")
+                time.sleep(opts.baseline_s)
+                idle = mon.end_window("baseline")
+                doc["baseline"] = _window(idle, None, mon)
+                if idle.has_energy:
+                    doc["idle_power_w"], doc["idle_power_err_w"] = idle.mean_power_w, idle.mean_power_err_w
+            sub = idle if opts.subtract_idle else None
+            for k in range(opts.repeat):
+                name = "run" if opts.repeat == 1 else f"run-{k + 1}"
+                got: list[int] = []
+                mon.begin_window(name)
+                proc = _spawn(opts.command, reader.path)
+                with _forwarding(proc, got):
+                    counters = opts.collect_counters(opts.command) if opts.collect_counters is not None else None
+                    rc = proc.wait()
+                run = mon.end_window(name)
+                phases, problems = pair_marks(reader.take())
+                w = _window(run, sub, mon)
+                w["exit_code"] = rc if rc >= 0 else None
+                w["signal"] = -rc if rc < 0 else None
+                if counters is not None:
+                    w["counters"] = counters
+                w["phases"] = [_window(mon.window_between(p if opts.repeat == 1 else f"{name}/{p}", t0, t1), sub,
+                                       mon) for p, t0, t1 in phases]
+                doc["problems"] += [f"{name}: {p}" for p in problems]
+                doc["runs"].append(w)
+                doc["exit_code"], doc["signal"] = w["exit_code"], w["signal"]
+                status = rc if rc >= 0 else 128 - rc
+                if rc != 0 or got:
+                    if opts.repeat > k + 1:
+                        doc["problems"].append(f"stopped after {name}: the command "
+                                               + (f"exited {rc}" if rc > 0 else "was interrupted"))
+                    break
+            doc["summary"] = result.summary(doc["runs"])
+            if opts.place is not None:
+                doc["placement"] = opts.place(doc)
+            if run_dir is not None and not mon.reason:      # the null meter has no trace to keep
+                doc["files"]["traces"] = [p.name for p in mon.write_traces(run_dir, "csv.gz")]
+    finally:
+        reader.close()
+    path = None
+    if run_dir is not None:
+        doc["files"]["raw"] = sorted(p.name for p in run_dir.glob("*.raw*"))
+        path = run_dir / result.FILE_NAME
+        doc["files"]["result"] = str(path)
+        result.write(doc, path)
+    return MeasureOutcome(doc, status, path, doc["problems"])

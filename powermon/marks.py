@@ -1,0 +1,160 @@
+"""The phase-marks channel of ``archline measure``: a FIFO whose path is in ``$ARCHLINE_MARKS``; the measured
+command writes one line per edge of a phase, and each phase becomes a window of the measurement.
+
+    begin NAME            # from a shell:  echo "begin solve" > "$ARCHLINE_MARKS"
+    end NAME
+    begin NAME<TAB>T_S    # from archline's Python API: T_S = the edge's time.monotonic() (one clock per machine)
+
+A line without a time is stamped when the parent reads it (well under a millisecond later). Lines are shorter
+than PIPE_BUF, so lines from several writers never interleave. The reader holds the FIFO open for writing too,
+so a writer never blocks and the reader never sees end-of-file between writers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from archline.powermon.errors import MeterError
+
+#: a mark line longer than this is refused (PIPE_BUF is at least 512 on POSIX: one write, never interleaved)
+MAX_LINE = 512
+
+
+@dataclass(frozen=True)
+class Mark:
+    kind: str        #: "begin" or "end"
+    name: str
+    t_s: float       #: host monotonic seconds of the edge
+
+
+def parse_line(line: str, received_s: float) -> Mark | None:
+    """A mark from one line (None for a blank or malformed line: a stray write never stops the measurement)."""
+    text, _, t = line.rstrip("\r\n").partition("\t")
+    kind, _, name = text.strip().partition(" ")
+    name = name.strip()
+    if kind not in ("begin", "end") or not name:
+        return None
+    try:
+        t_s = float(t) if t.strip() else received_s
+    except ValueError:
+        t_s = received_s
+    return Mark(kind, name, t_s)
+
+
+class MarksWriter:
+    """A window hook (powermon.monitor) that sends each edge to the parent's FIFO: ``begin NAME<TAB>T_S``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        try:   # non-blocking: a FIFO nobody reads is an error here, not a hang
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            raise MeterError(f"cannot open the marks channel {self.path} (from $ARCHLINE_MARKS): {e.strerror}; "
+                             "run under 'archline measure' or unset it") from None
+        os.set_blocking(self._fd, True)
+
+    def __call__(self, kind: str, name: str) -> float | None:
+        t = time.monotonic()
+        line = f"{kind} {' '.join(name.split())}\t{t!r}\n".encode()
+        if len(line) > MAX_LINE:
+            raise MeterError(f"window name too long for the marks channel ({len(line)} bytes, at most {MAX_LINE})")
+        os.write(self._fd, line)
+        return t
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class MarksReader:
+    """The parent's end: a FIFO in a private temporary directory, read by a thread; ``on_mark(mark)`` is called
+    for each mark as it arrives (it may return the time the edge is to have, e.g. an emulated device's switch)."""
+
+    def __init__(self, on_mark: Callable[[Mark], float | None] | None = None) -> None:
+        self.on_mark = on_mark
+        self.marks: list[Mark] = []
+        self._dir = Path(tempfile.mkdtemp(prefix="archline-marks-"))
+        self.path = self._dir / "marks"
+        os.mkfifo(self.path, 0o600)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_NONBLOCK)
+        self._stop_r, self._stop_w = os.pipe()
+        self._lock = threading.Lock()
+        self._buf = b""
+        self._thread = threading.Thread(target=self._run, name="archline-marks", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            ready, _, _ = select.select([self._fd, self._stop_r], [], [])
+            if self._fd in ready:
+                self._drain()
+            if self._stop_r in ready:
+                self._drain()
+                return
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            now = time.monotonic()
+            self._buf += chunk
+            *lines, self._buf = self._buf.split(b"\n")
+            for raw in lines:
+                mark = parse_line(raw.decode(errors="replace"), now)
+                if mark is None:
+                    continue
+                t = self.on_mark(mark) if self.on_mark is not None else None
+                with self._lock:
+                    self.marks.append(mark if t is None else Mark(mark.kind, mark.name, t))
+
+    def take(self) -> list[Mark]:
+        """The marks so far (and forget them)."""
+        with self._lock:
+            out, self.marks = self.marks, []
+        return out
+
+    def close(self) -> None:
+        """Read what is left, stop the thread, remove the FIFO and its directory."""
+        if self._thread.is_alive():
+            os.write(self._stop_w, b"x")
+            self._thread.join(5.0)
+        for fd in (self._fd, self._stop_r, self._stop_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def pair_marks(marks: list[Mark]) -> tuple[list[tuple[str, float, float]], list[str]]:
+    """(name, t0_s, t1_s) of each phase, in begin order, and problems in words (an end without a begin, a phase
+    never ended). A name begun again after it ended is a second phase ``NAME#2``."""
+    open_: dict[str, float] = {}
+    seen: dict[str, int] = {}
+    phases: list[tuple[str, float, float]] = []
+    problems: list[str] = []
+    for m in marks:
+        if m.kind == "begin":
+            if m.name in open_:
+                problems.append(f"phase {m.name!r} begun twice without an end; the second begin ignored")
+                continue
+            open_[m.name] = m.t_s
+        elif m.name not in open_:
+            problems.append(f"phase {m.name!r} ended without a begin; ignored")
+        else:
+            n = seen[m.name] = seen.get(m.name, 0) + 1
+            phases.append((m.name if n == 1 else f"{m.name}#{n}", open_.pop(m.name), m.t_s))
+    problems += [f"phase {n!r} never ended; not reported" for n in open_]
+    phases.sort(key=lambda p: p[1])
+    return phases, problems

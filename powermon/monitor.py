@@ -1,0 +1,310 @@
+"""The public measuring API (docs/api.md): a :class:`Monitor` over powermon's one :class:`Recorder`, whose windows
+return a :class:`Measurement` (time, energy per device and rail, its bound, lost samples, the emulated flag).
+
+    with Monitor([meter]) as mon:                 # or archline.open_monitor("gtx580", emulate=True)
+        mon.begin_window("step")
+        work()
+        m = mon.end_window("step")                # m.time_s, m.energy_j, m.energy_err_j, m.device_energy_j
+        with mon.window("solve") as w:            # a context manager: w.energy_j once the block has ended
+            solve()
+
+        @mon.measure()                            # a decorator: each call is one window (measurements kept)
+        def step(): ...
+
+The window logic is the recorder's (named, nested, overlapping windows; edges; lost samples): a Monitor adds the
+Measurement, hooks that see each edge (an emulated device draws power inside a window), and the marks channel of
+``archline measure`` (:meth:`Monitor.from_env`). The bench runner measures its points through a Monitor too.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
+
+from archline.powermon.errors import MeterError
+from archline.powermon.record.meters import Meter
+from archline.powermon.record.null import NullMeter
+from archline.powermon.record.recorder import Recorder, Region
+
+#: the environment variable ``archline measure`` sets in its child: the path of the marks FIFO
+MARKS_ENV = "ARCHLINE_MARKS"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One window: host time, energy (NaN without a meter: ``reason`` says why) and its bound, per device and rail."""
+
+    name: str
+    time_s: float                         #: host seconds between the window's edges
+    energy_j: float                       #: every meter's channels together (NaN: no energy, see ``reason``)
+    energy_err_j: float                   #: bound on |energy_j - truth| (ADC steps, interpolation, lost samples)
+    device_energy_j: dict[str, float] = field(default_factory=dict)
+    device_energy_err_j: dict[str, float] = field(default_factory=dict)
+    rail_energy_j: dict[str, float] = field(default_factory=dict)
+    duration_s: float = math.nan          #: the window on the meter's timeline (an emulator may run faster)
+    lost_samples: int = 0
+    n_samples: int = 0
+    emulated: bool = False
+    reason: str = ""                      #: why there is no energy ("time only: ...") or where it is
+    warnings: tuple[str, ...] = ()
+    t_start_s: float = math.nan           #: host monotonic seconds (time.monotonic(): one clock per machine)
+    t_end_s: float = math.nan
+    region: Region | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def has_energy(self) -> bool:
+        return math.isfinite(self.energy_j)
+
+    @property
+    def mean_power_w(self) -> float:
+        d = self.duration_s if math.isfinite(self.duration_s) else self.time_s
+        return self.energy_j / d if d > 0 else math.nan
+
+    @property
+    def mean_power_err_w(self) -> float:
+        d = self.duration_s if math.isfinite(self.duration_s) else self.time_s
+        return self.energy_err_j / d if d > 0 else math.nan
+
+    @classmethod
+    def from_region(cls, region: Region, reason: str = "") -> Measurement:
+        metered = [m for m in region.meters.values() if m.kind != "none" and math.isfinite(m.energy_j)]
+        dev_e: dict[str, float] = {}
+        dev_err: dict[str, float] = {}
+        rails: dict[str, float] = {}
+        for m in metered:
+            for d, r in m.devices.items():
+                dev_e[d] = dev_e.get(d, 0.0) + r.energy_j
+                dev_err[d] = dev_err.get(d, 0.0) + r.energy_err_j
+            for c in m.channels.values():
+                rails[c.rail] = rails.get(c.rail, 0.0) + c.energy_j
+        nan = math.nan
+        return cls(name=region.name, time_s=region.time_s,
+                   energy_j=sum(m.energy_j for m in metered) if metered else nan,
+                   energy_err_j=sum(m.energy_err_j for m in metered) if metered else nan,
+                   device_energy_j=dev_e, device_energy_err_j=dev_err, rail_energy_j=rails,
+                   duration_s=metered[0].duration_s if metered else region.time_s,
+                   lost_samples=sum(m.lost_samples for m in region.meters.values()),
+                   n_samples=sum(m.n_samples for m in region.meters.values()),
+                   emulated=region.emulated, reason="" if metered else reason, warnings=tuple(region.warnings),
+                   t_start_s=region.t_start_s, t_end_s=region.t_end_s, region=region)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, units in the names; NaN (no energy) becomes None."""
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {"name": self.name, "time_s": self.time_s, "duration_s": num(self.duration_s),
+                "energy_j": num(self.energy_j), "energy_err_j": num(self.energy_err_j),
+                "mean_power_w": num(self.mean_power_w), "mean_power_err_w": num(self.mean_power_err_w),
+                "device_energy_j": self.device_energy_j, "device_energy_err_j": self.device_energy_err_j,
+                "rail_energy_j": self.rail_energy_j, "lost_samples": self.lost_samples,
+                "n_samples": self.n_samples, "emulated": self.emulated, "reason": self.reason or None,
+                "warnings": list(self.warnings), "t_start_s": self.t_start_s, "t_end_s": self.t_end_s}
+
+
+class WindowHook(Protocol):
+    """Sees each window edge before it is taken; may return the host time the edge is to have (an emulated
+    device that switched its power at that instant), else None (the recorder's clock)."""
+
+    def __call__(self, kind: str, name: str) -> float | None: ...
+
+
+class Window:
+    """What ``with monitor.window(name) as w`` yields: the measurement's fields once the block has ended."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.measurement: Measurement | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        m = self.__dict__.get("measurement")
+        if m is None:
+            raise MeterError(f"window {self.name!r} is still open: read {attr} after its 'with' block")
+        return getattr(m, attr)
+
+    def __repr__(self) -> str:
+        return f"Window({self.name!r}, {self.measurement!r})"
+
+
+class Monitor:
+    """Meters (or the null meter with its reason) and named windows on the host monotonic clock.
+
+    ``Monitor(meters)`` takes recorder meters (powermon.spec.open_meter, emulated_powermon, NullMeter); a
+    platform's meters come from ``archline.open_monitor(platform)`` (bench). Use it as a context manager (the
+    meters' threads stop at the end, also on an error), or call :meth:`start` / :meth:`stop`.
+    """
+
+    def __init__(self, meters: Sequence[Meter] | None = None, *, reason: str = "", recorder: Recorder | None = None,
+                 hooks: Sequence[WindowHook] = (), settle_timeout_s: float = 3.0, keep_regions: bool = True,
+                 clock: Callable[[], float] = time.monotonic, closers: Sequence[Callable[[], None]] = ()) -> None:
+        if recorder is None:
+            ms = list(meters or ()) or [NullMeter(reason or "no meter given")]
+            recorder = Recorder(ms, clock=clock, settle_timeout_s=settle_timeout_s, keep_regions=keep_regions)
+        self.recorder = recorder
+        self.hooks = list(hooks)
+        self.measurements: list[Measurement] = []     #: what the decorator measured, in order
+        self._edges: dict[str, float] = {}
+        self._closers = list(closers)
+        self._running = bool(recorder._started)
+
+    # --- what is measured ---
+    @property
+    def meters(self) -> list[Meter]:
+        return self.recorder.meters
+
+    @property
+    def emulated(self) -> bool:
+        return self.recorder.emulated
+
+    @property
+    def reason(self) -> str:
+        """Why a window has no energy ("time only: ..."), '' when a meter measures."""
+        return "; ".join(str(getattr(m, "reason", "")) for m in self.meters if getattr(m, "kind", "") == "none")
+
+    def describe(self) -> str:
+        parts = []
+        for m in self.meters:
+            info = m.info()
+            kind = info.get("type") or getattr(m, "kind", "meter")
+            parts.append(getattr(m, "reason", "") if kind == "none" else
+                         f"{m.name} ({'emulated ' if m.emulated else ''}{kind})")
+        return ", ".join(p for p in parts if p)
+
+    # --- life cycle ---
+    def start(self) -> Monitor:
+        if not self._running:
+            self.recorder.start()
+            self._running = True
+        return self
+
+    def stop(self) -> None:
+        try:
+            if self._running:
+                self._running = False
+                self.recorder.stop()
+        finally:
+            while self._closers:
+                self._closers.pop()()
+
+    close = stop
+
+    def __enter__(self) -> Monitor:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    # --- windows ---
+    def _edge(self, kind: str, name: str) -> float | None:
+        t: float | None = None
+        for h in self.hooks:
+            got = h(kind, name)
+            t = got if got is not None else t
+        return t
+
+    def begin_window(self, name: str) -> float:
+        """Open window ``name`` (names may nest or overlap); returns its host start time."""
+        self.start()
+        if name in self.recorder._open:
+            raise MeterError(f"window {name!r} is already open")
+        t_hook = self._edge("begin", name)
+        t = self.recorder.begin(name)
+        self._edges[name] = t if t_hook is None else t_hook
+        return self._edges[name]
+
+    def end_region(self, name: str, *, cancel: bool = False, t0_s: float | None = None, t1_s: float | None = None,
+                   strict: bool = False, max_lost: float | None = None) -> Region:
+        """Close window ``name`` and return the recorder's Region (what the bench runner builds rows from)."""
+        if name not in self.recorder._open:
+            raise MeterError(f"window {name!r} was never begun (open: {sorted(self.recorder._open)})")
+        t_hook = self._edge("end", name)
+        t0 = self._edges.pop(name)
+        if t0_s is None and t1_s is None and t_hook is not None:
+            t0_s, t1_s = t0, t_hook
+        elif t0_s is None and t1_s is None and t0 != self.recorder._open[name]:
+            t0_s, t1_s = t0, self.recorder.clock()
+        return self.recorder.end(name, cancel, t0_s=t0_s, t1_s=t1_s, strict=strict, max_lost=max_lost)
+
+    def end_window(self, name: str, *, t0_s: float | None = None, t1_s: float | None = None, strict: bool = False,
+                   max_lost: float | None = None) -> Measurement:
+        """Close window ``name``: its Measurement. ``t0_s``/``t1_s`` (host monotonic) replace the edges when the
+        work timed itself; ``strict``: a meter without data is an error; ``max_lost``: a larger lost share is."""
+        region = self.end_region(name, t0_s=t0_s, t1_s=t1_s, strict=strict, max_lost=max_lost)
+        return Measurement.from_region(region, self.reason)
+
+    def cancel_window(self, name: str) -> None:
+        self.end_region(name, cancel=True)
+
+    def window_between(self, name: str, t0_s: float, t1_s: float) -> Measurement:
+        """A window whose edges were taken elsewhere (marks a child process sent), measured now."""
+        self.start()
+        self.recorder.begin(name)
+        return Measurement.from_region(self.recorder.end(name, t0_s=t0_s, t1_s=t1_s), self.reason)
+
+    @contextmanager
+    def window(self, name: str) -> Iterator[Window]:
+        """``with monitor.window("solve") as w: ...``: w.energy_j etc. after the block (an error cancels it)."""
+        w = Window(name)
+        self.begin_window(name)
+        try:
+            yield w
+        except BaseException:
+            if name in self.recorder._open:
+                self.cancel_window(name)
+            raise
+        w.measurement = self.end_window(name)
+
+    def measure(self, name: str | None = None) -> Callable[[F], F]:
+        """A decorator: each call of the function is one window (named ``name`` or the function's name); its
+        Measurement is appended to ``monitor.measurements``."""
+        def wrap(fn: F) -> F:
+            label: str = name or str(getattr(fn, "__qualname__", "call"))
+
+            @functools.wraps(fn)
+            def inner(*args: Any, **kwargs: Any) -> Any:
+                with self.window(label) as w:
+                    out = fn(*args, **kwargs)
+                assert w.measurement is not None
+                self.measurements.append(w.measurement)
+                return out
+            return inner  # type: ignore[return-value]
+        return wrap
+
+    # --- the recorder's extras (the bench runner uses them) ---
+    def segment(self) -> None:
+        self.recorder.segment()
+
+    def live_power_w(self) -> float | None:
+        return self.recorder.live_power_w()
+
+    def write_window(self, path: str | Path, t0_s: float, t1_s: float, meta: dict[str, Any] | None = None
+                     ) -> Path | None:
+        return self.recorder.write_window(path, t0_s, t1_s, meta)
+
+    def write_traces(self, directory: str | Path, fmt: str = "parquet") -> list[Path]:
+        return self.recorder.write_traces(directory, fmt)
+
+    # --- inside a command run by ``archline measure`` ---
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Monitor:
+        """Inside ``archline measure -- CMD``: a monitor whose windows are sent to the parent as phase marks (the
+        parent measures them and reports each as a window; here they carry time only). Elsewhere: a monitor with
+        the null meter, saying that no ``archline measure`` is around."""
+        from archline.powermon.marks import MarksWriter
+
+        path = (os.environ if env is None else env).get(MARKS_ENV)
+        if not path:
+            return cls([NullMeter(f"{MARKS_ENV} is not set: not running under 'archline measure'")])
+        writer = MarksWriter(path)
+        return cls([NullMeter("measured by the parent 'archline measure': this window is a phase in its output")],
+                   hooks=[writer], closers=[writer.close])
