@@ -28,6 +28,7 @@ from archline.bench.kernels import Backend, PreparedKernel, RunResult
 from archline.bench.run.points import Point, RunSettings
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, Region, RunContext, build_row, ci_halfwidth_rel
+from archline.powermon.monitor import Monitor
 from archline.powermon.record.recorder import Recorder
 
 #: warm-up and tail last at least this many meter sample periods
@@ -69,12 +70,13 @@ def calibrate(prepared: PreparedKernel, min_time_s: float) -> tuple[int, bool]:
 class Runner:
     """Measures points with one back end and one recorder (one meter, or the null meter)."""
 
-    def __init__(self, backend: Backend, recorder: Recorder, meter: MeterInfo, ctx: RunContext,
+    def __init__(self, backend: Backend, recorder: Monitor | Recorder, meter: MeterInfo, ctx: RunContext,
                  settings: RunSettings, *, trace_dir: Path | None = None, device: str | None = None,
                  idle: Callable[[float], None] | None = None,
                  set_point: Callable[[Point], dict[str, Any]] | None = None) -> None:
         self.backend = backend
-        self.rec = recorder
+        # the windows go through the public API (archline.Monitor), whose window logic is the recorder's
+        self.rec = recorder if isinstance(recorder, Monitor) else Monitor(recorder=recorder)
         self.meter = meter
         self.ctx = ctx
         self.s = settings
@@ -93,7 +95,8 @@ class Runner:
         """Close window ``name``: a Region for a kernel result, else (duration_s, power_w) of an idle window."""
         edges = {} if result is None else {"t0_s": result.extra.get("t0_host_s"), "t1_s": result.extra.get("t1_host_s")}
         # a window whose meter lost more than max_lost of its samples raises SamplesLostError: the point fails
-        win = self.rec.end(name, strict=self.metered, max_lost=self.s.max_lost if self.metered else None, **edges)
+        win = self.rec.end_region(name, strict=self.metered, max_lost=self.s.max_lost if self.metered else None,
+                                  **edges)
         (mr,) = win.meters.values()
         e = mr.energy_j if self.metered and math.isfinite(mr.energy_j) else None
         if result is None:
@@ -108,7 +111,7 @@ class Runner:
             return None
         name = f"idle-{tag}"
         self._idle(EDGE_SAMPLES / self.meter.sample_hz)  # settle: the window starts on idle samples only
-        self.rec.begin(name)
+        self.rec.begin_window(name)
         self._idle(self.s.idle_s)
         _, power_w = self._window(name)  # type: ignore[misc]
         return power_w
@@ -156,7 +159,7 @@ class Runner:
                 if progress is not None:
                     progress.update(f"{spec.kernel}/{spec.precision}/{spec.level} {_short(spec.params)}",
                                     self.rec.live_power_w())
-                self.rec.begin(name)
+                self.rec.begin_window(name)
                 region = self._window(name, kern.run(reps))
                 assert isinstance(region, Region)
                 regions.append(region)

@@ -28,8 +28,8 @@ from archline.common.exits import EXIT_DEVICE
 from archline.common.outputs import inside, safe_component
 from archline.powermon.errors import MeterError
 from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
+from archline.powermon.monitor import Monitor
 from archline.powermon.record.null import NullMeter
-from archline.powermon.record.recorder import Recorder
 
 log = logging.getLogger("archline.bench")
 #: how long past a window's end the runner waits for its samples (host seconds)
@@ -47,7 +47,7 @@ class Session:
     profile: BenchProfile
     path: str                           #: time-only, metered or emulated
     backend: Backend
-    recorder: Recorder
+    recorder: Monitor                   #: the public window API over powermon's Recorder (one path)
     meter: MeterInfo
     ctx: RunContext
     settings: RunSettings
@@ -303,7 +303,7 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
         s.notes += list(plan_notes())
     if not s.points:
         raise BenchError(f"nothing to run on '{prof.name}': " + ("; ".join(s.notes) or "no points"))
-    s.recorder = Recorder([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False)
+    s.recorder = Monitor([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False)
     try:
         s.recorder.start()
     except MeterError as e:
