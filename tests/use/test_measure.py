@@ -1,0 +1,167 @@
+"""``archline measure -- CMD`` (docs/api.md): an emulated device doing known work in phases the child marks is
+measured within the meter's stated bound of the truth; the exit code, SIGINT and SIGTERM pass through; phases are
+windows; --format json is parseable with units in the names; --out keeps result, trace and raw capture."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+_MAIN = "import sys; from archline.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+#: a child that does known work: idle 0.15 s, phase "load" 0.3 s, idle 0.1 s, phase "solve" 0.4 s (busy inside)
+CHILD = """
+import time, archline
+mon = archline.Monitor.from_env()
+time.sleep(0.15)
+with mon.window("load"):
+    time.sleep(0.3)
+time.sleep(0.1)
+mon.begin_window("solve")
+time.sleep(0.4)
+mon.end_window("solve")
+"""
+
+UNIT_SUFFIXES = ("_s", "_j", "_w", "_samples")
+
+
+def archline(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _MAIN, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def _windows(doc: dict) -> list[dict]:
+    out = [doc["baseline"]] if doc.get("baseline") else []
+    for r in doc["runs"]:
+        out += [r, *r["phases"]]
+    return out
+
+
+def test_emulated_child_phases_are_windows_within_the_bound_of_the_truth(tmp_path: Path) -> None:
+    res = archline("measure", "--platform", "gtx580", "--emulate", "--busy-w", "150", "--idle-w", "40",
+                   "--baseline-s", "0.3", "--subtract-idle", "--format", "json", "--out", str(tmp_path),
+                   "--", sys.executable, "-c", CHILD)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["emulated"] is True and doc["exit_code"] == 0 and doc["signal"] is None
+    (run,) = doc["runs"]
+    assert run["name"] == "run" and [p["name"] for p in run["phases"]] == ["load", "solve"]
+    for w in _windows(doc):
+        assert abs(w["energy_j"] - w["truth_energy_j"]) <= w["energy_err_j"], w["name"]
+        assert w["energy_err_j"] < 0.02 * w["truth_energy_j"]
+        assert w["lost_samples"] == 0 and w["emulated"] is True
+    load, solve = run["phases"]
+    # emulated: the edges are the device's switches, made as the parent read each mark (well under 5 ms late)
+    assert 0.295 <= load["time_s"] < 0.4 and 0.395 <= solve["time_s"] < 0.5
+    assert load["truth_energy_j"] == pytest.approx(150.0 * load["time_s"], rel=1e-9)   # busy all through
+    assert doc["idle_power_w"] == pytest.approx(40.0, abs=doc["idle_power_err_w"])
+    # idle subtracted where asked, both shown: a phase's energy above idle is (150 - 40) W x its time
+    assert solve["energy_above_idle_j"] == pytest.approx(110.0 * solve["duration_s"],
+                                                         abs=solve["energy_above_idle_err_j"])
+    assert run["energy_j"] > load["energy_j"] + solve["energy_j"]       # the run also holds the idle stretches
+    # units in the names: every numeric key of a window ends in its unit (or is a count/flag)
+    for w in _windows(doc):
+        for k, v in w.items():
+            if isinstance(v, float):
+                assert k.endswith(UNIT_SUFFIXES), k
+    # kept beside the result: measure.json (the same document), trace with the marks, raw capture
+    (d,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    from archline.bench.measure import result
+
+    saved = result.read(d / "measure.json")
+    assert saved["format"] == "archline.measure/1" and saved["runs"][0]["phases"][1]["name"] == "solve"
+    assert (d / "trace-powermon-emulated.csv.gz").is_file()
+    assert saved["files"]["raw"] == ["powermon-0000.raw", "powermon-0000.raw.json"]
+    assert (d / "powermon-0000.raw").stat().st_size > 0
+    assert abs(saved["anchor"]["unix_s"] - time.time()) < 600
+
+
+def test_repeats_and_a_second_measurement_never_overwrite(tmp_path: Path) -> None:
+    shell = 'echo "begin a" > "$ARCHLINE_MARKS"; sleep 0.2; echo "end a" > "$ARCHLINE_MARKS"'
+    for _ in range(2):
+        res = archline("measure", "--platform", "gtx580", "--emulate", "--busy-w", "100", "--idle-w", "30",
+                       "--repeat", "2", "--out", str(tmp_path), "--", "sh", "-c", shell)
+        assert res.returncode == 0, res.stderr
+    dirs = sorted(p for p in tmp_path.iterdir() if p.is_dir())
+    assert len(dirs) == 2                                              # a new directory each time
+    from archline.bench.measure import result
+
+    doc = result.read(dirs[1] / "measure.json")
+    assert [r["name"] for r in doc["runs"]] == ["run-1", "run-2"]
+    assert [p["name"] for r in doc["runs"] for p in r["phases"]] == ["run-1/a", "run-2/a"]
+    for r in doc["runs"]:                                              # shell marks: stamped on arrival
+        (a,) = r["phases"]
+        assert abs(a["energy_j"] - a["truth_energy_j"]) <= a["energy_err_j"]
+        assert a["truth_energy_j"] == pytest.approx(100.0 * a["time_s"], rel=1e-9)
+    assert doc["summary"]["n_runs"] == 2 and "energy_j_stdev" in doc["summary"]
+    assert "run-2" in res.stdout and "truth_j" in res.stdout            # the table names every window
+
+
+def test_exit_code_passes_through_and_stops_the_repeats() -> None:
+    res = archline("measure", "--platform", "gtx580", "--emulate", "--repeat", "3", "--format", "json", "--",
+                   sys.executable, "-c", "import sys; sys.exit(3)")
+    assert res.returncode == 3, res.stderr
+    doc = json.loads(res.stdout)
+    assert len(doc["runs"]) == 1 and doc["exit_code"] == 3
+    assert doc["problems"] == ["stopped after run-1: the command exited 3"]
+
+
+def _start_and_signal(tmp_path: Path, sig: int, child: str) -> tuple[subprocess.Popen[str], str, str]:
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", _MAIN, "measure", "--platform", "gtx580", "--emulate",
+                             "--format", "json", "--", sys.executable, "-c", child, str(ready)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ready.exists(), "the child never started"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc, out, err
+
+
+HANDLES = ("import signal, sys, time, pathlib\n"
+           "signal.signal(signal.{sig}, lambda s, f: sys.exit(42))\n"
+           "pathlib.Path(sys.argv[1]).write_text('ready')\n"
+           "time.sleep(60)\n")
+DIES = ("import signal, sys, time, pathlib\n"
+        "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+        "pathlib.Path(sys.argv[1]).write_text('ready')\n"
+        "time.sleep(60)\n")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signals_reach_the_child_and_archline_exits_as_it_did(tmp_path: Path, sig: int) -> None:
+    # a child that handles the signal (exit 42): archline's exit is the child's
+    proc, out, err = _start_and_signal(tmp_path, sig, HANDLES.format(sig=signal.Signals(sig).name))
+    assert proc.returncode == 42, err
+    doc = json.loads(out)
+    assert doc["exit_code"] == 42 and doc["runs"][0]["time_s"] > 0
+    # a child that the signal ends: archline exits 128 + N and says so
+    (tmp_path / "ready").unlink()
+    dies = DIES.replace("SIGINT", signal.Signals(sig).name)
+    proc, out, err = _start_and_signal(tmp_path, sig, dies)
+    assert proc.returncode == 128 + sig, err
+    doc = json.loads(out)
+    assert doc["signal"] == sig and doc["exit_code"] is None and math.isfinite(doc["runs"][0]["energy_j"])
+
+
+def test_user_mistakes_are_one_line() -> None:
+    res = archline("measure", "--platform", "gtx580", "--emulate", "--subtract-idle", "--", "true")
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "--baseline-s" in res.stderr
+    res = archline("measure", "--platform", "gtx580", "--emulate", "--", "/nonexistent/prog-xyz")
+    assert res.returncode == 2 and "command not found" in res.stderr and "Traceback" not in res.stderr
+    res = archline("measure", "--platform", "gtx580", "--busy-w", "5", "--", "true")
+    assert res.returncode == 2 and "--emulate" in res.stderr
