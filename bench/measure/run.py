@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -79,16 +80,18 @@ def _run_dir(out: Path, platform: str) -> Path:
 
 
 @contextlib.contextmanager
-def _forwarding(proc: subprocess.Popen[bytes], got: list[int]) -> Iterator[None]:
-    """While the command runs, a forwarded signal goes to its process group (and is noted in ``got``)."""
+def _forwarding(procs: list[subprocess.Popen[bytes]], got: list[int]) -> Iterator[None]:
+    """While the command runs, a forwarded signal goes to its process group (and is noted in ``got``). Installed
+    before the command starts: a signal in between is passed on as soon as there is a command to pass it to."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def forward(signum: int, frame: Any) -> None:
         got.append(signum)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signum)
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signum)
 
     old = {s: signal.signal(s, forward) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
     try:
@@ -151,6 +154,7 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                            "baseline": None, "idle_power_w": None, "idle_power_err_w": None,
                            "subtract_idle": opts.subtract_idle, "runs": [], "problems": [], "files": {}}
     status = 0
+    done = False
     try:
         with mon:
             idle: Measurement | None = None
@@ -167,10 +171,14 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 name = "run" if opts.repeat == 1 else f"run-{k + 1}"
                 got: list[int] = []
                 mon.begin_window(name)
-                proc = _spawn(opts.command, reader.path)
-                with _forwarding(proc, got):
+                procs: list[subprocess.Popen[bytes]] = []
+                with _forwarding(procs, got):
+                    procs.append(_spawn(opts.command, reader.path))
+                    for sig in got:               # arrived while it was starting
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(procs[0].pid, sig)
                     counters = opts.collect_counters(opts.command) if opts.collect_counters is not None else None
-                    rc = proc.wait()
+                    rc = procs[0].wait()
                 run = mon.end_window(name)
                 phases, problems = pair_marks(reader.take())
                 w = _window(run, sub, mon)
@@ -194,12 +202,15 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 doc["placement"] = opts.place(doc)
             if run_dir is not None and not mon.reason:      # the null meter has no trace to keep
                 doc["files"]["traces"] = [p.name for p in mon.write_traces(run_dir, "csv.gz")]
+        path = None
+        if run_dir is not None:
+            doc["files"]["raw"] = sorted(p.name for p in run_dir.glob("*.raw*"))
+            path = run_dir / result.FILE_NAME
+            doc["files"]["result"] = str(path)
+            result.write(doc, path)
+        done = True
     finally:
         reader.close()
-    path = None
-    if run_dir is not None:
-        doc["files"]["raw"] = sorted(p.name for p in run_dir.glob("*.raw*"))
-        path = run_dir / result.FILE_NAME
-        doc["files"]["result"] = str(path)
-        result.write(doc, path)
+        if not done and run_dir is not None:     # no result: nothing half-written stays (the directory is ours)
+            shutil.rmtree(run_dir, ignore_errors=True)
     return MeasureOutcome(doc, status, path, doc["problems"])

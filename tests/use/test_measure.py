@@ -158,7 +158,11 @@ def test_signals_reach_the_child_and_archline_exits_as_it_did(tmp_path: Path, si
     assert doc["signal"] == sig and doc["exit_code"] is None and math.isfinite(doc["runs"][0]["energy_j"])
 
 
-def test_user_mistakes_are_one_line() -> None:
+def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
+    res = archline("measure", "--platform", "gtx580", "--emulate", "--out", str(tmp_path / "o"), "--",
+                   "/nonexistent/prog-xyz")
+    assert res.returncode == 2 and "command not found" in res.stderr and "Traceback" not in res.stderr
+    assert list((tmp_path / "o").iterdir()) == []                     # no half-written measurement left
     res = archline("measure", "--platform", "gtx580", "--emulate", "--subtract-idle", "--", "true")
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "--baseline-s" in res.stderr
     res = archline("measure", "--platform", "gtx580", "--emulate", "--", "/nonexistent/prog-xyz")
