@@ -84,7 +84,7 @@ def table(doc: dict[str, Any]) -> str:
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in rows]
     head = [f"{'emulated ' if doc.get('emulated') else ''}{doc.get('platform')}: {doc.get('meter')}"]
-    if doc.get("reason"):
+    if doc.get("reason") and doc["reason"] not in str(doc.get("meter")):
         head.append(f"no energy: {doc['reason']}")
     tail = []
     s = doc.get("summary", {})
