@@ -1,0 +1,80 @@
+"""What a ``[[meters]]`` entry's ``sensor_profile`` and ``calibration`` do to the meter opened from it
+(:func:`apply_spec`, for ``open_meter``/``emulate_meter`` to call on what they return):
+
+* ``sensor_profile``: :class:`LimitedMeter`: a window shorter than the sensor allows is refused (or widened with
+  ``widen=True``) and every region's bound adds the sensor's share, with the reason in its warnings
+  (:class:`~archline.powermon.record.integrate.SensorLimits`);
+* ``calibration``: :class:`~archline.powermon.sensor.calibration.CalibratedMeter` (energy corrected, labelled
+  calibrated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from archline.powermon.record.integrate import SensorLimits, sensor_window
+from archline.powermon.record.meters import MeterRegion
+from archline.powermon.sensor.calibration import CalibratedMeter, Calibration
+
+
+class LimitedMeter:
+    """A recorder meter held to a sensor's limits (see the module)."""
+
+    def __init__(self, inner: Any, limits: SensorLimits, *, widen: bool = False) -> None:
+        self.inner = inner
+        self.limits = limits
+        self.widen = widen
+        self.name = inner.name
+        self.emulated = inner.emulated
+        self.kind = getattr(inner, "kind", "sampling")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def start(self) -> None:
+        self.inner.start()
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+    def mark(self, t_s: float) -> None:
+        self.inner.mark(t_s)
+
+    def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
+        return bool(self.inner.wait_until(t_s, timeout_s))
+
+    def samples(self) -> Any:
+        return self.inner.samples()
+
+    def info(self) -> dict[str, Any]:
+        lim = self.limits
+        return {**self.inner.info(), "sensor_limits": {"update_period_s": lim.update_period_s,
+                                                       "window_s": lim.window_s, "lag_s": lim.lag_s,
+                                                       "min_window_s": lim.min_window_s, "source": lim.source}}
+
+    def region(self, t0_s: float, t1_s: float) -> MeterRegion:
+        speed = float(getattr(self.inner, "speed", 1.0) or 1.0)
+        a, b, why = sensor_window(t0_s, t1_s, self.limits, widen=self.widen, scale=speed)
+        r = self.inner.region(a, b)
+        swing = max((abs(c.mean_power_w) for c in r.channels.values()), default=0.0)
+        if r.samples is not None and len(r.samples):
+            swing = float(r.samples.power_w.max() - r.samples.power_w.min()) or swing
+        extra = self.limits.err_j(swing, r.duration_s)
+        notes = [why] if why else []
+        notes.append(f"bound includes {extra:.4g} J for the sensor ({self.limits.why()})")
+        return replace(r, energy_err_j=r.energy_err_j + extra, warnings=[*r.warnings, *notes])
+
+
+def apply_spec(meter: Any, spec: Any, *, widen: bool = False) -> Any:
+    """``meter`` held to ``spec.sensor_profile``'s limits and corrected by ``spec.calibration`` (either may be
+    absent)."""
+    path = getattr(spec, "sensor_profile", None)
+    if path:
+        from archline.powermon.sensor.profile import SensorProfile
+
+        meter = LimitedMeter(meter, SensorProfile.read(path).limits(source=f"sensor profile {path}"), widen=widen)
+    cal = getattr(spec, "calibration", None)
+    if cal:
+        meter = CalibratedMeter(meter, Calibration.from_dict(dict(cal), f"meter '{spec.name}': calibration"))
+    return meter

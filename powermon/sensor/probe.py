@@ -1,0 +1,162 @@
+"""``archline meter probe``: an on-board sensor's update period, averaging window, lag behind a power step and
+quantum, measured against a reference meter while a step load switches the power between two levels.
+
+The analysis is pure functions on arrays (:func:`update_period`, :func:`quantum`, :func:`analyse`); :func:`run_probe`
+drives a step load (anything with ``high()`` and ``low()``: the caller's kernel or an emulated device's busy/idle
+switch; powermon never imports bench) inside one :class:`~archline.powermon.record.recorder.Recorder` holding the
+reference and the sensor, then analyses what both recorded.
+
+* update period: the times at which a new reading appeared (a value change, for a sensor that is polled) lie on a
+  lattice ``t0 + k * period``; each gap is rounded to a whole number of periods and the period is the slope of a
+  straight-line fit of time on lattice index, so hundreds of readings pin it far below one gap's jitter;
+* window and lag: :func:`archline.powermon.sensor.response.fit_response` (the step edges are what separate them: a
+  reading starts to move ``lag`` after an edge and stops ``window`` later);
+* quantum: the distinct reading values sit on multiples of the quantum; the smallest gap between distinct values is
+  refined by a fit of value on multiple, and a set of values on no lattice is a quantum of 0 (none seen).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from archline.powermon.errors import MeterError
+from archline.powermon.sensor.response import Response, fit_response
+
+F64 = npt.NDArray[np.float64]
+
+
+class StepLoad(Protocol):
+    """What switches the power: ``high()`` starts the busy level, ``low()`` the idle one."""
+
+    def high(self) -> None: ...
+    def low(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    update_period_s: float
+    update_period_err_s: float
+    quantum_w: float
+    quantum_err_w: float
+    response: Response
+    n_steps: int
+    reference_period_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.response
+        return {"update_period_s": self.update_period_s, "update_period_err_s": self.update_period_err_s,
+                "window_s": r.window_s, "window_err_s": r.window_err_s, "lag_s": r.lag_s, "lag_err_s": r.lag_err_s,
+                "quantum_w": self.quantum_w, "quantum_err_w": self.quantum_err_w, "gain": r.gain,
+                "gain_err": r.gain_err, "offset_w": r.offset_w, "offset_err_w": r.offset_err_w,
+                "residual_w": r.residual_w, "n_readings": r.n_readings, "n_steps": self.n_steps,
+                "reference_period_s": self.reference_period_s}
+
+
+def reading_times(t_s: F64, value_w: F64) -> F64:
+    """Times at which a new value appeared (the first sample, then every change): for a polled sensor the
+    update instants; for a meter that reports each reading, those readings whose value moved."""
+    t = np.asarray(t_s, dtype=np.float64)
+    v = np.asarray(value_w, dtype=np.float64)
+    if t.size == 0:
+        return t
+    return t[np.concatenate([[True], np.diff(v) != 0])]
+
+
+def update_period(times_s: F64) -> tuple[float, float]:
+    """(period, standard error) of update instants that lie on a lattice (some updates may be missing)."""
+    t = np.unique(np.asarray(times_s, dtype=np.float64))
+    if t.size < 3:
+        raise MeterError(f"only {t.size} sensor update(s) seen: record longer or with more steps")
+    gaps = np.diff(t)
+    period = float(np.min(gaps))
+    # refine on gaps of one period first (a rounded gap of many periods needs a good period), then on all
+    for limit in (1.5, 4.0, math.inf):
+        use = gaps <= limit * period
+        k = np.rint(gaps[use] / period)
+        period = float(np.sum(gaps[use] * k) / np.sum(k * k))
+    k_all = np.concatenate([[0.0], np.cumsum(np.rint(gaps / period))])
+    if np.any(np.abs(gaps / period - np.rint(gaps / period)) > 0.25):
+        raise MeterError("the sensor's updates are on no regular lattice (gaps of "
+                         f"{np.min(gaps):.4g}-{np.max(gaps):.4g} s): not a periodic sensor, or polled too slowly")
+    a = np.column_stack([k_all, np.ones_like(k_all)])
+    coef, *_ = np.linalg.lstsq(a, t, rcond=None)
+    resid = t - a @ coef
+    s2 = float(resid @ resid) / max(t.size - 2, 1)
+    err = math.sqrt(s2 / max(float(np.sum((k_all - k_all.mean()) ** 2)), 1e-300))
+    return float(coef[0]), err
+
+
+def quantum(values_w: F64, *, max_divisor: int = 20_000) -> tuple[float, float]:
+    """(quantum, standard error) of reading values: the largest step of which every distinct value is a whole
+    multiple (an approximate greatest common divisor: the smallest gap between values divided by 1, 2, 3, ...).
+    (0, 0) when fewer than 5 distinct values are seen or none of those steps fits (no quantum)."""
+    u = np.unique(np.asarray(values_w, dtype=np.float64))
+    u = u[u != 0]
+    if u.size < 5:         # fewer values fit some fine lattice by chance
+        return 0.0, 0.0
+    scale = float(np.max(np.abs(u)))
+    gaps = np.diff(u)
+    gaps = gaps[gaps > 1e-9 * scale]
+    if gaps.size == 0:
+        return 0.0, 0.0
+    cand = float(np.min(gaps)) / np.arange(1, max_divisor + 1)
+    cand = cand[cand >= 1e-6 * scale]
+    for chunk in np.array_split(cand, max(1, cand.size // 1000)):
+        r = u[None, :] / chunk[:, None]
+        # a digital sensor reports whole multiples of its unit: exact but for float rounding
+        ok = np.all(np.abs(r - np.rint(r)) < np.minimum(0.01, 1e-6 * scale / chunk[:, None]), axis=1)
+        if ok.any():
+            q = float(chunk[int(np.argmax(ok))])
+            k = np.rint(u / q)
+            q = float(np.sum(u * k) / np.sum(k * k))
+            resid = u - q * k
+            s2 = float(resid @ resid) / max(u.size - 1, 1)
+            return q, math.sqrt(s2 / float(np.sum(k * k)))
+    return 0.0, 0.0
+
+
+def analyse(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, reference_period_s: float,
+            max_window_s: float, max_lag_s: float, n_steps: int = 0) -> ProbeResult:
+    """Everything a probe measures, from the two meters' series on one timeline (device seconds)."""
+    period, period_err = update_period(reading_times(read_t_s, read_w))
+    q, q_err = quantum(read_w)
+    resp = fit_response(ref_t_s, ref_power_w, read_t_s, read_w, max_window_s=max_window_s, max_lag_s=max_lag_s,
+                        resolution_s=reference_period_s / 4)
+    return ProbeResult(period, period_err, q, q_err, resp, n_steps, reference_period_s)
+
+
+def step_plan(n_steps: int, step_s: float, seed: int = 0) -> list[float]:
+    """Durations of the alternating low/high stretches (device seconds): ``step_s`` give or take 30%, at random, so
+    that the edges fall at every phase of the sensor's update lattice."""
+    rng = np.random.default_rng(seed)
+    return [float(step_s * (0.7 + 0.6 * u)) for u in rng.random(2 * n_steps + 1)]
+
+
+def drive_steps(load: StepLoad, plan: list[float], speed: float = 1.0,
+                sleep: Callable[[float], None] = time.sleep) -> None:
+    """Play the plan: low, high, low, ... each for its device seconds (host seconds divided by ``speed``)."""
+    for k, dur in enumerate(plan):
+        (load.low if k % 2 == 0 else load.high)()
+        sleep(dur / speed)
+    load.low()
+
+
+def series(samples: Any, device_time: bool) -> tuple[F64, F64]:
+    """(times, total power) of a meter's samples: summed over channels at each instant; device seconds when the
+    samples carry them (an emulator's timeline) and ``device_time`` asks for them, else host seconds."""
+    t = samples.meta.get("t_dev_s") if device_time else None
+    t = np.asarray(samples.t_s if t is None else t, dtype=np.float64)
+    p = np.asarray(samples.power_w, dtype=np.float64)
+    if samples.valid is not None:
+        t, p = t[samples.valid], p[samples.valid]
+    if t.size == 0:
+        raise MeterError(f"meter '{samples.meter}' recorded no samples")
+    ut, inv = np.unique(t, return_inverse=True)
+    return ut, np.asarray(np.bincount(inv, weights=p, minlength=ut.size), dtype=np.float64)

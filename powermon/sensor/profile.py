@@ -1,0 +1,79 @@
+"""Sensor profiles (``archline.sensor_profile/1``, JSON): what ``archline meter probe`` measured of an on-board sensor.
+This module is the format's only reader and writer (:meth:`SensorProfile.read`, :meth:`SensorProfile.write`).
+
+    {"format": "archline.sensor_profile/1", "meter": "nvml0", "emulated": true, "reference": "powermon",
+     "created_utc": "...", "update_period_s": 0.1, "update_period_err_s": 1e-5, "window_s": 0.05, ...}
+
+The profile is what the integrator then uses (:meth:`SensorProfile.limits`): a window shorter than the sensor allows
+is refused or widened, and the energy bound adds the sensor's share (:mod:`archline.powermon.record.integrate`).
+A reader takes a newer version of the same family as far as it knows its keys (unknown keys are refused by name).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from archline.common.inputs import Strict, validate
+from archline.powermon.errors import MeterError
+from archline.powermon.record.integrate import SensorLimits
+
+FORMAT = "archline.sensor_profile/1"
+FAMILY = FORMAT.split("/")[0]
+
+
+class SensorProfile(Strict):
+    format: str = FORMAT
+    meter: str
+    emulated: bool
+    reference: str = ""                              #: the reference meter it was probed against
+    created_utc: str = ""
+    update_period_s: float = Field(gt=0)
+    update_period_err_s: float = Field(default=0.0, ge=0)
+    window_s: float = Field(ge=0)
+    window_err_s: float = Field(default=0.0, ge=0)
+    lag_s: float = Field(ge=0)
+    lag_err_s: float = Field(default=0.0, ge=0)
+    quantum_w: float = Field(default=0.0, ge=0)
+    quantum_err_w: float = Field(default=0.0, ge=0)
+    gain: float | None = None                        #: as seen during the probe (calibrate measures it properly)
+    offset_w: float | None = None
+    residual_w: float | None = None
+    n_readings: int = Field(default=0, ge=0)
+    n_steps: int = Field(default=0, ge=0)
+    reference_period_s: float | None = Field(default=None, gt=0)
+    max_edge_share: float = Field(default=0.1, gt=0, le=1)   #: the integrator's rule (see SensorLimits)
+
+    def limits(self, source: str = "") -> SensorLimits:
+        return SensorLimits(self.update_period_s, self.window_s, self.lag_s, self.quantum_w,
+                            lag_err_s=self.lag_err_s, max_edge_share=self.max_edge_share,
+                            source=source or f"sensor profile of {self.meter}")
+
+    @classmethod
+    def from_obj(cls, obj: Any, origin: str) -> SensorProfile:
+        if not isinstance(obj, dict):
+            raise MeterError(f"{origin}: not a sensor profile (expected a JSON object with \"format\": "
+                             f"\"{FORMAT}\")")
+        fmt = obj.get("format")
+        if not isinstance(fmt, str) or fmt.split("/")[0] != FAMILY:
+            raise MeterError(f"{origin}: format is {fmt!r}, not {FORMAT!r}: not a sensor profile "
+                             "(write one with archline meter probe)")
+        return validate(cls, obj, origin, error=MeterError)
+
+    @classmethod
+    def read(cls, path: str | Path) -> SensorProfile:
+        from archline.common.files import read_json
+
+        return cls.from_obj(read_json(path, error=MeterError, what="sensor profile"), str(path))
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(), indent=1) + "\n"
+
+    def write(self, path: str | Path) -> Path:
+        """Atomically (an input of the command, e.g. the profile it was read from, is refused)."""
+        from archline.common.atomic import write_atomic
+
+        return write_atomic(path, self.to_json())

@@ -1,0 +1,133 @@
+"""How an on-board sensor answers the true power, fitted against a reference meter (pure numpy functions).
+
+A sensor reading that appears at time ``r`` is modelled as ``gain * mean(reference power over [r - lag - window,
+r - lag]) + offset`` (what :class:`archline.powermon.emulator.sensor.SensorModel` plays). :func:`fit_response`
+searches window and lag on a grid (coarse, then fine around the best point, finally at a quarter of the
+reference's sample period), solving gain and offset by least squares at each point: the residual sum of squares
+is ``Svv - Sxv**2 / Sxx``, so the whole grid is one vectorised pass.
+
+The uncertainty of window and lag is the half-width of the region where the residual sum of squares rises by no
+more than one residual variance (the profile-likelihood interval, Delta chi^2 = 1), never less than the fine grid
+step. Gain and offset get their ordinary least-squares standard errors at the best window and lag (residuals of
+a quantised sensor are not white, so these are a floor, which the report says).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from archline.powermon.errors import MeterError
+
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Response:
+    window_s: float
+    window_err_s: float
+    lag_s: float
+    lag_err_s: float
+    gain: float
+    gain_err: float
+    offset_w: float
+    offset_err_w: float
+    residual_w: float          #: rms residual of the readings about the fitted response
+    n_readings: int
+
+
+def cumulative_energy(t_s: F64, power_w: F64) -> F64:
+    """Energy from the first sample to each sample (trapezoid), the integral the windows are cut from."""
+    if t_s.size < 2:
+        raise MeterError("the reference has fewer than 2 samples: nothing to compare the sensor with")
+    return np.concatenate([[0.0], np.cumsum(0.5 * (power_w[1:] + power_w[:-1]) * np.diff(t_s))])
+
+
+def window_means(t_s: F64, energy_j: F64, power_w: F64, ends_s: F64, window_s: float) -> F64:
+    """Mean reference power over [end - window, end] for each end (the instantaneous power for a zero window)."""
+    if window_s <= 0:
+        return np.interp(ends_s, t_s, power_w)
+    return (np.interp(ends_s, t_s, energy_j) - np.interp(ends_s - window_s, t_s, energy_j)) / window_s
+
+
+def _sse_grid(t_s: F64, energy_j: F64, power_w: F64, read_t: F64, read_v: F64, windows: F64, lags: F64
+              ) -> F64:
+    """Residual sum of squares of the best gain/offset line at every (window, lag) pair: shape (windows, lags)."""
+    out = np.empty((windows.size, lags.size))
+    vc = read_v - read_v.mean()
+    svv = float(vc @ vc)
+    for i, w in enumerate(windows):
+        ends = read_t[None, :] - lags[:, None]                       # (lags, n)
+        x = window_means(t_s, energy_j, power_w, ends.ravel(), float(w)).reshape(ends.shape)
+        xc = x - x.mean(axis=1, keepdims=True)
+        sxx = np.einsum("ij,ij->i", xc, xc)
+        sxv = xc @ vc
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[i] = np.where(sxx > 0, svv - sxv ** 2 / sxx, svv)
+    return out
+
+
+def _interval(values: F64, sse: F64, best: int, limit: float) -> float:
+    """Half-width of the contiguous stretch around ``best`` where ``sse`` stays within ``limit``."""
+    lo = hi = best
+    while lo > 0 and sse[lo - 1] <= limit:
+        lo -= 1
+    while hi < sse.size - 1 and sse[hi + 1] <= limit:
+        hi += 1
+    return 0.5 * float(values[hi] - values[lo])
+
+
+def fit_response(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, max_window_s: float,
+                 max_lag_s: float, resolution_s: float, window_s: float | None = None) -> Response:
+    """Window, lag, gain and offset of a sensor's readings (``read_t_s``, ``read_w``) against the reference's
+    samples (``ref_t_s``, ``ref_power_w``, on the same timeline). ``window_s`` fixes the window (calibration with
+    a probed profile); ``resolution_s`` is the finest grid step (a quarter of the reference period)."""
+    rt = np.asarray(ref_t_s, dtype=np.float64)
+    rp = np.asarray(ref_power_w, dtype=np.float64)
+    order = np.argsort(rt, kind="stable")
+    rt, rp = rt[order], rp[order]
+    energy = cumulative_energy(rt, rp)
+    t = np.asarray(read_t_s, dtype=np.float64)
+    v = np.asarray(read_w, dtype=np.float64)
+    keep = (t - max_lag_s - max_window_s >= rt[0]) & (t <= rt[-1])   # readings whose every window is measured
+    t, v = t[keep], v[keep]
+    if t.size < 8:
+        raise MeterError(f"only {t.size} sensor reading(s) fall inside the reference's samples: record longer "
+                         "(more steps) or check that both meters ran at once")
+    if float(np.ptp(v)) == 0.0:
+        raise MeterError("the sensor's readings never change: the load did not step (or the sensor is stuck)")
+    fixed = window_s is not None
+    w_lo, w_hi = (float(window_s), float(window_s)) if fixed else (0.0, max_window_s)  # type: ignore[arg-type]
+    l_lo, l_hi = 0.0, max_lag_s
+    n_coarse = 48
+    for _ in range(8):                     # zoom in until the grid step is the resolution
+        windows = np.array([w_lo]) if fixed else np.linspace(w_lo, w_hi, n_coarse)
+        lags = np.linspace(l_lo, l_hi, n_coarse)
+        sse = _sse_grid(rt, energy, rp, t, v, windows, lags)
+        i, j = np.unravel_index(int(np.argmin(sse)), sse.shape)
+        dw = (w_hi - w_lo) / (n_coarse - 1) if not fixed else 0.0
+        dl = (l_hi - l_lo) / (n_coarse - 1)
+        if max(dw, dl) <= resolution_s:
+            break
+        # the next grid spans 4 steps either side of the best point, clipped to the search range
+        if not fixed:
+            w_lo, w_hi = max(0.0, windows[i] - 4 * dw), min(max_window_s, windows[i] + 4 * dw)
+        l_lo, l_hi = max(0.0, lags[j] - 4 * dl), min(max_lag_s, lags[j] + 4 * dl)
+    best_w, best_l = float(windows[i]), float(lags[j])
+    n = t.size
+    sse_min = float(sse[i, j])
+    var = max(sse_min / max(n - 4, 1), 1e-300)
+    limit = sse_min + var
+    w_err = 0.0 if fixed else float(max(_interval(windows, sse[:, j], int(i), limit), dw))
+    l_err = float(max(_interval(lags, sse[i, :], int(j), limit), dl))
+    x = window_means(rt, energy, rp, t - best_l, best_w)
+    a = np.column_stack([x, np.ones_like(x)])
+    coef, *_ = np.linalg.lstsq(a, v, rcond=None)
+    resid = v - a @ coef
+    s2 = float(resid @ resid) / max(n - 2, 1)
+    cov = s2 * np.linalg.inv(a.T @ a)
+    return Response(best_w, w_err, best_l, l_err, float(coef[0]), math.sqrt(max(cov[0, 0], 0.0)),
+                    float(coef[1]), math.sqrt(max(cov[1, 1], 0.0)), math.sqrt(float(resid @ resid) / n), n)

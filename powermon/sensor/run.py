@@ -1,0 +1,111 @@
+"""Running a probe or a calibration: one :class:`Recorder` with the reference meter and the sensor, a step load
+driven inside one window, then the analysis of what both recorded (:mod:`.probe`, :mod:`.response`).
+
+The step load comes from the caller (a kernel on the device, or an emulated device's busy/idle switch: powermon
+never imports bench). :func:`emulated_pair` builds the emulated set-up for tests and ``--emulate``: a PowerMon 2
+emulated on a pty (the reference) and an emulated on-board sensor reading the same power on the same timeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from archline.powermon.errors import MeterError
+from archline.powermon.record.integrate import SensorLimits
+from archline.powermon.record.recorder import Recorder
+from archline.powermon.sensor.calibration import Calibration
+from archline.powermon.sensor.probe import ProbeResult, StepLoad, analyse, drive_steps, series, step_plan
+from archline.powermon.sensor.response import Response, fit_response
+from archline.powermon.spec import ChannelSpec, MeterSpec
+
+
+class EdgeLoad:
+    """A step load from a phase switch ``edge("begin" | "end")`` (an emulated device's busy/idle schedule)."""
+
+    def __init__(self, edge: Callable[[str], Any]) -> None:
+        self.edge = edge
+        self._high = False
+
+    def high(self) -> None:
+        if not self._high:
+            self.edge("begin")
+            self._high = True
+
+    def low(self) -> None:
+        if self._high:
+            self.edge("end")
+            self._high = False
+
+
+#: the emulated reference: one 12 V channel of the PowerMon 2 at its fastest per-channel rate (about 1 ms)
+REFERENCE_SPEC = MeterSpec(name="reference", kind="powermon2", rate_hz=1024.0,
+                           channels=(ChannelSpec(id=0, rail="device_12v", device="device", share=1.0),))
+
+
+def emulated_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int = 0, name: str = "sensor",
+                  spec: MeterSpec = REFERENCE_SPEC, limits: SensorLimits | None = None, widen: bool = False
+                  ) -> tuple[Any, Any]:
+    """(reference, sensor): the emulated PowerMon 2 of ``spec`` playing ``power`` (a PowerSource, optionally with
+    ``bind(core)``) and an emulated sensor given ``model`` (a SensorModel) on the same core. Start the reference
+    first (a Recorder starts them in order)."""
+    from archline.powermon.powermon2.meter import emulated_powermon
+    from archline.powermon.sensor.emulated import EmulatedSensorMeter
+
+    ref = emulated_powermon(spec, power, speed=speed, seed=seed)
+    sensor = EmulatedSensorMeter(name, model, power, [c.id for c in spec.channels], ref.core, limits=limits,
+                                 widen=widen)
+    return ref, sensor
+
+
+@dataclass
+class Recorded:
+    ref_t_s: Any
+    ref_power_w: Any
+    read_t_s: Any
+    read_w: Any
+    reference_period_s: float
+    n_steps: int
+
+
+def record_steps(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int, step_s: float, seed: int = 0,
+                 device_time: bool = True) -> Recorded:
+    """Both meters in one Recorder while the load steps ``n_steps`` times (device seconds of ``step_s`` +-30%)."""
+    if n_steps < 2:
+        raise MeterError(f"a probe needs at least 2 steps, got {n_steps}")
+    speed = float(getattr(reference, "speed", 1.0) or 1.0)
+    plan = step_plan(n_steps, step_s, seed)
+    with Recorder([reference, sensor], settle_timeout_s=5.0) as rec:
+        rec.begin("steps")
+        drive_steps(load, plan, speed)
+        rec.end("steps", strict=True)
+        ref_t, ref_p = series(reference.samples(), device_time)
+        sen = sensor.samples()
+        read_t = np.asarray(sen.meta.get("t_dev_s", sen.t_s) if device_time else sen.t_s, dtype=np.float64)
+        read_w = np.asarray(sen.power_w, dtype=np.float64)
+    rate = float(getattr(reference, "update_hz", 0.0) or 0.0)
+    period = 1.0 / rate if rate > 0 else float(np.median(np.diff(ref_t)))
+    return Recorded(ref_t, ref_p, read_t, read_w, period, n_steps)
+
+
+def probe(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20, step_s: float = 0.5, seed: int = 0,
+          device_time: bool = True) -> ProbeResult:
+    """Measure the sensor (window and lag searched up to a step's shortest stretch)."""
+    r = record_steps(reference, sensor, load, n_steps=n_steps, step_s=step_s, seed=seed, device_time=device_time)
+    longest = 0.7 * step_s
+    return analyse(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, reference_period_s=r.reference_period_s,
+                   max_window_s=longest, max_lag_s=longest, n_steps=n_steps)
+
+
+def calibrate(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20, step_s: float = 0.5,
+              seed: int = 0, window_s: float | None = None, device_time: bool = True) -> tuple[Calibration, Response]:
+    """Gain, offset and lag of the sensor against the reference (the window from a sensor profile when given,
+    else fitted too), with their uncertainties."""
+    r = record_steps(reference, sensor, load, n_steps=n_steps, step_s=step_s, seed=seed, device_time=device_time)
+    longest = 0.7 * step_s
+    resp = fit_response(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, max_window_s=longest, max_lag_s=longest,
+                        resolution_s=r.reference_period_s / 4, window_s=window_s)
+    return Calibration(resp.gain, resp.gain_err, resp.offset_w, resp.offset_err_w, resp.lag_s, resp.lag_err_s), resp
