@@ -9,9 +9,10 @@ power otherwise, so each window also carries the true energy it is compared with
 
 The command runs in its own process group; SIGINT, SIGTERM and SIGHUP sent to archline are passed to it, the
 repetitions stop, the windows so far are reported, and archline exits as the command did: its exit code, or
-128 + N when signal N ended it. Hooks left for the coordinator: ``collect_counters`` (a callable run around
-each repetition, e.g. perf or likwid; its dict goes into the run) and ``place`` (a callable given the finished
-document, e.g. a cost table placement; its dict goes in as ``placement``).
+128 + N when signal N ended it. Hooks left for the coordinator: ``counters`` (given the command, the argv that
+runs it under a counter collector such as ``perf stat -x,`` or ``likwid-perfctr``, and a function that reads the
+counts after it exited: they go into the run as ``counters``) and ``place`` (given the finished document, e.g.
+the program placed on a cost table's roofline: it goes in as ``placement``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ class MeasureOptions:
     subtract_idle: bool = False
     busy_w: float | None = None          #: emulated device's power inside a phase (default: the model's peak)
     idle_w: float | None = None          #: ... and outside (default: the profile's idle power)
-    collect_counters: Callable[[Sequence[str]], Any] | None = None   #: hook: counters around each run
+    #: hook for counters (perf stat, likwid-perfctr): given the command, the argv to run instead (the command
+    #: wrapped by the collector) and a function that reads the counts once it has exited (a dict, or a reason)
+    counters: Callable[[Sequence[str]], tuple[Sequence[str], Callable[[], Any]]] | None = None
     place: Callable[[dict[str, Any]], dict[str, Any]] | None = None  #: hook: the program on its roofline
 
 
@@ -172,13 +175,14 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 got: list[int] = []
                 mon.begin_window(name)
                 procs: list[subprocess.Popen[bytes]] = []
+                argv, read_counters = (opts.command, None) if opts.counters is None else opts.counters(opts.command)
                 with _forwarding(procs, got):
-                    procs.append(_spawn(opts.command, reader.path))
+                    procs.append(_spawn(argv, reader.path))
                     for sig in got:               # arrived while it was starting
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(procs[0].pid, sig)
-                    counters = opts.collect_counters(opts.command) if opts.collect_counters is not None else None
                     rc = procs[0].wait()
+                counters = read_counters() if read_counters is not None else None
                 run = mon.end_window(name)
                 phases, problems = pair_marks(reader.take())
                 w = _window(run, sub, mon)

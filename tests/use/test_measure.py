@@ -169,3 +169,21 @@ def test_user_mistakes_are_one_line(tmp_path: Path) -> None:
     assert res.returncode == 2 and "command not found" in res.stderr and "Traceback" not in res.stderr
     res = archline("measure", "--platform", "gtx580", "--busy-w", "5", "--", "true")
     assert res.returncode == 2 and "--emulate" in res.stderr
+
+
+def test_counters_and_placement_hooks(tmp_path: Path) -> None:
+    """The hooks the counter collectors and the roofline placement plug into: the wrapped command is what runs,
+    its counts land in the run, the placement sees the finished document."""
+    from archline.bench.measure.run import MeasureOptions, measure
+
+    seen = tmp_path / "wrapped"
+
+    def counters(cmd: object) -> tuple[list[str], object]:
+        argv = ["sh", "-c", f'echo wrapped > "{seen}"; exec "$@"', "sh", *cmd]  # type: ignore[misc]
+        return argv, lambda: {"flops_dp": 1000, "source": "test"}
+
+    out = measure(MeasureOptions(command=[sys.executable, "-c", "pass"], platform="gtx580", emulate=True,
+                                 counters=counters, place=lambda doc: {"n_runs": len(doc["runs"])}))  # type: ignore[arg-type]
+    assert out.exit_status == 0 and seen.read_text() == "wrapped\n"
+    assert out.doc["runs"][0]["counters"] == {"flops_dp": 1000, "source": "test"}
+    assert out.doc["placement"] == {"n_runs": 1}
