@@ -224,3 +224,9 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
         # Ctrl-C or SIGTERM: the pty server stops (leaving the with) and the command exits 130
         while (t_end is None or time.monotonic() < t_end) and not srv.closed:
             time.sleep(0.1)
+
+
+from archline.cli.meter_sensor import calibrate_cmd, probe_cmd  # noqa: E402  (meter probe / calibrate, issue 24)
+
+meter.add_command(probe_cmd)
+meter.add_command(calibrate_cmd)
