@@ -55,7 +55,7 @@ def test_emulated_child_phases_are_windows_within_the_bound_of_the_truth(tmp_pat
     assert run["name"] == "run" and [p["name"] for p in run["phases"]] == ["load", "solve"]
     for w in _windows(doc):
         assert abs(w["energy_j"] - w["truth_energy_j"]) <= w["energy_err_j"], w["name"]
-        assert w["energy_err_j"] < 0.02 * w["truth_energy_j"]
+        assert w["energy_err_j"] < 0.05 * w["truth_energy_j"]          # a bound that says something
         assert w["lost_samples"] == 0 and w["emulated"] is True
     load, solve = run["phases"]
     # emulated: the edges are the device's switches, made as the parent read each mark (well under 5 ms late)
