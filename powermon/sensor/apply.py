@@ -3,9 +3,10 @@
 
 * ``sensor_profile``: :class:`LimitedMeter`: a window shorter than the sensor allows is refused (or widened with
   ``widen=True``) and every region's bound adds the sensor's share, with the reason in its warnings
-  (:class:`~archline.powermon.record.integrate.SensorLimits`);
-* ``calibration``: :class:`~archline.powermon.sensor.calibration.CalibratedMeter` (energy corrected, labelled
-  calibrated).
+  (:class:`~archline.powermon.record.integrate.SensorLimits`); without a calibration it also reads each window
+  later by the profile's delay (lag + half the window);
+* ``calibration``: :class:`~archline.powermon.sensor.calibration.CalibratedMeter` (read later by the calibrated lag
+  plus half the profile's window, energy corrected, labelled calibrated).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from archline.powermon.sensor.calibration import CalibratedMeter, Calibration
 class LimitedMeter:
     """A recorder meter held to a sensor's limits (see the module)."""
 
-    def __init__(self, inner: Any, limits: SensorLimits, *, widen: bool = False) -> None:
+    def __init__(self, inner: Any, limits: SensorLimits, *, widen: bool = False, delay_s: float = 0.0) -> None:
         self.inner = inner
         self.limits = limits
         self.widen = widen
+        self.delay_s = delay_s          #: device seconds a reading comes after the middle of what it averaged
         self.name = inner.name
         self.emulated = inner.emulated
         self.kind = getattr(inner, "kind", "sampling")
@@ -41,8 +43,11 @@ class LimitedMeter:
     def mark(self, t_s: float) -> None:
         self.inner.mark(t_s)
 
+    def _speed(self) -> float:
+        return float(getattr(self.inner, "speed", 1.0) or 1.0)
+
     def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
-        return bool(self.inner.wait_until(t_s, timeout_s))
+        return bool(self.inner.wait_until(t_s + self.delay_s / self._speed(), timeout_s))
 
     def samples(self) -> Any:
         return self.inner.samples()
@@ -54,9 +59,10 @@ class LimitedMeter:
                                                        "min_window_s": lim.min_window_s, "source": lim.source}}
 
     def region(self, t0_s: float, t1_s: float) -> MeterRegion:
-        speed = float(getattr(self.inner, "speed", 1.0) or 1.0)
+        speed = self._speed()
         a, b, why = sensor_window(t0_s, t1_s, self.limits, widen=self.widen, scale=speed)
-        r = self.inner.region(a, b)
+        shift = self.delay_s / speed
+        r = replace(self.inner.region(a + shift, b + shift), t_start_s=a, t_end_s=b)
         swing = max((abs(c.mean_power_w) for c in r.channels.values()), default=0.0)
         if r.samples is not None and len(r.samples):
             swing = float(r.samples.power_w.max() - r.samples.power_w.min()) or swing
@@ -70,11 +76,16 @@ def apply_spec(meter: Any, spec: Any, *, widen: bool = False) -> Any:
     """``meter`` held to ``spec.sensor_profile``'s limits and corrected by ``spec.calibration`` (either may be
     absent)."""
     path = getattr(spec, "sensor_profile", None)
+    cal = getattr(spec, "calibration", None)
+    window_s = 0.0
     if path:
         from archline.powermon.sensor.profile import SensorProfile
 
-        meter = LimitedMeter(meter, SensorProfile.read(path).limits(source=f"sensor profile {path}"), widen=widen)
-    cal = getattr(spec, "calibration", None)
+        prof = SensorProfile.read(path)
+        window_s = prof.window_s
+        meter = LimitedMeter(meter, prof.limits(source=f"sensor profile {path}"), widen=widen,
+                             delay_s=0.0 if cal else prof.lag_s + 0.5 * prof.window_s)
     if cal:
-        meter = CalibratedMeter(meter, Calibration.from_dict(dict(cal), f"meter '{spec.name}': calibration"))
+        meter = CalibratedMeter(meter, Calibration.from_dict(dict(cal), f"meter '{spec.name}': calibration"),
+                                window_s=window_s)
     return meter

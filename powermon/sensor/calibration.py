@@ -84,14 +84,17 @@ def calibrate_region(r: MeterRegion, cal: Calibration) -> MeterRegion:
 
 
 class CalibratedMeter:
-    """Any recorder meter with a calibration applied: windows shifted by the lag, energies corrected, the region's
-    warnings saying ``calibrated: ...`` and ``info()`` carrying ``calibrated`` and the calibration."""
+    """Any recorder meter with a calibration applied: windows read later by the sensor's delay (the lag plus half
+    its averaging window, ``window_s`` from its sensor profile, when known: the middle of what a reading averaged),
+    energies corrected, the region's warnings saying ``calibrated: ...`` and ``info()`` carrying ``calibrated`` and
+    the calibration."""
 
     calibrated = True
 
-    def __init__(self, inner: Any, cal: Calibration) -> None:
+    def __init__(self, inner: Any, cal: Calibration, *, window_s: float = 0.0) -> None:
         self.inner = inner
         self.cal = cal
+        self.window_s = window_s
         self.name = inner.name
         self.emulated = inner.emulated
         self.kind = getattr(inner, "kind", "sampling")
@@ -109,7 +112,8 @@ class CalibratedMeter:
         self.inner.mark(t_s)
 
     def _shift_s(self) -> float:
-        return self.cal.lag_s / float(getattr(self.inner, "speed", 1.0) or 1.0)   # device seconds -> host
+        delay_s = self.cal.lag_s + 0.5 * self.window_s
+        return delay_s / float(getattr(self.inner, "speed", 1.0) or 1.0)   # device seconds -> host
 
     def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
         return bool(self.inner.wait_until(t_s + self._shift_s(), timeout_s))
@@ -118,7 +122,7 @@ class CalibratedMeter:
         shift = self._shift_s()
         r = self.inner.region(t0_s + shift, t1_s + shift)
         out = calibrate_region(r, self.cal)
-        return replace(out, t_start_s=t0_s, t_end_s=t1_s)
+        return replace(out, t_start_s=r.t_start_s - shift, t_end_s=r.t_end_s - shift)   # as asked (or widened)
 
     def samples(self) -> Any:
         return self.inner.samples()

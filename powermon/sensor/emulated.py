@@ -7,10 +7,9 @@ The sensor shares the reference's device core: device time is the core's emulate
 ``host_time_s``, and the power is the same :class:`PowerSource` summed over the meter's channels. Its readings are
 computed when asked (each is a pure function of the power history), so it needs no thread.
 
-A region integrates the readings as they were held (a reading stands until the next), moved back by the sensor's
-known lag and half its window when a sensor profile is given, and with the profile's limits: a window shorter
-than the sensor allows is refused or widened and the bound adds the sensor's share
-(:class:`~archline.powermon.record.integrate.SensorLimits`).
+A region integrates the readings as they were held (a reading stands until the next), as a driver of a real sensor
+would: the sensor's limits, delay and calibration are applied by the wrappers of :mod:`archline.powermon.sensor.apply`
+(what a ``[[meters]]`` entry's ``sensor_profile`` and ``calibration`` ask for), as for any other meter.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from archline.powermon.errors import DeviceError
-from archline.powermon.record.integrate import SensorLimits, sensor_window
 from archline.powermon.record.meters import ChannelResult, DeviceResult, MeterRegion
 from archline.powermon.record.samples import Samples
 
@@ -40,14 +38,12 @@ class EmulatedSensorMeter:
     emulated = True
 
     def __init__(self, name: str, model: ReadingModel, power: Any, channels: Sequence[int], core: Any, *,
-                 limits: SensorLimits | None = None, widen: bool = False, device: str = "device") -> None:
+                 device: str = "device") -> None:
         self.name = name
         self.model = model
         self.power = power
         self.channels = list(channels)
         self.core = core
-        self.limits = limits
-        self.widen = widen
         self.device = device
         self.error: Exception | None = None
         self._running = False
@@ -121,43 +117,30 @@ class EmulatedSensorMeter:
                                "model": {k: getattr(m, k) for k in ("update_period_s", "window_s", "lag_s",
                                                                    "quantum_w", "gain", "offset_w")
                                          if hasattr(m, k)}}
-        if self.limits is not None:
-            out["sensor_limits"] = {"update_period_s": self.limits.update_period_s, "window_s": self.limits.window_s,
-                                    "lag_s": self.limits.lag_s, "min_window_s": self.limits.min_window_s,
-                                    "source": self.limits.source}
         return out
 
     def region(self, t0_s: float, t1_s: float) -> MeterRegion:
         d0, d1 = self.to_device_s(t0_s), self.to_device_s(t1_s)
-        warnings: list[str] = []
-        lim = self.limits
-        if lim is not None:
-            d0, d1, why = sensor_window(d0, d1, lim, widen=self.widen)
-            if why:
-                warnings.append(why)
         period = self.model.update_period_s
-        # a reading at r stands for the power over [r - lag - window, r - lag]: its middle is r - lag - window/2
-        shift = (lim.lag_s + 0.5 * lim.window_s) if lim is not None else 0.0
-        t, v = self._readings(d0 - 4 * period + shift, d1 + 4 * period + shift)
-        t = t - shift
+        t, v = self._readings(d0 - 4 * period, d1 + 4 * period)
         dur = d1 - d0
+        warnings: list[str] = []
         if t.size == 0:
-            ce_e, ce_err, n = 0.0, 0.0, 0
+            e, err, n = 0.0, 0.0, 0
             warnings.append("no sensor readings in the window")
         else:
-            # each reading holds until the next (a step, as the sensor reports it): integrated exactly
-            ce_e = hold_energy_j(t, v, d0, d1)
-            ce_err = float(np.ptp(v)) * period       # the hold's own error: a period of swing
+            # each reading holds until the next (a step, as the sensor reports it): integrated exactly; the hold
+            # may be off by the swing over a period at each edge
+            e = hold_energy_j(t, v, d0, d1)
+            err = float(np.ptp(v)) * period
             n = int(np.count_nonzero((t >= d0) & (t <= d1)))
-            if lim is not None:
-                ce_err += lim.err_j(float(np.ptp(v)), dur)
-        mean = ce_e / dur if dur > 0 else float("nan")
-        chans = {"0": ChannelResult(ce_e, ce_err, mean, n, "sensor")}
-        devices = {self.device: DeviceResult(ce_e, ce_err, mean, ["sensor"])}
-        if lim is not None:       # a widened window is reported as measured
-            t0_s, t1_s = float(self.core.host_time_s(d0)), float(self.core.host_time_s(d1))
-        return MeterRegion(self.name, self.kind, True, t0_s, t1_s, chans, devices, ce_e, ce_err, mean, n,
-                           self.update_hz, warnings=warnings, device_time_s=dur, device_window_s=(d0, d1))
+        mean = e / dur if dur > 0 else float("nan")
+        chans = {"0": ChannelResult(e, err, mean, n, "sensor")}
+        devices = {self.device: DeviceResult(e, err, mean, ["sensor"])}
+        inside = (t >= d0) & (t <= d1)
+        return MeterRegion(self.name, self.kind, True, t0_s, t1_s, chans, devices, e, err, mean, n,
+                           self.update_hz, samples=self._as_samples(t[inside], v[inside]), warnings=warnings,
+                           device_time_s=dur, device_window_s=(d0, d1))
 
 
 def hold_energy_j(t_s: F64, value_w: F64, t0_s: float, t1_s: float) -> float:

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from archline.powermon.errors import MeterError
-from archline.powermon.record.integrate import SensorLimits
 from archline.powermon.record.recorder import Recorder
 from archline.powermon.sensor.calibration import Calibration
 from archline.powermon.sensor.probe import ProbeResult, StepLoad, analyse, drive_steps, series, step_plan
@@ -47,8 +46,7 @@ REFERENCE_SPEC = MeterSpec(name="reference", kind="powermon2", rate_hz=1024.0,
 
 
 def emulated_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int = 0, name: str = "sensor",
-                  spec: MeterSpec = REFERENCE_SPEC, limits: SensorLimits | None = None, widen: bool = False
-                  ) -> tuple[Any, Any]:
+                  spec: MeterSpec = REFERENCE_SPEC) -> tuple[Any, Any]:
     """(reference, sensor): the emulated PowerMon 2 of ``spec`` playing ``power`` (a PowerSource, optionally with
     ``bind(core)``) and an emulated sensor given ``model`` (a SensorModel) on the same core. Start the reference
     first (a Recorder starts them in order)."""
@@ -56,8 +54,7 @@ def emulated_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int = 0, 
     from archline.powermon.sensor.emulated import EmulatedSensorMeter
 
     ref = emulated_powermon(spec, power, speed=speed, seed=seed)
-    sensor = EmulatedSensorMeter(name, model, power, [c.id for c in spec.channels], ref.core, limits=limits,
-                                 widen=widen)
+    sensor = EmulatedSensorMeter(name, model, power, [c.id for c in spec.channels], ref.core)
     return ref, sensor
 
 

@@ -139,3 +139,37 @@ def test_calibrate_cli_writes_a_new_profile_never_the_input(tmp_path: Path, caps
     assert code == 2 and "is an input" in one_line(err) and prof.read_text() == PROFILE
     code, _, err = run(capsys, "meter", "calibrate", "nvml0", "--emulate", "--profile", str(prof))
     assert code == 2 and "--profile and --out go together" in err
+
+
+def test_a_calibrated_sensor_gets_the_reference_energy_without_it(tmp_path: Path) -> None:
+    """The emulated sensor (gain 1.07, offset -3.5 W, 30 ms late) through its profile and calibration, as a
+    ``[[meters]]`` entry gives them, reads the energy the PowerMon 2 reads over a window of steps, within the two
+    bounds; uncorrected it is off by far more."""
+    from archline.bench.monitor import PhasePower, PhasePowerSource
+    from archline.powermon.record.recorder import Recorder
+    from archline.powermon.sensor.probe import drive_steps, step_plan
+    from archline.powermon.sensor.profile import SensorProfile
+    from archline.powermon.sensor.run import REFERENCE_SPEC, EdgeLoad, emulated_pair
+
+    prof = SensorProfile(meter="nvml0", emulated=True, update_period_s=0.05, window_s=0.02, lag_s=0.03,
+                         lag_err_s=0.0005, quantum_w=0.25).write(tmp_path / "nvml0.json")
+    cal = Calibration(1.07, 0.001, -3.5, 0.05, 0.03, 0.0005)
+
+    class Spec:
+        name, sensor_profile, calibration = "nvml0", str(prof), cal.as_dict()
+
+    schedule = PhasePower(40.0, 160.0)
+    ref, raw = emulated_pair(SensorModel(**GIVEN), PhasePowerSource(schedule, REFERENCE_SPEC), speed=10.0)
+    sensor = apply_spec(raw, Spec())
+    with Recorder([ref, sensor]) as rec:
+        rec.begin("work")
+        drive_steps(EdgeLoad(schedule.edge), step_plan(12, 0.3, seed=1), speed=10.0)
+        region = rec.end("work")
+        uncorrected = raw.region(region.t_start_s, region.t_end_s)
+    truth, got = region.meters[ref.name], region.meters[sensor.name]
+    assert truth.duration_s > 6.0
+    assert abs(got.energy_j - truth.energy_j) <= got.energy_err_j + truth.energy_err_j
+    assert got.energy_err_j < 0.03 * truth.energy_j
+    assert abs(uncorrected.energy_j - truth.energy_j) > got.energy_err_j + truth.energy_err_j
+    assert any(w.startswith("calibrated: ") for w in got.warnings)
+    assert sensor.info()["calibrated"] is True

@@ -163,7 +163,8 @@ def test_emulated_sensor_meter_refuses_a_short_window_and_widens_on_request() ->
     model = SensorModel(update_period_s=0.05, window_s=0.02, lag_s=0.01)
     lim = SensorLimits(0.05, 0.02, 0.01, source="probe")          # shortest window (0.05 + 0.02) / 0.1 = 0.7 s
     for widen in (False, True):
-        ref, sensor, load = _emulated(model, speed=10.0, limits=lim, widen=widen)
+        ref, raw, load = _emulated(model, speed=10.0)
+        sensor = LimitedMeter(raw, lim, widen=widen)
         with Recorder([ref, sensor]) as rec:
             t0 = rec.begin("short")
             time.sleep(0.1)                                         # room for the widened window on both sides
