@@ -12,13 +12,19 @@ from archline.common.outputs import show
 
 
 @click.command("predict")
-@click.argument("counts", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("counts", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--counters", "counters", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="hardware counters exported by a profiler (say which with --tool)")
+@click.option("--tool", type=click.Choice(["ncu", "rocprof", "perf", "likwid"]),
+              help="the profiler that wrote --counters: ncu --csv [--page raw], rocprof results.csv or rocprofv3 "
+                   "counter_collection.csv, perf stat -x, , likwid-perfctr -O")
 @click.option("--costs", required=True, metavar="COSTS",
               help="cost table (.json from archline fit), profile (.toml) or shipped platform name")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="also draw the breakdown as a stacked bar chart")
-def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
+def predict(counts: Path | None, counters: Path | None, tool: str | None, costs: str, fmt: str,
+            plot_path: Path | None) -> None:
     """Energy and time of the application(s) counted in COUNTS, term by term.
 
     \b
@@ -35,9 +41,16 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
     L2 and DRAM sectors 32 B; each byte is charged once, at the level that served it.
 
     \b
+    \b
+    --counters FILE --tool T reads today's profilers instead (docs: fit/io/counters/): Nsight Compute
+    (ncu --csv, details or --page raw), rocprof, perf stat -x, and likwid-perfctr -O; each kernel, region or
+    program is one row, with the tool's notes (multipliers, multiplexing, what was not counted).
+
+    \b
     Example:
       archline predict fmm_counts.csv --costs gtx580 --plot fmm.png
       archline predict nvprof-events.csv --costs jetson-dvfs.json --format json
+      archline predict --counters daxpy-ncu.csv --tool ncu --costs gtx580
     """
     from archline.fit.analyses.choi import app_predict as ap
     from archline.fit.platforms.profiles import load_platform
@@ -45,8 +58,19 @@ def predict(counts: Path, costs: str, fmt: str, plot_path: Path | None) -> None:
 
     if plot_path is not None:
         check_figure_format(plot_path)
+    if (counts is None) == (counters is None):
+        raise click.UsageError("give a counts file or --counters FILE --tool TOOL (one of them)")
+    if (counters is None) != (tool is None):
+        raise click.UsageError("--counters and --tool go together: which profiler wrote the file?")
     platform = load_platform(costs)
-    rows = ap.read_counts(counts)
+    if counters is not None and tool is not None:
+        from archline.fit.analyses.placement import counts_rows
+        from archline.fit.io.counters import read_counters
+
+        rows = counts_rows(read_counters(tool, counters))
+    else:
+        assert counts is not None
+        rows = ap.read_counts(counts)
     preds = ap.predict(rows, platform)
     if plot_path is not None:
         ap.plot_breakdown(preds, plot_path, title=f"predicted energy on {platform.name}"

@@ -1,0 +1,193 @@
+"""A program on its machine's energy roofline (S1 Ch. 6, validated against the meter): the measured point (time,
+energy, intensity from its counts) beside the model's prediction for the same counts, with their difference and
+whether it is within the fit's uncertainty.
+
+    predicted energy   E_pred = sum_i N_i*eps_i + pi0*T_meas         (S1 Ch. 6: the measured time, as the thesis)
+    its uncertainty    sigma_E = sqrt(sum_i (N_i*se(eps_i))^2 + (T_meas*se(pi0))^2)   (the cost table's stderr,
+                       coefficients taken as independent)
+    agreement          |E_meas - E_pred| <= K_SIGMA*sigma_E + the meter's bound on E_meas
+    model time         T_model = max(W*tau_flop, Q*tau_mem)          (S0 eq.3; the time roofline's point)
+
+A coefficient without a stderr (a profile's paper value) adds nothing to sigma_E and is named in the notes; when
+no used coefficient has one, agreement is not judged (``within`` is None).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archline.fit.analyses.choi import app_predict as ap
+from archline.fit.errors import ArchlineFitError
+from archline.fit.io.counters.base import Counts
+from archline.fit.model.hierarchy import COUNT_TO_COST
+from archline.fit.model.machine import Machine
+from archline.fit.platforms.profiles import Platform, load_platform
+
+#: coverage factor of the agreement test: 2 standard errors (about 95 %)
+K_SIGMA = 2.0
+
+
+class PlacementError(ArchlineFitError):
+    pass
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a measured program sits against the model of ``platform`` (SI units throughout)."""
+
+    name: str
+    platform: str
+    emulated: bool                        # the cost table (or the measurement) is not from real hardware
+    precision: str                        # the roofline drawn: the precision with most flops
+    flops: float
+    bytes_mem: float
+    intensity_flop_per_byte: float        # flops per DRAM byte (inf: no DRAM traffic)
+    measured_time_s: float
+    measured_energy_j: float
+    measured_energy_err_j: float          # the meter's bound (0 when not given)
+    predicted_energy_j: float             # at the measured time (S1 Ch. 6)
+    predicted_energy_err_j: float         # 1 standard error from the cost table's stderrs (NaN: none known)
+    model_time_s: float                   # max(W*tau_flop, Q*tau_mem)
+    terms_j: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    figure: Path | None = None
+
+    @property
+    def energy_diff_j(self) -> float:
+        """measured - predicted."""
+        return self.measured_energy_j - self.predicted_energy_j
+
+    @property
+    def energy_diff_rel(self) -> float:
+        return self.energy_diff_j / self.predicted_energy_j if self.predicted_energy_j else math.nan
+
+    @property
+    def time_diff_s(self) -> float:
+        """measured - model time (>= 0 when the program runs below the time roofline)."""
+        return self.measured_time_s - self.model_time_s
+
+    @property
+    def tolerance_j(self) -> float:
+        return K_SIGMA * self.predicted_energy_err_j + self.measured_energy_err_j
+
+    @property
+    def within(self) -> bool | None:
+        """Measured and predicted energies agree within the fit's uncertainty (and the meter's bound)."""
+        if not math.isfinite(self.predicted_energy_err_j):
+            return None
+        return abs(self.energy_diff_j) <= self.tolerance_j
+
+    @property
+    def measured_power_w(self) -> float:
+        return self.measured_energy_j / self.measured_time_s
+
+    @property
+    def predicted_power_w(self) -> float:
+        return self.predicted_energy_j / self.measured_time_s
+
+    @property
+    def fraction_of_peak_time(self) -> float:
+        """model time / measured time: 1 on the time roofline, less below it."""
+        return self.model_time_s / self.measured_time_s
+
+    def as_dict(self) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {"name": self.name, "platform": self.platform, "emulated": self.emulated, "source": "S1 Ch. 6",
+                "precision": self.precision, "flops": self.flops, "bytes_mem": self.bytes_mem,
+                "intensity_flop_per_byte": num(self.intensity_flop_per_byte),
+                "measured": {"time_s": self.measured_time_s, "energy_j": self.measured_energy_j,
+                             "energy_err_j": self.measured_energy_err_j, "power_w": self.measured_power_w},
+                "predicted": {"energy_j": self.predicted_energy_j, "energy_err_j": num(self.predicted_energy_err_j),
+                              "power_w": self.predicted_power_w, "model_time_s": self.model_time_s,
+                              "terms_j": self.terms_j},
+                "difference": {"energy_j": self.energy_diff_j, "energy_rel": num(self.energy_diff_rel),
+                               "time_s": self.time_diff_s, "tolerance_j": num(self.tolerance_j),
+                               "k_sigma": K_SIGMA, "within": self.within},
+                "notes": list(self.notes), "figure": None if self.figure is None else str(self.figure)}
+
+
+def counts_rows(counts: Sequence[Counts]) -> list[ap.CountsRow]:
+    """Counter imports as the rows ``archline predict`` takes (their source and notes kept)."""
+    out = []
+    for c in counts:
+        notes = [f"counts from {c.source}"] if c.source else []
+        out.append(ap.CountsRow(c.name, dict(c.counts), c.time_s, notes=[*notes, *c.notes]))
+    return out
+
+
+def _stderr(platform: Platform, key: str) -> float | None:
+    c = platform.constants.get(key)
+    return None if c is None else c.stderr
+
+
+def _positive(x: float, what: str) -> float:
+    if not (math.isfinite(x) and x > 0):
+        raise PlacementError(f"{what} must be a positive finite number, got {x!r}")
+    return float(x)
+
+
+def machine_of(platform: Platform, precision: str) -> Machine:
+    return platform.machine(precision, "the program's place on the roofline")
+
+
+def place_program(costs: str | Platform, counts: Counts, measured_time_s: float, measured_energy_j: float,
+                  out_png: str | Path | None = None, *, measured_energy_err_j: float = 0.0,
+                  emulated: bool = False) -> Placement:
+    """The program counted in ``counts`` and measured (``measured_time_s``, ``measured_energy_j``, with the meter's
+    bound ``measured_energy_err_j``) placed against ``costs`` (a cost table path, profile path or platform name, or
+    a loaded Platform); ``out_png``: also draw it (time roofline, arch line, power line). ``emulated``: the
+    measurement did not come from real hardware (the placement says so)."""
+    platform = load_platform(costs) if isinstance(costs, str) else costs
+    t = _positive(measured_time_s, "measured_time_s")
+    e = _positive(measured_energy_j, "measured_energy_j")
+    err = float(measured_energy_err_j)
+    if not (math.isfinite(err) and err >= 0):
+        raise PlacementError(f"measured_energy_err_j must be a finite number >= 0, got {measured_energy_err_j!r}")
+    w = counts.flops
+    if w <= 0:
+        raise PlacementError(f"'{counts.name}' ({counts.source or 'counts'}) has no flops: the roofline's "
+                             "intensity needs flops_sp or flops_dp")
+    precision = "dp" if counts.counts.get("flops_dp", 0.0) >= counts.counts.get("flops_sp", 0.0) else "sp"
+    row = ap.CountsRow(counts.name, dict(counts.counts), t)
+    pred = ap.predict([row], platform)[0]
+    model = ap.predict([ap.CountsRow(counts.name, dict(counts.counts))], platform)[0]
+    var = 0.0
+    known: list[str] = []
+    unknown: list[str] = []
+    for column, n in counts.counts.items():
+        cost = COUNT_TO_COST[column]
+        if not n:
+            continue
+        se = _stderr(platform, cost)
+        (known if se is not None else unknown).append(cost)
+        var += (n * se) ** 2 if se is not None else 0.0
+    se0 = _stderr(platform, "pi0")
+    (known if se0 is not None else unknown).append("pi0")
+    var += (t * se0) ** 2 if se0 is not None else 0.0
+    notes = list(counts.notes)
+    if unknown:
+        notes.append(f"no stderr for {', '.join(unknown)} in '{platform.name}': "
+                     + ("the uncertainty leaves them out" if known else "agreement not judged"))
+    if counts.scaled:
+        notes.append("some counts are estimates (multiplexed or extrapolated by the profiler)")
+    q = counts.counts.get("bytes_mem", 0.0)
+    placed = Placement(
+        name=counts.name, platform=platform.name, emulated=platform.emulated or emulated, precision=precision,
+        flops=w, bytes_mem=q, intensity_flop_per_byte=counts.intensity_flop_per_byte,
+        measured_time_s=t, measured_energy_j=e, measured_energy_err_j=err,
+        predicted_energy_j=pred.energy_j, predicted_energy_err_j=math.sqrt(var) if known else math.nan,
+        model_time_s=model.time_s, terms_j=dict(pred.terms_j), notes=tuple(notes))
+    if out_png is None:
+        return placed
+    from dataclasses import replace
+
+    from archline.fit.plots.placement import plot_placement
+
+    path = plot_placement(placed, machine_of(platform, precision), Path(out_png))
+    return replace(placed, figure=path)

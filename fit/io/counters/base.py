@@ -1,0 +1,120 @@
+"""The one result type of every counter reader: :class:`Counts` (the counts `archline predict` takes, keyed by the
+archline.results/1 column names) and the helpers the readers share (numbers, units, where-strings)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archline.common.files import read_text
+from archline.fit.errors import ArchlineFitError
+from archline.fit.model.hierarchy import COUNT_TO_COST
+
+
+class CountersFormatError(ArchlineFitError):
+    """A profiler export archline cannot read: names the file, the line and what is missing."""
+
+
+@dataclass
+class Counts:
+    """One program, kernel or region, as counted by a profiler.
+
+    ``counts`` is keyed by result columns (flops_sp, flops_dp, int_ops, bytes_mem, bytes_l3, bytes_l2, bytes_l1,
+    bytes_shared, rand_accesses): flops by precision, bytes per level (each byte charged once, at the level that
+    served it), random accesses, integer ops. ``raw`` keeps the tool's own events and totals; ``notes`` say how
+    the counts were derived (multipliers, multiplexing, what was not counted)."""
+
+    name: str
+    counts: dict[str, float]
+    time_s: float | None = None
+    source: str = ""                                   # "ncu FILE", "perf stat FILE" ...
+    raw: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    scaled: bool = False                               # a count is an estimate (multiplexed or extrapolated)
+
+    @property
+    def flops(self) -> float:
+        return self.counts.get("flops_sp", 0.0) + self.counts.get("flops_dp", 0.0)
+
+    @property
+    def intensity_flop_per_byte(self) -> float:
+        """Flops per DRAM byte (the roofline's x axis); inf with no DRAM traffic, NaN with neither."""
+        q = self.counts.get("bytes_mem", 0.0)
+        w = self.flops
+        if q > 0:
+            return w / q
+        return math.inf if w > 0 else math.nan
+
+    def add(self, column: str, n: float) -> None:
+        if column not in COUNT_TO_COST:
+            raise ValueError(column)
+        self.counts[column] = self.counts.get(column, 0.0) + n
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "counts": dict(self.counts), "time_s": self.time_s, "source": self.source,
+                "raw": dict(self.raw), "notes": list(self.notes), "scaled": self.scaled}
+
+
+def number(text: str, where: str) -> float:
+    """A counter value: thousands separators (ncu prints "1,024") and spaces dropped; finite and >= 0."""
+    t = text.strip().replace(",", "").replace(" ", "")
+    try:
+        v = float(t)
+    except ValueError:
+        raise CountersFormatError(f"{where}: expected a number, got '{text.strip()}'") from None
+    if not math.isfinite(v) or v < 0:
+        raise CountersFormatError(f"{where}: expected a finite non-negative number, got '{text.strip()}'")
+    return v
+
+
+def is_number(text: str) -> bool:
+    try:
+        float(text.strip().replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+#: Unit prefixes as profilers print them: ncu's SI "Kbyte", "Mbyte" ("Kibyte" binary), perf's "MiB", likwid's
+#: "[GBytes]" (SI: 1.0E-09*bytes in its formulas); times to seconds.
+UNIT_FACTOR: dict[str, float] = {
+    "": 1.0, "byte": 1.0, "bytes": 1.0, "b": 1.0,
+    "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
+    "kibyte": 2.0**10, "mibyte": 2.0**20, "gibyte": 2.0**30, "tibyte": 2.0**40,
+    "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "kb": 1e3, "mb": 1e6, "gb": 1e9,
+    "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "ns": 1e-9, "us": 1e-6, "msec": 1e-3,
+    "ms": 1e-3, "s": 1.0, "sec": 1.0, "cycle": 1.0, "inst": 1.0, "warp": 1.0, "sector": 1.0, "request": 1.0,
+    "kinst": 1e3, "minst": 1e6, "ginst": 1e9,
+}
+
+
+def unit_factor(unit: str, where: str) -> float:
+    u = unit.strip().strip('"').lower()
+    if u in UNIT_FACTOR:
+        return UNIT_FACTOR[u]
+    known = ", ".join(k for k in UNIT_FACTOR if k)
+    raise CountersFormatError(f"{where}: unknown unit '{unit.strip()}' (known: {known})")
+
+
+def read_lines(path: Path, what: str) -> list[str]:
+    """The file's lines (through the one input boundary), kept with their numbers by the callers."""
+    text = read_text(path, error=CountersFormatError, what=what)
+    return text.splitlines()
+
+
+def csv_rows(lines: list[str], delimiter: str = ",") -> list[list[str]]:
+    """Each line parsed as one CSV record (quotes honoured), so that row k is line k + 1 of the file."""
+    return [next(csv.reader([ln], delimiter=delimiter), []) for ln in lines]
+
+
+def show_path(path: Path) -> str:
+    from archline.common.outputs import show
+
+    return show(path)
