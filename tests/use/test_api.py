@@ -148,3 +148,19 @@ def test_import_archline_is_light_and_exports_lazily() -> None:
                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert out.returncode == 0, out.stderr
     assert "'Measurement'" in out.stdout and "'open_monitor'" in out.stdout
+
+
+def test_the_bench_runner_measures_through_the_monitor() -> None:
+    """One path: the runner's windows are a Monitor's (a Recorder handed to it is wrapped, not driven aside)."""
+    from archline.bench.run.rows import MeterInfo, RunContext
+    from archline.bench.run.runner import Runner
+    from archline.bench.run.session import Session
+    from archline.powermon.monitor import Monitor
+    from archline.powermon.record.null import NullMeter
+    from archline.powermon.record.recorder import Recorder
+
+    rec = Recorder([NullMeter("test")])
+    r = Runner(None, rec, MeterInfo("", None, False, "time only: test"),  # type: ignore[arg-type]
+               RunContext.new("x", "dev", "fake", False), None)  # type: ignore[arg-type]
+    assert isinstance(r.rec, Monitor) and r.rec.recorder is rec
+    assert Session.__annotations__["recorder"] in ("Monitor", Monitor)

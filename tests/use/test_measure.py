@@ -58,6 +58,9 @@ def test_emulated_child_phases_are_windows_within_the_bound_of_the_truth(tmp_pat
         assert w["energy_err_j"] < 0.05 * w["truth_energy_j"]          # a bound that says something
         assert w["lost_samples"] == 0 and w["emulated"] is True
     load, solve = run["phases"]
+    # a phase's edges sit on the device's power steps: their placement on the meter's clock is in the bound;
+    # the run's edges are in steady idle power: nothing to move across them
+    assert load["clock_err_j"] > 0 and solve["clock_err_j"] > 0 and run["clock_err_j"] == 0
     # emulated: the edges are the device's switches, made as the parent read each mark (well under 5 ms late)
     assert 0.295 <= load["time_s"] < 0.4 and 0.395 <= solve["time_s"] < 0.5
     assert load["truth_energy_j"] == pytest.approx(150.0 * load["time_s"], rel=1e-9)   # busy all through
