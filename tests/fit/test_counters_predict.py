@@ -22,7 +22,8 @@ COST = {"flops_sp": "eps_flop_sp", "flops_dp": "eps_flop_dp", "bytes_mem": "eps_
 def _cpu_profile(tmp_path: Path) -> Path:
     """The shipped i7-950 profile (S0 Table IV) with an assumed eps_l3 (no paper gives one) for the L3 term."""
     text = (REPO / "fit" / "platforms" / "i7-950.toml").read_text()
-    text = text.replace("[constants]\n", '[constants]\neps_l3 = { value = 300e-12, source = "assumed for a test" }\n', 1)
+    line = "eps_l3 = { value = 300e-12, source = \"assumed for a test\" }\n"
+    text = text.replace("[constants]\n", "[constants]\n" + line, 1)
     p = tmp_path / "i7-l3.toml"
     p.write_text(text)
     return p

@@ -23,4 +23,24 @@ def read_counters(tool: str, path: str | Path) -> list[Counts]:
     return READERS[tool](Path(path))
 
 
-__all__ = ["READERS", "TOOLS", "CountersFormatError", "Counts", "read_counters"]
+__all__ = ["READERS", "TOOLS", "CountersFormatError", "Counts", "read_collected", "read_counters"]
+
+
+def read_collected(tool: str, path: str | Path) -> Counts:
+    """What ``archline measure --counters TOOL`` collected (bench/measure_counters.wrap_command's output), as one
+    program: several regions or kernels are summed (their times too)."""
+    got = read_counters(tool, path)
+    if len(got) == 1:
+        return got[0]
+    total = Counts("program", {}, source=got[0].source, scaled=any(c.scaled for c in got))
+    times = [c.time_s for c in got]
+    total.time_s = sum(t for t in times if t is not None) if all(t is not None for t in times) else None
+    for c in got:
+        for k, v in c.counts.items():
+            total.add(k, v)
+        for k, v in c.raw.items():
+            total.raw[f"{c.name}:{k}"] = v
+        for n in c.notes:
+            total.note(n)
+    total.note(f"{len(got)} parts summed: {', '.join(c.name for c in got)}")
+    return total

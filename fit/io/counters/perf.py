@@ -112,8 +112,8 @@ def read(path: Path) -> list[Counts]:
         raise CountersFormatError(f"{where}: no event archline reads has a count ({what}); count e.g. "
                                   "fp_arith_inst_retired.scalar_double, LLC-load-misses, duration_time")
     c = _counts(scaled, missing, partial, ignored, path)
-    for k in gaps:
-        c.note(f"{k}: not counted in some intervals (those intervals add nothing)")
+    for ev in gaps:
+        c.note(f"{ev}: not counted in some intervals (those intervals add nothing)")
     return [c]
 
 
