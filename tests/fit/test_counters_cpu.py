@@ -66,7 +66,8 @@ def test_likwid_marker_regions_one_row_each(tmp_path: Path) -> None:
     rows = ["STRUCT,Info,3,", "CPU name:,AMD EPYC,,", "CPU type:,AMD K19 (Zen3) architecture,,",
             "CPU clock:,2.45 GHz,,"]
     for region, flops in (("solve", 8000), ("setup", 100)):
-        rows += [f"TABLE,Region {region},Group 1 Raw,FLOPS_SP,1", "Event,Counter,HWThread 0,",
+        rows += [f"TABLE,Region {region},Group 1 Raw,FLOPS_SP,1", "Region Info,HWThread 0,,",
+                 "RDTSC Runtime [s],0.125000,,", "call count,4,,", "Event,Counter,HWThread 0,",
                  f"RETIRED_SSE_AVX_FLOPS_ALL,PMC2,{flops},",
                  f"TABLE,Region {region},Group 1 Metric,FLOPS_SP,1", "Metric,HWThread 0,,",
                  "Runtime (RDTSC) [s],0.125,,"]

@@ -1,7 +1,8 @@
 """likwid-perfctr CSV output (``likwid-perfctr -O``, optionally ``-o FILE.csv``): a ``STRUCT,Info`` block, then per
 group (and per region with the marker API) a ``TABLE,Group N Raw,GROUP,ROWS`` table (header ``Event,Counter,
 HWThread 0,...``), optionally its ``Raw STAT`` table, and a ``TABLE,Group N Metric,GROUP,ROWS`` table (header
-``Metric,HWThread 0,...``). Events are summed over the hardware threads; ``Runtime (RDTSC) [s]`` is the time.
+``Metric,HWThread 0,...``); a marker region's Raw table starts with its ``Region Info`` block (RDTSC Runtime [s],
+call count). Events are summed over the hardware threads; ``Runtime (RDTSC) [s]`` is the time.
 
 Rules (likwid's own group formulas):
 
@@ -70,6 +71,11 @@ def read(path: Path) -> list[Counts]:
             continue
         key = (m["region"] or "", int(m["g"]))
         g = groups.setdefault(key, _Group(key[0], key[1], m["group"]))
+        if m["kind"] == "Raw" and i + 3 < len(rows) and rows[i + 1][:1] == ["Region Info"]:
+            # marker API: a region's info block (Region Info / RDTSC Runtime [s] / call count) before the events
+            info = [x.strip() for x in rows[i + 2]]
+            g.runtime_s = max((number(v, f"{where}: line {i + 3}: {info[0]}") for v in info[1:] if v), default=None)
+            i += 3
         head = [x.strip() for x in rows[i + 1]] if i + 1 < len(rows) else []
         threads = [j for j, h in enumerate(head) if h.startswith("HWThread")]
         first = "Event" if m["kind"] == "Raw" else "Metric"
