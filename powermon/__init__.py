@@ -54,6 +54,7 @@ _EXPORTS = {
     "ChannelSpec": "archline.powermon.spec",
     "parse_meters": "archline.powermon.spec",
     "open_meter": "archline.powermon.spec",
+    "emulate_meter": "archline.powermon.spec",
     "RaplMeter": "archline.powermon.counters.rapl",
     "NvmlMeter": "archline.powermon.counters.nvml",
     "Script": "archline.powermon.emulator.power",

@@ -281,3 +281,15 @@ def emulated_powermon(spec: MeterSpec, power: PowerSource | PowerCallable | None
                          name=name or f"{spec.name}-emulated", speed=speed, emulated=True, **driver_kw)
 
     return PowerMonMeter(factory, spec, server)
+
+
+def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, **kw: Any) -> PowerMonMeter:
+    """The kind dispatch's entry (:func:`archline.powermon.spec.open_meter`)."""
+    return open_powermon(spec, raw_dir=raw_dir, **kw)
+
+
+def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
+                      seed: int = 0, raw_dir: str | Path | None = None, faults: Faults | None = None,
+                      **kw: Any) -> PowerMonMeter:
+    """The kind dispatch's entry (:func:`archline.powermon.spec.emulate_meter`)."""
+    return emulated_powermon(spec, power, speed=speed, faults=faults, seed=seed, raw_dir=raw_dir, **kw)
