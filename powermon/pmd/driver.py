@@ -1,0 +1,73 @@
+"""The PMD-USB host driver over pyserial: stop any stream a previous program left running, flush, check the
+welcome string and ID, read the config (its ADC offsets are added to every code), then continuous TX with a
+4-byte timestamp and all eight channels."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import serial
+
+from archline.powermon.errors import DeviceError
+from archline.powermon.pmd.protocol import (
+    AMP_PER_CODE,
+    CMD_ID,
+    CMD_READ_CONFIG,
+    CMD_WELCOME,
+    PRODUCT,
+    START,
+    STOP,
+    VENDOR,
+    VOLT_PER_CODE,
+    WELCOME,
+    Decoder,
+    PmdConfig,
+)
+from archline.powermon.stream.driver import StreamDriver
+
+HANDLER_PACKAGE = "archline.powermon.pmd"
+if HANDLER_PACKAGE not in serial.protocol_handler_packages:
+    serial.protocol_handler_packages.append(HANDLER_PACKAGE)
+
+
+class PmdUsb(StreamDriver):
+    label = "PMD-USB"
+    kind = "pmd"
+    baudrate = 115200
+
+    def __init__(self, port: str, rate_hz: float, **kw: Any) -> None:
+        super().__init__(port, rate_hz, **kw)
+        self.config = PmdConfig()
+        self.firmware = 0
+        self.decoder = Decoder(self.config, rate_hz)
+
+    def handshake(self) -> None:
+        self.write(STOP)
+        self.drain(quiet_s=0.05, limit_s=1.0)
+        self._ser.reset_input_buffer()
+        self.write(bytes([CMD_WELCOME]))
+        got = self.read_exact(len(WELCOME))
+        if got != WELCOME:
+            raise DeviceError(f"{self.port} answers {got!r} to the welcome command: not a PMD-USB")
+        self.write(bytes([CMD_ID]))
+        vendor, product, self.firmware = self.read_exact(3)
+        if (vendor, product) != (VENDOR, PRODUCT):
+            raise DeviceError(f"{self.port}: ID {vendor:#04x}/{product:#04x} is not a PMD-USB's (0xee/0x0a)")
+        self.version = f"PMD-USB firmware {self.firmware}"
+        self.write(bytes([CMD_READ_CONFIG]))
+        self.config = PmdConfig.unpack(self.read_exact(PmdConfig.size(self.firmware)))
+        self.decoder = Decoder(self.config, self.rate_hz)
+
+    def start_stream(self) -> None:
+        self.write(START)
+
+    def stop_stream(self) -> None:
+        self.write(STOP)
+        time.sleep(0.01)
+        self.drain(quiet_s=0.05, limit_s=1.0)        # frames already in the buffers still arrive
+        self._ser.reset_input_buffer()
+
+    def half_lsb_w(self, volts: np.ndarray, amps: np.ndarray, pair: int) -> np.ndarray:
+        return np.abs(amps) * 0.5 * VOLT_PER_CODE + np.abs(volts) * 0.5 * AMP_PER_CODE

@@ -1,0 +1,83 @@
+"""The PowerSensor3 host driver over pyserial: open sequence (X, wait for the sentinel or silence, flush, V, R with
+per-record acknowledgements), S to stream, M for markers, X to stop (the sentinel honoured only then, and the
+frame that may trail it flushed)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import serial
+
+from archline.powermon.errors import DeviceError
+from archline.powermon.powersensor3.protocol import (
+    ADC_V,
+    LEVELS,
+    N_SENSORS,
+    RECORD_BYTES,
+    SENTINEL,
+    Decoder,
+    SensorConfig,
+    default_config,
+)
+from archline.powermon.stream.driver import StreamDriver
+
+HANDLER_PACKAGE = "archline.powermon.powersensor3"
+if HANDLER_PACKAGE not in serial.protocol_handler_packages:
+    serial.protocol_handler_packages.append(HANDLER_PACKAGE)
+
+
+class PowerSensor3(StreamDriver):
+    label = "PowerSensor3"
+    kind = "powersensor3"
+    baudrate = 115200          # meaningless on CDC-ACM; pyserial wants one
+
+    def __init__(self, port: str, rate_hz: float, **kw: Any) -> None:
+        super().__init__(port, rate_hz, **kw)
+        self.config: tuple[SensorConfig, ...] = default_config()
+        self.decoder = Decoder(self.config, rate_hz)
+
+    def handshake(self) -> None:
+        self.write(b"X")
+        self.drain(quiet_s=0.3 / max(self.speed, 1.0) + 0.02, limit_s=1.0, until=SENTINEL)
+        time.sleep(0.01)
+        self._ser.reset_input_buffer()
+        self.write(b"V")
+        line = bytearray()
+        deadline = self.clock() + self.timeout_s
+        while not line.endswith(b"\n") and self.clock() < deadline:
+            line += self._ser.read(1)
+        self.version = line.decode("ascii", "replace").strip()
+        if not self.version:
+            raise DeviceError(f"PowerSensor3 on {self.port} does not answer V (is it a PowerSensor3?)")
+        self.write(b"R")
+        recs = []
+        for i in range(N_SENSORS):
+            recs.append(SensorConfig.unpack(self.read_exact(RECORD_BYTES)))
+            self.write(b"s")
+            del i
+        if self.read_exact(1) != b"D":
+            raise DeviceError(f"PowerSensor3 on {self.port}: config read did not end with D")
+        self.config = tuple(recs)
+        for p in range(N_SENSORS // 2):
+            a, b = self.config[2 * p], self.config[2 * p + 1]
+            if a.in_use != b.in_use:
+                raise DeviceError(f"PowerSensor3 on {self.port}: pair {p} has only one sensor in use "
+                                  "(configure both with psconfig)")
+        self.decoder = Decoder(self.config, self.rate_hz)
+
+    def start_stream(self) -> None:
+        self.write(b"S")
+
+    def stop_stream(self) -> None:
+        self.write(b"X")
+        self.drain(quiet_s=0.3, limit_s=1.0, until=SENTINEL)
+        time.sleep(0.01)
+        self._ser.reset_input_buffer()       # the frame that may follow the sentinel
+
+    def half_lsb_w(self, volts: np.ndarray, amps: np.ndarray, pair: int) -> np.ndarray:
+        lsb = ADC_V / LEVELS
+        d_i = 0.5 * lsb / abs(self.config[2 * pair].sens)
+        d_v = 0.5 * lsb / abs(self.config[2 * pair + 1].sens)
+        return np.abs(amps) * d_v + np.abs(volts) * d_i

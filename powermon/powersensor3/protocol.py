@@ -1,0 +1,193 @@
+"""The PowerSensor3 byte protocol (``../shared/reference/powersensor3_protocol.md``): 2-byte packets (bit 7 marks
+the first byte), 18-byte frames of a timestamp packet then sensors 0-7, the 41-byte config records, and a
+vectorised stateful decoder that aligns on the timestamp packet and maps each frame onto the frame cadence.
+
+Levels: value = (3.3 * level / 1023 - vref) / sens (divisor 1023); even sensors are currents (sens in V/A), odd
+ones voltages (sens a divider gain); pair p = sensors 2p (I) and 2p+1 (V).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from archline.powermon.stream.driver import Decoded, StreamStats
+
+FRAME_BYTES = 18
+N_SENSORS = 8
+N_PAIRS = 4
+TS_MOD = 1024                      #: the timestamp is microseconds modulo 1024
+SENTINEL = b"\xff\x3f\xff\x3f"     #: the answer to ``X`` (also a saturated sensor 7, twice: only honoured after X)
+RECORD = struct.Struct("<16s16sff?")
+RECORD_BYTES = RECORD.size         # 41
+ADC_V = 3.3
+LEVELS = 1023
+REAL_RATE_HZ = 20_000.0            #: frames per second of the F411 firmware
+VERSION = "F411-1.6.1"
+#: psconfig's sensor types (stored as V/A)
+MLX_SENS_V_PER_A = {"MLX10": 0.120, "MLX20": 0.0625, "MLX50": 0.025, "MLX75": 0.01667}
+
+
+@dataclass(frozen=True)
+class SensorConfig:
+    type: str
+    pair_name: str
+    vref_v: float
+    sens: float            #: V/A (current) or gain (voltage); its sign is the polarity
+    in_use: bool
+
+    def pack(self) -> bytes:
+        return RECORD.pack(self.type.encode()[:15], self.pair_name.encode()[:15], self.vref_v, self.sens,
+                           self.in_use)
+
+    @staticmethod
+    def unpack(rec: bytes) -> SensorConfig:
+        t, n, vref, sens, use = RECORD.unpack(rec)
+
+        def name(b: bytes) -> str:
+            return b.split(b"\0", 1)[0].decode("ascii", "replace") if b"\0" in b else "INVALID"
+
+        return SensorConfig(name(t), name(n), float(vref), float(sens), bool(use))
+
+
+def default_config(pair_names: tuple[str, ...] = ("pair0", "pair1", "pair2", "pair3")) -> tuple[SensorConfig, ...]:
+    """A riser with four MLX20 current sensors (±26 A) and 0.09 dividers (36 V full scale), as psconfig sets it."""
+    out: list[SensorConfig] = []
+    for p in range(N_PAIRS):
+        out.append(SensorConfig("MLX20", pair_names[p], 1.65, MLX_SENS_V_PER_A["MLX20"], True))
+        out.append(SensorConfig("voltage", pair_names[p], 0.0, 0.09, True))
+    return tuple(out)
+
+
+def cal_arrays(config: tuple[SensorConfig, ...]) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([c.vref_v for c in config], np.float64), np.array([c.sens for c in config], np.float64))
+
+
+def value_from_level(level: np.ndarray, vref_v: np.ndarray, sens: np.ndarray) -> np.ndarray:
+    return (ADC_V * np.asarray(level, np.float64) / LEVELS - vref_v) / sens
+
+
+def level_from_value(value: np.ndarray, vref_v: np.ndarray, sens: np.ndarray) -> np.ndarray:
+    lvl = np.rint((np.asarray(value, np.float64) * sens + vref_v) * LEVELS / ADC_V)
+    return np.clip(lvl, 0, LEVELS).astype(np.int64)
+
+
+def timestamp_us(k: np.ndarray, rate_hz: float) -> np.ndarray:
+    """The 10-bit microsecond stamp of frame ``k`` of a stream started at 0 µs."""
+    return np.floor(np.asarray(k, np.float64) * (1e6 / rate_hz) + 1e-6).astype(np.int64) % TS_MOD
+
+
+def encode_frames(ts_us: np.ndarray, levels: np.ndarray, marker: np.ndarray) -> bytes:
+    """18-byte frames: timestamp packet, then sensors 0-7 (``levels`` (n, 8)); marker bits on sensor 0."""
+    n = len(ts_us)
+    out = np.empty((n, N_SENSORS + 1, 2), np.uint8)
+    t = np.asarray(ts_us, np.int64)
+    out[:, 0, 0] = 0xF0 | ((t >> 6) & 0x0F)
+    out[:, 0, 1] = 0x40 | (t & 0x3F)
+    lv = np.asarray(levels, np.int64)
+    ids = np.arange(N_SENSORS, dtype=np.int64)
+    out[:, 1:, 0] = 0x80 | (ids << 4) | ((lv >> 6) & 0x0F)
+    out[:, 1:, 1] = lv & 0x3F
+    out[:, 1, 1] |= (np.asarray(marker, bool).astype(np.uint8) << 6)
+    return out.tobytes()
+
+
+class Decoder:
+    """Stateful: bytes in (any chunking), whole frames out with their index on the cadence of ``rate_hz``."""
+
+    def __init__(self, config: tuple[SensorConfig, ...], rate_hz: float, tol_us: float = 1.5) -> None:
+        self.vref, self.sens = cal_arrays(config)
+        self.in_use = np.array([config[2 * p].in_use and config[2 * p + 1].in_use for p in range(N_PAIRS)])
+        self.rate_hz = rate_hz
+        self.period_us = 1e6 / rate_hz
+        self.cycle = TS_MOD // math.gcd(TS_MOD, round(self.period_us)) if self.period_us == round(self.period_us) \
+            else TS_MOD
+        self.tol_us = tol_us
+        self.stats = StreamStats()
+        self._tail = b""
+        self._consumed = 0
+        self._k_prev = -1
+        self._t_prev = 0
+
+    def _steps(self, d: np.ndarray) -> np.ndarray:
+        """Smallest m >= 1 frames whose span is ``d`` µs modulo 1024 (0: none fits, the timestamp is bad)."""
+        m = np.arange(1, self.cycle + 1, dtype=np.float64)
+        err = (m[None, :] * self.period_us - d[:, None] + TS_MOD / 2) % TS_MOD - TS_MOD / 2
+        ok = np.abs(err) <= self.tol_us
+        first = np.argmax(ok, axis=1) + 1
+        return np.where(ok.any(axis=1), first, 0)
+
+    def feed(self, data: bytes, k_hint: float | None = None) -> Decoded:
+        buf = self._tail + data
+        self.stats.bytes_in += len(data)
+        b = np.frombuffer(buf, np.uint8)
+        if b.size < 2:
+            self._tail = buf
+            return Decoded.empty()
+        hi = b >= 0x80
+        starts = np.flatnonzero(hi[:-1] & ~hi[1:])
+        b0 = b[starts].astype(np.int64)
+        b1 = b[starts + 1].astype(np.int64)
+        sid = (b0 >> 4) & 7
+        lvl = ((b0 & 0x0F) << 6) | (b1 & 0x3F)
+        mk = (b1 >> 6) & 1
+        ts_j = np.flatnonzero((sid == 7) & (mk == 1))
+        n_p = len(starts)
+        j = ts_j[ts_j + 8 < n_p]
+        whole = np.zeros(len(j), bool)
+        if len(j):
+            contiguous = starts[j + 8] - starts[j] == 2 * 8
+            rows = j[:, None] + np.arange(1, 9)[None, :]
+            ids_ok = np.all(sid[rows] == np.arange(8)[None, :], axis=1)
+            whole = contiguous & ids_ok
+        jw = j[whole]
+        # keep what may still become a frame: a timestamp packet with too few bytes after it, or a lone first byte
+        end_used = int(starts[jw[-1]] + FRAME_BYTES) if len(jw) else 0
+        keep_from = len(buf)
+        if len(ts_j) and int(starts[ts_j[-1]]) + FRAME_BYTES > len(buf) and int(starts[ts_j[-1]]) >= end_used:
+            keep_from = int(starts[ts_j[-1]])
+        elif b[-1] >= 0x80:
+            keep_from = len(buf) - 1
+        self._tail = bytes(buf[keep_from:])
+        self._consumed += keep_from
+        if len(jw) == 0:
+            return Decoded.empty()
+        t = lvl[jw]
+        rows = jw[:, None] + np.arange(1, 9)[None, :]
+        levels = lvl[rows]
+        marker = mk[jw + 1].astype(bool)
+        prev = np.concatenate([[self._t_prev], t[:-1]])
+        steps = self._steps((t - prev) % TS_MOD)
+        first_known = self._k_prev >= 0
+        if not first_known:          # the first frame: the smallest index its stamp allows (0 for a clean start)
+            m0 = self._steps(np.array([float(t[0])]))[0] if t[0] else 0
+            steps[0] = m0 + 1        # relative to k = -1
+        if k_hint is not None and first_known:
+            target = k_hint - (len(jw) - 1) - self._k_prev
+            if steps[0] and target > steps[0] + self.cycle / 2:
+                steps[0] += round(float(target - steps[0]) / self.cycle) * self.cycle
+        bad = steps == 0
+        if bad.any():                 # a stamp no cadence explains: drop the frame, count it
+            self.stats.frames_discarded += int(bad.sum())
+            keep = ~bad
+            t, levels, marker, steps = t[keep], levels[keep], marker[keep], steps[keep]
+            if len(t) == 0:
+                return Decoded.empty()
+            steps = self._steps((t - np.concatenate([[self._t_prev], t[:-1]])) % TS_MOD)
+            if not first_known:
+                steps[0] = (self._steps(np.array([float(t[0])]))[0] if t[0] else 0) + 1
+            steps[steps == 0] = 1
+        k = self._k_prev + np.cumsum(steps)
+        self.stats.frames_missing += int(np.sum(steps - 1))
+        self._k_prev = int(k[-1])
+        self._t_prev = int(t[-1])
+        self.stats.frames += len(k)
+        self.stats.bytes_skipped = self._consumed - FRAME_BYTES * self.stats.frames
+        self.stats.markers += int(marker.sum())
+        vals = value_from_level(levels, self.vref, self.sens)
+        amps = vals[:, 0::2] * self.in_use
+        volts = vals[:, 1::2] * self.in_use
+        return Decoded(k.astype(np.int64), volts, amps, k[marker].astype(np.int64))

@@ -1,0 +1,323 @@
+"""A byte-stream meter on a serial port (or a pyserial URL): one reader thread decodes whole chunks with the
+protocol's vectorised decoder and keeps frames (index on the device's frame cadence, volts and amps per pair).
+
+The device clock is mapped onto the host's as :mod:`archline.powermon.record.clock` does (lower envelope of
+arrival - device time); a meter with in-band markers aligns it to them instead (:meth:`StreamDriver.clock_map`).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import serial
+
+from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.record.clock import ClockMap, fit_clock
+
+log = logging.getLogger("archline.powermon")
+
+
+@dataclass
+class Decoded:
+    """Frames decoded from one chunk: index on the cadence, (n, 4) volts and amps, indices of marked frames."""
+
+    k: np.ndarray
+    volts: np.ndarray
+    amps: np.ndarray
+    markers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @staticmethod
+    def empty(n_pairs: int = 4) -> Decoded:
+        return Decoded(np.zeros(0, np.int64), np.zeros((0, n_pairs)), np.zeros((0, n_pairs)))
+
+
+@dataclass
+class StreamStats:
+    bytes_in: int = 0
+    bytes_skipped: int = 0        #: bytes that were not part of a whole, plausible frame (noise, cut frames)
+    frames: int = 0               #: whole frames decoded
+    frames_discarded: int = 0     #: frames dropped as incomplete or implausible (counted lost on the cadence)
+    frames_missing: int = 0       #: indices skipped on the cadence (never arrived, or discarded)
+    resyncs: int = 0
+    markers: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+def open_serial(port: str, label: str, baudrate: int, timeout_s: float) -> Any:
+    """Open ``port`` (device or URL) raw; one-line errors for the usual failures."""
+    try:
+        kw: dict[str, Any] = {"baudrate": baudrate, "timeout": timeout_s, "write_timeout": timeout_s}
+        if "://" not in port:
+            kw["exclusive"] = True
+        return serial.serial_for_url(port, **kw)
+    except ValueError as e:
+        raise MeterError(f"cannot open {port}: {e}") from None
+    except (serial.SerialException, OSError) as e:
+        err, text = getattr(e, "errno", None), str(e)
+        if text.startswith("bad ") or text.startswith("expected a URL") or text.startswith("no emulated"):
+            raise MeterError(text) from None
+        if err == errno.ENOENT or "No such file" in text:
+            raise DeviceError(f"serial port {port} does not exist (is the {label} plugged in? "
+                              "`archline meter list` shows the ports)") from None
+        if err == errno.EBUSY or "lock" in text or "busy" in text.lower():
+            raise DeviceError(f"serial port {port} is busy: another program has it open "
+                              f"(find it with `fuser {port}`)") from None
+        if err == errno.EACCES or "Permission denied" in text:
+            raise DeviceError(f"no permission to open {port}: add yourself to its group "
+                              "(sudo usermod -aG dialout $USER, then log in again)") from None
+        raise DeviceError(f"cannot open {port}: {text}") from None
+
+
+class StreamDriver:
+    """Reader thread and frame store; a protocol subclass gives ``handshake``, ``start_stream``, ``stop_stream``
+    and a ``decoder`` with ``feed(data, k_hint) -> Decoded`` and ``stats``."""
+
+    label = "meter"
+    kind = "stream"
+    baudrate = 115200
+    n_pairs = 4
+    decoder: Any
+
+    def __init__(self, port: str, rate_hz: float, *, name: str, speed: float = 1.0, emulated: bool = False,
+                 timeout_s: float = 1.0, stall_s: float = 0.25, stall_error_s: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.port = port
+        self.rate_hz = float(rate_hz)
+        self.name = name
+        self.speed = float(speed)
+        self.emulated = emulated
+        self.timeout_s = timeout_s
+        self.stall_s = stall_s
+        self.stall_error_s = stall_error_s
+        self.clock = clock
+        self.error: MeterError | None = None
+        self.version = ""
+        self.stalls = 0
+        self.started_host_s: float | None = None
+        self._ser: Any = None
+        self._thread: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._lock = threading.Lock()
+        self._k: list[np.ndarray] = []
+        self._v: list[np.ndarray] = []
+        self._a: list[np.ndarray] = []
+        self._pairs_host: list[float] = []
+        self._pairs_k: list[int] = []
+        self._marks_sent: deque[float] = deque()
+        self._marks: list[tuple[float, int]] = []          #: (host time the mark was asked, marked frame index)
+        self._last_k = -1
+        self.clock_bound_s: float | None = None     #: how well the marker-aligned clock is known (host s)
+
+    # ------------------------------------------------------------ to implement
+    def handshake(self) -> None:
+        raise NotImplementedError
+
+    def start_stream(self) -> None:
+        raise NotImplementedError
+
+    def stop_stream(self) -> None:
+        raise NotImplementedError
+
+    def half_lsb_w(self, volts: np.ndarray, amps: np.ndarray, pair: int) -> np.ndarray:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ port
+    def write(self, data: bytes) -> None:
+        try:
+            self._ser.write(data)
+        except (serial.SerialException, OSError) as e:
+            raise DeviceError(f"{self.label} on {self.port}: write failed ({e})") from None
+
+    def read_exact(self, n: int, timeout_s: float | None = None) -> bytes:
+        deadline = self.clock() + (self.timeout_s if timeout_s is None else timeout_s)
+        out = bytearray()
+        while len(out) < n and self.clock() < deadline:
+            out += self._ser.read(n - len(out))
+        if len(out) < n:
+            raise DeviceError(f"{self.label} on {self.port} does not answer (got {len(out)} of {n} bytes); "
+                              "is it the right port?")
+        return bytes(out)
+
+    def drain(self, quiet_s: float = 0.05, limit_s: float = 1.0, until: bytes | None = None) -> bytes:
+        """Read until ``quiet_s`` of silence (or ``until`` seen, or ``limit_s``); what was read."""
+        got = bytearray()
+        end = self.clock() + limit_s
+        old = self._ser.timeout
+        self._ser.timeout = quiet_s
+        try:
+            while self.clock() < end:
+                b = self._ser.read(4096)
+                if not b:
+                    break
+                got += b
+                if until is not None and until in got:
+                    break
+        finally:
+            self._ser.timeout = old
+        return bytes(got)
+
+    def open(self) -> StreamDriver:
+        self._ser = open_serial(self.port, self.label, self.baudrate, self.timeout_s)
+        try:
+            self.handshake()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def start(self) -> None:
+        self.start_stream()
+        self.started_host_s = self.clock()
+        self._closing.clear()
+        self._thread = threading.Thread(target=self._reader, name=f"{self.kind} {self.port}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._closing.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        self._thread = None
+        if self._ser is not None and self.error is None:
+            try:
+                self.stop_stream()
+            except (MeterError, serial.SerialException, OSError) as e:
+                log.debug("%s: stopping the stream: %s", self.name, e)
+
+    def close(self) -> None:
+        if self._ser is not None:
+            try:
+                self._ser.close()
+            except (serial.SerialException, OSError):
+                pass
+            self._ser = None
+
+    # ------------------------------------------------------------ stream
+    def _k_hint(self, t_host_s: float) -> float:
+        """The frame index the device is at by host time ``t_host_s`` (for a gap no timestamp can span)."""
+        return self.clock_map().to_device(t_host_s) * self.rate_hz
+
+    def _reader(self) -> None:
+        ser = self._ser
+        last_data = self.clock()
+        quiet = False
+        try:
+            ser.timeout = 0.02
+            while not self._closing.is_set():
+                data = ser.read(max(int(getattr(ser, "in_waiting", 0) or 0), 1))
+                now = self.clock()
+                if not data:
+                    if now - last_data > self.stall_s and not quiet:
+                        quiet = True
+                        self.stalls += 1
+                        log.debug("%s: no data for %.2g s", self.name, now - last_data)
+                    if now - last_data > self.stall_error_s:
+                        raise DeviceError(f"{self.label} on {self.port} stopped streaming "
+                                          f"({now - last_data:.3g} s without data)")
+                    continue
+                more = ser.read(int(getattr(ser, "in_waiting", 0) or 0)) if getattr(ser, "in_waiting", 0) else b""
+                d = self.decoder.feed(data + more, self._k_hint(now) if quiet else None)
+                quiet = False
+                last_data = now
+                self._store(d, now)
+        except MeterError as e:
+            self.error = e
+        except (serial.SerialException, OSError, TypeError) as e:
+            if self._closing.is_set():
+                return
+            if isinstance(e, TypeError):
+                raise
+            self.error = DeviceError(f"{self.label} on {self.port} disconnected while streaming ({e})")
+
+    def _store(self, d: Decoded, now: float) -> None:
+        if d.k.size == 0:
+            return
+        with self._lock:
+            self._k.append(d.k)
+            self._v.append(d.volts)
+            self._a.append(d.amps)
+            self._pairs_host.append(now)
+            self._pairs_k.append(int(d.k[-1]))
+            self._last_k = int(d.k[-1])
+            for km in d.markers.tolist():
+                if self._marks_sent:
+                    self._marks.append((self._marks_sent.popleft(), int(km)))
+
+    def send_marker(self, t_host_s: float, byte: bytes) -> None:
+        """Ask for an in-band marker; the host time it was asked is matched to the frame that carries it."""
+        with self._lock:
+            self._marks_sent.append(t_host_s)
+        self.write(byte)
+
+    def markers(self) -> list[tuple[float, int]]:
+        with self._lock:
+            return list(self._marks)
+
+    # ------------------------------------------------------------ results
+    def clock_map(self, use_markers: bool = True) -> ClockMap:
+        with self._lock:
+            host = np.asarray(self._pairs_host)
+            k = np.asarray(self._pairs_k, dtype=np.float64)
+            marks = list(self._marks)
+        cm = fit_clock(host, k / self.rate_hz, 1.0 / self.speed)
+        if cm is None:
+            return ClockMap(self.started_host_s or 0.0, 1.0 / self.speed)
+        if use_markers and marks:
+            # the read envelope is an upper bound of the offset (data arrive after they are taken); a marked frame
+            # is taken after its mark was asked, so every marker gives a lower bound: the offset is the middle of
+            # the two, to within half their distance (:attr:`clock_bound_s`)
+            scale = cm.seconds_per_device_s * (1.0 + cm.drift_ppm * 1e-6)
+            lower = max(t - km / self.rate_hz * scale for t, km in marks)
+            upper = cm.offset_s
+            if lower <= upper:
+                self.clock_bound_s = 0.5 * (upper - lower)
+                return ClockMap(0.5 * (lower + upper), cm.seconds_per_device_s, cm.drift_ppm, cm.n_pairs)
+        return cm
+
+    def latest_k(self) -> int:
+        with self._lock:
+            return self._last_k
+
+    def wait_until(self, t_host_s: float, timeout_s: float = 2.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            last = self.latest_k()
+            if last >= 0 and float(self.clock_map().to_host(last / self.rate_hz)) >= t_host_s:
+                return True
+            if self.error is not None or self._thread is None or not self._thread.is_alive():
+                return False
+            time.sleep(0.002)
+        return False
+
+    def frames(self, k_lo: float | None = None, k_hi: float | None = None) -> tuple[np.ndarray, np.ndarray,
+                                                                                    np.ndarray]:
+        """(k, volts, amps) of the frames decoded (those with ``k_lo <= k <= k_hi``)."""
+        with self._lock:
+            if not self._k:
+                z = np.zeros((0, self.n_pairs))
+                return np.zeros(0, np.int64), z, z
+            if len(self._k) > 1:       # compact once in a while: the reader appends per chunk
+                self._k, self._v, self._a = [np.concatenate(self._k)], [np.concatenate(self._v)], \
+                    [np.concatenate(self._a)]
+            k, v, a = self._k[0], self._v[0], self._a[0]
+        lo = 0 if k_lo is None else int(np.searchsorted(k, k_lo, "left"))
+        hi = len(k) if k_hi is None else int(np.searchsorted(k, k_hi, "right"))
+        return k[lo:hi], v[lo:hi], a[lo:hi]
+
+    def meta(self) -> dict[str, Any]:
+        cm = self.clock_map()
+        return {"meter": self.name, "type": self.kind, "port": self.port, "version": self.version,
+                "emulated": self.emulated, "rate_hz": self.rate_hz, "speed": self.speed,
+                "clock": {"offset_s": cm.offset_s, "seconds_per_device_s": cm.seconds_per_device_s,
+                          "drift_ppm": cm.drift_ppm, "markers": len(self.markers())},
+                "stats": self.decoder.stats.as_dict(), "stalls": self.stalls,
+                "error": None if self.error is None else str(self.error)}

@@ -1,0 +1,184 @@
+"""A byte-stream meter (PowerSensor3, PMD-USB) as a recorder meter: frames on a fixed cadence, so a window's lost
+samples are the cadence's frames that never arrived (or were discarded), as for the PowerMon 2."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from archline.powermon.emulator.pty_server import PtyServer
+from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.record.integrate import integrate_series
+from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
+from archline.powermon.record.samples import Samples
+from archline.powermon.spec import MeterSpec
+from archline.powermon.stream.driver import StreamDriver
+
+FIRST_FRAMES_TIMEOUT_S = 5.0
+
+
+class StreamMeter:
+    """A stream driver with its ``[[meters]]`` channel map (channel id = the meter's pair / rail number)."""
+
+    kind = "sampling"
+
+    def __init__(self, driver: StreamDriver, spec: MeterSpec, server: PtyServer | None = None,
+                 marker_byte: bytes | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.driver = driver
+        self.spec = spec
+        self.server = server
+        self.name = driver.name
+        self.marker_byte = marker_byte
+        self.use_markers = marker_byte is not None
+        self.clock = clock
+        self._running = False
+
+    @property
+    def emulated(self) -> bool:
+        return self.driver.emulated
+
+    @property
+    def speed(self) -> float:
+        return self.driver.speed
+
+    @property
+    def update_hz(self) -> float:
+        return self.driver.rate_hz
+
+    @property
+    def error(self) -> MeterError | None:
+        return self.driver.error
+
+    @property
+    def clock_err_s(self) -> float | None:
+        """How well the clock is aligned with the host's: the marker bound where markers came back, else None
+        (the monitor then takes half a sample period)."""
+        if not self.use_markers:
+            return None
+        self.driver.clock_map(True)
+        return self.driver.clock_bound_s
+
+    @property
+    def core(self) -> Any:
+        return self.server.core if self.server is not None else None
+
+    def start(self) -> None:
+        if self.server is not None and self.server._thread is None:
+            self.server.start()
+        try:
+            self.driver.open()
+            self.driver.start()
+            self._running = True
+            if not self.driver.wait_until(self.clock(), FIRST_FRAMES_TIMEOUT_S):
+                raise self.driver.error or DeviceError(f"{self.driver.label} on {self.driver.port} streams no "
+                                                       "frames")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        try:
+            if self._running:
+                self._running = False
+                try:
+                    self.driver.stop()
+                finally:
+                    self.driver.close()
+        finally:
+            if self.server is not None:
+                self.server.stop()
+
+    def mark(self, t_s: float) -> None:
+        """A window mark: an in-band marker where the meter has them (the clock is then aligned to them)."""
+        if self.marker_byte is not None and self._running and self.driver.error is None:
+            self.driver.send_marker(t_s, self.marker_byte)
+
+    def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
+        margin = 3.0 / (self.driver.rate_hz * self.driver.speed)
+        return self.driver.wait_until(t_s + margin, timeout_s + margin)
+
+    def clock_map(self) -> Any:
+        return self.driver.clock_map(self.use_markers)
+
+    def samples(self) -> Samples:
+        k, v, a = self.driver.frames()
+        return self._samples(k, v, a)
+
+    def _samples(self, k: np.ndarray, v: np.ndarray, a: np.ndarray) -> Samples:
+        ids = [c.id for c in self.spec.channels]
+        n = len(k)
+        t = np.repeat(np.asarray(self.clock_map().to_host(k / self.driver.rate_hz)), len(ids))
+        ch = np.tile(np.array(ids, np.int16), n)
+        vv, aa = v[:, ids].reshape(-1), a[:, ids].reshape(-1)
+        return Samples(t, ch, vv, aa, vv * aa, np.ones(len(t), bool), self.name, self.emulated,
+                       meta={"t_dev_s": np.repeat(k / self.driver.rate_hz, len(ids))})
+
+    def live_power_w(self) -> float | None:
+        k, v, a = self.driver.frames(max(self.driver.latest_k(), 0), None)
+        if len(k) == 0:
+            return None
+        ids = [c.id for c in self.spec.channels]
+        return float(np.sum(v[-1, ids] * a[-1, ids]))
+
+    def info(self) -> dict[str, Any]:
+        meta = self.driver.meta()
+        meta["rails"] = {str(c.id): c.rail for c in self.spec.channels}
+        meta["devices"] = self.spec.devices()
+        return meta
+
+    def host_time_s(self, t_dev_s: float) -> float:
+        return float(self.clock_map().to_host(t_dev_s))
+
+    def region(self, t0_s: float, t1_s: float) -> MeterRegion:
+        cm = self.clock_map()
+        rate = self.driver.rate_hz
+        period = 1.0 / rate
+        d0, d1 = cm.to_device(t0_s), cm.to_device(t1_s)
+        warnings: list[str] = []
+        if d0 < 0:
+            if d0 < -period:
+                warnings.append(f"the window starts {-d0:.3g} s before the meter's stream; measured from its start")
+            d0 = min(0.0, d1)
+        k, v, a = self.driver.frames(d0 * rate - 64, d1 * rate + 64)
+        t_dev = k * period
+        ev_lo, ev_hi = max(math.ceil(d0 * rate - 1e-9), 0), math.floor(d1 * rate + 1e-9)
+        n_events = max(ev_hi - ev_lo + 1, 0)
+        got = int(np.count_nonzero((k >= ev_lo) & (k <= ev_hi)))
+        lost_frames = max(n_events - got, 0)
+        # the longest stretch without a frame inside the window
+        inside = np.concatenate([[ev_lo - 1], k[(k >= ev_lo) & (k <= ev_hi)], [ev_hi + 1]])
+        lost_s = float(max(int(np.max(np.diff(inside))) - 1, 0) * period) if n_events else 0.0
+        chans: dict[str, ChannelResult] = {}
+        gaps = int(lost_frames > 0)
+        n_in = 0
+        for c in self.spec.channels:
+            p = v[:, c.id] * a[:, c.id]
+            if t_dev.size == 0:
+                warnings.append(f"channel {c.id}: no samples")
+                continue
+            ce = integrate_series(t_dev, p, d0, d1, self.driver.half_lsb_w(v[:, c.id], a[:, c.id], c.id), period)
+            chans[str(c.id)] = ChannelResult(ce.energy_j, ce.energy_err_j, ce.mean_power_w, ce.n_samples, c.rail)
+            gaps = max(gaps, ce.gaps)
+            n_in += ce.n_samples
+            if t_dev[0] > d0 + period or t_dev[-1] < d1 - period:
+                warnings.append(f"channel {c.id}: samples do not cover the region")
+        dur = d1 - d0
+        total = sum(c.energy_j for c in chans.values())
+        err = sum(c.energy_err_j for c in chans.values())
+        if self.driver.error is not None:
+            warnings.append(str(self.driver.error))
+        n_ch = len(self.spec.channels)
+        lost = lost_frames * n_ch
+        expected = n_events * n_ch
+        if lost:
+            warnings.append(f"lost {lost} of {expected} samples ({lost_s:.3g} s); the energy bound covers them")
+        sel = np.flatnonzero((t_dev >= d0 - period) & (t_dev <= d1 + period))
+        return MeterRegion(self.name, self.kind, self.emulated, t0_s, t1_s, chans,
+                           _devices(chans, self.spec.devices(), dur), total, err,
+                           total / dur if dur > 0 else float("nan"), n_in, rate, 0, gaps, lost,
+                           self._samples(k[sel], v[sel], a[sel]), warnings, device_time_s=dur,
+                           expected_samples=expected, lost_s=lost_s, device_window_s=(d0, d1))
