@@ -22,7 +22,8 @@ from archline.powermon.record.samples_file import check_samples_output, write_sa
 
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
                     raw_path: str | Path | None = None) -> Any:
-    """``powermon2:PORT``, ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
+    """``powermon2:PORT``, ``powersensor3:PORT``, ``pmd:PORT`` (a ``powersensor3://`` / ``pmd://`` URL is an emulator),
+    ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
     from archline.powermon.spec import channels_spec, open_meter
 
     kind, _, arg = spec.partition(":")
@@ -48,13 +49,20 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
             raise MeterError(f"--meter emulated:{arg}: {problem}; lower the speed to {max_emulator_speed(per_s)} or "
                              "less (or record fewer channels, or at a lower --rate)")
         return emulated_powermon(mspec, None, speed=speed, raw_path=raw_path)
+    if kind in ("powersensor3", "pmd"):
+        if not arg:
+            raise MeterError(f"--meter {kind} needs a port: {kind}:/dev/tty{'USB' if kind == 'pmd' else 'ACM'}0 or "
+                             f"{kind}://default (emulated)")
+        extra = {} if rate_hz == 128.0 else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
+        return open_meter(channels_spec(kind, kind, channels, port=arg, **extra), speed=_url_speed(arg))
     if kind == "rapl":
         return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
     if kind == "nvml":
         if arg and not arg.isdigit():
             raise MeterError(f"--meter nvml:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
         return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
-    raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX])")
+    raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], "
+                     "rapl[:ZONES], nvml[:INDEX])")
 
 
 def raw_capture_path(out: Path) -> Path | None:
@@ -108,16 +116,17 @@ class Recording:
 
 def _url_speed(port: str) -> float:
     """The time compression an in-process emulator URL asks for (``powermon://default?speed=4``), else 1."""
-    if not port.startswith("powermon://"):
+    scheme = port.partition("://")[0]
+    if "://" not in port or scheme not in ("powermon", "powersensor3", "pmd"):
         return 1.0
     from urllib.parse import parse_qs, urlsplit
 
     try:
         speed = float(parse_qs(urlsplit(port).query).get("speed", ["1"])[0])
     except ValueError:
-        raise MeterError(f"bad powermon:// URL {port!r}: speed must be a number") from None
+        raise MeterError(f"bad {scheme}:// URL {port!r}: speed must be a number") from None
     if not (math.isfinite(speed) and speed > 0):
-        raise MeterError(f"bad powermon:// URL {port!r}: speed must be positive")
+        raise MeterError(f"bad {scheme}:// URL {port!r}: speed must be positive")
     return speed
 
 

@@ -65,8 +65,10 @@ class EmulatedBackend:
                  noise_rel: float | None = None) -> None:
         self.profile = load_bench_profile(profile) if isinstance(profile, str) else profile
         self.model = EmulatedModel.from_profile(self.profile, power_cap_w)
-        if meter is None:
-            meter = next((m for m in self.profile.meters if m.kind == "powermon2"), None)
+        if meter is None:   # the profile's first meter that has an emulator (any kind)
+            from archline.powermon.spec import can_emulate
+
+            meter = next((m for m in self.profile.meters if can_emulate(m)), None)
         emu = self.profile.emulate
         self.device = EmulatedDevice(
             self.model, time_compression=time_compression or emu.time_compression, meter=meter,

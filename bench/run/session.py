@@ -170,23 +170,31 @@ def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_d
     from archline.bench.emulated.backend import EmulatedBackend
     from archline.bench.emulated.device import ModelPowerSource
     from archline.bench.emulated.model import EmulationError
-    from archline.powermon.powermon2.meter import emulated_powermon
+    from archline.powermon.spec import METER_MODULES, SERIAL_KINDS, emulate_meter
 
     be = EmulatedBackend(prof, time_compression=opts.time_compression, seed=opts.seed,
                          meter=prof.meter(opts.meter) if opts.meter else None)
     for c in caps:
         be.model.with_cap(c)  # raises with the allowed range
-    per_tc = be.meter.rate_hz * len(be.meter.channels)
+    spec = be.meter
+    # the stream's weight over the pty, per kind (a kind's module may weigh its frames in PowerMon records)
+    import importlib
+
+    weigh = getattr(importlib.import_module(METER_MODULES[spec.kind]), "records_per_device_s", None) \
+        if spec.kind in METER_MODULES else None
+    per_tc = float(weigh(spec)) if callable(weigh) else spec.rate_hz * len(spec.channels)
     if per_tc * be.device.time_compression > MAX_EMULATED_RECORDS_PER_S:
         raise EmulationError(
             f"time compression {be.device.time_compression:g}x would stream {per_tc * be.device.time_compression:.0f}"
-            f" PowerMon records per second over the pty (limit {MAX_EMULATED_RECORDS_PER_S}); lower "
+            f" {spec.kind} records per second over the pty (limit {MAX_EMULATED_RECORDS_PER_S}); lower "
             f"--time-compression to {max_emulator_speed(per_tc)} or less")
-    meter = emulated_powermon(be.meter, ModelPowerSource(be.device), speed=be.device.time_compression,
-                              seed=opts.seed, raw_dir=raw_dir, stall_error_s=30.0)
-    rails = ", ".join(f"{c.id}={c.rail}" for c in be.meter.channels)
-    info = MeterInfo(f"{be.meter.name}:powermon2-emulated", be.meter.rate_hz, True,
-                     f"PowerMon 2 (emulated on a pty), channels {rails}")
+    kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
+    meter = emulate_meter(spec, ModelPowerSource(be.device), speed=be.device.time_compression, seed=opts.seed,
+                          raw_dir=raw_dir, **kw)
+    rails = ", ".join(f"{c.id}={c.rail}" for c in spec.channels)
+    title = {"powermon2": "PowerMon 2", "powersensor3": "PowerSensor3", "pmd": "PMD-USB"}.get(spec.kind, spec.kind)
+    info = MeterInfo(f"{spec.name}:{spec.kind}-emulated", float(getattr(meter, "update_hz", spec.rate_hz)), True,
+                     f"{title} (emulated on a pty), channels {rails}")
     note = (f"emulated {prof.name}: time compression {be.device.time_compression:g}x, idle {be.model.idle_w:g} W "
             f"({be.model.idle_source})")
 

@@ -21,7 +21,27 @@ DEFAULT_RATE_HZ = 1000.0
 
 
 def rate_of(spec: MeterSpec) -> float:
+    """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or 1000."""
+    url_rate = url_rate_hz(spec.port)
+    if url_rate is not None:
+        return url_rate
     return spec.rate_hz if "rate_hz" in spec.model_fields_set else DEFAULT_RATE_HZ
+
+
+def url_rate_hz(port: str | None) -> float | None:
+    """The frame rate an emulator URL asks for (``pmd://default?rate=2000``), else None."""
+    from urllib.parse import parse_qs, urlsplit
+
+    if not port or not port.startswith("pmd://"):
+        return None
+    got = parse_qs(urlsplit(port).query).get("rate")
+    try:
+        rate = float(got[0]) if got else None
+    except ValueError:
+        raise MeterError(f"bad pmd:// URL {port!r}: rate must be a number") from None
+    if rate is not None and not rate > 0:
+        raise MeterError(f"bad pmd:// URL {port!r}: rate must be positive")
+    return rate
 
 
 def records_per_device_s(spec: MeterSpec) -> float:

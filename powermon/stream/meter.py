@@ -130,6 +130,10 @@ class StreamMeter:
         meta["devices"] = self.spec.devices()
         return meta
 
+    def stream_start_s(self) -> float:
+        """Host time of the first frame (device time of frame 0), less half a period."""
+        return float(self.clock_map().to_host(-0.5 / self.driver.rate_hz))
+
     def host_time_s(self, t_dev_s: float) -> float:
         return float(self.clock_map().to_host(t_dev_s))
 
