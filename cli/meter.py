@@ -31,13 +31,14 @@ class SamplesOut(OutPath):
 
 @click.group()
 def meter() -> None:
-    """Power meters: PowerMon 2 (serial), RAPL, NVML, and a PowerMon 2 emulator.
+    """Power meters: PowerMon 2, PowerSensor3, PMD-USB (serial), RAPL, NVML, BMC, AMD SMI, hwmon, and emulators.
 
     \b
     Examples:
       archline meter list
       archline meter emulate --speed 1                 # prints the pty to use as a port
       archline meter record --meter powermon2:/dev/ttyUSB0 --channels 0,1,2,3 --duration 10 --out t.parquet
+      archline meter record --meter powersensor3:/dev/ttyACM0 --duration 10 --out t.parquet
       archline meter decode capture.raw.bin --out samples.csv
       archline meter integrate samples.csv --format json
     """
@@ -55,7 +56,8 @@ def _ints(text: str | None) -> list[int] | None:
 @meter.command("list")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def list_cmd(fmt: str) -> None:
-    """Meters found on this machine (serial ports, RAPL zones, NVML GPUs), each absent kind with its reason."""
+    """Meters found on this machine (serial ports, PowerSensor3 and PMD-USB by USB ID, RAPL zones, NVML GPUs) and
+    every other kind a profile's [[meters]] may name, each absent kind with its reason."""
     from archline.powermon.offline import list_meters
 
     rows = list_meters()
@@ -64,13 +66,17 @@ def list_cmd(fmt: str) -> None:
         return
     for r in rows:
         mark = "yes" if r["available"] else "no "
-        click.echo(f"{r['kind']:<7} {mark} {r['name']:<16} {r['detail']}")
+        click.echo(f"{r['kind']:<12} {mark} {r['name']:<22} {r['detail']}")
 
 
 @meter.command("record")
-@click.option("--meter", "spec", required=True, help="powermon2:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX]")
-@click.option("--channels", help="PowerMon 2 channels, e.g. 0,1,2,3 (default 0-7)")
-@click.option("--rate", "rate_hz", type=POSITIVE, default=128.0, show_default=True, help="per-channel Hz (1024/N)")
+@click.option("--meter", "spec", required=True,
+              help="powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX] "
+                   "(powersensor3://default, pmd://default: their emulators)")
+@click.option("--channels", help="channels, e.g. 0,1,2,3 (default: PowerMon 2 0-7, PowerSensor3 / PMD-USB 0-3)")
+@click.option("--rate", "rate_hz", type=POSITIVE, default=128.0, show_default=True,
+              help="PowerMon 2: per-channel Hz (1024/N); PowerSensor3 / PMD-USB: frames per second when not 128 "
+                   "(default: theirs)")
 @click.option("--duration", "duration_s", type=DURATION, default=10.0, show_default=True, help="seconds")
 @click.option("--out", required=True, type=SamplesOut(),
               help="trace .parquet, .csv.gz or .csv (/dev/null: CSV as a stream, no raw capture)")

@@ -250,6 +250,11 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
         rows.append({"kind": "serial", "name": "-", "detail": f"cannot list serial ports: {e}", "available": False})
     for p in ports:
         rows.append({"kind": "serial", "name": p.device, "detail": p.description or "", "available": True})
+        usb = (getattr(p, "vid", None), getattr(p, "pid", None))
+        if usb in _SERIAL_IDS:
+            rows.append({"kind": _SERIAL_IDS[usb], "name": p.device, "available": True,
+                         "detail": f"USB {usb[0]:04x}:{usb[1]:04x} ({p.description or 'serial'}); "
+                                   f"--meter {_SERIAL_IDS[usb]}:{p.device}"})
     if not ports:
         rows.append({"kind": "serial", "name": "-", "available": False,
                      "detail": "no serial ports (PowerMon 2 not plugged in?); `archline meter emulate` makes one"})
@@ -272,4 +277,49 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
                                    f"power scope {g['power_scope']}"})
     except MeterError as e:
         rows.append({"kind": "nvml", "name": "-", "detail": str(e), "available": False})
+    rows += _other_kinds(rows)
     return rows
+
+
+#: USB IDs of the serial meters (PowerSensor3: the STM32 virtual COM port; PMD-USB: its CH340 bridge). Other
+#: devices share these IDs, so a row says the port may be one, not that it is.
+_SERIAL_IDS = {(0x0483, 0x5740): "powersensor3", (0x1A86, 0x7523): "pmd"}
+
+
+def _other_kinds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A row for every kind the ``[[meters]]`` schema knows that the rows above do not show: its emulator URL, or
+    the kind's own listing (``list_meters()`` of its module), or how to configure it."""
+    from archline.powermon.spec import METER_KINDS, METER_MODULES
+
+    seen = {r["kind"] for r in rows}
+    out: list[dict[str, Any]] = []
+    emulators = {"powersensor3": "powersensor3://default", "pmd": "pmd://default"}
+    for kind in METER_KINDS:
+        if kind in ("powermon2", "rapl", "nvml"):
+            continue
+        if kind in emulators:
+            if kind not in seen:
+                out.append({"kind": kind, "name": "-", "available": False,
+                            "detail": f"no {kind} on a USB port (plugged in?)"})
+            out.append({"kind": kind, "name": emulators[kind], "available": True,
+                        "detail": f"emulator (labelled emulated): --meter {kind}:{emulators[kind]}"})
+            continue
+        try:
+            import importlib
+
+            mod = importlib.import_module(METER_MODULES[kind])
+        except ImportError:
+            out.append({"kind": kind, "name": "-", "available": False,
+                        "detail": "its driver is not in this archline"})
+            continue
+        lister = getattr(mod, "list_meters", None)
+        if callable(lister):
+            try:
+                out += [r for r in lister() if r.get("kind") == kind]
+                continue
+            except MeterError as e:
+                out.append({"kind": kind, "name": "-", "available": False, "detail": str(e)})
+                continue
+        out.append({"kind": kind, "name": "-", "available": False,
+                    "detail": f"configure it in a platform profile's [[meters]] (kind = \"{kind}\")"})
+    return out
