@@ -192,10 +192,10 @@ class StreamCore:
             buf += data[pos - lo: m - lo]
             pos = m
             for o, nb in self._noise:
-                if o == m:
+                if o == m < hi:           # an offset at the chunk's end belongs to the next chunk
                     buf += self.rng.integers(0, 256, nb, dtype=np.uint8).tobytes()
                     self.truth.bytes_inserted += nb
-            if m in self._drops:
+            if m in self._drops and m < hi:
                 pos = m + 1
                 self.truth.bytes_dropped += 1
         buf += data[pos - lo:]

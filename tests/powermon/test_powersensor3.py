@@ -1,0 +1,178 @@
+"""PowerSensor3: the byte protocol (exact levels and values, config records, resync, the sentinel ambiguity, the
+10-bit timestamp onto the cadence), the real driver against the emulator on a pty, each fault counted, and the
+clock aligned to in-band markers (with the alignment error with and without them)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from support.stream_meters import POWER, run_window, spec_of
+
+from archline.powermon.powersensor3.emulator import PowerSensor3Core
+from archline.powermon.powersensor3.protocol import (
+    RECORD_BYTES,
+    Decoder,
+    SensorConfig,
+    default_config,
+    encode_frames,
+    level_from_value,
+    timestamp_us,
+    value_from_level,
+)
+from archline.powermon.record.recorder import Recorder
+from archline.powermon.spec import emulate_meter
+from archline.powermon.stream.core import StreamFaults
+
+
+def _frames(n: int, rate_hz: float, levels: np.ndarray | None = None, marker: tuple[int, ...] = ()) -> bytes:
+    k = np.arange(n)
+    lv = np.tile(np.arange(8) * 100 + 3, (n, 1)) if levels is None else levels
+    return encode_frames(timestamp_us(k, rate_hz), lv, np.isin(k, marker))
+
+
+def test_packet_layout_and_exact_decode() -> None:
+    b = _frames(1, 20_000.0)
+    assert len(b) == 18
+    assert b[0] == 0xF0 and b[1] == 0x40              # timestamp 0: "sensor 7 with the marker bit"
+    assert b[2] == 0x80 | (0 << 4) | (3 >> 6) and b[3] == 3 & 0x3F
+    assert b[16] == 0x80 | (7 << 4) | (703 >> 6) and b[17] == 703 & 0x3F
+    cfg = default_config()
+    d = Decoder(cfg, 20_000.0).feed(b)
+    vref = np.array([c.vref_v for c in cfg])
+    sens = np.array([c.sens for c in cfg])
+    want = (3.3 * (np.arange(8) * 100 + 3) / 1023 - vref) / sens          # the divisor is 1023
+    assert d.k.tolist() == [0]
+    np.testing.assert_allclose(d.amps[0], want[0::2], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(d.volts[0], want[1::2], rtol=0, atol=1e-12)
+
+
+def test_levels_round_trip_and_full_scale() -> None:
+    vref, sens = np.array([1.65, 0.0]), np.array([0.0625, 0.09])
+    lv = level_from_value(np.array([[5.0, 12.0]]), vref, sens)
+    assert lv.tolist() == [[608, 335]]          # 1.9625 V x 1023 / 3.3 = 608.4; 1.08 V -> 334.8
+    back = value_from_level(lv, vref, sens)
+    assert abs(back[0, 0] - 5.0) <= 0.5 * 3.3 / 1023 / 0.0625 and abs(back[0, 1] - 12.0) <= 0.5 * 3.3 / 1023 / 0.09
+    assert level_from_value(np.array([100.0]), np.array([1.65]), np.array([0.0625])).tolist() == [1023]
+
+
+def test_config_records_are_41_bytes_and_round_trip() -> None:
+    c = SensorConfig("MLX20", "gpu12v", 1.6375, -0.0625, True)
+    raw = c.pack()
+    assert len(raw) == RECORD_BYTES == 41
+    assert SensorConfig.unpack(raw) == SensorConfig("MLX20", "gpu12v", pytest.approx(1.6375), -0.0625, True)
+    assert SensorConfig.unpack(b"\xff" * 41).type == "INVALID"        # erased flash: no NUL in the name
+
+
+def test_chunking_does_not_matter_and_timestamps_wrap() -> None:
+    b = _frames(500, 20_000.0, marker=(123,))     # 500 x 50 us: the 10-bit stamp wraps 24 times
+    whole = Decoder(default_config(), 20_000.0).feed(b)
+    dec = Decoder(default_config(), 20_000.0)
+    parts = [dec.feed(b[i:i + 7]) for i in range(0, len(b), 7)]
+    ks = np.concatenate([p.k for p in parts])
+    assert whole.k.tolist() == ks.tolist() == list(range(500))
+    assert whole.markers.tolist() == [123] and np.concatenate([p.markers for p in parts]).tolist() == [123]
+    assert dec.stats.bytes_skipped == 0 and dec.stats.frames_missing == 0
+
+
+def test_a_lost_byte_costs_one_frame_and_a_saturated_sensor7_is_data() -> None:
+    lv = np.tile(np.arange(8) * 100 + 3, (40, 1))
+    lv[:, 7] = 1023                                   # FF 3F in every frame: the stop sentinel's bytes
+    b = _frames(40, 2000.0, lv)
+    assert b"\xff\x3f" in b
+    bad = b[:18 * 10 + 7] + b[18 * 10 + 8:]
+    dec = Decoder(default_config(), 2000.0)
+    d = dec.feed(bad)
+    assert d.k.tolist() == [k for k in range(40) if k != 10]
+    assert dec.stats.frames_missing == 1 and dec.stats.bytes_skipped == 17
+    assert np.all(d.volts[:, 3] == value_from_level(np.array(1023), 0.0, 0.09))
+
+
+def test_emulator_commands_version_config_and_count() -> None:
+    core = PowerSensor3Core(lambda t_s: POWER, 1000.0)
+    core.write(b"V")
+    assert core.read_available() == b"F411-1.6.1\r\n"
+    core.write(b"R")
+    got = core.read_available()
+    for _ in range(7):
+        core.write(b"s")
+        got += core.read_available()
+    core.write(b"s")
+    got += core.read_available()
+    assert len(got) == 8 * 41 + 1 and got[-1:] == b"D"
+    new = [SensorConfig("MLX50", "p", 1.6, 0.025, True)] * 8
+    core.write(b"W")
+    for rec in new:
+        core.write(rec.pack())
+    assert core.read_available() == b"S" * 8 + b"D" and core.config[0].type == "MLX50"
+    core.write(b"X")                                   # not streaming: the sentinel alone
+    assert core.read_available() == b"\xff\x3f\xff\x3f"
+    core.write(b"I")
+    assert len(core.read_available()) == 18
+    core.write(b"Q")
+    assert core.read_available() == (8).to_bytes(4, "little")
+
+
+def test_driver_reads_config_and_values_on_the_pty() -> None:
+    mr, truth, stats = run_window("powersensor3")
+    assert stats["error"] is None and mr.emulated
+    assert mr.lost_samples == 0 and stats["frames_missing"] == 0 and stats["bytes_skipped"] == 0
+    lsb_a, lsb_v = 3.3 / 1023 / 0.0625, 3.3 / 1023 / 0.09
+    assert mr.channels["0"].mean_power_w == pytest.approx(60.0, abs=12.0 * lsb_a / 2 + 5.0 * lsb_v / 2)
+    assert mr.channels["1"].mean_power_w == pytest.approx(6.6, abs=3.3 * lsb_a / 2 + 2.0 * lsb_v / 2)
+    assert truth.markers_sent == stats["markers"] >= 1
+
+
+@pytest.mark.parametrize(("name", "faults", "missing", "skipped"), [
+    ("dropped byte", StreamFaults(drop_bytes=(18 * 100 + 5,)), 1, 17),
+    ("garbage between frames", StreamFaults(noise=((18 * 300, 3),)), 0, 3),
+    ("garbage inside a frame", StreamFaults(noise=((18 * 300 + 5, 3),)), 1, 21),
+    ("cut first frame", StreamFaults(cut_first=5), 1, 13),
+    ("stall", StreamFaults(stall=(0.2, 0.1)), 200, 0),
+])
+def test_each_fault_is_counted(name: str, faults: StreamFaults, missing: int, skipped: int) -> None:
+    mr, truth, stats = run_window("powersensor3", faults)
+    assert stats["frames_missing"] == missing, name
+    assert stats["bytes_skipped"] == skipped, name
+    assert truth.bytes_dropped + truth.bytes_inserted == len(faults.drop_bytes) + sum(n for _, n in faults.noise)
+    assert truth.frames_stalled == (200 if faults.stall else 0)
+    # two channels per lost frame inside the window (the cut first frame is before the window's first mark)
+    assert mr.lost_samples == (0 if faults.cut_first else 2 * missing)
+    if mr.lost_samples:
+        assert any("lost" in w for w in mr.warnings)
+
+
+def test_disconnect_is_reported_and_the_rest_counted_lost() -> None:
+    mr, truth, stats = run_window("powersensor3", StreamFaults(disconnect_s=0.3))
+    assert truth.frames_cut == 1
+    assert stats["error"] is not None and "disconnected" in str(stats["error"])
+    assert any("disconnected" in w for w in mr.warnings)
+    got = mr.expected_samples - mr.lost_samples
+    assert mr.lost_samples > 0 and got <= 2 * (round(0.3 * 2000) + 1)
+
+
+def test_markers_align_the_clock() -> None:
+    """Each window mark is an in-band marker; the true offset lies between the markers' bound and the read
+    envelope's, and the aligned clock is within its stated bound of the truth."""
+    spec = spec_of("powersensor3", rate_hz=2000.0)
+    with_m, without = [], []
+    for seed in range(3):
+        meter = emulate_meter(spec, lambda t_s: POWER, speed=1.0, seed=seed)
+        with Recorder([meter]) as rec:
+            for i in range(6):
+                rec.begin(f"w{i}")
+                time.sleep(0.03)
+                rec.end(f"w{i}")
+            true_offset = meter.core.host_time_s(0.0)
+            env = meter.driver.clock_map(False).offset_s
+            aligned = meter.clock_map().offset_s
+            bound = meter.clock_err_s
+        assert len(meter.driver.markers()) == 12
+        assert env >= true_offset                     # data arrive after they are taken
+        assert bound is not None and abs(aligned - true_offset) <= bound + 1e-9
+        with_m.append(abs(aligned - true_offset))
+        without.append(abs(env - true_offset))
+    assert max(with_m) < 1e-3
+    print(f"clock offset error: with markers {1e6 * max(with_m):.0f} us (max of 3), "
+          f"without {1e6 * max(without):.0f} us")
