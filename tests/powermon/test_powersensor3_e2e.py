@@ -1,0 +1,59 @@
+"""PowerSensor3 end to end: ``archline meter record`` on the ``powersensor3://`` emulator (clean and with faults,
+every loss in the summary), and ``bench run --emulate --meter ps3`` on the GTX 580 profile, whose fit recovers
+S0 Table IV (eps_s 99.7 pJ/flop, eps_d 212 pJ/flop, eps_mem 513 pJ/B, pi0 122 W) within the 3% that the
+PowerMon 2 test allows (tests/runner/test_runner_emulated_e2e.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.stream_e2e import record, registered, run_and_fit
+
+from archline.bench.config.options import RunOptions
+
+TOL_REL = 0.03
+GTX580_TABLE4 = {"eps_flop_sp": 99.7e-12, "eps_flop_dp": 212e-12, "eps_mem": 513e-12, "pi0": 122.0}
+
+
+def test_meter_record_powersensor3(tmp_path: Path) -> None:
+    with registered("ps3-e2e") as name:
+        rc, summary, samples, meta = record("powersensor3", f"powersensor3://{name}?speed=2&rate=2000",
+                                            tmp_path / "t.csv")
+    assert rc == 0
+    m = summary["powersensor3"]
+    assert m["emulated"] is True and m["lost_samples"] == 0 and m["sample_hz"] == 2000.0
+    assert m["channels"]["0"]["mean_power_w"] == pytest.approx(60.0, rel=0.01)
+    assert m["channels"]["1"]["mean_power_w"] == pytest.approx(6.6, rel=0.02)
+    assert summary["decoder"]["frames_missing"] == 0 and summary["decoder"]["markers"] >= 1
+    assert meta["emulated"] is True and samples.channels() == [0, 1]
+
+
+def test_meter_record_powersensor3_counts_faults(tmp_path: Path) -> None:
+    with registered("ps3-e2e-faults") as name:
+        rc, summary, _, _ = record("powersensor3", f"powersensor3://{name}?speed=2&rate=2000&drop=1805"
+                                   "&noise=9000:3&stall=0.3:0.05", tmp_path / "t.csv")
+    assert rc == 6                                     # more than --max-lost (1%): exit 6 after the summary
+    m = summary["powersensor3"]
+    assert summary["decoder"]["frames_missing"] == 1 + 0 + 100       # the dropped byte's frame, the stall
+    assert summary["decoder"]["bytes_skipped"] == 17 + 3
+    assert m["lost_samples"] == 2 * 101 and any("lost 202" in w for w in m["warnings"])
+
+
+def test_bench_run_emulate_gtx580_through_powersensor3_recovers_table4(tmp_path: Path) -> None:
+    rows, got = run_and_fit(RunOptions(platform="gtx580", emulate=True, meter="ps3", kernels=("intensity",),
+                                       precisions=("sp", "dp"), quick=True, time_compression=25.0, seed=3),
+                            tmp_path)
+    for r in rows:
+        assert r["emulated"] == "true" and "ps3:powersensor3-emulated" in r["meter"]
+        assert int(r["lost_samples"]) == 0 and int(r["n_samples"]) >= 500
+    for k, want in GTX580_TABLE4.items():
+        assert got[k] == pytest.approx(want, rel=TOL_REL), (k, got[k], want)
+
+
+def test_bench_run_refuses_a_time_compression_the_pty_cannot_carry(tmp_path: Path) -> None:
+    from archline.bench.emulated.model import EmulationError
+
+    with pytest.raises(EmulationError, match="powersensor3 records per second"):
+        run_and_fit(RunOptions(platform="gtx580", emulate=True, meter="ps3", kernels=("intensity",),
+                               precisions=("sp",), quick=True, time_compression=100.0), tmp_path)
