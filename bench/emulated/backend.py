@@ -14,6 +14,8 @@ from archline.bench.kernels import Counts, KernelSpec, RunResult
 from archline.powermon.spec import MeterSpec
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from archline.powermon.emulator import Script
 
 BACKEND_NAME = "emulated"
@@ -193,3 +195,29 @@ def steady_power_script(profile: BenchProfile | str, intensity_flop_per_byte: fl
     split = rail_split(meter, model.free_peak_power_w)
     check_range(split, power_w, model.platform)
     return Script([(0.0, readings(split, power_w))]), f"{model.platform} [emulated]: {what}"
+
+
+def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None = None) -> tuple[Any, str, str]:
+    """(meter, label, description) of the back end's meter of any emulatable kind, built by powermon's
+    ``emulate_meter`` playing the device's power; refused when its stream at this time compression is more than
+    the pty carries (weighed per kind: a kind's module may give ``records_per_device_s``)."""
+    import importlib
+
+    from archline.bench.emulated.device import ModelPowerSource
+    from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
+    from archline.powermon.spec import METER_MODULES, SERIAL_KINDS, emulate_meter
+
+    spec = be.meter
+    weigh = getattr(importlib.import_module(METER_MODULES[spec.kind]), "records_per_device_s", None) \
+        if spec.kind in METER_MODULES else None
+    per_tc = float(weigh(spec)) if callable(weigh) else spec.rate_hz * len(spec.channels)
+    tc = be.device.time_compression
+    if per_tc * tc > MAX_EMULATED_RECORDS_PER_S:
+        raise EmulationError(
+            f"time compression {tc:g}x would stream {per_tc * tc:.0f} {spec.kind} records per second over the pty "
+            f"(limit {MAX_EMULATED_RECORDS_PER_S}); lower --time-compression to {max_emulator_speed(per_tc)} or less")
+    kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
+    meter = emulate_meter(spec, ModelPowerSource(be.device), speed=tc, seed=seed, raw_dir=raw_dir, **kw)
+    rails = ", ".join(f"{c.id}={c.rail}" for c in spec.channels)
+    title = {"powermon2": "PowerMon 2", "powersensor3": "PowerSensor3", "pmd": "PMD-USB"}.get(spec.kind, spec.kind)
+    return meter, f"{spec.name}:{spec.kind}-emulated", f"{title} (emulated on a pty), channels {rails}"

@@ -27,7 +27,7 @@ from archline.bench.run.runner import Runner
 from archline.common.exits import EXIT_DEVICE
 from archline.common.outputs import inside, safe_component
 from archline.powermon.errors import MeterError
-from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
+from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S  # noqa: F401  (bench run's pty limit, as before)
 from archline.powermon.monitor import Monitor
 from archline.powermon.record.null import NullMeter
 
@@ -167,34 +167,14 @@ def _signals_held() -> Iterator[None]:
 
 def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_dir: Path | None
               ) -> tuple[Backend, Any, MeterInfo, str, Callable[[Point], dict[str, Any]], Callable[[float], None]]:
-    from archline.bench.emulated.backend import EmulatedBackend
-    from archline.bench.emulated.device import ModelPowerSource
-    from archline.bench.emulated.model import EmulationError
-    from archline.powermon.spec import METER_MODULES, SERIAL_KINDS, emulate_meter
+    from archline.bench.emulated.backend import EmulatedBackend, emulated_meter
 
     be = EmulatedBackend(prof, time_compression=opts.time_compression, seed=opts.seed,
                          meter=prof.meter(opts.meter) if opts.meter else None)
     for c in caps:
         be.model.with_cap(c)  # raises with the allowed range
-    spec = be.meter
-    # the stream's weight over the pty, per kind (a kind's module may weigh its frames in PowerMon records)
-    import importlib
-
-    weigh = getattr(importlib.import_module(METER_MODULES[spec.kind]), "records_per_device_s", None) \
-        if spec.kind in METER_MODULES else None
-    per_tc = float(weigh(spec)) if callable(weigh) else spec.rate_hz * len(spec.channels)
-    if per_tc * be.device.time_compression > MAX_EMULATED_RECORDS_PER_S:
-        raise EmulationError(
-            f"time compression {be.device.time_compression:g}x would stream {per_tc * be.device.time_compression:.0f}"
-            f" {spec.kind} records per second over the pty (limit {MAX_EMULATED_RECORDS_PER_S}); lower "
-            f"--time-compression to {max_emulator_speed(per_tc)} or less")
-    kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
-    meter = emulate_meter(spec, ModelPowerSource(be.device), speed=be.device.time_compression, seed=opts.seed,
-                          raw_dir=raw_dir, **kw)
-    rails = ", ".join(f"{c.id}={c.rail}" for c in spec.channels)
-    title = {"powermon2": "PowerMon 2", "powersensor3": "PowerSensor3", "pmd": "PMD-USB"}.get(spec.kind, spec.kind)
-    info = MeterInfo(f"{spec.name}:{spec.kind}-emulated", float(getattr(meter, "update_hz", spec.rate_hz)), True,
-                     f"{title} (emulated on a pty), channels {rails}")
+    meter, label, what = emulated_meter(be, seed=opts.seed, raw_dir=raw_dir)
+    info = MeterInfo(label, float(getattr(meter, "update_hz", be.meter.rate_hz)), True, what)
     note = (f"emulated {prof.name}: time compression {be.device.time_compression:g}x, idle {be.model.idle_w:g} W "
             f"({be.model.idle_source})")
 
