@@ -30,9 +30,10 @@ from archline.powermon.spec import parse_meters
 
 def test_runner_shipped_profiles_have_valid_bench_sections() -> None:
     gtx = load_bench_profile("gtx580")
-    (pm,) = gtx.meters
-    assert pm.kind == "powermon2" and pm.rate_hz == 128
+    pm, ps3 = gtx.meters                     # the PowerMon 2 first (real runs), a PowerSensor3 riser (issue 24)
+    assert pm.kind == "powermon2" and pm.rate_hz == 128 and ps3.kind == "powersensor3"
     assert [c.rail for c in pm.channels] == ["pcie_slot_12v", "pcie_slot_3v3", "aux_6pin_12v", "aux_8pin_12v"]
+    assert [c.rail for c in ps3.channels] == [c.rail for c in pm.channels]
     assert {c.device for c in pm.channels} == {"gpu"}
     cpu = load_bench_profile("i7-950")
     assert [c.rail for c in cpu.meters[0].channels] == ["atx_3v3", "atx_5v", "atx_12v", "eps_4pin_12v"]
