@@ -294,6 +294,12 @@ def _other_kinds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen = {r["kind"] for r in rows}
     out: list[dict[str, Any]] = []
     emulators = {"powersensor3": "powersensor3://default", "pmd": "pmd://default"}
+    n_serial = sum(1 for r in rows if r["kind"] == "serial" and r["available"])
+    out.append({"kind": "powermon2", "name": "-", "available": False,
+                "detail": f"a PowerMon 2 has no USB ID to find it by: try the {n_serial} serial port(s) above "
+                          "(--meter powermon2:PORT)"})
+    out.append({"kind": "powermon2", "name": "powermon://default", "available": True,
+                "detail": "emulator (labelled emulated): --meter emulated[:SPEED], or `archline meter emulate`"})
     for kind in METER_KINDS:
         if kind in ("powermon2", "rapl", "nvml"):
             continue

@@ -99,3 +99,12 @@ def test_open_meter_dispatches_to_the_url_emulator(kind: str, url: str) -> None:
         time.sleep(0.2)
         region = rec.end("w")
     assert region.meters["m"].n_samples > 0
+
+
+def test_meter_list_names_every_kind(tmp_path: object) -> None:
+    from archline.powermon.offline import list_meters
+
+    rows = list_meters(powercap_root="/nonexistent-powercap")
+    assert set(METER_KINDS) <= {r["kind"] for r in rows}
+    emulators = {r["name"] for r in rows if r["available"] and r["kind"] in ("powersensor3", "pmd")}
+    assert {"powersensor3://default", "pmd://default"} <= emulators
