@@ -41,12 +41,13 @@ def test_meter_record_powersensor3_counts_faults(tmp_path: Path) -> None:
 
 
 def test_bench_run_emulate_gtx580_through_powersensor3_recovers_table4(tmp_path: Path) -> None:
+    """At the profile's own time compression (50x) and the ps3 meter's 250 frames per second."""
     rows, got = run_and_fit(RunOptions(platform="gtx580", emulate=True, meter="ps3", kernels=("intensity",),
-                                       precisions=("sp", "dp"), quick=True, time_compression=25.0, seed=3),
+                                       precisions=("sp", "dp"), quick=True, seed=3),
                             tmp_path)
     for r in rows:
         assert r["emulated"] == "true" and "ps3:powersensor3-emulated" in r["meter"]
-        assert int(r["lost_samples"]) == 0 and int(r["n_samples"]) >= 500
+        assert int(r["lost_samples"]) == 0 and int(r["n_samples"]) >= 400
     for k, want in GTX580_TABLE4.items():
         assert got[k] == pytest.approx(want, rel=TOL_REL), (k, got[k], want)
 
