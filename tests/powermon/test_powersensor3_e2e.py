@@ -58,3 +58,20 @@ def test_bench_run_refuses_a_time_compression_the_pty_cannot_carry(tmp_path: Pat
     with pytest.raises(EmulationError, match="powersensor3 records per second"):
         run_and_fit(RunOptions(platform="gtx580", emulate=True, meter="ps3", kernels=("intensity",),
                                precisions=("sp",), quick=True, time_compression=100.0), tmp_path)
+
+
+def test_bench_sweep_emulate_through_powersensor3(tmp_path: Path) -> None:
+    import csv
+
+    from archline.cli.main import main
+
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('[sweep]\nplatform = "gtx580"\nemulate = true\nmeter = "ps3"\nkernels = ["intensity"]\n'
+                   'precisions = ["dp"]\nquick = true\nout = "out"\n')
+    rc = main(["bench", "sweep", str(cfg)])
+    assert rc in (0, None)
+    (results,) = (tmp_path / "out").glob("*.csv")
+    with open(results, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 11
+    assert all("ps3:powersensor3-emulated" in r["meter"] and int(r["lost_samples"]) == 0 for r in rows)
