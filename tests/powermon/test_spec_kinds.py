@@ -108,3 +108,13 @@ def test_meter_list_names_every_kind(tmp_path: object) -> None:
     assert set(METER_KINDS) <= {r["kind"] for r in rows}
     emulators = {r["name"] for r in rows if r["available"] and r["kind"] in ("powersensor3", "pmd")}
     assert {"powersensor3://default", "pmd://default"} <= emulators
+
+
+@pytest.mark.parametrize(("port", "text"), [("powersensor3://nosuch", "no emulated device named 'nosuch'"),
+                                            ("powersensor3://default?bogus=1", "unknown option 'bogus'"),
+                                            ("pmd://default?rate=x", "rate must be a number")])
+def test_bad_emulator_urls_are_one_line_errors(port: str, text: str) -> None:
+    kind = port.partition(":")[0]
+    with pytest.raises(MeterError, match=text):
+        meter = open_meter(channels_spec("m", kind, [0], port=port))
+        meter.start()
