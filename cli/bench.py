@@ -95,10 +95,12 @@ def list_cmd(fmt: str) -> None:
 @click.option("--max-lost", type=float, default=None,
               help="Share of a region's meter samples that may be lost (disconnect, stall, overflow) before the "
                    "point fails and is retried by a resumed sweep [default: 0.01]; every loss is in the row.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="The closing summary: a table on stderr, or JSON (SI-prefixed units in the keys) on stdout.")
 def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: str | None, quick: bool,
             reps: int | None, min_time_s: float | None, isa: str | None, working_set: str | None, out_dir: Path,
             emulate: bool, time_compression: float | None, meter_name: str | None, power_caps_w: tuple[float, ...],
-            all_kernels: bool, store: str | None, device: str | None, max_lost: float | None) -> None:
+            all_kernels: bool, store: str | None, device: str | None, max_lost: float | None, fmt: str) -> None:
     """Run a kernel's sweep and write archline.results/1 rows.
 
     \b
@@ -119,8 +121,11 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
         min_time_s=min_time_s, isa=isa, working_set_bytes=working_set, store=store, device=device,
         time_compression=time_compression, meter=meter_name, power_caps_w=power_caps_w or None, max_lost=max_lost)
     out = run_once(opts, out_dir)
-    click.echo(str(out.results))
+    if fmt == "table":
+        click.echo(str(out.results))
     click.echo(f"{out.rows} rows in {out.wall_s:.1f} s; {out.session_note}", err=True)
+    if out.rows:
+        _summary(out.results, out_dir / "roofline.json", fmt)
     if out.rows and out.precisions:
         from archline.fit.plots.inputs import plot_results
 
@@ -132,6 +137,54 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     if out.n_bad_checksum:
         raise PointsFailedError(f"{out.n_bad_checksum} point(s) failed their checksum; rows kept with "
                                 "checksum_ok=false and left out of the plot, peaks and fits")
+
+
+def _summary(results: Path, ert_path: Path, fmt: str) -> None:
+    """The closing summary (peaks, bandwidths, balance, checksums) and DIR/roofline.json (ERT's layout)."""
+    import csv
+
+    from archline.bench.run.summary import summarize, summary_rows
+    from archline.cli.output import echo_json, echo_table
+    from archline.fit.io.ert_roofline import ErtRoofline, write_ert
+
+    with results.open(newline="") as f:
+        summ = summarize(csv.DictReader(f))
+    roof = ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
+                                    {"results": results.name, "emulated": summ["emulated"]})
+    write_ert(ert_path, roof)
+    if fmt == "json":
+        echo_json({"results": str(results), "roofline_json": str(ert_path), **summ})
+        return
+    echo_table(("quantity", "value", "unit"), summary_rows(summ), err=True)
+    click.echo(f"ERT roofline.json: {ert_path}", err=True)
+
+
+@bench.command("export-ert")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out_path", type=OutPath(dir_okay=False, path_type=Path), required=True,
+              help="The roofline.json to write (atomic; never one of the inputs).")
+def export_ert_cmd(results: tuple[Path, ...], out_path: Path) -> None:
+    """Write the Empirical Roofline Toolkit's roofline.json (peak GFLOP/s, GB/s per level) from results CSVs.
+
+    \b
+      archline bench export-ert results/*.csv --out roofline.json
+    """
+    import csv
+
+    from archline.bench.run.summary import summarize
+    from archline.fit.io.ert_roofline import ErtRoofline, write_ert
+
+    if any(out_path.resolve() == r.resolve() for r in results):
+        raise click.UsageError(f"--out {out_path} is one of the inputs; name another file")
+    rows: list[dict[str, str]] = []
+    for r in results:
+        with r.open(newline="") as f:
+            rows.extend(csv.DictReader(f))
+    summ = summarize(rows)
+    write_ert(out_path, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
+                                                 {"results": [r.name for r in results],
+                                                  "emulated": summ["emulated"]}))
+    click.echo(str(out_path))
 
 
 @bench.command("sweep")

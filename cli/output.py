@@ -25,13 +25,13 @@ def echo_json(obj: Any) -> None:
     click.echo(json.dumps(_clean(obj), indent=2))
 
 
-def echo_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def echo_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, err: bool = False) -> None:
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     for n, r in enumerate(cells):
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), err=err)
         if n == 0:
-            click.echo("  ".join("-" * w for w in widths))
+            click.echo("  ".join("-" * w for w in widths), err=err)
 
 
 format_option = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",

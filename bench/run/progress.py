@@ -11,6 +11,34 @@ from typing import Any, TextIO
 log = logging.getLogger("archline.bench")
 
 
+def _g(v: Any, digits: int = 4) -> str:
+    # Rounded to what the measurement can carry: no 17-digit floats in a log line.
+    try:
+        return f"{float(v):.{digits}g}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def point_numbers(row: dict[str, Any]) -> str:
+    """A finished point's numbers for a log line: time, rate, energy and power (or "time only"), checksum."""
+    parts = [f"time_s={_g(row.get('time_s'))}"]
+    try:
+        rate = (float(row.get("flops_dp") or 0) + float(row.get("flops_sp") or 0)) / float(row["time_s"]) / 1e9
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        rate = 0.0
+    if rate > 0:
+        parts.append(f"gflop_per_s={_g(rate)}")
+    if row.get("energy_j") is None:
+        parts.append("time only")
+    else:
+        parts.append(f"energy_j={_g(row.get('energy_j'))}")
+        if row.get("power_w") is not None:
+            parts.append(f"power_w={_g(row.get('power_w'))}")
+    ok = row.get("checksum_ok")
+    parts.append("checksum ok" if ok is True else ("checksum FAILED" if ok is False else "checksum n/a"))
+    return " ".join(parts)
+
+
 class Progress:
     def __init__(self, total: int, stream: TextIO | None = None, *, tty: bool | None = None) -> None:
         self.total = total
@@ -43,8 +71,7 @@ class Progress:
     def point_done(self, label: str, row: dict[str, Any]) -> None:
         self.done += 1
         self._clear()
-        log.info(f"point {self.done}/{self.total} {label} time_s={row.get('time_s')} energy_j={row.get('energy_j')} "
-                 f"power_w={row.get('power_w')} checksum_ok={row.get('checksum_ok')} ETA {self._fmt_eta()}")
+        log.info(f"point {self.done}/{self.total} {label} {point_numbers(row)} ETA {self._fmt_eta()}")
 
     def message(self, msg: str, level: int = logging.WARNING) -> None:
         self._clear()

@@ -1,0 +1,48 @@
+"""The Empirical Roofline Toolkit's roofline.json (format owner: writer and reader).
+
+Layout, as ERT writes it: {"empirical": {"gflops": {"data": [[name, GFLOP/s], ...], "metadata": {...}},
+"gbytes": {"data": [[level, GB/s], ...], "metadata": {...}}, "metadata": {...}}}; names "FP64 GFLOPs",
+"FP32 GFLOPs", levels "DRAM", "L1", "L2", "L3"."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archline.common.atomic import write_atomic
+
+_PREC_NAMES = {"dp": "FP64 GFLOPs", "sp": "FP32 GFLOPs"}
+
+
+@dataclass(frozen=True)
+class ErtRoofline:
+    gflops: dict[str, float]          # ERT name ("FP64 GFLOPs") -> GFLOP/s
+    gbytes: dict[str, float]          # level ("DRAM", "L1") -> GB/s
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_summary(cls, peaks_gflop_per_s: Mapping[str, float], bandwidths_gb_per_s: Mapping[str, float],
+                     metadata: Mapping[str, Any] | None = None) -> ErtRoofline:
+        return cls({_PREC_NAMES.get(p, f"{p.upper()} GFLOPs"): float(g) for p, g in peaks_gflop_per_s.items()},
+                   {lvl: float(b) for lvl, b in bandwidths_gb_per_s.items()}, dict(metadata or {}))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"empirical": {
+            "metadata": self.metadata,
+            "gflops": {"data": [[k, v] for k, v in self.gflops.items()], "metadata": {}},
+            "gbytes": {"data": [[k, v] for k, v in self.gbytes.items()], "metadata": {}}}}
+
+
+def write_ert(path: str | Path, roof: ErtRoofline) -> Path:
+    """Atomic; the caller refuses a path that is one of its inputs."""
+    return write_atomic(path, json.dumps(roof.to_json(), indent=2) + "\n")
+
+
+def read_ert(path: str | Path) -> ErtRoofline:
+    doc = json.loads(Path(path).read_text())
+    emp = doc["empirical"]
+    return ErtRoofline({str(k): float(v) for k, v in emp["gflops"]["data"]},
+                       {str(k): float(v) for k, v in emp["gbytes"]["data"]}, dict(emp.get("metadata", {})))
