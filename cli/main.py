@@ -73,9 +73,38 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 _DEBUG = {"on": False}
 
 
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--version: the version, the git commit when run from a checkout, and the kernel module's compiled ISAs."""
+    if not value or ctx.resilient_parsing:
+        return
+    import subprocess
+    from pathlib import Path
+
+    import archline
+
+    commit = "unknown (not a git checkout)"
+    try:  # the source tree this package was installed from (editable installs): why not a build-time stamp
+        here = Path(archline.__file__).resolve().parent
+        res = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)
+        if res.returncode == 0 and res.stdout.strip():
+            commit = res.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        from archline.bench.cpu_asm.isas import native
+
+        isas = ", ".join(native().compiled_isas())
+    except ImportError as e:
+        isas = f"none (kernel module not built: {e})"
+    click.echo(f"archline {archline.__version__}\ncommit {commit}\ncompiled ISAs {isas}")
+    ctx.exit(0)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
              epilog=epilog())
-@click.version_option(package_name="archline")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="The version, git commit and the kernel module's compiled ISAs.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print debug messages (meter set-up, every region).")
 @click.option("--debug", is_flag=True, help="On an error, also print its Python traceback (for bug reports).")
 def cli(verbose: bool, debug: bool) -> None:

@@ -49,3 +49,38 @@ def test_point_numbers_rounded_and_time_only() -> None:
     assert line == "time_s=0.1235 gflop_per_s=16.2 time only checksum ok"
     line = point_numbers({"time_s": 1.0, "energy_j": 12.345678, "power_w": 12.345678, "checksum_ok": False})
     assert line == "time_s=1 energy_j=12.35 power_w=12.35 checksum FAILED"
+
+
+def test_version_names_version_commit_and_isas() -> None:
+    from click.testing import CliRunner
+
+    import archline
+    from archline.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["--version"])
+    assert res.exit_code == 0
+    lines = res.output.splitlines()
+    assert lines[0] == f"archline {archline.__version__}"
+    assert lines[1].startswith("commit ") and lines[2].startswith("compiled ISAs ")
+
+
+def test_export_ert_cli(tmp_path: Path) -> None:
+    import csv
+
+    from click.testing import CliRunner
+
+    from archline.cli.main import cli
+
+    src = tmp_path / "r.csv"
+    cols = sorted({k for r in ROWS for k in r})
+    with src.open("w", newline="") as f:
+        w = csv.DictWriter(f, cols)
+        w.writeheader()
+        w.writerows(ROWS)
+    out = tmp_path / "roofline.json"
+    res = CliRunner().invoke(cli, ["bench", "export-ert", str(src), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert read_ert(out).gflops == {"FP64 GFLOPs": pytest.approx(40.0)}
+    before = src.read_bytes()
+    res = CliRunner().invoke(cli, ["bench", "export-ert", str(src), "--out", str(src)])
+    assert res.exit_code != 0 and src.read_bytes() == before
