@@ -3,10 +3,15 @@
 Writes a hive-partitioned data set as the lab sweeps lay it out, platform=gtx580/host=<h>/run_id=<r>/
 part-0.parquet, each part a million synthetic GTX 580 rows (emulated; archline.fit.regress.synthetic, one seed
 per part) without the partition columns in the files, then runs `archline fit DIR --format json` in a fresh
-process and reports its wall time and peak RSS (wait4). The reader goes a row batch at a time and keeps per
-row only time, energy, configuration, file and row number.
+process and reports its wall time and peak RSS (wait4). Every part is written with its own seed (distinct
+rows, so this costs a million rows of disk per part); no floor is measured here.
 
     python benchmarks/fit_memory.py [--parts 10] [--model auto] [--keep DIR]
+
+Issue 18's acceptance: 10 M rows under 2 GB peak RSS. Issue 28's (100 M rows: peak RSS under 1 GB, time
+within 2x of the pyarrow scan floor measured in the same run, coefficients equal to the row-keeping fit of
+1 M rows to 1e-9 relative) is measured by benchmarks/fit_bounded.py, whose docstring defines the floor (a
+pyarrow scan of the same part files reading the same columns, the same way, as the fit's reader).
 """
 
 from __future__ import annotations
