@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from archline.bench.cpu_asm import build_info
 from archline.bench.cpu_asm import reference as ref
 from archline.bench.cpu_asm import topology as topo
 from archline.bench.cpu_asm.clock import verdict_for_run
@@ -101,7 +102,8 @@ class CpuPrepared:
         if n == 0:
             raise BenchError(f"working set {ws} B is below one trip per thread ({unit * esize} B)")
         self.n_elems = n
-        self.extra.update(isa=self.isa, working_set_bytes=(n + n // 2 if nt else n) * esize, n_elems=n)
+        self.extra.update(isa=self.isa, compiler=build_info.compiler(self.isa),
+                          working_set_bytes=(n + n // 2 if nt else n) * esize, n_elems=n)
         if spec.kernel == "intensity":
             if "fma_per_trip" in p:
                 f = _positive_int(p, "fma_per_trip")

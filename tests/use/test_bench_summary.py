@@ -84,3 +84,11 @@ def test_export_ert_cli(tmp_path: Path) -> None:
     before = src.read_bytes()
     res = CliRunner().invoke(cli, ["bench", "export-ert", str(src), "--out", str(src)])
     assert res.exit_code != 0 and src.read_bytes() == before
+
+
+def test_cpu_asm_compiler_column() -> None:
+    from archline.bench.cpu_asm import build_info
+
+    s = build_info.compiler("avx2")
+    assert s.endswith("-O3 -ffp-contract=off -fno-trapping-math -mavx2 -mfma")
+    assert s.split()[0] in ("GCC", "clang", "unknown")
