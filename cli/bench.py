@@ -141,14 +141,13 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
 
 def _summary(results: Path, ert_path: Path, fmt: str) -> None:
     """The closing summary (peaks, bandwidths, balance, checksums) and DIR/roofline.json (ERT's layout)."""
-    import csv
-
     from archline.bench.run.summary import summarize, summary_rows
     from archline.cli.output import echo_json, echo_table
     from archline.fit.io.ert_roofline import ErtRoofline, write_ert
+    from archline.fit.io.results_file import ResultsFile
 
-    with results.open(newline="") as f:
-        summ = summarize(csv.DictReader(f))
+    with ResultsFile.open(results) as rf:
+        summ = summarize(rf.rows())
     roof = ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
                                     {"results": results.name, "emulated": summ["emulated"]})
     write_ert(ert_path, roof)
@@ -169,17 +168,16 @@ def export_ert_cmd(results: tuple[Path, ...], out_path: Path) -> None:
     \b
       archline bench export-ert results/*.csv --out roofline.json
     """
-    import csv
-
     from archline.bench.run.summary import summarize
     from archline.fit.io.ert_roofline import ErtRoofline, write_ert
+    from archline.fit.io.results_file import ResultsFile
 
     if any(out_path.resolve() == r.resolve() for r in results):
         raise click.UsageError(f"--out {out_path} is one of the inputs; name another file")
     rows: list[dict[str, str]] = []
     for r in results:
-        with r.open(newline="") as f:
-            rows.extend(csv.DictReader(f))
+        with ResultsFile.open(r) as rf:
+            rows.extend(rf.rows())
     summ = summarize(rows)
     write_ert(out_path, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
                                                  {"results": [r.name for r in results],

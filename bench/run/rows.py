@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from archline import __version__
 from archline.bench.kernels import KernelSpec, RunResult
 from archline.common.stamps import utc_compact, utc_iso, utc_now
 from archline.fit.io import schema
@@ -132,7 +133,8 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
         notes.append(f"CI not below {ci_rel:g} after {len(regions)} regions")
     flops = c.flops_sp + c.flops_dp + c.int_ops
     row.update({
-        "schema": schema.SCHEMA, "run_id": ctx.run_id, "started_at": ctx.started_at, "platform": ctx.platform,
+        "schema": schema.SCHEMA, "archline_version": __version__,
+        "run_id": ctx.run_id, "started_at": ctx.started_at, "platform": ctx.platform,
         "host": ctx.host, "device": res.extra.get("device") or ctx.device, "backend": ctx.backend,
         "kernel": spec.kernel, "precision": spec.precision, "level": spec.level, "reps": res.reps, "time_s": med_t,
         "energy_j": med_e,

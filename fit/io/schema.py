@@ -91,6 +91,8 @@ EXTRA: tuple[Column, ...] = (
     Column("meter_gaps", "measure", doc="holes in the meter's sample cadence over the regions"),
     Column("meter_overflows", "measure", doc="meter buffer overflows over the regions"),
     Column("raw_capture", "text", doc="the meter's raw capture of this point, relative path"),
+    # issue 26 (bench provenance): the archline that wrote the row
+    Column("archline_version", "text", doc="archline.__version__ of the writer"),
 )
 
 BY_NAME: dict[str, Column] = {c.name: c for c in CONTRACT + EXTRA}
