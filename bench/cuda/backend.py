@@ -2,7 +2,7 @@
 
 Discovery (cupy's runtime), compile (:mod:`archline.bench.cuda.nvcc`: one cubin per point, refused if it spills)
 and the CUDA-event timer (:mod:`archline.bench.gpu.cupy_runtime`); the GPU core does the rest. SM and memory
-clocks and temperature come from powermon's NVML layer at the timed region's edges.
+clocks and temperature come from powermon's NVML layer, sampled through a Recorder window around the launches.
 
 Verified here without a GPU: every kernel builds with nvcc and its PTX/SASS holds the declared FMAs and loads
 (tests/gpu_kernels/test_cuda_compile.py), and this driver's lines run against a fake cupy
@@ -15,37 +15,21 @@ from typing import Any
 
 from archline.bench.cuda import nvcc
 from archline.bench.gpu.core import GpuBackend
-from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, Readings, layer_readings
+from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.kernels import KernelSpec
+from archline.powermon.counters.nvml import NvmlGpu
 
 NAME = "cuda"
 
 
-def nvml_readings(index: int) -> Readings | None:
-    from archline.powermon.counters.nvml import NvmlGpu
-
-    return layer_readings(NvmlGpu.open, index)
-
-
 class CudaDevice(CupyDevice):
-    lang = "cuda"
-    timer = "cuda-events"
-    fp64 = True
+    lang, timer, compiler, unit_word, layer = "cuda", "cuda-events", "nvcc", "SMs", NvmlGpu
+    find_compiler = staticmethod(nvcc.find_nvcc)
+    check_arch = staticmethod(nvcc.check_arch)
 
-    compiler = "nvcc"
-    unit_word = "SMs"
-
-    def __init__(self, cp: Any, index: int) -> None:
-        super().__init__(cp, index, nvml_readings(index))
-        self.info["arch"] = f"sm_{self.props['major']}{self.props['minor']}"
-        self.check_compiler()
-
-    def find_compiler(self) -> str | None:
-        return nvcc.find_nvcc()
-
-    def check_arch(self, arch: str) -> str:
-        return nvcc.check_arch(arch)
+    def arch_name(self) -> str:
+        return f"sm_{self.props['major']}{self.props['minor']}"
 
     def compile(self, desc: GpuKernelDesc, spec: KernelSpec, arch: str, out_dir: str
                 ) -> tuple[str, dict[str, Any], str]:
@@ -61,12 +45,5 @@ class CudaDevice(CupyDevice):
             spills if rep.spill_stores > 0 else ""
 
 
-class CudaDriver(CupyDriver):
-    name = NAME
-    extra = "cuda"
-    label = "CUDA"
-    device_class = CudaDevice
-
-
 class CudaBackend(GpuBackend):
-    driver = CudaDriver()
+    driver = CupyDriver(CudaDevice, NAME, extra="cuda", label="CUDA")

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
+from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.gpu import toolchain
 from archline.bench.gpu.desc import GpuKernelDesc
 
 # the architectures the papers' platforms and today's cards need (issue 6: "Fermi-era names up to Hopper")
@@ -43,17 +44,11 @@ PAPER_ARCHS: dict[str, str] = {
 
 
 def find_nvcc() -> str | None:
-    for cand in (shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")):
-        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
+    return toolchain.find_compiler("nvcc", "CUDA_HOME", "/usr/local/cuda")
 
 
 def require_nvcc() -> str:
-    nv = find_nvcc()
-    if nv is None:
-        raise BackendUnavailableError("nvcc not found (install the CUDA toolkit or set CUDA_HOME)")
-    return nv
+    return toolchain.require_compiler(find_nvcc(), "nvcc", "install the CUDA toolkit or set CUDA_HOME")
 
 
 def _tool_dirs() -> list[str]:
@@ -78,7 +73,7 @@ def find_tool(name: str) -> str | None:
         return hit
     for d in _tool_dirs():
         p = os.path.join(d, name)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
+        if toolchain.executable(p):
             return p
     return None
 

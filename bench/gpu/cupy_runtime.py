@@ -3,13 +3,14 @@
 cupy speaks CUDA on NVIDIA builds and HIP on ROCm builds with the same calls (``cupy.cuda.runtime``,
 ``RawModule``, ``Event``), so the cuda and hip drivers differ only in discovery and compile (nvcc -> cubin,
 hipcc -> code object) and share this. Clocks and temperature come from the vendor's powermon device layer
-(NVML, AMD SMI), read at the region's edges on the host monotonic clock: no sampling thread of its own.
+(NVML, AMD SMI), sampled by powermon's :class:`~archline.powermon.counters.base.ReadingsMeter` through a Recorder
+window around the timed launches, on the host monotonic clock (the one clock of every meter): no sampling code of
+its own.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,9 @@ from archline.bench.gpu.core import Timing
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
 from archline.bench.kernels import KernelSpec
-
-Readings = Callable[[], dict[str, float]]
+from archline.powermon.counters.base import ReadingsMeter
+from archline.powermon.errors import MeterError
+from archline.powermon.record.recorder import Recorder
 
 
 def import_cupy(extra: str) -> Any:
@@ -60,33 +62,44 @@ def text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def edge_summary(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
-    """The readings at the region's two edges as the row carries them (core_mhz is what rows.py reads)."""
-    out: dict[str, Any] = {}
-    for k in ("core_mhz", "mem_mhz"):
-        if k in a and k in b:
-            out[k] = 0.5 * (a[k] + b[k])
-            out[f"{k}_min"], out[f"{k}_max"] = min(a[k], b[k]), max(a[k], b[k])
+def window_extra(readings: dict[str, float]) -> dict[str, Any]:
+    """A window's sampled readings as the row carries them: core_mhz (the mean; rows.py reads
+    effective_clock_hz), its min and max, the same for mem_mhz, temp_c_max, and how many polls they come from."""
+    out: dict[str, Any] = {k: readings[k] for k in ("core_mhz", "core_mhz_min", "core_mhz_max", "mem_mhz",
+                                                    "mem_mhz_min", "mem_mhz_max", "temp_c_max") if k in readings}
     if "core_mhz" in out:
         out["effective_clock_hz"] = out["core_mhz"] * 1e6
-    if "temp_c" in a and "temp_c" in b:
-        out["temp_c_max"] = max(a["temp_c"], b["temp_c"])
+    if out:
+        out["readings_n"] = int(readings.get("n_readings", 0))
     return out
 
 
+def readings_meter(layer: Any, index: int, lang: str, poll_s: float) -> ReadingsMeter | None:
+    """The vendor layer's readings sampler for GPU ``index`` (``layer``: ``NvmlGpu``, ``AmdSmiGpu``); None when the
+    layer is not there (the rows say so)."""
+    try:
+        return ReadingsMeter(layer.open(index), f"{lang}{index}-readings", poll_s)
+    except MeterError:
+        return None
+
+
 class CupyDevice:
-    """What a cupy-loaded device does the same for both vendors; a driver subclasses it with its architecture
-    name, its compiler and ``build``."""
+    """What a cupy-loaded device does the same for both vendors; a driver subclasses it with its names, its
+    device layer, its architecture name and its compiler."""
 
     lang = ""                # "cuda", "hip": the catalogue's source language
+    timer = ""               # "cuda-events", "hip-events"
+    layer: Any = None        # powermon's device layer class of the vendor (open(index), readings())
+    readings_poll_s = 0.01   # clocks and temperature sampled this often inside a window (and at both its edges)
     fp64 = True
     blocks_per_cu = 8        # resident work-groups per SM/CU the default launch fills
     local_size = 256
     vector_width = 2         # float2/double2 loads
 
-    def __init__(self, cp: Any, index: int, readings: Readings | None) -> None:
-        self.cp, self.index, self._readings = cp, index, readings
-        self.reading_error = ""
+    def __init__(self, cp: Any, index: int) -> None:
+        self.check_runtime(cp)
+        self.cp, self.index = cp, index
+        self.readings = readings_meter(self.layer, index, self.lang, self.readings_poll_s)
         p = cp.cuda.runtime.getDeviceProperties(index)
         self.props = p
         self.info: dict[str, Any] = {
@@ -99,6 +112,15 @@ class CupyDevice:
         }
         self.local_mem_bytes = int(self.info["shared_per_block_bytes"])
         self.max_alloc_bytes = int(self.info["global_mem_bytes"]) or (1 << 62)
+        self.info["arch"] = self.arch_name()
+        self.check_compiler()
+
+    def check_runtime(self, cp: Any) -> None:
+        """Refuse a cupy build of the other vendor (BackendUnavailableError); the default accepts any."""
+
+    def arch_name(self) -> str:
+        """The architecture the compiler targets (``sm_90``, ``gfx90a``), from ``self.props``."""
+        raise NotImplementedError
 
     def geometry(self, kernel: str, precision: str) -> Geometry:
         """Occupancy defaults: local_size work-items a group, blocks_per_cu groups per SM/CU, 2-wide loads."""
@@ -172,57 +194,41 @@ class CupyDevice:
     def bind(self, kernel: Any, args: list[Any]) -> Any:
         return kernel, tuple(args)
 
-    def _read(self) -> dict[str, float]:
-        if self._readings is None or self.reading_error:
-            return {}
-        try:
-            return self._readings()
-        except Exception as e:       # keep the run; the row says why the clocks are missing
-            self.reading_error = str(e)
-            return {}
-
     def run(self, bound: Any, global_size: int, local_size: int, reps: int) -> Timing:
         fn, args = bound
         cp = self.cp
-        with cp.cuda.Device(self.index):
-            r0 = self._read()
+        rec = Recorder([self.readings] if self.readings is not None else [])
+        with cp.cuda.Device(self.index), rec:
+            rec.begin("launches")
             start, end = cp.cuda.Event(), cp.cuda.Event()
             start.record()
             for _ in range(reps):
                 fn((global_size // local_size,), (local_size,), args)
             end.record()
             end.synchronize()
-            r1 = self._read()
+            window = rec.end("launches")
             time_s = float(cp.cuda.get_elapsed_time(start, end)) * 1e-3
-        extra = edge_summary(r0, r1) if r0 and r1 else {"clocks": self.reading_error or "no device readings"}
+        m = window.meters.get(self.readings.name) if self.readings is not None else None
+        extra = window_extra(m.readings) if m is not None else {}
+        if not extra:
+            why = (self.readings.readings_error if self.readings is not None else "") or "no device readings"
+            extra = {"clocks": why}
         return Timing(time_s, None, extra)
 
     def release(self, bufs: list[Any]) -> None:
         bufs.clear()
 
 
-def layer_readings(open_layer: Callable[[int], Any], index: int) -> Readings | None:
-    """Clocks and temperature from powermon's device layer of the vendor (``NvmlGpu.open``, ``AmdSmiGpu.open``);
-    None when the layer is not there (the rows say so)."""
-    from archline.powermon.errors import MeterError
-
-    try:
-        return open_layer(index).readings  # type: ignore[no-any-return]
-    except MeterError:
-        return None
-
-
 class CupyDriver:
-    """The driver of a cupy build: open the device ``--device`` names. A vendor's driver names itself, its cupy
-    extra, its word for a device and its device class."""
+    """The driver of a cupy build: open the device ``--device`` names. ``name`` (the back end), ``extra`` (the pip
+    extra with this vendor's cupy) and ``label`` (its word for a device: "CUDA", "HIP") with the device class."""
 
-    name: str = ""
-    extra: str = ""              #: the pip extra with this vendor's cupy
-    label: str = ""              #: "CUDA", "HIP"
-    device_class: type[CupyDevice] = CupyDevice
     offer = Offer(cache_levels=("shared", "l2", "mem"), chase_walkers=(1, 1024))
     warmup_s = 0.5
 
+    def __init__(self, device_class: type[CupyDevice], name: str, extra: str, label: str) -> None:
+        self.device_class, self.name, self.extra, self.label = device_class, name, extra, label
+
     def open(self, device: str | None) -> CupyDevice:
         cp = import_cupy(self.extra)
-        return self.device_class(cp, pick_index(cp, device, self.label))  # type: ignore[call-arg]
+        return self.device_class(cp, pick_index(cp, device, self.label))

@@ -3,8 +3,8 @@
 Why cupy and not hip-python: cupy's ROCm builds expose the same runtime, ``RawModule``, ``Event`` and array calls as
 its CUDA builds, so this driver shares the launch and event timer with the cuda driver
 (:mod:`archline.bench.gpu.cupy_runtime`) and keeps only discovery (the gfx target) and compile (hipcc ->
-code object, refused if it uses scratch). Clocks and temperature come from powermon's AMD SMI layer at the timed
-region's edges. Checked here without a GPU: hipcc builds and the instruction-mix checks
+code object, refused if it uses scratch). Clocks and temperature come from powermon's AMD SMI layer, sampled through
+a Recorder window around the launches. Checked here without a GPU: hipcc builds and the instruction-mix checks
 (tests/gpu_kernels/test_hip_compile.py), and this driver against a fake cupy (tests/gpu_kernels/test_hip_fake.py).
 """
 
@@ -14,40 +14,27 @@ from typing import Any
 
 from archline.bench.errors import BackendUnavailableError
 from archline.bench.gpu.core import GpuBackend
-from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, Readings, layer_readings, text
+from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, text
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.hip import hipcc
 from archline.bench.kernels import KernelSpec
+from archline.powermon.counters.amdsmi import AmdSmiGpu
 
 NAME = "hip"
 
 
-def amdsmi_readings(index: int) -> Readings | None:
-    from archline.powermon.counters.amdsmi import AmdSmiGpu
-
-    return layer_readings(AmdSmiGpu.open, index)
-
-
 class HipDevice(CupyDevice):
-    lang = "hip"
-    timer = "hip-events"
+    lang, timer, compiler, unit_word, layer = "hip", "hip-events", "hipcc", "CUs", AmdSmiGpu
+    find_compiler = staticmethod(hipcc.find_hipcc)
+    check_arch = staticmethod(hipcc.check_target)
 
-    compiler = "hipcc"
-    unit_word = "CUs"
-
-    def __init__(self, cp: Any, index: int) -> None:
+    def check_runtime(self, cp: Any) -> None:
         if not getattr(cp.cuda.runtime, "is_hip", False):
             raise BackendUnavailableError("cupy here is a CUDA build; the hip back end needs cupy for ROCm "
                                           "(pip install 'archline[hip]')")
-        super().__init__(cp, index, amdsmi_readings(index))
-        self.info["arch"] = text(self.props.get("gcnArchName") or f"gfx{self.props.get('gcnArch', 0)}").split(":")[0]
-        self.check_compiler()
 
-    def find_compiler(self) -> str | None:
-        return hipcc.find_hipcc()
-
-    def check_arch(self, arch: str) -> str:
-        return hipcc.check_target(arch)
+    def arch_name(self) -> str:
+        return text(self.props.get("gcnArchName") or f"gfx{self.props.get('gcnArch', 0)}").split(":")[0]
 
     def compile(self, desc: GpuKernelDesc, spec: KernelSpec, arch: str, out_dir: str
                 ) -> tuple[str, dict[str, Any], str]:
@@ -59,12 +46,5 @@ class HipDevice(CupyDevice):
             scratch if rep.scratch_bytes > 0 else ""
 
 
-class HipDriver(CupyDriver):
-    name = NAME
-    extra = "hip"
-    label = "HIP"
-    device_class = HipDevice
-
-
 class HipBackend(GpuBackend):
-    driver = HipDriver()
+    driver = CupyDriver(HipDevice, NAME, extra="hip", label="HIP")

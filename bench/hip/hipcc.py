@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
+from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.gpu import toolchain
 from archline.bench.gpu.desc import GpuKernelDesc
 
 #: AMD targets the lab's cards need, and the ROCm that first builds each
@@ -33,17 +33,11 @@ HEADER = "#include <hip/hip_runtime.h>\n"
 
 
 def find_hipcc() -> str | None:
-    for cand in (shutil.which("hipcc"), os.path.join(os.environ.get("ROCM_PATH", "/opt/rocm"), "bin", "hipcc")):
-        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
+    return toolchain.find_compiler("hipcc", "ROCM_PATH", "/opt/rocm")
 
 
 def require_hipcc() -> str:
-    h = find_hipcc()
-    if h is None:
-        raise BackendUnavailableError("hipcc not found (Debian: apt install hipcc; or install ROCm)")
-    return h
+    return toolchain.require_compiler(find_hipcc(), "hipcc", "Debian: apt install hipcc; or install ROCm")
 
 
 def _env() -> dict[str, str]:

@@ -106,20 +106,22 @@ class AmdSmiGpu:
                                self.lib.AmdSmiTemperatureMetric.CURRENT))
 
     def readings(self) -> dict[str, float]:
-        """Clocks and temperature now (what the hip driver records at a timed region's edges)."""
+        """Clocks and temperature now (what the counter meters sample on each poll)."""
         return {"core_mhz": self.clock_mhz("core"), "mem_mhz": self.clock_mhz("mem"),
                 "temp_c": self.temperature_c()}
 
 
 class AmdSmiMeter(CounterMeter):
-    """One AMD GPU's energy accumulator, wraps unrolled, in joules."""
+    """One AMD GPU's energy accumulator, wraps unrolled, in joules; GFX and memory clocks and edge temperature sampled
+    on the same polls (``readings``), reported per window."""
 
     update_hz = 1000.0        # the SMU updates the accumulator about every millisecond
 
     def __init__(self, index: int = 0, lib: Any = None, poll_s: float = 0.02, name: str | None = None,
-                 device: str = "gpu", clock: Callable[[], float] = time.monotonic) -> None:
+                 device: str = "gpu", clock: Callable[[], float] = time.monotonic, readings: bool = True) -> None:
         self.gpu = AmdSmiGpu.open(index, lib)
         self.index = index
+        self.readings_source = self.gpu.readings if readings else None
         raw, self.uj_per_tick = self.gpu.energy()
         self.resolution_j = self.uj_per_tick * 1e-6
         self._raw0 = self._raw = raw

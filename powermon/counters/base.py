@@ -1,4 +1,10 @@
-"""Cumulative energy counters (RAPL, NVML total energy) polled on a thread and read at region edges."""
+"""Cumulative energy counters (RAPL, NVML, AMD SMI, hwmon) polled on a thread and read at region edges.
+
+A counter meter of a GPU also samples the device layer's clocks and temperature (``readings()``) on the same polls,
+on the same clock, so each window reports them (:attr:`MeterRegion.readings`: per key the mean over the window's
+polls, ``<key>_min`` and ``<key>_max``, and ``n_readings``) instead of callers reading them at region edges.
+:class:`ReadingsMeter` is that sampling alone, for a run whose energy comes from another meter.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +31,9 @@ class CounterMeter:
     name = "counter"
     emulated = False
     resolution_j = 0.0
+    speed = 1.0                 #: device seconds per host second (an emulator may run faster)
+    #: clocks and temperature now (a device layer's ``readings``), sampled on every poll; None: none
+    readings_source: Callable[[], dict[str, float]] | None = None
 
     def __init__(self, channel_names: list[str], devices: dict[str, list[str]] | None = None, poll_s: float = 0.1,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -34,6 +43,8 @@ class CounterMeter:
         self.clock = clock
         self._t: list[float] = []
         self._e: list[list[float]] = []
+        self._r: list[dict[str, float]] = []
+        self.readings_error = ""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -46,8 +57,35 @@ class CounterMeter:
         with self._lock:
             t = self.clock()
             e = self._read()
+            r = self._sample_readings()
             self._t.append(t)
             self._e.append(e)
+            self._r.append(r)
+
+    def _sample_readings(self) -> dict[str, float]:
+        if self.readings_source is None or self.readings_error:
+            return {}
+        try:
+            return dict(self.readings_source())
+        except Exception as e:   # a layer without clocks (an old GPU, a fake) keeps its energy; info() says why
+            self.readings_error = str(e) or type(e).__name__
+            return {}
+
+    def window_readings(self, t0_s: float, t1_s: float) -> dict[str, float]:
+        """Clocks and temperature over the window's polls: those from t0_s on up to the first at or after t1_s
+        (mark() polls at each edge just after its time). Each key's mean, ``<key>_min``, ``<key>_max``, and
+        ``n_readings``; {} when nothing was sampled."""
+        with self._lock:
+            t = np.asarray(self._t)
+            i0, i1 = int(np.searchsorted(t, t0_s)), int(np.searchsorted(t, t1_s))
+            picked = [r for r in self._r[i0:i1 + 1] if r]
+        if not picked:
+            return {}
+        out: dict[str, float] = {"n_readings": float(len(picked))}
+        for k in sorted({k for r in picked for k in r}):
+            v = np.array([r[k] for r in picked if k in r], dtype=np.float64)
+            out[k], out[f"{k}_min"], out[f"{k}_max"] = float(v.mean()), float(v.min()), float(v.max())
+        return out
 
     def start(self) -> None:
         self.poll()
@@ -78,7 +116,8 @@ class CounterMeter:
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
         with self._lock:
-            return np.asarray(self._t), np.asarray(self._e, dtype=np.float64).reshape(len(self._t), -1)
+            return np.asarray(self._t), np.asarray(self._e, dtype=np.float64).reshape(len(self._t),
+                                                                                        len(self.channel_names))
 
     def region(self, t0_s: float, t1_s: float) -> MeterRegion:
         if self.error is not None:
@@ -87,11 +126,12 @@ class CounterMeter:
         if t.size == 0:
             raise MeterError(f"{self.name}: no readings")
         chans: dict[str, ChannelResult] = {}
-        dur = t1_s - t0_s
+        dur = (t1_s - t0_s) * self.speed            # device seconds (host seconds unless emulated faster)
         # the readings nearest each edge (mark() reads at the edge itself)
         i0 = int(np.clip(np.searchsorted(t, t0_s), 0, t.size - 1))
         i1 = int(np.clip(np.searchsorted(t, t1_s), 0, t.size - 1))
-        n = int(np.count_nonzero((t >= t0_s) & (t <= t1_s)))
+        inside = (t >= t0_s) & (t <= t1_s)
+        n = int(np.count_nonzero(inside))
         slack = abs(t[i0] - t0_s) + abs(t[i1] - t1_s)
         for k, nm in enumerate(self.channel_names):
             de = float(e[i1, k] - e[i0, k])
@@ -100,10 +140,26 @@ class CounterMeter:
             chans[nm] = ChannelResult(de, 2 * self.resolution_j + p * slack, de / dur if dur > 0 else float("nan"),
                                       n, nm)
         total = sum(c.energy_j for c in chans.values())
+        gaps, lost, lost_s, expected = self._gaps(t[inside], t0_s, t1_s)
+        warnings = [f"{gaps} poll gap(s) up to {lost_s:.3g} s (the energy is whole: the counter kept counting; "
+                    "the trace is coarser there)"] if gaps else []
         return MeterRegion(self.name, self.kind, self.emulated, t0_s, t1_s, chans,
                            _devices(chans, self.devices, dur), total, sum(c.energy_err_j for c in chans.values()),
                            total / dur if dur > 0 else float("nan"), n, 1.0 / self.poll_s,
-                           samples=self._samples(t0_s, t1_s))
+                           samples=self._samples(t0_s, t1_s), gaps=gaps, lost_samples=lost, lost_s=lost_s,
+                           expected_samples=expected, warnings=warnings,
+                           device_time_s=dur if self.speed != 1.0 else None,
+                           readings=self.window_readings(t0_s, t1_s))
+
+    def _gaps(self, t: np.ndarray, t0_s: float, t1_s: float) -> tuple[int, int, float, int]:
+        """(gaps, polls missed, longest gap in device seconds, polls expected) in the window: a gap is a stretch
+        of more than three poll periods without a poll (a stalled thread or a slow device call)."""
+        edges = np.concatenate([[t0_s], t, [t1_s]])
+        dt = np.diff(edges)
+        big = dt > 3 * self.poll_s
+        missed = int(np.sum(np.round(dt[big] / self.poll_s) - 1)) if big.any() else 0
+        expected = int((t1_s - t0_s) / self.poll_s) + 1
+        return int(big.sum()), missed, float(dt[big].max() * self.speed) if big.any() else 0.0, expected
 
     def _samples(self, t0_s: float = -np.inf, t1_s: float = np.inf) -> Samples:
         t, e = self._arrays()
@@ -123,5 +179,26 @@ class CounterMeter:
         return self._samples()
 
     def info(self) -> dict[str, Any]:
-        return {"meter": self.name, "type": self.kind, "channels": self.channel_names, "devices": self.devices,
-                "emulated": self.emulated, "poll_s": self.poll_s}
+        out = {"meter": self.name, "type": self.kind, "channels": self.channel_names, "devices": self.devices,
+               "emulated": self.emulated, "poll_s": self.poll_s}
+        if self.readings_error:
+            out["readings_error"] = self.readings_error
+        return out
+
+
+class ReadingsMeter(CounterMeter):
+    """A device layer's clocks and temperature sampled every ``poll_s`` on the recorder's clock, with no energy
+    channel: per-window readings for a run whose energy another meter measures (a GPU driver's timed region).
+    ``layer`` is any device layer with ``readings()`` (``NvmlGpu``, ``AmdSmiGpu``)."""
+
+    kind = "readings"
+
+    def __init__(self, layer: Any, name: str, poll_s: float = 0.01,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__([], {}, poll_s, clock)
+        self.name = name
+        self.layer = layer
+        self.readings_source = layer.readings
+
+    def _read(self) -> list[float]:
+        return []

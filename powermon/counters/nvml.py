@@ -108,7 +108,7 @@ class NvmlGpu:
         return float(self.call("nvmlDeviceGetTemperature", self.handle, self.lib.NVML_TEMPERATURE_GPU))
 
     def readings(self) -> dict[str, float]:
-        """Clocks and temperature now (what a GPU driver records at a timed region's edges)."""
+        """Clocks and temperature now (what the counter meters sample on each poll)."""
         return {"core_mhz": self.clock_mhz("core"), "mem_mhz": self.clock_mhz("mem"),
                 "temp_c": self.temperature_c()}
 
@@ -152,16 +152,18 @@ def list_gpus(nvml: Any = None) -> list[dict[str, Any]]:
 
 
 class NvmlMeter(CounterMeter):
-    """One GPU. Energy from the total-energy counter (mJ) when present, else integrated instant power."""
+    """One GPU. Energy from the total-energy counter (mJ) when present, else integrated instant power. SM and memory
+    clocks and temperature are sampled on the same polls (``readings``), reported per window."""
 
     resolution_j = 1e-3
     update_hz = 50.0          # board power and the energy counter advance about every 20 ms
 
     def __init__(self, index: int = 0, nvml: Any = None, poll_s: float = 0.02, name: str | None = None,
-                 device: str = "gpu", clock: Callable[[], float] = time.monotonic) -> None:
+                 device: str = "gpu", clock: Callable[[], float] = time.monotonic, readings: bool = True) -> None:
         self.gpu = NvmlGpu.open(index, nvml)
         self.index = index
         self.has_energy = self.gpu.has_energy()
+        self.readings_source = self.gpu.readings if readings else None
         super().__init__([f"gpu{index}"], {device: [f"gpu{index}"]}, poll_s, clock)
         self.name = name or f"nvml{index}"
         self._energy_j = 0.0

@@ -53,6 +53,9 @@ class MeterRegion:
     expected_samples: int = 0          #: what the cadence promises in the window (0: a counter meter)
     lost_s: float = 0.0                #: the longest stretch of the window a channel saw nothing (device seconds)
     device_window_s: tuple[float, float] | None = None  #: the window on the device's timeline, as integrated
+    #: device readings a counter meter sampled on its polls over the window (clocks, temperature: each key's mean,
+    #: ``<key>_min``, ``<key>_max``, ``n_readings``; powermon/counters/base.py); {} for meters that sample none
+    readings: dict[str, float] = field(default_factory=dict)
 
     @property
     def time_s(self) -> float:

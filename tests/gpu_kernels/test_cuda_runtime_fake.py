@@ -157,12 +157,14 @@ def test_no_device(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @needs_nvcc
-def test_clocks_from_the_nvml_layer_at_the_region_edges(fake_cupy: FakeCupy, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No sampling thread: NvmlGpu.readings() before and after the timed region, summarised for the row."""
+def test_clocks_sampled_through_a_recorder_window(fake_cupy: FakeCupy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No sampling code in the driver: powermon's ReadingsMeter samples NvmlGpu.readings() through a Recorder
+    window around the launches (on the recorder's clock); the row gets the window's mean, min and max."""
     import itertools
 
     from support.fakes import FakeNvml
 
+    from archline.bench.cuda.backend import CudaDevice
     from archline.powermon.counters.nvml import NvmlGpu
 
     class ClockedNvml(FakeNvml):
@@ -176,10 +178,30 @@ def test_clocks_from_the_nvml_layer_at_the_region_edges(fake_cupy: FakeCupy, mon
             return 61
 
     gpu = NvmlGpu.open(0, ClockedNvml())
-    monkeypatch.setattr("archline.bench.cuda.backend.nvml_readings", lambda i: gpu.readings)
+    monkeypatch.setattr(CudaDevice, "layer", types.SimpleNamespace(open=lambda i: gpu))
+    # no poll inside the window: each run reads at start (1400), begin (1500), end (1400) and stop (1500)
+    monkeypatch.setattr(CudaDevice, "readings_poll_s", 60.0)
     pk = CudaBackend().prepare(SPECS[0])
     fake_cupy.expected = pk.desc.reference(pk._host, pk.global_size, pk.rounds, pk.local_size)
     ex = pk.run(2).extra
     assert "core_mhz" in ex, ex.get("clocks")
-    assert 1400 <= ex["core_mhz"] <= 1500 and ex["mem_mhz"] == 9500 and ex["temp_c_max"] == 61
+    assert ex["readings_n"] == 2 and ex["core_mhz"] == 1450.0
+    assert (ex["core_mhz_min"], ex["core_mhz_max"]) == (1400.0, 1500.0)
+    assert ex["mem_mhz"] == 9500 and ex["temp_c_max"] == 61
     assert ex["effective_clock_hz"] == ex["core_mhz"] * 1e6
+
+
+@needs_nvcc
+def test_no_clocks_says_why(fake_cupy: FakeCupy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer that opens but has no clocks (FakeNvml has none): energy meters keep going; the row says why."""
+    from support.fakes import FakeNvml
+
+    from archline.bench.cuda.backend import CudaDevice
+    from archline.powermon.counters.nvml import NvmlGpu
+
+    gpu = NvmlGpu.open(0, FakeNvml())
+    monkeypatch.setattr(CudaDevice, "layer", types.SimpleNamespace(open=lambda i: gpu))
+    pk = CudaBackend().prepare(SPECS[0])
+    fake_cupy.expected = pk.desc.reference(pk._host, pk.global_size, pk.rounds, pk.local_size)
+    ex = pk.run(1).extra
+    assert "core_mhz" not in ex and "NVML_CLOCK_SM" in ex["clocks"]
