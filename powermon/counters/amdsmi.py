@@ -8,17 +8,31 @@ MI200/MI300). Its key is ``power`` in ROCm 6.0-6.1 and ``energy_accumulator`` la
 bits; a reading below the previous one is a wrap, unrolled modulo 2**32 while the readings fit in 32 bits, else
 2**64. The meter's resolution is one tick, and a poll period well under the shortest wrap (2**32 ticks: about
 2 minutes at 500 W) keeps every wrap visible.
+
+As a ``[[meters]]`` kind (``kind = "amdsmi"``, ``index``): :func:`open_from_spec` opens the GPU;
+:func:`emulate_from_spec` plays a power source through :class:`EmulatedAmdSmi`, an amdsmi whose accumulator
+counts the readings of a :class:`~archline.powermon.emulator.sensor.SensorModel` in ticks of the counter
+resolution, with the firmware's wrap, driven by the real meter and labelled emulated.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import types
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from archline.powermon.counters.base import CounterMeter
-from archline.powermon.errors import DeviceError
+from archline.powermon.counters.emulated import SensorEnergy, Timeline, device_power
+from archline.powermon.emulator.sensor import SensorModel
+from archline.powermon.errors import DeviceError, MeterError
+
+if TYPE_CHECKING:
+    from archline.powermon.emulator.power import PowerCallable, PowerSource
+    from archline.powermon.spec import MeterSpec
 
 POWER_SCOPE = "socket"      # AMD SMI's socket power: the GPU package (die and HBM), not the whole board
 _LOADED: list[Any] = []
@@ -116,6 +130,7 @@ class AmdSmiMeter(CounterMeter):
     on the same polls (``readings``), reported per window."""
 
     update_hz = 1000.0        # the SMU updates the accumulator about every millisecond
+    sensor: SensorModel | None = None   # what an emulated GPU was given (for `meter probe` to compare)
 
     def __init__(self, index: int = 0, lib: Any = None, poll_s: float = 0.02, name: str | None = None,
                  device: str = "gpu", clock: Callable[[], float] = time.monotonic, readings: bool = True) -> None:
@@ -142,5 +157,106 @@ class AmdSmiMeter(CounterMeter):
         out = super().info()
         out.update({"type": "amdsmi", "index": self.index, "power_scope": POWER_SCOPE,
                     "energy_source": "amdsmi_get_energy_count", "resolution_j": self.resolution_j,
-                    "wraps": self.wraps})
+                    "wraps": self.wraps, "speed": self.speed})
+        if self.sensor is not None:
+            out["sensor_model"] = dataclasses.asdict(self.sensor)
         return out
+
+
+# --- the kind dispatch (powermon/spec.py) and the emulator --------------------------------------------------------
+
+#: MI200/MI300: the SMU samples socket power about every millisecond and adds it to the accumulator. An instant
+#: sample (window 0) costs one power evaluation per reading, which keeps a 50x emulation real-time; pass a
+#: SensorModel with a window (and lag, gain ...) to emulate a slower, averaging sensor
+DEFAULT_SENSOR = SensorModel(update_period_s=0.001, window_s=0.0)
+RESOLUTION_UJ = 15.3
+
+
+@dataclass(frozen=True)
+class AmdSmiFaults:
+    """What the emulated GPU does wrong: its accumulator's width and start (near ``2**counter_bits`` to see a wrap
+    early), and the device second after which every call fails (the GPU fell off the bus)."""
+
+    counter_bits: int = 64
+    start_ticks: int = 0
+    fail_after_s: float | None = None
+
+
+class EmulatedAmdSmi:
+    """The amdsmi calls :class:`AmdSmiGpu` makes, answered by one emulated GPU (its name says emulated)."""
+
+    AmdSmiClkType = types.SimpleNamespace(GFX=0, MEM=1)
+    AmdSmiTemperatureType = types.SimpleNamespace(EDGE=0)
+    AmdSmiTemperatureMetric = types.SimpleNamespace(CURRENT=0)
+
+    def __init__(self, energy: SensorEnergy, timeline: Timeline, faults: AmdSmiFaults | None = None,
+                 resolution_uj: float = RESOLUTION_UJ, clocks_mhz: tuple[float, float] = (1700.0, 1600.0),
+                 n_gpus: int = 1) -> None:
+        self.energy, self.timeline, self.faults = energy, timeline, faults or AmdSmiFaults()
+        self.resolution_uj, self.clocks_mhz, self.n_gpus = resolution_uj, clocks_mhz, n_gpus
+
+    def _now_s(self) -> float:
+        t = self.timeline.emulated_time_s()
+        if self.faults.fail_after_s is not None and t > self.faults.fail_after_s:
+            raise RuntimeError("AMDSMI_STATUS_NOT_INIT: the emulated GPU is gone")
+        return t
+
+    def amdsmi_init(self) -> None:
+        self._now_s()
+
+    def amdsmi_get_processor_handles(self) -> list[str]:
+        return [f"emulated-gpu{i}" for i in range(self.n_gpus)]   # every index plays the same power
+
+    def amdsmi_get_gpu_asic_info(self, h: str) -> dict[str, Any]:
+        return {"market_name": "AMD Instinct MI250X (emulated)", "vendor_id": "0x1002"}
+
+    def ticks(self, t_dev_s: float) -> int:
+        """The accumulator at device time ``t_dev_s``: whole ticks of the resolution, modulo its width."""
+        n = int(self.energy.energy_j(t_dev_s) * 1e6 / self.resolution_uj)
+        return (self.faults.start_ticks + n) % (1 << self.faults.counter_bits)
+
+    def amdsmi_get_energy_count(self, h: str) -> dict[str, Any]:
+        t = self._now_s()
+        return {"energy_accumulator": self.ticks(t), "counter_resolution": self.resolution_uj,
+                "timestamp": int(t * 1e9)}
+
+    def amdsmi_get_power_info(self, h: str) -> dict[str, Any]:
+        return {"socket_power": round(self.energy.power_now_w(self._now_s())), "average_socket_power": "N/A"}
+
+    def amdsmi_get_clock_info(self, h: str, kind: int) -> dict[str, Any]:
+        self._now_s()
+        return {"clk": self.clocks_mhz[0] if kind == 0 else self.clocks_mhz[1], "clk_locked": False}
+
+    def amdsmi_get_temp_metric(self, h: str, kind: int, metric: int) -> int:
+        return round(30 + 0.1 * self.energy.power_now_w(self._now_s()))   # a warm card, no thermal lag
+
+
+def _device(spec: MeterSpec) -> str:
+    return spec.channels[0].device if spec.channels else "gpu"
+
+
+def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, **kw: Any) -> AmdSmiMeter:
+    """GPU ``spec.index`` through AMD SMI (counter meters keep no raw capture: ``raw_dir`` is unused)."""
+    if spec.kind != "amdsmi":
+        raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not an AMD SMI one")
+    kw.setdefault("name", spec.name)
+    return AmdSmiMeter(spec.index, device=_device(spec), **kw)
+
+
+def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
+                      seed: int = 0, raw_dir: str | Path | None = None, faults: AmdSmiFaults | None = None,
+                      sensor: SensorModel = DEFAULT_SENSOR, resolution_uj: float = RESOLUTION_UJ,
+                      **kw: Any) -> AmdSmiMeter:
+    """An emulated AMD GPU playing ``power`` (summed over the spec's channels) through ``sensor`` into an energy
+    accumulator of ``resolution_uj`` ticks, read by the real meter; labelled emulated. ``speed``: device seconds
+    per host second; ``seed`` is unused (the sensor model is deterministic)."""
+    if spec.kind != "amdsmi":
+        raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not an AMD SMI one")
+    timeline = Timeline(speed)
+    energy = SensorEnergy(sensor, device_power(power, [c.id for c in spec.channels] or [0], timeline))
+    lib = EmulatedAmdSmi(energy, timeline, faults, resolution_uj, n_gpus=spec.index + 1)
+    kw.setdefault("name", spec.name)
+    meter = AmdSmiMeter(spec.index, lib=lib, device=_device(spec), **kw)
+    meter.emulated, meter.speed, meter.sensor = True, speed, sensor
+    meter.update_hz = 1.0 / sensor.update_period_s
+    return meter

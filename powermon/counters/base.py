@@ -134,9 +134,11 @@ class CounterMeter:
         n = int(np.count_nonzero(inside))
         slack = abs(t[i0] - t0_s) + abs(t[i1] - t1_s)
         for k, nm in enumerate(self.channel_names):
-            de = float(e[i1, k] - e[i0, k])
+            # cumulative energy interpolated at each edge between the polls around it (a mark's poll can come late
+            # when the poll thread holds the device: the nearest poll alone would shift the window)
+            de = float(np.interp(t1_s, t, e[:, k]) - np.interp(t0_s, t, e[:, k])) if t.size > 1 else 0.0
             span = float(t[i1] - t[i0])
-            p = de / span if span > 0 else 0.0
+            p = float(e[i1, k] - e[i0, k]) / span if span > 0 else 0.0
             chans[nm] = ChannelResult(de, 2 * self.resolution_j + p * slack, de / dur if dur > 0 else float("nan"),
                                       n, nm)
         total = sum(c.energy_j for c in chans.values())
