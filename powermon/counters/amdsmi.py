@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archline.powermon.counters.base import CounterMeter
+from archline.powermon.counters.base import CounterMeter, unwrap
 from archline.powermon.counters.emulated import SensorEnergy, Timeline, device_power
 from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import DeviceError, MeterError
@@ -57,14 +57,6 @@ def load_amdsmi(lib: Any = None) -> Any:
     if isinstance(lib, types.ModuleType) and not _LOADED:
         _LOADED.append(lib)
     return lib
-
-
-def unwrap(prev_raw: int, raw: int, total: int) -> int:
-    """The running tick total after reading ``raw`` (the previous reading ``prev_raw``), wraps unrolled."""
-    if raw >= prev_raw:
-        return total + raw - prev_raw
-    modulus = 1 << (32 if prev_raw < (1 << 32) else 64)
-    return total + raw + modulus - prev_raw
 
 
 class AmdSmiGpu:

@@ -20,6 +20,16 @@ from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
 
 
+def unwrap(prev_raw: int, raw: int, total: int) -> int:
+    """The running total after reading ``raw`` (the previous reading ``prev_raw``) from a counter that wraps at
+    2**32 or 2**64 and documents neither (AMD SMI's accumulator, hwmon's energy inputs): a step back is one wrap,
+    modulo 2**32 while the readings fit in 32 bits, else 2**64."""
+    if raw >= prev_raw:
+        return total + raw - prev_raw
+    modulus = 1 << (32 if prev_raw < (1 << 32) else 64)
+    return total + raw + modulus - prev_raw
+
+
 class CounterMeter:
     """Base for meters whose channels are cumulative energy counters in joules.
 
