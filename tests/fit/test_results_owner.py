@@ -314,6 +314,7 @@ OWNERS = {"fit/io/results_file.py", "fit/io/dataset.py", "fit/io/schema.py"}   #
 KNOWN_ELSEWHERE = {
     "fit/analyses/choi/dvfs_tune.py": "paper_table8 reads the shipped S1 Table 8 seed CSV: another format",
     "fit/analyses/choi/app_predict.py": "a counts CSV keyed by result column names: another format",
+    "fit/io/counters/base.py": "profiler exports (ncu, rocprof, perf stat, likwid-perfctr): other formats",
 }
 
 
