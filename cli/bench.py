@@ -29,7 +29,13 @@ def bench() -> None:
 @bench.command("list")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def list_cmd(fmt: str) -> None:
-    """Back ends and kernel variants, each with whether it runs here and why (not)."""
+    """Back ends and kernel variants, each with whether it runs here and why (not).
+
+    \b
+    Examples:
+      archline bench list
+      archline bench list --format json
+    """
     from archline.bench.errors import BenchError
     from archline.bench.registry import BACKENDS, get_backend
 
@@ -107,9 +113,11 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     Every point runs in named windows on the profile's meter (warm-up, >= 200 samples per window, early stop
     on a tight CI, idle power before and after); without a meter the same windows carry time only and every
     row says why. An option that does not apply to the path a run takes is refused, saying why.
+
     \b
+    Examples:
       archline bench run --platform gtx580 --emulate --out results/emu     the whole GTX 580 sweep, emulated
-      archline bench run --platform localhost --quick                       about a minute, time only w/o RAPL
+      archline bench run --platform localhost --quick                       the main job: this CPU's kernels, quick
     """
     from archline.bench.config.options import RunOptions
     from archline.bench.errors import PointsFailedError
@@ -166,6 +174,7 @@ def export_ert_cmd(results: tuple[Path, ...], out_path: Path) -> None:
     """Write the Empirical Roofline Toolkit's roofline.json (peak GFLOP/s, GB/s per level) from results CSVs.
 
     \b
+    Example:
       archline bench export-ert results/*.csv --out roofline.json
     """
     from archline.bench.run.summary import summarize
@@ -194,6 +203,11 @@ def sweep_cmd(ctx: click.Context, config: Path) -> None:
     \b
     Exit codes: 0 done, 2 bad config, 3 some points failed (rerun retries them), 4 meter missing,
     5 stopped at max_points (rerun resumes), 75 another sweep holds the lock, 130 interrupted.
+
+    \b
+    Example:
+      archline bench sweep nightly.toml
+
     Example crontab and systemd timer: docs/cron.md.
     """
     import sys

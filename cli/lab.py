@@ -42,7 +42,13 @@ def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wai
     says interrupted, its finished rows are kept, and the command exits 130.
 
     Exit status: 0 when submitted (with --wait: when every task is done), 3 when a task failed, 130 when
-    interrupted."""
+    interrupted.
+
+    \b
+    Examples:
+      archline lab submit lab.toml --wait              one Slurm job array, one task per machine
+      archline lab submit lab.toml --scheduler local   the same lab here, one machine after another
+    """
     from archline.bench.lab.labfile import load_lab
     from archline.bench.lab.submit import submit
 
@@ -66,7 +72,13 @@ def status_cmd(lab_toml: Path, fmt: str, wait: bool) -> None:
     it (exit 2): remove or fix it; a newer field is ignored.
 
     Exit status: 0 when every task is done, 3 when any is failed or missing, 75 while any is queued or
-    running."""
+    running.
+
+    \b
+    Examples:
+      archline lab status lab.toml
+      archline lab status lab.toml --format json
+    """
     from archline.bench.lab.labfile import load_lab
     from archline.bench.lab.status import lab_status
     from archline.bench.lab.submit import wait as wait_all
@@ -101,7 +113,12 @@ def collect_cmd(lab_toml: Path, out: Path, replace: bool, fmt: str) -> None:
     """Merge every machine's rows into one hive-partitioned Parquet data set
     (OUT/platform=P/host=H/run_id=R/part-*.parquet), dropping duplicate points (same host, config hash and
     point id), and report per machine the points missing or failed. `archline fit OUT`, `archline plot OUT`
-    and `archline compare OUT` read it."""
+    and `archline compare OUT` read it.
+
+    \b
+    Examples:
+      archline lab collect lab.toml --out fleet/
+    """
     from archline.bench.lab.collect import collect, collect_table
     from archline.bench.lab.labfile import load_lab
     from archline.cli.output import echo_table

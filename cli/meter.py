@@ -57,7 +57,13 @@ def _ints(text: str | None) -> list[int] | None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def list_cmd(fmt: str) -> None:
     """Meters found on this machine (serial ports, PowerSensor3 and PMD-USB by USB ID, RAPL zones, NVML GPUs) and
-    every other kind a profile's [[meters]] may name, each absent kind with its reason."""
+    every other kind a profile's [[meters]] may name, each absent kind with its reason.
+
+    \b
+    Examples:
+      archline meter list
+      archline meter list --format json
+    """
     from archline.powermon.offline import list_meters
 
     rows = list_meters()
@@ -90,6 +96,11 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: floa
     The summary (JSON on stdout) counts what the meter lost: lost_samples of expected_samples, lost_s, gaps,
     overflows, and the decoder's own counts; the energy bound covers the lost stretches. More than --max-lost
     of the samples lost, or a meter that vanished, exits 6 (or 4) after the summary.
+
+    \b
+    Examples:
+      archline meter record --meter emulated:4 --duration 5 --out trace.parquet    an emulated PowerMon 2, 4x
+      archline meter record --meter powermon2:/dev/ttyUSB0 --channels 0,1,2,3 --duration 10 --out t.parquet
     """
     from archline.powermon.recording import record
 
@@ -117,6 +128,10 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
     \b
     RAW may be a pipe (meter decode <(zcat c.raw.bin.gz) ...): it is read once, up to 1 GiB (a day of the meter's
     fastest stream); its sidecar RAW.json, when there is one, says the channels, rate, shunts and clock.
+
+    \b
+    Examples:
+      archline meter decode capture.raw.bin --out samples.csv
     """
     from archline.powermon.offline import decode_to_file
 
@@ -151,6 +166,11 @@ def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None
     real time (meter record --meter emulated:4) is integrated on the emulated timeline, as the recording was.
     Holes in a channel's cadence (the sidecar's rate_hz) are lost samples, counted as a recording counts them; the
     error bound covers them. SAMPLES may be a pipe: meter integrate <(zcat t.csv.gz).
+
+    \b
+    Examples:
+      archline meter integrate samples.csv --format json
+      archline meter integrate samples.csv --start 1 --end 3
     """
     from archline.powermon.offline import integrate_file, loss_error
 

@@ -25,7 +25,13 @@ def platforms() -> None:
 @platforms.command("list")
 @format_option
 def list_cmd(fmt: str) -> None:
-    """List every profile found, with the precisions the model can be run at."""
+    """List every profile found, with the precisions the model can be run at.
+
+    \b
+    Examples:
+      archline platforms list
+      archline platforms list --format json
+    """
     found, problems = load_all_profiles()
     for line in problems:
         click.echo(f"archline: warning: {line}", err=True)
