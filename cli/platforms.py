@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from archline.cli.output import echo_json, echo_table, format_option
@@ -37,6 +39,10 @@ def list_cmd(fmt: str) -> None:
         click.echo(f"archline: warning: {line}", err=True)
     rows = [{"name": p.name, "title": p.title, "device_kind": p.device_kind,
              "model_precisions": p.precisions_available(), "path": str(path)} for path, p in found]
+    if not any(r["name"] == "localhost" for r in rows):      # the main job's platform: detected, not a file
+        local = _localhost().platform
+        rows.append({"name": "localhost", "title": local.title, "device_kind": local.device_kind,
+                     "model_precisions": [], "path": local.origin})
     if fmt == "json":
         echo_json(rows)
         return
@@ -56,7 +62,15 @@ def show_cmd(name: str, fmt: str) -> None:
     Example:
       archline platforms show gtx580
     """
-    p = load_platform(name)
+    if name == "localhost":
+        from archline.fit.errors import PlatformNotFoundError
+
+        try:
+            p = load_platform(name)
+        except PlatformNotFoundError:
+            p = _localhost().platform
+    else:
+        p = load_platform(name)
     if fmt == "toml-path":
         click.echo(p.origin)
         return
@@ -83,3 +97,10 @@ def show_cmd(name: str, fmt: str) -> None:
         echo_table(["id", "core_mhz", "mem_mhz", "core_v", "mem_v"],
                    [[s.get("id", ""), s.get("core_mhz", ""), s.get("mem_mhz", ""), s.get("core_v", "—"),
                      s.get("mem_v", "—")] for s in settings])
+
+
+def _localhost() -> Any:
+    """This machine's generated profile (what `bench run --platform localhost` runs), unless a file shadows it."""
+    from archline.bench.config.profile import localhost_profile
+
+    return localhost_profile()

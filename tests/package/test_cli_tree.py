@@ -35,3 +35,10 @@ def test_leaf_help_has_an_example_of_itself(path: str, cmd: click.Command) -> No
     assert "Examples:" in text or "Example:" in text, f"'archline {path} --help' has no Examples: block"
     runs_itself = [ln for ln in text.splitlines() if ln.strip().startswith(f"archline {path}")]
     assert runs_itself, f"'archline {path} --help' has no example line starting 'archline {path}'"
+
+
+def test_the_main_jobs_platform_is_listed_and_shown(run_cli) -> None:  # type: ignore[no-untyped-def]
+    listed = run_cli("platforms", "list", "--format", "json")
+    assert listed.exit_code == 0 and "localhost" in {r["name"] for r in __import__("json").loads(listed.stdout)}
+    shown = run_cli("platforms", "show", "localhost")
+    assert shown.exit_code == 0 and "<detected>" in shown.stdout and "cpu_asm" in shown.stdout
