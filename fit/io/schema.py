@@ -1,4 +1,4 @@
-"""The one owner of the ``archline.results/1`` contract (DESIGN.md §3): columns in order, the extra columns, units,
+"""The one owner of the ``archline.results/1`` contract (docs/formats.md lists it for users): columns in order, the extra columns, units,
 kinds, the CSV cell format and the checks a row must pass. The bench writer and every fit reader use it.
 
 Kinds: ``text`` (strings), ``bool`` (``true``/``false``), ``count`` (work and traffic: an empty cell means 0),
@@ -30,7 +30,7 @@ class Column:
     doc: str = ""
 
 
-#: The contract columns, in order (DESIGN.md §3).
+#: The contract columns, in order (docs/formats.md, generated from these).
 CONTRACT: tuple[Column, ...] = (
     Column("schema", "text", doc="archline.results/1"),
     Column("run_id", "text", doc="unique id of the run or sweep"),
