@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archline.bench.controls.base import ControlError, _probe_writable, _read, _write
+from archline.powermon.counters.rapl import constraint_file
 
 if TYPE_CHECKING:
     from archline.powermon.counters.nvml import NvmlGpu
@@ -26,13 +27,13 @@ class RaplPowerLimit:
 
     @property
     def target(self) -> str:
-        return str(self.zone_dir / f"constraint_{self.constraint}_power_limit_uw")
+        return str(constraint_file(self.zone_dir, self.constraint, "power_limit_uw"))
 
     def available(self) -> tuple[bool, str]:
         return _probe_writable(Path(self.target))
 
     def allowed_range(self) -> tuple[float, float] | None:
-        f = self.zone_dir / f"constraint_{self.constraint}_max_power_uw"
+        f = constraint_file(self.zone_dir, self.constraint, "max_power_uw")
         try:
             hi = float(_read(f)) / 1e6
         except (OSError, ValueError):

@@ -252,3 +252,17 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     meter.emulated, meter.speed, meter.sensor = True, speed, sensor
     meter.update_hz = 1.0 / sensor.update_period_s
     return meter
+
+
+def list_meters(lib: Any = None) -> list[dict[str, Any]]:
+    """`archline meter list`'s rows for this kind: each AMD GPU, or why there is none."""
+    try:
+        lib = load_amdsmi(lib)
+        n = len(list(AmdSmiGpu._call(lib, "amdsmi_get_processor_handles")))
+        gpus = [AmdSmiGpu.open(i, lib) for i in range(n)]
+        rows = [{"kind": "amdsmi", "name": f"gpu{g.index}", "available": True,
+                 "detail": f"{g.name()}, energy accumulator, power scope {POWER_SCOPE} (kind = \"amdsmi\", "
+                           f"index = {g.index})"} for g in gpus]
+    except DeviceError as e:
+        rows = [{"kind": "amdsmi", "name": "-", "available": False, "detail": str(e)}]
+    return rows or [{"kind": "amdsmi", "name": "-", "available": False, "detail": "AMD SMI lists no GPU"}]

@@ -315,3 +315,18 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     meter = EmulatedHwmonMeter(tree, sensor, sensors=spec.sensors, name=kw.pop("name", spec.name), **kw)
     meter.devices = {_devices(spec): list(meter.channel_names)}
     return meter
+
+
+def list_meters(root: str | Path | None = None) -> list[dict[str, Any]]:
+    """`archline meter list`'s rows for this kind: each hwmon energy or power input, or why there is none."""
+    r = Path(root) if root is not None else default_root()
+    rows: list[dict[str, Any]] = []
+    for i in list_inputs(r):
+        try:
+            i.read()
+            ok, why = True, f"{i.display} ({'cumulative uJ' if i.kind == 'energy' else 'uW, integrated'})"
+        except MeterError as e:
+            ok, why = False, str(e)
+        rows.append({"kind": "hwmon", "name": i.id, "available": ok, "detail": why})
+    return rows or [{"kind": "hwmon", "name": "-", "available": False,
+                     "detail": f"no hwmon energy or power inputs under {r}"}]

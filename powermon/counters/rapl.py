@@ -59,6 +59,12 @@ class RaplZone:
         return _read_int(self.path / "energy_uj")
 
 
+def constraint_file(zone_dir: str | Path, constraint: int, field: str) -> Path:
+    """``constraint_<n>_<field>`` of a powercap zone (``power_limit_uw``, ``max_power_uw``, ``time_window_us``):
+    the files bench's RAPL power cap reads and writes, named here beside the energy counters."""
+    return Path(zone_dir) / f"constraint_{constraint}_{field}"
+
+
 def list_zones(root: str | Path = POWERCAP_ROOT) -> list[RaplZone]:
     """RAPL zones under a powercap root (sub-zones such as dram named ``<parent>/<name>``)."""
     r = Path(root)

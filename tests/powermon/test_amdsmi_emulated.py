@@ -109,3 +109,13 @@ def test_open_from_spec_without_amdsmi() -> None:
         open_meter(spec)
     with pytest.raises(Exception, match="not an AMD SMI"):
         emulate_from_spec(spec.model_copy(update={"kind": "hwmon"}), None)
+
+
+def test_meter_list_rows() -> None:
+    from archline.powermon.counters.amdsmi import list_meters
+
+    lib, _ = _lib({0: (12.0, 1.0)}, SensorModel(0.001, 0.0))
+    (row,) = list_meters(lib)
+    assert row["available"] and row["name"] == "gpu0" and "(emulated)" in row["detail"]
+    (none,) = list_meters()
+    assert not none["available"] and "AMD SMI unavailable" in none["detail"]

@@ -154,3 +154,14 @@ def test_emulated_wrap_and_vanishing_chip() -> None:
         time.sleep(0.3)
         rec.end("w")
     assert not gone.tree.root.exists()
+
+
+def test_meter_list_rows(tmp_path: Path) -> None:
+    from archline.powermon.counters.hwmon import list_meters
+
+    rows = list_meters(_tree(tmp_path))
+    assert [(r["name"], r["available"]) for r in rows][:2] == [("hwmon1/energy1_input", True),
+                                                              ("hwmon1/energy2_input", True)]
+    assert "amd_energy/Ecore000 (cumulative uJ)" == rows[0]["detail"] and len(rows) == 4
+    (none,) = list_meters(tmp_path / "absent")
+    assert not none["available"] and "no hwmon energy" in none["detail"]
