@@ -1,0 +1,188 @@
+"""An emulated BMC's Redfish service: a real HTTP server on 127.0.0.1 (port 0: the kernel picks one).
+
+It serves a small DMTF-style mockup (service root, Chassis collection, one chassis ``1U`` with ``Power``,
+``EnvironmentMetrics`` and a ``Sensors/TotalPower`` sensor) whose power reading is the emulated node's power seen
+through a :class:`~archline.powermon.emulator.sensor.SensorModel` (a new reading every update period, each the mean
+over its window, lagged). Faults: a share of requests answered HTTP 503, and stale stretches where the BMC keeps
+serving its last reading. Its ``Name`` fields say emulated.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+from archline.powermon.counters.emulated import Timeline
+from archline.powermon.emulator.sensor import SensorModel
+
+EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)   # the emulated BMC's clock reads EPOCH + device time
+CHASSIS = "1U"
+
+
+@dataclass(frozen=True)
+class RedfishFaults:
+    """``http_503_every``: every Nth request for a reading is answered 503 (0: never); ``stale``: device-time
+    spans ``(t0_s, t1_s)`` in which the BMC serves the reading it had at t0_s (its sensor task hung)."""
+
+    http_503_every: int = 0
+    stale: tuple[tuple[float, float], ...] = ()
+
+
+def mockup(reading_w: float | None, reading_time: str | None, interval: str, average_w: float | None
+           ) -> dict[str, dict[str, Any]]:
+    """The resources by path (without a trailing slash)."""
+    base = "/redfish/v1"
+    ch = f"{base}/Chassis/{CHASSIS}"
+    return {
+        base: {"@odata.id": f"{base}/", "@odata.type": "#ServiceRoot.v1_5_0.ServiceRoot", "Id": "RootService",
+               "Name": "Root Service (archline emulated BMC)", "RedfishVersion": "1.6.0",
+               "Chassis": {"@odata.id": f"{base}/Chassis"}},
+        f"{base}/Chassis": {"@odata.id": f"{base}/Chassis", "Name": "Chassis Collection",
+                            "Members@odata.count": 1, "Members": [{"@odata.id": ch}]},
+        ch: {"@odata.id": ch, "@odata.type": "#Chassis.v1_15_0.Chassis", "Id": CHASSIS,
+             "Name": "Emulated node", "ChassisType": "RackMount", "Power": {"@odata.id": f"{ch}/Power"},
+             "EnvironmentMetrics": {"@odata.id": f"{ch}/EnvironmentMetrics"},
+             "Sensors": {"@odata.id": f"{ch}/Sensors"}},
+        f"{ch}/Power": {"@odata.id": f"{ch}/Power", "@odata.type": "#Power.v1_5_0.Power", "Id": "Power",
+                        "Name": "Power", "PowerControl": [{
+                            "@odata.id": f"{ch}/Power#/PowerControl/0", "MemberId": "0",
+                            "Name": "System Input Power", "PowerConsumedWatts": reading_w,
+                            "PowerMetrics": {"IntervalInMin": 1, "AverageConsumedWatts": average_w},
+                            "Status": {"State": "Enabled", "Health": "OK"}}]},
+        f"{ch}/EnvironmentMetrics": {"@odata.id": f"{ch}/EnvironmentMetrics",
+                                     "@odata.type": "#EnvironmentMetrics.v1_2_0.EnvironmentMetrics",
+                                     "Id": "EnvironmentMetrics", "Name": "Chassis environment metrics",
+                                     "PowerWatts": {"Reading": reading_w,
+                                                    "DataSourceUri": f"{ch}/Sensors/TotalPower"}},
+        f"{ch}/Sensors": {"@odata.id": f"{ch}/Sensors", "Name": "Sensors", "Members@odata.count": 1,
+                          "Members": [{"@odata.id": f"{ch}/Sensors/TotalPower"}]},
+        f"{ch}/Sensors/TotalPower": {"@odata.id": f"{ch}/Sensors/TotalPower", "@odata.type": "#Sensor.v1_2_0.Sensor",
+                                     "Id": "TotalPower", "Name": "Total node power (emulated)",
+                                     "ReadingType": "Power", "ReadingUnits": "W", "Reading": reading_w,
+                                     "ReadingTime": reading_time, "SensingInterval": interval,
+                                     "PhysicalContext": "Chassis", "Implementation": "Synthesized"},
+    }
+
+
+def _iso_duration(s: float) -> str:
+    return f"PT{s:.6g}S"
+
+
+class RedfishEmulator:
+    """The node's power (``power_w(device times) -> W``) through ``sensor`` on a threaded HTTP server.
+
+    ``credentials``: {user: password} enforced by HTTP Basic (the service root is open); None: no auth. The
+    sensor's periods are device seconds; the served ``SensingInterval`` is in host seconds (speed-scaled), as the
+    client that polls it lives on the host clock."""
+
+    def __init__(self, power_w: Callable[[Any], Any], sensor: SensorModel, timeline: Timeline,
+                 faults: RedfishFaults | None = None, credentials: dict[str, str] | None = None) -> None:
+        self.power_w, self.sensor, self.timeline = power_w, sensor, timeline
+        self.faults = faults or RedfishFaults()
+        self.credentials = credentials
+        self.requests = 0
+        self.served_503 = 0
+        self.stale_served = 0
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- what the BMC shows at device time t -------------------------------------------------------------------
+    def reading(self, t_dev_s: float) -> tuple[float, float, bool]:
+        """(watts, device time of that reading, stale) visible at ``t_dev_s``."""
+        stale = False
+        for a, b in self.faults.stale:
+            if a <= t_dev_s < b:
+                t_dev_s, stale = a, True
+        p = self.sensor.update_period_s
+        tk = np.floor(t_dev_s / p + 1e-9) * p
+        return self.sensor.reading_at(self.power_w, float(tk)), float(tk), stale
+
+    def resource(self, path: str) -> tuple[int, dict[str, Any] | None]:
+        path = path.split("?", 1)[0].rstrip("/") or "/"
+        dynamic = path.endswith(("/Power", "/EnvironmentMetrics", "/Sensors/TotalPower"))
+        w: float | None = None
+        rt: str | None = None
+        avg: float | None = None
+        if dynamic:
+            with self._lock:
+                self.requests += 1
+                n = self.requests
+            if self.faults.http_503_every and n % self.faults.http_503_every == 0:
+                with self._lock:
+                    self.served_503 += 1
+                return 503, {"error": {"code": "Base.1.0.ServiceTemporarilyUnavailable",
+                                       "message": "emulated BMC busy"}}
+            w, tk, stale = self.reading(self.timeline.emulated_time_s())
+            if stale:
+                with self._lock:
+                    self.stale_served += 1
+            rt = (EPOCH + timedelta(seconds=tk)).isoformat()
+            avg = w
+        res = mockup(w, rt, _iso_duration(self.sensor.update_period_s / self.timeline.speed), avg).get(path)
+        return (200, res) if res is not None else (404, {"error": {"code": "Base.1.0.ResourceMissingAtURI",
+                                                                   "message": path}})
+
+    # --- the server ---------------------------------------------------------------------------------------------
+    def start(self) -> RedfishEmulator:
+        emu = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0].rstrip("/")
+                if emu.credentials is not None and path not in ("/redfish/v1", "/redfish"):
+                    if not emu._authorised(self.headers.get("Authorization", "")):
+                        self._send(401, {"error": {"code": "Base.1.0.InsufficientPrivilege"}})
+                        return
+                code, body = emu.resource(self.path)
+                self._send(code, body)
+
+            def _send(self, code: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet: no request log on stderr
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="redfish emulator", daemon=True)
+        self._thread.start()
+        return self
+
+    def _authorised(self, header: str) -> bool:
+        if not header.startswith("Basic "):
+            return False
+        try:
+            user, _, pw = base64.b64decode(header[6:]).decode().partition(":")
+        except ValueError:
+            return False
+        return self.credentials is not None and self.credentials.get(user) == pw
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the Redfish emulator is not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None

@@ -1,0 +1,303 @@
+"""The node's BMC as a recorder meter (``kind = "redfish"``; ``"ipmi"`` not yet): slow, averaged readings.
+
+A BMC shows one power reading at a time, replaced every update period ``P`` (Redfish ``SensingInterval``; 1 s where
+the BMC does not say), each the mean power over a window ending ``lag_s`` before it appears. The meter polls four
+times per period, keeps each distinct reading once (by its ``ReadingTime`` where the BMC gives one, else by value
+and age) and takes reading k to cover the time since reading k-1, shifted back by the lag: the energy of a window
+is the integral of that step function. Its bound says what averaging hides: at each edge the reading that straddles
+it is spread over P (its power may sit on either side), readings whose window is shorter than P miss part of
+their period, and watts are quantised. A window shorter than P is warned about and gets a bound of its whole
+energy (one averaged reading says nothing about where inside it the power went). Readings the BMC never showed
+(stale stretches, HTTP 5xx) are counted as lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading, RedfishClient
+from archline.powermon.counters.base import CounterMeter
+from archline.powermon.counters.emulated import Timeline, device_power
+from archline.powermon.emulator.sensor import SensorModel
+from archline.powermon.errors import MeterError
+from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
+
+if TYPE_CHECKING:
+    from archline.powermon.bmc.emulator import RedfishFaults
+    from archline.powermon.emulator.power import PowerCallable, PowerSource
+    from archline.powermon.spec import MeterSpec
+
+DEFAULT_PERIOD_S = 1.0          # "poll no faster than 1 Hz" (bmc_power.md): a BMC that does not say updates ~1 s
+POLLS_PER_PERIOD = 4
+
+
+class BmcMeter(CounterMeter):
+    """Node power from a BMC ``client`` (anything with ``read() -> PowerReading``).
+
+    ``update_period_s``, ``lag_s`` and ``window_s`` are device seconds (``speed`` device seconds per host second;
+    1 for real hardware); ``window_s`` None: the window is taken to be the period; ``quantum_w``: the reading step.
+    """
+
+    kind = "counter"
+
+    def __init__(self, client: Any, channel: str = "node", device: str = "node", update_period_s: float = 1.0,
+                 lag_s: float = 0.0, window_s: float | None = None, quantum_w: float = 0.0, speed: float = 1.0,
+                 poll_s: float | None = None, name: str = "bmc", emulated: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not (update_period_s > 0 and math.isfinite(update_period_s)):
+            raise MeterError(f"{name}: the update period must be > 0 s, got {update_period_s}")
+        self.client = client
+        self.speed = speed
+        self.period_s = update_period_s / speed              # host seconds
+        self.lag_host_s = lag_s / speed
+        self.window_s, self.quantum_w = window_s, quantum_w
+        self.update_period_s, self.lag_s = update_period_s, lag_s
+        super().__init__([channel], {device: [channel]}, poll_s or self.period_s / POLLS_PER_PERIOD, clock)
+        self.name, self.emulated = name, emulated
+        self.update_hz = 1.0 / update_period_s
+        self._seen: list[tuple[float, float | None, float]] = []     # (host time first seen, ReadingTime, watts)
+        self._prev_poll_s: float | None = None
+        self.polls = 0
+        self.failed_polls = 0                # HTTP 5xx / no answer: reported
+        self.last_failure = ""
+        self._failed_at: list[float] = []
+        self._on_stop: list[Callable[[], None]] = []
+        self.sensor: SensorModel | None = None
+
+    # --- polling ------------------------------------------------------------------------------------------------
+    def poll(self) -> None:
+        t = self.clock()
+        try:
+            r: PowerReading = self.client.read()
+        except BmcUnavailable as e:
+            with self._lock:
+                self.failed_polls += 1
+                self.last_failure = str(e)
+                self._failed_at.append(t)
+                self._prev_poll_s = None
+            return
+        t_after = self.clock()
+        with self._lock:
+            self.polls += 1
+            if self._is_new(r, t_after):
+                self._seen.append((t_after, r.reading_time_s, r.power_w))
+            self._prev_poll_s = t
+
+    def _is_new(self, r: PowerReading, t: float) -> bool:
+        if not self._seen:
+            return True
+        t_last, rt_last, w_last = self._seen[-1]
+        if r.reading_time_s is not None and rt_last is not None:
+            return r.reading_time_s != rt_last
+        # no ReadingTime: a changed value is a new reading; an unchanged one is taken as new once a period has passed
+        return r.power_w != w_last or t - t_last >= 0.95 * self.period_s
+
+    def _read(self) -> list[float]:       # CounterMeter's hook: unused (poll is overridden)
+        return [0.0]
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Breakpoints of the cumulative energy (host seconds, device joules): reading k covers (b[k-1], b[k]]."""
+        with self._lock:
+            seen = list(self._seen)
+        if not seen:
+            return np.zeros(0), np.zeros((0, 1))
+        t_seen = np.array([s[0] for s in seen])
+        w = np.array([s[2] for s in seen])
+        if all(s[1] is not None for s in seen):
+            # the BMC's clock spaces readings exactly; its offset to the host clock is the earliest sighting
+            rt = np.array([s[1] for s in seen], dtype=np.float64) / self.speed
+            t_app = rt + float(np.min(t_seen - rt))
+        else:
+            t_app = t_seen - 0.5 * self.poll_s          # first seen between two polls
+        b = t_app - self.lag_host_s
+        t = np.concatenate([[b[0] - self.period_s], b])
+        e = np.concatenate([[0.0], np.cumsum(w * np.diff(t) * self.speed)])
+        return t, e[:, None]
+
+    def _cum(self, t: np.ndarray, e: np.ndarray, x: float) -> float:
+        """Cumulative energy at host time x, held at the last reading beyond the breakpoints."""
+        if x >= t[-1]:
+            w_last = (e[-1] - e[-2]) / (t[-1] - t[-2]) if t.size > 1 else 0.0
+            return float(e[-1] + w_last * (x - t[-1]))
+        if x <= t[0]:
+            w_first = (e[1] - e[0]) / (t[1] - t[0]) if t.size > 1 else 0.0
+            return float(e[0] - w_first * (t[0] - x))
+        return float(np.interp(x, t, e))
+
+    def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
+        """Wait for the reading whose period covers ``t_s`` (it appears up to a period plus the lag later)."""
+        deadline = time.monotonic() + max(timeout_s, self.period_s + self.lag_host_s + 2 * self.poll_s)
+        while True:
+            t, _ = self._arrays()
+            if t.size and t[-1] >= t_s:
+                return True
+            if time.monotonic() >= deadline or self._stop.is_set():
+                return False
+            time.sleep(min(self.poll_s, 0.05))
+
+    # --- a window -----------------------------------------------------------------------------------------------
+    def region(self, t0_s: float, t1_s: float) -> MeterRegion:
+        if self.error is not None:
+            raise self.error
+        t, e = self._arrays()
+        if t.size < 2:
+            raise MeterError(f"{self.name}: no readings from the BMC ({self.last_failure or 'none arrived'})")
+        e1 = e[:, 0]
+        energy = self._cum(t, e1, t1_s) - self._cum(t, e1, t0_s)
+        dur_host = t1_s - t0_s
+        dur = dur_host * self.speed
+        w = np.diff(e1) / np.diff(t) / self.speed            # reading k on (t[k], t[k+1]]
+        # the readings that cover the window (and one each side: an edge's power may belong to either)
+        k0 = int(np.clip(np.searchsorted(t, t0_s) - 1, 0, w.size - 1))
+        k1 = int(np.clip(np.searchsorted(t, t1_s), 0, w.size - 1))
+        near = w[max(k0 - 1, 0): k1 + 2]
+        spread = float(near.max() - near.min()) if near.size else 0.0
+        max_w = float(np.abs(near).max()) if near.size else 0.0
+        warnings: list[str] = []
+        u_host = self.poll_s                                  # where a reading appeared, to within a poll
+        err = 2 * (self.period_s + u_host) * self.speed * spread  # each edge: the straddling reading's power
+        err += 0.5 * self.quantum_w * dur
+        if self.window_s is not None and self.window_s < self.update_period_s:
+            err += (1 - self.window_s / self.update_period_s) * dur * spread   # power the BMC never averaged
+        if dur_host < self.period_s:
+            warnings.append(f"the window ({dur:.3g} s) is shorter than the BMC's update period "
+                            f"({self.update_period_s:.3g} s): one averaged reading cannot say where inside it "
+                            "the energy went; the bound is the whole energy (use a longer window or another meter)")
+            err = max(err, max_w * dur)
+        uncovered = max(0.0, t1_s - float(t[-1])) + max(0.0, float(t[0]) - t0_s)
+        if uncovered > 0:
+            warnings.append(f"no reading covers {uncovered * self.speed:.3g} s of the window; "
+                            "the nearest reading was held there")
+            err += max_w * uncovered * self.speed
+        # lost readings: stretches between consecutive readings longer than 1.5 periods
+        inside = (t[1:] > t0_s) & (t[:-1] < t1_s)
+        gaps_dt = np.diff(t)[inside]
+        big = gaps_dt > 1.5 * self.period_s
+        lost = int(np.sum(np.round(gaps_dt[big] / self.period_s) - 1)) if big.any() else 0
+        lost_s = float((gaps_dt[big] - self.period_s).max() * self.speed) if big.any() else 0.0
+        n = int(np.count_nonzero(inside))
+        expected = max(1, round(dur_host / self.period_s))
+        with self._lock:
+            failed = sum(1 for x in self._failed_at if t0_s <= x <= t1_s)
+        if lost:
+            warnings.append(f"{lost} BMC reading(s) never shown (stale or unanswered), up to "
+                            f"{lost_s:.3g} s; the next reading was spread over the gap")
+        if failed:
+            warnings.append(f"{failed} poll(s) failed ({self.last_failure})")
+        chan = self.channel_names[0]
+        chans = {chan: ChannelResult(energy, err, energy / dur if dur > 0 else float("nan"), n, chan)}
+        return MeterRegion(self.name, self.kind, self.emulated, t0_s, t1_s, chans,
+                           _devices(chans, self.devices, dur), energy, err,
+                           energy / dur if dur > 0 else float("nan"), n, self.update_hz,
+                           samples=self._samples(t0_s, t1_s), gaps=int(big.sum()), lost_samples=lost, lost_s=lost_s,
+                           expected_samples=expected, warnings=warnings,
+                           device_time_s=dur if self.speed != 1.0 else None)
+
+    def stop(self) -> None:
+        try:
+            super().stop()
+        finally:
+            for fn in self._on_stop:
+                fn()
+            self._on_stop.clear()
+
+    def info(self) -> dict[str, Any]:
+        out = super().info()
+        out.update({"type": "bmc", "update_period_s": self.update_period_s, "lag_s": self.lag_s,
+                    "window_s": self.window_s, "quantum_w": self.quantum_w, "speed": self.speed,
+                    "readings": len(self._seen), "polls": self.polls, "failed_polls": self.failed_polls})
+        url = getattr(self.client, "url", None)
+        if url:
+            out["url"] = url
+        if self.sensor is not None:
+            out["sensor_model"] = dataclasses.asdict(self.sensor)
+        return out
+
+
+# --- the kind dispatch (powermon/spec.py) ---------------------------------------------------------------------------
+
+def _password(spec: MeterSpec) -> str | None:
+    """The password from the environment variable ``spec.password_env`` names (never from the profile)."""
+    if spec.password_env is None:
+        return None
+    pw = os.environ.get(spec.password_env)
+    if pw is None:
+        raise MeterError(f"meter '{spec.name}': the environment variable {spec.password_env} (password_env) is not "
+                         "set; export it with the BMC password")
+    return pw
+
+
+def _channel(spec: MeterSpec) -> tuple[str, str]:
+    c = spec.channels[0] if spec.channels else None
+    return (c.rail, c.device) if c is not None else (spec.kind, "node")
+
+
+def _url(spec: MeterSpec) -> str:
+    url = spec.url or spec.port
+    if not url:
+        raise MeterError(f"meter '{spec.name}': a {spec.kind} meter needs url = \"http://BMC\" (the Redfish host)")
+    return url
+
+
+def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: str | None = None,
+                   lag_s: float = 0.0, window_s: float | None = None, update_period_s: float | None = None,
+                   verify: bool | str = True, **kw: Any) -> BmcMeter:
+    """The BMC at ``spec.url`` (Redfish): discovers the chassis and its power reading at once (MeterError/DeviceError
+    with the reason); the update period is the sensor's ``SensingInterval``, else ``update_period_s`` or 1 s."""
+    if spec.kind == "ipmi":
+        raise MeterError(f"meter '{spec.name}': IPMI DCMI is not in this archline yet (use kind = \"redfish\")")
+    if spec.kind != "redfish":
+        raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
+    client = RedfishClient(_url(spec), spec.username, _password(spec), spec.chassis, verify=verify).discover()
+    period = update_period_s or client.sensing_interval_s or DEFAULT_PERIOD_S
+    rail, device = _channel(spec)
+    return BmcMeter(client, rail, device, update_period_s=period, lag_s=lag_s, window_s=window_s,
+                    name=name or spec.name, **kw)
+
+
+#: the emulated BMC: a new reading every second, the mean of the last second, shown at once
+DEFAULT_SENSOR = SensorModel(update_period_s=1.0, window_s=1.0)
+
+
+def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
+                      seed: int = 0, raw_dir: str | Path | None = None, faults: RedfishFaults | None = None,
+                      sensor: SensorModel = DEFAULT_SENSOR, name: str | None = None, **kw: Any) -> BmcMeter:
+    """An emulated node: ``power`` (summed over the spec's channels) through ``sensor`` on a real Redfish server on
+    127.0.0.1, read by the real client; the server stops when the meter stops. Labelled emulated; ``seed`` unused."""
+    from archline.powermon.bmc.emulator import RedfishEmulator
+
+    if spec.kind == "ipmi":
+        raise MeterError(f"meter '{spec.name}': IPMI DCMI is not in this archline yet (use kind = \"redfish\")")
+    if spec.kind != "redfish":
+        raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
+    timeline = Timeline(speed)
+    pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
+    server = RedfishEmulator(pw, sensor, timeline, faults).start()
+    try:
+        client = RedfishClient(server.url, chassis=spec.chassis).discover()
+    except Exception:
+        server.stop()
+        raise
+    rail, device = _channel(spec)
+    meter = BmcMeter(client, rail, device, update_period_s=sensor.update_period_s, lag_s=sensor.lag_s,
+                     window_s=sensor.window_s, quantum_w=sensor.quantum_w, speed=speed,
+                     name=name or f"{spec.name}-emulated", emulated=True, **kw)
+    meter.sensor = sensor
+    meter.server = server                     # type: ignore[attr-defined]
+    meter._on_stop.append(server.stop)
+    return meter
+
+
+def list_meters() -> list[dict[str, Any]]:
+    """`archline meter list`'s rows for this kind: a BMC is named in a profile, never discovered."""
+    return [{"kind": "redfish", "name": "-", "available": False,
+             "detail": "a node's BMC: give [[meters]] kind = \"redfish\", url = \"https://BMC\", username, "
+                       "password_env (or --meter redfish:https://BMC)"}]

@@ -1,0 +1,167 @@
+"""A Redfish client for node power (docs: ../shared/reference/bmc_power.md): standard library HTTP only.
+
+It finds the chassis (``spec.chassis`` or the first member of ``/redfish/v1/Chassis`` with a ``Power`` or
+``EnvironmentMetrics`` link), then reads ``Power.PowerControl[0].PowerConsumedWatts`` (with
+``PowerMetrics.IntervalInMin`` / ``AverageConsumedWatts`` where given). Where the chassis names a power Sensor
+(``EnvironmentMetrics.PowerWatts.DataSourceUri``) it reads that instead: its ``ReadingTime`` tells one reading from
+the next exactly, and its ``SensingInterval`` is the update period. Credentials go by HTTP Basic on every request
+(no session to leak on a BMC with few session slots); the service root needs none.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import ssl
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from archline.powermon.errors import DeviceError, MeterError
+
+
+class BmcUnavailable(DeviceError):
+    """The BMC answered 5xx or did not answer in time: one lost poll, not a dead meter."""
+
+
+@dataclass(frozen=True)
+class PowerReading:
+    power_w: float
+    reading_time_s: float | None = None     #: the BMC's ReadingTime (seconds since the epoch), where it gives one
+    average_w: float | None = None          #: PowerMetrics.AverageConsumedWatts over interval_min
+    interval_min: float | None = None
+
+
+_ISO_DURATION = re.compile(r"^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?"
+                           r"(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+def iso_duration_s(text: str) -> float:
+    """``PT0.25S``, ``PT1M``, ``P1DT2H`` -> seconds (the Redfish Duration subset of ISO 8601)."""
+    m = _ISO_DURATION.match(text.strip())
+    if m is None or not any(m.groups()):
+        raise ValueError(f"not an ISO 8601 duration: {text!r}")
+    d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60 + s
+
+
+def iso_time_s(text: str) -> float:
+    """A Redfish DateTime (``2026-01-01T00:00:01.250+00:00`` or ``...Z``) -> seconds since the epoch."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+class RedfishClient:
+    """One Redfish service: ``url`` is its root host (``http://127.0.0.1:8000``)."""
+
+    def __init__(self, url: str, username: str | None = None, password: str | None = None,
+                 chassis: str | None = None, timeout_s: float = 5.0, verify: bool | str = True) -> None:
+        self.url = url.rstrip("/")
+        if self.url.endswith("/redfish/v1"):
+            self.url = self.url[: -len("/redfish/v1")]
+        if not self.url.startswith(("http://", "https://")):
+            raise MeterError(f"redfish: {url!r} is not an http:// or https:// address")
+        self.timeout_s = timeout_s
+        self._auth = (None if username is None else
+                      "Basic " + base64.b64encode(f"{username}:{password or ''}".encode()).decode())
+        self._ctx: ssl.SSLContext | None = None
+        if self.url.startswith("https://"):
+            # BMCs ship self-signed certificates: a CA file, or an explicit opt-out
+            self._ctx = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
+            if verify is False:
+                self._ctx.check_hostname = False
+                self._ctx.verify_mode = ssl.CERT_NONE
+        self.chassis_id = chassis
+        self.power_uri: str | None = None
+        self.sensor_uri: str | None = None
+        self.sensing_interval_s: float | None = None
+        self.interval_min: float | None = None
+
+    def get(self, path: str) -> dict[str, Any]:
+        req = urllib.request.Request(self.url + path, headers={"Accept": "application/json"})
+        if self._auth is not None and path.rstrip("/") not in ("/redfish/v1", "/redfish"):
+            req.add_header("Authorization", self._auth)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s, context=self._ctx) as r:
+                body = r.read()
+        except urllib.error.HTTPError as e:
+            if e.code >= 500:
+                raise BmcUnavailable(f"redfish {self.url}{path}: HTTP {e.code}") from None
+            if e.code in (401, 403):
+                raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code} (check username and the password in "
+                                  "the environment variable named by password_env)") from None
+            raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code}") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise BmcUnavailable(f"redfish {self.url}{path}: no answer ({reason})") from None
+        try:
+            out = json.loads(body)
+        except ValueError:
+            raise MeterError(f"redfish {self.url}{path}: the reply is not JSON") from None
+        if not isinstance(out, dict):
+            raise MeterError(f"redfish {self.url}{path}: the reply is not a JSON object")
+        return out
+
+    @staticmethod
+    def _link(obj: dict[str, Any], key: str) -> str | None:
+        v = obj.get(key)
+        return v.get("@odata.id") if isinstance(v, dict) and isinstance(v.get("@odata.id"), str) else None
+
+    def discover(self) -> RedfishClient:
+        """Find the chassis, its Power resource and any power Sensor; DeviceError when there is none."""
+        root = self.get("/redfish/v1/")
+        coll_uri = self._link(root, "Chassis") or "/redfish/v1/Chassis"
+        members = [m.get("@odata.id") for m in self.get(coll_uri).get("Members", []) if isinstance(m, dict)]
+        if self.chassis_id is not None:
+            members = [u for u in members if isinstance(u, str) and u.rstrip("/").split("/")[-1] == self.chassis_id]
+            if not members:
+                raise DeviceError(f"redfish {self.url}: no chassis {self.chassis_id!r} (see {coll_uri})")
+        for uri in members:
+            if not isinstance(uri, str):
+                continue
+            ch = self.get(uri)
+            power, env = self._link(ch, "Power"), self._link(ch, "EnvironmentMetrics")
+            if power is None and env is None:
+                continue
+            self.chassis_id = uri.rstrip("/").split("/")[-1]
+            self.power_uri = power
+            if env is not None:
+                src = self.get(env).get("PowerWatts") or {}
+                if isinstance(src, dict) and isinstance(src.get("DataSourceUri"), str):
+                    self.sensor_uri = src["DataSourceUri"]
+                    sensor = self.get(self.sensor_uri)
+                    if isinstance(sensor.get("SensingInterval"), str):
+                        self.sensing_interval_s = iso_duration_s(sensor["SensingInterval"])
+            if self.power_uri is None and self.sensor_uri is None:
+                continue
+            return self
+        raise DeviceError(f"redfish {self.url}: no chassis with a Power resource or a power sensor")
+
+    def read_power_control(self) -> PowerReading:
+        """``Power.PowerControl[0]``: PowerConsumedWatts (and its PowerMetrics)."""
+        if self.power_uri is None:
+            raise DeviceError(f"redfish {self.url}: chassis {self.chassis_id} has no Power resource")
+        pc = self.get(self.power_uri).get("PowerControl") or []
+        first = pc[0] if isinstance(pc, list) and pc and isinstance(pc[0], dict) else {}
+        w = first.get("PowerConsumedWatts")
+        if not isinstance(w, (int, float)):
+            raise BmcUnavailable(f"redfish {self.url}{self.power_uri}: PowerConsumedWatts is null (host off?)")
+        metrics = first.get("PowerMetrics") or {}
+        avg, iv = metrics.get("AverageConsumedWatts"), metrics.get("IntervalInMin")
+        if isinstance(iv, (int, float)):
+            self.interval_min = float(iv)
+        return PowerReading(float(w), None, float(avg) if isinstance(avg, (int, float)) else None,
+                            float(iv) if isinstance(iv, (int, float)) else None)
+
+    def read(self) -> PowerReading:
+        """The node's power now: from the power Sensor (with its ReadingTime) where there is one, else Power."""
+        if self.sensor_uri is None:
+            return self.read_power_control()
+        s = self.get(self.sensor_uri)
+        w = s.get("Reading")
+        if not isinstance(w, (int, float)):
+            raise BmcUnavailable(f"redfish {self.url}{self.sensor_uri}: Reading is null")
+        rt = s.get("ReadingTime")
+        return PowerReading(float(w), iso_time_s(rt) if isinstance(rt, str) else None)
