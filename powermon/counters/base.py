@@ -11,13 +11,29 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
+
+
+def read_int(path: Path, denied: str, gone: str, read: Callable[[Path], str] = Path.read_text) -> int:
+    """A sysfs counter file's integer; DeviceError saying ``denied`` (how to get permission) or ``gone`` (what
+    vanished), MeterError when it holds no number."""
+    try:
+        return int(read(path).strip())
+    except PermissionError:
+        raise DeviceError(f"cannot read {path}: permission denied; {denied}") from None
+    except FileNotFoundError:
+        raise DeviceError(f"{path} does not exist ({gone})") from None
+    except OSError as e:
+        raise DeviceError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError:
+        raise MeterError(f"{path} does not hold a number") from None
 
 
 def unwrap(prev_raw: int, raw: int, total: int) -> int:

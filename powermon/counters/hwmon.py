@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archline.powermon.counters.base import CounterMeter, unwrap
+from archline.powermon.counters.base import CounterMeter, read_int, unwrap
 from archline.powermon.counters.emulated import SensorEnergy, Timeline, device_power
 from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import DeviceError, MeterError
@@ -51,17 +51,8 @@ def default_root() -> Path:
 
 
 def _read_int(path: Path) -> int:
-    try:
-        return int(path.read_text().strip())
-    except PermissionError:
-        raise DeviceError(f"cannot read {path}: permission denied (some drivers, e.g. amd_energy, make energy "
-                          f"root-only): run as root or `sudo chmod o+r {path}`") from None
-    except FileNotFoundError:
-        raise DeviceError(f"{path} does not exist (hwmon chip gone? driver unloaded?)") from None
-    except OSError as e:
-        raise DeviceError(f"cannot read {path}: {e.strerror or e}") from None
-    except ValueError:
-        raise MeterError(f"{path} does not hold a number") from None
+    return read_int(path, f"some drivers (amd_energy) make energy root-only: run as root or `sudo chmod o+r {path}`",
+                    "hwmon chip gone? driver unloaded?")
 
 
 @dataclass(frozen=True)
@@ -221,6 +212,8 @@ class EmulatedHwmon:
         self.period_host_s = max(energy.model.update_period_s / timeline.speed, 0.001)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._last_write_s: float | None = None
+        self.max_write_gap_s = 0.0      #: the longest host time between rewrites: how stale a read value may be
         self.update()
 
     def _write(self, name: str, value: int) -> None:
@@ -237,6 +230,10 @@ class EmulatedHwmon:
         uj = (self.faults.start_uj + int(self.energy.energy_j(t) * 1e6)) % (1 << self.faults.counter_bits)
         self._write("energy1_input", uj)
         self._write("power1_average", round(self.energy.power_now_w(t) * 1e6))
+        now = self.timeline.clock()
+        if self._last_write_s is not None:
+            self.max_write_gap_s = max(self.max_write_gap_s, now - self._last_write_s)
+        self._last_write_s = now
 
     def start(self) -> None:
         self._stop.clear()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from archline.powermon.counters.base import CounterMeter
+from archline.powermon.counters.base import CounterMeter, read_int
 from archline.powermon.errors import DeviceError, MeterError
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
@@ -37,16 +37,7 @@ def _read_text(path: Path) -> str:
 
 
 def _read_int(path: Path) -> int:
-    try:
-        return int(_read_text(path).strip())
-    except PermissionError:
-        raise DeviceError(f"cannot read {path}: permission denied; {PERMISSION_FIX}") from None
-    except FileNotFoundError:
-        raise DeviceError(f"{path} does not exist (RAPL zone gone?)") from None
-    except OSError as e:
-        raise DeviceError(f"cannot read {path}: {e.strerror or e}") from None
-    except ValueError:
-        raise MeterError(f"{path} does not hold a number") from None
+    return read_int(path, PERMISSION_FIX, "RAPL zone gone?", _read_text)
 
 
 @dataclass
