@@ -78,6 +78,11 @@ def list_cmd(fmt: str) -> None:
 @click.option("--min-time", "min_time_s", type=float, default=None,
               help="Seconds each timed region lasts at least (default 0.1, 0.03 with --quick).")
 @click.option("--isa", default=None, help="cpu_asm: force an ISA variant (avx512, avx2, sse2, neon).")
+@click.option("--threads", default=None, metavar="N[,N...]",
+              help="cpu_asm: threads on the first N cores, one per core (default: every core); a list sweeps the "
+                   "thread counts (--threads 1,2,4). Recorded in each row's threads column.")
+@click.option("--cpus", default=None, metavar="LIST",
+              help="cpu_asm: pin one thread to each of these logical CPUs, likwid's lists (0-3, 0,2,4).")
 @click.option("--working-set", "working_set", default=None,
               help="Override every point's working set, bytes with optional K/M/G suffix (e.g. 64M).")
 @click.option("--out", "out_dir", type=OutPath(file_okay=False, dir_okay=True, path_type=Path), default=Path("results"),
@@ -104,7 +109,8 @@ def list_cmd(fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="The closing summary: a table on stderr, or JSON (SI-prefixed units in the keys) on stdout.")
 def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: str | None, quick: bool,
-            reps: int | None, min_time_s: float | None, isa: str | None, working_set: str | None, out_dir: Path,
+            reps: int | None, min_time_s: float | None, isa: str | None, threads: str | None, cpus: str | None,
+            working_set: str | None, out_dir: Path,
             emulate: bool, time_compression: float | None, meter_name: str | None, power_caps_w: tuple[float, ...],
             all_kernels: bool, store: str | None, device: str | None, max_lost: float | None, fmt: str) -> None:
     """Run a kernel's sweep and write archline.results/1 rows.
@@ -126,7 +132,8 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     opts = RunOptions.from_cli(
         platform=platform, emulate=emulate, backend=backend, kernels=None if kernel is None else (kernel,),
         precisions=None if precision is None else (precision,), all_kernels=all_kernels, quick=quick, reps=reps,
-        min_time_s=min_time_s, isa=isa, working_set_bytes=working_set, store=store, device=device,
+        min_time_s=min_time_s, isa=isa, threads=_int_list(threads, "--threads"), cpus=cpus,
+        working_set_bytes=working_set, store=store, device=device,
         time_compression=time_compression, meter=meter_name, power_caps_w=power_caps_w or None, max_lost=max_lost)
     out = run_once(opts, out_dir)
     if fmt == "table":
@@ -217,3 +224,12 @@ def sweep_cmd(ctx: click.Context, config: Path) -> None:
     res = run_sweep(config, stream=sys.stderr)
     click.echo(f"archline: {res.message}" if res.exit_code == EXIT_INTERRUPTED else res.message, err=True)
     ctx.exit(res.exit_code)
+
+
+def _int_list(text: str | None, what: str) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"'{text}' is not a list of integers (e.g. 1,2,4)", param_hint=what) from None

@@ -31,6 +31,20 @@ def flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """likwid's CPU lists: ``0-3``, ``0,2,4``, ``0-1,6`` -> logical CPU ids in the order given, each once."""
+    out: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"'{text}' is not a CPU list (e.g. 0-3 or 0,2,4)")
+        a, b = int(lo), int(hi) if dash else int(lo)
+        if b < a:
+            raise ValueError(f"'{part}' counts down; write {b}-{a}")
+        out.extend(c for c in range(a, b + 1) if c not in out)
+    return tuple(out)
+
+
 class RunOptions(Strict):
     """What one ``bench run`` (or one sweep) asks for; None = the profile's value or the documented default."""
 
@@ -44,6 +58,8 @@ class RunOptions(Strict):
     reps: int | None = Field(default=None, ge=1, le=MAX_REPS)
     min_time_s: float | None = Field(default=None, gt=0, le=MAX_REGION_S, allow_inf_nan=False)
     isa: str | None = None
+    threads: tuple[int, ...] | None = None     #: cpu_asm: thread counts to sweep (one per core, first N cores)
+    cpus: tuple[int, ...] | None = None        #: cpu_asm: exactly these logical CPUs, one thread each (likwid -c)
     working_set_bytes: int | None = Field(default=None, ge=1)
     store: Literal["nt", "none"] | None = None
     device: str | None = None
@@ -53,6 +69,18 @@ class RunOptions(Strict):
     power_caps_w: tuple[float, ...] | None = None
     dvfs_settings: tuple[str, ...] | None = None
     max_lost: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
+
+    @field_validator("threads", mode="after")
+    @classmethod
+    def _threads(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is not None and (not v or any(t < 1 for t in v) or len(set(v)) != len(v)):
+            raise ValueError(f"thread counts must be distinct integers >= 1, got {','.join(map(str, v))}")
+        return v
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpus(cls, v: Any) -> Any:
+        return parse_cpu_list(v) if isinstance(v, str) else v
 
     @field_validator("working_set_bytes", mode="before")
     @classmethod
@@ -87,6 +115,8 @@ def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -
             no("--backend", f"--emulate runs the emulated back end, not '{opts.backend}'")
         if opts.isa is not None:
             no("--isa", f"{emu} has no ISA variants (it is the cpu_asm back end's)")
+        if opts.threads is not None or opts.cpus is not None:
+            no("--threads/--cpus", f"{emu} is one modelled device, not this CPU's cores")
         if opts.working_set_bytes is not None:
             no("--working-set", f"{emu} sizes each point by its model time, not by a working set")
         if opts.store is not None:
@@ -104,6 +134,10 @@ def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -
         no("--max-lost", f"platform '{platform}' configures no meter, so no sample can be lost")
     if opts.isa is not None and backend != "cpu_asm":
         no("--isa", f"--isa applies to the cpu_asm back end, not '{backend}'")
+    if (opts.threads is not None or opts.cpus is not None) and backend != "cpu_asm":
+        no("--threads/--cpus", f"they pin the cpu_asm back end's threads, not '{backend}'")
+    if opts.threads is not None and opts.cpus is not None:
+        no("--threads with --cpus", "--cpus already says how many threads (one per CPU listed)")
     if opts.store is not None and backend != "cpu_asm":
         no("--store", f"--store applies to the cpu_asm back end, not '{backend}'")
     if opts.device is not None and backend == "cpu_asm":

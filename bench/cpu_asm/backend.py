@@ -17,7 +17,9 @@ Spec parameters (``KernelSpec.params``), all optional except where said:
 from __future__ import annotations
 
 import math
+import os
 import platform
+from collections.abc import Sequence
 from typing import Any
 
 from archline.bench.cpu_asm import topology as topo
@@ -110,8 +112,8 @@ class CpuAsmBackend:
                     "available": ok, "reason": why, "bytes_per_elem": "64 B node per access"})
         return out
 
-    def sweep(self, kernel: str, precision: str, *, quick: bool = False,
-              store: str | None = None) -> list[KernelSpec]:
+    def sweep(self, kernel: str, precision: str, *, quick: bool = False, store: str | None = None,
+              threads: int | None = None, cpus: Sequence[int] | None = None) -> list[KernelSpec]:
         """The default points.
 
         The intensity sweep streams with ``store="nt"`` unless told ``store="none"``: G loads plus G/2 streamed
@@ -132,8 +134,9 @@ class CpuAsmBackend:
         if precision not in KERNEL_PRECISIONS[kernel]:
             raise UnsupportedError(
                 f"kernel '{kernel}' runs in {'/'.join(KERNEL_PRECISIONS[kernel])}, not '{precision}'")
-        threads = len(topo.one_cpu_per_core())
-        ws = topo.level_working_sets(threads, quick=quick)
+        pin = pinning(threads, cpus)
+        threads = pin.get("threads") or len(topo.one_cpu_per_core())
+        ws = topo.level_working_sets(threads, quick=quick, allowed=cpus)
         specs: list[KernelSpec] = []
         if kernel == "intensity":
             nt = store in (None, "nt")
@@ -145,28 +148,30 @@ class CpuAsmBackend:
             for f in fs:
                 specs.append(KernelSpec(self.name, "intensity", precision, "mem",
                                         {"isa": isa, "store": "nt" if nt else "none", "fma_per_trip": f,
-                                         "working_set_bytes": ws["mem"]}))
+                                         "working_set_bytes": ws["mem"], **pin}))
         elif kernel == "int":
             for op in ("add", "mul") if v.int_mul else ("add",):
                 for s in int_steps_sweep():
                     specs.append(KernelSpec(self.name, "int", "int32", "mem",
-                                            {"isa": isa, "op": op, "steps": s, "working_set_bytes": ws["mem"]}))
+                                            {"isa": isa, "op": op, "steps": s, "working_set_bytes": ws["mem"],
+                                             **pin}))
         elif kernel == "cache":
             for level, nbytes in ws.items():
                 for mode in ("load", "rmw", "store"):
                     specs.append(KernelSpec(self.name, "cache", "dp", level,
-                                            {"isa": isa, "mode": mode, "working_set_bytes": nbytes}))
-        else:  # chase: one thread, so sizes per one core
-            ws1 = topo.level_working_sets(1, quick=quick)
+                                            {"isa": isa, "mode": mode, "working_set_bytes": nbytes, **pin}))
+        else:  # chase: one thread, so sizes per one core (the first CPU of --cpus)
+            ws1 = topo.level_working_sets(1, quick=quick, allowed=cpus)
+            pin = {"cpus": pin["cpus"][:1]} if "cpus" in pin else {}
             for level, nbytes in ws1.items():
                 for chains in (1, 8):
                     specs.append(KernelSpec(self.name, "chase", "dp", level,
-                                            {"chains": chains, "working_set_bytes": nbytes}))
+                                            {"chains": chains, "working_set_bytes": nbytes, **pin}))
                 if level in ("l3", "mem"):
                     specs.append(KernelSpec(self.name, "chase", "dp", level,
-                                            {"chains": 1, "page_local": True, "working_set_bytes": nbytes}))
+                                            {"chains": 1, "page_local": True, "working_set_bytes": nbytes, **pin}))
                     specs.append(KernelSpec(self.name, "chase", "dp", level,
-                                            {"chains": 1, "hugetlb": True, "working_set_bytes": nbytes}))
+                                            {"chains": 1, "hugetlb": True, "working_set_bytes": nbytes, **pin}))
         return specs
 
     def plan_notes(self) -> list[str]:
@@ -200,3 +205,22 @@ class CpuAsmBackend:
 
 
 __all__ = ["Counts", "CpuAsmBackend", "CpuPrepared", "best_isa", "isa_usable"]
+
+
+def pinning(threads: int | None, cpus: Sequence[int] | None) -> dict[str, Any]:
+    """The points' pinning parameters: ``threads`` on the first cores (one per core), or exactly ``cpus`` (one
+    thread each); checked against the CPUs this process may run on, naming the one that is not."""
+    if cpus is not None:
+        allowed = sorted(os.sched_getaffinity(0))
+        for c in cpus:
+            if c not in allowed:
+                raise BenchError(f"--cpus: CPU {c} is not online or not allowed for this process "
+                                 f"(allowed: {','.join(map(str, allowed))})")
+        return {"threads": len(cpus), "cpus": list(cpus)}
+    if threads is not None:
+        cores = topo.one_cpu_per_core()
+        if threads > len(cores):
+            raise BenchError(f"--threads {threads}: this machine has {len(cores)} usable cores (one thread per "
+                             "core; --cpus pins to logical CPUs, SMT siblings included)")
+        return {"threads": threads}
+    return {}

@@ -4,6 +4,7 @@ in native code and checked against the references (reference.py) with the tolera
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any
 
 from archline.bench.cpu_asm import build_info
@@ -55,13 +56,20 @@ class CpuPrepared:
         p = dict(spec.params)
         kern = native()
         self.seed = int(p.get("seed", 1))
-        cores = topo.one_cpu_per_core()
+        if p.get("cpus") is not None:       # pinned to exactly these logical CPUs (--cpus), one thread each
+            cores = [int(c) for c in p["cpus"]]
+            allowed = os.sched_getaffinity(0)
+            if not cores or any(c not in allowed for c in cores):
+                raise BenchError(f"cpus={cores}: not all are CPUs this process may run on ({sorted(allowed)})")
+        else:
+            cores = topo.one_cpu_per_core()
         threads = _positive_int(p, "threads", len(cores))
         if threads > len(cores):
             raise BenchError(f"threads={threads} but this machine has {len(cores)} usable cores")
         self.cpus = cores[:threads]
         quick = bool(p.get("quick", False))
-        default_ws, ws_notes = topo.working_set_plan(1 if spec.kernel == "chase" else threads, quick=quick)
+        default_ws, ws_notes = topo.working_set_plan(1 if spec.kernel == "chase" else threads, quick=quick,
+                                                     allowed=p.get("cpus"))
         ws = _positive_int(p, "working_set_bytes", default_ws.get(spec.level))
         if ws > 0.8 * topo.mem_available_bytes():
             raise BenchError(f"working set {ws / 2**30:.2f} GiB is larger than 80% of available memory "

@@ -101,10 +101,13 @@ def make_points(backend: Backend, opts: RunOptions, profile: BenchProfile, power
                 kw["ranges"] = dict(QUICK_RANGES) if opts.quick else dict(profile.bench.ranges)
             if opts.store is not None:
                 kw["store"] = opts.store     # the back end refuses it for a kernel without a store stream
-            try:
-                specs.extend(backend.sweep(kernel, p, **kw))
-            except UnsupportedError as e:
-                notes.append(str(e))
+            if opts.cpus is not None:
+                kw["cpus"] = opts.cpus
+            for t in opts.threads or (None,):     # a sweep over thread counts: each count its own points
+                try:
+                    specs.extend(backend.sweep(kernel, p, **kw, **({} if t is None else {"threads": t})))
+                except UnsupportedError as e:
+                    notes.append(str(e))
     over: dict[str, Any] = {}
     if opts.working_set_bytes is not None:
         over["working_set_bytes"] = opts.working_set_bytes

@@ -1,0 +1,56 @@
+"""--threads and --cpus (likwid's conventions) on cpu_asm runs: parsed, checked against the CPUs this process may
+use (naming the one that is not), carried into every point's parameters (and so the rows), and refused where
+they do not apply."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from archline.bench.config.options import RunOptions, parse_cpu_list
+
+
+@pytest.mark.parametrize(("text", "cpus"), [("0", (0,)), ("0-3", (0, 1, 2, 3)), ("0,2,4", (0, 2, 4)),
+                                            ("0-1,6", (0, 1, 6)), ("1,1,0", (1, 0))])
+def test_cpu_lists(text: str, cpus: tuple[int, ...]) -> None:
+    assert parse_cpu_list(text) == cpus
+
+
+@pytest.mark.parametrize("bad", ["", "a", "3-1", "0-", "-1", "1;2"])
+def test_bad_cpu_lists_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_cpu_list(bad)
+
+
+def test_points_carry_threads_and_cpus() -> None:
+    from archline.bench.config.profile import load_bench_profile
+    from archline.bench.cpu_asm.backend import CpuAsmBackend
+    from archline.bench.run.points import make_points
+
+    be = CpuAsmBackend()
+    prof = load_bench_profile("localhost")
+    opts = RunOptions.from_cli(kernels=("cache",), quick=True, threads=(1, 2) if len(os.sched_getaffinity(0)) > 1
+                               else (1,))
+    points, _ = make_points(be, opts, prof, (None,), (None,))
+    by_threads: dict[int, int] = {}
+    for p in points:
+        by_threads[p.spec.params["threads"]] = by_threads.get(p.spec.params["threads"], 0) + 1
+    assert set(by_threads) == set(opts.threads or ()) and len(set(by_threads.values())) == 1
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    points, _ = make_points(be, RunOptions.from_cli(kernels=("chase",), quick=True, cpus=str(cpu)), prof, (None,),
+                            (None,))
+    assert points and all(p.spec.params["cpus"] == [cpu] for p in points)
+
+
+def test_cpu_not_allowed_is_named(run_cli) -> None:  # type: ignore[no-untyped-def]
+    bad = max(os.sched_getaffinity(0)) + 1
+    r = run_cli("bench", "run", "--quick", "--cpus", str(bad))
+    assert r.exit_code == 2 and f"CPU {bad}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["--platform", "gtx580", "--emulate", "--threads", "1"],
+                                  ["--threads", "1", "--cpus", "0"], ["--threads", "0"], ["--threads", "x"]])
+def test_threads_refused_where_they_do_not_apply(run_cli, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("bench", "run", "--quick", *args)
+    assert r.exit_code == 2 and ("--threads" in r.stderr or "thread" in r.stderr)
