@@ -75,7 +75,7 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
     Examples:
       archline iso-power titan arndale-gpu                 N from the profiles (250 W TDP, < 10 W board)
       archline iso-power titan jetson-tk1 --n 22 --plot tk1.png    the thesis's 22 boards (measured powers)
-      archline iso-power gtx580-costs.json jetson-costs.json --budget-w 140 --format json
+      archline iso-power gtx580-costs.json jetson-costs.json --budget-w 400 --format json
       archline iso-power titan jetson-tk1 --n 22 --set-a eps_flop_sp=40e-12 --set-a pi0=120 \\
           --set-b eps_flop_sp=25e-12 --set-b eps_mem=200e-12 --set-b pi0=2 --plot fig16.png
 

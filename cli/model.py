@@ -205,7 +205,7 @@ def keckler_cmd(name_or_costs: str, fmt: str) -> None:
 
     \b
     Examples:
-      archline model keckler                 the GTX 580: 187 pJ overhead per flop, 307-443 pJ/B against 513
+      archline model keckler                 the GTX 580: 187 pJ overhead per flop, 306.8-442.8 pJ/B against 513
       archline model keckler my-costs.json --format json
     """
     from archline.fit.analyses.choi.keckler import keckler_comparison

@@ -1,0 +1,194 @@
+"""Docs run as tests: every ``archline`` line of README.md, docs/*.md and every command's ``--help`` runs here
+(in-process, in a sandbox holding every file the examples name) and exits 0, and every number its comment states
+appears in what it printed. A new example is picked up without touching this file; one that cannot run here goes
+in SKIP with its reason, one that runs too long for the default run goes in SLOW (it still runs with -m slow),
+and one that needs a short stand-in for something it would wait on forever goes in ADAPT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.badinputs import REPO, Fixtures, run_inproc
+from support.doc_examples import Example, all_examples, run_example
+from support.labs import write_lab
+
+#: examples that cannot run on this machine (regex on the command -> why)
+SKIP: dict[str, str] = {
+    r"lab submit lab\.toml --wait": "submits to Slurm and waits (tests/lab/test_lab_slurm.py runs it on a test "
+                                    "cluster); the --scheduler local variant runs here",
+    r"--meter powermon2:/dev/ttyUSB0": "needs a PowerMon 2 on a serial port (tests/powermon drive the same path "
+                                       "through an emulator's pty)",
+    r"--meter powersensor3:/dev/ttyACM0": "needs a PowerSensor3 on a serial port",
+    r"measure --counters perf": "needs a hardware PMU (perf's flop and cache events); this VM has none",
+}
+
+#: examples that run, but for longer than the default run allows: they run with -m slow
+SLOW: dict[str, str] = {
+    r"bench run --kernel intensity --precision sp --store none": "a full CPU intensity sweep, minutes",
+    r"bench run --platform localhost --backend cpu_asm --kernel intensity --precision dp --out": "a full CPU "
+                                                                                               "sweep, minutes",
+    r"bench run --platform localhost --quick": "every CPU kernel, quick: about 45 s",
+    r"bench run --platform gtx580 --emulate( |$)": "the full emulated GTX 580 sweep: about 30 s",
+    r"bench run --backend opencl --kernel ceilings": "the OpenCL ceiling kernels on this CPU: about 20 s",
+    r"bench run --kernel chase --quick": "the pointer chase over every working set: about 13 s",
+}
+
+#: examples that wait for Ctrl-C: run with these words added (what the added words do -> why)
+ADAPT: dict[str, tuple[list[str], str]] = {
+    r"^archline meter emulate": (["--duration", "1"], "runs until Ctrl-C; here it stops after 1 s"),
+}
+
+#: files only some examples may see (regex -> paths under the sandbox's extra/): a DVFS measurement in results/
+#: would break the examples that fit results/*.csv
+EXTRA: dict[str, list[str]] = {r"--measured results/dvfs\.csv": ["results/dvfs.csv"]}
+
+
+def _match(table: dict[str, object], ex: Example) -> str | None:
+    return next((rx for rx in table if re.search(rx, ex.command)), None)
+
+
+EXAMPLES = all_examples()
+
+
+def _param(ex: Example) -> object:
+    marks = []
+    if (rx := _match(SKIP, ex)) is not None:
+        marks.append(pytest.mark.skip(reason=SKIP[rx]))
+    elif _match(SLOW, ex) is not None:
+        marks.append(pytest.mark.slow)
+    return pytest.param(ex, id=ex.id, marks=marks)
+
+
+def _cli(sandbox: Path, *args: str) -> str:
+    res = run_inproc(list(args), sandbox, None, timeout_s=120)
+    assert res.code == 0 and not res.exception, (args, res.stderr[-500:], res.exception[-500:])
+    return res.stdout
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every file an example names, made with archline itself where it can (a run, a fit, a lab) and otherwise
+    from the bad-input matrix's valid fixtures."""
+    from archline.fit.regress.synthetic import synthetic_dvfs, write_results_csv
+
+    root = tmp_path_factory.mktemp("docs")
+    fx = Fixtures(root / ".fixtures")
+    f = fx.files
+    sb = root / "sandbox"
+    sb.mkdir()
+
+    def put(src: Path, name: str) -> None:
+        (sb / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, sb / name)
+
+    # results: a shipped emulated GTX 580 run (energy-bearing rows), as results/*.csv and a run directory
+    sample = next(iter(sorted((REPO / "results" / "sample").glob("*.csv"))))
+    for name in ("results/emu/gtx580.csv", "results/gtx580.csv", "results/run1/results.csv"):
+        put(sample, name)
+    put(f["measured"], "../extra/results/dvfs.csv")     # only where an example names it: results/*.csv are fits
+    # cost tables: a fit of that run; DVFS tables from the matrix's fixture
+    _cli(sb, "fit", "results/emu/gtx580.csv", "--format", "json", "--out", "gtx580-costs.json")
+    for name in ("costs.json", "my-costs.json"):
+        put(sb / "gtx580-costs.json", name)
+    tk1 = synthetic_dvfs(n_settings=4, seed=1)
+    tk1["split"] = ["V" if i % 4 == 0 else "T" for i in range(len(tk1))]
+    (sb / "tk1").mkdir()
+    write_results_csv(tk1, sb / "tk1" / "tk1.csv")
+    costs = json.loads((sb / "gtx580-costs.json").read_text())
+    capped = {**costs, "coefficients": {**costs["coefficients"], "delta_pi": {"value": 150.0}}}
+    (sb / "my-capped-costs.json").write_text(json.dumps(capped))
+    # a small board's table: the Jetson TK1 profile's rates with costs a tenth of the GTX 580's and pi0 3 W
+    small = {**costs, "platform": "jetson-tk1",
+             "coefficients": {k: {**v, "value": v["value"] * 0.1} for k, v in costs["coefficients"].items()}}
+    small["coefficients"]["pi0"]["value"] = 3.0
+    (sb / "jetson-costs.json").write_text(json.dumps(small))
+    _cli(sb, "fit", "tk1/tk1.csv", "--model", "dvfs", "--format", "json", "--out", "tk1-dvfs.json")
+    dvfs = json.loads((sb / "tk1-dvfs.json").read_text())   # an nvprof export names no clocks: one setting
+    (sb / "jetson-dvfs.json").write_text(json.dumps({**dvfs, "settings": dvfs["settings"][:1]}))
+    # the lab: two emulated GTX 580 nodes, run locally, collected as fleet/ and lab-dataset/
+    write_lab(sb / "lab.toml", [{"name": n, "platform": "gtx580", "precisions": ["sp"], "seed": s}
+                                for n, s in (("node03", 1), ("node04", 2))])
+    _cli(sb, "lab", "submit", "lab.toml", "--scheduler", "local")
+    _cli(sb, "lab", "collect", "lab.toml", "--out", "fleet/")
+    shutil.copytree(sb / "fleet", sb / "lab-dataset")
+    shutil.copytree(sb / "fleet", sb / "lab")
+    # two data sets of different runs, for compare --by run
+    for keep, name in (("node03", "before"), ("node04", "after")):
+        shutil.copytree(sb / "fleet", sb / name)
+        for d in (sb / name).glob("platform=*/host=*"):
+            if d.name != f"host={keep}":
+                shutil.rmtree(d)
+    # R/: ceiling rows come from the (slow) OpenCL run; here the shipped run stands in as result points
+    put(sample, "R/gtx580.csv")
+    # IPP and the rest
+    (sb / "mine.toml").write_text(_cli(sb, "ipp", "example"))
+    (sb / "mygpu.toml").write_text(_cli(sb, "ipp", "gpu", "gtx280"))
+    (sb / "fitted.toml").write_text(_cli(sb, "ipp", "gpu", "gtx280"))
+    (sb / "my-rows.csv").write_text(_cli(sb, "ipp", "microbench"))
+    put(f["ptx"], "kernel.ptx")
+    put(f["counts"], "fmm_counts.csv")
+    (sb / "nvprof-events.csv").write_text(
+        '==1== Profiling result:\n"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max",'
+        '"Avg"\n"GK20A","p2p","2","flop_count_sp","Floating Point Operations(Single Precision)",5,5,5000\n'
+        '"GK20A","p2p","2","dram_read_transactions","Device Memory Read Transactions",10,10,100\n')
+    put(f["script"], "power.json")
+    put(f["sweep"], "nightly.toml")
+    put(f["raw"], "capture.raw.bin")
+    put(f["raw"], "capture.bin")
+    put(root / ".fixtures" / "capture.raw.bin.json", "capture.raw.bin.json")
+    put(root / ".fixtures" / "capture.raw.bin.json", "capture.bin.json")
+    put(f["samples"], "samples.csv")
+    (sb / "mychip.toml").write_text('name = "mychip"\n')      # the keys it lacks take Nehalem-EX's values
+    # the user's own GTX 580 profile, with the on-board sensor as a meter (meter calibrate --profile)
+    (sb / "gtx580.toml").write_text((REPO / "fit" / "platforms" / "gtx580.toml").read_text()
+                                    + '\n[[meters]]\nname = "nvml0"\nkind = "nvml"\nindex = 0\n')
+    _cli(sb, "meter", "probe", "nvml0", "--emulate", "--out", "nvml0.sensor.json")
+    for name in ("ncu.csv", "daxpy-ncu.csv"):
+        put(REPO / "tests" / "data" / "counters" / "ncu_raw.csv", name)
+    for name in ("my_program", "my_gpu_program"):       # the program a user measures: a short one
+        (sb / name).write_text("#!/bin/sh\nsleep 0.1\n")
+        (sb / name).chmod(0o755)
+    put(REPO / "fit" / "analyses" / "data" / "mix-fmmu.toml", "mymix.toml")
+    (sb / "my-ceilings.toml").write_text('[[ceiling]]\nlabel = "FMA+ILP"\nkind = "compute"\nrate_per_s = 3.4e12\n'
+                                         'peak_power_w = 148.0\n[[ceiling]]\nlabel = "strided"\nkind = "memory"\n'
+                                         'rate_per_s = 4.0e10\n')
+    yield sb
+
+
+@pytest.mark.parametrize("ex", [_param(e) for e in EXAMPLES])
+def test_doc_example_runs(ex: Example, sandbox: Path, tmp_path: Path) -> None:
+    work = tmp_path / "sb"
+    # hard links: quick, and safe, since archline replaces a file it writes (atomic rename) and never an input
+    shutil.copytree(sandbox, work, symlinks=True, copy_function=os.link)
+    command = ex.command
+    if (rx := _match(ADAPT, ex)) is not None:
+        command += " " + " ".join(ADAPT[rx][0])
+    for rx, names in EXTRA.items():
+        if re.search(rx, command):
+            for name in names:
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(sandbox.parent / "extra" / name, work / name)
+    r = run_example(command, work, timeout_s=120)
+    assert r.code == 0 and not r.crash, f"{ex.where}: `{command}` exited {r.code}: {r.stderr[-600:]}{r.crash[-600:]}"
+    missing = [n for n in ex.stated if n not in r.stdout]
+    assert not missing, f"{ex.where}: `{command}` states {missing}, which its output lacks:\n{r.stdout[-1500:]}"
+
+
+@pytest.mark.parametrize("table", [SKIP, SLOW, ADAPT], ids=["SKIP", "SLOW", "ADAPT"])
+def test_no_stale_entries(table: dict[str, object]) -> None:
+    stale = [rx for rx in table if not any(re.search(rx, e.command) for e in EXAMPLES)]
+    assert not stale, f"entries that match no example any more: {stale}"
+
+
+def test_examples_found() -> None:
+    """The harness finds the examples at all (a parser that broke would make every test above vanish)."""
+    where = {e.where.split(":")[0] for e in EXAMPLES}
+    assert {"README.md", "docs/analyses.md", "docs/lab.md"} <= where
+    assert sum(e.where.startswith("--help") for e in EXAMPLES) >= 80
