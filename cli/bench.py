@@ -142,11 +142,16 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     if out.rows:
         _summary(out.results, out_dir / "roofline.json", fmt)
     if out.rows and out.precisions:
+        from archline.fit.errors import ArchlineFitError
         from archline.fit.plots.inputs import plot_results
 
-        png = plot_results([out.results], out.results.with_suffix(".roofline.png"), out.precisions[0],
-                           kinds=("roofline",))
-        click.echo(f"roofline plot: {png}", err=True)
+        for prec in out.precisions:      # every precision the run measured: one figure each
+            suffix = ".roofline.png" if len(out.precisions) == 1 else f".roofline-{prec}.png"
+            try:   # with energy: roofline, arch line and power line; time only: the roofline
+                png = plot_results([out.results], out.results.with_suffix(suffix), prec)
+            except ArchlineFitError:
+                png = plot_results([out.results], out.results.with_suffix(suffix), prec, kinds=("roofline",))
+            click.echo(f"roofline plot: {png}", err=True)
     if out.failed:
         raise PointsFailedError(f"{out.failed} point(s) failed (see the messages above); the other rows are kept")
     if out.n_bad_checksum:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archline import __version__
+from archline._version import __version__
 from archline.bench.kernels import KernelSpec, RunResult
 from archline.common.stamps import utc_compact, utc_iso, utc_now
 from archline.fit.io import schema

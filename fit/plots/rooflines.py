@@ -107,7 +107,8 @@ def plot_model(curves: Sequence[Curve], out_path: Path, kinds: Sequence[str] = K
             scale = 1.0 if kind == "powerline" else 1e-9
             ax.scatter(m.intensity_flop_per_byte, np.asarray(y) * scale, s=18, zorder=5,
                        color=colors[n % len(colors)],
-                       edgecolor="black", linewidth=0.4, label=f"{m.label} (measured)")
+                       edgecolor="black", linewidth=0.4,
+                       label=m.label if "[emulated]" in m.label else f"{m.label} (measured)")
         log2_axis(ax, "x")
         if kind != "powerline":
             log2_axis(ax, "y")
@@ -119,7 +120,8 @@ def plot_model(curves: Sequence[Curve], out_path: Path, kinds: Sequence[str] = K
         ax.grid(True, which="major", alpha=0.25)
         legend_outside(ax)
     if title is None:
-        what = "Roofline, time only" if all(c.time_only for c in curves) else "Energy roofline"
+        energy = any(not c.time_only for c in curves) or any(m.flop_per_j is not None for m in measured)
+        what = "Energy roofline" if energy else "Roofline, time only"
         title = f"{what}: " + ", ".join(c.label for c in curves)
     title_with_notes(fig, title, notes)
     return save_figure(fig, Path(out_path))
