@@ -55,6 +55,12 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
                              f"{kind}://default (emulated)")
         extra = {} if rate_hz == 128.0 else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
         return open_meter(channels_spec(kind, kind, channels, port=arg, **extra), speed=_url_speed(arg))
+    if kind in ("redfish", "ipmi"):     # a BMC: redfish:http://HOST[:PORT] (credentials: a profile)
+        from archline.powermon.spec import MeterSpec
+
+        if not arg:
+            raise MeterError(f"--meter {kind} needs the BMC's address: {kind}:https://bmc.example")
+        return open_meter(MeterSpec(name=kind, kind=kind, url=arg))  # type: ignore[arg-type]
     if kind == "rapl":
         return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
     if kind == "nvml":
@@ -62,7 +68,7 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
             raise MeterError(f"--meter nvml:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
         return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], "
-                     "rapl[:ZONES], nvml[:INDEX])")
+                     "rapl[:ZONES], nvml[:INDEX], redfish:URL)")
 
 
 def raw_capture_path(out: Path) -> Path | None:

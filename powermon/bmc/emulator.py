@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,34 +134,7 @@ class RedfishEmulator:
 
     # --- the server ---------------------------------------------------------------------------------------------
     def start(self) -> RedfishEmulator:
-        emu = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0].rstrip("/")
-                if emu.credentials is not None and path not in ("/redfish/v1", "/redfish"):
-                    if not emu._authorised(self.headers.get("Authorization", "")):
-                        self._send(401, {"error": {"code": "Base.1.0.InsufficientPrivilege"}})
-                        return
-                code, body = emu.resource(self.path)
-                self._send(code, body)
-
-            def _send(self, code: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet: no request log on stderr
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="redfish emulator", daemon=True)
-        self._thread.start()
+        self._server, self._thread = serve_json(self.resource, self._authorised if self.credentials else None)
         return self
 
     def _authorised(self, header: str) -> bool:
@@ -186,3 +160,62 @@ class RedfishEmulator:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+
+
+def serve_json(resource: Callable[[str], tuple[int, Any]], authorised: Callable[[str], bool] | None = None
+               ) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """A threaded HTTP server on 127.0.0.1 (a free port) answering GET with ``resource(path) -> (status, JSON)``;
+    with ``authorised``, every path but the service root needs an Authorization header it accepts."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if authorised is not None and path not in ("/redfish/v1", "/redfish"):
+                if not authorised(self.headers.get("Authorization", "")):
+                    self._send(401, {"error": {"code": "Base.1.0.InsufficientPrivilege"}})
+                    return
+            code, body = resource(self.path)
+            self._send(code, body)
+
+        def _send(self, code: int, body: Any) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: no request log on stderr
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="redfish server",
+                              daemon=True)
+    thread.start()
+    return server, thread
+
+
+class StaticRedfish:
+    """A mockup directory served as sushy-static does: ``GET /redfish/v1/<path>`` -> ``DIR/redfish/v1/<path>/
+    index.json`` (read on each request, so a test may rewrite a reading between polls)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self._server, self._thread = serve_json(self.resource)
+
+    def resource(self, path: str) -> tuple[int, Any]:
+        rel = path.split("?", 1)[0].strip("/")
+        f = (self.root / rel / "index.json").resolve()
+        if self.root.resolve() not in f.parents or not f.is_file():
+            return 404, {"error": {"code": "Base.1.0.ResourceMissingAtURI", "message": path}}
+        return 200, json.loads(f.read_text())
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

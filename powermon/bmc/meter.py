@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PERIOD_S = 1.0          # "poll no faster than 1 Hz" (bmc_power.md): a BMC that does not say updates ~1 s
 POLLS_PER_PERIOD = 4
+RESOLUTION_W = 1.0             # a BMC's reading is good to a watt at best (most serve whole watts)
 
 
 class BmcMeter(CounterMeter):
@@ -161,10 +162,15 @@ class BmcMeter(CounterMeter):
         near = w[max(k0 - 1, 0): k1 + 2]
         spread = float(near.max() - near.min()) if near.size else 0.0
         max_w = float(np.abs(near).max()) if near.size else 0.0
+
+        def edge_spread(k: int) -> float:
+            around = w[max(k - 1, 0): k + 2]
+            return float(around.max() - around.min())
         warnings: list[str] = []
         u_host = self.poll_s                                  # where a reading appeared, to within a poll
-        err = 2 * (self.period_s + u_host) * self.speed * spread  # each edge: the straddling reading's power
-        err += 0.5 * self.quantum_w * dur
+        # each edge: the straddling reading's power may sit anywhere in its period, and it appeared within a poll
+        err = (self.period_s + u_host) * self.speed * (edge_spread(k0) + edge_spread(k1))
+        err += 0.5 * max(self.quantum_w, RESOLUTION_W) * dur
         if self.window_s is not None and self.window_s < self.update_period_s:
             err += (1 - self.window_s / self.update_period_s) * dur * spread   # power the BMC never averaged
         if dur_host < self.period_s:
@@ -260,7 +266,7 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
     period = update_period_s or client.sensing_interval_s or DEFAULT_PERIOD_S
     rail, device = _channel(spec)
     return BmcMeter(client, rail, device, update_period_s=period, lag_s=lag_s, window_s=window_s,
-                    name=name or spec.name, **kw)
+                    name=name or spec.name, emulated=client.emulated, **kw)
 
 
 #: the emulated BMC: a new reading every second, the mean of the last second, shown at once

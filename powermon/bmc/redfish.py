@@ -78,6 +78,7 @@ class RedfishClient:
         self.sensor_uri: str | None = None
         self.sensing_interval_s: float | None = None
         self.interval_min: float | None = None
+        self.emulated = False
 
     def get(self, path: str) -> dict[str, Any]:
         req = urllib.request.Request(self.url + path, headers={"Accept": "application/json"})
@@ -112,6 +113,8 @@ class RedfishClient:
     def discover(self) -> RedfishClient:
         """Find the chassis, its Power resource and any power Sensor; DeviceError when there is none."""
         root = self.get("/redfish/v1/")
+        # archline's own emulated BMC says so in its service root's Name: its readings are labelled emulated
+        self.emulated = "emulated" in str(root.get("Name", "")).lower()
         coll_uri = self._link(root, "Chassis") or "/redfish/v1/Chassis"
         members = [m.get("@odata.id") for m in self.get(coll_uri).get("Members", []) if isinstance(m, dict)]
         if self.chassis_id is not None:
