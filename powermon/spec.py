@@ -209,13 +209,25 @@ def open_meter(spec: MeterSpec, *, raw_dir: str | Path | None = None, powercap_r
     if spec.kind == "rapl":
         from archline.powermon.counters.rapl import RaplMeter, default_root
 
-        return RaplMeter(list(spec.zones) or None, root=powercap_root or default_root(),
-                         devices={"cpu": list(spec.zones)} if spec.zones else None, name=spec.name, **kw)
-    if spec.kind == "nvml":
+        meter = RaplMeter(list(spec.zones) or None, root=powercap_root or default_root(),
+                          devices={"cpu": list(spec.zones)} if spec.zones else None, name=spec.name, **kw)
+    elif spec.kind == "nvml":
         from archline.powermon.counters.nvml import NvmlMeter
 
-        return NvmlMeter(spec.index, nvml=nvml, name=spec.name, **kw)
-    return _module(spec).open_from_spec(spec, raw_dir=raw_dir, **kw)
+        meter = NvmlMeter(spec.index, nvml=nvml, name=spec.name, **kw)
+    else:
+        meter = _module(spec).open_from_spec(spec, raw_dir=raw_dir, **kw)
+    return _sensor_applied(meter, spec)
+
+
+def _sensor_applied(meter: Any, spec: MeterSpec) -> Any:
+    """The entry's ``sensor_profile`` limits and ``calibration`` (from `meter probe` / `meter calibrate`) applied:
+    windows shorter than the sensor allows refused, energy corrected and labelled calibrated."""
+    if not (spec.sensor_profile or spec.calibration):
+        return meter
+    from archline.powermon.sensor.apply import apply_spec
+
+    return apply_spec(meter, spec)
 
 
 def can_emulate(spec: MeterSpec) -> bool:
@@ -237,4 +249,4 @@ def emulate_meter(spec: MeterSpec, power: Any, *, speed: float = 1.0, seed: int 
     fn = getattr(mod, "emulate_from_spec", None)
     if fn is None:
         raise MeterError(f"meter '{spec.name}': a {spec.kind} meter has no emulator")
-    return fn(spec, power, speed=speed, seed=seed, raw_dir=raw_dir, faults=faults, **kw)
+    return _sensor_applied(fn(spec, power, speed=speed, seed=seed, raw_dir=raw_dir, faults=faults, **kw), spec)
