@@ -160,7 +160,6 @@ class BmcMeter(CounterMeter):
         k0 = int(np.clip(np.searchsorted(t, t0_s) - 1, 0, w.size - 1))
         k1 = int(np.clip(np.searchsorted(t, t1_s), 0, w.size - 1))
         near = w[max(k0 - 1, 0): k1 + 2]
-        spread = float(near.max() - near.min()) if near.size else 0.0
         max_w = float(np.abs(near).max()) if near.size else 0.0
 
         def edge_spread(k: int) -> float:
@@ -171,8 +170,11 @@ class BmcMeter(CounterMeter):
         # each edge: the straddling reading's power may sit anywhere in its period, and it appeared within a poll
         err = (self.period_s + u_host) * self.speed * (edge_spread(k0) + edge_spread(k1))
         err += 0.5 * max(self.quantum_w, RESOLUTION_W) * dur
+        inside = (t[1:] > t0_s) & (t[:-1] < t1_s)
         if self.window_s is not None and self.window_s < self.update_period_s:
-            err += (1 - self.window_s / self.update_period_s) * dur * spread   # power the BMC never averaged
+            # part of each period the BMC never averaged: a change there is seen only by the next reading
+            unseen = (1 - self.window_s / self.update_period_s) * self.period_s * self.speed
+            err += unseen * sum(edge_spread(int(k)) for k in np.flatnonzero(inside))
         if dur_host < self.period_s:
             warnings.append(f"the window ({dur:.3g} s) is shorter than the BMC's update period "
                             f"({self.update_period_s:.3g} s): one averaged reading cannot say where inside it "
@@ -184,11 +186,13 @@ class BmcMeter(CounterMeter):
                             "the nearest reading was held there")
             err += max_w * uncovered * self.speed
         # lost readings: stretches between consecutive readings longer than 1.5 periods
-        inside = (t[1:] > t0_s) & (t[:-1] < t1_s)
         gaps_dt = np.diff(t)[inside]
         big = gaps_dt > 1.5 * self.period_s
         lost = int(np.sum(np.round(gaps_dt[big] / self.period_s) - 1)) if big.any() else 0
         lost_s = float((gaps_dt[big] - self.period_s).max() * self.speed) if big.any() else 0.0
+        if big.any():   # a reading never seen: its neighbour was spread over its period
+            kk = np.flatnonzero(inside)[big]
+            err += sum((float(np.diff(t)[k]) - self.period_s) * self.speed * edge_spread(int(k)) for k in kk)
         n = int(np.count_nonzero(inside))
         expected = max(1, round(dur_host / self.period_s))
         with self._lock:
