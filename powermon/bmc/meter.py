@@ -307,7 +307,9 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
 
 
 def list_meters() -> list[dict[str, Any]]:
-    """`archline meter list`'s rows for this kind: a BMC is named in a profile, never discovered."""
+    """`archline meter list`'s rows for these kinds: a BMC is named in a profile, never discovered."""
     return [{"kind": "redfish", "name": "-", "available": False,
              "detail": "a node's BMC: give [[meters]] kind = \"redfish\", url = \"https://BMC\", username, "
-                       "password_env (or --meter redfish:https://BMC)"}]
+                       "password_env (or --meter redfish:https://BMC)"},
+            {"kind": "ipmi", "name": "-", "available": False,
+             "detail": "IPMI DCMI is not in this archline yet: use the BMC's Redfish service (kind = \"redfish\")"}]
