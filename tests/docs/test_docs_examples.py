@@ -2,7 +2,8 @@
 (in-process, in a sandbox holding every file the examples name) and exits 0, and every number its comment states
 appears in what it printed. A new example is picked up without touching this file; one that cannot run here goes
 in SKIP with its reason, one that runs too long for the default run goes in SLOW (it still runs with -m slow),
-and one that needs a short stand-in for something it would wait on forever goes in ADAPT.
+one that would wait for Ctrl-C gets a --duration in ADAPT, and one that names hardware this machine lacks runs
+against an emulator in SUBSTITUTE.
 """
 
 from __future__ import annotations
@@ -23,11 +24,18 @@ from support.labs import write_lab
 SKIP: dict[str, str] = {
     r"lab submit lab\.toml --wait": "submits to Slurm and waits (tests/lab/test_lab_slurm.py runs it on a test "
                                     "cluster); the --scheduler local variant runs here",
-    r"--meter powermon2:/dev/ttyUSB0": "needs a PowerMon 2 on a serial port (tests/powermon drive the same path "
-                                       "through an emulator's pty)",
-    r"--meter powersensor3:/dev/ttyACM0": "needs a PowerSensor3 on a serial port",
-    r"measure --counters perf": "needs a hardware PMU (perf's flop and cache events); this VM has none",
 }
+
+
+def _perf_unavailable() -> str:
+    from archline.bench.measure_counters import available
+
+    ok, why = available("perf")
+    return "" if ok else why
+
+
+if why := _perf_unavailable():     # where perf can count (a host with a PMU), the example runs
+    SKIP[r"measure --counters perf"] = f"needs perf with a hardware PMU: {why}"
 
 #: examples that run, but for longer than the default run allows: they run with -m slow
 SLOW: dict[str, str] = {
@@ -44,6 +52,16 @@ SLOW: dict[str, str] = {
 #: examples that wait for Ctrl-C: run with these words added (what the added words do -> why)
 ADAPT: dict[str, tuple[list[str], str]] = {
     r"^archline meter emulate": (["--duration", "1"], "runs until Ctrl-C; here it stops after 1 s"),
+}
+
+#: examples that name hardware this machine lacks: run with a stand-in (regex -> (old, new) replacements, why)
+SUBSTITUTE: dict[str, tuple[list[tuple[str, str]], str]] = {
+    r"--meter powermon2:/dev/ttyUSB0": (
+        [("/dev/ttyUSB0", "powermon://default"), ("--duration 10", "--duration 1")],
+        "a PowerMon 2 on a serial port: here the in-process emulator's URL, for 1 s"),
+    r"--meter powersensor3:/dev/ttyACM0": (
+        [("/dev/ttyACM0", "powersensor3://default"), ("--duration 10", "--duration 1")],
+        "a PowerSensor3 on a serial port: here the in-process emulator's URL, for 1 s"),
 }
 
 #: files only some examples may see (regex -> paths under the sandbox's extra/): a DVFS measurement in results/
@@ -183,6 +201,10 @@ def test_doc_example_runs(ex: Example, sandbox: Path, tmp_path: Path) -> None:
     command = ex.command
     if (rx := _match(ADAPT, ex)) is not None:
         command += " " + " ".join(ADAPT[rx][0])
+    if (rx := _match(SUBSTITUTE, ex)) is not None:
+        for old, new in SUBSTITUTE[rx][0]:
+            assert old in command, f"SUBSTITUTE {rx!r}: {old!r} is not in `{command}` any more"
+            command = command.replace(old, new)
     for rx, names in EXTRA.items():
         if re.search(rx, command):
             for name in names:
@@ -194,7 +216,8 @@ def test_doc_example_runs(ex: Example, sandbox: Path, tmp_path: Path) -> None:
     assert not missing, f"{ex.where}: `{command}` states {missing}, which its output lacks:\n{r.stdout[-1500:]}"
 
 
-@pytest.mark.parametrize("table", [SKIP, SLOW, ADAPT], ids=["SKIP", "SLOW", "ADAPT"])
+@pytest.mark.parametrize("table", [SKIP, SLOW, ADAPT, SUBSTITUTE, EXTRA], ids=["SKIP", "SLOW", "ADAPT", "SUBSTITUTE",
+                                                                            "EXTRA"])
 def test_no_stale_entries(table: Mapping[str, object]) -> None:
     stale = [rx for rx in table if not any(re.search(rx, e.command) for e in EXAMPLES)]
     assert not stale, f"entries that match no example any more: {stale}"
