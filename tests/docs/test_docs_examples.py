@@ -22,8 +22,6 @@ from support.labs import write_lab
 
 #: examples that cannot run on this machine (regex on the command -> why)
 SKIP: dict[str, str] = {
-    r"lab submit lab\.toml --wait": "submits to Slurm and waits (tests/lab/test_lab_slurm.py runs it on a test "
-                                    "cluster); the --scheduler local variant runs here",
 }
 
 
@@ -144,7 +142,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (sb / "jetson-costs.json").write_text(json.dumps(small))
     _cli(sb, "fit", "tk1/tk1.csv", "--model", "dvfs", "--format", "json", "--out", "tk1-dvfs.json")
     put(sb / "tk1-dvfs.json", "jetson-dvfs.json")
-    # the lab: two emulated GTX 580 nodes, run locally, collected as fleet/ and lab-dataset/
+    # the lab: two emulated GTX 580 nodes, collected as fleet/ and lab-dataset/. Its scheduler is the local one
+    # (no Slurm here), so `lab submit lab.toml --wait` runs it here; tests/lab/test_lab_slurm.py drives Slurm
     write_lab(sb / "lab.toml", [{"name": n, "platform": "gtx580", "precisions": ["sp"], "seed": s}
                                 for n, s in (("node03", 1), ("node04", 2))])
     _cli(sb, "lab", "submit", "lab.toml", "--scheduler", "local")
