@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +66,8 @@ class BmcMeter(CounterMeter):
         self.name, self.emulated = name, emulated
         self.update_hz = 1.0 / update_period_s
         self._seen: list[tuple[float, float | None, float]] = []     # (host time first seen, ReadingTime, watts)
+        self._by_age: list[bool] = []       # taken as new for its age alone (no ReadingTime, value unchanged)
+        self._timed = True                  # every reading carried a ReadingTime
         self._prev_poll_s: float | None = None
         self.polls = 0
         self.failed_polls = 0                # HTTP 5xx / no answer: reported
@@ -90,6 +93,7 @@ class BmcMeter(CounterMeter):
             self.polls += 1
             if self._is_new(r, t_after):
                 self._seen.append((t_after, r.reading_time_s, r.power_w))
+                self._by_age.append(bool(self._seen[:-1]) and r.power_w == self._seen[-2][2])
             self._prev_poll_s = t
 
     def _is_new(self, r: PowerReading, t: float) -> bool:
@@ -108,20 +112,39 @@ class BmcMeter(CounterMeter):
         """Breakpoints of the cumulative energy (host seconds, device joules): reading k covers (b[k-1], b[k]]."""
         with self._lock:
             seen = list(self._seen)
+            by_age = list(self._by_age)
         if not seen:
             return np.zeros(0), np.zeros((0, 1))
         t_seen = np.array([s[0] for s in seen])
         w = np.array([s[2] for s in seen])
-        if all(s[1] is not None for s in seen):
+        self._timed = all(s[1] is not None for s in seen)
+        if self._timed:
             # the BMC's clock spaces readings exactly; its offset to the host clock is the earliest sighting
             rt = np.array([s[1] for s in seen], dtype=np.float64) / self.speed
             t_app = rt + float(np.min(t_seen - rt))
         else:
-            t_app = t_seen - 0.5 * self.poll_s          # first seen between two polls
+            t_app, w = self._rephase(t_seen - 0.5 * self.poll_s, w, by_age)   # first seen between two polls
         b = t_app - self.lag_host_s
         t = np.concatenate([[b[0] - self.period_s], b])
         e = np.concatenate([[0.0], np.cumsum(w * np.diff(t) * self.speed)])
         return t, e[:, None]
+
+    def _rephase(self, t_app: np.ndarray, w: np.ndarray, by_age: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+        """Without a ReadingTime an unchanged value is taken as new once a period has passed, at a phase that drifts;
+        a changed value shows when its reading really appeared, so the reading before it (one taken by age) ends a
+        period earlier, and one that would then end before its own predecessor is dropped (it repeats its value)."""
+        tl, wl = list(t_app), list(w)
+        ages = list(by_age)
+        k = len(tl) - 1
+        while k >= 1:
+            if not ages[k] and ages[k - 1] and tl[k] - tl[k - 1] < self.period_s:
+                tl[k - 1] = tl[k] - self.period_s
+                if k >= 2 and tl[k - 1] <= tl[k - 2]:
+                    del tl[k - 1], wl[k - 1], ages[k - 1]
+                    k -= 1                   # the changed reading moved down one: compare it with its new neighbour
+                    continue
+            k -= 1
+        return np.asarray(tl), np.asarray(wl)
 
     def _cum(self, t: np.ndarray, e: np.ndarray, x: float) -> float:
         """Cumulative energy at host time x, held at the last reading beyond the breakpoints."""
@@ -190,6 +213,9 @@ class BmcMeter(CounterMeter):
         big = gaps_dt > 1.5 * self.period_s
         lost = int(np.sum(np.round(gaps_dt[big] / self.period_s) - 1)) if big.any() else 0
         lost_s = float((gaps_dt[big] - self.period_s).max() * self.speed) if big.any() else 0.0
+        if not self._timed:   # no ReadingTime: each change of value is placed to within a poll
+            dw = np.abs(np.diff(w))[inside[1:] & inside[:-1]] if w.size > 1 else np.zeros(0)
+            err += u_host * self.speed * float(dw.sum())
         if big.any():   # a reading never seen: its neighbour was spread over its period
             kk = np.flatnonzero(inside)[big]
             err += sum((float(np.diff(t)[k]) - self.period_s) * self.speed * edge_spread(int(k)) for k in kk)
@@ -263,7 +289,12 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
     """The BMC at ``spec.url`` (Redfish): discovers the chassis and its power reading at once (MeterError/DeviceError
     with the reason); the update period is the sensor's ``SensingInterval``, else ``update_period_s`` or 1 s."""
     if spec.kind == "ipmi":
-        raise MeterError(f"meter '{spec.name}': IPMI DCMI is not in this archline yet (use kind = \"redfish\")")
+        from archline.powermon.bmc.ipmi import DcmiClient
+
+        ipmi = DcmiClient(_url(spec), spec.username, _password(spec), sha1=kw.pop("sha1", False))
+        rail, device = _channel(spec)
+        return BmcMeter(ipmi, rail, device, update_period_s=update_period_s or DEFAULT_PERIOD_S, lag_s=lag_s,
+                        window_s=window_s, quantum_w=1.0, name=name or spec.name, **kw)
     if spec.kind != "redfish":
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
     client = RedfishClient(_url(spec), spec.username, _password(spec), spec.chassis, verify=verify).discover()
@@ -285,7 +316,7 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     from archline.powermon.bmc.emulator import RedfishEmulator
 
     if spec.kind == "ipmi":
-        raise MeterError(f"meter '{spec.name}': IPMI DCMI is not in this archline yet (use kind = \"redfish\")")
+        return _emulate_ipmi(spec, power, speed=speed, faults=faults, sensor=sensor, name=name, **kw)
     if spec.kind != "redfish":
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
     timeline = Timeline(speed)
@@ -306,10 +337,53 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     return meter
 
 
+def _emulate_ipmi(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float,
+                  faults: RedfishFaults | None, sensor: SensorModel, name: str | None, **kw: Any) -> BmcMeter:
+    """An emulated node behind a pyghmi IPMI BMC on 127.0.0.1 answering DCMI Get Power Reading (whole watts), read
+    by the real client. ``faults``: every Nth request answered 0xC0 (busy), stale stretches as for Redfish."""
+    from archline.powermon.bmc import dcmi
+    from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
+    from archline.powermon.bmc.ipmi import DcmiClient, dcmi_bmc
+
+    timeline = Timeline(speed)
+    pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
+    model = RedfishEmulator(pw, sensor, timeline, faults or RedfishFaults())   # the readings, not its HTTP server
+    lock = threading.Lock()
+    count = [0]
+
+    def reading() -> dcmi.DcmiPowerReading | None:
+        with lock:
+            count[0] += 1
+            n = count[0]
+        if model.faults.http_503_every and n % model.faults.http_503_every == 0:
+            model.served_503 += 1
+            return None
+        w, tk, stale = model.reading(timeline.emulated_time_s())
+        model.stale_served += int(stale)
+        watts = max(0, round(w))
+        return dcmi.DcmiPowerReading(watts, watts, watts, watts, int(tk), round(sensor.window_s * 1000), True)
+
+    server = dcmi_bmc(reading, {"archline": "emulated"})
+    try:
+        client = DcmiClient(f"ipmi://127.0.0.1:{server.port}", "archline", "emulated", sha1=True)
+    except Exception:
+        server.stop()
+        raise
+    rail, device = _channel(spec)
+    meter = BmcMeter(client, rail, device, update_period_s=sensor.update_period_s, lag_s=sensor.lag_s,
+                     window_s=sensor.window_s, quantum_w=1.0, speed=speed,
+                     name=name or f"{spec.name}-emulated", emulated=True, **kw)
+    meter.sensor = sensor
+    meter.server = model                          # type: ignore[attr-defined]
+    meter._on_stop += [client.close, server.stop]
+    return meter
+
+
 def list_meters() -> list[dict[str, Any]]:
     """`archline meter list`'s rows for these kinds: a BMC is named in a profile, never discovered."""
     return [{"kind": "redfish", "name": "-", "available": False,
              "detail": "a node's BMC: give [[meters]] kind = \"redfish\", url = \"https://BMC\", username, "
                        "password_env (or --meter redfish:https://BMC)"},
             {"kind": "ipmi", "name": "-", "available": False,
-             "detail": "IPMI DCMI is not in this archline yet: use the BMC's Redfish service (kind = \"redfish\")"}]
+             "detail": "a node's BMC over IPMI DCMI: give [[meters]] kind = \"ipmi\", url = \"ipmi://BMC\", "
+                       "username, password_env (or --meter ipmi:ipmi://BMC)"}]
