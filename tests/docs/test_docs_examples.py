@@ -20,9 +20,8 @@ from support.badinputs import REPO, Fixtures, run_inproc
 from support.doc_examples import Example, all_examples, run_example
 from support.labs import write_lab
 
-#: examples that cannot run on this machine (regex on the command -> why)
-SKIP: dict[str, str] = {
-}
+#: examples that cannot run on this machine (regex on the command -> why); filled below where a tool is missing
+SKIP: dict[str, str] = {}
 
 
 def _perf_unavailable() -> str:
