@@ -180,9 +180,9 @@ def _summary(results: Path, ert_path: Path, fmt: str) -> None:
 
 @bench.command("export-ert")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", "out_path", type=OutPath(dir_okay=False, path_type=Path), required=True,
+@click.option("--out", "out", type=OutPath(dir_okay=False, path_type=Path), required=True,
               help="The roofline.json to write (atomic; never one of the inputs).")
-def export_ert_cmd(results: tuple[Path, ...], out_path: Path) -> None:
+def export_ert_cmd(results: tuple[Path, ...], out: Path) -> None:
     """Write the Empirical Roofline Toolkit's roofline.json (peak GFLOP/s, GB/s per level) from results CSVs.
 
     \b
@@ -193,17 +193,17 @@ def export_ert_cmd(results: tuple[Path, ...], out_path: Path) -> None:
     from archline.fit.io.ert_roofline import ErtRoofline, write_ert
     from archline.fit.io.results_file import ResultsFile
 
-    if any(out_path.resolve() == r.resolve() for r in results):
-        raise click.UsageError(f"--out {out_path} is one of the inputs; name another file")
+    if any(out.resolve() == r.resolve() for r in results):
+        raise click.UsageError(f"--out {out} is one of the inputs; name another file")
     rows: list[dict[str, str]] = []
     for r in results:
         with ResultsFile.open(r) as rf:
             rows.extend(rf.rows())
     summ = summarize(rows)
-    write_ert(out_path, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
+    write_ert(out, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
                                                  {"results": [r.name for r in results],
                                                   "emulated": summ["emulated"]}))
-    click.echo(str(out_path))
+    click.echo(str(out))
 
 
 @bench.command("sweep")

@@ -942,6 +942,20 @@ def content_situations(fx: bi.Fixtures) -> list[Situation]:
            fit_dir, expect="any", outputs=lambda d: [d / "outdir"])
     simple("fit :: results CSV with platform ../escaped, --figure", "results CSV", "results", escaped,
            lambda d, f: ["fit", os.fspath(f), "--points", "pts.csv"], expect="any", outputs=lambda d: [d / "pts.csv"])
+    # issue 25/26 commands that read a file
+    def cut_half(f: Path) -> None:
+        f.write_bytes(f.read_bytes()[: len(f.read_bytes()) // 2])
+
+    simple("bench export-ert :: results CSV as written", "results CSV", "results", lambda f: None,
+           lambda d, f: ["bench", "export-ert", os.fspath(f), "--out", "r.json"], expect="ok",
+           outputs=lambda d: [d / "r.json"])
+    simple("bench export-ert :: results CSV cut in half", "results CSV", "results", cut_half,
+           lambda d, f: ["bench", "export-ert", os.fspath(f), "--out", "r.json"], outputs=lambda d: [d / "r.json"])
+    simple("measure :: counts file that is a results CSV, not an ncu export", "results CSV", "results",
+           lambda f: None, lambda d, f: ["measure", "--platform", "gtx580", "--emulate", "--counts-file",
+                                         os.fspath(f), "--counts-tool", "ncu", "--costs", "gtx580", "--", "true"])
+    simple("meter calibrate :: a sensor profile that is a results CSV", "results CSV", "results", lambda f: None,
+           lambda d, f: ["meter", "calibrate", "nvml0", "--emulate", "--sensor-profile", os.fspath(f)])
     ref_fit = "fit :: results CSV once (reference)"
     simple(ref_fit, "results CSV", "results", nothing, lambda d, f: ["fit", os.fspath(f)], expect="ok")
 
