@@ -20,7 +20,25 @@ def read_counters(tool: str, path: str | Path) -> list[Counts]:
     """The programs, kernels or regions counted in ``path``, an export of ``tool`` (one of :data:`TOOLS`)."""
     if tool not in READERS:
         raise CountersFormatError(f"unknown counter tool '{tool}' (known: {', '.join(TOOLS)})")
-    return READERS[tool](Path(path))
+    found = READERS[tool](Path(path))
+    for c in found:
+        _check_physical(c, Path(path))
+    return found
+
+
+def _check_physical(c: Counts, path: Path) -> None:
+    """A count that overflowed (inf) or a kernel that took no time is an error, never an inf or NaN downstream."""
+    import math
+
+    from archline.fit.io.counters.base import show_path
+
+    for column, n in c.counts.items():
+        if not math.isfinite(n) or n < 0:
+            raise CountersFormatError(f"{show_path(path)}: {c.name}: {column} = {n:g} after unit scaling (an "
+                                      "overflow or a negative count): check the export's units")
+    if c.time_s is not None and not (math.isfinite(c.time_s) and c.time_s > 0):
+        raise CountersFormatError(f"{show_path(path)}: {c.name}: its time is {c.time_s:g} s; a kernel that ran "
+                                  "takes time > 0 (re-export with the duration metric)")
 
 
 __all__ = ["READERS", "TOOLS", "CountersFormatError", "Counts", "read_collected", "read_counters"]
