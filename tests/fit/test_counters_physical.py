@@ -32,7 +32,7 @@ def _variant(tmp_path: Path, column: str, unit: str | None, value: str) -> Path:
 
 def test_a_count_that_overflows_is_refused(tmp_path: Path) -> None:
     f = _variant(tmp_path, "dram__bytes_read.sum", "Mbyte", "1e308")
-    with pytest.raises(CountersFormatError, match="dram|bytes_mem|overflow"):
+    with pytest.raises(CountersFormatError, match=r"bytes_mem.*overflow"):
         read_counters("ncu", f)
 
 
