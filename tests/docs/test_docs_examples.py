@@ -191,11 +191,30 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield sb
 
 
+def _link_or_copy(src: str, dst: str) -> None:
+    if Path(src).name in ("sweep.log", ".sweep.lock"):
+        shutil.copy2(src, dst)
+    else:
+        os.link(src, dst)
+
+
+def _state(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+            if p.is_file()}
+
+
+@pytest.fixture(scope="session")
+def sandbox_state(sandbox: Path) -> dict[str, tuple[int, int]]:
+    return _state(sandbox)
+
+
 @pytest.mark.parametrize("ex", [_param(e) for e in _distinct(EXAMPLES)])
-def test_doc_example_runs(ex: Example, sandbox: Path, tmp_path: Path) -> None:
+def test_doc_example_runs(ex: Example, sandbox: Path, sandbox_state: dict[str, tuple[int, int]],
+                          tmp_path: Path) -> None:
     work = tmp_path / "sb"
-    # hard links: quick, and safe, since archline replaces a file it writes (atomic rename) and never an input
-    shutil.copytree(sandbox, work, symlinks=True, copy_function=os.link)
+    # hard links: quick, and safe, since archline replaces a file it writes (atomic rename) and never an input;
+    # a lab's log and lock it appends to in place, so those are copies
+    shutil.copytree(sandbox, work, symlinks=True, copy_function=_link_or_copy)
     command = ex.command
     if (rx := _match(ADAPT, ex)) is not None:
         command += " " + " ".join(ADAPT[rx][0])
@@ -210,6 +229,8 @@ def test_doc_example_runs(ex: Example, sandbox: Path, tmp_path: Path) -> None:
                 shutil.copyfile(sandbox.parent / "extra" / name, work / name)
     r = run_example(command, work, timeout_s=900 if _match(SLOW, ex) else 120)
     assert r.code == 0 and not r.crash, f"{ex.where}: `{command}` exited {r.code}: {r.stderr[-600:]}{r.crash[-600:]}"
+    # the copy shares the sandbox's files (hard links): a command that wrote into an input in place shows here
+    assert _state(sandbox) == sandbox_state, f"`{command}` changed a file of the shared sandbox in place"
     missing = [n for n in ex.stated if n not in r.stdout]
     assert not missing, f"{ex.where}: `{command}` states {missing}, which its output lacks:\n{r.stdout[-1500:]}"
 
