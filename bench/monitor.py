@@ -41,6 +41,7 @@ class PhasePower:
         self._times: list[float] = []
         self._power: list[float] = []
         self._depth = 0
+        self._cache: tuple[F64, F64] | None = None
         self._lock = threading.Lock()
 
     def edge(self, kind: str, name: str = "") -> float:
@@ -52,10 +53,21 @@ class PhasePower:
             self._power.append(self.busy_w if self._depth else self.idle_w)
             return t
 
-    def power_w(self, t_host_s: F64) -> F64:
+    def idle(self) -> float:
+        """Every phase is over (the run ended; a phase left open does not carry into the next run)."""
         with self._lock:
-            times = np.asarray(self._times)
-            power = np.asarray(self._power)
+            t = self.clock()
+            if self._depth:
+                self._depth = 0
+                self._times.append(t)
+                self._power.append(self.idle_w)
+            return t
+
+    def power_w(self, t_host_s: F64) -> F64:
+        with self._lock:   # arrays rebuilt only when an edge was added since (not on every meter read)
+            if self._cache is None or len(self._cache[0]) != len(self._times):
+                self._cache = (np.asarray(self._times), np.asarray(self._power))
+            times, power = self._cache
         t = np.asarray(t_host_s, dtype=np.float64)
         out = np.full(t.shape, self.idle_w)
         if times.size:
@@ -65,13 +77,14 @@ class PhasePower:
 
     def energy_j(self, t0_s: float, t1_s: float) -> float:
         """The exact energy the device drew between two host times (the truth a measurement is compared with)."""
-        with self._lock:
-            times = list(self._times)
-            power = list(self._power)
-        k = bisect.bisect_right(times, t0_s) - 1
-        edges = [t0_s] + [t for t in times if t0_s < t < t1_s] + [t1_s]
-        levels = [power[k] if k >= 0 else self.idle_w] + [p for t, p in zip(times, power, strict=True)
-                                                          if t0_s < t < t1_s]
+        with self._lock:   # append-only lists: the first n entries are a snapshot, without an O(n) copy
+            times, power, n = self._times, self._power, len(self._times)
+        # bisect, not a scan: one call per phase, thousands of phases (a scan made mark processing quadratic)
+        k = bisect.bisect_right(times, t0_s, 0, n) - 1
+        j = bisect.bisect_left(times, t1_s, k + 1, n)
+        inner = range(k + 1, j)
+        edges = [t0_s] + [times[i] for i in inner if times[i] > t0_s] + [t1_s]
+        levels = [power[k] if k >= 0 else self.idle_w] + [power[i] for i in inner if times[i] > t0_s]
         return float(sum(p * (b - a) for p, a, b in zip(levels, edges[:-1], edges[1:], strict=True)))
 
 

@@ -103,6 +103,11 @@ class _Hooks:
                  figure: Path | None) -> None:
         self.tool, self.costs, self.figure = counters, costs, figure
         self.collected: list[Any] = []
+        self.platform: Any = None
+        if costs is not None:      # a bad --costs is an error before the command runs, not after
+            from archline.fit.analyses.placement import load_platform
+
+            self.platform = load_platform(costs)
         if counts_file is not None and counts_tool is not None:
             from archline.fit.io.counters import read_collected
 
@@ -142,8 +147,6 @@ class _Hooks:
     def place_hook(self) -> Any:
         if self.costs is None:
             return None
-        costs = self.costs
-
         def place(doc: dict[str, Any]) -> dict[str, Any]:
             from archline.fit.analyses.placement import place_program
 
@@ -152,7 +155,7 @@ class _Hooks:
                 return {"reason": "no counts were collected (see each run's counters.reason)"}
             if "energy_j_mean" not in s:
                 return {"reason": "no energy was measured: " + str(doc.get("reason") or "no meter")}
-            p = place_program(costs, self.collected[-1], s["time_s_mean"], s["energy_j_mean"], self.figure,
+            p = place_program(self.platform, self.collected[-1], s["time_s_mean"], s["energy_j_mean"], self.figure,
                               measured_energy_err_j=s.get("energy_err_j_mean", 0.0),
                               emulated=bool(doc.get("emulated")))
             return p.as_dict()  # type: ignore[no-any-return]

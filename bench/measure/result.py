@@ -28,8 +28,12 @@ FILE_NAME = "measure.json"
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Over the repetitions: mean and spread of time, energy and mean power (energy above idle where given)."""
-    out: dict[str, Any] = {"n_runs": len(runs)}
+    """Over the repetitions: mean and spread of time, energy and mean power (energy above idle where given), of
+    the runs that completed (exit code 0, no signal) only; ``n_left_out`` counts the others (a failed or
+    interrupted run is partial: its numbers would bias the mean)."""
+    all_runs = runs
+    runs = [r for r in runs if r.get("exit_code") == 0 and not r.get("signal") and not r.get("interrupted")]
+    out: dict[str, Any] = {"n_runs": len(runs), "n_left_out": len(all_runs) - len(runs)}
     for key in ("time_s", "energy_j", "mean_power_w", "energy_above_idle_j"):
         vals = [r[key] for r in runs if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
         if not vals:
@@ -88,6 +92,8 @@ def table(doc: dict[str, Any]) -> str:
         head.append(f"no energy: {doc['reason']}")
     tail = []
     s = doc.get("summary", {})
+    if s.get("n_left_out"):
+        tail.append(f"summary: {s['n_left_out']} run(s) left out (failed or interrupted)")
     if s.get("n_runs", 0) > 1 and "energy_j_mean" in s:
         tail.append(f"mean of {s['n_runs']} runs: {s['time_s_mean']:.4f} s, {s['energy_j_mean']:.4f} J "
                     f"(stdev {s.get('energy_j_stdev', 0.0):.4f} J), {s['mean_power_w_mean']:.3f} W")

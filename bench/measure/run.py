@@ -40,6 +40,9 @@ from archline.powermon.monitor import MARKS_ENV, Measurement, Monitor
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: before the baseline window, let the meter's first samples settle (host seconds)
 SETTLE_S = 0.1
+#: after a forwarded signal, how long the command may take to exit before its process group is killed (a second
+#: signal kills it at once): a command that ignores signals must not keep archline (and its FIFO) alive
+GRACE_S = 5.0
 
 
 @dataclass
@@ -102,6 +105,38 @@ def _forwarding(procs: list[subprocess.Popen[bytes]], got: list[int]) -> Iterato
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process is still in the process group ``pgid`` (the leader already reaped)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _wait(proc: subprocess.Popen[bytes], got: list[int], grace_s: float) -> tuple[int, bool]:
+    """The leader's exit status, and whether its group had to be killed: after a forwarded signal the command has
+    ``grace_s`` to exit (a second signal ends the grace at once), then its whole process group is SIGKILLed."""
+    first: float | None = None
+    while True:
+        try:
+            return proc.wait(timeout=0.05), False
+        except subprocess.TimeoutExpired:
+            pass
+        if got and first is None:
+            first = time.monotonic()
+        if first is not None and (len(got) > 1 or time.monotonic() - first >= grace_s):
+            _kill_group(proc.pid)
+            return proc.wait(), True
 
 
 def _spawn(cmd: Sequence[str], marks_path: Path) -> subprocess.Popen[bytes]:
@@ -181,13 +216,28 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                     for sig in got:               # arrived while it was starting
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(procs[0].pid, sig)
-                    rc = procs[0].wait()
+                    rc, killed = _wait(procs[0], got, GRACE_S)
+                pgid = procs[0].pid
+                if not killed and _group_alive(pgid):     # the leader is gone, some of its children are not
+                    if got:
+                        _kill_group(pgid)
+                        doc["problems"].append(f"{name}: processes left in the command's process group were "
+                                               "killed (it was interrupted)")
+                    else:
+                        doc["problems"].append(f"{name}: processes were still running in the command's process "
+                                               f"group {pgid} when it exited (left running, not measured)")
+                if killed:
+                    doc["problems"].append(f"{name}: the command did not exit after the signal; its process "
+                                           "group was killed (SIGKILL)")
+                if power is not None:        # the emulated device goes idle at the end of each run
+                    power.idle()
                 counters = read_counters() if read_counters is not None else None
                 run = mon.end_window(name)
                 phases, problems = pair_marks(reader.take())
                 w = _window(run, sub, mon)
                 w["exit_code"] = rc if rc >= 0 else None
                 w["signal"] = -rc if rc < 0 else None
+                w["interrupted"] = bool(got)
                 if counters is not None:
                     w["counters"] = counters
                 w["phases"] = [_window(mon.window_between(p if opts.repeat == 1 else f"{name}/{p}", t0, t1), sub,
@@ -196,6 +246,8 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 doc["runs"].append(w)
                 doc["exit_code"], doc["signal"] = w["exit_code"], w["signal"]
                 status = rc if rc >= 0 else 128 - rc
+                if killed:                   # exits as the signal it was sent would have ended it
+                    status = 128 + got[0]
                 if rc != 0 or got:
                     if opts.repeat > k + 1:
                         doc["problems"].append(f"stopped after {name}: the command "
