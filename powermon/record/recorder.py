@@ -142,8 +142,15 @@ class Recorder:
         for m in self.meters:
             m.mark(t1)
         t0 = self._open.pop(name)
-        self.marks.append(Mark(name, "end" if not cancel else "cancel", t1))
+        end_mark = Mark(name, "end" if not cancel else "cancel", t1)
+        self.marks.append(end_mark)
         if t0_s is not None and t1_s is not None:
+            # the trace's marks carry the edges the window is measured on, not the moment they were handed over
+            begin_mark = next((m for m in reversed(self.marks) if m.name == name and m.kind == "begin" and
+                               m.t_s == t0), None)
+            if begin_mark is not None:
+                begin_mark.t_s = t0_s
+            end_mark.t_s = t1_s
             t0, t1 = t0_s, t1_s
         results: dict[str, MeterRegion] = {}
         warnings: list[str] = []

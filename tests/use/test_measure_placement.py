@@ -55,3 +55,18 @@ def test_counters_say_why_not_where_the_machine_cannot() -> None:
         pytest.skip("this machine has PMU access: the refusal path is covered by tests/use/test_measure_counters.py")
     r = archline("measure", "--counters", "perf", "--", "true")
     assert r.returncode == 2 and why.split(":")[0] in r.stderr
+
+
+def test_trace_marks_carry_the_phase_edges_measure_json_reports(tmp_path: Path) -> None:
+    """Breaker 25 item 2: the trace sidecar's marks for a child's phase are the phase's own edges."""
+    r = archline("measure", "--platform", "gtx580", "--emulate", "--out", str(tmp_path), "--", "sh", "-c",
+                 'echo "begin p" > $ARCHLINE_MARKS; sleep 0.05; echo "end p" > $ARCHLINE_MARKS')
+    assert r.returncode == 0, r.stderr
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    doc = json.loads((run_dir / "measure.json").read_text())
+    phase = doc["runs"][0]["phases"][0]
+    side = next(run_dir.glob("trace-*.json"))
+    marks = {(m["name"], m["kind"]): m["t_s"] for m in json.loads(side.read_text())["marks"]}
+    begin, end = marks[("p", "begin")], marks[("p", "end")]
+    assert end - begin == pytest.approx(phase["time_s"], abs=1e-9)
+    assert begin >= marks[("run", "begin")] and end <= marks[("run", "end")]
