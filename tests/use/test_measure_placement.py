@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from test_measure import archline  # type: ignore[import-not-found]
 
 ROOT = Path(__file__).resolve().parents[2]
