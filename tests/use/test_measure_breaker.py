@@ -103,7 +103,7 @@ def test_wait_kills_the_group_after_the_grace(tmp_path: Path) -> None:
 def test_children_left_behind_are_reported(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     res = _cli(*M, "--format", "json", "--", "sh", "-c",
-               f"echo $$ > {pidfile}; (sleep 0.5; sleep 30) & exit 0")
+               f"echo $$ > {pidfile}; (sleep 0.5; sleep 30) >/dev/null 2>&1 & exit 0")
     pgid = int(pidfile.read_text())
     try:
         assert res.returncode == 0, res.stderr
