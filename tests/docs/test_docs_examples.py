@@ -139,6 +139,10 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
              "coefficients": {k: {**v, "value": v["value"] * 0.1} for k, v in costs["coefficients"].items()}}
     small["coefficients"]["pi0"]["value"] = 3.0
     (sb / "jetson-costs.json").write_text(json.dumps(small))
+    # a CPU's table for perf counts needs an L3 cost, which no quick emulated fit gives: the GTX 580 fit plus one
+    cpu = {**costs, "coefficients": {**costs["coefficients"], "eps_l3": {"value": 1.0e-10}}}
+    (sb / "my-cpu.costs.json").write_text(json.dumps(cpu))
+    put(REPO / "tests" / "data" / "counters" / "perf_intel.csv", "perf.csv")
     _cli(sb, "fit", "tk1/tk1.csv", "--model", "dvfs", "--format", "json", "--out", "tk1-dvfs.json")
     put(sb / "tk1-dvfs.json", "jetson-dvfs.json")
     # the lab: two emulated GTX 580 nodes, collected as fleet/ and lab-dataset/. Its scheduler is the local one

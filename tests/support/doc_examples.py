@@ -67,24 +67,38 @@ def _split_comment(line: str, help_style: bool) -> tuple[str, str]:
 
 
 def markdown_examples(path: Path) -> list[Example]:
+    """``archline`` lines of fenced sh/bash/console/shell blocks, and of indented code blocks (four spaces after a
+    blank line, outside any fence: the docs copy --help's example lists that way, with its two-space comments)."""
     out: list[Example] = []
     lines = path.read_text().splitlines()
+    where = str(path.relative_to(ROOT))
     i = 0
     while i < len(lines):
-        fence = re.match(r"^\s*```(sh|bash|console|shell)\s*$", lines[i])
-        if not fence:
-            i += 1
+        fence = re.match(r"^\s*```\s*(\w*)", lines[i])
+        if fence:
+            j = i + 1
+            block: list[str] = []
+            while j < len(lines) and not lines[j].strip().startswith("```"):
+                block.append(re.sub(r"^\s*\$ ", "", lines[j]))
+                j += 1
+            if fence.group(1) in ("sh", "bash", "console", "shell"):
+                for k, text in _join_continuations(block):
+                    cmd, comment = _split_comment(text, help_style=False)
+                    if cmd.startswith("archline "):
+                        out.append(Example(f"{where}:{i + 2 + k}", cmd, comment, _stated(comment)))
+            i = j + 1
             continue
-        j = i + 1
-        block: list[str] = []
-        while j < len(lines) and not lines[j].strip().startswith("```"):
-            block.append(re.sub(r"^\s*\$ ", "", lines[j]))
-            j += 1
-        for k, text in _join_continuations(block):
-            cmd, comment = _split_comment(text, help_style=False)
-            if cmd.startswith("archline "):
-                out.append(Example(f"{path.relative_to(ROOT)}:{i + 2 + k}", cmd, comment, _stated(comment)))
-        i = j + 1
+        if lines[i].startswith("    ") and (i == 0 or not lines[i - 1].strip()):
+            j = i
+            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                j += 1
+            for k, text in _join_continuations([ln[4:] for ln in lines[i:j]]):
+                cmd, comment = _split_comment(re.sub(r"^\$ ", "", text), help_style=True)
+                if cmd.startswith("archline "):
+                    out.append(Example(f"{where}:{i + 1 + k}", cmd, comment, _stated(comment)))
+            i = j
+            continue
+        i += 1
     return out
 
 
