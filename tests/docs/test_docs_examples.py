@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.badinputs import REPO, Fixtures, run_inproc
-from support.doc_examples import Example, all_examples, run_example
+from support.doc_examples import Example, _stated, all_examples, run_example, steps
 from support.labs import write_lab
 
 #: examples that cannot run on this machine (regex on the command -> why); filled below where a tool is missing
@@ -251,3 +251,12 @@ def test_examples_found() -> None:
     where = {e.where.split(":")[0] for e in EXAMPLES}
     assert {"README.md", "docs/analyses.md", "docs/lab.md"} <= where
     assert sum(e.where.startswith("--help") for e in EXAMPLES) >= 80
+
+
+def test_stated_numbers_and_steps_parse() -> None:
+    """What a comment states (a range states both ends; a section number or a bare count states nothing), and
+    the little shell the runner understands."""
+    assert _stated("GTX 580: 187 pJ overhead per flop; 306.8-442.8 pJ/B against 513") == ["187", "306.8", "442.8"]
+    assert _stated("788 GFLOP/s for FMM_U, 0.31x, 20 SMs; see §3.2 and Table 4") == ["788", "0.31", "20"]
+    assert steps("archline ipp example > mine.toml && archline ipp power mine.toml") == [
+        (["archline", "ipp", "example"], "mine.toml"), (["archline", "ipp", "power", "mine.toml"], None)]
