@@ -79,11 +79,19 @@ class Measurement:
         return self.energy_err_j / d if d > 0 else math.nan
 
     @classmethod
-    def from_region(cls, region: Region, reason: str = "", clock_err_s: dict[str, float] | None = None
-                    ) -> Measurement:
-        """``clock_err_s``: per sampling meter, how well its clock is aligned with the host's (see edge_err_j)."""
+    def from_region(cls, region: Region, reason: str = "", clock_err_s: dict[str, float] | None = None,
+                    full_scale_w: dict[str, float] | None = None) -> Measurement:
+        """``clock_err_s``: per sampling meter, how well its clock is aligned with the host's (see edge_err_j);
+        ``full_scale_w``: per sampling meter, the most power it can read (see short_window_err_j)."""
         metered = [m for m in region.meters.values() if m.kind != "none" and math.isfinite(m.energy_j)]
         clock_j = sum(edge_err_j(m, (clock_err_s or {}).get(m.meter, 0.0)) for m in metered)
+        warnings = list(region.warnings)
+        short_j = 0.0                # a window too short for the meter to see a step inside it (below)
+        for m in metered:
+            j, note = short_window_err_j(m, (full_scale_w or {}).get(m.meter))
+            short_j += j
+            if note:
+                warnings.append(note)
         dev_e: dict[str, float] = {}
         dev_err: dict[str, float] = {}
         rails: dict[str, float] = {}
@@ -96,12 +104,12 @@ class Measurement:
         nan = math.nan
         return cls(name=region.name, time_s=region.time_s,
                    energy_j=sum(m.energy_j for m in metered) if metered else nan,
-                   energy_err_j=sum(m.energy_err_j for m in metered) + clock_j if metered else nan,
+                   energy_err_j=sum(m.energy_err_j for m in metered) + clock_j + short_j if metered else nan,
                    device_energy_j=dev_e, device_energy_err_j=dev_err, rail_energy_j=rails,
                    duration_s=metered[0].duration_s if metered else region.time_s,
                    lost_samples=sum(m.lost_samples for m in region.meters.values()),
                    n_samples=sum(m.n_samples for m in region.meters.values()),
-                   emulated=region.emulated, reason="" if metered else reason, warnings=tuple(region.warnings),
+                   emulated=region.emulated, reason="" if metered else reason, warnings=tuple(warnings),
                    t_start_s=region.t_start_s, t_end_s=region.t_end_s, clock_err_j=clock_j, region=region)
 
     def as_dict(self) -> dict[str, Any]:
@@ -136,6 +144,43 @@ def edge_err_j(mr: MeterRegion, clock_err_s: float) -> float:
             p = s.power_w[near & (s.channel == c)]
             total += float(p.max() - p.min()) * clock_err_s * speed
     return total
+
+
+def short_window_err_j(mr: MeterRegion, full_scale_w: float | None) -> tuple[float, str]:
+    """A window shorter than two sample periods may hold a power step no sample saw (a burst between two
+    samples): its energy is then known only to within its duration times the widest power the meter could have
+    missed: its full scale (``full_scale_w``) where known, else the most it saw around the window. Returns that
+    bound and a warning, or (0, "") for a longer window or a counter meter."""
+    if mr.kind != "sampling" or not mr.sample_hz or not math.isfinite(mr.duration_s):
+        return 0.0, ""
+    period_s = 1.0 / mr.sample_hz                      # device seconds
+    if mr.duration_s >= 2.0 * period_s:
+        return 0.0, ""
+    s = mr.samples
+    seen_w = 0.0
+    if s is not None and len(s):
+        speed = mr.duration_s / mr.time_s if mr.time_s > 0 else 1.0
+        reach_s = 2.0 * period_s / speed
+        near = (s.t_s >= mr.t_start_s - reach_s) & (s.t_s <= mr.t_end_s + reach_s)
+        for c in np.unique(s.channel[near]):
+            seen_w += float(np.max(s.power_w[near & (s.channel == c)]))
+    swing_w = max(full_scale_w or 0.0, seen_w)
+    note = (f"window of {mr.duration_s * 1e3:.3g} ms is shorter than the meter's sample period "
+            f"({period_s * 1e3:.3g} ms) twice over: a power step inside it may be unseen; its bound covers "
+            f"{swing_w:.4g} W over the whole window")
+    return swing_w * mr.duration_s, note
+
+
+def full_scale_w(meter: Any) -> float | None:
+    """The most power a meter can read, summed over its channels (nominal volts x the sense's full-scale amps),
+    where its spec says; else None."""
+    chans = getattr(getattr(meter, "spec", None), "channels", None)
+    if not chans:
+        return None
+    try:
+        return float(sum(c.nominal_v * c.full_scale_a for c in chans))
+    except (AttributeError, TypeError):
+        return None
 
 
 def clock_err_s(meter: Any) -> float:
@@ -282,7 +327,8 @@ class Monitor:
         return self._measurement(region)
 
     def _measurement(self, region: Region) -> Measurement:
-        return Measurement.from_region(region, self.reason, {m.name: clock_err_s(m) for m in self.meters})
+        return Measurement.from_region(region, self.reason, {m.name: clock_err_s(m) for m in self.meters},
+                                       {m.name: fs for m in self.meters if (fs := full_scale_w(m)) is not None})
 
     def cancel_window(self, name: str) -> None:
         self.end_region(name, cancel=True)
