@@ -12,10 +12,10 @@ repetitions stop, the windows so far are reported, and archline exits as the com
 128 + N when signal N ended it. A command still running GRACE_S after the signal (or at a second one) has its
 process group killed, and archline exits 128 + the signal it got; processes left in the group when the command
 exits are noted in ``problems`` (and killed when it was interrupted). Hooks left for the coordinator: ``counters``
-(given the command, the argv that
-runs it under a counter collector such as ``perf stat -x,`` or ``likwid-perfctr``, and a function that reads the
-counts after it exited: they go into the run as ``counters``) and ``place`` (given the finished document, e.g.
-the program placed on a cost table's roofline: it goes in as ``placement``).
+(given the command, the argv that runs it under a counter collector such as ``perf stat -x,`` or
+``likwid-perfctr``, and a function that reads the counts after it exited: they go into the run as ``counters``)
+and ``place`` (given the finished document, e.g. the program placed on a cost table's roofline: it goes in
+as ``placement``).
 """
 
 from __future__ import annotations
