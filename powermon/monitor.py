@@ -266,12 +266,15 @@ class Monitor:
 
     # --- life cycle ---
     def start(self) -> Monitor:
+        if getattr(self, "_stopped", False):
+            raise MeterError("this monitor is stopped (its meters are closed): make a new one to measure again")
         if not self._running:
             self.recorder.start()
             self._running = True
         return self
 
     def stop(self) -> None:
+        self._stopped = True
         try:
             if self._running:
                 self._running = False
@@ -298,6 +301,7 @@ class Monitor:
 
     def begin_window(self, name: str) -> float:
         """Open window ``name`` (names may nest or overlap); returns its host start time."""
+        _check_name(name)
         self.start()
         if name in self.recorder._open:
             raise MeterError(f"window {name!r} is already open")
@@ -335,6 +339,9 @@ class Monitor:
 
     def window_between(self, name: str, t0_s: float, t1_s: float) -> Measurement:
         """A window whose edges were taken elsewhere (marks a child process sent), measured now."""
+        _check_name(name)
+        if not (math.isfinite(t0_s) and math.isfinite(t1_s)):
+            raise MeterError(f"window {name!r}: its edges must be finite host times, got {t0_s!r}, {t1_s!r}")
         self.start()
         self.recorder.begin(name)
         return self._measurement(self.recorder.end(name, t0_s=t0_s, t1_s=t1_s))
@@ -396,3 +403,9 @@ class Monitor:
         writer = MarksWriter(path)
         return cls([NullMeter("measured by the parent 'archline measure': this window is a phase in its output")],
                    hooks=[writer], closers=[writer.close])
+
+
+def _check_name(name: object) -> None:
+    """A window's name is a non-empty string (it keys the trace's marks and the rows)."""
+    if not isinstance(name, str) or not name.strip():
+        raise MeterError(f"a window's name must be a non-empty string, got {name!r}")

@@ -212,3 +212,24 @@ def test_burst_shorter_than_a_sample_period_is_within_its_bound() -> None:
         (p,) = json.loads(res.stdout)["runs"][0]["phases"]
         assert abs(p["energy_j"] - p["truth_energy_j"]) <= p["energy_err_j"]
         assert any("shorter than the meter's sample period" in w for w in p["warnings"])
+
+
+def test_api_names_and_a_stopped_monitor_are_plain_errors() -> None:
+    """Breaker 25 items 9 and 10: a window named None, 5 or '' and NaN edges are MeterErrors naming the value; a
+    stopped monitor says it is stopped instead of blaming the meter's port."""
+    import math
+
+    from archline.powermon import MeterError, NullMeter
+    from archline.powermon.monitor import Monitor
+
+    mon = Monitor([NullMeter("time only: test")])
+    for bad in (None, 5, "", "  "):
+        with pytest.raises(MeterError, match="non-empty string"):
+            mon.begin_window(bad)  # type: ignore[arg-type]
+    with pytest.raises(MeterError, match="finite"):
+        mon.window_between("w", math.nan, 1.0)
+    mon.begin_window("ok")
+    assert mon.end_window("ok").time_s >= 0
+    mon.stop()
+    with pytest.raises(MeterError, match="stopped"):
+        mon.begin_window("again")
