@@ -343,6 +343,10 @@ class Monitor:
         if not (math.isfinite(t0_s) and math.isfinite(t1_s)):
             raise MeterError(f"window {name!r}: its edges must be finite host times, got {t0_s!r}, {t1_s!r}")
         self.start()
+        started = getattr(self.recorder, "started_at_s", None)
+        if started is not None and t0_s < started:
+            raise MeterError(f"window {name!r} begins {started - t0_s:.3g} s before the meters started: its energy "
+                             "was not measured (open the monitor before the work starts)")
         self.recorder.begin(name)
         return self._measurement(self.recorder.end(name, t0_s=t0_s, t1_s=t1_s))
 

@@ -93,6 +93,8 @@ class Recorder:
         return any(m.emulated for m in self.meters)
 
     def start(self) -> Recorder:
+        if getattr(self, "started_at_s", None) is None:
+            self.started_at_s: float | None = self.clock()   # nothing before this host time was measured
         try:
             for m in self.meters:
                 m.start()

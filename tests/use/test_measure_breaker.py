@@ -233,3 +233,20 @@ def test_api_names_and_a_stopped_monitor_are_plain_errors() -> None:
     mon.stop()
     with pytest.raises(MeterError, match="stopped"):
         mon.begin_window("again")
+
+
+def test_a_window_before_the_meters_started_is_refused() -> None:
+    """Breaker 25 item 11: 1000 s of which 0.3 s were measured is an error, not 6.8 +- 0.04 J."""
+    import time
+
+    from archline.powermon import MeterError, NullMeter
+    from archline.powermon.monitor import Monitor
+
+    mon = Monitor([NullMeter("time only: test")]).start()
+    now = time.monotonic()
+    try:
+        with pytest.raises(MeterError, match="before the meters started"):
+            mon.window_between("p", now - 1000, now)
+        assert mon.window_between("q", now, time.monotonic()).time_s >= 0
+    finally:
+        mon.stop()
