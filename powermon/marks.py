@@ -89,6 +89,8 @@ class MarksReader:
         self._stop_r, self._stop_w = os.pipe()
         self._lock = threading.Lock()
         self._buf = b""
+        self._malformed: list[str] = []    # lines that were not "begin NAME" / "end NAME": said, never silent
+        self._n_malformed = 0
         self._thread = threading.Thread(target=self._run, name="archline-marks", daemon=True)
         self._thread.start()
 
@@ -113,12 +115,27 @@ class MarksReader:
             self._buf += chunk
             *lines, self._buf = self._buf.split(b"\n")
             for raw in lines:
-                mark = parse_line(raw.decode(errors="replace"), now)
+                text = raw.decode(errors="replace")
+                mark = parse_line(text, now)
                 if mark is None:
+                    if text.strip():
+                        with self._lock:
+                            self._n_malformed += 1
+                            if len(self._malformed) < 3:
+                                self._malformed.append(text.strip()[:60])
                     continue
                 t = self.on_mark(mark) if self.on_mark is not None else None
                 with self._lock:
                     self.marks.append(mark if t is None else Mark(mark.kind, mark.name, t))
+
+    def take_malformed(self) -> list[str]:
+        """Problems in words for the lines that were not marks since the last call (and forget them)."""
+        with self._lock:
+            n, first, self._n_malformed, self._malformed = self._n_malformed, self._malformed, 0, []
+        if not n:
+            return []
+        return [f"{n} line(s) on $ARCHLINE_MARKS were not 'begin NAME' or 'end NAME' and were ignored "
+                f"(first: {', '.join(repr(s) for s in first)})"]
 
     def take(self) -> list[Mark]:
         """The marks so far (and forget them)."""

@@ -237,6 +237,7 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 counters = read_counters() if read_counters is not None else None
                 run = mon.end_window(name)
                 phases, problems = pair_marks(reader.take())
+                problems += reader.take_malformed()
                 w = _window(run, sub, mon)
                 w["exit_code"] = rc if rc >= 0 else None
                 w["signal"] = -rc if rc < 0 else None

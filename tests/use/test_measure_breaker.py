@@ -250,3 +250,21 @@ def test_a_window_before_the_meters_started_is_refused() -> None:
         assert mon.window_between("q", now, time.monotonic()).time_s >= 0
     finally:
         mon.stop()
+
+
+def test_lines_that_are_not_marks_are_said_not_dropped_silently() -> None:
+    """Breaker 25 item 12: 'hello world' and 'BEGIN z' on the marks FIFO are named in the run's problems."""
+    import json as _json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "archline.cli", "measure", "--platform", "gtx580", "--emulate",
+                        "--format", "json", "--", "sh", "-c",
+                        'echo "hello world" > $ARCHLINE_MARKS; echo "begin p" > $ARCHLINE_MARKS; '
+                        'echo "BEGIN z" > $ARCHLINE_MARKS; echo "end p" > $ARCHLINE_MARKS'],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    doc = _json.loads(r.stdout)
+    said = " ".join(doc["problems"])
+    assert "2 line(s)" in said and "'hello world'" in said and "'BEGIN z'" in said
+    assert [p["name"] for p in doc["runs"][0]["phases"]] == ["p"]
