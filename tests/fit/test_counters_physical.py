@@ -50,3 +50,22 @@ def test_predict_says_so_in_one_line(tmp_path: Path, run_cli) -> None:  # type: 
 
 def test_the_export_as_written_still_reads() -> None:
     assert [c.name for c in read_counters("ncu", NCU)]
+
+
+def test_rocprof_wave_size_zero_is_refused(tmp_path: Path) -> None:
+    """Breaker 25 item 17: wave_size 0 would count every VALU flop as 0."""
+    text = NCU.with_name("rocprof_results.csv").read_text()
+    assert ",64,0x0," in text
+    f = tmp_path / "results.csv"
+    f.write_text(text.replace(",64,0x0,", ",0,0x0,"))
+    with pytest.raises(CountersFormatError, match="wave_size is 0"):
+        read_counters("rocprof", f)
+
+
+def test_likwid_without_a_memory_group_says_dram_is_not_counted(tmp_path: Path) -> None:
+    text = NCU.with_name("likwid_flops_mem.csv").read_text()
+    cut = text[: text.index("TABLE,Group 2 Raw")]
+    f = tmp_path / "flops_only.csv"
+    f.write_text(cut)
+    (c,) = read_counters("likwid", f)
+    assert "bytes_mem" not in c.counts and any("DRAM bytes not counted" in n for n in c.notes)

@@ -138,4 +138,6 @@ def _counts(name: str, groups: list[_Group], path: Path) -> Counts:
                                   f"{', '.join(g.name for g in groups)}); measure FLOPS_DP, FLOPS_SP or MEM")
     if not any(k.startswith("flops") for k in c.counts):
         c.note("no flop event (FLOPS_DP / FLOPS_SP group): flops not counted")
+    if "bytes_mem" not in c.counts:
+        c.note("no memory event (MEM group): DRAM bytes not counted, so a prediction leaves out the DRAM term")
     return c

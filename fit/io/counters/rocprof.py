@@ -70,7 +70,11 @@ def read(path: Path) -> list[Counts]:
         first = dispatch not in dispatches.setdefault(kernel, set())
         dispatches[kernel].add(dispatch)
         if wave_i is not None and r[wave_i].strip():
-            waves.setdefault(kernel, set()).add(number(r[wave_i], f"{where}: line {k}: {head[wave_i]}"))
+            wave = number(r[wave_i], f"{where}: line {k}: {head[wave_i]}")
+            if wave <= 0:
+                raise CountersFormatError(f"{where}: line {k}: {head[wave_i]} is {wave:g}; a wave has 32 or 64 "
+                                          "lanes (the flops would be counted as 0)")
+            waves.setdefault(kernel, set()).add(wave)
         if t_cols is not None and first:
             b = number(r[t_cols[0]], f"{where}: line {k}: {head[t_cols[0]]}")
             e = number(r[t_cols[1]], f"{where}: line {k}: {head[t_cols[1]]}")
