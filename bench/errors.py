@@ -1,6 +1,6 @@
 """User-facing errors of the bench layer."""
 
-from archline.common.exits import EXIT_INPUT, EXIT_POINTS_FAILED
+from archline.common.exits import EXIT_DEVICE, EXIT_INPUT, EXIT_POINTS_FAILED
 
 
 class BenchError(Exception):
@@ -11,6 +11,13 @@ class BenchError(Exception):
 
 class BackendUnavailableError(BenchError):
     """The back end, device or ISA asked for is not usable here; the message says why."""
+
+
+class ToolUnavailableError(BenchError):
+    """A measuring tool this machine does not give access to (perf or likwid without a PMU): exit 4, as a missing
+    device or meter."""
+
+    exit_code = EXIT_DEVICE
 
 
 class UnsupportedError(BenchError):

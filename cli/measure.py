@@ -116,12 +116,12 @@ class _Hooks:
     def counters_hook(self) -> Any:
         if self.tool is None:
             return None
-        from archline.bench.errors import BenchError
+        from archline.bench.errors import ToolUnavailableError
         from archline.bench.measure_counters import available, wrap_command
 
         ok, why = available(self.tool)
         if not ok:
-            raise BenchError(f"--counters {self.tool}: {why}")
+            raise ToolUnavailableError(f"--counters {self.tool}: {why}")
         tool = self.tool
 
         def hook(argv: Any) -> tuple[list[str], Any]:
