@@ -52,7 +52,8 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
     """Run COMMAND under the platform's meters: time, energy, mean power and their bounds, per run and per phase.
 
     The command marks its own phases by writing "begin NAME" / "end NAME" lines to the FIFO named in
-    $ARCHLINE_MARKS (archline.Monitor.from_env() does it from Python). archline exits with the command's exit
+    $ARCHLINE_MARKS (archline.Monitor.from_env() does it from Python). With --format json the command's own
+    stdout goes to stderr, so stdout holds the JSON report alone. archline exits with the command's exit
     code (128 + N when signal N ended it); SIGINT, SIGTERM and SIGHUP are passed to the command.
 
     \b
@@ -83,7 +84,8 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
     outcome = run_measure(MeasureOptions(command=command, platform=platform, emulate=emulate, meter=meter, out=out,
                                          repeat=repeat, baseline_s=baseline_s, subtract_idle=subtract_idle,
                                          busy_w=busy_w, idle_w=idle_w, counters=hooks.counters_hook(),
-                                         place=hooks.place_hook()))
+                                         place=hooks.place_hook(),
+                                         child_stdout_to_stderr=fmt == "json"))
     if fmt == "json":
         click.echo(json.dumps(outcome.doc, indent=2, allow_nan=False))
     else:

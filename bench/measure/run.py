@@ -64,6 +64,8 @@ class MeasureOptions:
     #: wrapped by the collector) and a function that reads the counts once it has exited (a dict, or a reason)
     counters: Callable[[Sequence[str]], tuple[Sequence[str], Callable[[], Any]]] | None = None
     place: Callable[[dict[str, Any]], dict[str, Any]] | None = None  #: hook: the program on its roofline
+    #: the command's stdout goes to archline's stderr (``--format json``: stdout holds the report alone)
+    child_stdout_to_stderr: bool = False
 
 
 @dataclass
@@ -142,10 +144,15 @@ def _wait(proc: subprocess.Popen[bytes], got: list[int], grace_s: float) -> tupl
             return proc.wait(), True
 
 
-def _spawn(cmd: Sequence[str], marks_path: Path) -> subprocess.Popen[bytes]:
+def _spawn(cmd: Sequence[str], marks_path: Path, stdout_to_stderr: bool = False) -> subprocess.Popen[bytes]:
     env = {**os.environ, MARKS_ENV: str(marks_path)}
+    if not cmd or not cmd[0]:
+        raise BenchError("no command to measure: give it after '--' (archline measure -- ./my_program args)")
+    if os.path.isdir(cmd[0]):
+        raise BenchError(f"command {cmd[0]!r} is a directory, not a program")
     try:
-        return subprocess.Popen(list(cmd), env=env, process_group=0)
+        return subprocess.Popen(list(cmd), env=env, process_group=0,
+                                stdout=2 if stdout_to_stderr else None)   # fd 2: archline's own stderr
     except FileNotFoundError:
         raise BenchError(f"command not found: {cmd[0]!r} (give the program's path or put it on PATH)") from None
     except PermissionError:
@@ -215,7 +222,7 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 procs: list[subprocess.Popen[bytes]] = []
                 argv, read_counters = (opts.command, None) if opts.counters is None else opts.counters(opts.command)
                 with _forwarding(procs, got):
-                    procs.append(_spawn(argv, reader.path))
+                    procs.append(_spawn(argv, reader.path, opts.child_stdout_to_stderr))
                     for sig in got:               # arrived while it was starting
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(procs[0].pid, sig)

@@ -268,3 +268,26 @@ def test_lines_that_are_not_marks_are_said_not_dropped_silently() -> None:
     said = " ".join(doc["problems"])
     assert "2 line(s)" in said and "'hello world'" in said and "'BEGIN z'" in said
     assert [p["name"] for p in doc["runs"][0]["phases"]] == ["p"]
+
+
+def test_json_report_is_alone_on_stdout_when_the_command_prints() -> None:
+    """Breaker 25 item 16: with --format json the command's stdout goes to stderr; stdout parses as JSON."""
+    import json as _json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "archline.cli", "measure", "--platform", "gtx580", "--emulate",
+                        "--format", "json", "--", "sh", "-c", "echo CHILD-SAYS-HI"],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert _json.loads(r.stdout)["exit_code"] == 0 and "CHILD-SAYS-HI" in r.stderr
+
+
+@pytest.mark.parametrize(("cmd", "words"), [("/", "is a directory"), ("", "no command")])
+def test_a_directory_or_empty_command_is_named(cmd: str, words: str) -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "archline.cli", "measure", "--", cmd], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert r.returncode == 2 and words in r.stderr
