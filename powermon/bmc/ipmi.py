@@ -77,7 +77,8 @@ class DcmiClient:
             pass
 
 
-def dcmi_bmc(reading: Callable[[], dcmi.DcmiPowerReading | None], credentials: dict[str, str]) -> Any:
+def dcmi_bmc(reading: Callable[[], dcmi.DcmiPowerReading | None], credentials: dict[str, str],
+             serve_thread: bool = True) -> Any:
     """A pyghmi BMC on 127.0.0.1 (a free UDP port) answering DCMI Get Power Reading with ``reading()`` (None:
     completion code 0xC0, busy); ``.port``, ``.stop()``. Other commands: pyghmi's defaults (0xC1 where none)."""
     import socket
@@ -111,12 +112,16 @@ def dcmi_bmc(reading: Callable[[], dcmi.DcmiPowerReading | None], credentials: d
         while not stop.is_set():
             ipmisession.Session.wait_for_rsp(0.05)
 
+    # pyghmi has one dispatcher per process: this thread and an in-process client's own wait both dispatch.
+    # Known: about one login in ten then hangs (seen in tests/powermon/test_bmc_ipmi.py); not yet fixed.
     th = threading.Thread(target=loop, name="ipmi server", daemon=True)
-    th.start()
+    if serve_thread:
+        th.start()
 
     def stop_fn() -> None:
         stop.set()
-        th.join(timeout=2)
+        if th.is_alive():
+            th.join(timeout=2)
         # pyghmi keeps every socket it made in one process-wide list (the first one wakes its I/O thread):
         # closing ours would break later sessions, so it stays open, unanswered
         ipmisession.Session.bmc_handlers.pop(server.serversocket, None)
