@@ -23,6 +23,10 @@ from archline.powermon.errors import MeterError
 from archline.powermon.record.recorder import Recorder
 from archline.powermon.spec import MeterSpec
 
+# the RMCP+ round trips share pyghmi's one per-process dispatcher with the emulated BMC's thread: one run in ten
+# hangs in the login (known, see docs/meters.md), so they run in the slow set only
+pytestmark = pytest.mark.slow
+
 
 def _servers() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name in ("ipmi server",) or t.name.endswith(" poll")]
