@@ -1,4 +1,5 @@
-"""The one owner of the ``archline.results/1`` contract (docs/formats.md lists it for users): columns in order, the extra columns, units,
+"""The one owner of the ``archline.results/1`` contract (docs/formats.md lists it for users): columns in order,
+the extra columns, units,
 kinds, the CSV cell format and the checks a row must pass. The bench writer and every fit reader use it.
 
 Kinds: ``text`` (strings), ``bool`` (``true``/``false``), ``count`` (work and traffic: an empty cell means 0),
