@@ -16,35 +16,17 @@ from typing import Any
 
 from archline.powermon.record.integrate import SensorLimits, sensor_window
 from archline.powermon.record.meters import MeterRegion
-from archline.powermon.sensor.calibration import CalibratedMeter, Calibration
+from archline.powermon.sensor.calibration import CalibratedMeter, Calibration, WrappedMeter
 
 
-class LimitedMeter:
+class LimitedMeter(WrappedMeter):
     """A recorder meter held to a sensor's limits (see the module)."""
 
     def __init__(self, inner: Any, limits: SensorLimits, *, widen: bool = False, delay_s: float = 0.0) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.limits = limits
         self.widen = widen
         self.delay_s = delay_s          #: device seconds a reading comes after the middle of what it averaged
-        self.name = inner.name
-        self.emulated = inner.emulated
-        self.kind = getattr(inner, "kind", "sampling")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def start(self) -> None:
-        self.inner.start()
-
-    def stop(self) -> None:
-        self.inner.stop()
-
-    def mark(self, t_s: float) -> None:
-        self.inner.mark(t_s)
-
-    def _speed(self) -> float:
-        return float(getattr(self.inner, "speed", 1.0) or 1.0)
 
     def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
         return bool(self.inner.wait_until(t_s + self.delay_s / self._speed(), timeout_s))

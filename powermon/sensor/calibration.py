@@ -83,18 +83,12 @@ def calibrate_region(r: MeterRegion, cal: Calibration) -> MeterRegion:
                    mean_power_w=total / dur if dur > 0 else float("nan"), warnings=[*r.warnings, cal.text()])
 
 
-class CalibratedMeter:
-    """Any recorder meter with a calibration applied: windows read later by the sensor's delay (the lag plus half
-    its averaging window, ``window_s`` from its sensor profile, when known: the middle of what a reading averaged),
-    energies corrected, the region's warnings saying ``calibrated: ...`` and ``info()`` carrying ``calibrated`` and
-    the calibration."""
+class WrappedMeter:
+    """A recorder meter around another: start, stop, marks and everything else pass through to ``inner``;
+    subclasses change how windows are read."""
 
-    calibrated = True
-
-    def __init__(self, inner: Any, cal: Calibration, *, window_s: float = 0.0) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.cal = cal
-        self.window_s = window_s
         self.name = inner.name
         self.emulated = inner.emulated
         self.kind = getattr(inner, "kind", "sampling")
@@ -111,9 +105,27 @@ class CalibratedMeter:
     def mark(self, t_s: float) -> None:
         self.inner.mark(t_s)
 
+    def _speed(self) -> float:
+        """Emulated device seconds per host second (1 on hardware)."""
+        return float(getattr(self.inner, "speed", 1.0) or 1.0)
+
+
+class CalibratedMeter(WrappedMeter):
+    """Any recorder meter with a calibration applied: windows read later by the sensor's delay (the lag plus half
+    its averaging window, ``window_s`` from its sensor profile, when known: the middle of what a reading averaged),
+    energies corrected, the region's warnings saying ``calibrated: ...`` and ``info()`` carrying ``calibrated`` and
+    the calibration."""
+
+    calibrated = True
+
+    def __init__(self, inner: Any, cal: Calibration, *, window_s: float = 0.0) -> None:
+        super().__init__(inner)
+        self.cal = cal
+        self.window_s = window_s
+
     def _shift_s(self) -> float:
         delay_s = self.cal.lag_s + 0.5 * self.window_s
-        return delay_s / float(getattr(self.inner, "speed", 1.0) or 1.0)   # device seconds -> host
+        return delay_s / self._speed()   # device seconds -> host
 
     def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
         return bool(self.inner.wait_until(t_s + self._shift_s(), timeout_s))
