@@ -27,7 +27,8 @@ class ControlRangeError(ControlError):
 class Control(Protocol):
     @property
     def kind(self) -> str:
-        """Restore-file key: nvml_power, nvml_core_clock, nvml_mem_clock, rapl, jetson, cpufreq."""
+        """Restore-file key: nvml_power, nvml_core_clock, nvml_mem_clock, amdsmi_power, amdsmi_core_clock,
+        amdsmi_mem_clock, rapl, jetson, cpufreq."""
         ...
 
     @property

@@ -1,20 +1,31 @@
-"""The controls themselves: RAPL power limits, cpufreq, Jetson clock overrides (model.md §5), NVML power limit and
-locked clocks. Each probes whether it is there and permitted, reads its state for the restore file, sets a value
-and reads back what is enforced."""
+"""The host's controls: RAPL power limits (through powermon's RAPL module, the one place powercap files are read
+and written), cpufreq and Jetson clock overrides (model.md §5). Each probes whether it is there and permitted, reads
+its state for the restore file, sets a value and reads back what is enforced. The GPU vendors' controls are in
+:mod:`archline.bench.controls.gpu`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from archline.bench.controls.base import ControlError, _probe_writable, _read, _write
-from archline.powermon.counters.rapl import constraint_file
+from archline.powermon.counters.rapl import PowercapConstraint
+from archline.powermon.errors import MeterError
 
-if TYPE_CHECKING:
-    from archline.powermon.counters.nvml import NvmlGpu
+T = TypeVar("T")
 
 # --- RAPL -----------------------------------------------------------------------------------------------------
+
+
+def _rapl(fn: Callable[[], T]) -> T:
+    """A powercap read or write, its failure as a control error."""
+    try:
+        return fn()
+    except MeterError as e:
+        raise ControlError(str(e)) from None
+
 
 @dataclass
 class RaplPowerLimit:
@@ -26,29 +37,28 @@ class RaplPowerLimit:
     unit: str = "W"
 
     @property
+    def _c(self) -> PowercapConstraint:
+        return PowercapConstraint(Path(self.zone_dir), self.constraint)
+
+    @property
     def target(self) -> str:
-        return str(constraint_file(self.zone_dir, self.constraint, "power_limit_uw"))
+        return str(self._c.limit_file)
 
     def available(self) -> tuple[bool, str]:
-        return _probe_writable(Path(self.target))
+        return _probe_writable(self._c.limit_file)
 
     def allowed_range(self) -> tuple[float, float] | None:
-        f = constraint_file(self.zone_dir, self.constraint, "max_power_uw")
-        try:
-            hi = float(_read(f)) / 1e6
-        except (OSError, ValueError):
-            return None
-        return (1.0, hi) if hi > 0 else None
+        hi = self._c.max_uw()
+        return None if hi is None else (1.0, hi / 1e6)
 
     def state(self) -> dict[str, Any]:
-        return {"power_limit_uw": int(_read(Path(self.target)))}
+        return {"power_limit_uw": _rapl(self._c.limit_uw)}
 
     def set(self, value: float) -> float:
-        _write(Path(self.target), str(round(value * 1e6)))
-        return float(_read(Path(self.target))) / 1e6
+        return _rapl(lambda: self._c.set_limit_uw(round(value * 1e6))) / 1e6
 
     def restore(self, state: dict[str, Any]) -> None:
-        _write(Path(self.target), str(int(state["power_limit_uw"])))
+        _rapl(lambda: self._c.set_limit_uw(int(state["power_limit_uw"])))
 
 
 # --- cpufreq --------------------------------------------------------------------------------------------------
@@ -151,98 +161,3 @@ class JetsonOverride:
     def restore(self, state: dict[str, Any]) -> None:
         _write(self.rate_file, state["rate"])
         _write(self.state_file, state["state"])
-
-
-# --- NVML (through powermon's NVML layer, the one place NVML is called) -----------------------------------------
-
-def _nvml_call(gpu: NvmlGpu, method: str, *args: Any) -> Any:
-    """``gpu.method(*args)``, its failure worded for someone setting a cap or a clock."""
-    from archline.powermon.counters.nvml import NvmlCallError
-
-    try:
-        return getattr(gpu, method)(*args)
-    except NvmlCallError as e:
-        text, fn = e.text, e.fn
-        if "Permission" in text or "NO_PERMISSION" in text or "Insufficient" in text:
-            raise ControlError(f"NVML {fn}: not permitted ({text}); run as root or enable persistence mode "
-                               "and application-clock permissions (nvidia-smi -acp UNRESTRICTED)") from None
-        if "Not Supported" in text or "NOT_SUPPORTED" in text:
-            raise ControlError(f"NVML {fn}: not supported on this GPU ({text})") from None
-        raise ControlError(f"NVML {fn} failed: {text}") from None
-
-
-@dataclass
-class _NvmlGpuControl:
-    """What every NVML control shares: the library object (initialised), the GPU index and its device layer."""
-
-    nvml: Any
-    index: int = 0
-
-    @property
-    def target(self) -> str:
-        return f"gpu{self.index}"
-
-    @property
-    def gpu(self) -> NvmlGpu:
-        from archline.powermon.counters.nvml import NvmlGpu
-
-        return NvmlGpu(self.nvml, self.index)
-
-
-@dataclass
-class NvmlPowerLimit(_NvmlGpuControl):
-    kind: str = "nvml_power"
-    unit: str = "W"
-
-    def available(self) -> tuple[bool, str]:
-        try:
-            self.allowed_range()
-            _nvml_call(self.gpu, "power_limit_w")
-        except ControlError as e:
-            return False, str(e)
-        return True, f"NVML power limit of GPU {self.index}"
-
-    def allowed_range(self) -> tuple[float, float] | None:
-        return _nvml_call(self.gpu, "power_limit_range_w")  # type: ignore[no-any-return]
-
-    def state(self) -> dict[str, Any]:
-        return {"limit_mw": round(_nvml_call(self.gpu, "power_limit_w") * 1e3)}
-
-    def set(self, value: float) -> float:
-        return float(_nvml_call(self.gpu, "set_power_limit_w", value))
-
-    def restore(self, state: dict[str, Any]) -> None:
-        _nvml_call(self.gpu, "set_power_limit_w", int(state["limit_mw"]) / 1e3)
-
-
-@dataclass
-class NvmlLockedClocks(_NvmlGpuControl):
-    """GPU (``which="core"``) or memory (``which="mem"``) locked clocks; reset on restore."""
-
-    which: str = "core"
-    unit: str = "MHz"
-
-    @property
-    def kind(self) -> str:
-        return f"nvml_{self.which}_clock"
-
-    def available(self) -> tuple[bool, str]:
-        if not self.gpu.can_lock_clock(self.which):
-            return False, f"this NVML has no {self.gpu._lock_fn(self.which, 'Set')}"
-        try:
-            self.allowed_range()
-        except ControlError as e:
-            return False, str(e)
-        return True, f"NVML locked {self.which} clocks of GPU {self.index}"
-
-    def allowed_range(self) -> tuple[float, float] | None:
-        return 1.0, float(_nvml_call(self.gpu, "max_clock_mhz", self.which))
-
-    def state(self) -> dict[str, Any]:
-        return {"clock_mhz": int(_nvml_call(self.gpu, "clock_mhz", self.which))}
-
-    def set(self, value: float) -> float:
-        return float(_nvml_call(self.gpu, "lock_clock_mhz", self.which, round(value)))
-
-    def restore(self, state: dict[str, Any]) -> None:
-        _nvml_call(self.gpu, "reset_clock", self.which)

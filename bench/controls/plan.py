@@ -16,11 +16,12 @@ from archline.bench.controls.base import (
     ControlRangeError,
     RestoreFile,
 )
-from archline.bench.controls.devices import CpuFreq, JetsonOverride, NvmlLockedClocks, NvmlPowerLimit, RaplPowerLimit
+from archline.bench.controls.devices import CpuFreq, JetsonOverride, RaplPowerLimit
+from archline.bench.controls.gpu import AmdSmiClockRange, AmdSmiPowerCap, NvmlLockedClocks, NvmlPowerLimit
 
 # --- a run's set of controls ---------------------------------------------------------------------------------
 
-def restore_from_entry(entry: dict[str, Any], *, nvml: Any = None) -> None:
+def restore_from_entry(entry: dict[str, Any], *, nvml: Any = None, amdsmi: Any = None) -> None:
     """Put one restore-file entry back."""
     kind, target, state = entry["kind"], entry["target"], entry["state"]
     ctl: Any
@@ -32,22 +33,24 @@ def restore_from_entry(entry: dict[str, Any], *, nvml: Any = None) -> None:
     elif kind == "jetson":
         rate = Path(target)
         ctl = JetsonOverride(rate, rate.parent / "state")
-    elif kind.startswith("nvml"):
-        nv = nvml or _load_nvml()
+    elif kind.startswith(("nvml_", "amdsmi_")):
+        vendor, what = kind.split("_", 1)
+        lib = (nvml if vendor == "nvml" else amdsmi) or _load_layer(vendor)
         idx = int(target.removeprefix("gpu"))
-        ctl = NvmlPowerLimit(nv, idx) if kind == "nvml_power" else NvmlLockedClocks(
-            nv, idx, "core" if kind == "nvml_core_clock" else "mem")
+        power, clock = (NvmlPowerLimit, NvmlLockedClocks) if vendor == "nvml" else (AmdSmiPowerCap, AmdSmiClockRange)
+        ctl = power(lib, idx) if what == "power" else clock(lib, idx, what.removesuffix("_clock"))
     else:
         raise ControlError(f"restore file names an unknown control '{kind}'")
     ctl.restore(state)
 
 
-def apply_pending_restore(path: Path, *, nvml: Any = None, log: Callable[[str], None] | None = None) -> int:
+def apply_pending_restore(path: Path, *, nvml: Any = None, amdsmi: Any = None,
+                          log: Callable[[str], None] | None = None) -> int:
     """Restore what a crashed run left changed; returns the number of settings put back."""
     rf = RestoreFile(path)
     n = 0
     for e in rf.entries():
-        restore_from_entry(e, nvml=nvml)
+        restore_from_entry(e, nvml=nvml, amdsmi=amdsmi)
         rf.done(e["kind"], e["target"])
         n += 1
         if log is not None:
@@ -55,15 +58,35 @@ def apply_pending_restore(path: Path, *, nvml: Any = None, log: Callable[[str], 
     return n
 
 
-def _load_nvml() -> Any:
-    """NVML through powermon (the one place it is initialised), as a control error."""
-    from archline.powermon.counters.nvml import load_nvml
+def _load_layer(vendor: str) -> Any:
+    """NVML (``vendor="nvml"``) or AMD SMI (``"amdsmi"``) through powermon (the one place each is initialised), its
+    absence as a control error."""
     from archline.powermon.errors import MeterError
 
     try:
-        return load_nvml()
+        if vendor == "nvml":
+            from archline.powermon.counters.nvml import load_nvml
+
+            return load_nvml()
+        from archline.powermon.counters.amdsmi import load_amdsmi
+
+        return load_amdsmi()
     except MeterError as e:
         raise ControlError(str(e)) from None
+
+
+def _gpu_libs(backend: str, given: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The vendor libraries a GPU profile's controls may use, in the order tried (cuda: NVML, hip: AMD SMI,
+    anything else: both), each given or loaded; and why those that are not there are not."""
+    vendors = {"cuda": ("nvml",), "hip": ("amdsmi",)}.get(backend, ("nvml", "amdsmi"))
+    libs: dict[str, Any] = {}
+    reasons: list[str] = []
+    for v in vendors:
+        try:
+            libs[v] = given[v] if given.get(v) is not None else _load_layer(v)
+        except ControlError as e:
+            reasons.append(str(e))
+    return libs, "; ".join(reasons)
 
 
 @dataclass
@@ -157,31 +180,33 @@ def _pick(ctls: Sequence[Control]) -> tuple[Control | None, str]:
 
 
 def open_controls(profile: Any, caps: Sequence[float], dvfs_ids: Sequence[str], *, restore_file: Path | None = None,
-                  log: Callable[[str], None] | None = None, nvml: Any = None, powercap_root: Path | None = None,
-                  cpu_root: Path | None = None) -> ControlSet:
-    """Controls for a profile's caps and DVFS settings; pending restores from a crashed run are applied first."""
+                  log: Callable[[str], None] | None = None, nvml: Any = None, amdsmi: Any = None,
+                  powercap_root: Path | None = None, cpu_root: Path | None = None) -> ControlSet:
+    """Controls for a profile's caps and DVFS settings; pending restores from a crashed run are applied first. A GPU
+    is capped and clocked through NVML or AMD SMI (the first whose control is there), a CPU through RAPL and
+    cpufreq; Jetson override files come first where the profile names them."""
     rpath = restore_file or DEFAULT_RESTORE
-    apply_pending_restore(rpath, nvml=nvml, log=log)
-    gpu = profile.platform.device_kind == "gpu" or profile.bench.backend in ("cuda", "opencl")
+    apply_pending_restore(rpath, nvml=nvml, amdsmi=amdsmi, log=log)
+    backend = str(profile.bench.backend or "")
+    gpu = profile.platform.device_kind == "gpu" or backend in ("cuda", "hip", "opencl")
     cs = ControlSet(RestoreFile(rpath), log=log)
-    nv = nvml
-    nv_reason = ""
-    if gpu and nv is None and (caps or dvfs_ids):
-        try:
-            nv = _load_nvml()
-        except ControlError as e:
-            nv_reason = str(e)
+    libs: dict[str, Any] = {}
+    lib_reason = ""
+    if gpu and (caps or dvfs_ids):
+        libs, lib_reason = _gpu_libs(backend, {"nvml": nvml, "amdsmi": amdsmi})
+    idx = int(profile.bench.device or 0)
     if caps:
         cands: list[Control] = []
-        if gpu and nv is not None:
-            cands.append(NvmlPowerLimit(nv, int(profile.bench.device or 0)))
-        if not gpu:
+        if gpu:
+            cands += [NvmlPowerLimit(lib, idx) if v == "nvml" else AmdSmiPowerCap(lib, idx) for v, lib in libs.items()]
+        else:
             from archline.powermon.counters.rapl import default_root, list_zones
 
             cands += [RaplPowerLimit(z.path) for z in list_zones(powercap_root or default_root()) if "/" not in z.name]
         cs.cap, cs.cap_skip = _pick(cands)
         if cs.cap is None:
-            cs.cap_skip = nv_reason or cs.cap_skip or ("no RAPL zone" if not gpu else "no NVML")
+            cs.cap_skip = "; ".join(r for r in (cs.cap_skip if cands else "", lib_reason) if r) or (
+                "no RAPL zone" if not gpu else "no NVML or AMD SMI")
         cs.validate(caps)
     if dvfs_ids:
         for sid in dvfs_ids:
@@ -194,13 +219,18 @@ def open_controls(profile: Any, caps: Sequence[float], dvfs_ids: Sequence[str], 
             core_c.append(JetsonOverride(Path(d.core_clock_files[0]), Path(d.core_clock_files[1])))
         if d.mem_clock_files:
             mem_c.append(JetsonOverride(Path(d.mem_clock_files[0]), Path(d.mem_clock_files[1])))
-        if gpu and nv is not None:
-            core_c.append(NvmlLockedClocks(nv, int(profile.bench.device or 0), "core"))
-            mem_c.append(NvmlLockedClocks(nv, int(profile.bench.device or 0), "mem"))
+        for v, lib in libs.items():
+            clock = NvmlLockedClocks if v == "nvml" else AmdSmiClockRange
+            core_c.append(clock(lib, idx, "core"))
+            mem_c.append(clock(lib, idx, "mem"))
         if not gpu:
             core_c.append(CpuFreq(cpu_root or Path("/sys/devices/system/cpu")))
         cs.core, cs.core_skip = _pick(core_c)
         cs.mem, cs.mem_skip = _pick(mem_c)
+        if lib_reason and cs.core is None:     # say why the vendor's control was not even tried
+            cs.core_skip = "; ".join(r for r in (cs.core_skip if core_c else "", lib_reason) if r)
+        if lib_reason and cs.mem is None:
+            cs.mem_skip = "; ".join(r for r in (cs.mem_skip if mem_c else "", lib_reason) if r)
     for what, skip in (("power cap", cs.cap_skip if caps else ""), ("core clock", cs.core_skip if dvfs_ids else ""),
                        ("memory clock", cs.mem_skip if dvfs_ids else "")):
         if skip and log is not None:

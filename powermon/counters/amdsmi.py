@@ -1,7 +1,8 @@
 """AMD GPUs through AMD SMI (the ``amdsmi`` Python package of ROCm): archline's one AMD SMI module.
 
 :class:`AmdSmiGpu` is the device layer every AMD SMI user goes through: the meter (:class:`AmdSmiMeter`: energy
-from the GPU's energy accumulator), and the hip driver's clock and temperature readings.
+from the GPU's energy accumulator), bench's controls (socket power cap, GFX and memory clock ranges) and the hip
+driver's clock and temperature readings.
 
 The energy accumulator (``amdsmi_get_energy_count``) counts ticks of ``counter_resolution`` microjoules (15.3 uJ on
 MI200/MI300). Its key is ``power`` in ROCm 6.0-6.1 and ``energy_accumulator`` later. Firmware keeps it in 32 or 64
@@ -59,6 +60,14 @@ def load_amdsmi(lib: Any = None) -> Any:
     return lib
 
 
+class AmdSmiCallError(DeviceError):
+    """An AMD SMI call failed: ``fn`` and the library's own text (bench's controls word it for the user)."""
+
+    def __init__(self, fn: str, text: str) -> None:
+        super().__init__(f"AMD SMI {fn} failed: {text}")
+        self.fn, self.text = fn, text
+
+
 class AmdSmiGpu:
     """One AMD GPU: every AMD SMI call archline makes. ``lib`` is an initialised amdsmi (``load_amdsmi``) or a fake."""
 
@@ -67,7 +76,12 @@ class AmdSmiGpu:
 
     @classmethod
     def open(cls, index: int = 0, lib: Any = None) -> AmdSmiGpu:
-        lib = load_amdsmi(lib)
+        """AMD SMI initialised (once per process for the real module) and GPU ``index`` checked to exist."""
+        return cls.at(load_amdsmi(lib), index)
+
+    @classmethod
+    def at(cls, lib: Any, index: int = 0) -> AmdSmiGpu:
+        """GPU ``index`` of an already initialised ``lib`` (bench's controls hold one)."""
         handles = list(cls._call(lib, "amdsmi_get_processor_handles"))
         if not 0 <= index < len(handles):
             raise DeviceError(f"no AMD GPU {index} (found {len(handles)})")
@@ -77,8 +91,8 @@ class AmdSmiGpu:
     def _call(lib: Any, fn: str, *args: Any) -> Any:
         try:
             return getattr(lib, fn)(*args)
-        except Exception as e:  # AmdSmiLibraryException and friends
-            raise DeviceError(f"AMD SMI {fn} failed: {e}") from None
+        except Exception as e:  # AmdSmiLibraryException and friends; their text spans lines ("Error code:\n\t10 | ...")
+            raise AmdSmiCallError(fn, " ".join(str(e).split()) or type(e).__name__) from None
 
     def call(self, fn: str, *args: Any) -> Any:
         return self._call(self.lib, fn, self.handle, *args)
@@ -102,10 +116,25 @@ class AmdSmiGpu:
                 return float(p[k])
         raise DeviceError(f"AMD SMI reports no socket power on GPU {self.index}: {p}")
 
+    def _clk_type(self, which: str) -> Any:
+        return self.lib.AmdSmiClkType.GFX if which == "core" else self.lib.AmdSmiClkType.MEM
+
+    def _clock_info(self, which: str, *keys: str) -> list[float]:
+        """``amdsmi_get_clock_info``'s MHz under ``keys`` (``clk`` is ``cur_clk`` before ROCm 6); "N/A" is an
+        error naming the key."""
+        c = self.call("amdsmi_get_clock_info", self._clk_type(which))
+        out = []
+        for k in keys:
+            v = c.get(k, c.get("cur_clk")) if k == "clk" else c.get(k)
+            if not isinstance(v, (int, float)):
+                raise AmdSmiCallError("amdsmi_get_clock_info", f"no {k} for the {which} clock on GPU "
+                                      f"{self.index} ({v!r})")
+            out.append(float(v))
+        return out
+
     def clock_mhz(self, which: str) -> float:
-        kind = self.lib.AmdSmiClkType.GFX if which == "core" else self.lib.AmdSmiClkType.MEM
-        c = self.call("amdsmi_get_clock_info", kind)
-        return float(c.get("clk", c.get("cur_clk", 0)))
+        """The clock in force: ``core`` (GFX) or ``mem``."""
+        return self._clock_info(which, "clk")[0]
 
     def temperature_c(self) -> float:
         return float(self.call("amdsmi_get_temp_metric", self.lib.AmdSmiTemperatureType.EDGE,
@@ -115,6 +144,50 @@ class AmdSmiGpu:
         """Clocks and temperature now (what the counter meters sample on each poll)."""
         return {"core_mhz": self.clock_mhz("core"), "mem_mhz": self.clock_mhz("mem"),
                 "temp_c": self.temperature_c()}
+
+    # -- controls (bench/controls): the socket power cap and the clock ranges ---------------------------------
+    def _cap_info(self) -> dict[str, Any]:
+        return dict(self.call("amdsmi_get_power_cap_info"))
+
+    def power_limit_w(self) -> float:
+        """The socket power cap in force (AMD SMI counts microwatts on Linux)."""
+        return float(self._cap_info()["power_cap"]) / 1e6
+
+    def power_limit_range_w(self) -> tuple[float, float] | None:
+        """(min, max) cap the firmware accepts; None where this amdsmi does not say (ROCm 5)."""
+        c = self._cap_info()
+        if not all(isinstance(c.get(k), (int, float)) for k in ("min_power_cap", "max_power_cap")):
+            return None
+        return c["min_power_cap"] / 1e6, c["max_power_cap"] / 1e6
+
+    def set_power_limit_w(self, watts: float) -> float:
+        """Set the cap of power sensor 0; returns the cap read back."""
+        self.call("amdsmi_set_power_cap", 0, round(watts * 1e6))
+        return self.power_limit_w()
+
+    def clock_range_mhz(self, which: str) -> tuple[float, float]:
+        """The (min, max) MHz the clock may run between now."""
+        lo, hi = self._clock_info(which, "min_clk", "max_clk")
+        return lo, hi
+
+    def can_set_clock_range(self) -> bool:
+        return hasattr(self.lib, "amdsmi_set_gpu_clk_range")
+
+    def set_clock_range_mhz(self, which: str, lo_mhz: int, hi_mhz: int) -> float:
+        """Hold the clock between ``lo_mhz`` and ``hi_mhz`` (the driver switches the GPU to the manual performance
+        level to do it); returns the clock in force after."""
+        self.call("amdsmi_set_gpu_clk_range", int(lo_mhz), int(hi_mhz), self._clk_type(which))
+        return self.clock_mhz(which)
+
+    def perf_level(self) -> str:
+        """The performance level's name (``AUTO``, ``MANUAL``, ``DETERMINISM`` ...)."""
+        return str(self.call("amdsmi_get_gpu_perf_level")).removeprefix("AMDSMI_DEV_PERF_LEVEL_")
+
+    def set_perf_level(self, name: str) -> None:
+        level = getattr(self.lib.AmdSmiDevPerfLevel, name, None)
+        if level is None:
+            raise AmdSmiCallError("amdsmi_set_gpu_perf_level", f"no performance level named {name!r}")
+        self.call("amdsmi_set_gpu_perf_level", level)
 
 
 class AmdSmiMeter(CounterMeter):

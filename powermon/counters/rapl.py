@@ -56,6 +56,43 @@ def constraint_file(zone_dir: str | Path, constraint: int, field: str) -> Path:
     return Path(zone_dir) / f"constraint_{constraint}_{field}"
 
 
+@dataclass(frozen=True)
+class PowercapConstraint:
+    """Constraint ``index`` of a powercap zone (0: long term, 1: short term): every read and write of a RAPL power
+    limit goes through here (bench's RAPL cap holds one). Values in microwatts, as the files hold them."""
+
+    zone_dir: Path
+    index: int = 0
+
+    @property
+    def limit_file(self) -> Path:
+        return constraint_file(self.zone_dir, self.index, "power_limit_uw")
+
+    def limit_uw(self) -> int:
+        return read_int(self.limit_file, "run as root", "RAPL zone gone?", _read_text)
+
+    def max_uw(self) -> int | None:
+        """``constraint_<n>_max_power_uw``; None where the zone has none or it reads 0 (no stated maximum)."""
+        f = constraint_file(self.zone_dir, self.index, "max_power_uw")
+        try:
+            v = read_int(f, "run as root", "RAPL zone gone?", _read_text)
+        except MeterError:
+            return None
+        return v if v > 0 else None
+
+    def set_limit_uw(self, uw: int) -> int:
+        """Write the limit; returns the limit read back (the kernel clamps it to what the package allows)."""
+        try:
+            with open(self.limit_file, "w") as f:
+                f.write(str(int(uw)))
+        except PermissionError:
+            raise DeviceError(f"not permitted to write {self.limit_file} (run as root, or grant write access)"
+                              ) from None
+        except OSError as e:   # EINVAL: a value the zone refuses
+            raise DeviceError(f"cannot write {uw} to {self.limit_file}: {e.strerror or e}") from None
+        return self.limit_uw()
+
+
 def list_zones(root: str | Path = POWERCAP_ROOT) -> list[RaplZone]:
     """RAPL zones under a powercap root (sub-zones such as dram named ``<parent>/<name>``)."""
     r = Path(root)
