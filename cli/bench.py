@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
+from archline.cli.output import echo_files, echo_json, echo_table, format_option, format_options
 from archline.cli.params import OutPath
 from archline.common.exits import EXIT_INTERRUPTED
 
@@ -27,7 +28,7 @@ def bench() -> None:
 
 
 @bench.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option
 def list_cmd(fmt: str) -> None:
     """Back ends and kernel variants, each with whether it runs here and why (not).
 
@@ -49,17 +50,20 @@ def list_cmd(fmt: str) -> None:
             ok, why, variants = False, str(e), []
         out.append({"backend": name, "available": ok, "reason": why, "kernels": variants})
     if fmt == "json":
-        click.echo(json.dumps(out, indent=2, default=str))
+        echo_json(out)
         return
-    for b in out:
-        click.echo(f"{b['backend']:8s} {'yes' if b['available'] else 'no ':3s}  {b['reason']}")
-        for k in b["kernels"]:
-            counts = ""
-            if "flops_per_elem" in k or "bytes_per_elem" in k:
-                counts = f"  [{k.get('flops_per_elem', '')} / {k.get('bytes_per_elem', '')} B per element]"
-            mark = "yes" if k["available"] else "no "
-            click.echo(f"  {k['name']:9s} {k.get('isa', ''):7s} {k['precision']:5s} {k['level']:12s} {mark} "
-                       f"{k['reason']}{counts}")
+    echo_table(("backend", "runs here", "why (not)"), [(b["backend"], _yes(b["available"]), b["reason"]) for b in out])
+    kernels = [(b["backend"], k["name"], k.get("isa", ""), k["precision"], k["level"], _yes(k["available"]),
+                k.get("flops_per_elem", ""), k.get("bytes_per_elem", ""), k["reason"])
+               for b in out for k in b["kernels"]]
+    if kernels:
+        click.echo()
+        echo_table(("backend", "kernel", "isa", "precision", "level", "runs here", "flop/elem", "B/elem",
+                    "why (not)"), kernels)
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "no"
 
 
 @bench.command("run")
@@ -106,8 +110,8 @@ def list_cmd(fmt: str) -> None:
 @click.option("--max-lost", type=float, default=None,
               help="Share of a region's meter samples that may be lost (disconnect, stall, overflow) before the "
                    "point fails and is retried by a resumed sweep [default: 0.01]; every loss is in the row.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="The closing summary: a table on stderr, or JSON (SI-prefixed units in the keys) on stdout.")
+@format_options(help="The closing summary: a table on stderr, or one JSON document (SI-prefixed units in the keys, "
+                     "the files written) alone on stdout.")
 def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: str | None, quick: bool,
             reps: int | None, min_time_s: float | None, isa: str | None, threads: str | None, cpus: str | None,
             working_set: str | None, out_dir: Path,
@@ -139,8 +143,10 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     if fmt == "table":
         click.echo(str(out.results))
     click.echo(f"{out.rows} rows in {out.wall_s:.1f} s; {out.session_note}", err=True)
-    if out.rows:
-        _summary(out.results, out_dir / "roofline.json", fmt)
+    files: list[tuple[Path, str]] = [(out.results, "archline.results/1 rows, one per point")] if out.rows else []
+    summ = _summary(out.results, out_dir / "roofline.json") if out.rows else None
+    if summ is not None:
+        files.append((out_dir / "roofline.json", "ERT roofline.json: peak GFLOP/s and GB/s per level"))
     if out.rows and out.precisions:
         from archline.fit.errors import ArchlineFitError
         from archline.fit.plots.inputs import plot_results
@@ -149,9 +155,21 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
             suffix = ".roofline.png" if len(out.precisions) == 1 else f".roofline-{prec}.png"
             try:   # with energy: roofline, arch line and power line; time only: the roofline
                 png = plot_results([out.results], out.results.with_suffix(suffix), prec)
+                shows = f"{prec.upper()} roofline, arch line and power line of the measured points"
             except ArchlineFitError:
                 png = plot_results([out.results], out.results.with_suffix(suffix), prec, kinds=("roofline",))
+                shows = f"{prec.upper()} roofline of the measured points (time only)"
+            files.append((png, shows))
             click.echo(f"roofline plot: {png}", err=True)
+    if fmt == "json":
+        echo_files(fmt, files, rows=out.rows, wall_s=out.wall_s, session=out.session_note, failed=out.failed,
+                   bad_checksums=out.n_bad_checksum, results=str(out.results) if out.rows else None,
+                   roofline_json=str(out_dir / "roofline.json") if summ is not None else None, **(summ or {}))
+    elif summ is not None:
+        from archline.bench.run.summary import summary_rows
+
+        echo_table(("quantity", "value", "unit"), summary_rows(summ), err=True)
+        click.echo(f"ERT roofline.json: {out_dir / 'roofline.json'}", err=True)
     if out.failed:
         raise PointsFailedError(f"{out.failed} point(s) failed (see the messages above); the other rows are kept")
     if out.n_bad_checksum:
@@ -159,10 +177,9 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
                                 "checksum_ok=false and left out of the plot, peaks and fits")
 
 
-def _summary(results: Path, ert_path: Path, fmt: str) -> None:
-    """The closing summary (peaks, bandwidths, balance, checksums) and DIR/roofline.json (ERT's layout)."""
-    from archline.bench.run.summary import summarize, summary_rows
-    from archline.cli.output import echo_json, echo_table
+def _summary(results: Path, ert_path: Path) -> dict[str, Any]:
+    """The closing summary (peaks, bandwidths, balance, checksums); writes DIR/roofline.json (ERT's layout)."""
+    from archline.bench.run.summary import summarize
     from archline.fit.io.ert_roofline import ErtRoofline, write_ert
     from archline.fit.io.results_file import ResultsFile
 
@@ -171,23 +188,21 @@ def _summary(results: Path, ert_path: Path, fmt: str) -> None:
     roof = ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
                                     {"results": results.name, "emulated": summ["emulated"]})
     write_ert(ert_path, roof)
-    if fmt == "json":
-        echo_json({"results": str(results), "roofline_json": str(ert_path), **summ})
-        return
-    echo_table(("quantity", "value", "unit"), summary_rows(summ), err=True)
-    click.echo(f"ERT roofline.json: {ert_path}", err=True)
+    return summ
 
 
 @bench.command("export-ert")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", "out", type=OutPath(dir_okay=False, path_type=Path), required=True,
               help="The roofline.json to write (atomic; never one of the inputs).")
-def export_ert_cmd(results: tuple[Path, ...], out: Path) -> None:
+@format_options(help="table: the path written; json: one JSON document with the file, the peaks and bandwidths")
+def export_ert_cmd(results: tuple[Path, ...], out: Path, fmt: str) -> None:
     """Write the Empirical Roofline Toolkit's roofline.json (peak GFLOP/s, GB/s per level) from results CSVs.
 
     \b
-    Example:
+    Examples:
       archline bench export-ert results/*.csv --out roofline.json
+      archline bench export-ert results/*.csv --out roofline.json --format json
     """
     from archline.bench.run.summary import summarize
     from archline.fit.io.ert_roofline import ErtRoofline, write_ert
@@ -203,13 +218,19 @@ def export_ert_cmd(results: tuple[Path, ...], out: Path) -> None:
     write_ert(out, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
                                                  {"results": [r.name for r in results],
                                                   "emulated": summ["emulated"]}))
+    if fmt == "json":
+        echo_files(fmt, [(out, "ERT roofline.json: peak GFLOP/s per precision and GB/s per memory level")],
+                   **summ)
+        return
     click.echo(str(out))
 
 
 @bench.command("sweep")
 @click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@format_options(help="table: the outcome as a line on stderr; json: one JSON document (points done, written, "
+                     "failed, remaining, exit code) alone on stdout; progress stays on stderr")
 @click.pass_context
-def sweep_cmd(ctx: click.Context, config: Path) -> None:
+def sweep_cmd(ctx: click.Context, config: Path, fmt: str) -> None:
     """The cron entry point: run or resume CONFIG.toml's sweep; locked, logged, atomic.
 
     \b
@@ -217,17 +238,21 @@ def sweep_cmd(ctx: click.Context, config: Path) -> None:
     5 stopped at max_points (rerun resumes), 75 another sweep holds the lock, 130 interrupted.
 
     \b
-    Example:
+    Examples:
       archline bench sweep nightly.toml
+      archline bench sweep nightly.toml --format json
 
     Example crontab and systemd timer: docs/cron.md.
     """
     import sys
+    from dataclasses import asdict
 
     from archline.bench.run.sweep import run_sweep
 
     res = run_sweep(config, stream=sys.stderr)
     click.echo(f"archline: {res.message}" if res.exit_code == EXIT_INTERRUPTED else res.message, err=True)
+    if fmt == "json":
+        echo_json({"config": os.fsdecode(config), **asdict(res)})
     ctx.exit(res.exit_code)
 
 

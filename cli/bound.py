@@ -6,6 +6,8 @@ import json
 
 import click
 
+from archline.cli.output import format_option
+
 
 @click.command("bound")
 @click.argument("algorithm", required=False)
@@ -19,7 +21,7 @@ import click
 @click.option("--fft-bound", type=click.Choice(["full", "half"]), default="full", show_default=True,
               help="FFT's bound: full = log2(S) flop/word (S2 Thm 3.1), half = 0.5*log2(S) (the reading of S2 "
               "Sec. 6 and Fig. 4's text); see docs/analyses.md")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option
 @click.option("--list", "list_", is_flag=True, help="list the known algorithms with their formulas")
 def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs: str | None, fft_bound: str,
           fmt: str, list_: bool) -> None:

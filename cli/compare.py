@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from archline.cli.output import format_option
 from archline.common.outputs import show
 
 
@@ -24,7 +25,7 @@ from archline.common.outputs import show
                    "fit per group, tests on the fit's own standard errors (optimistic: repeats of a run are "
                    "not independent).")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="significance level (after Holm).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also draw each coefficient per group with its 95% CI (.png, .pdf, .svg).")
 def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...], method: str, alpha: float,

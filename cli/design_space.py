@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from archline.cli.output import format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -27,7 +28,7 @@ from archline.common.outputs import show
               help="sweep N evenly spaced frequencies between the V/f table's ends (default: its states only)")
 @click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="draw the efficiency map (LLC size x active cores)")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option
 def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_scaling: str | None,
                  fft_bound: str, freq_steps: int | None, plot_path: Path | None, fmt: str) -> None:
     """Split a chip between LLC and cores, sweep frequency, and find the best (LLC, cores, f) for ALGORITHM.

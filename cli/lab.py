@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from archline.cli.output import echo_json, format_option, format_options
 from archline.common.outputs import show
 
 lab_file = click.argument("lab_toml", type=click.Path(dir_okay=False, path_type=Path))
@@ -33,7 +34,9 @@ def lab() -> None:
 @click.option("--machine", "only", multiple=True, help="submit only this machine (repeatable).")
 @click.option("--wait", is_flag=True, help="block, printing progress, until every task has ended (local always "
               "waits: the tasks run here).")
-def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wait: bool) -> None:
+@format_options(help="table: each task's state when waited for; json: one JSON document (job ids, machines "
+                     "skipped and why, each task's state when waited for) alone on stdout; progress on stderr")
+def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wait: bool, fmt: str) -> None:
     """Submit every machine's sweep: one task per machine, each the locked, resumable sweep that cron runs,
     into <results>/<machine>/. A machine still queued or running is left alone; a state file that cannot be
     read is an error before anything is submitted.
@@ -48,21 +51,26 @@ def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wai
     Examples:
       archline lab submit lab.toml --wait              one Slurm job array, one task per machine
       archline lab submit lab.toml --scheduler local   the same lab here, one machine after another
+      archline lab submit lab.toml --scheduler local --format json
     """
     from archline.bench.lab.labfile import load_lab
     from archline.bench.lab.submit import submit
 
     lab_ = load_lab(lab_toml)
     report = submit(lab_, scheduler=scheduler, only=only, wait=wait, echo=lambda s: click.echo(s, err=True))
-    if report.statuses is not None:
+    if fmt == "json":
+        echo_json({"submitted": report.submitted, "skipped": report.skipped, "arrays": report.arrays,
+                   "tasks": None if report.statuses is None else [s.as_json() for s in report.statuses]})
+    elif report.statuses is not None:
         _print_status(report.statuses, "table")
+    if report.statuses is not None:
         if any(s.state != "done" for s in report.statuses):
             click.get_current_context().exit(3)
 
 
 @lab.command("status")
 @lab_file
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option
 @click.option("--wait", is_flag=True, help="block until every task has ended, printing each change.")
 def status_cmd(lab_toml: Path, fmt: str, wait: bool) -> None:
     """State of each machine's task: queued, running, done, failed (with the reason) or missing; from the
@@ -108,7 +116,7 @@ def _print_status(statuses: list, fmt: str) -> None:  # type: ignore[type-arg]
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="the data set directory (created, or merged into when it exists).")
 @click.option("--replace", is_flag=True, help="write the data set afresh instead of merging into the one at --out.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option
 def collect_cmd(lab_toml: Path, out: Path, replace: bool, fmt: str) -> None:
     """Merge every machine's rows into one hive-partitioned Parquet data set
     (OUT/platform=P/host=H/run_id=R/part-*.parquet), dropping duplicate points (same host, config hash and

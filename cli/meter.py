@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from typing import Any
 
 import click
 
+from archline.cli.output import echo_json, echo_table, format_option, format_options
 from archline.cli.params import DURATION, FINITE, POSITIVE, SAMPLES_SUFFIXES, FiniteFloat, OutPath
 from archline.common.outputs import show
 from archline.powermon.errors import MAX_LOST_SHARE
@@ -54,7 +56,7 @@ def _ints(text: str | None) -> list[int] | None:
 
 
 @meter.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option
 def list_cmd(fmt: str) -> None:
     """Meters found on this machine (serial ports, PowerSensor3 and PMD-USB by USB ID, RAPL zones, NVML GPUs) and
     every other kind a profile's [[meters]] may name, each absent kind with its reason.
@@ -89,7 +91,10 @@ def list_cmd(fmt: str) -> None:
 @click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
               help="share of the samples the meter may lose (disconnect, stall, overflow, dropped bytes) before "
                    "the recording fails with exit code 6; every loss is reported either way")
-def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: float, out: str, max_lost: float) -> None:
+@format_options(default="json", help="json (the default, for scripts): the summary as one JSON document alone on "
+                "stdout; table: energy, bound, power and losses per meter for people")
+def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: float, out: str, max_lost: float,
+               fmt: str) -> None:
     """Record a meter for a while into a tidy trace (a PowerMon 2 also keeps its raw capture beside it).
 
     \b
@@ -101,17 +106,39 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: floa
     Examples:
       archline meter record --meter emulated:4 --duration 5 --out trace.parquet    an emulated PowerMon 2, 4x
       archline meter record --meter powermon2:/dev/ttyUSB0 --channels 0,1,2,3 --duration 10 --out t.parquet
+      archline meter record --meter emulated:4 --duration 2 --out t.csv --format table
     """
     from archline.powermon.recording import record
 
     rec = record(spec, duration_s, out, _ints(channels), rate_hz, max_lost)
-    click.echo(json.dumps(rec.summary, indent=1, default=float))
+    if fmt == "json":
+        click.echo(json.dumps(rec.summary, indent=1, default=float))
+    else:
+        _record_table(rec.summary)
     if rec.error is not None:
         raise rec.error
     for w in rec.warnings:
         click.echo(f"archline: warning: {w}", err=True)
     if rec.interrupted:
         raise KeyboardInterrupt
+
+
+def _record_table(summary: dict[str, Any]) -> None:
+    """meter record's summary for people: one row per meter and channel, then where the trace went."""
+    rows = []
+    for name, m in summary.items():
+        if not isinstance(m, dict) or "energy_j" not in m:
+            continue
+        label = " (emulated)" if m.get("emulated") else ""
+        rows.append([f"{name}{label}", "total", f"{m['energy_j']:.6g}", f"{m['energy_err_j']:.3g}",
+                     f"{m['mean_power_w']:.4g}", m.get("n_samples", ""),
+                     f"{m.get('lost_samples', 0)} of {m.get('expected_samples', '?')}"])
+        for ch, c in (m.get("channels") or {}).items():
+            rows.append(["", f"{ch} {c.get('rail', '')}".strip(), f"{c['energy_j']:.6g}", f"{c['energy_err_j']:.3g}",
+                         f"{c['mean_power_w']:.4g}", c.get("n_samples", ""), ""])
+    echo_table(["meter", "channel", "energy_j", "err_j", "mean_power_w", "samples", "lost"], rows)
+    click.echo(f"{summary.get('time_s', 0):.4g} s recorded; trace {summary.get('trace')}"
+               + (f", raw capture {summary['raw']}" if summary.get("raw") else ""))
 
 
 @meter.command("decode")
@@ -121,8 +148,10 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: floa
 @click.option("--rate", "rate_hz", type=POSITIVE, help="per-channel Hz (default: from RAW.json, else 128)")
 @click.option("--r-sense", "r_sense_ohm", type=POSITIVE, help="shunt ohms for every channel (default: RAW.json)")
 @click.option("--partial", is_flag=True, help="decode a capture that ends without its done record (cut short)")
+@format_options(help="table: one line on stderr; json: one JSON document (samples, the decoder's counts, "
+                     "warnings) alone on stdout")
 def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None,
-               partial: bool) -> None:
+               partial: bool, fmt: str) -> None:
     """Decode a PowerMon 2 byte capture into samples (t_s, channel, voltage_v, current_a, power_w).
 
     \b
@@ -132,6 +161,7 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
     \b
     Examples:
       archline meter decode capture.raw.bin --out samples.csv
+      archline meter decode capture.raw.bin --out samples.csv --format json
     """
     from archline.powermon.offline import decode_to_file
 
@@ -140,6 +170,10 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
     label = " (emulated)" if emulated else " (source unknown: no sidecar)" if emulated is None else ""
     for w in meta["warnings"]:
         click.echo(f"archline: warning: {w}", err=True)
+    if fmt == "json":
+        echo_json({"samples": n, "emulated": emulated, "out": os.fsdecode(out), "decoder": st,
+                   "warnings": list(meta["warnings"])})
+        return
     click.echo(f"{n} samples{label} -> {show(out)}; overflows {st['overflows']}, gaps {st['gaps']}, "
                f"lost records {st['lost_records']}, resyncs {st['resyncs']}, skipped bytes {st['skipped_bytes']}",
                err=True)
@@ -147,7 +181,7 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
 
 @meter.command("integrate")
 @click.argument("samples", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option
 @click.option("--start", "t0_s", type=FINITE, help="region start (t_s of the file; default: the recorded window)")
 @click.option("--end", "t1_s", type=FINITE, help="region end")
 @click.option("--min-samples", type=click.IntRange(min=0), default=2, show_default=True,
@@ -208,14 +242,17 @@ def _show_integration(res: Any, fmt: str) -> None:
               help="play this platform's model power on its profile's rails (idle unless --intensity is given)")
 @click.option("--intensity", type=POSITIVE, default=None, help="with --platform: a kernel at this flop/byte")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
+@format_options(help="table: the port alone on stdout (for $(...)); json: one JSON document with the port, speed "
+                     "and what it plays, printed as soon as the port is open")
 def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float | None, port_file: str | None,
-                platform: str | None, intensity: float | None, precision: str) -> None:
+                platform: str | None, intensity: float | None, precision: str, fmt: str) -> None:
     """A PowerMon 2 (emulated) on a pseudo-terminal: prints the port to give to a driver or `meter record`.
 
     \b
     Examples:
       archline meter emulate --script power.json
       archline meter emulate --platform gtx580 --intensity 8 --precision sp
+      archline meter emulate --speed 2 --format json
     """
 
     from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
@@ -233,6 +270,7 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
     if intensity is not None and platform is None:
         raise click.UsageError("--intensity needs --platform")
     power = Script.load(script) if script else None
+    what = f"the script {script}" if script else "the default power script"
     if platform is not None:
         from archline.bench.emulated.backend import steady_power_script
 
@@ -240,7 +278,12 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
         click.echo(what, err=True)
     core = PowerMon2Core(power, speed=speed, seed=seed)
     with PtyServer(core) as srv:
-        click.echo(srv.port)
+        if fmt == "json":
+            echo_json({"port": srv.port, "meter": "powermon2", "emulated": True, "speed": speed, "seed": seed,
+                       "plays": what})
+        else:
+            click.echo(srv.port)
+        sys.stdout.flush()      # the port now, not when the server stops: a script waits for it
         if port_file:
             from archline.common.atomic import write_atomic
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_files, echo_json, echo_table, format_option, panels
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
-from archline.common.outputs import show
 from archline.fit.model.summary import SYMBOLS, parse_intensities, platform_summary, predict_rows
 from archline.fit.model.units import display
 
@@ -121,17 +120,19 @@ def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precisio
 @click.option("--out", "-o", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), default=None,
               help="output figure (.png, .pdf, .svg); default NAME.png")
 @click.option("--precision", type=click.Choice(["sp", "dp", "both"]), default="both", show_default=True)
-def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -> None:
+@format_option
+def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str, fmt: str) -> None:
     """Roofline, arch line and power line on one figure (log2 axes, balance points marked, cap shown).
 
     \b
-    Example:
+    Examples:
       archline model plot gtx580 --out gtx580.png
+      archline model plot gtx580 gtx680 --precision sp --out two.png --format json
     """
     from archline.common.outputs import safe_component
     from archline.fit.platforms.profiles import load_platform
     from archline.fit.plots.layout import check_figure_format
-    from archline.fit.plots.rooflines import curves_for, plot_model
+    from archline.fit.plots.rooflines import KINDS, curves_for, plot_model
 
     if out is not None:
         check_figure_format(out)    # a .pgf without TeX: one line before anything is read or drawn
@@ -139,7 +140,7 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str) -
     precs = ["sp", "dp"] if precision == "both" else [precision]
     curves = curves_for(pls, [p for p in precs if all(p in pl.precisions_available() for pl in pls)] or precs)
     path = plot_model(curves, out or Path(f"{safe_component(pls[0].name)}.png"))   # a name from data: made safe
-    click.echo(f"wrote {show(path)}")
+    echo_files(fmt, [(path, f"{panels(KINDS)} of {', '.join(c.label for c in curves)}")])
 
 
 @model.command("peak")

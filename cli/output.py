@@ -1,13 +1,22 @@
-"""Printing helpers shared by the commands: JSON to stdout, aligned tables for people."""
+"""Printing helpers shared by the commands: the --format option, JSON to stdout, rich tables for people, and the
+list of files a command wrote."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: what --format json promises, said once for every command's --help
+JSON_HELP = "table for people, json (SI units) for programs: one JSON document alone on stdout"
 
 
 def _clean(obj: Any) -> Any:
@@ -22,17 +31,75 @@ def _clean(obj: Any) -> Any:
 
 
 def echo_json(obj: Any) -> None:
-    click.echo(json.dumps(_clean(obj), indent=2))
+    """One JSON document on stdout (NaN and infinities as null; paths and other objects as their text)."""
+    click.echo(json.dumps(_clean(obj), indent=2, default=str))
+
+
+def format_options(*extra: str, default: str = "table", help: str = JSON_HELP) -> Callable[[F], F]:
+    """The --format option (``fmt``): table and json, and any ``extra`` choices a command has (fit's csv)."""
+    return click.option("--format", "fmt", type=click.Choice(["table", "json", *extra]), default=default,
+                        show_default=True, help=help)
+
+
+format_option = format_options()
+
+
+def _is_tty(err: bool) -> bool:
+    stream = sys.stderr if err else sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def echo_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, err: bool = False) -> None:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    for n, r in enumerate(cells):
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), err=err)
-        if n == 0:
-            click.echo("  ".join("-" * w for w in widths), err=err)
+    """A rich table: on a terminal with a bold header and rules; piped, plain aligned columns (a header line, a
+    line of dashes, two spaces between columns, no colour, never wrapped) that a script can split."""
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    cells = [[str(c) for c in r] for r in rows]
+    if _is_tty(err):
+        from rich import box
+
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+        for h in headers:
+            table.add_column(Text(str(h)))
+        for r in cells:
+            table.add_row(*(Text(c) for c in r))   # Text: a "[emulated]" in a cell is not rich markup
+        Console(file=sys.stderr if err else sys.stdout, highlight=False).print(table)
+        return
+    table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
+    for i, h in enumerate(headers):
+        width = max(cell_len(r[i]) for r in [[str(x) for x in headers], *cells])
+        table.add_column(Text(f"{h}\n{'-' * width}"), no_wrap=True, overflow="ignore", header_style="")
+    for r in cells:
+        table.add_row(*(Text(c) for c in r))
+    buf = io.StringIO()
+    Console(file=buf, width=1_000_000, color_system=None, force_terminal=False, highlight=False, markup=False,
+            emoji=False).print(table)
+    for line in buf.getvalue().splitlines():
+        click.echo(line.rstrip(), err=err)
 
 
-format_option = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-                             show_default=True, help="table for people, json (SI units) for programs")
+def echo_files(fmt: str, files: Sequence[tuple[str | os.PathLike[str], str]], **report: Any) -> None:
+    """What a command wrote: a ``wrote PATH`` line each for people; for programs one JSON document with ``files``,
+    each file's path and what it shows, beside the rest of the ``report``."""
+    from archline.common.outputs import show
+
+    if fmt == "json":
+        echo_json({**report, "files": [{"path": os.fsdecode(p), "shows": s} for p, s in files]})
+        return
+    for p, _ in files:
+        click.echo(f"wrote {show(p)}")
+
+
+_PANELS = {"roofline": "roofline", "archline": "arch line", "powerline": "power line"}
+
+
+def panels(kinds: Sequence[str]) -> str:
+    """The panels of a model figure in words: "roofline, arch line and power line"."""
+    names = [_PANELS.get(k, k) for k in kinds]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

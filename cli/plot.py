@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
+from archline.cli.output import echo_files, format_option, panels
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
-from archline.common.outputs import show
 
 
 @click.command()
@@ -23,8 +23,9 @@ from archline.common.outputs import show
               help="output figure (.png, .pdf, .svg)")
 @click.option("--where", multiple=True, metavar="KEY=VALUE",
               help="only result rows whose text column KEY is VALUE (repeat: same key = any of, other keys = all of)")
+@format_option
 def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out: Path,
-         where: tuple[str, ...]) -> None:
+         where: tuple[str, ...], fmt: str) -> None:
     """Draw the model of platforms or cost tables, with measured results over it.
 
     \b
@@ -44,6 +45,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
       archline plot lab-dataset/ gtx580 --where host=node03 --out node03.png
       archline plot gtx580 --kind ceilings --out gtx580-power-roofline.png
       archline plot R/*.csv costs.json my-ceilings.toml --kind ceilings --out ceilings.png
+      archline plot gtx580 --out gtx580.png --format json     the file written and what it shows, as JSON
     """
     from archline.fit.plots.layout import check_figure_format
 
@@ -55,10 +57,17 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
 
         inputs = load_ceiling_inputs(files_or_costs, precision)
         path = plot_power_roofline(inputs.ceilings, out, inputs.points, notes=inputs.notes)
-        echo_table(["ceiling", "kind", "rate", "P_peak (W)", "EE at P_peak", "from"], ceiling_rows(inputs.ceilings))
+        if fmt == "table":
+            echo_table(["ceiling", "kind", "rate", "P_peak (W)", "EE at P_peak", "from"],
+                       ceiling_rows(inputs.ceilings))
         for note in inputs.notes:
             click.echo(f"archline: warning: {note}", err=True)
-        click.echo(f"wrote {show(path)}")
+        shows = (f"power and energy-efficiency rooflines with {len(inputs.ceilings)} ceiling(s) and "
+                 f"{len(inputs.points)} kernel point(s)")
+        echo_files(fmt, [(path, shows)], kind=kind, notes=inputs.notes,
+                   ceilings=[{"label": c.label, "kind": c.kind, "rate_per_s": c.rate_per_s,
+                              "peak_power_w": c.peak_power_w, "efficiency_per_j": c.efficiency_per_j,
+                              "precision": c.precision, "source": c.source} for c in inputs.ceilings])
         return
     from archline.fit.plots.inputs import plot_plan
     from archline.fit.plots.rooflines import KINDS, plot_model
@@ -67,4 +76,6 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     path = plot_model(plan.curves, out, kinds=plan.kinds, measured=plan.measured, notes=plan.notes)
     for note in plan.notes:
         click.echo(f"archline: warning: {note}", err=True)
-    click.echo(f"wrote {show(path)}")
+    shows = f"{panels(plan.kinds)} of {', '.join(c.label for c in plan.curves) or 'no model'}" + (
+        f", with measured points of {', '.join(m.label for m in plan.measured)}" if plan.measured else "")
+    echo_files(fmt, [(path, shows)], kind=kind, notes=plan.notes)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from archline.cli.output import format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -20,7 +21,7 @@ from archline.common.outputs import show
                    "counter_collection.csv, perf stat -x, , likwid-perfctr -O")
 @click.option("--costs", required=True, metavar="COSTS",
               help="cost table (.json from archline fit), profile (.toml) or shipped platform name")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option
 @click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="also draw the breakdown as a stacked bar chart")
 def predict(counts: Path | None, counters: Path | None, tool: str | None, costs: str, fmt: str,
