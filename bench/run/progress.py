@@ -1,5 +1,6 @@
-"""The progress display: a live line on a terminal (point, ETA, live power) and one log line per finished point
-(``logging``, logger ``archline.bench``; a sweep also sends these to its log file)."""
+"""The progress display: a rich progress bar on a terminal (point, rate, ETA, live power) and one log line per
+finished point (``logging``, logger ``archline.bench``; a sweep also sends these to its log file), numbers rounded
+to what they carry. Not a terminal: the log lines alone."""
 
 from __future__ import annotations
 
@@ -19,13 +20,17 @@ def _g(v: Any, digits: int = 4) -> str:
         return str(v)
 
 
+def _gflop_per_s(row: dict[str, Any]) -> float:
+    try:
+        return (float(row.get("flops_dp") or 0) + float(row.get("flops_sp") or 0)) / float(row["time_s"]) / 1e9
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return 0.0
+
+
 def point_numbers(row: dict[str, Any]) -> str:
     """A finished point's numbers for a log line: time, rate, energy and power (or "time only"), checksum."""
     parts = [f"time_s={_g(row.get('time_s'))}"]
-    try:
-        rate = (float(row.get("flops_dp") or 0) + float(row.get("flops_sp") or 0)) / float(row["time_s"]) / 1e9
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        rate = 0.0
+    rate = _gflop_per_s(row)
     if rate > 0:
         parts.append(f"gflop_per_s={_g(rate)}")
     if row.get("energy_j") is None:
@@ -40,12 +45,40 @@ def point_numbers(row: dict[str, Any]) -> str:
 
 
 class Progress:
+    """A sweep's progress: on a terminal a rich progress bar (the point, the last point's rate, ETA, live power)
+    with the finished points' log lines printed above it; elsewhere (a pipe, a log file, cron) no live display, only
+    the plain log lines."""
+
     def __init__(self, total: int, stream: TextIO | None = None, *, tty: bool | None = None) -> None:
         self.total = total
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
         self.done = 0
         self.t0 = time.monotonic()
+        self._bar: Any = None
+        self._swapped: list[tuple[logging.StreamHandler[Any], Any]] = []
+        self._rate = ""
+        if self.tty:
+            self._start_bar()
+
+    def _start_bar(self) -> None:
+        from rich.console import Console
+        from rich.file_proxy import FileProxy
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+        from rich.progress import Progress as Bar
+
+        console = Console(file=self.stream, force_terminal=True, highlight=False)
+        # no refresh thread: the bar is redrawn on each update (every timed region), nothing is left running
+        self._bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(bar_width=24), MofNCompleteColumn(),
+                        TextColumn("{task.fields[rate]}", markup=False), TextColumn("ETA {task.fields[eta]}"),
+                        TextColumn("{task.fields[power]}", markup=False), console=console, auto_refresh=False,
+                        transient=True, redirect_stdout=False, redirect_stderr=False)
+        self._task = self._bar.add_task("", total=self.total, rate="", eta="--:--", power="")
+        self._bar.start()
+        # the log lines of finished points go above the bar, not through it
+        for h in logging.getLogger("archline").handlers:
+            if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is self.stream:
+                self._swapped.append((h, h.setStream(FileProxy(console, self.stream))))  # type: ignore[arg-type]
 
     def eta_s(self) -> float | None:
         if self.done == 0:
@@ -56,26 +89,30 @@ class Progress:
         eta = self.eta_s()
         return "--:--" if eta is None else f"{int(eta) // 60}:{int(eta) % 60:02d}"
 
-    def _clear(self) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
     def update(self, label: str, power_w: float | None = None) -> None:
-        """The live line (terminals only)."""
-        if self.tty:
-            pw = f"  {power_w:7.1f} W" if power_w is not None else ""
-            self.stream.write(f"\r[{self.done + 1:>3}/{self.total}] {label[:60]:<60} ETA {self._fmt_eta()}{pw}\x1b[K")
-            self.stream.flush()
+        """The live display (terminals only): the point being measured and the meter's live power."""
+        if self._bar is not None:
+            self._bar.update(self._task, description=label[:48], eta=self._fmt_eta(), rate=self._rate,
+                             power="" if power_w is None else f"{power_w:7.1f} W")
+            self._bar.refresh()
 
     def point_done(self, label: str, row: dict[str, Any]) -> None:
         self.done += 1
-        self._clear()
+        rate = _gflop_per_s(row)
+        self._rate = f"{_g(rate)} GFLOP/s" if rate > 0 else ""
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, eta=self._fmt_eta(), rate=self._rate)
         log.info(f"point {self.done}/{self.total} {label} {point_numbers(row)} ETA {self._fmt_eta()}")
+        if self._bar is not None:
+            self._bar.refresh()
 
     def message(self, msg: str, level: int = logging.WARNING) -> None:
-        self._clear()
         log.log(level, msg)
 
     def close(self) -> None:
-        self._clear()
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        for h, old in self._swapped:
+            h.setStream(old)
+        self._swapped = []

@@ -1,0 +1,73 @@
+"""The console helpers: rich tables that stay plain columns when piped, and the sweep progress (a rich bar on a
+terminal with the log lines above it, the log lines alone elsewhere)."""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+
+import pytest
+
+from archline.bench.run.progress import Progress
+from archline.cli.output import echo_table, panels
+
+
+def test_piped_table_is_plain_aligned_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    echo_table(["name", "value", "unit"], [["peak SP [emulated]", 1398, "GFLOP/s"], ["T", "25 °C", ""]])
+    assert capsys.readouterr().out == (
+        "name                value  unit\n"
+        "------------------  -----  -------\n"
+        "peak SP [emulated]  1398   GFLOP/s\n"          # brackets are text, not rich markup
+        "T                   25 °C\n")
+
+
+def test_piped_table_is_never_wrapped(capsys: pytest.CaptureFixture[str]) -> None:
+    long = "x" * 500
+    echo_table(["a", "b"], [[long, "end"]], err=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and lines[2] == f"{long}  end"
+
+
+def test_panels_in_words() -> None:
+    assert panels(("roofline", "archline", "powerline")) == "roofline, arch line and power line"
+    assert panels(("roofline",)) == "roofline"
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal_prints_log_lines_above_it_and_leaves_nothing_running() -> None:
+    from archline.common.logs import configure
+
+    stream = _Tty()
+    log = configure(stream=stream)
+    handler = next(h for h in log.handlers if getattr(h, "_archline_console", False))
+    threads = threading.active_count()
+    p = Progress(2, stream)
+    p.update("intensity/sp", 123.0)
+    assert "123.0 W" in stream.getvalue() and "0/2" in stream.getvalue()
+    p.point_done("p1", {"time_s": 0.5, "flops_sp": 2e9, "energy_j": 2.0, "power_w": 4.0, "checksum_ok": True})
+    p.update("intensity/sp", 99.0)
+    out = stream.getvalue()
+    assert "point 1/2 p1 time_s=0.5 gflop_per_s=4 energy_j=2 power_w=4 checksum ok" in out  # above the bar
+    assert "1/2" in out and "4 GFLOP/s" in out and "ETA" in out
+    assert threading.active_count() == threads           # no refresh thread
+    p.close()
+    assert handler.stream is stream                       # the log handler is given back its stream
+    logging.getLogger("archline.bench").info("after")
+    assert stream.getvalue().endswith("after\n")
+
+
+def test_progress_not_a_terminal_prints_plain_log_lines_only() -> None:
+    from archline.common.logs import configure
+
+    stream = io.StringIO()
+    configure(stream=stream)
+    p = Progress(1, stream)
+    p.update("intensity/sp", 123.0)
+    p.point_done("p1", {"time_s": 0.123456789, "energy_j": None, "checksum_ok": True})
+    p.close()
+    assert stream.getvalue() == "point 1/1 p1 time_s=0.1235 time only checksum ok ETA 0:00\n"
