@@ -68,6 +68,18 @@ class Region:
     lost_s: float = 0.0                     #: the longest stretch a channel saw nothing (device seconds)
     gaps: int = 0
     overflows: int = 0
+    #: clocks and temperature the meter sampled on its polls over the region (NVML, AMD SMI: powermon's
+    #: MeterRegion.readings, each key's mean, ``<key>_min``, ``<key>_max``, ``n_readings``); {} for other meters
+    readings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def clock_hz(self) -> float | None:
+        """The clock while the region ran: the back end's own measure, else the mean the meter sampled."""
+        hz = self.result.extra.get("effective_clock_hz")
+        if hz:
+            return float(hz)
+        mhz = self.readings.get("core_mhz")
+        return float(mhz) * 1e6 if mhz else None
 
     @property
     def value(self) -> float:
@@ -114,7 +126,7 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
     row: dict[str, Any] = {k: v for k, v in res.extra.items() if k in schema.BY_NAME}
     per_rep = [g.result.time_s / g.result.reps for g in regions]
     throttled = len(per_rep) >= 2 and per_rep[-1] > per_rep[0] * (1 + THROTTLE_REL)
-    clocks = [float(g.result.extra["effective_clock_hz"]) for g in regions if g.result.extra.get("effective_clock_hz")]
+    clocks = [hz for g in regions if (hz := g.clock_hz)]
     if len(clocks) >= 2 and min(clocks) < max(clocks) * (1 - THROTTLE_REL):
         throttled = True
     drifts = [abs(g.duration_s - g.result.time_s) / g.result.time_s for g in regions
@@ -165,6 +177,12 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
         row["core_mhz"] = round(float(res.extra["core_mhz"]), 1)
     elif res.extra.get("effective_clock_hz"):
         row["core_mhz"] = round(float(res.extra["effective_clock_hz"]) / 1e6, 1)
+    elif mid.readings.get("core_mhz"):       # the back end measured none: the meter's polls over the region did
+        row["core_mhz"] = round(mid.readings["core_mhz"], 1)
+        row["effective_clock_hz"] = mid.readings["core_mhz"] * 1e6
+        row["clock_method"] = f"mean of {int(mid.readings.get('n_readings', 0))} polls of meter {meter.label}"
+    if row.get("mem_mhz") is None and mid.readings.get("mem_mhz"):
+        row["mem_mhz"] = round(mid.readings["mem_mhz"], 1)
     if c.bus_bytes == 0:
         row["bus_bytes"] = None
     forced = dict(in_force or {})

@@ -104,7 +104,7 @@ class Runner:
         return Region(result, mr.duration_s, e, mr.energy_err_j if e is not None else None,
                       mr.n_samples if e is not None else None,
                       {d: r.energy_j for d, r in mr.devices.items()} if e is not None else {},
-                      mr.lost_samples, mr.lost_s, mr.gaps, mr.overflows)
+                      mr.lost_samples, mr.lost_s, mr.gaps, mr.overflows, dict(mr.readings))
 
     def measure_idle(self, tag: str) -> float | None:
         if self.meter.sample_hz is None or self.s.idle_s <= 0:

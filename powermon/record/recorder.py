@@ -60,7 +60,8 @@ class Region:
         return self.meters[meter]
 
     def summary(self) -> dict[str, Any]:
-        """A flat dict for a result row (no samples)."""
+        """A flat dict for a result row (no samples); a meter that sampled device readings (NVML, AMD SMI: clocks
+        and temperature, see :attr:`MeterRegion.readings`) adds them under ``readings``."""
         out: dict[str, Any] = {"name": self.name, "time_s": self.time_s, "emulated": self.emulated}
         for mname, m in self.meters.items():
             out[mname] = {"energy_j": m.energy_j, "energy_err_j": m.energy_err_j, "mean_power_w": m.mean_power_w,
@@ -70,6 +71,8 @@ class Region:
                           "gaps": m.gaps, "warnings": list(m.warnings), "emulated": m.emulated,
                           "channels": {k: vars(c) for k, c in m.channels.items()},
                           "devices": {k: vars(d) for k, d in m.devices.items()}}
+            if m.readings:   # clocks and temperature a counter meter sampled on its polls over the window
+                out[mname]["readings"] = dict(m.readings)
         return out
 
 
