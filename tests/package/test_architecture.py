@@ -4,14 +4,19 @@ every module's syntax tree (imports inside functions count too):
 * rooms (``ALLOWED``): cli -> everything; bench -> powermon, common and fit's model, results schema, results file
   and lab data set formats, profiles and errors (never fit's regressions, analyses, plots or other file readers);
   fit -> nothing of bench or powermon; powermon -> nothing of bench or fit; common -> none of the rooms;
-* sub-folders: within a room, imports between two sub-folders go one way (no pair imports each other); the pairs
-  that still do are listed in ``KNOWN_SUBFOLDER_CYCLES`` with their owner, and the list may only shrink;
+* sub-folders, at every depth: imports between two sibling folders (``fit/io`` and ``fit/regress``,
+  ``fit/analyses/a`` and ``fit/analyses/b``) go one way, so no pair imports each other; the pairs that still do are
+  listed in ``KNOWN_SUBFOLDER_CYCLES`` with their owner, and the list may only shrink (a pair that no longer imports
+  both ways must leave it);
 * size: no module in cli/, bench/, powermon/, fit/, common/ is over 400 lines.
+
+CONTRIBUTING.md names this file as the statement and restates none of it (checked below).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -87,19 +92,31 @@ def test_import_rule_holds_for_every_module() -> None:
     assert not broken, "\n".join(broken)
 
 
+def _folder_edge(module: tuple[str, ...], name: str) -> tuple[str, str] | None:
+    """(a, b) when the module at path parts ``module`` importing ``name`` crosses from folder a into its sibling
+    folder b (the first folders where the two paths part, both directories of the same room); None otherwise (the
+    standard library, another room, the same folder, a module of an enclosing folder, or a folder's own modules)."""
+    parts = name.split(".")
+    if parts[0] != "archline" or len(parts) < 3 or parts[1] != module[0]:
+        return None
+    target = parts[1:]
+    i = 0
+    while i < len(module) - 1 and i < len(target) and module[i] == target[i]:
+        i += 1
+    if i >= len(module) - 1 or i >= len(target):   # the module's own folder holds the target
+        return None
+    a, b = "/".join(module[: i + 1]), "/".join(target[: i + 1])
+    return (a, b) if (ROOT / b).is_dir() else None
+
+
 def _subfolder_edges() -> set[tuple[str, str]]:
-    """(a, b): a module of sub-folder a imports one of sub-folder b, both directories of the same room."""
+    """(a, b): a module under folder a imports one under its sibling folder b, at any depth of a room."""
     edges = set()
     for path in _modules():
         rel = path.relative_to(ROOT).parts
-        if len(rel) < 3:
-            continue
-        a = f"{rel[0]}/{rel[1]}"
         for _, name in _imports(path):
-            parts = name.split(".")
-            if len(parts) >= 3 and parts[:2] == ["archline", rel[0]] and (ROOT / parts[1] / parts[2]).is_dir():
-                if (b := f"{parts[1]}/{parts[2]}") != a:
-                    edges.add((a, b))
+            if (e := _folder_edge(rel, name)) is not None:
+                edges.add(e)
     return edges
 
 
@@ -110,6 +127,33 @@ def test_subfolders_import_one_way() -> None:
     gone = sorted(p for p in KNOWN_SUBFOLDER_CYCLES if p not in pairs)
     assert not new, f"sub-folders importing each other (make the import go one way): {new}"
     assert not gone, f"no longer a cycle, remove from KNOWN_SUBFOLDER_CYCLES: {gone}"
+
+
+def test_folder_edges_at_every_depth() -> None:
+    """The checker itself: sibling folders at the first and the second level, nothing for a folder's own modules,
+    an enclosing folder's module, or a module beside the folders."""
+    assert _folder_edge(("fit", "io", "dataset.py"), "archline.fit.regress.ols.fit") == ("fit/io", "fit/regress")
+    assert _folder_edge(("fit", "io", "counters", "ncu.py"), "archline.fit.io.schema.COLUMNS") is None
+    assert _folder_edge(("fit", "io", "counters", "ncu.py"), "archline.fit.analyses.elango.oi_bounds.x") == (
+        "fit/io", "fit/analyses")
+    assert _folder_edge(("fit", "analyses", "elango", "a.py"), "archline.fit.analyses.choi.b.f") == (
+        "fit/analyses/elango", "fit/analyses/choi")
+    assert _folder_edge(("fit", "analyses", "elango", "a.py"), "archline.fit.analyses.placement.f") is None
+    assert _folder_edge(("fit", "io", "dataset.py"), "archline.fit.io.counters.ncu.read") is None
+    assert _folder_edge(("fit", "io", "dataset.py"), "archline.fit.io.schema") is None
+    assert _folder_edge(("bench", "kernels.py"), "archline.bench.gpu.core.Timing") is None
+    assert _folder_edge(("bench", "run", "rows.py"), "archline.bench.kernels.RunResult") is None
+    assert _folder_edge(("bench", "run", "rows.py"), "archline.fit.io.schema") is None
+    assert _folder_edge(("bench", "run", "rows.py"), "numpy.linalg") is None
+
+
+def test_contributing_points_here_and_restates_nothing() -> None:
+    """One statement: CONTRIBUTING.md names this file and writes no room-to-room rule of its own."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "tests/package/test_architecture.py" in text
+    rooms = "|".join(ROOMS)
+    restated = re.findall(rf"`?\b({rooms})\b/?`?\s*(?:->|→|may import|imports|never imports)\s*`?\b({rooms})\b", text)
+    assert not restated, f"CONTRIBUTING.md restates import rules {restated}: point at this file instead"
 
 
 def test_import_rule_catches_a_violation(tmp_path: Path) -> None:
