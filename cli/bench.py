@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from archline.cli.complete import kernel_names, platform_names, profile_meters
 from archline.cli.output import echo_files, echo_json, echo_table, format_option, format_options
 from archline.cli.params import OutPath
 from archline.common.exits import EXIT_INTERRUPTED
@@ -67,10 +68,10 @@ def _yes(ok: bool) -> str:
 
 
 @bench.command("run")
-@click.option("--platform", default="localhost", show_default=True,
+@click.option("--platform", default="localhost", show_default=True, shell_complete=platform_names,
               help="Platform profile (name or .toml); the rows' platform column is the profile's name.")
 @click.option("--backend", default=None, help="cpu_asm, opencl, cuda or hip (default: the profile's [bench] backend).")
-@click.option("--kernel", default=None,
+@click.option("--kernel", default=None, shell_complete=kernel_names,
               help="intensity (default), cache, chase or int; opencl/cuda also 'ceilings' (S4's optimisation "
                    "ceilings: ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`).")
 @click.option("--precision", default=None,
@@ -95,7 +96,8 @@ def _yes(ok: bool) -> str:
               help="Run the platform's profile on the emulated device and emulated PowerMon 2 (rows say emulated).")
 @click.option("--time-compression", type=float, default=None,
               help="--emulate: device seconds per host second (default: the profile's, else 50).")
-@click.option("--meter", "meter_name", default=None, help="Which of the profile's [[meters]] (default: the first).")
+@click.option("--meter", "meter_name", default=None, shell_complete=profile_meters,
+              help="Which of the profile's [[meters]] (default: the first).")
 @click.option("--power-cap", "power_caps_w", type=float, multiple=True,
               help="Power cap in watts (repeat to sweep caps); NVML/RAPL on hardware, the model with --emulate.")
 @click.option("--all-kernels", is_flag=True, help="Every kernel the profile's [bench] lists.")

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from archline.cli.complete import platform_names
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -27,7 +28,7 @@ from archline.common.outputs import show
 @click.option("--include-emulated/--exclude-emulated", default=True, show_default=True,
               help="fit emulated rows (as their own group, labelled emulated) or drop them.")
 @click.option("--mix-emulated", is_flag=True, help="fit emulated and real rows of a platform together.")
-@click.option("--platform", default=None, help="fit only this platform's rows.")
+@click.option("--platform", default=None, shell_complete=platform_names, help="fit only this platform's rows.")
 @click.option("--folds", type=click.IntRange(min=2), default=None,
               help="k for k-fold cross-validation [default: 10; dvfs: the number of settings].")
 @click.option("--cv", "cv", type=click.Choice(["grouped", "rowwise"]), default="grouped", show_default=True,

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from archline.cli.complete import platform_names, record_specs
 from archline.cli.output import echo_json, echo_table, format_option, format_options
 from archline.cli.params import DURATION, FINITE, POSITIVE, SAMPLES_SUFFIXES, FiniteFloat, OutPath
 from archline.common.outputs import show
@@ -78,7 +79,7 @@ def list_cmd(fmt: str) -> None:
 
 
 @meter.command("record")
-@click.option("--meter", "spec", required=True,
+@click.option("--meter", "spec", required=True, shell_complete=record_specs,
               help="powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX] "
                    "(powersensor3://default, pmd://default: their emulators)")
 @click.option("--channels", help="channels, e.g. 0,1,2,3 (default: PowerMon 2 0-7, PowerSensor3 / PMD-USB 0-3)")
@@ -238,7 +239,7 @@ def _show_integration(res: Any, fmt: str) -> None:
 @click.option("--seed", type=click.IntRange(min=0), default=0)
 @click.option("--duration", "duration_s", type=DURATION, help="stop after this many seconds (default: until Ctrl-C)")
 @click.option("--port-file", type=OutPath(), help="also write the pty path to this file")
-@click.option("--platform", default=None,
+@click.option("--platform", default=None, shell_complete=platform_names,
               help="play this platform's model power on its profile's rails (idle unless --intensity is given)")
 @click.option("--intensity", type=POSITIVE, default=None, help="with --platform: a kernel at this flop/byte")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)

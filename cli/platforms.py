@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from archline.cli.complete import platform_names
 from archline.cli.output import echo_json, echo_table, format_option
 from archline.fit.model.units import display
 from archline.fit.platforms.profiles import CONSTANT_UNITS, load_all_profiles, load_platform
@@ -52,7 +53,7 @@ def list_cmd(fmt: str) -> None:
 
 
 @platforms.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=platform_names)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "toml-path"]), default="table",
               show_default=True, help="toml-path prints where the profile file is, to copy and edit")
 def show_cmd(name: str, fmt: str) -> None:

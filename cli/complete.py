@@ -1,0 +1,65 @@
+"""Value completion for click's shell completion (``eval "$(_ARCHLINE_COMPLETE=bash_source archline)"``): platform
+names, a profile's meters, meter specs and kernels. Each runs on every Tab press, so it reads only names (no
+profile is validated) and never fails: a completion that cannot be computed offers nothing."""
+
+from __future__ import annotations
+
+import glob
+
+import click
+from click.shell_completion import CompletionItem
+
+#: what ``meter record --meter`` takes before its argument (powermon.recording.meter_from_spec; a test checks that
+#: each is accepted there): kind -> help shown by shells that show it
+RECORD_SPECS: dict[str, str] = {
+    "powermon2:": "PowerMon 2 on a serial port (powermon2:/dev/ttyUSB0)",
+    "powersensor3:": "PowerSensor3 on a serial port, or powersensor3://default (emulated)",
+    "pmd:": "PMD-USB on a serial port, or pmd://default (emulated)",
+    "emulated": "an emulated PowerMon 2 (emulated:SPEED runs it faster)",
+    "rapl": "RAPL zones of this CPU (rapl:ZONE,...)",
+    "nvml": "an NVIDIA GPU through NVML (nvml:INDEX)",
+    "redfish:": "a BMC over Redfish (redfish:https://bmc)",
+    "ipmi:": "a BMC over IPMI (ipmi:HOST)",
+}
+#: serial kinds: after "KIND:" the ports this machine has are offered
+_SERIAL = ("powermon2:", "powersensor3:", "pmd:")
+
+
+def platform_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Every profile name found (shipped and the user's), and localhost (this machine, detected)."""
+    try:
+        from archline.fit.platforms.profiles import iter_profiles
+
+        names = {p.stem for p in iter_profiles()} | {"localhost"}
+    except Exception:  # completion must not print a traceback into the user's command line
+        names = {"localhost"}
+    return [CompletionItem(n) for n in sorted(names) if n.startswith(incomplete)]
+
+
+def profile_meters(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """The [[meters]] names of the profile named by --platform so far (default localhost)."""
+    try:
+        from archline.bench.config.profile import load_bench_profile
+
+        prof = load_bench_profile(str(ctx.params.get("platform") or "localhost"))
+        items = [(m.name, m.kind) for m in prof.meters]
+    except Exception:  # a profile that does not load: nothing to offer (the command itself will say why)
+        items = []
+    return [CompletionItem(n, help=str(k)) for n, k in items if n.startswith(incomplete)]
+
+
+def record_specs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Meter kinds for ``meter record --meter``, then this machine's serial ports after a serial kind."""
+    for kind in _SERIAL:
+        if incomplete.startswith(kind):
+            ports = sorted(glob.glob("/dev/ttyUSB*") + glob.glob("/dev/ttyACM*"))
+            return [CompletionItem(f"{kind}{p}") for p in ports if f"{kind}{p}".startswith(incomplete)]
+    return [CompletionItem(k, help=h) for k, h in RECORD_SPECS.items() if k.startswith(incomplete)]
+
+
+def kernel_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """The kernels bench run knows (ceilings: OpenCL/CUDA only)."""
+    from archline.bench.kernels import KERNELS
+
+    return [CompletionItem(k) for k in (*KERNELS, "ceilings") if k.startswith(incomplete)]
+
