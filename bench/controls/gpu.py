@@ -5,6 +5,7 @@ the GPU (``gpu0``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,20 @@ class _GpuControl:
 
     vendor = ""        #: "NVML", "AMD SMI": the words of its errors
     prefix = ""        #: "nvml", "amdsmi": the restore-file kind's first part
+    units = ""         #: "W", "MHz"
+
+    @property
+    def what(self) -> str:
+        """The restore-file kind's second part: ``power``, ``core_clock``, ``mem_clock``."""
+        raise NotImplementedError
+
+    @property
+    def kind(self) -> str:
+        return f"{self.prefix}_{self.what}"
+
+    @property
+    def unit(self) -> str:
+        return self.units
 
     @property
     def target(self) -> str:
@@ -58,25 +73,32 @@ class _GpuControl:
     def call(self, method: str, *args: Any) -> Any:
         return _layer_call(self.gpu, self.vendor, method, *args)
 
+    def allowed_range(self) -> tuple[float, float] | None:
+        raise NotImplementedError
+
+    def _probe(self, what: str, *calls: tuple[Any, ...], lacks: Callable[[], str] | None = None
+               ) -> tuple[bool, str]:
+        """``available()``: (True, ``what``) when the library has the setter (``lacks`` says what is missing, ""
+        when nothing), the range reads and each of ``calls`` (method, args...) answers; else (False, why)."""
+        try:
+            missing = lacks() if lacks is not None else ""
+            if missing:
+                return False, missing
+            self.allowed_range()
+            for c in calls:
+                self.call(*c)
+        except ControlError as e:
+            return False, str(e)
+        return True, what
+
 
 class _PowerLimit(_GpuControl):
     """The board (NVML) or socket (AMD SMI) power limit: the same calls on both layers."""
 
-    @property
-    def kind(self) -> str:
-        return f"{self.prefix}_power"
-
-    @property
-    def unit(self) -> str:
-        return "W"
+    what, units = "power", "W"   # type: ignore[assignment]
 
     def available(self) -> tuple[bool, str]:
-        try:
-            self.allowed_range()
-            self.call("power_limit_w")
-        except ControlError as e:
-            return False, str(e)
-        return True, f"{self.vendor} power limit of GPU {self.index}"
+        return self._probe(f"{self.vendor} power limit of GPU {self.index}", ("power_limit_w",))
 
     def allowed_range(self) -> tuple[float, float] | None:
         return self.call("power_limit_range_w")  # type: ignore[no-any-return]
@@ -93,14 +115,11 @@ class _PowerLimit(_GpuControl):
 
 class _Clock(_GpuControl):
     which = "core"
+    units = "MHz"
 
     @property
-    def kind(self) -> str:
-        return f"{self.prefix}_{self.which}_clock"
-
-    @property
-    def unit(self) -> str:
-        return "MHz"
+    def what(self) -> str:
+        return f"{self.which}_clock"
 
 
 # --- NVML -----------------------------------------------------------------------------------------------------
@@ -127,13 +146,11 @@ class NvmlLockedClocks(_Nvml, _Clock):
     which: str = "core"
 
     def available(self) -> tuple[bool, str]:
-        if not self.gpu.can_lock_clock(self.which):
-            return False, f"this NVML has no {self.gpu._lock_fn(self.which, 'Set')}"
-        try:
-            self.allowed_range()
-        except ControlError as e:
-            return False, str(e)
-        return True, f"NVML locked {self.which} clocks of GPU {self.index}"
+        def lacks() -> str:
+            return "" if self.gpu.can_lock_clock(self.which) else \
+                f"this NVML has no {self.gpu._lock_fn(self.which, 'Set')}"
+
+        return self._probe(f"NVML locked {self.which} clocks of GPU {self.index}", lacks=lacks)
 
     def allowed_range(self) -> tuple[float, float] | None:
         return 1.0, float(self.call("max_clock_mhz", self.which))
@@ -186,14 +203,10 @@ class AmdSmiClockRange(_AmdSmi, _Clock):
     _range: tuple[float, float] | None = field(default=None, compare=False, repr=False)
 
     def available(self) -> tuple[bool, str]:
-        try:
-            if not self.gpu.can_set_clock_range():
-                return False, "this amdsmi has no amdsmi_set_gpu_clk_range"
-            self.allowed_range()
-            self.call("perf_level")
-        except ControlError as e:
-            return False, str(e)
-        return True, f"AMD SMI {self.which} clock range of GPU {self.index}"
+        def lacks() -> str:
+            return "" if self.gpu.can_set_clock_range() else "this amdsmi has no amdsmi_set_gpu_clk_range"
+
+        return self._probe(f"AMD SMI {self.which} clock range of GPU {self.index}", ("perf_level",), lacks=lacks)
 
     def allowed_range(self) -> tuple[float, float] | None:
         if self._range is None:
