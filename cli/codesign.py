@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_json, echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -77,7 +77,8 @@ def codesign(kind: str, algorithms: tuple[str, ...], machine_file: Path | None, 
         figures.plot(data, machine, plot_path)
     if fmt == "json":
         echo_json({"kind": kind, "figure": data.source, "machine": machine.name, "fft_bound": fft_bound,
-                   "eps_scaling": machine.eps_scaling, "points": data.rows, "notes": data.notes})
+                   "eps_scaling": machine.eps_scaling, "points": data.rows, "notes": data.notes,
+                   **files_json(plot_path, f"{data.source} ({kind}) on {machine.name}")})
         return
     click.echo(f"{data.source} ({kind}) on {machine.name} ({machine.source})")
     rows = data.rows

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import format_option
+from archline.cli.output import files_json, format_option
 from archline.common.outputs import show
 
 
@@ -62,13 +62,18 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
         check_output(figure, extra_inputs=inputs)
         check_figure_format(figure)
     cmp = compare_files(inputs, by, where=where, model=model, alpha=alpha, method=method)
+    drawn = None
+    if figure is not None:      # drawn first: the JSON report lists it
+        from archline.fit.plots.compare import compare_figure
+
+        drawn = compare_figure(cmp, figure)
     if fmt == "json":
-        click.echo(json.dumps(cmp.as_json(), indent=1, default=float))
+        click.echo(json.dumps({**cmp.as_json(), **files_json(drawn, f"the fitted costs of each {by} with their "
+                                                                     "confidence intervals")},
+                              indent=1, default=float))
     else:
         from archline.fit.analyses.choi.compare_report import to_table
 
         click.echo(to_table(cmp), nl=False)
-    if figure is not None:
-        from archline.fit.plots.compare import compare_figure
-
-        click.echo(f"wrote {show(compare_figure(cmp, figure))}", err=True)
+    if drawn is not None:
+        click.echo(f"wrote {show(drawn)}", err=True)

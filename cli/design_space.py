@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import format_option
+from archline.cli.output import files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -77,7 +77,9 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
                                "objective": objective, "eps_scaling": machine.eps_scaling, "bound_reading": ds.reading,
                                "best": row(best),
                                "best_per_llc": [row(p) for p in per_llc], "notes": ds.notes,
-                               "citation": "S2 Sec. 4-6 (Elango et al., TACO 2015)"}, indent=2))
+                               "citation": "S2 Sec. 4-6 (Elango et al., TACO 2015)",
+                               **files_json(plot_path, f"{objective} over LLC size and cores for {algorithm} on "
+                                                       f"{machine.name} (S2 Sec. 4-6)")}, indent=2))
         return
     click.echo(f"{algorithm} on {machine.name} ({machine.source}); objective: {objective}")
     click.echo(f"{'LLC':>8}{'alpha':>7}{'Pmax':>6}{'P':>4}{'f GHz':>7}{'OI flop/B':>11}{'GFLOP/s':>9}"

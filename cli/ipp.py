@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_json, echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 from archline.common.outputs import show
 
@@ -100,7 +100,8 @@ def power_cmd(kernels: str | None, gpu_name: str, only: tuple[str, ...], active_
         plot_power(powers, plot_path, gpu.name)
     if fmt == "json":
         echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, eq.5-16, 24-27",
-                   "kernels": [p.as_dict() for p in powers]})
+                   "kernels": [p.as_dict() for p in powers],
+                   **files_json(plot_path, f"IPP power per unit of each kernel on {gpu.name} (S3 eq.5-16)")})
         return
     shares = [breakdown_w(p.power) for p in powers]
     units = [u for u in dict.fromkeys(u for b in shares for u in b) if any(b.get(u) for b in shares)]
@@ -151,7 +152,8 @@ def temperature_cmd(kernels: str | None, gpu_name: str, only: tuple[str, ...], t
         grid = [float(x) for x in np.geomspace(1.0, max(max(ts), 10 * gpu.rc_rise_s), 200)]
         plot_temperature([temperature(k, gpu, grid) for k in ks], plot_path, gpu.name)
     if fmt == "json":
-        echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, eq.17-23", "kernels": temps})
+        echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, eq.17-23", "kernels": temps,
+                   **files_json(plot_path, f"temperature and static power over time on {gpu.name} (S3 eq.17-23)")})
         return
     for t in temps:
         click.echo(f"{t['kernel']}: runtime power {t['runtime_power0_w']:.2f} W cold, MemAccess_intensity "
@@ -273,7 +275,9 @@ def sweep_cmd(kernels: str, gpu_name: str, only: tuple[str, ...], cond1: str, co
         echo_json({"gpu": gpu.name, "power": which, "source": "Hong & Kim, ISCA 2010, eq.28, Fig. 13/15", "kernels": [
             {"kernel": s.kernel, "absolute": s.absolute, "active_sms": s.active_sms, "time": s.time,
              "perf": s.perf, "perf_per_watt": s.perf_per_watt(which), "best_perf_per_watt_sms": s.best(which),
-             "ipp_optimal_sms": opt[s.kernel], "notes": s.notes} for s in sws], "skipped": skipped})
+             "ipp_optimal_sms": opt[s.kernel], "notes": s.notes} for s in sws], "skipped": skipped,
+            **files_json(plot_path, f"performance and perf/W ({which}) against active SMs on {gpu.name} "
+                                    "(S3 Fig. 13/15)")})
         return
     grid = [n for n in (1, 5, 10, 15, 20, 25, 30) if n <= gpu.num_sms]
     for s in sws:

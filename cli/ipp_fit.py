@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_json, echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, NON_NEGATIVE, OutPath
 from archline.common.outputs import show
 
@@ -48,7 +48,8 @@ def fit_cmd(rows_file: Path, gpu_name: str, plot_path: Path | None, fmt: str) ->
         plot_validation(f.names, f.measured_w, f.predicted_w, plot_path,
                         f"S3 Fig. 7: measured and fitted-model GPU power, {gpu.name}{tag}")
     if fmt == "json":
-        echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, Sec. 3.4, Table 2", **f.as_dict()})
+        echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, Sec. 3.4, Table 2", **f.as_dict(),
+                   **files_json(plot_path, f"S3 Fig. 7: measured and fitted-model GPU power per row, {gpu.name}{tag}")})
         return
     click.echo(f"unit powers fitted to {len(f.names)} rows on {gpu.name}{tag} (S3 Sec. 3.4; eq.5-16)")
     echo_table(["unit", "max power (W)", "stderr (W)", f"{gpu.name} file (W)", ""],
@@ -98,6 +99,7 @@ def validate_cmd(rows_file: Path, gpu_name: str, plot_path: Path | None, fmt: st
                         f"S3 Figs. 7/9: measured and predicted GPU power, {gpu.name}{tag}")
     if fmt == "json":
         echo_json({"gpu": gpu.name, "source": "Hong & Kim, ISCA 2010, Sec. 6.1, Figs. 7 and 9",
+                   **files_json(plot_path, f"S3 Figs. 7/9: measured and predicted GPU power per row, {gpu.name}{tag}"),
                    "rows": [{"name": r.name, "measured_w": r.gpu_power_w, "predicted_w": float(p)}
                             for r, p in zip(rows, pred, strict=True)],
                    "geomean_error": err, "emulated": bool(tag)})

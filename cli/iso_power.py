@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_json, echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 from archline.common.outputs import show
 
@@ -107,7 +107,9 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
         missing = [f"{p.name}: no {', '.join(m)}" for p in (pa, pb) if (m := missing_energy(p, precision))]
         plot_iso_power(r, plot_path, precision, missing)
     if fmt == "json":
-        echo_json({"precision": precision, "source": "thesis §4.1, §5.2.3", **r.as_dict()})
+        echo_json({"precision": precision, "source": "thesis §4.1, §5.2.3", **r.as_dict(),
+                   **files_json(plot_path, f"{precision.upper()} iso-power comparison of the two systems against "
+                                           "intensity (thesis §4.1, §5.2.3)")})
         return
     tag = " [emulated]" if a.emulated or b.emulated else ""
     for s in (a, b):

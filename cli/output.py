@@ -103,3 +103,9 @@ def panels(kinds: Sequence[str]) -> str:
     """The panels of a model figure in words: "roofline, arch line and power line"."""
     names = [_PANELS.get(k, k) for k in kinds]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def files_json(path: str | os.PathLike[str] | None, shows: str) -> dict[str, Any]:
+    """``{"files": [{"path", "shows"}]}`` for a figure a command drew on request (``--plot``), ``{}`` when none: a
+    command's JSON report lists what it wrote the way :func:`echo_files` does."""
+    return {} if path is None else {"files": [{"path": os.fsdecode(path), "shows": shows}]}

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from archline.cli.iso_power import Setting
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_json, echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 from archline.common.outputs import show
 
@@ -94,7 +94,9 @@ def _compare(c: object, precision: str, plot_path: Path | None, fmt: str) -> Non
     if plot_path is not None:
         plot_compare(c, plot_path, precision)
     if fmt == "json":
-        echo_json({"kind": "compare", "precision": precision, **c.as_dict()})
+        echo_json({"kind": "compare", "precision": precision, **c.as_dict(),
+                   **files_json(plot_path, f"S1 Fig. 12: {precision.upper()} modelled power against intensity "
+                                           "per platform")})
         return
     click.echo(f"S1 Fig. 12 ({precision.upper()}): by decreasing peak energy efficiency; '-' where a constant is "
                "missing (S1 Table 6 is absent)")
@@ -118,7 +120,9 @@ def _spread(s: object, plot_path: Path | None, fmt: str) -> None:
     if plot_path is not None:
         plot_spread(s, plot_path)
     if fmt == "json":
-        echo_json({"kind": "throttle-spread", **s.as_dict()})
+        echo_json({"kind": "throttle-spread", **s.as_dict(),
+                   **files_json(plot_path, "S1 Fig. 14: performance and efficiency at delta_pi/K relative to "
+                                           "delta_pi")})
         return
     click.echo(f"S1 Fig. 14: delta_pi/{s.divisor:g} relative to delta_pi (pi0 and every other constant kept)")
     rows = [[n, f"{i:g}", f"{s.power_drop[n][j]:.3f}", f"{s.rel_perf[n][j]:.3f}", f"{s.rel_eff[n][j]:.3f}"]
@@ -136,7 +140,8 @@ def _share(r: object, plot_path: Path | None, fmt: str) -> None:
     if plot_path is not None:
         plot_pi0_share(r, plot_path)
     if fmt == "json":
-        echo_json({"kind": "pi0-share", **r.as_dict()})
+        echo_json({"kind": "pi0-share", **r.as_dict(),
+                   **files_json(plot_path, "S1 Sec. 4.4.3: pi0/(pi0 + delta_pi) against peak energy efficiency")})
         return
     rows = [[p.name, _g(p.machine.pi0_w if p.machine else None), _g(p.machine.delta_pi_w if p.machine else None),
              _g(p.pi0_share, 1, ".3f"), _g(p.peak_flop_per_j, 1e-9)] for p in r.platforms]

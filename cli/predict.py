@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import format_option
+from archline.cli.output import files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -79,7 +79,9 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     if fmt == "json":
         click.echo(json.dumps({"platform": platform.name, "emulated": platform.emulated,
                                "source": "S1 Ch. 6",
-                               "predictions": [p.as_dict() for p in preds]}, indent=2))
+                               "predictions": [p.as_dict() for p in preds],
+                               **files_json(plot_path, f"predicted energy per term of each program on "
+                                                       f"{platform.name}")}, indent=2))
         return
     terms = [t for t in [*ap.TERMS, ap.CONSTANT_TERM] if any(t in p.terms_j for p in preds)]
     tag = " (emulated)" if platform.emulated else ""

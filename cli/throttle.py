@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_json, echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
 from archline.common.outputs import show
 
@@ -49,7 +49,9 @@ def throttle(platform: str, precision: str, delta_pi_w: float | None, pi0_w: flo
     if plot_path is not None:
         th.plot_throttle(sw, plot_path, f"{pl.name} {precision.upper()}")
     if fmt == "json":
-        echo_json({"platform": pl.name, "precision": precision, "emulated": pl.emulated, **sw.as_dict()})
+        echo_json({"platform": pl.name, "precision": precision, "emulated": pl.emulated, **sw.as_dict(),
+                   **files_json(plot_path, f"S1 Fig. 13: power, performance and efficiency at delta_pi/k, {pl.name} "
+                                           f"{precision.upper()}")})
         return
     tag = " [emulated]" if pl.emulated else ""
     click.echo(f"{pl.name} {precision.upper()}{tag}: pi0 {m.pi0_w:.4g} W, delta_pi {m.delta_pi_w:.4g} W "

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import echo_json, echo_table, format_option
+from archline.cli.output import echo_json, echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -55,7 +55,9 @@ def tradeoff(platform: str, precision: str, f_text: str, m_text: str, with_pi0: 
         plot_tradeoffs(g, plot_path, f"{pl.name} {precision.upper()}")
     d = g.as_dict()
     if fmt == "json":
-        echo_json({"platform": pl.name, "precision": precision, **d})
+        echo_json({"platform": pl.name, "precision": precision, **d,
+                   **files_json(plot_path, f"S1 Fig. 8: speedup and greenup over the f, m grid, {pl.name} "
+                                           f"{precision.upper()}")})
         return
     click.echo(f"{pl.name} {precision.upper()}: B_tau {g.B_tau:.4g}, B_eps {g.B_eps:.4g} flop/B, eta {g.eta:.3g}; "
                f"{d['points']} points, I in [B_tau/4, B_eps] (S1 Sec. 3.5.4, Fig. 8)")

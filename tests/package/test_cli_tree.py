@@ -139,3 +139,26 @@ def test_plot_json_lists_the_files_with_what_they_show(run_cli, tmp_path: Path) 
     assert fig.stat().st_size > 0
     r = run_cli("model", "plot", "gtx580", "--precision", "sp", "--out", str(fig))
     assert r.stdout == f"wrote {fig}\n"
+
+
+#: leaves whose figure option is reported elsewhere: fit writes its JSON to --out or stdout through the fit
+#: report (the figures are named on stderr), measure's report is its own (cli/measure.py)
+_FIGURE_ELSEWHERE = {"fit", "measure"}
+FIGURE_LEAVES = [p for p, c in LEAVES if p not in _FIGURE_ELSEWHERE
+                 and any(q.name in ("plot_path", "figure") for q in c.params)]
+
+
+@pytest.mark.parametrize("path", FIGURE_LEAVES)
+def test_json_report_lists_the_figure_it_drew(path: str, fx: Any, tmp_path: Path) -> None:
+    from support import badinputs as bi
+
+    words = tuple(path.split())
+    cmd = dict(LEAVES)[path]
+    flag = next(f"--{q.name.replace('_path', '')}" for q in cmd.params if q.name in ("plot_path", "figure"))
+    base = bi.baseline(words, fx)
+    assert base is not None, path
+    out = bi.run_inproc([*words, *base, flag, "fig.png", "--format", "json"], tmp_path, None, timeout_s=120)
+    assert out.code == 0 and not out.exception, (out.stderr[-2000:], out.exception)
+    files = json.loads(out.stdout)["files"]
+    assert [f["path"] for f in files] == ["fig.png"] and files[0]["shows"], files
+    assert (tmp_path / "fig.png").stat().st_size > 0
