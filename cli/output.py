@@ -52,6 +52,15 @@ def _is_tty(err: bool) -> bool:
         return False
 
 
+def _cell(value: Any) -> str:
+    # one line per row, whatever the data holds: a tab, newline or other control character is shown escaped (\\t),
+    # as common.outputs.show shows names
+    text = str(value)
+    if any(c < " " or c == "\x7f" for c in text):
+        text = "".join(c.encode("unicode_escape").decode() if c < " " or c == "\x7f" else c for c in text)
+    return text
+
+
 def echo_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, err: bool = False) -> None:
     """A rich table: on a terminal with a bold header and rules; piped, plain aligned columns (a header line, a
     line of dashes, two spaces between columns, no colour, never wrapped) that a script can split."""
@@ -60,21 +69,21 @@ def echo_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, err: bo
     from rich.table import Table
     from rich.text import Text
 
-    cells = [[str(c) for c in r] for r in rows]
+    cells = [[_cell(c) for c in r] for r in rows]
     if _is_tty(err):
         from rich import box
 
         table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
         for h in headers:
-            table.add_column(Text(str(h)))
+            table.add_column(Text(_cell(h)))
         for r in cells:
             table.add_row(*(Text(c) for c in r))   # Text: a "[emulated]" in a cell is not rich markup
         Console(file=sys.stderr if err else sys.stdout, highlight=False).print(table)
         return
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
     for i, h in enumerate(headers):
-        width = max(cell_len(r[i]) for r in [[str(x) for x in headers], *cells])
-        table.add_column(Text(f"{h}\n{'-' * width}"), no_wrap=True, overflow="ignore", header_style="")
+        width = max(cell_len(r[i]) for r in [[_cell(x) for x in headers], *cells])
+        table.add_column(Text(f"{_cell(h)}\n{'-' * width}"), no_wrap=True, overflow="ignore", header_style="")
     for r in cells:
         table.add_row(*(Text(c) for c in r))
     buf = io.StringIO()

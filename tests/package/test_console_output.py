@@ -71,3 +71,18 @@ def test_progress_not_a_terminal_prints_plain_log_lines_only() -> None:
     p.point_done("p1", {"time_s": 0.123456789, "energy_j": None, "checksum_ok": True})
     p.close()
     assert stream.getvalue() == "point 1/1 p1 time_s=0.1235 time only checksum ok ETA 0:00\n"
+
+
+def test_control_characters_in_a_cell_are_shown_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    echo_table(["name", "n"], [["a\tb\nc", 1]])
+    assert capsys.readouterr().out.splitlines() == ["name     n", "-------  -", "a\\tb\\nc  1"]
+
+
+def test_a_terminal_gets_a_rich_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    out = _Tty()
+    monkeypatch.setattr(sys, "stdout", out)
+    echo_table(["name", "value"], [["peak [emulated]", "1398"]])
+    text = out.getvalue()
+    assert "\x1b[1m" in text and "─" in text and "peak [emulated]" in text    # bold header, a rule, no markup
