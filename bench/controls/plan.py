@@ -187,14 +187,19 @@ def open_controls(profile: Any, caps: Sequence[float], dvfs_ids: Sequence[str], 
     cpufreq; Jetson override files come first where the profile names them."""
     rpath = restore_file or DEFAULT_RESTORE
     apply_pending_restore(rpath, nvml=nvml, amdsmi=amdsmi, log=log)
-    backend = str(profile.bench.backend or "")
-    gpu = profile.platform.device_kind == "gpu" or backend in ("cuda", "hip", "opencl")
+    backend, kind = str(profile.bench.backend or ""), profile.platform.device_kind
+    # OpenCL on a CPU (PoCL) is a CPU: RAPL and cpufreq, not a GPU vendor's library
+    gpu = kind == "gpu" or (kind != "cpu" and backend in ("cuda", "hip", "opencl"))
     cs = ControlSet(RestoreFile(rpath), log=log)
     libs: dict[str, Any] = {}
     lib_reason = ""
+    dev = str(profile.bench.device or "0")
+    idx = int(dev) if dev.isdigit() else 0
     if gpu and (caps or dvfs_ids):
-        libs, lib_reason = _gpu_libs(backend, {"nvml": nvml, "amdsmi": amdsmi})
-    idx = int(profile.bench.device or 0)
+        if dev.isdigit():
+            libs, lib_reason = _gpu_libs(backend, {"nvml": nvml, "amdsmi": amdsmi})
+        else:
+            lib_reason = f"the profile's [bench] device '{dev}' is not a GPU index (caps and clocks need one)"
     if caps:
         cands: list[Control] = []
         if gpu:

@@ -1,14 +1,16 @@
 """bench's RAPL power cap reads and writes its powercap files only through powermon's RAPL module
 (PowercapConstraint): the limit in microwatts, the stated maximum (none when absent or 0), a refused value as one
-worded control error, and the files it touches are the constraint's own."""
+worded control error, and the files it touches are the constraint's own; which devices open_controls caps through
+RAPL and when a GPU cannot be capped at all."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from archline.bench.controls import ControlError, RaplPowerLimit
+from archline.bench.controls import ControlError, RaplPowerLimit, open_controls
 from archline.powermon.counters import rapl
 from archline.powermon.counters.rapl import PowercapConstraint
 from archline.powermon.errors import DeviceError
@@ -61,3 +63,31 @@ def test_a_refused_write_is_one_control_error(tmp_path: Path) -> None:
     (z / "constraint_1_power_limit_uw").mkdir()          # writing it fails the way a refusing file does (EISDIR)
     with pytest.raises(ControlError, match=r"cannot write 50000000 to .*constraint_1_power_limit_uw: Is a directory"):
         RaplPowerLimit(z, 1).set(50.0)
+
+
+def _profile(kind: str, backend: str, device: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(platform=SimpleNamespace(device_kind=kind), bench=SimpleNamespace(backend=backend,
+                                                                                             device=device))
+
+
+def test_opencl_on_a_cpu_is_capped_through_rapl(tmp_path: Path) -> None:
+    """PoCL runs OpenCL on the CPU: its cap is the package's RAPL limit, not a GPU vendor's."""
+    _zone(tmp_path / "pc")
+    z0 = tmp_path / "pc" / "intel-rapl:0"
+    (z0 / "constraint_0_power_limit_uw").write_text("95000000\n")
+    (z0 / "constraint_0_max_power_uw").write_text("130000000\n")
+    cs = open_controls(_profile("cpu", "opencl"), [60.0], [], restore_file=tmp_path / "r.json",
+                       powercap_root=tmp_path / "pc")
+    assert isinstance(cs.cap, RaplPowerLimit) and cs.cap.target == str(z0 / "constraint_0_power_limit_uw")
+    assert cs.apply_point(SimpleNamespace(power_cap_w=60.0, dvfs_id=None))["power_cap_w"] == 60.0
+    cs.restore()
+    assert (z0 / "constraint_0_power_limit_uw").read_text() == "95000000"
+
+
+def test_a_gpu_named_not_numbered_says_why_it_is_not_capped(tmp_path: Path) -> None:
+    log: list[str] = []
+    cs = open_controls(_profile("gpu", "hip", "MI250X"), [200.0], [], restore_file=tmp_path / "r.json",
+                       amdsmi=object(), log=log.append)
+    assert cs.cap is None and cs.cap_skip == ("the profile's [bench] device 'MI250X' is not a GPU index (caps and "
+                                              "clocks need one)")
+    assert log == [f"power cap control skipped: {cs.cap_skip}"]
