@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import files_json, format_option
+from archline.cli.output import echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -82,14 +82,11 @@ def design_space(algorithm: str, machine_file: Path | None, objective: str, eps_
                                                        f"{machine.name} (S2 Sec. 4-6)")}, indent=2))
         return
     click.echo(f"{algorithm} on {machine.name} ({machine.source}); objective: {objective}")
-    click.echo(f"{'LLC':>8}{'alpha':>7}{'Pmax':>6}{'P':>4}{'f GHz':>7}{'OI flop/B':>11}{'GFLOP/s':>9}"
-               f"{'GFLOP/J':>9}  case")
-    for p in per_llc:
-        mark = " *" if p is best else ""
-        ext = " (area extrapolated)" if p.extrapolated else ""
-        click.echo(f"{ds_mod._fmt_bytes(p.llc_bytes):>8}{p.alpha:>7.3f}{p.max_cores:>6}{p.cores:>4}"
-                   f"{p.freq_hz / 1e9:>7.2f}{p.oi_flop_per_byte:>11.4g}{p.perf_flop_per_s / 1e9:>9.4g}"
-                   f"{p.flop_per_j / 1e9:>9.4g}  {ds_mod.case_of(machine, p.oi_flop_per_byte, p.cores)}{mark}{ext}")
+    echo_table(["LLC", "alpha", "Pmax", "P", "f GHz", "OI flop/B", "GFLOP/s", "GFLOP/J", "case"],
+               [[ds_mod._fmt_bytes(p.llc_bytes), f"{p.alpha:.3f}", p.max_cores, p.cores, f"{p.freq_hz / 1e9:.2f}",
+                 f"{p.oi_flop_per_byte:.4g}", f"{p.perf_flop_per_s / 1e9:.4g}", f"{p.flop_per_j / 1e9:.4g}",
+                 ds_mod.case_of(machine, p.oi_flop_per_byte, p.cores) + (" *" if p is best else "")
+                 + (" (area extrapolated)" if p.extrapolated else "")] for p in per_llc])
     click.echo(f"best: LLC {ds_mod._fmt_bytes(best.llc_bytes)}, {best.cores} cores, {best.freq_hz / 1e9:.2f} GHz: "
                f"{best.flop_per_j / 1e9:.4g} GFLOP/J, {best.perf_flop_per_s / 1e9:.4g} GFLOP/s")
     for n in ds.notes:

@@ -73,9 +73,8 @@ def list_cmd(fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(rows, indent=1))
         return
-    for r in rows:
-        mark = "yes" if r["available"] else "no "
-        click.echo(f"{r['kind']:<12} {mark} {r['name']:<22} {r['detail']}")
+    echo_table(["kind", "found", "name", "detail"],
+               [[r["kind"], "yes" if r["available"] else "no", r["name"], r["detail"]] for r in rows])
 
 
 @meter.command("record")
@@ -222,12 +221,12 @@ def _show_integration(res: Any, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(res.as_json(), indent=1))
         return
-    label = "  (emulated)" if res.emulated else ""
-    click.echo(f"{'channel':>8} {'energy_j':>14} {'err_j':>10} {'mean_power_w':>13} {'n_samples':>10}{label}")
-    for k, c in res.channels.items():
-        click.echo(f"{k:>8} {c.energy_j:14.6f} {c.energy_err_j:10.4f} {c.mean_power_w:13.4f} {c.n_samples:10d}")
+    rows = [[k, f"{c.energy_j:.6f}", f"{c.energy_err_j:.4f}", f"{c.mean_power_w:.4f}", c.n_samples]
+            for k, c in res.channels.items()]
+    rows.append(["total", f"{res.total_energy_j:.6f}", f"{res.energy_err_j:.4f}", "", ""])
+    echo_table(["channel", "energy_j", "err_j", "mean_power_w", "n_samples"], rows)
     tc = f" (time compression {res.time_compression:g}x)" if res.time_compression != 1 else ""
-    click.echo(f"{'total':>8} {res.total_energy_j:14.6f} {res.energy_err_j:10.4f} over {res.duration_s:.6f} s{tc}; "
+    click.echo(f"over {res.duration_s:.6f} s{tc}{' (emulated)' if res.emulated else ''}; "
                f"overflows {'unknown' if res.overflows is None else res.overflows}, gaps {res.gaps}, "
                f"lost samples {res.lost_samples}")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from archline.cli.output import files_json, format_option
+from archline.cli.output import echo_table, files_json, format_option
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
@@ -86,14 +86,11 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     terms = [t for t in [*ap.TERMS, ap.CONSTANT_TERM] if any(t in p.terms_j for p in preds)]
     tag = " (emulated)" if platform.emulated else ""
     click.echo(f"predicted energy on {platform.name}{tag}: E = sum N_i*eps_i + pi0*T (S1 Ch. 6)")
-    head = f"{'name':<16}{'E (J)':>12}{'T (s)':>12}{'P (W)':>10}  " + "".join(f"{t:>11}" for t in terms)
-    click.echo(head)
-    for p in preds:
-        parts = "".join(f"{100 * p.terms_j[t] / p.energy_j if t in p.terms_j and p.energy_j else 0:>10.1f}%"
-                        for t in terms)
-        t_mark = "" if p.time_source == "measured" else "*"
-        click.echo(f"{p.name:<16}{p.energy_j:>12.5g}{p.time_s:>11.4g}{t_mark or ' '}"
-                   f"{p.power_w:>10.4g}  {parts}")
+    echo_table(["name", "E (J)", "T (s)", "P (W)", *terms],
+               [[p.name, f"{p.energy_j:.5g}", f"{p.time_s:.4g}" + ("" if p.time_source == "measured" else "*"),
+                 f"{p.power_w:.4g}",
+                 *[f"{100 * p.terms_j[t] / p.energy_j if t in p.terms_j and p.energy_j else 0:.1f}%" for t in terms]]
+                for p in preds])
     for note in dict.fromkeys(n for p in preds for n in p.notes):
         click.echo(f"note: {note}")
     if any(p.time_source == "model" for p in preds):
