@@ -66,10 +66,13 @@ class Progress:
         from rich.file_proxy import FileProxy
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
         from rich.progress import Progress as Bar
+        from rich.table import Column
 
         console = Console(file=self.stream, force_terminal=True, highlight=False)
         # no refresh thread: the bar is redrawn on each update (every timed region), nothing is left running
-        self._bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(bar_width=24), MofNCompleteColumn(),
+        label = Column(width=40, no_wrap=True, overflow="ellipsis")       # a long point label ends in "…"
+        self._bar = Bar(TextColumn("{task.description}", markup=False, table_column=label), BarColumn(bar_width=24),
+                        MofNCompleteColumn(),
                         TextColumn("{task.fields[rate]}", markup=False), TextColumn("ETA {task.fields[eta]}"),
                         TextColumn("{task.fields[power]}", markup=False), console=console, auto_refresh=False,
                         transient=True, redirect_stdout=False, redirect_stderr=False)
@@ -92,7 +95,7 @@ class Progress:
     def update(self, label: str, power_w: float | None = None) -> None:
         """The live display (terminals only): the point being measured and the meter's live power."""
         if self._bar is not None:
-            self._bar.update(self._task, description=label[:48], eta=self._fmt_eta(), rate=self._rate,
+            self._bar.update(self._task, description=label, eta=self._fmt_eta(), rate=self._rate,
                              power="" if power_w is None else f"{power_w:7.1f} W")
             self._bar.refresh()
 
