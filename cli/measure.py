@@ -11,16 +11,18 @@ from typing import Any
 
 import click
 
+from archline.cli.complete import platform_names, profile_meters
 from archline.cli.params import NON_NEGATIVE, OutPath
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--platform", default="localhost", show_default=True,
+@click.option("--platform", default="localhost", show_default=True, shell_complete=platform_names,
               help="Profile name or path: its [[meters]] measure the command (none: time only, said why).")
 @click.option("--emulate", is_flag=True,
               help="An emulated meter of the platform; its device draws busy power while the command's phase is "
                    "open (busy_w), idle power otherwise. Labelled emulated, with the true energy.")
-@click.option("--meter", default=None, help="Which of the profile's [[meters]] (default: all).")
+@click.option("--meter", default=None, shell_complete=profile_meters,
+              help="Which of the profile's [[meters]] (default: all).")
 @click.option("--out", type=OutPath(dir_okay=True, file_okay=False, path_type=Path), default=None,
               help="Directory for a new measure-PLATFORM-STAMP/ (measure.json, trace, raw capture).")
 @click.option("--repeat", type=click.IntRange(1, 10_000), default=1, show_default=True,

@@ -71,3 +71,11 @@ def test_meter_record_kinds_are_accepted_by_the_recorder() -> None:
 
 def test_kernel_names() -> None:
     assert _complete(["bench", "run", "--kernel"], "c") == ["cache", "chase", "ceilings"]
+
+
+def test_measure_completes_platforms_and_the_profiles_meters() -> None:
+    assert "gtx580" in _complete(["measure", "--platform"], "gtx5")
+    from archline.bench.config.profile import load_bench_profile
+
+    meters = [m.name for m in load_bench_profile("gtx580").meters]
+    assert "ps3" in meters and _complete(["measure", "--platform", "gtx580", "--meter"], "") == meters
