@@ -190,4 +190,5 @@ class Runner:
 
 
 def _short(params: Any) -> str:
-    return ";".join(f"{k}={v}" for k, v in sorted(params.items()))
+    # shortest first: the bar's 40 columns then show what tells points apart (intensity=0.25), not a long size
+    return " ".join(sorted((f"{k}={v}" for k, v in params.items()), key=lambda kv: (len(kv), kv)))
