@@ -205,6 +205,19 @@ class KeyReducer:
 
     def add(self, text: dict[str, np.ndarray], num: dict[str, np.ndarray], t: np.ndarray, e: np.ndarray,
             src: int, pos: np.ndarray, carried: dict[str, np.ndarray] | None = None) -> None:
+        if self._stream is not None:
+            # runs found on the values themselves (a NaN setting only splits a run), keys made per run
+            starts = run_starts([text[k] for k in self.text_keys] + [num[k] for k in self.num_keys], t.size)
+            if starts is not None:      # rows come in runs of one configuration: key and reduce the runs
+                rcols = [c[starts] if c.size == t.size else c for c in (text[k] for k in self.text_keys)]
+                rcols += [key_bits(num[k][starts] if num[k].size == t.size else num[k]) for k in self.num_keys]
+                rcodes, rfirst = factorize_rows(rcols)
+                if rcodes.size != starts.size:
+                    rcodes, rfirst = np.zeros(starts.size, dtype=np.int64), rfirst[:1]
+                keys = np.column_stack([c[rfirst] if c.size == starts.size else np.repeat(c, rfirst.size)
+                                        for c in rcols])
+                self._stream.add_runs(keys, rcodes, starts, t, e, src, pos, starts[rfirst])
+                return
         cols = [text[k] for k in self.text_keys] + [key_bits(num[k]) for k in self.num_keys]
         codes, first = factorize_rows(cols)
         if codes.size != t.size:     # every key column constant over the batch: all rows are one configuration
@@ -283,6 +296,27 @@ class KeyReducer:
 
 
 CHUNK_ROWS = 1 << 20
+#: A batch is reduced run by run when it has at most one run of equal keys per this many rows.
+RUN_ROWS = 64
+
+
+def run_starts(cols: Sequence[np.ndarray], n: int) -> np.ndarray | None:
+    """The first row of each run of equal keys (key columns of ``n`` rows, or of one for a constant),
+    or None when the runs are short (rows not in runs: grouping row by row is cheaper). A sweep writes a
+    point's repeats one after another, so a lab's batches are a few long runs."""
+    varying = [c for c in cols if c.size == n and n > 1]
+    if not varying:
+        return np.zeros(1, dtype=np.int64)
+    change = varying[0][1:] != varying[0][:-1]
+    for c in varying[1:]:
+        change |= c[1:] != c[:-1]
+    inner = np.flatnonzero(change)
+    if inner.size + 1 > max(n // RUN_ROWS, 1):
+        return None
+    out = np.empty(inner.size + 1, dtype=np.int64)
+    out[0] = 0
+    out[1:] = inner + 1
+    return out
 
 
 def _smallest(g: np.ndarray, t: np.ndarray, n_cfg: int, k: int) -> np.ndarray:

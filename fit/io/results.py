@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,8 +23,9 @@ from archline.common.inputs import show_value
 from archline.common.outputs import show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
+from archline.fit.io.batches import check_range, column_codes, rows_with
 from archline.fit.io.configs import Grouped, KeyReducer, Source
-from archline.fit.io.sources import SourceError, iter_sources, open_source, text_codes
+from archline.fit.io.sources import SourceError, iter_sources, open_source
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -105,17 +106,19 @@ def _first(mask: np.ndarray) -> int:
     return int(np.argmax(mask))
 
 
-def _numeric(tab: pa.Table, name: str, src: Source, pos: np.ndarray, fill: float = math.nan) -> np.ndarray:
-    """A column as float64 (``fill`` where empty); text that is not a number is a one-line error."""
+def _numeric(tab: pa.Table, name: str, src: Source, pos: np.ndarray, fill: float = math.nan,
+             one: bool = False) -> np.ndarray:
+    """A column as float64 (``fill`` where empty); text that is not a number is a one-line error. With ``one``,
+    a column with no value at all comes back as one element (the same value on every row)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = tab.num_rows
     if name not in tab.column_names:
-        return np.full(n, fill)
+        return np.full(1 if one else n, fill)
     col = tab.column(name)
-    if pa.types.is_null(col.type):
-        return np.full(n, fill)
+    if pa.types.is_null(col.type) or (one and col.null_count == n):
+        return np.full(1 if one else n, fill)
     if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):
         return numpy_of(col if col.type == pa.float64() else pc.cast(col, pa.float64()), fill=fill)
     s = pc.utf8_trim_whitespace(pc.cast(col, pa.string()))
@@ -130,66 +133,74 @@ def _numeric(tab: pa.Table, name: str, src: Source, pos: np.ndarray, fill: float
 
 def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, extra: Sequence[str],
               carry: Sequence[str] = ()) -> int:
-    """Check one table and hand its rows to ``reducer``. Returns the number of rows dropped (checksum)."""
+    """Check one table and hand its rows to ``reducer``. Returns the number of rows dropped (checksum).
+
+    Per row only what varies is touched: text checks are made once per distinct value (a column of one value
+    is one code), numbers are checked with a min and a max, and a count or setting that is the same on every
+    row goes on as one element."""
     codes: dict[str, tuple[np.ndarray, list[str | None]]] = {}
     for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry):
         if c in tab.column_names:
-            codes[c] = text_codes(tab.column(c))
+            codes[c] = column_codes(tab.column(c))
     sc, sv = codes["schema"]
-    bad = np.isin(sc, [i for i, v in enumerate(sv) if v is None or v.strip() != RESULTS_SCHEMA])
+    bad = rows_with(sc, sv, lambda v: v is None or v.strip() != RESULTS_SCHEMA)
     if bad.any():
         i = _first(bad)
         raise SchemaError(f"{src.where(int(pos[i]))}: schema is {sv[sc[i]]!r}, expected '{RESULTS_SCHEMA}'")
     for c in ("platform", "kernel"):
-        cc, cv = codes[c]
-        empty = np.isin(cc, [i for i, v in enumerate(cv) if v is None])
+        empty = rows_with(*codes[c], lambda v: v is None)
         if empty.any():
             raise MalformedRowError(f"{src.where(int(pos[_first(empty)]))}: empty {c}")
+    n = tab.num_rows
     t = _numeric(tab, "time_s", src, pos)
     e = _numeric(tab, "energy_j", src, pos)
-    num = {c: _numeric(tab, c, src, pos, fill=0.0) for c in COUNT_COLUMNS}
-    num.update({c: _numeric(tab, c, src, pos) for c in SETTING_COLUMNS})
-    bad = ~np.isfinite(e)
-    if bad.any():
-        raise BadValueError(f"{src.where(int(pos[_first(bad)]))}: energy_j is missing or NaN")
-    bad = e < 0
-    if bad.any():
-        i = _first(bad)
+    num = {c: _numeric(tab, c, src, pos, fill=0.0, one=True) for c in COUNT_COLUMNS}
+    num.update({c: _numeric(tab, c, src, pos, one=True) for c in SETTING_COLUMNS})
+    if not check_range(e, 0.0, above=False)[0]:
+        bad = ~np.isfinite(e)
+        if bad.any():
+            raise BadValueError(f"{src.where(int(pos[_first(bad)]))}: energy_j is missing or NaN")
+        i = _first(e < 0)
         raise BadValueError(f"{src.where(int(pos[i]))}: negative energy_j ({e[i]:g} J)")
-    bad = ~np.isfinite(t) | (t <= 0)
-    if bad.any():
-        i = _first(bad)
+    if not check_range(t, 0.0, above=True)[0]:
+        i = _first(~np.isfinite(t) | (t <= 0))
         raise BadValueError(f"{src.where(int(pos[i]))}: time_s must be a positive number, got {show_value(t[i])}")
     for c in COUNT_COLUMNS:
-        bad = ~np.isfinite(num[c]) | (num[c] < 0)
-        if bad.any():
-            i = _first(bad)
-            raise BadValueError(f"{src.where(int(pos[i]))}: {c} must be >= 0, got {num[c][i]:g}")
+        x = num[c]
+        ok, lo, hi = check_range(x, 0.0, above=False)
+        if not ok:
+            i = _first(~np.isfinite(x) | (x < 0))
+            raise BadValueError(f"{src.where(int(pos[i]))}: {c} must be >= 0, got {x[i]:g}")
+        if x.size > 1 and lo == hi:     # the same on every row (-0.0 == 0.0, as the key says)
+            num[c] = x[:1]
 
     def flag(name: str, words: set[str]) -> np.ndarray:
         if name not in codes:
-            return np.zeros(t.size, dtype=bool)
-        cc, cv = codes[name]
-        return np.isin(cc, [i for i, v in enumerate(cv) if v is not None and v.strip().lower() in words])
+            return np.zeros(1, dtype=bool)
+        return rows_with(*codes[name], lambda v: v is not None and v.strip().lower() in words)
 
     emulated = flag("backend", {"emulated"}) | flag("emulated", _TRUE)
     num["emulated"] = emulated.astype(np.float64)
     keep = ~flag("checksum_ok", _FALSE)
+    if keep.size == 1 and not keep[0]:
+        return n                # every row failed its checksum: it adds nothing
     text: dict[str, np.ndarray] = {}
     for c in (*TEXT_KEYS, *extra):
         cc, cv = codes.get(c, (np.zeros(1, dtype=np.int64), [None]))
         norm = ["" if v is None else (v.strip() if c in ("platform", *extra) else v.strip().lower()) for v in cv]
         text[c] = reducer.text_codes(c, cc, norm)
-    carried = {c: reducer.text_codes(c, *codes.get(c, (np.zeros(t.size, dtype=np.int64), [None])),
-                                     full=True) for c in carry}
+    carried: dict[str, np.ndarray] = {}
+    for c in carry:
+        cc, cv = codes.get(c, (np.zeros(1, dtype=np.int64), [None]))
+        carried[c] = reducer.text_codes(c, np.full(n, cc[0]) if cc.size == 1 else cc, cv, full=True)
     if not keep.all():
         text = {k: (v[keep] if v.size == keep.size else v) for k, v in text.items()}
-        num = {k: v[keep] for k, v in num.items()}
+        num = {k: (v[keep] if v.size == keep.size else v) for k, v in num.items()}
         carried = {k: v[keep] for k, v in carried.items()}
         t, e, pos = t[keep], e[keep], pos[keep]
     if t.size:      # a batch whose every row failed its checksum adds nothing
         reducer.add(text, num, t, e, reducer.source_index(src), pos, carried)
-    return int((~keep).sum())
+    return n - int(t.size)
 
 
 def _finish(reducer: KeyReducer) -> Grouped:
@@ -243,13 +254,14 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     num = (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
     text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry, *flt.columns)))
     seen: set[str] = set()
-    try:
+
+    def tables() -> Iterator[tuple[Source, pa.Table, np.ndarray]]:
         for path, kind, partition in iter_sources(files):
             if kind == "parquet" and path.stat().st_size == 0:
                 raise EmptyResultsError(f"{show(path)}: empty file (no header, no rows); expected an "
                                         f"{RESULTS_SCHEMA} CSV or Parquet file")
             with open_source(path, kind, partition) as src:   # a CSV is opened once: a pipe works
-                seen |= src.columns
+                seen.update(src.columns)
                 missing = [c for c in REQUIRED_COLUMNS if c not in src.columns]
                 if missing:
                     raise SchemaError(f"{show(path)}: not an {RESULTS_SCHEMA} file: missing column(s) "
@@ -257,13 +269,17 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
                 n_rows = 0
                 for tab, pos in src.tables(text, num):
                     n_rows += tab.num_rows
-                    keep = flt.mask(tab)
-                    if keep is not None and not keep.all():
-                        tab, pos = tab.filter(arrow_of(keep)), pos[keep]
-                    if tab.num_rows:
-                        dropped += _validate(tab, src.source, pos, reducer, extra, carry)
+                    yield src.source, tab, pos
             if n_rows == 0 and kind == "csv":
                 raise EmptyResultsError(f"{show(path)}: header only, no result rows")
+
+    try:
+        for source, tab, pos in tables():
+            keep = flt.mask(tab)
+            if keep is not None and not keep.all():
+                tab, pos = tab.filter(arrow_of(keep)), pos[keep]
+            if tab.num_rows:
+                dropped += _validate(tab, source, pos, reducer, extra, carry)
     except SourceError as e:
         raise _SOURCE_ERRORS[e.kind](str(e)) from None
     flt.check(seen)

@@ -4,9 +4,11 @@ reservoir sample once there are more. :class:`archline.fit.io.configs.KeyReducer
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from archline.fit.io.configs import config_stats
+from archline.fit.io.configs import _smallest, config_stats
 
 
 class StreamStats:
@@ -48,8 +50,8 @@ class StreamStats:
         self.first_src, self.first_pos = ext(self.first_src, 0), ext(self.first_pos, 0)
         self.cap = new
 
-    def add(self, keys: np.ndarray, codes: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray,
-            first: np.ndarray) -> None:
+    def _ids(self, keys: np.ndarray, src: int, pos: np.ndarray, first_rows: np.ndarray) -> np.ndarray:
+        """Running index of each of a batch's distinct keys (new ones registered with their first row)."""
         gid = np.empty(len(keys), dtype=np.int64)
         for j, row in enumerate(np.ascontiguousarray(keys)):
             b = row.tobytes()
@@ -58,11 +60,57 @@ class StreamStats:
                 k = self.ids[b] = len(self.ids)
                 self.keys.append(row.copy())
                 self._grow(k + 1)
-                self.first_src[k], self.first_pos[k] = src, int(pos[first[j]])
+                self.first_src[k], self.first_pos[k] = src, int(pos[first_rows[j]])
             gid[j] = k
-        b_stats = config_stats(codes, t, e, len(keys))
-        self._merge(gid, b_stats)
-        self._keep(gid[codes].astype(np.int32), t, e, src, pos)
+        return gid
+
+    def add(self, keys: np.ndarray, codes: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray,
+            first: np.ndarray) -> None:
+        """A batch keyed row by row: ``codes`` (row -> distinct key) and ``first`` (each key's first row)."""
+        gid = self._ids(keys, src, pos, first)
+        self._merge(gid, config_stats(codes, t, e, len(keys)))
+        self._keep(lambda idx: gid[codes[idx]], t, e, src, pos)
+
+    def add_runs(self, keys: np.ndarray, rcodes: np.ndarray, starts: np.ndarray, t: np.ndarray, e: np.ndarray,
+                 src: int, pos: np.ndarray, first_rows: np.ndarray) -> None:
+        """A batch in runs of one configuration: run ``r`` is rows ``starts[r]`` up to the next start and has
+        distinct key ``rcodes[r]``. Each run's mean and centred sums come from its own rows (two passes, as
+        :func:`config_stats`), the runs of one key are combined with the pairwise update, and no per-row
+        configuration index is made unless a row is kept."""
+        gid = self._ids(keys, src, pos, first_rows)
+        u, n = len(keys), t.size
+        lens_i = np.diff(starts, append=n)
+        lens = lens_i.astype(np.float64)
+        lt = np.log(t)
+        mt, me, ml = (np.add.reduceat(x, starts) / lens for x in (t, e, lt))
+        dt = t - np.repeat(mt, lens_i)
+        de = e - np.repeat(me, lens_i)
+        dl = lt - np.repeat(ml, lens_i)
+        del lt
+        r_tt, r_ee, r_te, r_ll = (np.add.reduceat(x * y, starts) for x, y in ((dt, dt), (de, de), (dt, de), (dl, dl)))
+        del dt, de, dl
+        nb = np.bincount(rcodes, lens, minlength=u)
+        bt, be, bl = (np.bincount(rcodes, lens * m, minlength=u) / nb for m in (mt, me, ml))
+        ct, ce, cl = mt - bt[rcodes], me - be[rcodes], ml - bl[rcodes]
+        b = {"n": nb, "time_s": bt, "energy_j": be, "log_time_mean": bl,
+             "time_ss": np.bincount(rcodes, r_tt + lens * ct * ct, minlength=u),
+             "energy_ss": np.bincount(rcodes, r_ee + lens * ce * ce, minlength=u),
+             "time_energy_sp": np.bincount(rcodes, r_te + lens * ct * ce, minlength=u),
+             "log_time_ss": np.bincount(rcodes, r_ll + lens * cl * cl, minlength=u)}
+        # the three fastest: only rows faster than their configuration's third fastest so far can change them
+        thr = self.fastest[gid, 2][rcodes]
+        cand = np.flatnonzero(t < np.repeat(thr, lens_i))
+        run_of = np.searchsorted(starts, cand, side="right") - 1
+        fastest = _smallest(rcodes[run_of], t[cand], u, 3)
+        b["time_min1"], b["time_min2"], b["time_min3"] = fastest[:, 0], fastest[:, 1], fastest[:, 2]
+        self._merge(gid, b)
+        row_g = gid[rcodes]
+
+        def g_of(idx: slice | np.ndarray) -> np.ndarray:
+            if isinstance(idx, slice):
+                return np.repeat(row_g, lens_i)[idx]
+            return row_g[np.searchsorted(starts, idx, side="right") - 1]
+        self._keep(g_of, t, e, src, pos)
 
     def _merge(self, gid: np.ndarray, b: dict[str, np.ndarray]) -> None:
         na, nb = self.n[gid], b["n"]
@@ -86,28 +134,52 @@ class StreamStats:
         self.fastest[gid] = np.sort(np.hstack([self.fastest[gid], np.column_stack(
             [b["time_min1"], b["time_min2"], b["time_min3"]])]), axis=1)[:, :3]
 
-    def _keep(self, g: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray) -> None:
-        batch: tuple[np.ndarray, ...] = (g, t, e, np.full(t.size, src, dtype=np.int32), pos.astype(np.int64))
-        start, self.n_seen = self.n_seen, self.n_seen + t.size
+    def _keep(self, g_of: Callable[[slice | np.ndarray], np.ndarray], t: np.ndarray, e: np.ndarray, src: int,
+              pos: np.ndarray) -> None:
+        """Keep a batch's rows while they fit, a uniform reservoir sample after; ``g_of`` gives the running
+        configuration index of the rows asked for (made only for the rows kept)."""
+        def take(idx: slice | np.ndarray) -> tuple[np.ndarray, ...]:
+            g = g_of(idx).astype(np.int32)
+            return g, t[idx], e[idx], np.full(g.size, src, dtype=np.int32), pos[idx].astype(np.int64)
+
+        m = t.size
+        start, self.n_seen = self.n_seen, self.n_seen + m
         if not self.sampled and self.n_seen <= self.max_rows:
-            self._rows.append(batch)
+            self._rows.append(take(slice(None)))
             return
+        off = 0
         if not self.sampled:       # the rows no longer fit: the ones so far become the reservoir's start
             self.sampled = True
-            old = tuple(np.concatenate([r[i] for r in self._rows]) if self._rows else batch[i][:0]
-                        for i in range(5))
+            room = self.max_rows - start
+            head = take(slice(0, room))
+            old = tuple(np.concatenate([*(r[i] for r in self._rows), head[i]]) for i in range(5))
             self._rows.clear()
-            room = self.max_rows - old[0].size
-            self._res = tuple(np.concatenate([o, b[:room]]) for o, b in zip(old, batch, strict=True))
-            batch, start = tuple(b[room:] for b in batch), start + room
+            self._res = old
+            off, start = room, start + room
         assert self._res is not None
-        if not batch[0].size:
-            return
-        # algorithm R: row i (0-based over all rows) replaces slot j ~ U{0..i} when j < max_rows
-        j = (self.rng.random(batch[0].size) * (start + 1 + np.arange(batch[0].size))).astype(np.int64)
-        hit = j < self.max_rows
-        for r, b in zip(self._res, batch, strict=True):
-            r[j[hit]] = b[hit]       # a slot drawn twice keeps the later row, as the sequential algorithm
+        rows, slots = self._draw(start, m - off)
+        if rows.size:
+            for r, b in zip(self._res, take(rows + off), strict=True):
+                r[slots] = b       # a slot drawn twice keeps the later row, as the sequential algorithm
+
+    def _draw(self, start: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Algorithm R's replacements among rows ``start .. start+m-1`` (0-based over all rows, ``start`` >=
+        max_rows): row i replaces a uniform slot with probability max_rows/(i+1), independently. Drawn without a
+        random number per row: candidates at the first row's rate (geometric gaps), each kept with the ratio of
+        its own rate to that one (thinning), in row order; then a uniform slot for each."""
+        k = self.max_rows
+        if m <= 0 or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        p = k / (start + 1)
+        parts, last = [], -1
+        while last < m - 1:
+            gaps = self.rng.geometric(p, size=int(m * p * 1.05) + 64)
+            c = last + np.cumsum(gaps)
+            parts.append(c[c < m])
+            last = int(c[-1])
+        cand = np.concatenate(parts)
+        cand = cand[self.rng.random(cand.size) * (start + 1 + cand) < start + 1]
+        return cand, self.rng.integers(0, k, size=cand.size)
 
     def keys_table(self) -> np.ndarray:
         return np.vstack(self.keys) if self.keys else np.zeros((0, self.n_keys), dtype=np.uint64)
