@@ -179,6 +179,7 @@ class KeyReducer:
         self._offset = 0
         self.sources: list[Source] = []
         self._carry: dict[str, list[np.ndarray]] = {}
+        self._luts: dict[str, np.ndarray] = {}   # per batch: text key -> local to global codes (stream only)
 
     @property
     def n_rows(self) -> int:
@@ -201,15 +202,20 @@ class KeyReducer:
                        dtype=np.uint64)
         if not full and indices.size > 1 and indices.min() == indices.max():
             indices = indices[:1]
+        if self._stream is not None and not full and indices.size > 1:
+            self._luts[name] = lut      # mapped in add(): at the run starts only, when the rows are in runs
+            return indices
+        self._luts.pop(name, None)
         return lut[indices]
 
     def add(self, text: dict[str, np.ndarray], num: dict[str, np.ndarray], t: np.ndarray, e: np.ndarray,
             src: int, pos: np.ndarray, carried: dict[str, np.ndarray] | None = None) -> None:
         if self._stream is not None:
             # runs found on the values themselves (a NaN setting only splits a run), keys made per run
+            luts, self._luts = self._luts, {}
             starts = run_starts([text[k] for k in self.text_keys] + [num[k] for k in self.num_keys], t.size)
             if starts is not None:      # rows come in runs of one configuration: key and reduce the runs
-                rcols = [c[starts] if c.size == t.size else c for c in (text[k] for k in self.text_keys)]
+                rcols = [luts[k][text[k][starts]] if k in luts else text[k] for k in self.text_keys]
                 rcols += [key_bits(num[k][starts] if num[k].size == t.size else num[k]) for k in self.num_keys]
                 rcodes, rfirst = factorize_rows(rcols)
                 if rcodes.size != starts.size:
@@ -218,6 +224,7 @@ class KeyReducer:
                                         for c in rcols])
                 self._stream.add_runs(keys, rcodes, starts, t, e, src, pos, starts[rfirst])
                 return
+            text = {k: luts[k][v] if k in luts else v for k, v in text.items()}
         cols = [text[k] for k in self.text_keys] + [key_bits(num[k]) for k in self.num_keys]
         codes, first = factorize_rows(cols)
         if codes.size != t.size:     # every key column constant over the batch: all rows are one configuration
@@ -247,16 +254,7 @@ class KeyReducer:
         wide = self._offset >= 2**31
         g = gcodes.astype(np.int64 if wide else np.int32)[_concat(self._codes, np.int64 if wide else np.int32)]
         first = np.concatenate(self._first)[gfirst]
-        cfg = Columns()
-        k_text = len(self.text_keys)
-        for j, name in enumerate(self.text_keys):
-            names = np.empty(len(self.dictionaries[name]), dtype=object)
-            for value, code in self.dictionaries[name].items():
-                names[code] = value
-            cfg[name] = names[keys[gfirst, j].astype(np.int64)] if names.size else np.full(gfirst.size, "",
-                                                                                           dtype=object)
-        for j, name in enumerate(self.num_keys):
-            cfg[name] = keys[gfirst, k_text + j].copy().view(np.float64)
+        cfg = self._config_table(keys[gfirst])
         t, e = _concat(self._t, np.float64), _concat(self._e, np.float64)
         stats = config_stats(g, t, e, gfirst.size)
         for k, v in stats.items():
@@ -269,7 +267,6 @@ class KeyReducer:
                 values[code] = value
             carry[k] = (_concat(parts, np.int32), values)
         return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources, carry)
-
 
     def _config_table(self, keys: np.ndarray) -> Columns:
         cfg = Columns()

@@ -10,6 +10,43 @@ import numpy as np
 
 from archline.fit.io.configs import _smallest, config_stats
 
+#: Up to this many runs in a batch, each run is reduced on its own slice (cache-sized, no per-row temporaries).
+LOOP_RUNS = 512
+
+
+def _run_sums(t: np.ndarray, e: np.ndarray, starts: np.ndarray, lens_i: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per run: means of time, energy and log time, and the centred sums tt, ee, te, ll (two passes)."""
+    lens = lens_i.astype(np.float64)
+    lt = np.log(t)
+    mt, me, ml = (np.add.reduceat(x, starts) / lens for x in (t, e, lt))
+    dt = t - np.repeat(mt, lens_i)
+    de = e - np.repeat(me, lens_i)
+    dl = lt - np.repeat(ml, lens_i)
+    del lt
+    r_tt, r_ee, r_te, r_ll = (np.add.reduceat(x * y, starts) for x, y in ((dt, dt), (de, de), (dt, de), (dl, dl)))
+    return mt, me, ml, r_tt, r_ee, r_te, r_ll
+
+
+def _run_sums_loop(t: np.ndarray, e: np.ndarray, starts: np.ndarray, thr: np.ndarray
+                   ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """:func:`_run_sums` one run's slice at a time (few long runs), and each run's three fastest times below
+    ``thr`` (inf-padded)."""
+    r = starts.size
+    out = np.zeros((7, r))
+    fast = np.full((r, 3), np.inf)
+    ends = np.append(starts[1:], t.size)
+    for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        x, y = t[a:b], e[a:b]
+        lx = np.log(x)
+        mx, my, ml = x.mean(), y.mean(), lx.mean()
+        dx, dy, lx = x - mx, y - my, lx - ml
+        out[:, i] = mx, my, ml, dx @ dx, dy @ dy, dx @ dy, lx @ lx
+        c = x[x < thr[i]] if np.isfinite(thr[i]) else x
+        if c.size > 3:
+            c = np.partition(c, 2)[:3]
+        fast[i, :c.size] = np.sort(c)
+    return tuple(out), fast
+
 
 class StreamStats:
     """Running per-configuration statistics (the :data:`STAT_COLUMNS`), merged batch by batch with the
@@ -81,14 +118,14 @@ class StreamStats:
         u, n = len(keys), t.size
         lens_i = np.diff(starts, append=n)
         lens = lens_i.astype(np.float64)
-        lt = np.log(t)
-        mt, me, ml = (np.add.reduceat(x, starts) / lens for x in (t, e, lt))
-        dt = t - np.repeat(mt, lens_i)
-        de = e - np.repeat(me, lens_i)
-        dl = lt - np.repeat(ml, lens_i)
-        del lt
-        r_tt, r_ee, r_te, r_ll = (np.add.reduceat(x * y, starts) for x, y in ((dt, dt), (de, de), (dt, de), (dl, dl)))
-        del dt, de, dl
+        thr = self.fastest[gid, 2][rcodes]   # only rows faster than a configuration's third fastest count
+        if starts.size <= LOOP_RUNS:
+            (mt, me, ml, r_tt, r_ee, r_te, r_ll), run_fast = _run_sums_loop(t, e, starts, thr)
+        else:
+            mt, me, ml, r_tt, r_ee, r_te, r_ll = _run_sums(t, e, starts, lens_i)
+            cand = np.flatnonzero(t < np.repeat(thr, lens_i))
+            run_of = np.searchsorted(starts, cand, side="right") - 1
+            run_fast = _smallest(run_of, t[cand], starts.size, 3)
         nb = np.bincount(rcodes, lens, minlength=u)
         bt, be, bl = (np.bincount(rcodes, lens * m, minlength=u) / nb for m in (mt, me, ml))
         ct, ce, cl = mt - bt[rcodes], me - be[rcodes], ml - bl[rcodes]
@@ -97,11 +134,7 @@ class StreamStats:
              "energy_ss": np.bincount(rcodes, r_ee + lens * ce * ce, minlength=u),
              "time_energy_sp": np.bincount(rcodes, r_te + lens * ct * ce, minlength=u),
              "log_time_ss": np.bincount(rcodes, r_ll + lens * cl * cl, minlength=u)}
-        # the three fastest: only rows faster than their configuration's third fastest so far can change them
-        thr = self.fastest[gid, 2][rcodes]
-        cand = np.flatnonzero(t < np.repeat(thr, lens_i))
-        run_of = np.searchsorted(starts, cand, side="right") - 1
-        fastest = _smallest(rcodes[run_of], t[cand], u, 3)
+        fastest = _smallest(np.repeat(rcodes, 3), run_fast.ravel(), u, 3)
         b["time_min1"], b["time_min2"], b["time_min3"] = fastest[:, 0], fastest[:, 1], fastest[:, 2]
         self._merge(gid, b)
         row_g = gid[rcodes]
@@ -171,6 +204,9 @@ class StreamStats:
         if m <= 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         p = k / (start + 1)
+        if p > 0.1:                # most rows are candidates: one uniform per row is cheaper than the gaps
+            cand = np.flatnonzero(self.rng.random(m) * (start + 1 + np.arange(m)) < k)
+            return cand, self.rng.integers(0, k, size=cand.size)
         parts, last = [], -1
         while last < m - 1:
             gaps = self.rng.geometric(p, size=int(m * p * 1.05) + 64)
