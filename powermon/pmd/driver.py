@@ -5,10 +5,8 @@ welcome string and ID, read the config (its ADC offsets are added to every code)
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
-import serial
 
 from archline.powermon.errors import DeviceError
 from archline.powermon.pmd.protocol import (
@@ -25,11 +23,9 @@ from archline.powermon.pmd.protocol import (
     Decoder,
     PmdConfig,
 )
-from archline.powermon.stream.driver import StreamDriver
+from archline.powermon.stream.driver import StreamDriver, register_handler
 
-HANDLER_PACKAGE = "archline.powermon.pmd"
-if HANDLER_PACKAGE not in serial.protocol_handler_packages:
-    serial.protocol_handler_packages.append(HANDLER_PACKAGE)
+register_handler("archline.powermon.pmd")
 
 
 class PmdUsb(StreamDriver):
@@ -37,11 +33,14 @@ class PmdUsb(StreamDriver):
     kind = "pmd"
     baudrate = 115200
 
-    def __init__(self, port: str, rate_hz: float, **kw: Any) -> None:
-        super().__init__(port, rate_hz, **kw)
-        self.config = PmdConfig()
-        self.firmware = 0
-        self.decoder = Decoder(self.config, rate_hz)
+    firmware = 0
+    config: PmdConfig
+
+    def default_config(self) -> PmdConfig:
+        return PmdConfig()
+
+    def new_decoder(self) -> Decoder:
+        return Decoder(self.config, self.rate_hz)
 
     def handshake(self) -> None:
         self.write(STOP)
@@ -58,7 +57,7 @@ class PmdUsb(StreamDriver):
         self.version = f"PMD-USB firmware {self.firmware}"
         self.write(bytes([CMD_READ_CONFIG]))
         self.config = PmdConfig.unpack(self.read_exact(PmdConfig.size(self.firmware)))
-        self.decoder = Decoder(self.config, self.rate_hz)
+        self.decoder = self.new_decoder()
 
     def start_stream(self) -> None:
         self.write(START)

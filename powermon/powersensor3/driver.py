@@ -5,10 +5,8 @@ frame that may trail it flushed)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
-import serial
 
 from archline.powermon.errors import DeviceError
 from archline.powermon.powersensor3.protocol import (
@@ -21,11 +19,9 @@ from archline.powermon.powersensor3.protocol import (
     SensorConfig,
     default_config,
 )
-from archline.powermon.stream.driver import StreamDriver
+from archline.powermon.stream.driver import StreamDriver, register_handler
 
-HANDLER_PACKAGE = "archline.powermon.powersensor3"
-if HANDLER_PACKAGE not in serial.protocol_handler_packages:
-    serial.protocol_handler_packages.append(HANDLER_PACKAGE)
+register_handler("archline.powermon.powersensor3")
 
 
 class PowerSensor3(StreamDriver):
@@ -33,10 +29,13 @@ class PowerSensor3(StreamDriver):
     kind = "powersensor3"
     baudrate = 115200          # meaningless on CDC-ACM; pyserial wants one
 
-    def __init__(self, port: str, rate_hz: float, **kw: Any) -> None:
-        super().__init__(port, rate_hz, **kw)
-        self.config: tuple[SensorConfig, ...] = default_config()
-        self.decoder = Decoder(self.config, rate_hz)
+    config: tuple[SensorConfig, ...]
+
+    def default_config(self) -> tuple[SensorConfig, ...]:
+        return default_config()
+
+    def new_decoder(self) -> Decoder:
+        return Decoder(self.config, self.rate_hz)
 
     def handshake(self) -> None:
         self.write(b"X")
@@ -65,7 +64,7 @@ class PowerSensor3(StreamDriver):
             if a.in_use != b.in_use:
                 raise DeviceError(f"PowerSensor3 on {self.port}: pair {p} has only one sensor in use "
                                   "(configure both with psconfig)")
-        self.decoder = Decoder(self.config, self.rate_hz)
+        self.decoder = self.new_decoder()
 
     def start_stream(self) -> None:
         self.write(b"S")

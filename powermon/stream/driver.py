@@ -78,6 +78,12 @@ def open_serial(port: str, label: str, baudrate: int, timeout_s: float) -> Any:
         raise DeviceError(f"cannot open {port}: {text}") from None
 
 
+def register_handler(package: str) -> None:
+    """Let pyserial find the emulator URL handler ``package.protocol_<scheme>`` (``pmd://``, ``powersensor3://``)."""
+    if package not in serial.protocol_handler_packages:
+        serial.protocol_handler_packages.append(package)
+
+
 class StreamDriver:
     """Reader thread and frame store; a protocol subclass gives ``handshake``, ``start_stream``, ``stop_stream``
     and a ``decoder`` with ``feed(data, k_hint) -> Decoded`` and ``stats``."""
@@ -117,8 +123,18 @@ class StreamDriver:
         self._marks: list[tuple[float, int]] = []          #: (host time the mark was asked, marked frame index)
         self._last_k = -1
         self.clock_bound_s: float | None = None     #: how well the marker-aligned clock is known (host s)
+        self.config: Any = self.default_config()
+        self.decoder = self.new_decoder()
 
     # ------------------------------------------------------------ to implement
+    def default_config(self) -> Any:
+        """The configuration assumed until the handshake reads the device's."""
+        raise NotImplementedError
+
+    def new_decoder(self) -> Any:
+        """The protocol's decoder for the configuration read so far (called at construction and after handshake)."""
+        raise NotImplementedError
+
     def handshake(self) -> None:
         raise NotImplementedError
 

@@ -10,12 +10,14 @@ from typing import Any
 
 import numpy as np
 
+from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.emulator.pty_server import PtyServer
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
 from archline.powermon.spec import MeterSpec
+from archline.powermon.stream.core import StreamFaults
 from archline.powermon.stream.driver import StreamDriver
 
 FIRST_FRAMES_TIMEOUT_S = 5.0
@@ -186,3 +188,63 @@ class StreamMeter:
                            total / dur if dur > 0 else float("nan"), n_in, rate, 0, gaps, lost,
                            self._samples(k[sel], v[sel], a[sel]), warnings, device_time_s=dur,
                            expected_samples=expected, lost_s=lost_s, device_window_s=(d0, d1))
+
+
+def url_rate_hz(port: str | None, scheme: str) -> float | None:
+    """The frame rate an emulator URL asks for (``pmd://default?rate=2000``), else None."""
+    from urllib.parse import parse_qs, urlsplit
+
+    if not port or not port.startswith(f"{scheme}://"):
+        return None
+    got = parse_qs(urlsplit(port).query).get("rate")
+    try:
+        rate = float(got[0]) if got else None
+    except ValueError:
+        raise MeterError(f"bad {scheme}:// URL {port!r}: rate must be a number") from None
+    if rate is not None and not rate > 0:
+        raise MeterError(f"bad {scheme}:// URL {port!r}: rate must be positive")
+    return rate
+
+
+def rate_of(spec: MeterSpec, scheme: str, default_hz: float) -> float:
+    """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or the meter's ``default_hz``."""
+    url_rate = url_rate_hz(spec.port, scheme)
+    if url_rate is not None:
+        return url_rate
+    return spec.rate_hz if "rate_hz" in spec.model_fields_set else default_hz
+
+
+def spec_port(spec: MeterSpec, scheme: str, default_hz: float, example: str) -> str:
+    """The port of ``spec``; an emulator URL gets the profile's rate unless it names one."""
+    if not spec.port:
+        raise MeterError(f"meter '{spec.name}' has no port (e.g. port = \"{example}\")")
+    port = spec.port
+    if port.startswith(f"{scheme}://") and "rate=" not in port:
+        port += ("&" if "?" in port else "?") + f"rate={rate_of(spec, scheme, default_hz):g}"
+    return port
+
+
+def open_stream(spec: MeterSpec, driver: type[StreamDriver], scheme: str, default_hz: float, example: str, *,
+                name: str | None = None, marker_byte: bytes | None = None, **kw: Any) -> StreamMeter:
+    """A stream meter on ``spec.port`` (a ``scheme://`` URL opens the emulator in-process)."""
+    if spec.kind != driver.kind:
+        raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a {driver.label}")
+    port = spec_port(spec, scheme, default_hz, example)
+    drv = driver(port, rate_of(spec, scheme, default_hz), name=name or spec.name,
+                 emulated=port.startswith(f"{scheme}://"), **kw)
+    return StreamMeter(drv, spec, marker_byte=marker_byte)
+
+
+def emulate_stream(spec: MeterSpec, driver: type[StreamDriver], core: Callable[..., Any], rate_hz: float,
+                   power: PowerSource | PowerCallable | None, *, speed: float = 1.0, seed: int = 0,
+                   faults: StreamFaults | None = None, name: str | None = None, marker_byte: bytes | None = None,
+                   **kw: Any) -> StreamMeter:
+    """A stream meter emulated on a real pty playing ``power``, driven by the real driver; labelled emulated.
+    ``core(power, rate_hz, faults, speed=, seed=)`` builds the protocol's emulator; ``speed`` compresses time."""
+    dev = core(power, rate_hz, faults, speed=speed, seed=seed)
+    bind = getattr(power, "bind", None)
+    if callable(bind):
+        bind(dev)
+    server = PtyServer(dev)
+    drv = driver(server.port, rate_hz, name=name or f"{spec.name}-emulated", speed=speed, emulated=True, **kw)
+    return StreamMeter(drv, spec, server, marker_byte=marker_byte)

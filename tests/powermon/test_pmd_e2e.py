@@ -7,30 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.made_up_profile import VALUES, made_up_profile
 from support.stream_e2e import record, registered, run_and_fit
 
 from archline.bench.config.options import RunOptions
 
 TOL_REL = 0.03
-PROFILE = """
-schema = "archline.platform/1"
-name = "pmdbox"
-title = "a made-up card measured on its PCIe cables by a PMD-USB"
-device_kind = "gpu"
-
-[constants]
-peak_flop_per_s_sp = { value = 400e9, source = "made up" }
-peak_flop_per_s_dp = { value = 100e9, source = "made up" }
-peak_byte_per_s = { value = 50e9, source = "made up" }
-eps_flop_sp = { value = 40e-12, source = "made up" }
-eps_flop_dp = { value = 150e-12, source = "made up" }
-eps_mem = { value = 300e-12, source = "made up" }
-pi0 = { value = 35.0, source = "made up" }
-
-[emulate]
-idle_w = 12.0
-noise_rel = 0.003
-
+PROFILE = made_up_profile("pmdbox", "a made-up card measured on its PCIe cables by a PMD-USB", """
 [[meters]]
 name = "pmd"
 kind = "pmd"
@@ -40,8 +23,7 @@ channels = [
   { id = 0, rail = "pcie1_12v", device = "card", nominal_v = 12.0, share = 0.6 },
   { id = 1, rail = "pcie2_12v", device = "card", nominal_v = 12.0, share = 0.4 },
 ]
-"""
-VALUES = {"eps_flop_sp": 40e-12, "eps_flop_dp": 150e-12, "eps_mem": 300e-12, "pi0": 35.0}
+""")
 
 
 def test_meter_record_pmd(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.made_up_profile import VALUES, made_up_profile
 
 from archline.bench.config.options import RunOptions
 from archline.bench.run.session import run_once
@@ -21,25 +22,7 @@ TOL_REL = 0.03
 
 GTX580_TABLE4 = {"eps_flop_sp": 99.7e-12, "eps_flop_dp": 212e-12, "eps_mem": 513e-12, "pi0": 122.0}
 
-USER_PROFILE = """
-schema = "archline.platform/1"
-name = "mybox"
-title = "a user's made-up accelerator"
-device_kind = "gpu"
-
-[constants]
-peak_flop_per_s_sp = { value = 400e9, source = "made up" }
-peak_flop_per_s_dp = { value = 100e9, source = "made up" }
-peak_byte_per_s = { value = 50e9, source = "made up" }
-eps_flop_sp = { value = 40e-12, source = "made up" }
-eps_flop_dp = { value = 150e-12, source = "made up" }
-eps_mem = { value = 300e-12, source = "made up" }
-pi0 = { value = 35.0, source = "made up" }
-
-[emulate]
-idle_w = 12.0
-noise_rel = 0.003
-
+USER_PROFILE = made_up_profile("mybox", "a user's made-up accelerator", """
 [[meters]]
 name = "pm"
 kind = "powermon2"
@@ -47,8 +30,8 @@ channels = [
   { id = 0, rail = "main_12v", device = "card", nominal_v = 12.0, share = 0.7 },
   { id = 5, rail = "aux_5v", device = "card", nominal_v = 5.0, r_sense_ohm = 0.002, share = 0.3 },
 ]
-"""
-USER_VALUES = {"eps_flop_sp": 40e-12, "eps_flop_dp": 150e-12, "eps_mem": 300e-12, "pi0": 35.0}
+""")
+USER_VALUES = VALUES
 
 
 def _read_rows(path: Path) -> list[dict[str, str]]:
