@@ -1,11 +1,14 @@
 """Helpers of the results reader's batch loop (:mod:`archline.fit.io.results`): text columns as codes with a
-one-value column as one code, and checks made once per distinct value or with one min and max."""
+one-value column as one code, checks made once per distinct value or with one min and max, and
+the next batch read in a thread while this one is reduced."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -13,6 +16,8 @@ from archline.fit.io.sources import text_codes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
+
+T = TypeVar("T")
 
 
 def column_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str | None]]:
@@ -55,3 +60,58 @@ def check_range(x: np.ndarray, lowest: float, above: bool) -> tuple[bool, float,
         return True, math.nan, math.nan
     lo, hi = float(x.min()), float(x.max())       # a NaN propagates into both
     return (lo > lowest if above else lo >= lowest) and hi < math.inf, lo, hi
+
+
+def ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, each produced in a thread while the consumer works on the one before: pyarrow decodes the
+    next batch (without the GIL, on the other core) while numpy reduces this one; at most two are alive at
+    once. An exception in the producer is raised here, where its item would have come; when the consumer stops
+    early the producer stops at its next item and closes ``items`` in its own thread (its open files with
+    it)."""
+    q: queue.Queue[tuple[int, object]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def put(kind: int, x: object) -> bool:
+        while not stop.is_set():
+            try:
+                q.put((kind, x), timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    taken = threading.Semaphore(0)
+
+    def run() -> None:
+        try:
+            for x in items:
+                if not put(0, x):
+                    return
+                del x
+                while not taken.acquire(timeout=0.05):   # the next one is decoded once this one is taken:
+                    if stop.is_set():                    # two alive at most, not three
+                        return
+            put(1, None)
+        except BaseException as e:
+            put(2, e)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    th = threading.Thread(target=run, name="archline-read-ahead", daemon=True)
+    th.start()
+    try:
+        while True:
+            kind, x = q.get()
+            taken.release()
+            if kind == 1:
+                return
+            if kind == 2:
+                assert isinstance(x, BaseException)
+                raise x
+            yield x  # type: ignore[misc]
+            del x               # the consumer's reference goes before the next item is waited for
+    finally:
+        stop.set()
+        th.join()

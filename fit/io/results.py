@@ -23,7 +23,7 @@ from archline.common.inputs import show_value
 from archline.common.outputs import show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
-from archline.fit.io.batches import check_range, column_codes, rows_with
+from archline.fit.io.batches import ahead, check_range, column_codes, rows_with
 from archline.fit.io.configs import Grouped, KeyReducer, Source
 from archline.fit.io.sources import SourceError, iter_sources, open_source
 
@@ -274,7 +274,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
                 raise EmptyResultsError(f"{show(path)}: header only, no result rows")
 
     try:
-        for source, tab, pos in tables():
+        for source, tab, pos in ahead(tables()):     # the next batch is decoded while this one is reduced
             keep = flt.mask(tab)
             if keep is not None and not keep.all():
                 tab, pos = tab.filter(arrow_of(keep)), pos[keep]
