@@ -152,7 +152,8 @@ def _record_table(summary: dict[str, Any]) -> None:
                      "warnings) alone on stdout")
 def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None,
                partial: bool, fmt: str) -> None:
-    """Decode a PowerMon 2 byte capture into samples (t_s, channel, voltage_v, current_a, power_w).
+    """Decode a PowerMon 2 (or PowerSensor3, PMD-USB) byte capture into samples (t_s, channel, voltage_v, current_a,
+    power_w).
 
     \b
     RAW may be a pipe (meter decode <(zcat c.raw.bin.gz) ...): it is read once, up to 1 GiB (a day of the meter's
@@ -164,8 +165,15 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
       archline meter decode capture.raw.bin --out samples.csv --format json
     """
     from archline.powermon.offline import decode_to_file
+    from archline.powermon.powermon2.capture import stream_capture_kind
 
-    n, emulated, meta = decode_to_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
+    kind = stream_capture_kind(raw)
+    if kind is not None:      # a PowerSensor3 or PMD-USB capture (its sidecar says which)
+        from archline.powermon.stream.meter import decode_capture_to_file
+
+        n, emulated, meta = decode_capture_to_file(raw, out, kind, _ints(channels), rate_hz, r_sense_ohm)
+    else:
+        n, emulated, meta = decode_to_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
     st = meta["stats"]
     label = " (emulated)" if emulated else " (source unknown: no sidecar)" if emulated is None else ""
     for w in meta["warnings"]:
@@ -173,6 +181,10 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
     if fmt == "json":
         echo_json({"samples": n, "emulated": emulated, "out": os.fsdecode(out), "decoder": st,
                    "warnings": list(meta["warnings"])})
+        return
+    if kind is not None:
+        click.echo(f"{n} samples{label} -> {show(out)}; " + ", ".join(f"{k.replace('_', ' ')} {v}"
+                                                                    for k, v in st.items()), err=True)
         return
     click.echo(f"{n} samples{label} -> {show(out)}; overflows {st['overflows']}, gaps {st['gaps']}, "
                f"lost records {st['lost_records']}, resyncs {st['resyncs']}, skipped bytes {st['skipped_bytes']}",

@@ -39,6 +39,9 @@ class PmdUsb(StreamDriver):
     def default_config(self) -> PmdConfig:
         return PmdConfig()
 
+    def config_from_raw(self, raw: bytes) -> PmdConfig:
+        return PmdConfig.unpack(raw)
+
     def new_decoder(self) -> Decoder:
         return Decoder(self.config, self.rate_hz)
 
@@ -56,7 +59,8 @@ class PmdUsb(StreamDriver):
             raise DeviceError(f"{self.port}: ID {vendor:#04x}/{product:#04x} is not a PMD-USB's (0xee/0x0a)")
         self.version = f"PMD-USB firmware {self.firmware}"
         self.write(bytes([CMD_READ_CONFIG]))
-        self.config = PmdConfig.unpack(self.read_exact(PmdConfig.size(self.firmware)))
+        self.config_raw = self.read_exact(PmdConfig.size(self.firmware))
+        self.config = self.config_from_raw(self.config_raw)
         self.decoder = self.new_decoder()
 
     def start_stream(self) -> None:

@@ -3,6 +3,7 @@ device clock is mapped by the lower envelope of arrival lags. Channel ids 0-3 = 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.pmd.driver import PmdUsb
 from archline.powermon.pmd.emulator import PmdCore
 from archline.powermon.pmd.protocol import FRAME_BYTES
+from archline.powermon.powermon2.capture import STREAM_RAW_FORMAT, RawCapture, read_stream_capture
+from archline.powermon.record.samples import Samples
 from archline.powermon.spec import MeterSpec
 from archline.powermon.stream import meter as stream
 from archline.powermon.stream.core import StreamFaults
@@ -35,16 +38,31 @@ def records_per_device_s(spec: MeterSpec) -> float:
     return rate_of(spec) * FRAME_BYTES / 4
 
 
-def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: str | None = None,
+def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, raw_path: str | Path | None = None,
+                   name: str | None = None,
                    **kw: Any) -> StreamMeter:
     """A PMD-USB on ``spec.port`` (a ``pmd://`` URL opens the emulator in-process)."""
-    return stream.open_stream(spec, PmdUsb, SCHEME, DEFAULT_RATE_HZ, "/dev/ttyUSB0", name=name, **kw)
+    return stream.open_stream(spec, PmdUsb, SCHEME, DEFAULT_RATE_HZ, "/dev/ttyUSB0", name=name,
+                              capture=_capture(raw_dir, raw_path), **kw)
 
 
 def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
-                      seed: int = 0, raw_dir: str | Path | None = None, faults: StreamFaults | None = None,
+                      seed: int = 0, raw_dir: str | Path | None = None, raw_path: str | Path | None = None,
+                      faults: StreamFaults | None = None,
                       name: str | None = None, **kw: Any) -> StreamMeter:
     """A PMD-USB emulated on a real pty playing ``power`` (channel ids 0-3), driven by the real driver;
     labelled emulated. ``speed`` compresses time."""
     return stream.emulate_stream(spec, PmdUsb, PmdCore, rate_of(spec), power, speed=speed, seed=seed,
-                                 faults=faults, name=name, **kw)
+                                 faults=faults, name=name, capture=_capture(raw_dir, raw_path), **kw)
+
+
+def _capture(raw_dir: str | Path | None, raw_path: str | Path | None) -> RawCapture | None:
+    path = stream.raw_capture_path(SCHEME, raw_dir, raw_path)
+    return None if path is None else RawCapture(path, STREAM_RAW_FORMAT)
+
+
+def decode_capture(path: str | Path, channels: Sequence[int] | None = None) -> tuple[Samples, dict[str, int]]:
+    """The samples of a raw capture this meter kept (``archline meter decode``), as the live run decoded them, and
+    the decoder's counts."""
+    data, side = read_stream_capture(path, PmdUsb.kind)
+    return stream.decode_capture(PmdUsb, data, side, channels)

@@ -1,5 +1,6 @@
 """The one owner of raw PowerMon 2 captures (``C.raw.bin``) and their sidecars (``C.raw.bin.json``,
-:class:`archline.powermon.sidecar.CaptureSidecar`).
+:class:`archline.powermon.sidecar.CaptureSidecar`), and of the byte-stream meters' captures (PowerSensor3, PMD-USB:
+the same bytes-as-read file, with a :data:`STREAM_RAW_FORMAT` sidecar that :func:`read_stream_capture` reads).
 
 Writing (:class:`RawCapture`): every byte read, written as it arrives under a hidden temporary name
 (``.NAME.PID.tmp``) and renamed onto its final name, with its JSON sidecar, when the stream stops. A killed process
@@ -30,20 +31,64 @@ if TYPE_CHECKING:  # pragma: no cover
     from archline.powermon.sidecar import CaptureSidecar
 
 
+#: the sidecar format of a byte-stream meter's capture (its ``type`` names the meter kind that decodes it)
+STREAM_RAW_FORMAT = "archline.stream.raw/1"
+
+
 def sidecar_path(raw_path: str | Path) -> Path:
     p = Path(raw_path)
     return p.with_name(p.name + ".json")
 
 
-def read_capture(path: str | Path) -> tuple[bytes, CaptureSidecar | None]:
-    """A capture's bytes (read once) and its validated sidecar (None when it has none, e.g. a pipe)."""
+def _read_bytes(p: Path) -> bytes:
     from archline.common.files import open_input, read_stream
 
-    p = Path(path)
     with open_input(p, error=MeterError, what="capture", give="the .raw.bin file") as f:
         regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
-        data = read_stream(f, p, error=MeterError, what="capture",
+        return read_stream(f, p, error=MeterError, what="capture",
                            limit_bytes=None if regular else MAX_CAPTURE_STREAM_BYTES)
+
+
+def stream_capture_kind(path: str | Path) -> str | None:
+    """The meter kind of a byte-stream meter's capture (from its sidecar), or None (a PowerMon 2 capture, or none)."""
+    from archline.powermon.record.samples_file import find_sidecar
+
+    sp = find_sidecar(Path(path))
+    if sp is None or not sp.is_file():  # a FIFO or device beside it is not read here (read_capture says why)
+        return None
+    try:
+        side = json.loads(sp.read_text())
+    except (OSError, ValueError):
+        return None                     # read_capture says what is wrong with it
+    if not isinstance(side, dict) or side.get("format") != STREAM_RAW_FORMAT:
+        return None
+    return str(side.get("type"))
+
+
+def read_stream_capture(path: str | Path, kind: str) -> tuple[bytes, dict[str, Any]]:
+    """A byte-stream meter's capture (read once) and its sidecar, which must name ``kind``."""
+    from archline.common.files import read_json
+    from archline.powermon.record.samples_file import find_sidecar
+
+    p = Path(path)
+    data = _read_bytes(p)
+    sp = find_sidecar(p)
+    if sp is None:
+        raise MeterError(f"capture {p} has no sidecar {sidecar_path(p).name}: a {kind} capture cannot be decoded "
+                         "without it (keep the two together)")
+    side = read_json(sp, error=MeterError)
+    if not isinstance(side, dict) or side.get("format") != STREAM_RAW_FORMAT or side.get("type") != kind:
+        raise MeterError(f"{sp} is not the sidecar of a {kind} capture (format {STREAM_RAW_FORMAT})")
+    rate = side.get("rate_hz")
+    if not isinstance(rate, (int, float)) or not rate > 0:
+        raise MeterError(f"{sp}: rate_hz must be a positive number, got {rate!r}")
+    return data, side
+
+
+def read_capture(path: str | Path) -> tuple[bytes, CaptureSidecar | None]:
+    """A capture's bytes (read once) and its validated sidecar (None when it has none, e.g. a pipe)."""
+    p = Path(path)
+    data = _read_bytes(p)
     from archline.powermon.record.samples_file import find_sidecar
 
     sp = find_sidecar(p)
@@ -55,8 +100,9 @@ def read_capture(path: str | Path) -> tuple[bytes, CaptureSidecar | None]:
 
 
 class RawCapture:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, sidecar_format: str | None = None) -> None:
         self.path = Path(path)
+        self.sidecar_format = sidecar_format   #: written as the sidecar's ``format`` (a stream meter's)
         self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         self.target = self.path                #: the file the capture replaces (a symlink's target)
         self.error: OSError | None = None      #: a write that failed (full disk): the capture cannot be kept
@@ -94,7 +140,8 @@ class RawCapture:
             os.fsync(f.fileno())
             f.close()
             os.replace(self.tmp, self.target)
-            write_atomic(sidecar_path(self.path), json.dumps(meta(), indent=1))
+            side = meta() if self.sidecar_format is None else {"format": self.sidecar_format, **meta()}
+            write_atomic(sidecar_path(self.path), json.dumps(side, indent=1))
         except OSError as e:
             with contextlib.suppress(OSError):   # the buffered rest cannot be written either
                 f.close()

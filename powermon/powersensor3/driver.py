@@ -34,6 +34,9 @@ class PowerSensor3(StreamDriver):
     def default_config(self) -> tuple[SensorConfig, ...]:
         return default_config()
 
+    def config_from_raw(self, raw: bytes) -> tuple[SensorConfig, ...]:
+        return tuple(SensorConfig.unpack(raw[i:i + RECORD_BYTES]) for i in range(0, len(raw), RECORD_BYTES))
+
     def new_decoder(self) -> Decoder:
         return Decoder(self.config, self.rate_hz)
 
@@ -53,12 +56,13 @@ class PowerSensor3(StreamDriver):
         self.write(b"R")
         recs = []
         for i in range(N_SENSORS):
-            recs.append(SensorConfig.unpack(self.read_exact(RECORD_BYTES)))
+            recs.append(self.read_exact(RECORD_BYTES))
             self.write(b"s")
             del i
         if self.read_exact(1) != b"D":
             raise DeviceError(f"PowerSensor3 on {self.port}: config read did not end with D")
-        self.config = tuple(recs)
+        self.config_raw = b"".join(recs)
+        self.config = self.config_from_raw(self.config_raw)
         for p in range(N_SENSORS // 2):
             a, b = self.config[2 * p], self.config[2 * p + 1]
             if a.in_use != b.in_use:

@@ -96,7 +96,7 @@ class StreamDriver:
 
     def __init__(self, port: str, rate_hz: float, *, name: str, speed: float = 1.0, emulated: bool = False,
                  timeout_s: float = 1.0, stall_s: float = 0.25, stall_error_s: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, capture: Any = None) -> None:
         self.port = port
         self.rate_hz = float(rate_hz)
         self.name = name
@@ -124,11 +124,21 @@ class StreamDriver:
         self._last_k = -1
         self.clock_bound_s: float | None = None     #: how well the marker-aligned clock is known (host s)
         self.config: Any = self.default_config()
+        self.config_raw = b""                       #: the configuration bytes the handshake read (for a capture)
+        #: the raw capture (:class:`archline.powermon.powermon2.capture.RawCapture`, its one owner), or None
+        self.capture = capture
+        self._captured = 0
+        #: (capture offsets of the chunk, its frame index hint) of each chunk after a silence
+        self._hints: list[tuple[int, int, float]] = []
         self.decoder = self.new_decoder()
 
     # ------------------------------------------------------------ to implement
     def default_config(self) -> Any:
         """The configuration assumed until the handshake reads the device's."""
+        raise NotImplementedError
+
+    def config_from_raw(self, raw: bytes) -> Any:
+        """The configuration from the bytes the handshake read (an offline decode of a capture)."""
         raise NotImplementedError
 
     def new_decoder(self) -> Any:
@@ -192,6 +202,8 @@ class StreamDriver:
         return self
 
     def start(self) -> None:
+        if self.capture is not None:
+            self.capture.open()
         self.start_stream()
         self.started_host_s = self.clock()
         self._closing.clear()
@@ -208,6 +220,8 @@ class StreamDriver:
                 self.stop_stream()
             except (MeterError, serial.SerialException, OSError) as e:
                 log.debug("%s: stopping the stream: %s", self.name, e)
+        if self.capture is not None:
+            self.capture.finish(self.capture_meta)
 
     def close(self) -> None:
         if self._ser is not None:
@@ -241,7 +255,14 @@ class StreamDriver:
                                           f"({now - last_data:.3g} s without data)")
                     continue
                 more = ser.read(int(getattr(ser, "in_waiting", 0) or 0)) if getattr(ser, "in_waiting", 0) else b""
-                d = self.decoder.feed(data + more, self._k_hint(now) if quiet else None)
+                chunk, hint = data + more, self._k_hint(now) if quiet else None
+                if self.capture is not None:         # captured before it is decoded, with the hint it was given
+                    if not self.capture.write(chunk):
+                        raise MeterError(f"cannot write the raw capture {self.capture.path}: {self.capture.error}")
+                    if hint is not None:        # the hint is of the chunk's last frame: keep the chunk's bounds
+                        self._hints.append((self._captured, self._captured + len(chunk), hint))
+                    self._captured += len(chunk)
+                d = self.decoder.feed(chunk, hint)
                 quiet = False
                 last_data = now
                 self._store(d, now)
@@ -328,6 +349,24 @@ class StreamDriver:
         lo = 0 if k_lo is None else int(np.searchsorted(k, k_lo, "left"))
         hi = len(k) if k_hi is None else int(np.searchsorted(k, k_hi, "right"))
         return k[lo:hi], v[lo:hi], a[lo:hi]
+
+    def replay(self, data: bytes, config_raw: bytes, hints: list[tuple[int, int, float]]) -> None:
+        """Decode a raw capture as the reader decoded it live: the handshake's configuration, and each chunk after
+        a silence fed alone with its frame index hint (elsewhere the decoder does not depend on the chunking)."""
+        if config_raw:
+            self.config = self.config_from_raw(config_raw)
+        self.decoder = self.new_decoder()
+        pos = 0
+        for lo, hi, hint in [*hints, (len(data), len(data), None)]:
+            if lo > pos:
+                self._store(self.decoder.feed(data[pos:lo]), 0.0)
+            if hi > lo:
+                self._store(self.decoder.feed(data[lo:hi], hint), 0.0)
+            pos = max(pos, hi)
+
+    def capture_meta(self) -> dict[str, Any]:
+        """The capture's sidecar: what :meth:`replay` needs, and the clock the live samples were written with."""
+        return {**self.meta(), "config_hex": self.config_raw.hex(), "hints": [list(h) for h in self._hints]}
 
     def meta(self) -> dict[str, Any]:
         cm = self.clock_map()

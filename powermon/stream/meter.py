@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.emulator.pty_server import PtyServer
 from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.record.clock import ClockMap
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
@@ -21,6 +23,17 @@ from archline.powermon.stream.core import StreamFaults
 from archline.powermon.stream.driver import StreamDriver
 
 FIRST_FRAMES_TIMEOUT_S = 5.0
+
+
+def frames_to_samples(k: np.ndarray, v: np.ndarray, a: np.ndarray, ids: list[int], rate_hz: float, cm: Any,
+                      name: str, emulated: bool) -> Samples:
+    """Frames (index on the cadence, volts and amps per pair) as samples of channels ``ids``, on clock map ``cm``."""
+    n = len(k)
+    t = np.repeat(np.asarray(cm.to_host(k / rate_hz)), len(ids))
+    ch = np.tile(np.array(ids, np.int16), n)
+    vv, aa = v[:, ids].reshape(-1), a[:, ids].reshape(-1)
+    return Samples(t, ch, vv, aa, vv * aa, np.ones(len(t), bool), name, emulated,
+                   meta={"t_dev_s": np.repeat(k / rate_hz, len(ids))})
 
 
 class StreamMeter:
@@ -111,13 +124,13 @@ class StreamMeter:
         return self._samples(k, v, a)
 
     def _samples(self, k: np.ndarray, v: np.ndarray, a: np.ndarray) -> Samples:
-        ids = [c.id for c in self.spec.channels]
-        n = len(k)
-        t = np.repeat(np.asarray(self.clock_map().to_host(k / self.driver.rate_hz)), len(ids))
-        ch = np.tile(np.array(ids, np.int16), n)
-        vv, aa = v[:, ids].reshape(-1), a[:, ids].reshape(-1)
-        return Samples(t, ch, vv, aa, vv * aa, np.ones(len(t), bool), self.name, self.emulated,
-                       meta={"t_dev_s": np.repeat(k / self.driver.rate_hz, len(ids))})
+        return frames_to_samples(k, v, a, [c.id for c in self.spec.channels], self.driver.rate_hz,
+                                 self.clock_map(), self.name, self.emulated)
+
+    @property
+    def raw_path(self) -> Path | None:
+        """The raw capture of the stream (None: not kept)."""
+        return None if self.driver.capture is None else self.driver.capture.path
 
     def live_power_w(self) -> float | None:
         k, v, a = self.driver.frames(max(self.driver.latest_k(), 0), None)
@@ -225,20 +238,21 @@ def spec_port(spec: MeterSpec, scheme: str, default_hz: float, example: str) -> 
 
 
 def open_stream(spec: MeterSpec, driver: type[StreamDriver], scheme: str, default_hz: float, example: str, *,
-                name: str | None = None, marker_byte: bytes | None = None, **kw: Any) -> StreamMeter:
+                name: str | None = None, marker_byte: bytes | None = None, capture: Any = None,
+                **kw: Any) -> StreamMeter:
     """A stream meter on ``spec.port`` (a ``scheme://`` URL opens the emulator in-process)."""
     if spec.kind != driver.kind:
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a {driver.label}")
     port = spec_port(spec, scheme, default_hz, example)
     drv = driver(port, rate_of(spec, scheme, default_hz), name=name or spec.name,
-                 emulated=port.startswith(f"{scheme}://"), **kw)
+                 emulated=port.startswith(f"{scheme}://"), capture=capture, **kw)
     return StreamMeter(drv, spec, marker_byte=marker_byte)
 
 
 def emulate_stream(spec: MeterSpec, driver: type[StreamDriver], core: Callable[..., Any], rate_hz: float,
                    power: PowerSource | PowerCallable | None, *, speed: float = 1.0, seed: int = 0,
                    faults: StreamFaults | None = None, name: str | None = None, marker_byte: bytes | None = None,
-                   **kw: Any) -> StreamMeter:
+                   capture: Any = None, **kw: Any) -> StreamMeter:
     """A stream meter emulated on a real pty playing ``power``, driven by the real driver; labelled emulated.
     ``core(power, rate_hz, faults, speed=, seed=)`` builds the protocol's emulator; ``speed`` compresses time."""
     dev = core(power, rate_hz, faults, speed=speed, seed=seed)
@@ -246,5 +260,54 @@ def emulate_stream(spec: MeterSpec, driver: type[StreamDriver], core: Callable[.
     if callable(bind):
         bind(dev)
     server = PtyServer(dev)
-    drv = driver(server.port, rate_hz, name=name or f"{spec.name}-emulated", speed=speed, emulated=True, **kw)
+    drv = driver(server.port, rate_hz, name=name or f"{spec.name}-emulated", speed=speed, emulated=True,
+                 capture=capture, **kw)
     return StreamMeter(drv, spec, server, marker_byte=marker_byte)
+
+
+def raw_capture_path(kind: str, raw_dir: str | Path | None, raw_path: str | Path | None) -> Path | None:
+    """Where a stream's raw capture goes: ``raw_path``, else ``raw_dir/KIND-0000.raw`` (the PowerMon 2's naming),
+    else nowhere."""
+    if raw_path is not None:
+        return Path(raw_path)
+    return None if raw_dir is None else Path(raw_dir) / f"{kind}-0000.raw"
+
+
+def decode_capture(driver: type[StreamDriver], data: bytes, side: dict[str, Any],
+                   channels: Sequence[int] | None = None) -> tuple[Samples, dict[str, int]]:
+    """The samples of a raw capture (its bytes and its sidecar), decoded as the live reader decoded them and put
+    on the clock the live samples were written with, and the decoder's counts; ``channels``: the pair ids to keep
+    (default all)."""
+    rate = float(side["rate_hz"])
+    drv = driver(str(side.get("port") or ""), rate, name=str(side.get("meter") or driver.kind),
+                 speed=float(side.get("speed") or 1.0), emulated=bool(side.get("emulated")))
+    drv.replay(data, bytes.fromhex(str(side.get("config_hex") or "")),
+               [(int(lo), int(hi), float(h)) for lo, hi, h in side.get("hints") or []])
+    k, v, a = drv.frames()
+    clock = side.get("clock") or {}
+    cm = ClockMap(float(clock.get("offset_s", 0.0)), float(clock.get("seconds_per_device_s", 1.0 / drv.speed)),
+                  float(clock.get("drift_ppm", 0.0)))
+    ids = list(channels) if channels else list(range(drv.n_pairs))
+    bad = [c for c in ids if not 0 <= c < drv.n_pairs]
+    if bad:
+        raise MeterError(f"a {driver.label} has channels 0..{drv.n_pairs - 1}; --channels names {bad[0]}")
+    return frames_to_samples(k, v, a, ids, rate, cm, drv.name, drv.emulated), drv.decoder.stats.as_dict()
+
+
+def decode_capture_to_file(raw: str | Path, out: str | Path, kind: str, channels: Sequence[int] | None = None,
+                           rate_hz: float | None = None, r_sense_ohm: float | None = None
+                           ) -> tuple[int, bool, dict[str, Any]]:
+    """``archline meter decode`` of a byte-stream meter's capture: (samples written, emulated, meta)."""
+    import importlib
+
+    from archline.common.outputs import show
+    from archline.powermon.record.samples_file import write_samples
+    from archline.powermon.spec import METER_MODULES
+
+    if rate_hz is not None or r_sense_ohm is not None:
+        raise MeterError(f"{show(raw)} is a {kind} capture: its rate and calibration are in its sidecar "
+                         "(leave out --rate and --r-sense)")
+    samples, stats = importlib.import_module(METER_MODULES[kind]).decode_capture(raw, channels)
+    meta = {"source": show(raw), "type": kind, "stats": stats, "warnings": []}
+    write_samples(samples, out, meta)
+    return len(samples), samples.emulated, meta
