@@ -10,13 +10,13 @@ Options: ``speed``, ``seed``, ``partial_first``, ``drop=OFF,OFF``, ``noise=OFF:N
 
 from __future__ import annotations
 
-import time
 from urllib.parse import parse_qs, urlsplit
 
-from serial.serialutil import PortNotOpenError, SerialBase, SerialException
+from serial.serialutil import SerialException
 
 from archline.powermon.emulator.device import Faults, PowerMon2Core
 from archline.powermon.emulator.registry import get_device
+from archline.powermon.emulator.serial_base import CoreSerial
 
 _OPTIONS = ("speed", "seed", "partial_first", "drop", "noise", "overflow", "stall", "disconnect", "silent",
             "adc_noise")
@@ -69,104 +69,7 @@ def core_from_url(url: str) -> PowerMon2Core:
     return core
 
 
-class Serial(SerialBase):
+class Serial(CoreSerial):
     """An emulated PowerMon 2 behind pyserial's interface (no real port)."""
 
-    core: PowerMon2Core | None = None
-
-    def open(self) -> None:
-        if self.is_open:
-            raise SerialException("port already open")
-        if self._url_port() is None:
-            raise SerialException("port must be configured before it can be used")
-        self.core = core_from_url(str(self._url_port()))
-        self._rx = bytearray()
-        self.is_open = True
-
-    def close(self) -> None:
-        self.is_open = False
-
-    def _url_port(self) -> str | None:
-        return getattr(self, "_port", None)
-
-    def _read_timeout(self) -> float | None:
-        return getattr(self, "_timeout", None)
-
-    def _reconfigure_port(self) -> None:
-        pass
-
-    def _pull(self) -> None:
-        if not self.is_open or self.core is None:
-            raise PortNotOpenError()
-        self._rx += self.core.read_available()
-        if self.core.disconnected and not self._rx:
-            raise SerialException("device disconnected (emulated)")
-
-    @property
-    def in_waiting(self) -> int:
-        self._pull()
-        return len(self._rx)
-
-    def read(self, size: int = 1) -> bytes:
-        assert self.core is not None
-        timeout = self._read_timeout()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self._pull()
-            if len(self._rx) >= size:
-                break
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                break
-            due = self.core.next_due_s()
-            wait = 0.01 if due is None else max(due - now, 0.0005)
-            if deadline is not None:
-                wait = min(wait, deadline - now)
-            time.sleep(min(wait, 0.01))
-        out = bytes(self._rx[:size])
-        del self._rx[:size]
-        return out
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        if not self.is_open or self.core is None:
-            raise PortNotOpenError()
-        if self.core.disconnected:
-            raise SerialException("device disconnected (emulated)")
-        b = bytes(data)
-        self.core.write(b)
-        return len(b)
-
-    def reset_input_buffer(self) -> None:
-        self._pull()
-        self._rx.clear()
-
-    def reset_output_buffer(self) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass
-
-    def _update_break_state(self) -> None:
-        pass
-
-    def _update_rts_state(self) -> None:
-        pass
-
-    def _update_dtr_state(self) -> None:
-        pass
-
-    @property
-    def cts(self) -> bool:
-        return True
-
-    @property
-    def dsr(self) -> bool:
-        return True
-
-    @property
-    def ri(self) -> bool:
-        return False
-
-    @property
-    def cd(self) -> bool:
-        return True
+    make_core = staticmethod(core_from_url)

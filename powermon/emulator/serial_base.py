@@ -1,0 +1,120 @@
+"""The pyserial side of every emulator URL (``powermon://``, ``powersensor3://``, ``pmd://``): a ``Serial`` class
+over an in-process device core, which a handler module ``protocol_<scheme>`` subclasses with its ``make_core``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from serial.serialutil import PortNotOpenError, SerialBase, SerialException
+
+
+class ByteDevice(Protocol):
+    """What an emulated device core offers the port (the interface the pty server serves too)."""
+
+    disconnected: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def read_available(self) -> bytes: ...
+
+    def next_due_s(self) -> float | None: ...
+
+
+class CoreSerial(SerialBase):
+    """An emulated meter behind pyserial's interface (no real port); ``make_core(url)`` builds its device core."""
+
+    make_core: Callable[[str], ByteDevice]
+    core: ByteDevice | None = None
+
+    def open(self) -> None:
+        if self.is_open:
+            raise SerialException("port already open")
+        url = getattr(self, "_port", None)
+        if url is None:
+            raise SerialException("port must be configured before it can be used")
+        self.core = type(self).make_core(str(url))
+        self._rx = bytearray()
+        self.is_open = True
+
+    def close(self) -> None:
+        self.is_open = False
+
+    def _reconfigure_port(self) -> None:
+        pass
+
+    def _pull(self) -> None:
+        if not self.is_open or self.core is None:
+            raise PortNotOpenError()
+        self._rx += self.core.read_available()
+        if self.core.disconnected and not self._rx:
+            raise SerialException("device disconnected (emulated)")
+
+    @property
+    def in_waiting(self) -> int:
+        self._pull()
+        return len(self._rx)
+
+    def read(self, size: int = 1) -> bytes:
+        assert self.core is not None
+        timeout = getattr(self, "_timeout", None)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._pull()
+            if len(self._rx) >= size:
+                break
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                break
+            due = self.core.next_due_s()
+            wait = 0.01 if due is None else max(due - now, 0.0005)
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            time.sleep(min(wait, 0.01))
+        out = bytes(self._rx[:size])
+        del self._rx[:size]
+        return out
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        if not self.is_open or self.core is None:
+            raise PortNotOpenError()
+        if self.core.disconnected:
+            raise SerialException("device disconnected (emulated)")
+        self.core.write(bytes(data))
+        return len(data)
+
+    def reset_input_buffer(self) -> None:
+        self._pull()
+        self._rx.clear()
+
+    def reset_output_buffer(self) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def _update_break_state(self) -> None:
+        pass
+
+    def _update_rts_state(self) -> None:
+        pass
+
+    def _update_dtr_state(self) -> None:
+        pass
+
+    @property
+    def cts(self) -> bool:
+        return True
+
+    @property
+    def dsr(self) -> bool:
+        return True
+
+    @property
+    def ri(self) -> bool:
+        return False
+
+    @property
+    def cd(self) -> bool:
+        return True
