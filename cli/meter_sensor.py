@@ -19,6 +19,9 @@ def _emulation_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--emulate", is_flag=True,
                      help="an emulated sensor (the model below) against an emulated PowerMon 2 (the reference)"),
+        click.option("--redfish", is_flag=True,
+                     help="with --emulate: the sensor is a node's BMC, its readings served by an emulated Redfish "
+                          "service on 127.0.0.1 and read by the Redfish meter (try --period 1 --window 1 --step 4)"),
         click.option("--period", "period_s", type=POSITIVE, default=0.05, show_default=True,
                      help="emulated sensor: seconds between readings"),
         click.option("--window", "window_s", type=NON_NEGATIVE, default=0.02, show_default=True,
@@ -56,7 +59,7 @@ def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any
                          "device, which is not wired yet; use --emulate")
     from archline.bench.monitor import PhasePower, PhasePowerSource
     from archline.powermon.emulator.sensor import SensorModel
-    from archline.powermon.sensor.run import REFERENCE_SPEC, EdgeLoad, emulated_pair
+    from archline.powermon.sensor.run import REFERENCE_SPEC, EdgeLoad, emulated_bmc_pair, emulated_pair
 
     given = {"update_period_s": kw["period_s"], "window_s": kw["window_s"], "lag_s": kw["lag_s"],
              "quantum_w": kw["quantum_w"], "gain": kw["gain"], "offset_w": kw["offset_w"]}
@@ -66,8 +69,9 @@ def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any
         raise click.UsageError(f"--step {kw['step_s']:g}: its shortest level (70%) must outlast the sensor's window "
                                f"+ lag ({kw['window_s'] + kw['lag_s']:g} s)")
     schedule = PhasePower(kw["idle_w"], kw["busy_w"])
-    ref, sensor = emulated_pair(SensorModel(**given), PhasePowerSource(schedule, REFERENCE_SPEC),
-                                speed=kw["speed"], seed=kw["seed"], name=meter)
+    pair = emulated_bmc_pair if kw["redfish"] else emulated_pair
+    ref, sensor = pair(SensorModel(**given), PhasePowerSource(schedule, REFERENCE_SPEC),
+                       speed=kw["speed"], seed=kw["seed"], name=meter)
     return ref, sensor, EdgeLoad(schedule.edge), given
 
 
@@ -92,6 +96,8 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     Examples:
       archline meter probe nvml0 --emulate --out nvml0.sensor.json
       archline meter probe bmc --emulate --period 1 --window 1 --lag 0.5 --step 4 --steps 6 --out bmc.json
+      archline meter probe bmc --emulate --redfish --period 1 --window 0.8 --lag 0.3 --quantum 1 --step 4 \
+        --steps 6 --out bmc.json
       archline meter probe nvml0 --emulate --out s.json --format json
     """
     from archline.common.stamps import utc_iso

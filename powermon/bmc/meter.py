@@ -30,6 +30,7 @@ from archline.powermon.counters.emulated import Timeline, device_power
 from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
+from archline.powermon.record.samples import Samples
 
 if TYPE_CHECKING:
     from archline.powermon.bmc.emulator import RedfishFaults
@@ -237,6 +238,18 @@ class BmcMeter(CounterMeter):
                            expected_samples=expected, warnings=warnings,
                            device_time_s=dur if self.speed != 1.0 else None)
 
+    def reading_samples(self, clock_zero_s: float = 0.0) -> Samples:
+        """Every distinct reading once, at the instant the BMC says it was taken: ``meta['t_dev_s']`` is its
+        ``ReadingTime`` minus ``clock_zero_s`` (the BMC clock's reading at device time 0, where known), so a probe
+        sees the update lattice exactly rather than to within a poll. Readings without a ReadingTime are left out."""
+        with self._lock:
+            seen = [s for s in self._seen if s[1] is not None]
+        t_host = np.array([s[0] for s in seen], dtype=np.float64)
+        t_dev = np.array([s[1] for s in seen], dtype=np.float64) - clock_zero_s
+        w = np.array([s[2] for s in seen], dtype=np.float64)
+        return Samples(t_host, np.zeros(t_host.size, np.int16), np.ones(t_host.size), w.copy(), w.copy(), None,
+                       self.name, self.emulated, "host_monotonic", {"t_dev_s": t_dev})
+
     def stop(self) -> None:
         try:
             super().stop()
@@ -310,16 +323,21 @@ DEFAULT_SENSOR = SensorModel(update_period_s=1.0, window_s=1.0)
 
 def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
                       seed: int = 0, raw_dir: str | Path | None = None, faults: RedfishFaults | None = None,
-                      sensor: SensorModel = DEFAULT_SENSOR, name: str | None = None, **kw: Any) -> BmcMeter:
+                      sensor: SensorModel = DEFAULT_SENSOR, name: str | None = None, timeline: Any = None,
+                      **kw: Any) -> BmcMeter:
     """An emulated node: ``power`` (summed over the spec's channels) through ``sensor`` on a real Redfish server on
-    127.0.0.1, read by the real client; the server stops when the meter stops. Labelled emulated; ``seed`` unused."""
+    127.0.0.1, read by the real client; the server stops when the meter stops. Labelled emulated; ``seed`` unused.
+    ``timeline``: a device clock to share (``emulated_time_s()``, ``speed``; e.g. a reference emulator's core, so
+    that ``meter probe`` compares both on one device timeline); else a new one at ``speed``."""
     from archline.powermon.bmc.emulator import RedfishEmulator
 
     if spec.kind == "ipmi":
         return _emulate_ipmi(spec, power, speed=speed, faults=faults, sensor=sensor, name=name, **kw)
     if spec.kind != "redfish":
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
-    timeline = Timeline(speed)
+    if timeline is None:
+        timeline = Timeline(speed)
+    speed = float(timeline.speed)
     pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
     server = RedfishEmulator(pw, sensor, timeline, faults).start()
     try:

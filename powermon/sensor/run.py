@@ -58,6 +58,31 @@ def emulated_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int = 0, 
     return ref, sensor
 
 
+def emulated_bmc_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int = 0, name: str = "bmc",
+                      spec: MeterSpec = REFERENCE_SPEC) -> tuple[Any, Any]:
+    """(reference, BMC): the emulated PowerMon 2 as in :func:`emulated_pair`, and the node's BMC over Redfish: an
+    emulated Redfish service on 127.0.0.1 serving ``model``'s readings of the same power on the reference's device
+    clock, read by the real Redfish client and :class:`~archline.powermon.bmc.meter.BmcMeter` (its poller, its
+    ReadingTime handling). Its server stops when the meter stops. Start the reference first."""
+    from archline.powermon.bmc.emulator import EPOCH
+    from archline.powermon.bmc.meter import emulate_from_spec
+    from archline.powermon.powermon2.meter import emulated_powermon
+
+    ref = emulated_powermon(spec, power, speed=speed, seed=seed)
+    bmc = emulate_from_spec(MeterSpec(name=name, kind="redfish", channels=spec.channels), power, sensor=model,
+                            timeline=ref.core, name=name)
+    bmc.clock_zero_s = EPOCH.timestamp()          # the emulated BMC's clock reads EPOCH at device time 0
+    return ref, bmc
+
+
+def _sensor_series(sensor: Any, device_time: bool) -> tuple[Any, Any]:
+    """(times, readings) of the sensor: a BMC's distinct readings at their ReadingTime, else its samples."""
+    own = getattr(sensor, "reading_samples", None)
+    sen = own(getattr(sensor, "clock_zero_s", 0.0)) if callable(own) else sensor.samples()
+    t = np.asarray(sen.meta.get("t_dev_s", sen.t_s) if device_time else sen.t_s, dtype=np.float64)
+    return t, np.asarray(sen.power_w, dtype=np.float64)
+
+
 @dataclass
 class Recorded:
     ref_t_s: Any
@@ -80,9 +105,7 @@ def record_steps(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int, s
         drive_steps(load, plan, speed)
         rec.end("steps", strict=True)
         ref_t, ref_p = series(reference.samples(), device_time)
-        sen = sensor.samples()
-        read_t = np.asarray(sen.meta.get("t_dev_s", sen.t_s) if device_time else sen.t_s, dtype=np.float64)
-        read_w = np.asarray(sen.power_w, dtype=np.float64)
+        read_t, read_w = _sensor_series(sensor, device_time)
     rate = float(getattr(reference, "update_hz", 0.0) or 0.0)
     period = 1.0 / rate if rate > 0 else float(np.median(np.diff(ref_t)))
     return Recorded(ref_t, ref_p, read_t, read_w, period, n_steps)
