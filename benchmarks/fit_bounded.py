@@ -4,9 +4,9 @@ and the coefficients against today's row-keeping reader.
 Writes a hive-partitioned data set as benchmarks/fit_memory.py does (platform=gtx580/host=<h>/run_id=<r>/
 part-0.parquet, a million emulated GTX 580 rows per part, one seeded synthetic sweep written once and
 hard-linked, so 100 parts cost one part's disk). As a sweep writes them, each configuration's repeats are
-consecutive rows (61 configurations of the basic model, in runs of ~10,000 rows). Then, in fresh processes
-(wait4 for peak RSS), alternating floor and fit --repeat times (best and every run reported, since other jobs
-share the machine):
+consecutive rows (101 configurations, 61 of them the basic model's, each one run of 9,901 rows per part).
+Then, in fresh processes (wait4 for peak RSS), alternating floor and fit --repeat times (best and every run
+reported, since other jobs share the machine):
 
 1. the floor: pyarrow reads every part file with exactly the columns and calls the fit's reader uses
    (pyarrow.parquet.ParquetFile per file with read_dictionary= the text columns, iter_batches with the same
@@ -15,10 +15,12 @@ share the machine):
    has) and sums time_s and energy_j (a scan, nothing kept). It is the cost of getting the fit's bytes into
    Arrow, nothing more; the fit does all of this plus its own work;
 2. `archline fit DIR --model basic --format json --out FILE`, the whole command (start-up, imports, the fit
-   and the JSON written): the reader checks every row (schema, text, numbers, checksum), keys each batch's
-   rows into configurations (run by run when rows come in runs of one configuration, fit/io/configs.py
-   run_starts; row by row otherwise), merges each batch's per-configuration statistics into running ones
-   and keeps a uniform reservoir of 1 M rows for the per-row error figures;
+   and the JSON written): the same ParquetFile/iter_batches read as the floor, in a read-ahead thread (the
+   next batch is decoded while this one is reduced; two batches alive at most), plus, on the main thread: the
+   partition's platform as a constant column, every row checked (schema, text, numbers, checksum), each
+   batch's rows keyed into configurations (run by run when rows come in runs of one configuration,
+   fit/io/configs.py run_starts; row by row otherwise), each batch's per-configuration statistics merged
+   into running ones and a uniform reservoir of 1 M rows kept for the per-row error figures;
 3. the same fit of the first part alone (--where run_id=night000) with and without the bound: coefficients
    equal to 1e-9 relative.
 

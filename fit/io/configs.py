@@ -305,8 +305,9 @@ def run_starts(cols: Sequence[np.ndarray], n: int) -> np.ndarray | None:
     if not varying:
         return np.zeros(1, dtype=np.int64)
     change = varying[0][1:] != varying[0][:-1]
+    tmp = np.empty_like(change)
     for c in varying[1:]:
-        change |= c[1:] != c[:-1]
+        np.logical_or(change, np.not_equal(c[1:], c[:-1], out=tmp), out=change)
     inner = np.flatnonzero(change)
     if inner.size + 1 > max(n // RUN_ROWS, 1):
         return None
