@@ -5,6 +5,7 @@ cli/ wires and holds no logic: each command parses, calls the library, prints.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import signal
@@ -172,6 +173,38 @@ def _quiet_streams() -> None:
                 pass
 
 
+class _TolerantStderr:
+    """stderr that a closed or full file cannot fail: progress, warnings and notes are for a person, and losing
+    them must not change the exit code or stop a run before its outputs are written (docs/errors.md). After the
+    first failed write the rest go to /dev/null."""
+
+    def __init__(self, real: Any) -> None:        # a wrapper: every attribute but write and flush is real's
+        self.__dict__["_real"] = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_real"], name)
+
+    def _lost(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.__dict__["_real"].fileno())
+            os.close(devnull)
+        self.__dict__["_real"] = open(os.devnull, "w")
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.__dict__["_real"].write(text))
+        except (OSError, ValueError):
+            self._lost()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.__dict__["_real"].flush()
+        except (OSError, ValueError):
+            self._lost()
+
+
 def _late_sigterm(signum: int, frame: Any) -> None:
     """SIGTERM after the command has finished (its outputs written), while the interpreter exits: 130, as Ctrl-C."""
     os._exit(EXIT_INTERRUPTED)
@@ -210,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("stdout", "stderr"):      # started with it closed (`archline ... >&-`): as if nobody reads it
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w"))
+    real_stderr = sys.stderr
+    if not isinstance(sys.stderr, _TolerantStderr):
+        sys.stderr = _TolerantStderr(sys.stderr)
     _DEBUG["on"] = False
     reset()
     # numpy's floating-point RuntimeWarnings from an optimiser's trial steps are not the user's to act on (the
@@ -256,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _fail(*known)
     finally:
+        if argv is not None:                # called in-process (tests, scripts): the caller's stderr back
+            sys.stderr = real_stderr
         if old_term is not None:
             signal.signal(signal.SIGTERM, _late_sigterm if argv is None else old_term)
     return EXIT_OK

@@ -146,8 +146,8 @@ def safe_component(text: str, *, max_len: int = 120) -> str:
 
 def inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
     """``path`` when it lies inside directory ``root`` (after resolving ``..`` and links), else OutputError."""
-    r = Path(root).resolve()
-    p = Path(path).resolve()
+    r = Path(os.path.realpath(root))        # realpath: a symlink loop is a path that fails at open (exit 7), not a
+    p = Path(os.path.realpath(path))        # RuntimeError from Path.resolve()
     if p != r and r not in p.parents:
         raise OutputError(f"{show(path)} would be written outside {show(root)}; refusing")
     return Path(path)
