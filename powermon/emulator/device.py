@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from archline.powermon.emulator.byte_faults import ByteFaults
 from archline.powermon.emulator.power import PowerCallable, PowerSource, as_power_source
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.decode import RecordArrays
@@ -94,11 +95,10 @@ class PowerMon2Core:
         self._out = bytearray()
         self._t0 = 0.0
         self._next_event = 0
-        self._clean_offset = 0
         self._ovf = False
         self._bursts = sorted(self.faults.overflow)
-        self._drops = sorted(self.faults.drop_bytes)
-        self._noise = sorted(self.faults.noise)
+        # armed once: a restarted stream counts offsets from 0 again, but spent faults stay spent
+        self._faults = ByteFaults(self.faults.drop_bytes, self.faults.noise, self.faults.partial_first, self.rng)
         self.stream_bytes_out = 0
         self._lock = threading.RLock()
 
@@ -181,7 +181,7 @@ class PowerMon2Core:
         self._t0 = self.clock()
         self._next_event = 0
         self._ovf = False
-        self._clean_offset = 0
+        self._faults.restart(rearm=False)
 
     def _stop(self) -> None:
         self._advance()
@@ -282,30 +282,6 @@ class PowerMon2Core:
 
     def _emit(self, data: bytes) -> None:
         """Apply byte faults (drops, garbage, partial first record) to clean stream bytes and queue them."""
-        lo = self._clean_offset
-        hi = lo + len(data)
-        self._clean_offset = hi
-        if not (self._drops or self._noise or self.faults.partial_first):
-            self._out += data
-            self.stream_bytes_out += len(data)
-            return
-        buf = bytearray()
-        cut = self.faults.partial_first if lo == 0 else 0
-        marks = sorted({lo + cut, hi, *(d for d in self._drops if lo <= d < hi),
-                        *(o for o, _ in self._noise if lo <= o < hi)})
-        pos = lo + cut
-        for m in marks:
-            if m < pos:
-                continue
-            buf += data[pos - lo: m - lo]
-            pos = m
-            for o, nb in self._noise:
-                if o == m:
-                    buf += self.rng.integers(0, 256, nb, dtype=np.uint8).tobytes()
-            if m in self._drops:
-                pos = m + 1
-        buf += data[pos - lo:]
-        self._drops = [d for d in self._drops if d >= hi]
-        self._noise = [x for x in self._noise if x[0] >= hi]
-        self._out += buf
-        self.stream_bytes_out += len(buf)
+        out = self._faults.apply(data)
+        self._out += out
+        self.stream_bytes_out += len(out)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from archline.powermon.emulator.byte_faults import ByteFaults
 from archline.powermon.emulator.power import PowerCallable, PowerSource, as_power_source
 from archline.powermon.errors import MeterError
 
@@ -78,9 +79,8 @@ class StreamCore:
         self._out = bytearray()
         self._t0 = 0.0
         self._next = 0
-        self._clean = 0
-        self._drops: list[int] = []
-        self._noise: list[tuple[int, int]] = []
+        self._faults = ByteFaults(self.faults.drop_bytes, self.faults.noise, self.faults.cut_first, self.rng)
+        self._cut_frames = 0                #: frames a disconnect cut short
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------ host side
@@ -122,9 +122,7 @@ class StreamCore:
         self.streaming = True
         self._t0 = self.clock()
         self._next = 0
-        self._clean = 0
-        self._drops = sorted(self.faults.drop_bytes)
-        self._noise = sorted(self.faults.noise)
+        self._faults.restart(rearm=True)
 
     def stop_stream(self) -> None:
         self._advance()
@@ -151,7 +149,7 @@ class StreamCore:
             # the frame in flight when the cable goes: its first half arrives, the rest never
             half = self.frames(self._next, self._next + 1)[: self.frame_bytes // 2]
             self.truth.frames_generated += 1
-            self.truth.frames_cut += 1
+            self._cut_frames += 1
             self._emit(half)
             self.disconnected = True
 
@@ -173,32 +171,7 @@ class StreamCore:
                 self.truth.frames_stalled += hi - lo
 
     def _emit(self, data: bytes) -> None:
-        lo = self._clean
-        hi = lo + len(data)
-        self._clean = hi
-        cut = self.faults.cut_first if lo == 0 else 0
-        if cut:
-            self.truth.frames_cut += 1
-        if not (self._drops or self._noise or cut):
-            self._out += data
-            return
-        buf = bytearray()
-        marks = sorted({lo + cut, hi, *(d for d in self._drops if lo <= d < hi),
-                        *(o for o, _ in self._noise if lo <= o < hi)})
-        pos = lo + cut
-        for m in marks:
-            if m < pos:
-                continue
-            buf += data[pos - lo: m - lo]
-            pos = m
-            for o, nb in self._noise:
-                if o == m < hi:           # an offset at the chunk's end belongs to the next chunk
-                    buf += self.rng.integers(0, 256, nb, dtype=np.uint8).tobytes()
-                    self.truth.bytes_inserted += nb
-            if m in self._drops and m < hi:
-                pos = m + 1
-                self.truth.bytes_dropped += 1
-        buf += data[pos - lo:]
-        self._drops = [d for d in self._drops if d >= hi]
-        self._noise = [x for x in self._noise if x[0] >= hi]
-        self._out += buf
+        self._out += self._faults.apply(data)
+        self.truth.bytes_dropped = self._faults.bytes_dropped
+        self.truth.bytes_inserted = self._faults.bytes_inserted
+        self.truth.frames_cut = self._cut_frames + self._faults.cuts
