@@ -58,6 +58,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
                 raise OSError(e.errno, e.strerror, show(path)) from None
             raise
         return
+    if final != Path(path) and not final.parent.is_dir():   # a link: written through, never a tree made for it
+        raise OSError(None, f"a link to {final}, whose directory does not exist; create it or name another "
+                      "output", show(path))
     make_dirs(final.parent)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     try:

@@ -72,8 +72,8 @@ def classify(e: BaseException, user_errors: tuple[type[BaseException], ...]) -> 
     if isinstance(e, OSError):
         return os_error_line(e), EXIT_WRITE
     if isinstance(e, RuntimeError) and str(e).startswith("Symlink loop from "):   # pathlib's resolve() (3.11)
-        return f"{str(e)[len('Symlink loop from '):].strip(chr(39))}: a symbolic link loop; remove the link or name another path", \
-            EXIT_WRITE
+        where = str(e)[len("Symlink loop from "):].strip("'")
+        return f"{where}: a symbolic link loop; remove the link or name another path", EXIT_WRITE
     if isinstance(e, MemoryError):
         return "out of memory: give the command less data at once, or run it on a bigger machine", EXIT_WRITE
     return None

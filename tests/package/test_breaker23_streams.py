@@ -43,3 +43,15 @@ def test_a_symlink_loop_as_the_output_is_one_line_exit_7(tmp_path: Path) -> None
     err = res.stderr.decode()
     assert res.returncode == 7, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "loop" in err
+
+
+def test_a_dangling_link_output_makes_no_directories_for_its_target(tmp_path: Path) -> None:
+    """Breaker 26 item 4: the link's target directory was created (at the filesystem root)."""
+    target = tmp_path / "elsewhere" / "deeper" / "x.png"
+    (tmp_path / "dangling.png").symlink_to(target)
+    res = _archline(["model", "plot", "gtx580", "--out", "dangling.png"], tmp_path, subprocess.PIPE)
+    assert res.returncode == 7 and "does not exist" in res.stderr.decode()
+    assert not (tmp_path / "elsewhere").exists()
+    target.parent.mkdir(parents=True)                   # the directory exists: written through the link
+    res = _archline(["model", "plot", "gtx580", "--out", "dangling.png"], tmp_path, subprocess.PIPE)
+    assert res.returncode == 0 and target.stat().st_size > 0 and (tmp_path / "dangling.png").is_symlink()
