@@ -7,7 +7,7 @@ from __future__ import annotations
 import glob
 
 import click
-from click.shell_completion import CompletionItem
+from click.shell_completion import BashComplete, CompletionItem, FishComplete, ZshComplete, add_completion_class
 
 #: what ``meter record --meter`` takes before its argument (powermon.recording.meter_from_spec; a test checks that
 #: each is accepted there): kind -> help shown by shells that show it
@@ -63,3 +63,33 @@ def kernel_names(ctx: click.Context, param: click.Parameter, incomplete: str) ->
 
     return [CompletionItem(k) for k in (*KERNELS, "ceilings") if k.startswith(incomplete)]
 
+
+
+class _SafeComplete:
+    """Mixin for click's shell classes: a completion request whose environment is missing or malformed
+    (``COMP_CWORD=abc``, ``COMP_WORDS`` unset, an unbalanced quote) or whose completion fails offers nothing and
+    exits 0, rather than printing a traceback into the user's command line."""
+
+    def complete(self) -> str:
+        try:
+            return super().complete()  # type: ignore[misc, no-any-return]
+        except Exception:  # completion runs on every Tab press: it must never fail
+            return ""
+
+
+class SafeBashComplete(_SafeComplete, BashComplete):
+    pass
+
+
+class SafeZshComplete(_SafeComplete, ZshComplete):
+    pass
+
+
+class SafeFishComplete(_SafeComplete, FishComplete):
+    pass
+
+
+def register() -> None:
+    """Make click use the safe classes for bash, zsh and fish (done when archline.cli is imported)."""
+    for cls in (SafeBashComplete, SafeZshComplete, SafeFishComplete):
+        add_completion_class(cls)

@@ -52,6 +52,11 @@ def _is_tty(err: bool) -> bool:
         return False
 
 
+def _no_color() -> bool:
+    """NO_COLOR set and not empty (no-color.org): no colour and no other escape (bold) either."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def _cell(value: Any) -> str:
     # one line per row, whatever the data holds: a tab, newline or other control character is shown escaped (\\t),
     # as common.outputs.show shows names
@@ -72,13 +77,25 @@ def echo_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, err: bo
     cells = [[_cell(c) for c in r] for r in rows]
     if _is_tty(err):
         from rich import box
+        from rich.measure import Measurement
 
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-        for h in headers:
-            table.add_column(Text(_cell(h)))
+        # NO_COLOR (no-color.org) means no escapes at all: rich drops colours for it but would keep the bold
+        table = Table(box=box.SIMPLE_HEAD, header_style="" if _no_color() else "bold", pad_edge=False,
+                      show_edge=False)
+        for i, h in enumerate(headers):
+            # a value is never cut ("…"): a cell wraps between words, and a column is never narrower than its
+            # longest word, so a narrow terminal gets long lines (which it wraps itself) rather than lost data
+            words = [w for text in [_cell(h), *(r[i] for r in cells)] for w in text.split()]
+            table.add_column(Text(_cell(h)), overflow="fold", min_width=max((cell_len(w) for w in words),
+                                                                                default=0))
         for r in cells:
             table.add_row(*(Text(c) for c in r))   # Text: a "[emulated]" in a cell is not rich markup
-        Console(file=sys.stderr if err else sys.stdout, highlight=False).print(table)
+        stream = sys.stderr if err else sys.stdout
+        console = Console(file=stream, highlight=False)
+        need = Measurement.get(console, console.options.update(max_width=1_000_000), table).minimum
+        if need > console.width:
+            console = Console(file=stream, highlight=False, width=need)
+        console.print(table, crop=False)   # a line the measure got wrong is long, never cut
         return
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
     for i, h in enumerate(headers):
