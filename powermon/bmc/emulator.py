@@ -81,8 +81,9 @@ class RedfishEmulator:
     """The node's power (``power_w(device times) -> W``) through ``sensor`` on a threaded HTTP server.
 
     ``credentials``: {user: password} enforced by HTTP Basic (the service root is open); None: no auth. The
-    sensor's periods are device seconds; the served ``SensingInterval`` is in host seconds (speed-scaled), as the
-    client that polls it lives on the host clock."""
+    sensor's periods are device seconds, and so is everything it serves: ``ReadingTime`` is EPOCH + device time and
+    ``SensingInterval`` the device's update period (the BMC's own clock is the device's); a meter that polls it at
+    a speed other than 1 is told the speed and converts to host seconds itself (``BmcMeter(speed=...)``)."""
 
     def __init__(self, power_w: Callable[[Any], Any], sensor: SensorModel, timeline: Timeline,
                  faults: RedfishFaults | None = None, credentials: dict[str, str] | None = None) -> None:
@@ -128,7 +129,7 @@ class RedfishEmulator:
                     self.stale_served += 1
             rt = (EPOCH + timedelta(seconds=tk)).isoformat()
             avg = w
-        res = mockup(w, rt, _iso_duration(self.sensor.update_period_s / self.timeline.speed), avg).get(path)
+        res = mockup(w, rt, _iso_duration(self.sensor.update_period_s), avg).get(path)
         return (200, res) if res is not None else (404, {"error": {"code": "Base.1.0.ResourceMissingAtURI",
                                                                    "message": path}})
 
