@@ -11,7 +11,6 @@ truncated capture under the final name; without a ``raw_path`` nothing is writte
 from __future__ import annotations
 
 import contextlib
-import errno
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +40,7 @@ from archline.powermon.powermon2.protocol import (
 )
 from archline.powermon.record.clock import ClockMap, fit_clock
 from archline.powermon.record.samples import Samples
+from archline.powermon.stream.driver import open_serial
 
 EMULATOR_PACKAGE = "archline.powermon.emulator"
 if EMULATOR_PACKAGE not in serial.protocol_handler_packages:
@@ -50,29 +50,8 @@ if EMULATOR_PACKAGE not in serial.protocol_handler_packages:
 
 def open_port(port: str, timeout_s: float) -> Any:
     """Open a port by name or URL with PowerMon 2 line settings; one-line errors for the usual failures."""
-    try:
-        kwargs: dict[str, Any] = {"baudrate": BAUD_RATE, "bytesize": serial.EIGHTBITS, "parity": serial.PARITY_NONE,
-                                  "stopbits": serial.STOPBITS_TWO, "timeout": timeout_s, "write_timeout": timeout_s}
-        if "://" not in port:
-            kwargs["exclusive"] = True
-        return serial.serial_for_url(port, **kwargs)
-    except ValueError as e:
-        raise MeterError(f"cannot open {port}: {e}") from None
-    except (serial.SerialException, OSError) as e:
-        err = getattr(e, "errno", None)
-        text = str(e)
-        if text.startswith("bad powermon:// URL") or text.startswith("expected a URL"):
-            raise MeterError(text) from None
-        if err == errno.ENOENT or "No such file" in text:
-            raise DeviceError(f"serial port {port} does not exist (is the meter plugged in? "
-                              "`archline meter list` shows the ports)") from None
-        if err == errno.EBUSY or "exclusively lock" in text or "busy" in text.lower():
-            raise DeviceError(f"serial port {port} is busy: another program has it open "
-                              f"(find it with `fuser {port}`)") from None
-        if err == errno.EACCES or "Permission denied" in text:
-            raise DeviceError(f"no permission to open {port}: add yourself to its group "
-                              "(sudo usermod -aG dialout $USER, then log in again)") from None
-        raise DeviceError(f"cannot open {port}: {text}") from None
+    return open_serial(port, "meter", BAUD_RATE, timeout_s, ("bad powermon:// URL", "expected a URL"),
+                       bytesize=serial.EIGHTBITS, parity=serial.PARITY_NONE, stopbits=serial.STOPBITS_TWO)
 
 
 class PowerMon2:

@@ -21,12 +21,13 @@ from archline.powermon.powermon2.protocol import SENSE_FULL_SCALE_V, VOLTAGE_FUL
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.spec import MeterSpec
+from archline.powermon.stream.meter import DriverMeter
 
 #: how long the first samples of a (re)started stream may take to arrive (host seconds)
 FIRST_SAMPLES_TIMEOUT_S = 5.0
 
 
-class PowerMonMeter:
+class PowerMonMeter(DriverMeter):
     """A PowerMon 2 (real, or emulated on a pty) with its channel map, as a recorder meter.
 
     ``factory(n)`` makes the driver of stream segment ``n`` (its own raw capture); the pty server of an emulated
@@ -49,24 +50,6 @@ class PowerMonMeter:
             self._r_lut[c] = r
         self._fresh = False
         self._running = False
-
-    @property
-    def emulated(self) -> bool:
-        return self.driver.emulated
-
-    @property
-    def speed(self) -> float:
-        """Device seconds per host second (an emulator may run faster than real time)."""
-        return self.driver.speed
-
-    @property
-    def update_hz(self) -> float:
-        """Samples per device second per channel."""
-        return self.driver.rate_hz
-
-    @property
-    def error(self) -> MeterError | None:
-        return self.driver.error
 
     @property
     def core(self) -> PowerMon2Core | None:
@@ -154,9 +137,7 @@ class PowerMonMeter:
         return sum(last.values()) if last else None
 
     def info(self) -> dict[str, Any]:
-        meta = self.driver.meta()
-        meta["rails"] = {str(c.id): c.rail for c in self.spec.channels}
-        meta["devices"] = self.spec.devices()
+        meta = super().info()
         meta["segment"] = self._n
         return meta
 
@@ -222,15 +203,6 @@ class PowerMonMeter:
                            total / dur if dur > 0 else float("nan"), n_in, self.driver.rate_hz, ovf, gaps, lost,
                            inside, warnings, device_time_s=dur, expected_samples=expected, lost_s=lost_s,
                            device_window_s=(d0, d1))
-
-    def host_time_s(self, t_dev_s: float) -> float:
-        """Host time of a device time of the current stream (the clock map the samples are written with)."""
-        return float(self.driver.clock_map().to_host(t_dev_s))
-
-    def stream_start_s(self) -> float:
-        """Host time of the current stream's first sampling event (device time 0), less half a period, as the clock
-        map now has it (its offset is the least arrival lag seen, so it moves earlier as data arrives: ask late)."""
-        return float(self.driver.clock_map().to_host(-0.5 / self.driver.rate_hz))
 
     @property
     def raw_path(self) -> Path | None:

@@ -53,10 +53,13 @@ class StreamStats:
         return dict(vars(self))
 
 
-def open_serial(port: str, label: str, baudrate: int, timeout_s: float) -> Any:
-    """Open ``port`` (device or URL) raw; one-line errors for the usual failures."""
+def open_serial(port: str, label: str, baudrate: int, timeout_s: float,
+                user_errors: tuple[str, ...] = ("bad ", "expected a URL", "no emulated"), **line: Any) -> Any:
+    """Open ``port`` (device or URL) raw, with pyserial's ``line`` settings; one-line errors for the usual
+    failures (``label`` names the device in them; a message starting with one of ``user_errors`` is the user's
+    mistake, a :class:`MeterError`)."""
     try:
-        kw: dict[str, Any] = {"baudrate": baudrate, "timeout": timeout_s, "write_timeout": timeout_s}
+        kw: dict[str, Any] = {"baudrate": baudrate, "timeout": timeout_s, "write_timeout": timeout_s, **line}
         if "://" not in port:
             kw["exclusive"] = True
         return serial.serial_for_url(port, **kw)
@@ -64,7 +67,7 @@ def open_serial(port: str, label: str, baudrate: int, timeout_s: float) -> Any:
         raise MeterError(f"cannot open {port}: {e}") from None
     except (serial.SerialException, OSError) as e:
         err, text = getattr(e, "errno", None), str(e)
-        if text.startswith("bad ") or text.startswith("expected a URL") or text.startswith("no emulated"):
+        if text.startswith(user_errors):
             raise MeterError(text) from None
         if err == errno.ENOENT or "No such file" in text:
             raise DeviceError(f"serial port {port} does not exist (is the {label} plugged in? "

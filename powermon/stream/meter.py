@@ -36,7 +36,56 @@ def frames_to_samples(k: np.ndarray, v: np.ndarray, a: np.ndarray, ids: list[int
                    meta={"t_dev_s": np.repeat(k / rate_hz, len(ids))})
 
 
-class StreamMeter:
+class DriverMeter:
+    """What a serial meter (PowerMon 2, PowerSensor3, PMD-USB) as a recorder meter shares: a ``driver`` with its
+    ``[[meters]]`` ``spec``, the pty ``server`` of an emulated one, and the driver's clock map (``clock_map``)."""
+
+    driver: Any
+    spec: MeterSpec
+    server: PtyServer | None
+
+    def clock_map(self) -> Any:
+        return self.driver.clock_map()
+
+    @property
+    def emulated(self) -> bool:
+        return bool(self.driver.emulated)
+
+    @property
+    def speed(self) -> float:
+        """Device seconds per host second (an emulator may run faster than real time)."""
+        return float(self.driver.speed)
+
+    @property
+    def update_hz(self) -> float:
+        """Samples (frames) per device second per channel."""
+        return float(self.driver.rate_hz)
+
+    @property
+    def error(self) -> MeterError | None:
+        return self.driver.error  # type: ignore[no-any-return]
+
+    @property
+    def core(self) -> Any:
+        return self.server.core if self.server is not None else None
+
+    def info(self) -> dict[str, Any]:
+        meta: dict[str, Any] = self.driver.meta()
+        meta["rails"] = {str(c.id): c.rail for c in self.spec.channels}
+        meta["devices"] = self.spec.devices()
+        return meta
+
+    def host_time_s(self, t_dev_s: float) -> float:
+        """Host time of a device time of the current stream (the clock map the samples are written with)."""
+        return float(self.clock_map().to_host(t_dev_s))
+
+    def stream_start_s(self) -> float:
+        """Host time of the stream's first sample (device time 0), less half a period, as the clock map now has it
+        (its offset is the least arrival lag seen, so it moves earlier as data arrives: ask late)."""
+        return float(self.clock_map().to_host(-0.5 / self.driver.rate_hz))
+
+
+class StreamMeter(DriverMeter):
     """A stream driver with its ``[[meters]]`` channel map (channel id = the meter's pair / rail number)."""
 
     kind = "sampling"
@@ -53,22 +102,6 @@ class StreamMeter:
         self._running = False
 
     @property
-    def emulated(self) -> bool:
-        return self.driver.emulated
-
-    @property
-    def speed(self) -> float:
-        return self.driver.speed
-
-    @property
-    def update_hz(self) -> float:
-        return self.driver.rate_hz
-
-    @property
-    def error(self) -> MeterError | None:
-        return self.driver.error
-
-    @property
     def clock_err_s(self) -> float | None:
         """How well the clock is aligned with the host's: the marker bound where markers came back, else None
         (the monitor then takes half a sample period)."""
@@ -76,10 +109,6 @@ class StreamMeter:
             return None
         self.driver.clock_map(True)
         return self.driver.clock_bound_s
-
-    @property
-    def core(self) -> Any:
-        return self.server.core if self.server is not None else None
 
     def start(self) -> None:
         if self.server is not None and self.server._thread is None:
@@ -138,19 +167,6 @@ class StreamMeter:
             return None
         ids = [c.id for c in self.spec.channels]
         return float(np.sum(v[-1, ids] * a[-1, ids]))
-
-    def info(self) -> dict[str, Any]:
-        meta = self.driver.meta()
-        meta["rails"] = {str(c.id): c.rail for c in self.spec.channels}
-        meta["devices"] = self.spec.devices()
-        return meta
-
-    def stream_start_s(self) -> float:
-        """Host time of the first frame (device time of frame 0), less half a period."""
-        return float(self.clock_map().to_host(-0.5 / self.driver.rate_hz))
-
-    def host_time_s(self, t_dev_s: float) -> float:
-        return float(self.clock_map().to_host(t_dev_s))
 
     def region(self, t0_s: float, t1_s: float) -> MeterRegion:
         cm = self.clock_map()
