@@ -21,26 +21,13 @@ from archline.powermon.stream.meter import StreamMeter
 #: frames per second when the profile gives no ``rate_hz`` (the stream rate is undocumented: measure yours)
 DEFAULT_RATE_HZ = 1000.0
 SCHEME = "pmd"
-
-
-def rate_of(spec: MeterSpec) -> float:
-    """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or 1000."""
-    return stream.rate_of(spec, SCHEME, DEFAULT_RATE_HZ)
-
-
-def url_rate_hz(port: str | None) -> float | None:
-    """The frame rate an emulator URL asks for (``pmd://default?rate=2000``), else None."""
-    return stream.url_rate_hz(port, SCHEME)
-
-
-def records_per_device_s(spec: MeterSpec) -> float:
-    """The stream's weight over a pty in PowerMon-record units (4 bytes): 20-byte frames."""
-    return rate_of(spec) * FRAME_BYTES / 4
+#: the kind's rate rules; module-level functions are what spec dispatch and the emulated back end look up
+KIND = stream.StreamKind(SCHEME, DEFAULT_RATE_HZ, FRAME_BYTES)
+rate_of, url_rate_hz, records_per_device_s = KIND.rate_of, KIND.url_rate_hz, KIND.records_per_device_s
 
 
 def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, raw_path: str | Path | None = None,
-                   name: str | None = None,
-                   **kw: Any) -> StreamMeter:
+                   name: str | None = None, **kw: Any) -> StreamMeter:
     """A PMD-USB on ``spec.port`` (a ``pmd://`` URL opens the emulator in-process)."""
     return stream.open_stream(spec, PmdUsb, SCHEME, DEFAULT_RATE_HZ, "/dev/ttyUSB0", name=name,
                               capture=_capture(raw_dir, raw_path), **kw)

@@ -20,21 +20,9 @@ from archline.powermon.stream.meter import StreamMeter
 
 MARKER = b"M"
 SCHEME = "powersensor3"
-
-
-def rate_of(spec: MeterSpec) -> float:
-    """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or the F411 firmware's 20 kHz."""
-    return stream.rate_of(spec, SCHEME, REAL_RATE_HZ)
-
-
-def url_rate_hz(port: str | None) -> float | None:
-    """The frame rate an emulator URL asks for (``powersensor3://default?rate=2000``), else None."""
-    return stream.url_rate_hz(port, SCHEME)
-
-
-def records_per_device_s(spec: MeterSpec) -> float:
-    """The stream's weight over a pty in PowerMon-record units (4 bytes): 18-byte frames."""
-    return rate_of(spec) * FRAME_BYTES / 4
+#: the kind's rate rules; module-level functions are what spec dispatch and the emulated back end look up
+KIND = stream.StreamKind(SCHEME, REAL_RATE_HZ, FRAME_BYTES)
+rate_of, url_rate_hz, records_per_device_s = KIND.rate_of, KIND.url_rate_hz, KIND.records_per_device_s
 
 
 def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, raw_path: str | Path | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +218,28 @@ class StreamMeter(DriverMeter):
                            total / dur if dur > 0 else float("nan"), n_in, rate, 0, gaps, lost,
                            self._samples(k[sel], v[sel], a[sel]), warnings, device_time_s=dur,
                            expected_samples=expected, lost_s=lost_s, device_window_s=(d0, d1))
+
+
+@dataclass(frozen=True)
+class StreamKind:
+    """A byte-stream meter kind's frame-rate rules: its emulator URL scheme, its default frame rate and its frame
+    size; a kind's module exports these methods as its ``rate_of``, ``url_rate_hz`` and ``records_per_device_s``."""
+
+    scheme: str
+    default_hz: float
+    frame_bytes: int
+
+    def url_rate_hz(self, port: str | None) -> float | None:
+        """The frame rate an emulator URL asks for (``SCHEME://default?rate=2000``), else None."""
+        return url_rate_hz(port, self.scheme)
+
+    def rate_of(self, spec: MeterSpec) -> float:
+        """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or the kind's default."""
+        return rate_of(spec, self.scheme, self.default_hz)
+
+    def records_per_device_s(self, spec: MeterSpec) -> float:
+        """The stream's weight over a pty in PowerMon-record units (4 bytes)."""
+        return self.rate_of(spec) * self.frame_bytes / 4
 
 
 def url_rate_hz(port: str | None, scheme: str) -> float | None:
