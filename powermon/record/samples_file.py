@@ -84,7 +84,7 @@ def find_sidecar(path: str | Path) -> Path | None:
     """The sidecar of an input: ``PATH.json`` beside the name given, else beside a symlink's target; None when
     there is none (a pipe has none)."""
     p = Path(path)
-    for cand in (p, p.resolve() if p.is_symlink() else None):
+    for cand in (p, Path(os.path.realpath(p)) if p.is_symlink() else None):   # realpath: a loop is no sidecar
         if cand is not None and cand.with_name(cand.name + ".json").is_file():
             return cand.with_name(cand.name + ".json")
     return None
