@@ -7,11 +7,12 @@ import json
 import click
 
 from archline.cli.output import format_option
+from archline.cli.params import BYTES
 
 
 @click.command("bound")
 @click.argument("algorithm", required=False)
-@click.option("--fast-memory", "fast_memory", metavar="BYTES",
+@click.option("--fast-memory", "fast_memory", type=BYTES, metavar="BYTES",
               help="fast-memory (cache) size S in bytes; K/M/G suffixes are binary (512K = 524288 B)")
 @click.option("--word-bytes", type=click.Choice(["4", "8"]), default="8", show_default=True,
               help="bytes per word (the paper's words are 8-byte doubles)")
@@ -23,7 +24,7 @@ from archline.cli.output import format_option
               "Sec. 6 and Fig. 4's text); see docs/analyses.md")
 @format_option
 @click.option("--list", "list_", is_flag=True, help="list the known algorithms with their formulas")
-def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs: str | None, fft_bound: str,
+def bound(algorithm: str | None, fast_memory: int | None, word_bytes: str, costs: str | None, fft_bound: str,
           fmt: str, list_: bool) -> None:
     """Upper bound on the operational intensity of ALGORITHM with a fast memory of BYTES.
 
@@ -55,7 +56,7 @@ def bound(algorithm: str | None, fast_memory: str | None, word_bytes: str, costs
     b = ob.get_bound(algorithm)   # unknown algorithm: one line listing the known ones
     if fast_memory is None:
         raise click.UsageError("--fast-memory BYTES is required")
-    result = ob.oi_upper_bound(algorithm, ob.parse_bytes(fast_memory), int(word_bytes),
+    result = ob.oi_upper_bound(algorithm, float(fast_memory), int(word_bytes),
                                fft_bound if algorithm == "fft" else None)
     if costs is not None:
         from archline.fit.platforms.profiles import load_platform

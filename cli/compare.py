@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from archline.cli.output import files_json, format_option
+from archline.cli.params import OutPath
 from archline.common.outputs import show
 
 
@@ -26,7 +27,7 @@ from archline.common.outputs import show
                    "not independent).")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="significance level (after Holm).")
 @format_option
-@click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--figure", type=OutPath(path_type=Path), default=None,
               help="also draw each coefficient per group with its 95% CI (.png, .pdf, .svg).")
 def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...], method: str, alpha: float,
             fmt: str, figure: Path | None) -> None:

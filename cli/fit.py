@@ -16,7 +16,8 @@ from archline.common.outputs import show
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
               help="table for people (pJ/flop, pJ/B, W); json = archline.costs/1; csv = one line per number.")
 @click.option("--out", type=OutPath(dir_okay=True), default=None,
-              help="write here instead of stdout; with several platforms and json, a directory (one file each).")
+              help="write here instead of stdout; with several platforms and json, a directory (one file each). "
+                   "A .json file takes --format json and a .csv file --format csv: another format is refused.")
 @click.option("--model", type=click.Choice(["auto", "basic", "cache", "capped", "dvfs"]), default="auto",
               show_default=True, help="auto picks by cross-validated error and says so.")
 @click.option("--cache-method", type=click.Choice(["joint", "residual"]), default="joint", show_default=True,
@@ -75,6 +76,8 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     from archline.fit.plots.layout import check_figure_format
     from archline.fit.regress.api import FitOptions, fit_files
 
+    if out is not None:
+        _check_suffix(out, fmt)
     if figure:
         check_figure_format(figure)          # a .pgf without TeX: one line, before the fit and before any output
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
@@ -99,3 +102,24 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
                 name = r.platform.encode("unicode_escape").decode() if not r.platform.isprintable() else r.platform
                 click.echo(f"archline: warning: {name}: {w}", err=True)
     sys.stdout.flush()
+
+
+#: --out suffixes that name a format: written in any other, the file would lie about its contents
+_SUFFIX_FORMAT = {".json": "json", ".csv": "csv"}
+
+
+def _check_suffix(out: str, fmt: str) -> None:
+    """Refuse ``--out x.json`` with ``--format table`` or ``csv`` (and ``x.csv`` with another format than csv)
+    before the fit: a text table in a .json file is read as broken JSON later."""
+    import os
+
+    from archline.common.outputs import is_stream
+
+    if is_stream(out) or os.path.isdir(out):
+        return
+    suffix = os.path.splitext(out)[1].lower()
+    want = _SUFFIX_FORMAT.get(suffix)
+    if want is not None and want != fmt:
+        raise click.BadParameter(f"{show(out)} is a {suffix} file but --format is {fmt}; give --format {want} "
+                                 f"or another file name", ctx=click.get_current_context(silent=True),
+                                 param_hint="'--out'")

@@ -87,6 +87,7 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
 
     More in docs/analyses.md.
     """
+    from archline.cli.params import intensities as parse_intensities
     from archline.fit.analyses.choi.cluster import iso_power as compute
     from archline.fit.analyses.choi.cluster import (
         missing_energy,
@@ -95,7 +96,6 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
         system,
         with_constants,
     )
-    from archline.fit.model.summary import parse_intensities
     from archline.fit.platforms.profiles import load_platform
 
     pa = with_constants(load_platform(big), settings_dict(set_a, "--set-a"))

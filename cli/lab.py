@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from archline.cli.output import echo_json, format_option, format_options
+from archline.cli.params import OutPath
 from archline.common.outputs import show
 
 lab_file = click.argument("lab_toml", type=click.Path(dir_okay=False, path_type=Path))
@@ -113,7 +114,7 @@ def _print_status(statuses: list, fmt: str) -> None:  # type: ignore[type-arg]
 
 @lab.command("collect")
 @lab_file
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.option("--out", type=OutPath(file_okay=False, dir_okay=True, path_type=Path), required=True,
               help="the data set directory (created, or merged into when it exists).")
 @click.option("--replace", is_flag=True, help="write the data set afresh instead of merging into the one at --out.")
 @format_option

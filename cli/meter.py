@@ -194,8 +194,11 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
 @meter.command("integrate")
 @click.argument("samples", type=click.Path(dir_okay=False))
 @format_option
-@click.option("--start", "t0_s", type=FINITE, help="region start (t_s of the file; default: the recorded window)")
-@click.option("--end", "t1_s", type=FINITE, help="region end")
+@click.option("--start", "t0_s", type=FINITE,
+              help="region start, in seconds on the file's own t_s timeline (a recording's is the meter's clock, "
+                   "not 0 at its first sample: see the window printed without --start/--end); default: the "
+                   "recorded window")
+@click.option("--end", "t1_s", type=FINITE, help="region end, on the same t_s timeline as --start")
 @click.option("--min-samples", type=click.IntRange(min=0), default=2, show_default=True,
               help="fewest samples of each channel the region must hold")
 @click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
@@ -214,17 +217,34 @@ def integrate_cmd(samples: str, fmt: str, t0_s: float | None, t1_s: float | None
     error bound covers them. SAMPLES may be a pipe: meter integrate <(zcat t.csv.gz).
 
     \b
+    --start and --end are times of the file's t_s column, not seconds from its start: a file from meter record or
+    meter decode is on the meter's clock. Integrate once without them to see the window (t_start_s, t_end_s).
+
+    \b
     Examples:
-      archline meter integrate samples.csv --format json
-      archline meter integrate samples.csv --start 1 --end 3
+      archline meter integrate samples.csv --format json     the window is t_start_s .. t_end_s
+      archline meter integrate samples.csv --start 1 --end 3     a file whose t_s counts from zero
     """
     from archline.powermon.offline import integrate_file, loss_error
 
+    _not_a_sidecar(samples)
     res = integrate_file(samples, t0_s, t1_s, min_samples=min_samples)
     _show_integration(res, fmt)
     error = loss_error(res, samples, max_lost)
     if error is not None:
         raise error
+
+
+def _not_a_sidecar(samples: str) -> None:
+    """A samples file's JSON sidecar (``t.csv.json``) given as the samples: say so and name the file to give, rather
+    than fail to read it as CSV."""
+    if not samples.lower().endswith(".json"):
+        return
+    described = samples[: -len(".json")]
+    what = f"a JSON sidecar, not a samples file; give the samples file it describes: {show(described)}" \
+        if os.path.exists(described) else f"JSON, not a samples file ({', '.join(SAMPLES_SUFFIXES)})"
+    raise click.BadParameter(f"{show(samples)} is {what}",
+                             ctx=click.get_current_context(silent=True), param_hint="'SAMPLES'")
 
 
 def _show_integration(res: Any, fmt: str) -> None:
@@ -238,7 +258,8 @@ def _show_integration(res: Any, fmt: str) -> None:
     rows.append(["total", f"{res.total_energy_j:.6f}", f"{res.energy_err_j:.4f}", "", ""])
     echo_table(["channel", "energy_j", "err_j", "mean_power_w", "n_samples"], rows)
     tc = f" (time compression {res.time_compression:g}x)" if res.time_compression != 1 else ""
-    click.echo(f"over {res.duration_s:.6f} s{tc}{' (emulated)' if res.emulated else ''}; "
+    click.echo(f"over {res.duration_s:.6f} s{tc}{' (emulated)' if res.emulated else ''} (t_s {res.t_start_s:.6f} "
+               f"to {res.t_end_s:.6f}, the file's timeline for --start/--end); "
                f"overflows {'unknown' if res.overflows is None else res.overflows}, gaps {res.gaps}, "
                f"lost samples {res.lost_samples}")
 

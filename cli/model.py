@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from archline.cli.output import echo_files, echo_json, echo_table, format_option, panels
-from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath
-from archline.fit.model.summary import SYMBOLS, parse_intensities, platform_summary, predict_rows
+from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath, check_finite, intensities
+from archline.fit.model.summary import SYMBOLS, platform_summary, predict_rows
 from archline.fit.model.units import display
 
 precision_option = click.option("--precision", type=click.Choice(["sp", "dp", "both"]), default="both",
@@ -101,9 +101,10 @@ def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precisio
     from archline.fit.platforms.profiles import load_platform
 
     pl = load_platform(name_or_costs)
-    values = parse_intensities(intensity)
+    values = intensities(intensity)
     m = pl.machine(precision, needed_for="model predict")
     rows = predict_rows(m, values, cap_divisor)
+    check_finite(rows, ("gflop_per_s", "gflop_per_j", "power_w"))
     if fmt == "json":
         echo_json({"platform": pl.name, "precision": precision, "emulated": pl.emulated, "capped": m.capped,
                    "cap_divisor": cap_divisor, "points": rows})

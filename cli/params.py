@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -76,9 +77,16 @@ class OutPath(click.Path):
         self.suffixes = tuple(suffixes)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if os.fsdecode(value) == "-":
+            # '-' is no stream here (stdout carries the command's report): refused rather than made into a file
+            # literally named '-'; a stream output is named by its path (docs/errors.md)
+            self.fail("'-' is not an output here; to write to standard output give /dev/stdout", param, ctx)
         p = Path(os.fsdecode(value))
-        if self.file_okay and is_stream(p):
-            return super().convert(value, param, ctx)
+        if is_stream(p):
+            if self.file_okay:
+                return super().convert(value, param, ctx)
+            raise UnwritablePath(f"{p} is a device or pipe, not a directory; give a directory for the results",
+                                 ctx, param)
         if self.suffixes and not p.name.lower().endswith(self.suffixes):
             self.fail(f"{p}: unknown format {''.join(p.suffixes) or '(no suffix)'}; use "
                       f"{', '.join(self.suffixes)}", param, ctx)
@@ -94,3 +102,63 @@ class OutPath(click.Path):
         if not os.access(parent, os.W_OK | os.X_OK):
             raise UnwritablePath(f"{p}: cannot write in {parent} (permission denied)", ctx, param)
         return super().convert(value, param, ctx)
+
+
+#: the largest byte size taken (1 EiB): more than any memory, so a larger one is a typo, not a machine
+MAX_BYTES = 2**60
+
+
+class ByteSize(click.ParamType):
+    """A size in bytes as people write it (``65536``, ``512K``, ``8MiB``; binary multiples, common.sizes), as an
+    int: positive, finite and at most :data:`MAX_BYTES`."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        from archline.common.sizes import parse_bytes
+
+        text = str(value).strip()
+        try:
+            n = parse_bytes(text)
+        except ValueError as e:
+            try:  # why it was refused: a number that is not finite, or one too large once multiplied
+                number = float(text.upper().rstrip("BI").rstrip("KMGT").strip())
+            except ValueError:
+                self.fail(str(e), param, ctx)
+            if not math.isfinite(number):
+                self.fail(f"must be a finite size in bytes, got {text}", param, ctx)
+            if number > 0:
+                self.fail(f"too large: {text} is more than 1 EiB (2^60 B)", param, ctx)
+            self.fail(f"must be positive, got {text}", param, ctx)
+        if n > MAX_BYTES:
+            self.fail(f"too large: {text} is more than 1 EiB (2^60 B)", param, ctx)
+        return n
+
+
+BYTES = ByteSize()
+
+
+def intensities(text: str, flag: str = "--intensity") -> list[float]:
+    """The intensities (flop/B) of ``--intensity`` (``fit.model.summary.parse_intensities``: '0.25,1,4' or a
+    range of powers of two '0.25:64'), refusing one so small that it underflows (a subnormal number: the model's
+    rates round to 0 and its power to NaN)."""
+    from archline.fit.model.summary import parse_intensities
+
+    values = parse_intensities(text)
+    tiny = [v for v in values if v < sys.float_info.min]
+    if tiny:
+        raise click.BadParameter(f"{tiny[0]:g} flop/B is too small (it underflows: below {sys.float_info.min:.3g})",
+                                 ctx=click.get_current_context(silent=True), param_hint=f"'{flag}'")
+    return values
+
+
+def check_finite(rows: Sequence[dict[str, Any]], keys: Sequence[str], flag: str = "--intensity") -> None:
+    """Refuse (exit 2, naming the intensity) a prediction that is not a finite number: the model has no answer
+    there, and a printed nan or JSON null would pass for one."""
+    for r in rows:
+        bad = [k for k in keys if not math.isfinite(r[k])]
+        if bad:
+            raise click.BadParameter(f"the model gives no finite {', '.join(bad)} at {r['intensity']:g} flop/B",
+                                     ctx=click.get_current_context(silent=True), param_hint=f"'{flag}'")

@@ -68,8 +68,8 @@ def powers(platforms: tuple[str, ...], kind: str, settings: tuple[tuple[str, str
           --set titan:eps_flop_sp=30e-12 --set titan:peak_flop_per_s_sp=3.69e12 \\
           --set titan:peak_byte_per_s=233e9 --plot fig14.png
     """
+    from archline.cli.params import intensities as parse_intensities
     from archline.fit.analyses.choi import powers as pw
-    from archline.fit.model.summary import parse_intensities
 
     if not divisor > 1:
         raise pw.PowersError(f"--divisor must be > 1, got {divisor:g}")

@@ -39,8 +39,8 @@ def throttle(platform: str, precision: str, delta_pi_w: float | None, pi0_w: flo
       archline throttle gtx580 --delta-pi-w 150 --plot throttle.png
       archline throttle my-capped-costs.json -i 0.25,1,4,16
     """
+    from archline.cli.params import intensities as parse_intensities
     from archline.fit.analyses.choi import throttling as th
-    from archline.fit.model.summary import parse_intensities
     from archline.fit.platforms.profiles import load_platform
 
     pl = load_platform(platform)
