@@ -10,13 +10,10 @@ Options: ``speed``, ``seed``, ``partial_first``, ``drop=OFF,OFF``, ``noise=OFF:N
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
-
 from serial.serialutil import SerialException
 
 from archline.powermon.emulator.device import Faults, PowerMon2Core
-from archline.powermon.emulator.registry import get_device
-from archline.powermon.emulator.serial_base import CoreSerial
+from archline.powermon.emulator.serial_base import CoreSerial, set_byte_fault, url_device
 
 _OPTIONS = ("speed", "seed", "partial_first", "drop", "noise", "overflow", "stall", "disconnect", "silent",
             "adc_noise")
@@ -27,40 +24,24 @@ def _pairs(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def core_from_url(url: str) -> PowerMon2Core:
-    parts = urlsplit(url)
-    if parts.scheme != "powermon":
-        raise SerialException(f"expected a URL of the form powermon://NAME?speed=1, not {url!r}")
-    name = parts.netloc or parts.path.strip("/") or "default"
-    spec = get_device(name)
-    if spec is None:
-        raise SerialException(f"no emulated PowerMon named {name!r} (register it with register_device)")
+    spec, options = url_device(url, "powermon", "PowerMon")
     faults = Faults(**vars(spec.faults))
     speed, seed = spec.speed, spec.seed
     try:
-        for key, values in parse_qs(parts.query, keep_blank_values=True).items():
-            v = values[0]
+        for key, v in options.items():
             if key == "speed":
                 speed = float(v)
             elif key == "seed":
                 seed = int(v)
             elif key == "partial_first":
                 faults.partial_first = int(v)
-            elif key == "drop":
-                faults.drop_bytes = tuple(int(x) for x in v.split(",") if x)
-            elif key == "noise":
-                faults.noise = _pairs(v)
             elif key == "overflow":
                 faults.overflow = _pairs(v)
-            elif key == "stall":
-                a, b = v.split(":")
-                faults.stall = (float(a), float(b))
-            elif key == "disconnect":
-                faults.disconnect_s = float(v)
             elif key == "silent":
                 faults.silent = v not in ("0", "false", "")
             elif key == "adc_noise":
                 faults.adc_noise_lsb = float(v)
-            else:
+            elif not set_byte_fault(faults, key, v):
                 raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
     except ValueError as e:
         raise SerialException(f"bad powermon:// URL {url!r}: {e}") from None

@@ -5,9 +5,42 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
+
+from archline.powermon.emulator.registry import get_device
+
+
+def url_device(url: str, scheme: str, what: str) -> tuple[Any, dict[str, str]]:
+    """The registered device (:func:`~archline.powermon.emulator.register_device`) that ``scheme://NAME?options``
+    names (``default`` when none), and its options (the first value of each)."""
+    parts = urlsplit(url)
+    if parts.scheme != scheme:
+        raise SerialException(f"expected a URL of the form {scheme}://NAME?speed=1, not {url!r}")
+    name = parts.netloc or parts.path.strip("/") or "default"
+    dev = get_device(name)
+    if dev is None:
+        raise SerialException(f"no emulated {what} named {name!r} (register it with register_device)")
+    return dev, {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+
+
+def set_byte_fault(faults: Any, key: str, v: str) -> bool:
+    """Set a fault every emulator URL takes (``drop``, ``noise``, ``stall``, ``disconnect``) on ``faults``;
+    False when ``key`` is not one of them (ValueError when its value is bad)."""
+    if key == "drop":
+        faults.drop_bytes = tuple(int(x) for x in v.split(",") if x)
+    elif key == "noise":
+        faults.noise = tuple((int(a), int(b)) for a, b in (x.split(":") for x in v.split(",") if x))
+    elif key == "stall":
+        a, b = v.split(":")
+        faults.stall = (float(a), float(b))
+    elif key == "disconnect":
+        faults.disconnect_s = float(v)
+    else:
+        return False
+    return True
 
 
 class ByteDevice(Protocol):
