@@ -217,6 +217,16 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
                              f"of the recording; its sidecar says: {info.get('error') or 'no error'}); give --start "
                              f"and --end inside them to integrate what arrived ({e})") from None
         raise
+    records = stats.get("sample_records")
+    if isinstance(records, int) and records > s.t_s.size:       # rows the meter sent that the file no longer holds
+        missing = records - int(s.t_s.size)
+        whole = recorded or (t0_s is None and t1_s is None)
+        if whole:
+            res.expected_samples = (res.expected_samples or int(s.t_s.size)) + missing
+            res.lost_samples += missing
+        res.warnings.append(f"{show(path)} holds {s.t_s.size} samples but its sidecar lists {records}: {missing} "
+                            "are missing (a file cut short?)" + ("; counted as lost, and the energy is of the "
+                                                                "samples held only" if whole else ""))
     if side is not None and side.emulated is None:
         res.warnings.append(f"{show(path)}: its sidecar says the source is not known (emulated: null, a capture "
                             "decoded without its sidecar): real hardware or archline's emulator cannot be told")

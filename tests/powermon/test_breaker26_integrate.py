@@ -1,0 +1,34 @@
+"""Breaker 26 item 13: a samples file cut at a line boundary integrated silently (318 J of 1202 J, lost 0) though
+its sidecar lists how many samples the meter sent. The missing ones are now lost samples, said and counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def test_a_cut_file_counts_what_its_sidecar_says_is_missing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rec = tmp_path / "rec.csv"
+    r = run_cli("meter", "record", "--meter", "emulated:8", "--duration", "2", "--out", str(rec))
+    assert r.exit_code == 0, r.stderr
+    side = json.loads(Path(f"{rec}.json").read_text())
+    side.pop("window_s")                     # as `meter decode` writes it: the file's extent is the window
+    lines = rec.read_text().splitlines(keepends=True)
+    n_rows = len(lines) - 1
+    assert side["info"]["stats"]["sample_records"] == n_rows
+    whole = tmp_path / "whole.csv"
+    whole.write_text("".join(lines))
+    Path(f"{whole}.json").write_text(json.dumps(side))
+    full = run_cli("meter", "integrate", str(whole), "--format", "json")
+    assert full.exit_code == 0, full.stderr
+    assert json.loads(full.stdout)["lost_samples"] == 0 and "missing" not in full.stderr
+    cut = tmp_path / "cut.csv"
+    keep = n_rows // 2
+    cut.write_text("".join(lines[:1 + keep]))
+    Path(f"{cut}.json").write_text(json.dumps(side))
+    res = run_cli("meter", "integrate", str(cut), "--format", "json")
+    assert res.exit_code == 6, res.stderr                               # more than --max-lost: the documented exit
+    assert f"holds {keep} samples but its sidecar lists {n_rows}" in res.stderr
+    assert json.loads(res.stdout)["lost_samples"] == n_rows - keep
+    ok = run_cli("meter", "integrate", str(cut), "--max-lost", "0.9", "--format", "json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["lost_samples"] == n_rows - keep
