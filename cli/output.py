@@ -16,7 +16,8 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: what --format json promises, said once for every command's --help
-JSON_HELP = "table for people, json (SI units) for programs: one JSON document alone on stdout"
+JSON_HELP = ("table for people, json for programs (each key names its unit: SI unless the key says otherwise): "
+             "one JSON document alone on stdout")
 
 
 def _clean(obj: Any) -> Any:
