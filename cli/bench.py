@@ -142,45 +142,51 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
         working_set_bytes=working_set, store=store, device=device,
         time_compression=time_compression, meter=meter_name, power_caps_w=power_caps_w or None, max_lost=max_lost)
     out = run_once(opts, out_dir)
-    if fmt == "table":
+    if fmt == "table" and out.rows:
         click.echo(str(out.results))
     click.echo(f"{out.rows} rows in {out.wall_s:.1f} s; {out.session_note}", err=True)
     files: list[tuple[Path, str]] = [(out.results, "archline.results/1 rows, one per point")] if out.rows else []
-    summ = _summary(out.results, out_dir / "roofline.json") if out.rows else None
+    run_files = out.files
+    assert run_files is not None
+    ert = run_files.roofline_json
+    summ = run_files.write_extra(ert, out.rows, lambda: _summary(out.results, ert)) if out.rows else None
     if summ is not None:
-        files.append((out_dir / "roofline.json", "ERT roofline.json: peak GFLOP/s and GB/s per level"))
+        files.append((ert, "ERT roofline.json of this run: peak GFLOP/s and GB/s per level"))
     if out.rows and out.precisions:
         from archline.fit.errors import ArchlineFitError
         from archline.fit.plots.inputs import plot_results
 
         for prec in out.precisions:      # every precision the run measured: one figure each
-            suffix = ".roofline.png" if len(out.precisions) == 1 else f".roofline-{prec}.png"
+            fig = run_files.figure(prec)
             try:   # with energy: roofline, arch line and power line; time only: the roofline
-                png = plot_results([out.results], out.results.with_suffix(suffix), prec)
+                png = run_files.write_extra(fig, out.rows,
+                                            lambda fig=fig, prec=prec: plot_results([out.results], fig, prec))
                 shows = f"{prec.upper()} roofline, arch line and power line of the measured points"
             except ArchlineFitError:
-                png = plot_results([out.results], out.results.with_suffix(suffix), prec, kinds=("roofline",))
+                png = run_files.write_extra(fig, out.rows, lambda fig=fig, prec=prec: plot_results(
+                    [out.results], fig, prec, kinds=("roofline",)))
                 shows = f"{prec.upper()} roofline of the measured points (time only)"
             files.append((png, shows))
             click.echo(f"roofline plot: {png}", err=True)
     if fmt == "json":
         echo_files(fmt, files, rows=out.rows, wall_s=out.wall_s, session=out.session_note, failed=out.failed,
                    bad_checksums=out.n_bad_checksum, results=str(out.results) if out.rows else None,
-                   roofline_json=str(out_dir / "roofline.json") if summ is not None else None, **(summ or {}))
+                   roofline_json=str(ert) if summ is not None else None, **(summ or {}))
     elif summ is not None:
         from archline.bench.run.summary import summary_rows
 
         echo_table(("quantity", "value", "unit"), summary_rows(summ), err=True)
-        click.echo(f"ERT roofline.json: {out_dir / 'roofline.json'}", err=True)
+        click.echo(f"ERT roofline.json: {ert}", err=True)
     if out.failed:
-        raise PointsFailedError(f"{out.failed} point(s) failed (see the messages above); the other rows are kept")
+        kept = "the other rows are kept" if out.rows else "no row was written"
+        raise PointsFailedError(f"{out.failed} point(s) failed (see the messages above); {kept}")
     if out.n_bad_checksum:
         raise PointsFailedError(f"{out.n_bad_checksum} point(s) failed their checksum; rows kept with "
                                 "checksum_ok=false and left out of the plot, peaks and fits")
 
 
 def _summary(results: Path, ert_path: Path) -> dict[str, Any]:
-    """The closing summary (peaks, bandwidths, balance, checksums); writes DIR/roofline.json (ERT's layout)."""
+    """The closing summary (peaks, bandwidths, balance, checksums); writes <run_id>.roofline.json (ERT's layout)."""
     from archline.bench.run.summary import summarize
     from archline.fit.io.ert_roofline import ErtRoofline, write_ert
     from archline.fit.io.results_file import ResultsFile
@@ -206,20 +212,16 @@ def export_ert_cmd(results: tuple[Path, ...], out: Path, fmt: str) -> None:
       archline bench export-ert results/*.csv --out roofline.json
       archline bench export-ert results/*.csv --out roofline.json --format json
     """
+    from archline.bench.run.export import read_rows
     from archline.bench.run.summary import summarize
-    from archline.fit.io.ert_roofline import ErtRoofline, write_ert
-    from archline.fit.io.results_file import ResultsFile
+    from archline.fit.io.ert_roofline import ErtRoofline, check_ert_path, write_ert
 
-    if any(out.resolve() == r.resolve() for r in results):
-        raise click.UsageError(f"--out {out} is one of the inputs; name another file")
-    rows: list[dict[str, str]] = []
-    for r in results:
-        with ResultsFile.open(r) as rf:
-            rows.extend(rf.rows())
+    check_ert_path(out)
+    rows = read_rows(results)
     summ = summarize(rows)
     write_ert(out, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
-                                                 {"results": [r.name for r in results],
-                                                  "emulated": summ["emulated"]}))
+                                            {"results": [r.name for r in results], "emulated": summ["emulated"],
+                                             "checksums": summ["checksums"]}))
     if fmt == "json":
         echo_files(fmt, [(out, "ERT roofline.json: peak GFLOP/s per precision and GB/s per memory level")],
                    **summ)

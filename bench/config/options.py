@@ -45,6 +45,33 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def parse_device(device: str | None, what: str = "--device") -> str | None:
+    """A device selector, well formed: ``P:D`` (two indices), a bare index, or a name substring; surrounding blanks
+    dropped. Empty, a negative index or a malformed ``P:D`` is BenchError (exit 2) naming ``what``."""
+    if device is None:
+        return None
+    d = device.strip()
+    if not d:
+        raise BenchError(f"{what}: empty; give 'P:D' indices, an index or a device name substring "
+                         "(archline bench list shows the devices)")
+    if ":" in d or d.startswith("-") or (d.lstrip("+-").isdigit() and not d.isdigit()):
+        pd = d.split(":")
+        if len(pd) != 2 or not all(x.isdigit() for x in pd):
+            raise BenchError(f"{what} '{device}' is malformed: give 'P:D' (two indices >= 0, e.g. 0:0), an index "
+                             "or a device name substring")
+    return d
+
+
+def machine_memory_bytes() -> int | None:
+    """This machine's physical memory (None where the system does not say)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 class RunOptions(Strict):
     """What one ``bench run`` (or one sweep) asks for; None = the profile's value or the documented default."""
 
@@ -86,8 +113,19 @@ class RunOptions(Strict):
     @classmethod
     def _size(cls, v: Any) -> Any:
         if isinstance(v, str):
-            return parse_bytes(v)          # ValueError says what a size looks like
+            v = parse_bytes(v)          # ValueError says what a size looks like
+        mem = machine_memory_bytes()
+        if isinstance(v, int) and mem and v > mem:   # refused before any work, not an out-of-memory per point
+            raise ValueError(f"{v} B is more than this machine's memory ({mem} B); give a smaller size (e.g. 64M)")
         return v
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str | None) -> str | None:
+        try:
+            return parse_device(v, "device")
+        except BenchError as e:
+            raise ValueError(str(e).removeprefix("device: ").removeprefix("device ")) from None
 
     @field_validator("power_caps_w")
     @classmethod

@@ -249,14 +249,15 @@ def localhost_profile(powercap_root: str | os.PathLike[str] | None = None) -> Be
     meters: tuple[MeterSpec, ...] = ()
     if zones:
         meters = (MeterSpec(name="rapl", kind="rapl", zones=tuple(zones)),)
-        note = f"localhost: CPU kernels (cpu_asm); energy from {rapl_reason}"
+        note = f"localhost: energy from {rapl_reason}"
     else:
-        note = f"localhost: CPU kernels (cpu_asm); time only, no energy: {rapl_reason}"
+        note = f"localhost: time only, no energy: {rapl_reason}"
+    # the profile's notes name its default kernels; the rows' note only the meter (a run may pick another back end)
     plat = Platform(
         name="localhost",
         title=f"this machine ({socket.gethostname()}, {_platform.machine()}, {os.cpu_count()} CPUs)",
         constants={"pi0": Constant(None, "unknown until fitted")}, origin="<detected>", device_kind="cpu",
-        notes=note, raw={"name": "localhost"},
+        notes=note.replace("localhost: ", "localhost: CPU kernels (cpu_asm); ", 1), raw={"name": "localhost"},
     )
     # the intensity sweep in dp only: a user's localhost.toml (platforms dir) asks for sp as well
     return BenchProfile(platform=plat, bench=BenchSection(backend="cpu_asm", precisions=("dp",)), meters=meters,

@@ -38,7 +38,8 @@ class EmulatedKernel:
         counts = self.counts_per_rep.scaled(reps)
         t_dev, t0, t1 = self.device.run_counts(counts)
         return RunResult(time_s=t_dev, reps=reps, counts=counts, checksum_ok=True,
-                         extra={"emulated": True, "power_w": self.device.model.power_w(counts),
+                         extra={"emulated": True, "checksum_computed": False,   # nothing computed: no checksum
+                                "power_w": self.device.model.power_w(counts),
                                 "t0_host_s": t0, "t1_host_s": t1})
 
     def close(self) -> None:

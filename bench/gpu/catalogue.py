@@ -29,6 +29,9 @@ from archline.bench.kernels import KernelSpec
 
 #: every name `archline bench run --kernel` accepts on a GPU driver
 FAMILIES = ("intensity", "int", "cache", "chase", *CEILING_SWEEPS)
+#: the precisions each family runs at (the chase walks int32 indices whatever the run's default precision says)
+PRECISIONS: dict[str, tuple[str, ...]] = {"intensity": ("sp", "dp"), "int": ("int32",), "cache": ("sp", "dp"),
+                                          "chase": ("int32",), **{k: ("sp", "dp") for k in CEILING_SWEEPS}}
 
 
 @dataclass(frozen=True)

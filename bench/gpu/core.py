@@ -14,11 +14,13 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from archline.bench.errors import BenchError, UnsupportedError
+from archline.bench.config.options import parse_device  # noqa: F401  (the drivers' one device rule)
+from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
 from archline.bench.gpu import catalogue
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
 from archline.bench.kernels import Counts, KernelSpec, RunResult
+from archline.common.exits import EXIT_DEVICE
 
 
 @dataclass
@@ -156,6 +158,12 @@ class GpuPrepared:
         self._bufs = []
 
 
+class DeviceMissingError(BackendUnavailableError):
+    """No device matches what ``--device`` (or the profile's [bench] device) names: exit 4, a device missing."""
+
+    exit_code = EXIT_DEVICE
+
+
 class GpuBackend:
     """The back end every GPU driver gets: a subclass names its driver (``driver = OpenCLDriver()``)."""
 
@@ -178,6 +186,15 @@ class GpuBackend:
         except BenchError as e:
             ok, why, fp64 = False, str(e), False
         return catalogue.describe(self.name, self.driver.offer, ok, why, fp64)
+
+    def kernel_precisions(self, kernel: str) -> tuple[str, ...] | None:
+        """The precisions ``kernel`` runs at (None: a kernel the catalogue does not know; sweep says so)."""
+        return catalogue.PRECISIONS.get(kernel)
+
+    def check_device(self, device: str | None) -> str:
+        """Open the device ``--device`` (or the profile) names once, before any work: DeviceMissingError (exit 4)
+        when none matches, BenchError (exit 2) for a value no device could match; its summary."""
+        return self.driver.open(device).summary
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
         return catalogue.sweep(self.name, self.driver.offer, kernel, precision, quick)

@@ -17,7 +17,7 @@ import numpy as np
 
 from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.catalogue import Offer
-from archline.bench.gpu.core import Timing
+from archline.bench.gpu.core import DeviceMissingError, Timing, parse_device
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
 from archline.bench.kernels import KernelSpec
@@ -43,6 +43,7 @@ def device_count(cp: Any, what: str) -> int:
 
 def pick_index(cp: Any, device: str | None, what: str) -> int:
     """``--device``: an index, or a case-insensitive substring of the device name; the default is device 0."""
+    device = parse_device(device)
     n = device_count(cp, what)
     if n == 0:
         raise BackendUnavailableError(f"no {what} device found")
@@ -50,12 +51,12 @@ def pick_index(cp: Any, device: str | None, what: str) -> int:
         return 0
     if device.isdigit():
         if int(device) >= n:
-            raise BackendUnavailableError(f"{what} device {device} absent (have {n})")
+            raise DeviceMissingError(f"{what} device {device} absent (have {n})")
         return int(device)
     for i in range(n):
         if device.lower() in text(cp.cuda.runtime.getDeviceProperties(i)["name"]).lower():
             return i
-    raise BackendUnavailableError(f"no {what} device matches '{device}'")
+    raise DeviceMissingError(f"no {what} device matches '{device}'")
 
 
 def text(v: Any) -> str:

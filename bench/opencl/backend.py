@@ -15,7 +15,7 @@ import numpy as np
 
 from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.catalogue import Offer
-from archline.bench.gpu.core import GpuBackend, GpuDevice, Timing
+from archline.bench.gpu.core import DeviceMissingError, GpuBackend, GpuDevice, Timing, parse_device
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
 from archline.bench.kernels import KernelSpec
@@ -55,6 +55,7 @@ def list_devices() -> list[tuple[str, Any, Any]]:
 
 
 def pick_device(device: str | None) -> tuple[str, Any, Any]:
+    device = parse_device(device)
     devs = list_devices()
     cl = _cl()
     if device is None:
@@ -66,7 +67,7 @@ def pick_device(device: str | None) -> tuple[str, Any, Any]:
     hits = [x for x in devs if device.lower() in x[2].name.lower()]
     if not hits:
         names = "; ".join(f"{i} {d.name}" for i, _, d in devs)
-        raise BackendUnavailableError(f"no OpenCL device matches '{device}' (have: {names})")
+        raise DeviceMissingError(f"no OpenCL device matches '{device}' (have: {names})")
     return hits[0]
 
 

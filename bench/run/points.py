@@ -9,7 +9,7 @@ from typing import Any
 
 from archline.bench.config.options import RunOptions
 from archline.bench.config.profile import QUICK_RANGES, BenchProfile, BenchSection
-from archline.bench.errors import UnsupportedError
+from archline.bench.errors import BenchError, UnsupportedError
 from archline.bench.kernels import Backend, KernelSpec
 from archline.powermon.errors import MAX_LOST_SHARE
 
@@ -89,13 +89,34 @@ def kernel_precisions(opts: RunOptions, bench: BenchSection) -> list[tuple[str, 
     return out
 
 
+def _applicable(backend: Backend, opts: RunOptions, kernel: str, precs: tuple[str, ...],
+                notes: list[str]) -> tuple[str, ...]:
+    """``precs`` less those the back end's ``kernel`` cannot run. A ``--precision`` given for a kernel named with
+    ``--kernel`` that does not run at it is refused before any work (a run whose every point fails, or a chase
+    that silently runs int32 rows, says nothing useful); with ``--all-kernels`` it is left out with a note."""
+    allowed_of = getattr(backend, "kernel_precisions", None)
+    allowed = allowed_of(kernel) if callable(allowed_of) else None
+    if not allowed or not opts.precisions:
+        return precs
+    bad = [p for p in precs if p not in allowed]
+    if not bad:
+        return precs
+    why = (f"kernel '{kernel}' on {backend.name} runs at {' or '.join(allowed)}"
+           + (" (it chases int32 indices: --precision does not apply)" if kernel == "chase" else ""))
+    if not opts.all_kernels:
+        raise BenchError(f"--precision {','.join(bad)} does not apply: {why}")
+    keep = tuple(p for p in precs if p in allowed) or tuple(allowed[:1])
+    notes.append(f"--precision {','.join(bad)} left out for '{kernel}': {why}")
+    return keep
+
+
 def make_points(backend: Backend, opts: RunOptions, profile: BenchProfile, power_caps_w: Sequence[float | None],
                 dvfs_ids: Sequence[str | None]) -> tuple[list[Point], list[str]]:
     """The sweep's points, and notes on what was left out and why (a variant the device cannot run)."""
     specs: list[KernelSpec] = []
     notes: list[str] = []
     for kernel, precs in kernel_precisions(opts, profile.bench):
-        for p in precs:
+        for p in _applicable(backend, opts, kernel, precs, notes):
             kw: dict[str, Any] = {"quick": opts.quick}
             if backend.name == "emulated":
                 kw["ranges"] = dict(QUICK_RANGES) if opts.quick else dict(profile.bench.ranges)

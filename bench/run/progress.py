@@ -40,7 +40,7 @@ def point_numbers(row: dict[str, Any]) -> str:
         if row.get("power_w") is not None:
             parts.append(f"power_w={_g(row.get('power_w'))}")
     ok = row.get("checksum_ok")
-    parts.append("checksum ok" if ok is True else ("checksum FAILED" if ok is False else "checksum n/a"))
+    parts.append("checksum ok" if ok is True else ("checksum FAILED" if ok is False else "checksum not computed"))
     return " ".join(parts)
 
 

@@ -154,7 +154,9 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
         if med_e is not None and all(g.energy_err_j is not None for g in regions) else None,
         **c.as_row(),
         "meter": meter.label, "sample_hz": meter.sample_hz, "n_samples": mid.n_samples if med_e is not None else None,
-        "checksum_ok": all(g.result.checksum_ok for g in regions),
+        # an emulated kernel computes nothing: its checksum is not computed (an empty cell), never "ok"
+        "checksum_ok": None if res.extra.get("checksum_computed") is False
+        else all(g.result.checksum_ok for g in regions),
         "emulated": ctx.emulated or meter.emulated, "point_id": point_id, "config_hash": ctx.config_hash,
         "params": ";".join(f"{k}={v}" for k, v in sorted(spec.params.items())),
         "intensity_flop_per_byte": res.extra.get("intensity_flop_per_byte",

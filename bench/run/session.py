@@ -20,6 +20,7 @@ from archline.bench.config.options import RunOptions, check_applies
 from archline.bench.config.profile import BenchProfile, ProfileSectionError, load_bench_profile
 from archline.bench.errors import BenchError
 from archline.bench.kernels import Backend
+from archline.bench.run.files import RunFiles
 from archline.bench.run.points import Point, RunSettings, make_points
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext
@@ -34,6 +35,12 @@ from archline.powermon.record.null import NullMeter
 log = logging.getLogger("archline.bench")
 #: how long past a window's end the runner waits for its samples (host seconds)
 SETTLE_TIMEOUT_S = 5.0
+
+
+class NoUsableDevice(BenchError):
+    """The back end asked for has no usable device here (its library, driver or platform is missing)."""
+
+    exit_code = EXIT_DEVICE
 
 
 class MeterMissing(BenchError):
@@ -88,7 +95,7 @@ class Session:
                     results.append(row)
                     written += 1
                     self.rows_written += 1
-                    self.n_bad_checksum += not row["checksum_ok"]
+                    self.n_bad_checksum += row["checksum_ok"] is False
                     progress.point_done(p.point_id, row)
             finally:
                 progress.close()
@@ -256,8 +263,11 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     else:
         s.backend = _real_backend(prof, opts)
         ok, why = s.backend.availability()
-        if not ok:
-            raise BenchError(f"backend '{s.backend.name}' is not usable here: {why}")
+        if not ok:    # no usable device here (no driver, no library, no platform): a device missing, exit 4
+            raise NoUsableDevice(f"backend '{s.backend.name}' has no usable device here: {why}")
+        check_device = getattr(s.backend, "check_device", None)
+        if callable(check_device) and s.device is not None:   # the device named, once, before any work
+            why = check_device(s.device)
         s.ctx = _safe_run_id(RunContext.new(prof.name, opts.device or prof.bench.device or why, s.backend.name,
                                             False))
         from archline.bench.controls import DEFAULT_RESTORE, apply_pending_restore, open_controls
@@ -318,24 +328,27 @@ class RunOutcome:
     session_note: str
     precisions: tuple[str, ...] = ()    #: of the intensity points (what a roofline plot can show)
     n_bad_checksum: int = 0
+    files: RunFiles | None = None       #: every file the run may write, named and checked before it measured
 
 
 def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: bool | None = None,
              restore_file: Path | None = None) -> RunOutcome:
     """``archline bench run``: all points into ``<out>/<run_id>.csv`` (``.partial`` until complete).
 
-    A write error (a full disk, exit 7) removes what this run wrote, its ``<run_id>.csv.partial`` (or ``.csv``)
-    and its ``<run_id>/`` directory of raw captures and traces: rows that name a capture never finished are not
-    kept. SIGTERM or Ctrl-C keeps the finished rows in the ``.partial`` file."""
+    Every file the run may write (:class:`RunFiles`) is checked before the first point. A write error (a full
+    disk, exit 7) removes what this run wrote, its ``<run_id>.csv.partial`` (or ``.csv``) and its ``<run_id>/``
+    directory of raw captures and traces: rows that name a capture never finished are not kept. SIGTERM or Ctrl-C
+    keeps the finished rows in the ``.partial`` file. A run with no row leaves no ``.partial`` and no new folder."""
     t0 = time.monotonic()
     new_out = not out.exists()
     ok = write_error = False
     session = open_session(opts, trace_dir=out, restore_file=restore_file)   # nothing is created before it opens
-    partial = out / f"{session.ctx.run_id}.csv.partial"
-    final = out / f"{session.ctx.run_id}.csv"
+    precs = tuple(sorted({p.spec.precision for p in session.points if p.spec.kernel == "intensity"}))
+    files = RunFiles(out, session.ctx.run_id, precs)
+    partial, final, written = files.partial, files.results, 0
     outcome: RunOutcome | None = None
     try:
-        inside(out, partial)
+        files.check()
         results = ResultsFile(partial)
         for n in session.notes:
             log.info(f"note: {n}")
@@ -345,16 +358,12 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
             partial.replace(final)
         else:
             partial.unlink()
-        precs = tuple(sorted({p.spec.precision for p in session.points if p.spec.kernel == "intensity"}))
         ok = True
         outcome = RunOutcome(final, written, failed, time.monotonic() - t0, session.describe(), precs,
-                             session.n_bad_checksum)
+                             session.n_bad_checksum, files)
     except KeyboardInterrupt:      # SIGTERM or Ctrl-C: the finished rows stay, marked partial
         if session.rows_written:
             log.warning(f"interrupted: {session.rows_written} finished row(s) kept in {partial}")
-        else:
-            with contextlib.suppress(OSError):
-                partial.unlink()
         raise
     except OSError:
         write_error = True
@@ -363,7 +372,10 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
         closing = session.close(quiet=not ok, own_errors=True)
         if write_error or closing is not None:
             _discard_run(out, (partial, final), session.trace_dir)
-        if not ok or closing is not None:    # a run that failed (a full disk) leaves no empty directories
+        elif not session.rows_written:     # whatever ended it (no memory, a bug): a header alone is no result
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        if not ok or closing is not None or not written:    # no rows: no empty directories left either
             for d in (session.trace_dir, out if new_out else None):
                 if d is not None:
                     with contextlib.suppress(OSError):

@@ -11,7 +11,9 @@ from typing import Any
 # Level column -> the name users know (ERT's names: DRAM, L1, L2, L3).
 LEVELS: tuple[tuple[str, str], ...] = (("bytes_mem", "DRAM"), ("bytes_l3", "L3"), ("bytes_l2", "L2"),
                                        ("bytes_l1", "L1"))
-_PRECISION_FLOPS = (("sp", "flops_sp"), ("dp", "flops_dp"))
+PRECISION_FLOPS = (("sp", "flops_sp"), ("dp", "flops_dp"))
+#: kernels whose flop rate is a compute peak; the others' adds (a cache sum, a memory ceiling) only move data
+PEAK_KERNELS = frozenset({"intensity", "ceil_flop"})
 _TRUE = frozenset({"1", "true", "yes", "y", "t"})
 
 
@@ -25,7 +27,8 @@ def _num(row: Mapping[str, Any], key: str) -> float:
         return math.nan
 
 
-def _ok(row: Mapping[str, Any]) -> bool | None:
+def checksum_state(row: Mapping[str, Any]) -> bool | None:
+    """checksum_ok read once: True, False, or None where it was not computed (an emulated row, an empty cell)."""
     v = row.get("checksum_ok")
     if v is None or v == "":
         return None
@@ -44,7 +47,7 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     backends: set[str] = set()
     for row in rows:
         n += 1
-        ok = _ok(row)
+        ok = checksum_state(row)
         if ok is not None:
             n_checked += 1
             n_ok += ok
@@ -55,7 +58,7 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         time_s = _num(row, "time_s")
         if ok is False or not time_s > 0:
             continue
-        for prec, col in _PRECISION_FLOPS:
+        for prec, col in PRECISION_FLOPS if row.get("kernel") in PEAK_KERNELS else ():
             f = _num(row, col)
             if f > 0:
                 peaks[prec] = max(peaks.get(prec, 0.0), f / time_s / 1e9)
@@ -81,8 +84,16 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         out.append((f"bandwidth {lvl}", f"{b:.4g}", "GB/s"))
     for p, x in summary["balance_flop_per_byte"].items():
         out.append((f"balance {p.upper()}", f"{x:.3g}", "flop/B (peak / DRAM)"))
+    if not summary["peaks_gflop_per_s"]:
+        out.append(("peak", "none", "no compute kernel ran (intensity or ceilings)"))
     c = summary["checksums"]
-    status = "ok" if c["ok"] == c["checked"] else "FAILED"
-    out.append(("checksums", f"{c['ok']}/{c['checked']} {status}", f"of {c['rows']} rows"))
+    if c["checked"] == 0:
+        why = "emulated" if summary["emulated"] else "no checksum column"
+        out.append(("checksums", f"not computed ({why})", f"of {c['rows']} rows"))
+    else:
+        status = "ok" if c["ok"] == c["checked"] else "FAILED"
+        left = c["rows"] - c["checked"]
+        out.append(("checksums", f"{c['ok']}/{c['checked']} {status}",
+                    f"of {c['rows']} rows" + (f" ({left} not computed)" if left else "")))
     out.append(("source", "emulated" if summary["emulated"] else "measured", ", ".join(summary["backends"])))
     return out

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.atomic import write_atomic
+from archline.fit.errors import ArchlineFitError
 
 _PREC_NAMES = {"dp": "FP64 GFLOPs", "sp": "FP32 GFLOPs"}
 
@@ -36,8 +37,22 @@ class ErtRoofline:
             "gbytes": {"data": [[k, v] for k, v in self.gbytes.items()], "metadata": {}}}}
 
 
+class ErtPathError(ArchlineFitError):
+    """An ERT export named with a suffix other than .json (exit 2)."""
+
+
+def check_ert_path(path: str | Path) -> None:
+    """An ERT export is JSON: a name ending otherwise (``e9.png``) is refused before anything is read or written;
+    a device or pipe (``/dev/stdout``) is a stream and is written as it is."""
+    from archline.common.outputs import is_stream, show
+
+    if Path(path).suffix.lower() != ".json" and not is_stream(path):
+        raise ErtPathError(f"--out {show(path)}: an ERT roofline.json is JSON; name the file with the .json suffix")
+
+
 def write_ert(path: str | Path, roof: ErtRoofline) -> Path:
-    """Atomic; the caller refuses a path that is one of its inputs."""
+    """Atomic; the caller refuses a path that is one of its inputs (and checks its suffix, :func:`check_ert_path`)."""
+    check_ert_path(path)
     return write_atomic(path, json.dumps(roof.to_json(), indent=2) + "\n")
 
 

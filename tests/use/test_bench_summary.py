@@ -72,11 +72,12 @@ def test_export_ert_cli(tmp_path: Path) -> None:
     from archline.cli.main import cli
 
     src = tmp_path / "r.csv"
-    cols = sorted({k for r in ROWS for k in r})
+    rows = [{"schema": "archline.results/1", "platform": "p", "precision": "dp", **r} for r in ROWS]
+    cols = sorted({k for r in rows for k in r})
     with src.open("w", newline="") as f:
         w = csv.DictWriter(f, cols)
         w.writeheader()
-        w.writerows(ROWS)
+        w.writerows(rows)
     out = tmp_path / "roofline.json"
     res = CliRunner().invoke(cli, ["bench", "export-ert", str(src), "--out", str(out)])
     assert res.exit_code == 0, res.output

@@ -1,0 +1,80 @@
+"""The rows ``archline bench export-ert`` summarises, read once through the results file's owner and checked: a file
+that is not an ``archline.results/1`` CSV, a file named twice, a time that is not a positive number and a rate no
+machine reaches are each one line, never a silent drop or a roofline.json of nonsense; a failed checksum is a
+warning (the row stays out of the peaks, and in the JSON's checksum count)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from archline.bench.errors import BenchError
+from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state
+from archline.common.files import unique_inputs
+from archline.common.outputs import show
+from archline.fit.io import schema
+from archline.fit.io.results_file import ResultsFile
+
+log = logging.getLogger("archline.bench")
+
+#: above any device's rate (S4's GPUs peak near 10 TFLOP/s; today's largest near 100 TFLOP/s in fp64): a row that
+#: implies more is a unit slip or a corrupted time, refused as non-physical
+MAX_GFLOP_PER_S = 1e7
+#: above any level's bandwidth (a GPU's aggregate L1 is tens of TB/s)
+MAX_GB_PER_S = 1e6
+
+
+class NonPhysicalError(BenchError):
+    """A results row whose time or rate no machine has (exit 2, naming file, line and column)."""
+
+
+def _float(v: str | None) -> float | None:
+    if v is None or v.strip() == "":
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return math.nan
+
+
+def check_row(row: dict[str, str], where: str) -> None:
+    """Refuse ``row`` (at ``where``: ``file:line``) when its time is not a positive finite number of seconds or it
+    implies a rate above :data:`MAX_GFLOP_PER_S` / :data:`MAX_GB_PER_S`."""
+    t = _float(row.get("time_s"))
+    if t is None or not (math.isfinite(t) and t > 0):
+        raise NonPhysicalError(f"{where}: time_s = {row.get('time_s')!r} is not a positive number of seconds; "
+                               "fix or remove the row")
+    for _, col in PRECISION_FLOPS:
+        f = _float(row.get(col))
+        if f is not None and (not math.isfinite(f) or f < 0 or f / t / 1e9 > MAX_GFLOP_PER_S):
+            raise NonPhysicalError(f"{where}: {col} = {row.get(col)} in time_s = {t:g} is {f / t / 1e9:.3g} GFLOP/s, "
+                                   f"more than any machine (limit {MAX_GFLOP_PER_S:g}); fix or remove the row")
+    for col, _ in LEVELS:
+        b = _float(row.get(col))
+        if b is not None and (not math.isfinite(b) or b < 0 or b / t / 1e9 > MAX_GB_PER_S):
+            raise NonPhysicalError(f"{where}: {col} = {row.get(col)} in time_s = {t:g} is {b / t / 1e9:.3g} GB/s, "
+                                   f"more than any machine (limit {MAX_GB_PER_S:g}); fix or remove the row")
+
+
+def read_rows(paths: Sequence[Path], warn: Callable[[str], None] | None = None) -> list[dict[str, str]]:
+    """Every row of ``paths`` (each file once), checked; warnings (a file named twice, failed checksums) go to
+    ``warn`` (default: the bench logger)."""
+    say = warn or log.warning
+    rows: list[dict[str, str]] = []
+    for p in unique_inputs(paths, say):
+        with ResultsFile.open(p) as rf:
+            rf.check_schema(schema.REQUIRED)
+            failed: list[int] = []
+            for i, row in enumerate(rf.rows()):
+                line = i + 2                       # the header is line 1
+                check_row(row, f"{show(p)}:{line}")
+                if checksum_state(row) is False:
+                    failed.append(line)
+                rows.append(row)
+        if failed:
+            lines = ", ".join(map(str, failed[:10])) + (" ..." if len(failed) > 10 else "")
+            say(f"{show(p)}: {len(failed)} row(s) failed their checksum (line(s) {lines}); they are left out of "
+                "the peaks and bandwidths and counted in the checksum status")
+    return rows
