@@ -1,0 +1,238 @@
+"""An emulated BMC answering IPMI DCMI Get Power Reading over RMCP+ (IPMI 2.0 lanplus), in a process of its own::
+
+    python -m archline.powermon.bmc.ipmi_serve --port 0 --power-w 412
+    python -m archline.powermon.bmc.ipmi_serve --script steps.json --speed 20 --busy-every 5 --stale 3:6
+    python -m archline.powermon.bmc.ipmi_serve --ask          # each reading asked of the parent (see below)
+
+The first line on stdout is the UDP port, printed once the socket is bound (``--address``, 127.0.0.1 by default);
+it then serves until SIGTERM or SIGINT, or until its stdin closes (a parent that dies takes it along; run it
+detached as ``sleep infinity | python -m ...``). Login: ``--user`` (archline) with the password in the environment
+variable ``--password-env`` names (``emulated`` when none is named). Other IPMI commands: pyghmi's defaults.
+
+Why a process: pyghmi keeps one I/O dispatcher per process; an emulated BMC and a client in one process share it,
+and about one login in ten hung in the RMCP+ handshake. Here the server's dispatcher is the only one in its process.
+
+Readings: ``--power-w`` a constant; ``--script`` a power script (``Script.load``: JSON or TOML steps, summed over
+its channels) through a sensor that shows, every ``--update-period-s`` device seconds, the mean of the last
+``--window-s``, in whole watts, the timestamp field the reading's device second; ``--ask``: for each request the
+server writes ``? SEQ`` on stdout and takes the reply line ``SEQ HEX`` (the 18 data bytes, ``dcmi.encode``) or
+``SEQ busy`` from stdin (no reply within 2 s: busy). Faults (not with ``--ask``, whose parent answers busy itself):
+``--busy-every N`` answers every Nth Get Power Reading with completion code 0xC0 (node busy); ``--stale A:B`` (device
+seconds, repeatable) keeps showing the reading of device second A until B. Everything it serves is emulated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any
+
+from archline.common.exits import EXIT_DEVICE, EXIT_INPUT, EXIT_OK
+from archline.powermon.bmc import dcmi
+
+Reading = Callable[[], "dcmi.DcmiPowerReading | None"]
+ASK_TIMEOUT_S = 2.0
+DEFAULT_USER = "archline"
+DEFAULT_PASSWORD = "emulated"
+
+
+def make_server(reading: Reading, credentials: dict[str, str], address: str = "127.0.0.1", port: int = 0) -> Any:
+    """A pyghmi ``Bmc`` bound to ``address:port`` (0: the kernel picks; ``.port`` says which) answering DCMI Get
+    Power Reading with ``reading()`` (None: completion code 0xC0, busy); a wrong DCMI group id: 0xC1. It is served
+    by :func:`serve` in this process: never run a client in the same process (see the module docstring)."""
+    from pyghmi.ipmi import bmc
+
+    class DcmiBmc(bmc.Bmc):   # type: ignore[misc]
+        def handle_raw_request(self, request: dict[str, Any], session: Any) -> None:
+            data = bytes(request.get("data", b""))
+            if request["netfn"] == dcmi.NETFN_GROUP and request["command"] == dcmi.CMD_GET_POWER_READING:
+                if data[:1] != bytes([dcmi.DCMI_GROUP]):
+                    session.send_ipmi_response(code=0xC1)
+                    return
+                r = reading()
+                if r is None:       # a fault: the BMC is busy
+                    session.send_ipmi_response(code=0xC0)
+                    return
+                session.send_ipmi_response(data=list(dcmi.encode(r)))
+                return
+            super().handle_raw_request(request, session)
+
+    server = DcmiBmc(credentials, port=port, address=address)
+    server.port = server.serversocket.getsockname()[1]
+    return server
+
+
+def serve(server: Any, stop: threading.Event) -> None:
+    """Dispatch until ``stop`` is set, then close the socket (the port is free once this returns)."""
+    from pyghmi.ipmi.private import session as ipmisession
+
+    try:
+        while not stop.is_set():
+            ipmisession.Session.wait_for_rsp(0.05)
+    finally:
+        ipmisession.Session.bmc_handlers.pop(server.serversocket, None)
+        server.serversocket.close()
+
+
+def busy_every(reading: Reading, n: int) -> Reading:
+    """``reading`` with every ``n``-th request answered busy (0: never)."""
+    count = [0]
+
+    def r() -> dcmi.DcmiPowerReading | None:
+        count[0] += 1
+        return None if n and count[0] % n == 0 else reading()
+    return r
+
+
+def model_reading(power_w: Callable[[Any], Any], speed: float, update_period_s: float, window_s: float,
+                  stale: tuple[tuple[float, float], ...] = ()) -> Reading:
+    """Device power through the emulated BMC's sensor model (the Redfish emulator's readings and stale spans, not its
+    HTTP server), from now on at ``speed`` device seconds per host second: whole watts, the timestamp field the
+    reading's device second."""
+    from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
+    from archline.powermon.counters.emulated import Timeline
+    from archline.powermon.emulator.sensor import SensorModel
+
+    timeline = Timeline(speed)
+    sensor = SensorModel(update_period_s=update_period_s, window_s=window_s)
+    model = RedfishEmulator(power_w, sensor, timeline, RedfishFaults(stale=stale))
+
+    def r() -> dcmi.DcmiPowerReading:
+        w, tk, _ = model.reading(timeline.emulated_time_s())
+        watts = max(0, round(w))
+        return dcmi.DcmiPowerReading(watts, watts, watts, watts, int(tk), round(window_s * 1000), True)
+    return r
+
+
+class Parent:
+    """``--ask``: readings asked of the parent over stdout/stdin, one at a time (the dispatcher is one thread)."""
+
+    def __init__(self, out: IO[str], stop: threading.Event) -> None:
+        self.out, self.stop = out, stop
+        self.replies: queue.Queue[str] = queue.Queue()
+        self.seq = 0
+
+    def on_line(self, line: str) -> None:
+        self.replies.put(line.strip())
+
+    def __call__(self) -> dcmi.DcmiPowerReading | None:
+        self.seq += 1
+        _say(self.out, f"? {self.seq}")
+        try:
+            while True:
+                seq, _, answer = self.replies.get(timeout=ASK_TIMEOUT_S).partition(" ")
+                if seq == str(self.seq):     # a late answer to an earlier question is dropped
+                    break
+        except queue.Empty:
+            return None
+        return None if answer == "busy" else dcmi.decode(bytes.fromhex(answer))
+
+
+def _say(out: IO[str], line: str) -> None:
+    try:
+        out.write(line + "\n")
+        out.flush()
+    except (BrokenPipeError, ValueError):    # the parent is gone: stdin will close too
+        pass
+
+
+def _watch_stdin(stop: threading.Event, on_line: Callable[[str], None] | None) -> None:
+    for line in sys.stdin:
+        if on_line is not None:
+            on_line(line)
+    stop.set()
+
+
+def _stale_span(text: str) -> tuple[float, float]:
+    try:
+        a, b = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not A:B (device seconds)") from None
+    if not (0 <= a < b):
+        raise argparse.ArgumentTypeError(f"{text!r}: need 0 <= A < B")
+    return a, b
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m archline.powermon.bmc.ipmi_serve",
+                                description="An emulated BMC answering IPMI DCMI Get Power Reading (RMCP+, UDP); "
+                                            "prints its port, serves until SIGTERM or stdin closes.")
+    p.add_argument("--port", type=int, default=0, help="UDP port (0: any free one; printed)")
+    p.add_argument("--address", default="127.0.0.1")
+    p.add_argument("--user", default=DEFAULT_USER)
+    p.add_argument("--password-env", help=f"environment variable holding the password (default: {DEFAULT_PASSWORD})")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--power-w", type=float, help="a constant reading, watts")
+    src.add_argument("--script", help="a power script (JSON or TOML steps), summed over its channels")
+    src.add_argument("--ask", action="store_true", help="ask the parent for each reading over stdout/stdin")
+    p.add_argument("--speed", type=float, default=1.0, help="device seconds per host second")
+    p.add_argument("--update-period-s", type=float, default=1.0, help="a new reading every this many device s")
+    p.add_argument("--window-s", type=float, default=1.0, help="each reading the mean of this many device s")
+    p.add_argument("--busy-every", type=int, default=0, metavar="N", help="every Nth reading answered 0xC0 busy")
+    p.add_argument("--stale", type=_stale_span, action="append", default=[], metavar="A:B",
+                   help="device seconds A to B show the reading of A (repeatable)")
+    return p
+
+
+def _error(msg: str, code: int) -> int:
+    print(f"ipmi_serve: error: {msg}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    if not (a.speed > 0 and a.update_period_s > 0 and a.window_s >= 0 and a.busy_every >= 0):
+        return _error("--speed and --update-period-s must be > 0, --window-s and --busy-every >= 0", EXIT_INPUT)
+    password = DEFAULT_PASSWORD
+    if a.password_env:
+        if a.password_env not in os.environ:
+            return _error(f"the environment variable {a.password_env} (--password-env) is not set", EXIT_INPUT)
+        password = os.environ[a.password_env]
+    # stdout carries the protocol only: pyghmi prints stray messages, so print() goes to stderr from here on
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    sys.stdout = sys.stderr
+    stop = threading.Event()
+    reading: Reading
+    parent: Parent | None = None
+    if a.ask:
+        reading = parent = Parent(out, stop)
+    else:
+        if a.script is not None:
+            from archline.powermon.emulator.power import Script
+            from archline.powermon.errors import MeterError
+
+            try:
+                script = Script.load(a.script)
+            except MeterError as e:
+                return _error(str(e), EXIT_INPUT)
+
+            def power_w(t: Any) -> Any:
+                return script.power_w(t, script.channels).sum(axis=-1)
+        else:
+            def power_w(t: Any) -> Any:
+                import numpy as np
+
+                return np.full(np.shape(t), a.power_w)
+        reading = busy_every(model_reading(power_w, a.speed, a.update_period_s, a.window_s, tuple(a.stale)),
+                             a.busy_every)
+    try:
+        server = make_server(reading, {a.user: password}, a.address, a.port)
+    except OSError as e:
+        return _error(f"cannot serve on UDP {a.address}:{a.port} ({e.strerror or e}): choose another --port",
+                      EXIT_DEVICE)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    threading.Thread(target=_watch_stdin, args=(stop, parent.on_line if parent else None), name="stdin",
+                     daemon=True).start()
+    _say(out, str(server.port))
+    serve(server, stop)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
