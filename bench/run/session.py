@@ -263,8 +263,9 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     else:
         s.backend = _real_backend(prof, opts)
         ok, why = s.backend.availability()
-        if not ok:    # no usable device here (no driver, no library, no platform): a device missing, exit 4
-            raise NoUsableDevice(f"backend '{s.backend.name}' has no usable device here: {why}")
+        if not ok:   # no driver, library or platform: a device missing (4); an --isa it cannot run: bad input (2)
+            raise (BenchError if opts.isa else NoUsableDevice)(
+                f"backend '{s.backend.name}' {'is not usable' if opts.isa else 'has no usable device'} here: {why}")
         check_device = getattr(s.backend, "check_device", None)
         if callable(check_device) and s.device is not None:   # the device named, once, before any work
             why = check_device(s.device)
