@@ -200,14 +200,18 @@ def test_emulated_node_window_and_faults(nothing_left_running: list[BmcProcess])
     (srv,) = nothing_left_running                              # its BMC runs in a process of its own
     assert srv.proc.poll() is None
     rec = Recorder([m]).start()
+    # the window is device seconds 1.5 to 7.5 (the steps at 4 and 5.5 inside, over a period from either edge),
+    # whatever the host's delays
+    t0_s, t1_s = float(tl.host_time_s(1.5)), float(tl.host_time_s(7.5))
     try:
-        time.sleep(0.4)
         rec.begin("w")
-        time.sleep(2.4)
-        r = rec.end("w").meters[m.name]
+        time.sleep(max(0.0, t1_s - time.monotonic()))
+        r = rec.end("w", t0_s=t0_s, t1_s=t1_s).meters[m.name]
     finally:
         rec.stop()
-    truth = script.energy_j((r.t_start_s - tl.t0_host_s) * 2.5, (r.t_end_s - tl.t0_host_s) * 2.5, [0])
+    assert (r.t_start_s, r.t_end_s) == (t0_s, t1_s)
+    truth = script.energy_j(1.5, 7.5, [0])
+    assert truth == 2.5 * 240 + 1.5 * 480 + 2 * 180
     assert r.emulated
     assert abs(r.energy_j - truth) <= r.energy_err_j < 0.25 * truth, (r.energy_j, truth, r.energy_err_j)
     served = m.server.served_503                               # type: ignore[attr-defined]
