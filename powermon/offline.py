@@ -220,7 +220,8 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     records = stats.get("sample_records")
     if isinstance(records, int) and records > s.t_s.size:       # rows the meter sent that the file no longer holds
         missing = records - int(s.t_s.size)
-        whole = recorded or (t0_s is None and t1_s is None)
+        # holes inside the window are already lost by the cadence; rows cut from the end are not seen by it
+        whole = (recorded or (t0_s is None and t1_s is None)) and res.lost_samples == 0
         if whole:
             res.expected_samples = (res.expected_samples or int(s.t_s.size)) + missing
             res.lost_samples += missing
