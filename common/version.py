@@ -23,9 +23,9 @@ def source_commit(package_dir: str | Path | None = None) -> str:
     """``"4c0c112"``, ``"4c0c112 (dirty)"`` (tracked files modified, staged or not: the running code is not that
     commit's), ``"4c0c112 (built from)"`` for a stamped wheel, or why none is known."""
     if package_dir is None:
-        import archline
+        from archline import _version  # the package's own directory (pkg/archline in a checkout)
 
-        package_dir = Path(archline.__file__).resolve().parent
+        package_dir = Path(_version.__file__).resolve().parent
     here = Path(package_dir)
     stamp = here / STAMP_NAME
     if stamp.is_file():           # an installed build: the commit it was built from, whatever the cwd's repo is
