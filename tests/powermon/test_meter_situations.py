@@ -246,6 +246,9 @@ def test_odd_file_names(name: bytes, capture: Path, tmp_path: Path) -> None:
 def _term_after(args: list[str], cwd: Path, after_s: float) -> subprocess.CompletedProcess[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "archline.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60       # started (its first file, often a hidden temp, exists): a loaded machine
+    while not any(cwd.iterdir()) and proc.poll() is None and time.monotonic() < deadline:    # imports slowly
+        time.sleep(0.02)
     time.sleep(after_s)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
