@@ -27,6 +27,8 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
     from archline.powermon.spec import channels_spec, open_meter
 
     kind, _, arg = spec.partition(":")
+    if arg.startswith("//") and kind in ("powersensor3", "pmd", "powermon"):   # a bare emulator URL: KIND://NAME
+        kind, arg = ("powermon2" if kind == "powermon" else kind), spec
     if kind in ("powermon2", "powermon"):
         if not arg:
             raise MeterError("--meter powermon2 needs a port: powermon2:/dev/ttyUSB0")
@@ -54,7 +56,8 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
             raise MeterError(f"--meter {kind} needs a port: {kind}:/dev/tty{'USB' if kind == 'pmd' else 'ACM'}0 or "
                              f"{kind}://default (emulated)")
         extra = {} if rate_hz == 128.0 else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
-        return open_meter(channels_spec(kind, kind, channels, port=arg, **extra), speed=_url_speed(arg))
+        return open_meter(channels_spec(kind, kind, channels, port=arg, **extra), speed=_url_speed(arg),
+                          raw_path=raw_path)
     if kind in ("redfish", "ipmi"):     # a BMC: redfish:http://HOST[:PORT] (credentials: a profile)
         from archline.powermon.spec import MeterSpec
 
