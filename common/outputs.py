@@ -91,9 +91,12 @@ def resolve_output(path: str | os.PathLike[str]) -> Path:
 
 
 def make_dirs(path: str | os.PathLike[str]) -> Path:
-    """Create directory ``path`` and its parents; a symlink on the way (also one whose directory does not exist
-    yet) is followed, and its target created: an output directory named through a link is written through it."""
+    """Create directory ``path`` and its parents; a symlink on the way is followed, and its target created when the
+    target's parent exists: an output directory named through a link is written through it."""
     target = Path(os.path.realpath(path))
+    if Path(path).is_symlink() and not target.parent.is_dir():     # a link is followed, never a tree made for it
+        raise OSError(None, f"a link to {target}, whose directory does not exist; create it or name another "
+                      "output", show(path))
     target.mkdir(parents=True, exist_ok=True)
     return Path(path)
 

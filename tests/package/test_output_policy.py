@@ -65,6 +65,10 @@ def test_a_symlink_output_is_written_through_to_its_target(tmp_path):
     assert link.is_symlink() and target.read_text() == "new"
     dangling = tmp_path / "dangling.json"
     dangling.symlink_to(tmp_path / "made" / "here.json")
+    with pytest.raises(OSError, match="whose directory does not exist"):    # no tree made for a link's target
+        write_atomic(dangling, "x")
+    assert not (tmp_path / "made").exists()
+    (tmp_path / "made").mkdir()
     write_atomic(dangling, "x")
     assert dangling.is_symlink() and (tmp_path / "made" / "here.json").read_text() == "x"
     assert not list(tmp_path.rglob(".*.tmp"))
@@ -223,6 +227,10 @@ def test_a_new_file_on_a_reused_inode_is_not_an_old_input(tmp_path):
 
 def test_an_output_directory_named_through_a_link_is_made_at_its_target(tmp_path):
     (tmp_path / "out-link").symlink_to(tmp_path / "real" / "out")
+    with pytest.raises(OSError, match="whose directory does not exist"):   # no tree made for a link's target
+        write_atomic(tmp_path / "out-link" / "rows.csv", "x\n")
+    assert not (tmp_path / "real").exists()
+    (tmp_path / "real").mkdir()
     write_atomic(tmp_path / "out-link" / "rows.csv", "x\n")
     assert (tmp_path / "out-link").is_symlink()
     assert (tmp_path / "real" / "out" / "rows.csv").read_text() == "x\n"
