@@ -78,20 +78,10 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     """--version: the version, the git commit when run from a checkout, and the kernel module's compiled ISAs."""
     if not value or ctx.resilient_parsing:
         return
-    import subprocess
-    from pathlib import Path
-
     import archline
+    from archline.common.version import source_commit
 
-    commit = "unknown (not a git checkout)"
-    try:  # the source tree this package was installed from (editable installs): why not a build-time stamp
-        here = Path(archline.__file__).resolve().parent
-        res = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5, check=False)
-        if res.returncode == 0 and res.stdout.strip():
-            commit = res.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
+    commit = source_commit()
     try:
         from archline.bench.cpu_asm.isas import native
 
