@@ -70,9 +70,10 @@ def _yes(ok: bool) -> str:
 @bench.command("run")
 @click.option("--platform", default="localhost", show_default=True, shell_complete=platform_names,
               help="Platform profile (name or .toml); the rows' platform column is the profile's name.")
-@click.option("--backend", default=None, help="cpu_asm, opencl, cuda or hip (default: the profile's [bench] backend).")
+@click.option("--backend", default=None,
+              help="cpu_asm, opencl, cuda or hip (default: the profile's [bench] backend); emulated with --emulate.")
 @click.option("--kernel", default=None, shell_complete=kernel_names,
-              help="intensity (default), cache, chase or int; opencl/cuda also 'ceilings' (S4's optimisation "
+              help="intensity (default), cache, chase or int; opencl/cuda/hip also 'ceilings' (S4's optimisation "
                    "ceilings: ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`).")
 @click.option("--precision", default=None,
               help="sp, dp or int32 (default on every path: the profile's [bench] precisions for intensity, "

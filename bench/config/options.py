@@ -9,11 +9,12 @@ nothing is silently ignored.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from archline.bench.config.profile import Kernel, Precision
+from archline.bench.config.profile import Kernel, Precision, check_power_caps
 from archline.bench.errors import BenchError
 from archline.common.inputs import Strict, validate
 from archline.common.sizes import parse_bytes
@@ -130,9 +131,14 @@ class RunOptions(Strict):
     @field_validator("power_caps_w")
     @classmethod
     def _caps(cls, v: tuple[float, ...] | None) -> tuple[float, ...] | None:
-        if v is not None and any(not c > 0 for c in v):
-            raise ValueError(f"power caps must be positive watts, got {list(v)}")
-        return v
+        if v is None:
+            return v
+        check_power_caps(v)
+        once = tuple(dict.fromkeys(v))
+        if len(once) != len(v):    # every point would run twice under the same cap
+            logging.getLogger("archline.bench").warning(
+                f"note: a power cap named twice is measured once (caps {', '.join(f'{c:g}' for c in once)} W)")
+        return once
 
     @classmethod
     def from_cli(cls, **values: Any) -> RunOptions:

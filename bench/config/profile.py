@@ -105,6 +105,18 @@ class Ranges(Strict):
         return {"intensity_sp": self.intensity_sp, "intensity_dp": self.intensity_dp}
 
 
+#: a power cap from this value on is no machine's (docs/errors.md: profile values from 1 MW are refused)
+MAX_POWER_CAP_W = 1e6
+
+
+def check_power_caps(caps: tuple[float, ...]) -> None:
+    """Power caps are positive, finite watts below :data:`MAX_POWER_CAP_W` (ValueError naming the value)."""
+    for c in caps:
+        if not (math.isfinite(c) and 0 < c < MAX_POWER_CAP_W):
+            raise ValueError(f"power caps must be positive watts below {MAX_POWER_CAP_W:g} (1 MW), got {c:g}")
+
+
+
 class BenchSection(Strict):
     backend: BackendName | None = None
     device: str | None = None
@@ -126,8 +138,10 @@ class BenchSection(Strict):
     def _consistent(self) -> BenchSection:
         if self.min_regions > self.max_regions:
             raise ValueError(f"min_regions ({self.min_regions}) exceeds max_regions ({self.max_regions})")
-        if any(not c > 0 for c in self.power_caps_w):
-            raise ValueError(f"power_caps_w: every cap must be positive watts, got {list(self.power_caps_w)}")
+        try:
+            check_power_caps(self.power_caps_w)
+        except ValueError as e:
+            raise ValueError(f"power_caps_w: {e}") from None
         return self
 
     @property

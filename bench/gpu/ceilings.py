@@ -36,7 +36,7 @@ from archline.bench.errors import BenchError
 
 # the generator's own pieces: one style for every GPU kernel
 from archline.bench.gpu.desc import _TYPES, GpuKernelDesc
-from archline.bench.gpu.points import Geometry
+from archline.bench.gpu.points import Geometry, min_bytes
 from archline.bench.gpu.reference import _sequential_sums  # the device's order of additions (cache kernels)
 from archline.bench.gpu.render import _header, _ids, _lanes, _load, _sig, _store, _vt, check_dialect
 from archline.bench.kernels import Counts, KernelSpec
@@ -335,8 +335,9 @@ def parse_ceiling_spec(kernel: str, precision: str, params: dict[str, Any], geo:
     if "rounds" in params:
         rounds = int(params["rounds"])
     else:
-        nvec = int(params.get("working_set_bytes", default_ws_bytes("mem"))) // (s * w)
-        rounds = _pow2_floor(max(nvec // per_round, 1))
+        ws = int(params.get("working_set_bytes", default_ws_bytes("mem")))
+        min_bytes("ceil_mem", ws, per_round * s * w, "one round of every active work-item's chains")
+        rounds = _pow2_floor(max(ws // (s * w) // per_round, 1))
     nvec = rounds * per_round
     if rounds < 1 or rounds & (rounds - 1) or nvec >= 2**32 or (access == "strided" and nvec < 2 * desc.stride):
         raise BenchError(f"ceil_mem: rounds={rounds} must be a power of two with 2*stride <= {per_round}*rounds "

@@ -104,6 +104,9 @@ class GpuPrepared:
             vector_width=d.vector_width, chains=d.chains, layout=d.layout, kernel_name=d.name,
             source_sha=d.source_hash(dev.lang), input_bytes=int(self._host.nbytes), rng_seed=seed,
             working_set_bytes=int(plan.n_elems * d.scalar_bytes))
+        if "working_set_bytes" in spec.params and spec.kernel in ("cache", "chase") and spec.level != "shared":
+            self.info["notes"] = [f"working set {self.info['working_set_bytes']} B from --working-set: level "
+                                  f"'{spec.level}' is the sweep's label, not where the data was found to live"]
         if d.kernel in ("intensity", "int"):
             self.info["fma_per_elem"] = str(d.fma_per_elem)
             self.info["intensity_flop_per_byte"] = d.intensity_flop_per_byte
@@ -195,6 +198,16 @@ class GpuBackend:
         """Open the device ``--device`` (or the profile) names once, before any work: DeviceMissingError (exit 4)
         when none matches, BenchError (exit 2) for a value no device could match; its summary."""
         return self.driver.open(device).summary
+
+    def check_plans(self, specs: list[KernelSpec], device: str | None) -> None:
+        """Resolve every point's launch plan on the device before any work (nothing allocated): a parameter the
+        device cannot honour (a working set below a kernel's minimum) is one line, exit 2, not a failed point."""
+        dev = self.driver.open(device)
+        for spec in specs:
+            if spec.precision == "dp" and not dev.fp64:
+                continue    # left to prepare(), which says 'unsupported' for that point
+            geo = dev.geometry(spec.kernel, spec.precision)
+            catalogue.plan(spec, geo, lambda lv, k=spec.kernel: dev.working_set_bytes(k, lv), dev.local_mem_bytes)
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
         return catalogue.sweep(self.name, self.driver.offer, kernel, precision, quick)

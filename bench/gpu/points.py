@@ -16,6 +16,15 @@ INTENSITY_MIN_FLOP_PER_BYTE = 0.25
 INTENSITY_MAX_FLOP_PER_BYTE = 64.0
 CACHE_TARGET_BYTES = 256 << 20     # bytes read per launch of a cache kernel (a few ms even at 100 GB/s)
 CHASE_DEFAULT_STEPS = 1 << 20
+CHASE_LINE_BYTES = 64              # a chase walks cache lines: at least one per walker
+
+
+def min_bytes(kernel: str, ws: int, least: int, what: str) -> None:
+    """A working set below what ``kernel`` moves at the least (``what``) is refused naming that minimum: the kernel
+    would move more than it says (or chase one line), and its row would record a size it did not use."""
+    if ws < least:
+        raise BenchError(f"--working-set {ws} B is below the {kernel} kernel's minimum on this device, {least} B "
+                         f"({what}); give at least {least}")
 
 
 def fma_per_elem_points(precision: str, quick: bool = False) -> list[Fraction]:
@@ -47,8 +56,9 @@ def describe_counts(kernel: str, precision: str, level: str) -> dict[str, str]:
 
 
 def cache_points(quick: bool = False) -> list[tuple[str, dict[str, Any]]]:
-    levels = ("shared", "l2", "mem") if quick else ("shared", "l1", "l2", "mem")
-    return [(lv, {}) for lv in levels]
+    """Every level, also with --quick (what `archline bench list` shows runnable is what a quick run measures;
+    a point is a few launches of CACHE_TARGET_BYTES)."""
+    return [(lv, {}) for lv in ("shared", "l1", "l2", "mem")]
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,7 @@ def parse_spec(kernel: str, precision: str, level: str, params: dict[str, Any], 
             lsz = 1
         desc = GpuKernelDesc("chase", "int32", level, chains=per)
         ws = int(params.get("working_set_bytes", default_ws_bytes(level)))
+        min_bytes("chase", ws, CHASE_LINE_BYTES * gsz * per, f"one {CHASE_LINE_BYTES}-byte line per walker")
         n = max(ws // 4, gsz * per)
         steps = int(params.get("steps", params.get("rounds", CHASE_DEFAULT_STEPS)))
         if steps < 1:
@@ -117,6 +128,7 @@ def parse_spec(kernel: str, precision: str, level: str, params: dict[str, Any], 
                              layout=layout)
         ws = int(params.get("working_set_bytes", default_ws_bytes("mem")))
         per_round = desc.vectors_per_round * gsz * w
+        min_bytes(kernel, ws, per_round * s, "one round of every work-item's vectors")
         rounds = int(params.get("rounds", max(1, ws // s // per_round)))
         return desc, gsz, lsz, rounds, rounds * per_round
     if kernel != "cache":
@@ -132,6 +144,7 @@ def parse_spec(kernel: str, precision: str, level: str, params: dict[str, Any], 
     else:
         desc = GpuKernelDesc("cache", precision, level, vector_width=w, chains=chains, layout=layout)
         ws = int(params.get("working_set_bytes", default_ws_bytes(level)))
+        min_bytes("cache", ws, w * s, "one vector")
         nvec = 1 << max((ws // (w * s)).bit_length() - 1, 0)
         n = nvec * w
     rounds = int(params.get("rounds", max(1, CACHE_TARGET_BYTES // (chains * gsz * w * s))))

@@ -30,9 +30,14 @@ def _gflop_per_s(row: dict[str, Any]) -> float:
 def point_numbers(row: dict[str, Any]) -> str:
     """A finished point's numbers for a log line: time, rate, energy and power (or "time only"), checksum."""
     parts = [f"time_s={_g(row.get('time_s'))}"]
-    rate = _gflop_per_s(row)
+    rate = _gflop_per_s(row) if row.get("kernel") in (None, "intensity", "ceil_flop") else 0.0
     if rate > 0:
         parts.append(f"gflop_per_s={_g(rate)}")
+    elif row.get("kernel") in ("cache", "ceil_mem"):   # a bandwidth kernel: its adds only consume the data
+        moved = sum(float(row.get(c) or 0) for c in ("bytes_mem", "bytes_l1", "bytes_l2", "bytes_l3", "bytes_shared"))
+        t = float(row.get("time_s") or 0)
+        if moved > 0 and t > 0:
+            parts.append(f"gb_per_s={_g(moved / t / 1e9)}")
     if row.get("energy_j") is None:
         parts.append("time only")
     else:

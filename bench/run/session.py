@@ -43,9 +43,7 @@ class NoUsableDevice(BenchError):
     exit_code = EXIT_DEVICE
 
 
-class MeterMissing(BenchError):
-    """A meter the profile configures is not there (or not permitted)."""
-
+class MeterMissing(BenchError):  # a meter the profile configures is not there (or not permitted)
     exit_code = EXIT_DEVICE
 
 
@@ -297,6 +295,7 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     if s.trace_dir is not None:
         s.trace_dir = inside(s.trace_dir, s.trace_dir / s.ctx.run_id)
     s.points, s.notes = make_points(s.backend, opts, prof, caps or (None,), dvfs_ids or (None,))
+    getattr(s.backend, "check_plans", lambda *a: None)([p.spec for p in s.points], s.device)   # before any work
     plan_notes = getattr(s.backend, "plan_notes", None)   # e.g. what the back end made of the topology
     if callable(plan_notes):
         s.notes += list(plan_notes())

@@ -60,6 +60,10 @@ def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.
     (["--precision", "sp"], 2, "kernel 'chase' on opencl runs at int32"),
     (["--kernel", "intensity", "--precision", "int32"], 2, "kernel 'intensity' on opencl runs at sp or dp"),
     (["--kernel", "int", "--precision", "sp"], 2, "kernel 'int' on opencl runs at int32"),
+    (["--working-set", "1"], 2, "below the chase kernel's minimum on this device, 64 B"),
+    (["--working-set", "3", "--kernel", "cache"], 2, "below the cache kernel's minimum"),
+    (["--working-set", "1", "--kernel", "ceilings"], 2, "below the ceil_mem kernel's minimum"),
+    (["--power-cap", "1e9"], 2, "below 1e+06 (1 MW)"),
 ])
 @needs_opencl
 def test_refused_before_any_work_nothing_written(run: Any, tmp_path: Path, extra: list[str], code: int,
@@ -159,3 +163,36 @@ def test_run_ending_without_rows_leaves_nothing(run: Any, tmp_path: Path, monkey
     rc, _, err = run(*QUICK, "--out", str(out))
     assert rc == 7 and "out of memory" in err, err
     assert not out.exists()
+
+
+def test_power_cap_named_twice_measured_once(caplog: pytest.LogCaptureFixture) -> None:
+    from archline.bench.config.options import RunOptions
+
+    assert RunOptions.from_cli(power_caps_w=(100.0, 150.0, 100.0)).power_caps_w == (100.0, 150.0)
+    assert "named twice is measured once" in caplog.text
+
+
+def test_quick_cache_runs_every_level_bench_list_shows() -> None:
+    from archline.bench.gpu.catalogue import describe, sweep
+    from archline.bench.opencl.backend import OpenCLDriver
+
+    offer = OpenCLDriver.offer
+    listed = {r["level"] for r in describe("opencl", offer, True, "", True) if r["name"] == "cache"}
+    assert {s.level for s in sweep("opencl", offer, "cache", "dp", quick=True)} == listed == set(offer.cache_levels)
+
+
+def test_progress_of_a_bandwidth_kernel_says_gb_per_s() -> None:
+    from archline.bench.run.progress import point_numbers
+
+    line = point_numbers({"kernel": "ceil_mem", "time_s": 2.0, "flops_dp": 1e9, "bytes_mem": 8e9, "checksum_ok": True})
+    assert line == "time_s=2 gb_per_s=4 time only checksum ok"
+    assert "not computed" in point_numbers({"kernel": "intensity", "time_s": 1.0, "checksum_ok": None})
+
+
+def test_help_names_every_backend() -> None:
+    from click.testing import CliRunner
+
+    from archline.cli.main import cli
+
+    out = CliRunner().invoke(cli, ["bench", "run", "--help"]).output
+    assert "emulated with --emulate" in out and "opencl/cuda/hip also 'ceilings'" in out
