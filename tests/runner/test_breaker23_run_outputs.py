@@ -196,3 +196,20 @@ def test_help_names_every_backend() -> None:
 
     out = CliRunner().invoke(cli, ["bench", "run", "--help"]).output
     assert "emulated with --emulate" in out and "opencl/cuda/hip also 'ceilings'" in out
+
+
+@needs_opencl
+def test_every_point_failing_prints_no_path_and_leaves_no_folder(run: Any, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from archline.bench.errors import BenchError
+    from archline.bench.run import runner
+
+    def fail(*a: Any, **k: Any) -> Any:
+        raise BenchError("the kernel failed")
+
+    monkeypatch.setattr(runner.Runner, "measure", fail)
+    out = tmp_path / "rws"
+    rc, stdout, err = run(*QUICK, "--out", str(out))
+    assert rc == 3, err
+    assert stdout == "" and "2 point(s) failed" in err and "no row was written" in err and "rows are kept" not in err
+    assert not out.exists()
