@@ -96,8 +96,7 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     Examples:
       archline meter probe nvml0 --emulate --out nvml0.sensor.json
       archline meter probe bmc --emulate --period 1 --window 1 --lag 0.5 --step 4 --steps 6 --out bmc.json
-      archline meter probe bmc --emulate --redfish --period 1 --window 0.8 --lag 0.3 --quantum 1 --step 4 \
-        --steps 6 --out bmc.json
+      archline meter probe bmc --emulate --redfish --period 1 --window 0.8 --lag 0.3 --quantum 1 --step 4 --out b.json
       archline meter probe nvml0 --emulate --out s.json --format json
     """
     from archline.common.stamps import utc_iso
