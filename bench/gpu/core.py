@@ -207,7 +207,13 @@ class GpuBackend:
             if spec.precision == "dp" and not dev.fp64:
                 continue    # left to prepare(), which says 'unsupported' for that point
             geo = dev.geometry(spec.kernel, spec.precision)
-            catalogue.plan(spec, geo, lambda lv, k=spec.kernel: dev.working_set_bytes(k, lv), dev.local_mem_bytes)
+            p = catalogue.plan(spec, geo, lambda lv, k=spec.kernel: dev.working_set_bytes(k, lv),
+                               dev.local_mem_bytes)
+            need = p.n_elems * p.desc.scalar_bytes
+            if need > dev.max_alloc_bytes:
+                name = dev.info.get("device", "the device")
+                raise BenchError(f"{spec.label}: a working set of {need} B exceeds {name}'s largest allocation, "
+                                 f"{dev.max_alloc_bytes} B; give a smaller --working-set")
 
     def sweep(self, kernel: str, precision: str, *, quick: bool = False) -> list[KernelSpec]:
         return catalogue.sweep(self.name, self.driver.offer, kernel, precision, quick)

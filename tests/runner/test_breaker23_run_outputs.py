@@ -213,3 +213,17 @@ def test_every_point_failing_prints_no_path_and_leaves_no_folder(run: Any, tmp_p
     assert rc == 3, err
     assert stdout == "" and "2 point(s) failed" in err and "no row was written" in err and "rows are kept" not in err
     assert not out.exists()
+
+
+@needs_opencl
+def test_working_set_over_device_allocation_refused_up_front(run: Any, tmp_path: Path) -> None:
+    from archline.bench.config.options import machine_memory_bytes
+    from archline.bench.opencl.backend import OpenCLDriver
+
+    alloc, mem = OpenCLDriver().open(None).max_alloc_bytes, machine_memory_bytes() or 0
+    if not 2 * alloc < mem:
+        pytest.skip("the device's largest allocation is not below this machine's memory")
+    out = tmp_path / "big"
+    rc, stdout, err = run(*QUICK, "--out", str(out), "--working-set", str(2 * alloc))
+    assert rc == 2 and "largest allocation" in err, err
+    assert stdout == "" and not out.exists()
