@@ -24,6 +24,7 @@ seconds, repeatable) keeps showing the reading of device second A until B. Every
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import queue
 import signal
@@ -104,7 +105,7 @@ def model_reading(power_w: Callable[[Any], Any], speed: float, update_period_s: 
 
     def r() -> dcmi.DcmiPowerReading:
         w, tk, _ = model.reading(timeline.emulated_time_s())
-        watts = max(0, round(w))
+        watts = min(max(0, round(w)), 0xFFFF)       # DCMI's 16 bits
         return dcmi.DcmiPowerReading(watts, watts, watts, watts, int(tk), round(window_s * 1000), True)
     return r
 
@@ -186,8 +187,10 @@ def _error(msg: str, code: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
-    if not (a.speed > 0 and a.update_period_s > 0 and a.window_s >= 0 and a.busy_every >= 0):
-        return _error("--speed and --update-period-s must be > 0, --window-s and --busy-every >= 0", EXIT_INPUT)
+    if not (0 < a.speed < math.inf and 0 < a.update_period_s < math.inf and 0 <= a.window_s < math.inf
+            and a.busy_every >= 0 and (a.power_w is None or 0 <= a.power_w < 65536)):
+        return _error("--speed and --update-period-s must be finite and > 0, --window-s and --busy-every >= 0, "
+                      "--power-w 0 to 65535 (DCMI's 16 bits)", EXIT_INPUT)
     password = DEFAULT_PASSWORD
     if a.password_env:
         if a.password_env not in os.environ:

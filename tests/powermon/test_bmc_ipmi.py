@@ -164,16 +164,23 @@ def test_serve_script_and_stale_reading(tmp_path: Path) -> None:
             c.close()
 
 
-def test_exits_on_sigterm_and_frees_the_port() -> None:
-    srv = BmcProcess(["--power-w", "5"])
-    srv.proc.send_signal(signal.SIGTERM)
-    assert srv.proc.wait(10) == 0
-    assert srv.stop() == 0 and _port_free(srv.port)
+def test_exits_on_sigterm_or_stdin_closed_and_frees_the_port() -> None:
+    by_signal, by_eof = BmcProcess(["--power-w", "5"]), BmcProcess(["--power-w", "5"])
+    by_signal.proc.send_signal(signal.SIGTERM)
+    assert by_eof.proc.stdin is not None
+    by_eof.proc.stdin.close()            # what a parent that dies does (stop() would SIGTERM after 5 s)
+    for srv in (by_signal, by_eof):
+        assert srv.proc.wait(10) == 0 and _port_free(srv.port)
+        assert srv.stop() == 0
 
 
 def test_serve_refuses_bad_options(tmp_path: Path) -> None:
     r = _serve("--power-w", "1", "--stale", "5:3")
     assert r.returncode == 2 and "need 0 <= A < B" in r.stderr
+    for bad in (["--power-w", "nan"], ["--power-w", "70000"], ["--power-w", "1", "--speed", "0"],
+                ["--power-w", "1", "--update-period-s", "inf"]):
+        r = _serve(*bad)
+        assert r.returncode == EXIT_INPUT and "DCMI's 16 bits" in r.stderr and r.stdout == "", bad
     r = _serve("--power-w", "1", "--password-env", "ARCHLINE_T_NOT_SET_ANYWHERE")
     assert r.returncode == EXIT_INPUT and r.stderr.strip().endswith("ARCHLINE_T_NOT_SET_ANYWHERE (--password-env) "
                                                                      "is not set")
