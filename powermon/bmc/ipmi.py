@@ -15,12 +15,19 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from archline.powermon.bmc import dcmi
 from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading
 from archline.powermon.errors import DeviceError, MeterError
+
+if TYPE_CHECKING:
+    from archline.powermon.bmc.emulator import RedfishFaults
+    from archline.powermon.bmc.meter import BmcMeter
+    from archline.powermon.emulator.power import PowerCallable, PowerSource
+    from archline.powermon.emulator.sensor import SensorModel
+    from archline.powermon.spec import MeterSpec
 
 log = logging.getLogger("archline.powermon")
 
@@ -195,3 +202,47 @@ def dcmi_bmc(reading: Callable[[], dcmi.DcmiPowerReading | None], credentials: d
         raise ValueError("the emulated BMC takes one user")
     ((user, password),) = credentials.items()
     return BmcProcess(reading=reading, user=user, password=password)
+
+
+def emulate_node(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float,
+                 faults: RedfishFaults | None, sensor: SensorModel, name: str | None, **kw: Any) -> BmcMeter:
+    """``emulate_from_spec`` for ``kind = "ipmi"``: an emulated node behind a BMC process (:func:`dcmi_bmc`) on
+    127.0.0.1 answering DCMI Get Power Reading in whole watts, read by the real client; the readings are computed
+    here (the Redfish emulator's sensor model). ``faults``: every Nth request answered 0xC0 (busy), stale stretches
+    as for Redfish. ``meter.server``: that model (its ``served_503`` counts the busy answers)."""
+    from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
+    from archline.powermon.bmc.meter import BmcMeter, _channel
+    from archline.powermon.counters.emulated import Timeline, device_power
+
+    server = dcmi_bmc(lambda: reading(), {"archline": "emulated"})   # its process (~1 s) first, then the clock
+    try:
+        timeline = Timeline(speed)
+        pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
+        model = RedfishEmulator(pw, sensor, timeline, faults or RedfishFaults())   # the readings, not its server
+        lock = threading.Lock()
+        count = [0]
+
+        def reading() -> dcmi.DcmiPowerReading | None:
+            with lock:
+                count[0] += 1
+                n = count[0]
+            if model.faults.http_503_every and n % model.faults.http_503_every == 0:
+                model.served_503 += 1
+                return None
+            w, tk, stale = model.reading(timeline.emulated_time_s())
+            model.stale_served += int(stale)
+            watts = min(max(0, round(w)), 0xFFFF)       # DCMI's 16 bits
+            return dcmi.DcmiPowerReading(watts, watts, watts, watts, int(tk), round(sensor.window_s * 1000), True)
+
+        client = DcmiClient(f"ipmi://127.0.0.1:{server.port}", "archline", "emulated", sha1=True)
+        rail, device = _channel(spec)
+        meter = BmcMeter(client, rail, device, update_period_s=sensor.update_period_s, lag_s=sensor.lag_s,
+                         window_s=sensor.window_s, quantum_w=1.0, speed=speed,
+                         name=name or f"{spec.name}-emulated", emulated=True, **kw)
+    except BaseException:
+        server.stop()
+        raise
+    meter.sensor = sensor
+    meter.server = model                          # type: ignore[attr-defined]
+    meter._on_stop += [client.close, server.stop]
+    return meter

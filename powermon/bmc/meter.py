@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -332,7 +331,9 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     from archline.powermon.bmc.emulator import RedfishEmulator
 
     if spec.kind == "ipmi":
-        return _emulate_ipmi(spec, power, speed=speed, faults=faults, sensor=sensor, name=name, **kw)
+        from archline.powermon.bmc.ipmi import emulate_node
+
+        return emulate_node(spec, power, speed=speed, faults=faults, sensor=sensor, name=name, **kw)
     if spec.kind != "redfish":
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
     if timeline is None:
@@ -352,48 +353,6 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     meter.sensor = sensor
     meter.server = server                     # type: ignore[attr-defined]
     meter._on_stop.append(server.stop)
-    return meter
-
-
-def _emulate_ipmi(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float,
-                  faults: RedfishFaults | None, sensor: SensorModel, name: str | None, **kw: Any) -> BmcMeter:
-    """An emulated node behind a pyghmi IPMI BMC on 127.0.0.1 answering DCMI Get Power Reading (whole watts), read
-    by the real client. ``faults``: every Nth request answered 0xC0 (busy), stale stretches as for Redfish."""
-    from archline.powermon.bmc import dcmi
-    from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
-    from archline.powermon.bmc.ipmi import DcmiClient, dcmi_bmc
-
-    server = dcmi_bmc(lambda: reading(), {"archline": "emulated"})   # its process (~1 s) first, then the clock
-    try:
-        timeline = Timeline(speed)
-        pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
-        model = RedfishEmulator(pw, sensor, timeline, faults or RedfishFaults())   # the readings, not its server
-        lock = threading.Lock()
-        count = [0]
-
-        def reading() -> dcmi.DcmiPowerReading | None:
-            with lock:
-                count[0] += 1
-                n = count[0]
-            if model.faults.http_503_every and n % model.faults.http_503_every == 0:
-                model.served_503 += 1
-                return None
-            w, tk, stale = model.reading(timeline.emulated_time_s())
-            model.stale_served += int(stale)
-            watts = max(0, round(w))
-            return dcmi.DcmiPowerReading(watts, watts, watts, watts, int(tk), round(sensor.window_s * 1000), True)
-
-        client = DcmiClient(f"ipmi://127.0.0.1:{server.port}", "archline", "emulated", sha1=True)
-        rail, device = _channel(spec)
-        meter = BmcMeter(client, rail, device, update_period_s=sensor.update_period_s, lag_s=sensor.lag_s,
-                         window_s=sensor.window_s, quantum_w=1.0, speed=speed,
-                         name=name or f"{spec.name}-emulated", emulated=True, **kw)
-    except BaseException:
-        server.stop()
-        raise
-    meter.sensor = sensor
-    meter.server = model                          # type: ignore[attr-defined]
-    meter._on_stop += [client.close, server.stop]
     return meter
 
 
