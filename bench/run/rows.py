@@ -107,6 +107,13 @@ class MeterInfo:
     sample_hz: float | None  #: None: time only
     emulated: bool
     reason: str              #: what it is, or why there is no energy
+    calibration: str = ""    #: the calibration its energy is corrected by ('' when none)
+
+
+def calibration_of(meter: Any) -> str:
+    """What a calibrated meter (a profile entry's ``calibration``) corrects its energy by; '' for any other."""
+    cal = getattr(meter, "cal", None) if getattr(meter, "calibrated", False) else None
+    return str(cal.text()) if cal is not None else ""
 
 
 def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequence[Region], meter: MeterInfo, *,
@@ -145,7 +152,7 @@ def build_row(ctx: RunContext, spec: KernelSpec, point_id: str, regions: Sequenc
         notes.append(f"CI not below {ci_rel:g} after {len(regions)} regions")
     flops = c.flops_sp + c.flops_dp + c.int_ops
     row.update({
-        "schema": schema.SCHEMA, "archline_version": __version__,
+        "schema": schema.SCHEMA, "archline_version": __version__, "calibration": meter.calibration or None,
         "run_id": ctx.run_id, "started_at": ctx.started_at, "platform": ctx.platform,
         "host": ctx.host, "device": res.extra.get("device") or ctx.device, "backend": ctx.backend,
         "kernel": spec.kernel, "precision": spec.precision, "level": spec.level, "reps": res.reps, "time_s": med_t,

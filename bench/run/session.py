@@ -23,7 +23,7 @@ from archline.bench.kernels import Backend
 from archline.bench.run.files import RunFiles
 from archline.bench.run.points import Point, RunSettings, make_points
 from archline.bench.run.progress import Progress
-from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext
+from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext, calibration_of
 from archline.bench.run.runner import Runner
 from archline.common.exits import EXIT_DEVICE
 from archline.common.outputs import inside, safe_component
@@ -179,7 +179,7 @@ def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_d
     for c in caps:
         be.model.with_cap(c)  # raises with the allowed range
     meter, label, what = emulated_meter(be, seed=opts.seed, raw_dir=raw_dir)
-    info = MeterInfo(label, float(getattr(meter, "update_hz", be.meter.rate_hz)), True, what)
+    info = MeterInfo(label, float(getattr(meter, "update_hz", be.meter.rate_hz)), True, what, calibration_of(meter))
     note = (f"emulated {prof.name}: time compression {be.device.time_compression:g}x, idle {be.model.idle_w:g} W "
             f"({be.model.idle_source})")
 
@@ -285,7 +285,7 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
                 raise MeterMissing(f"meter '{spec.name}' ({spec.kind}) is configured for platform '{prof.name}' "
                                    f"but cannot be opened: {e}") from None
             s.meter = MeterInfo(f"{spec.name}:{spec.kind}", float(getattr(meter, "update_hz", spec.rate_hz)), False,
-                                f"{spec.kind} meter {spec.name}")
+                                f"{spec.kind} meter {spec.name}", calibration_of(meter))
         if caps or dvfs_ids:
             ctl = open_controls(prof, caps, dvfs_ids, restore_file=restore_file, log=log.info)
             s.closers.append(ctl.restore)

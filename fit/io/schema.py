@@ -94,6 +94,9 @@ EXTRA: tuple[Column, ...] = (
     Column("raw_capture", "text", doc="the meter's raw capture of this point, relative path"),
     # issue 26 (bench provenance): the archline that wrote the row
     Column("archline_version", "text", doc="archline.__version__ of the writer"),
+    # issue 24: a meter entry with a calibration (meter calibrate) corrects the energy; the row says by what
+    Column("calibration", "text", doc="the calibration applied to the meter's energy ('calibrated: gain ..., "
+           "offset ... W, lag ... s'); empty when none"),
 )
 
 BY_NAME: dict[str, Column] = {c.name: c for c in CONTRACT + EXTRA}

@@ -89,7 +89,7 @@ def test_an_input_as_output_is_refused_and_nothing_is_written(run_cli: Callable[
     src = write_results_csv(frame, tmp_path / "a.csv")
     data = src.read_bytes()
     other = "--points" if option == "--out" else "--out"
-    other_path = tmp_path / ("p.csv" if other == "--points" else "o.json")
+    other_path = tmp_path / ("p.csv" if other == "--points" else "o.csv")
     r = run_cli("fit", str(src), "--model", "basic", "--format", "csv", option, str(src), other, str(other_path))
     assert r.exit_code == 2 and "is an input" in r.stderr and "Traceback" not in r.stderr
     assert src.read_bytes() == data and not other_path.exists()
