@@ -1,4 +1,4 @@
-"""The node's BMC as a recorder meter (``kind = "redfish"``; ``"ipmi"`` not yet): slow, averaged readings.
+"""The node's BMC as a recorder meter (``kind = "redfish"`` or ``"ipmi"``, DCMI): slow, averaged readings.
 
 A BMC shows one power reading at a time, replaced every update period ``P`` (Redfish ``SensingInterval``; 1 s where
 the BMC does not say), each the mean power over a window ending ``lag_s`` before it appears. The meter polls four
