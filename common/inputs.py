@@ -95,7 +95,8 @@ def _fmt_loc(loc: tuple[Any, ...], key: Callable[[str], str]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
-            out += f"[{part}]"
+            if not out.startswith("--"):    # a repeatable option's values have no index the user wrote
+                out += f"[{part}]"
         elif not str(part).startswith(("function-", "tuple[", "list[", "union[", "literal[")):
             out += ("." if out else "") + key(str(part))
     return out

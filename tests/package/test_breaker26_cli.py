@@ -175,3 +175,9 @@ def test_fit_refuses_an_out_suffix_of_another_format(capsys: pytest.CaptureFixtu
     results = Path(__file__).parents[1] / "data" / "derived_basic_model_params.csv"
     code, _, err = _cli(capsys, "fit", str(results), "--format", fmt, "--out", str(tmp_path / name))
     assert code == 2 and f"--format is {fmt}" in err and list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_value_of_a_repeatable_option_names_the_option_not_an_index(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """Breaker 26 item 20: '--kernel[0] must be one of ...' showed an internal index."""
+    r = run_cli("bench", "run", "--kernel", "nosuch")
+    assert r.exit_code == 2 and "bench run --kernel must be one of" in r.stderr and "[0]" not in r.stderr

@@ -191,8 +191,8 @@ def test_user_localhost_profile_is_honoured(env: Path, monkeypatch: pytest.Monke
     (["--working-set", "abc"], "--working-set: cannot read size 'abc'"),
     (["--working-set", "-5"], "--working-set"),
     (["--power-cap", "-5"], "power caps must be positive watts"),
-    (["--precision", "qp"], "--precision[0] must be one of sp, dp, int32, got 'qp'"),
-    (["--kernel", "stream"], "--kernel[0] must be one of intensity, cache, chase, int, ceilings"),
+    (["--precision", "qp"], "--precision must be one of sp, dp, int32, got 'qp'"),
+    (["--kernel", "stream"], "--kernel must be one of intensity, cache, chase, int, ceilings"),
     (["--backend", "fpga"], "--backend must be one of"),
 ])
 @pytest.mark.parametrize("path", PATHS)
