@@ -88,7 +88,8 @@ def _yes(ok: bool) -> str:
               help="cpu_asm: threads on the first N cores, one per core (default: every core); a list sweeps the "
                    "thread counts (--threads 1,2,4). Recorded in each row's threads column.")
 @click.option("--cpus", default=None, metavar="LIST",
-              help="cpu_asm: pin one thread to each of these logical CPUs, likwid's lists (0-3, 0,2,4).")
+              help="cpu_asm: pin one thread to each of these logical CPUs, a plain list as likwid and taskset "
+                   "write one (0-3, 0,2,4); likwid's domains (S0:, N:) are not taken.")
 @click.option("--working-set", "working_set", default=None,
               help="Override every point's working set, bytes with optional K/M/G suffix (e.g. 64M).")
 @click.option("--out", "out_dir", type=OutPath(file_okay=False, dir_okay=True, path_type=Path), default=Path("results"),

@@ -33,8 +33,13 @@ def flag(name: str) -> str:
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """likwid's CPU lists: ``0-3``, ``0,2,4``, ``0-1,6`` -> logical CPU ids in the order given, each once."""
+    """A plain CPU list as likwid and taskset write one: ``0-3``, ``0,2,4``, ``0-1,6`` -> logical CPU ids in the order
+    given; a CPU named twice is refused (as a thread count named twice is). likwid's thread domains (``S0:0-1``,
+    ``N:0-3``, ``E:...``) are not taken: they name CPUs by the topology, which ``--cpus`` leaves to the user."""
     out: list[int] = []
+    if ":" in text:
+        raise ValueError(f"'{text}': likwid's thread domains (S0:, N:, E:) are not taken; give logical CPU ids "
+                         "(e.g. 0-3 or 0,2,4; `likwid-pin -p` shows them)")
     for part in text.replace(" ", "").split(","):
         lo, dash, hi = part.partition("-")
         if not lo.isdigit() or (dash and not hi.isdigit()):
@@ -42,7 +47,10 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
         a, b = int(lo), int(hi) if dash else int(lo)
         if b < a:
             raise ValueError(f"'{part}' counts down; write {b}-{a}")
-        out.extend(c for c in range(a, b + 1) if c not in out)
+        twice = sorted({c for c in range(a, b + 1) if c in out})
+        if twice:
+            raise ValueError(f"'{text}' names CPU {twice[0]} twice; name each CPU once")
+        out.extend(range(a, b + 1))
     return tuple(out)
 
 
@@ -182,6 +190,9 @@ def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -
         no("--threads/--cpus", f"they pin the cpu_asm back end's threads, not '{backend}'")
     if opts.threads is not None and opts.cpus is not None:
         no("--threads with --cpus", "--cpus already says how many threads (one per CPU listed)")
+    many = max(opts.threads or (1,)) > 1 or len(opts.cpus or ()) > 1
+    if many and opts.kernels and set(opts.kernels) <= {"chase"}:
+        no("--threads/--cpus", "the chase kernel walks one pointer chain on one thread (a latency, not a rate)")
     if opts.store is not None and backend != "cpu_asm":
         no("--store", f"--store applies to the cpu_asm back end, not '{backend}'")
     if opts.device is not None and backend == "cpu_asm":

@@ -12,7 +12,7 @@ from archline.bench.config.options import RunOptions, parse_cpu_list
 
 
 @pytest.mark.parametrize(("text", "cpus"), [("0", (0,)), ("0-3", (0, 1, 2, 3)), ("0,2,4", (0, 2, 4)),
-                                            ("0-1,6", (0, 1, 6)), ("1,1,0", (1, 0))])
+                                            ("0-1,6", (0, 1, 6)), ("1,0", (1, 0))])
 def test_cpu_lists(text: str, cpus: tuple[int, ...]) -> None:
     assert parse_cpu_list(text) == cpus
 
@@ -54,3 +54,16 @@ def test_cpu_not_allowed_is_named(run_cli) -> None:  # type: ignore[no-untyped-d
 def test_threads_refused_where_they_do_not_apply(run_cli, args: list[str]) -> None:  # type: ignore[no-untyped-def]
     r = run_cli("bench", "run", "--quick", *args)
     assert r.exit_code == 2 and ("--threads" in r.stderr or "thread" in r.stderr)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--kernel", "chase", "--threads", "2"], "chase kernel walks one pointer chain on one thread"),
+    (["--cpus", "0,0"], "names CPU 0 twice"),
+    (["--cpus", "0-1,1"], "names CPU 1 twice"),
+    (["--cpus", "S0:0-1"], "thread domains (S0:, N:, E:) are not taken"),
+])
+def test_breaker26_threads_and_cpus_refused_with_the_reason(run_cli, tmp_path, args, says) -> None:  # type: ignore[no-untyped-def]
+    """Breaker 26 items 9-10: chase ignored --threads; duplicate CPUs were dropped silently; likwid's domain
+    syntax was 'not a CPU list' though the help said likwid's lists."""
+    r = run_cli("bench", "run", *args, "--quick", "--out", str(tmp_path / "R"))
+    assert r.exit_code == 2 and says in r.stderr and not (tmp_path / "R").exists(), r.stderr
