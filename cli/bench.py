@@ -189,16 +189,12 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
 
 def _summary(results: Path, ert_path: Path) -> dict[str, Any]:
     """The closing summary (peaks, bandwidths, balance, checksums); writes <run_id>.roofline.json (ERT's layout)."""
-    from archline.bench.run.summary import summarize
-    from archline.fit.io.ert_roofline import ErtRoofline, write_ert
+    from archline.bench.run.export import export_roofline
     from archline.fit.io.results_file import ResultsFile
 
     with ResultsFile.open(results) as rf:
-        summ = summarize(rf.rows())
-    roof = ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
-                                    {"results": results.name, "emulated": summ["emulated"]})
-    write_ert(ert_path, roof)
-    return summ
+        rows = list(rf.rows())
+    return export_roofline(ert_path, rows, [results.name])
 
 
 @bench.command("export-ert")
@@ -214,16 +210,11 @@ def export_ert_cmd(results: tuple[Path, ...], out: Path, fmt: str) -> None:
       archline bench export-ert results/*.csv --out roofline.json
       archline bench export-ert results/*.csv --out roofline.json --format json
     """
-    from archline.bench.run.export import read_rows
-    from archline.bench.run.summary import summarize
-    from archline.fit.io.ert_roofline import ErtRoofline, check_ert_path, write_ert
+    from archline.bench.run.export import export_roofline, read_rows
+    from archline.fit.io.ert_roofline import check_ert_path
 
     check_ert_path(out)
-    rows = read_rows(results)
-    summ = summarize(rows)
-    write_ert(out, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
-                                            {"results": [r.name for r in results], "emulated": summ["emulated"],
-                                             "checksums": summ["checksums"]}))
+    summ = export_roofline(out, read_rows(results), list(dict.fromkeys(r.name for r in results)))
     if fmt == "json":
         echo_files(fmt, [(out, "ERT roofline.json: peak GFLOP/s per precision and GB/s per memory level")],
                    **summ)

@@ -9,9 +9,10 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state
+from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state, summarize
 from archline.common.files import unique_inputs
 from archline.common.outputs import show
 from archline.fit.io import schema
@@ -78,3 +79,29 @@ def read_rows(paths: Sequence[Path], warn: Callable[[str], None] | None = None) 
             say(f"{show(p)}: {len(failed)} row(s) failed their checksum (line(s) {lines}); they are left out of "
                 "the peaks and bandwidths and counted in the checksum status")
     return rows
+
+
+def check_one_machine(rows: Sequence[dict[str, str]]) -> None:
+    """A roofline describes one machine: rows of several platforms or hosts, or emulated rows beside measured ones,
+    are refused (one line naming them), never merged into peaks no machine has."""
+    machines = sorted({f"{r.get('platform') or '?'} on {r.get('host') or '?'}" for r in rows})
+    if len(machines) > 1:
+        raise BenchError(f"the rows come from {len(machines)} machines ({'; '.join(machines[:4])}"
+                         f"{' ...' if len(machines) > 4 else ''}): a roofline describes one; export each machine's "
+                         "files on their own")
+    if len({str(r.get("emulated", "")).strip().lower() == "true" for r in rows}) > 1:
+        raise BenchError("the rows mix emulated and measured results: a roofline describes one machine; export "
+                         "them apart")
+
+
+def export_roofline(out: Path, rows: Sequence[dict[str, str]], names: Sequence[str]) -> dict[str, Any]:
+    """The summary of ``rows`` (one machine's), written to ``out`` as ERT's roofline.json, ``results`` always the
+    list of the files read; the summary is returned for the report."""
+    from archline.fit.io.ert_roofline import ErtRoofline, write_ert
+
+    check_one_machine(rows)
+    summ = summarize(rows)
+    write_ert(out, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
+                                            {"results": list(names), "emulated": summ["emulated"],
+                                             "checksums": summ["checksums"]}))
+    return summ

@@ -117,3 +117,23 @@ def test_emulated_row_checksum_not_computed() -> None:
     row = build_row(ctx, spec, "p", [Region(res, 1.0)], MeterInfo("", None, True, "none"), ci_rel=0.01,
                     max_regions=3)
     assert row["checksum_ok"] is None
+
+
+@pytest.mark.parametrize(("other", "says"), [({"platform": "q"}, "come from 2 machines"),
+                                             ({"host": "node2"}, "come from 2 machines"),
+                                             ({"emulated": "true"}, "mix emulated and measured")])
+def test_rows_of_several_machines_are_not_merged(export: Any, tmp_path: Path, other: dict[str, str],
+                                                 says: str) -> None:
+    """Breaker 26 item 3: gtx580, gtx680 and this CPU's rows made one roofline of no machine."""
+    a = write_rows(tmp_path / "a.csv", [{**GOOD, "host": "node1"}])
+    b = write_rows(tmp_path / "b.csv", [{**GOOD, "host": "node1", **other}])
+    code, out = export(str(a), str(b), "--out", str(tmp_path / "e.json"))
+    assert code == 2 and says in out and not (tmp_path / "e.json").exists(), out
+
+
+def test_results_is_a_list_of_each_file_once(export: Any, tmp_path: Path) -> None:
+    """Breaker 26 item 8: bench run wrote a string, export-ert a list (with a file named twice, twice)."""
+    a = write_rows(tmp_path / "a.csv", [GOOD])
+    code, out = export(str(a), str(a), "--out", str(tmp_path / "e.json"))
+    assert code == 0, out
+    assert json.loads((tmp_path / "e.json").read_text())["empirical"]["metadata"]["results"] == ["a.csv"]

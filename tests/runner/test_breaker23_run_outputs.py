@@ -94,7 +94,7 @@ def test_per_run_roofline_json(run: Any, tmp_path: Path) -> None:
     (csv1,) = out.glob("*.csv")
     ert1 = out / (csv1.name[:-4] + ".roofline.json")
     first = ert1.read_bytes()
-    assert json.loads(first)["empirical"]["metadata"]["results"] == csv1.name
+    assert json.loads(first)["empirical"]["metadata"]["results"] == [csv1.name]
     assert stdout.strip() == str(csv1)
     assert "localhost: CPU kernels (cpu_asm)" not in csv1.read_text() + err   # the back end is opencl
     assert "peak" in err and "no compute kernel ran" in err                   # a chase has no flop peak
