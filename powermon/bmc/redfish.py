@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import ssl
 import urllib.error
@@ -37,6 +38,24 @@ class PowerReading:
 
 _ISO_DURATION = re.compile(r"^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?"
                            r"(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+MAX_POWER_W = 1e6     #: no node a BMC meters draws a megawatt: a larger reading is a broken sensor, not power
+
+
+def watts(value: Any, where: str) -> float:
+    """A BMC's power field as watts; BmcUnavailable when null (the host may be off: one lost poll), DeviceError
+    (exit 4, the meter misbehaves) for anything no meter can read (text, NaN, infinity, negative, above 1 MW), saying
+    what was there: such a reading is never integrated."""
+    if value is None:
+        raise BmcUnavailable(f"{where} is null (host off?)")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DeviceError(f"{where} is {json.dumps(value)[:60]}, not a number of watts: the BMC misbehaves")
+    w = float(value)
+    if not (math.isfinite(w) and 0 <= w <= MAX_POWER_W):
+        raise DeviceError(f"{where} is {w:g} W, not a power a node can draw (0 to {MAX_POWER_W:g} W): "
+                          "the BMC misbehaves")
+    return w
 
 
 def iso_duration_s(text: str) -> float:
@@ -146,16 +165,18 @@ class RedfishClient:
         """``Power.PowerControl[0]``: PowerConsumedWatts (and its PowerMetrics)."""
         if self.power_uri is None:
             raise DeviceError(f"redfish {self.url}: chassis {self.chassis_id} has no Power resource")
-        pc = self.get(self.power_uri).get("PowerControl") or []
-        first = pc[0] if isinstance(pc, list) and pc and isinstance(pc[0], dict) else {}
-        w = first.get("PowerConsumedWatts")
-        if not isinstance(w, (int, float)):
-            raise BmcUnavailable(f"redfish {self.url}{self.power_uri}: PowerConsumedWatts is null (host off?)")
+        pc = self.get(self.power_uri).get("PowerControl")
+        where = f"redfish {self.url}{self.power_uri}"
+        if not (isinstance(pc, list) and pc and isinstance(pc[0], dict)):
+            raise DeviceError(f"{where}: PowerControl is {json.dumps(pc)[:60]}, not a list of power readings: "
+                              "the BMC misbehaves")
+        first = pc[0]
+        w = watts(first.get("PowerConsumedWatts"), f"{where}: PowerConsumedWatts")
         metrics = first.get("PowerMetrics") or {}
         avg, iv = metrics.get("AverageConsumedWatts"), metrics.get("IntervalInMin")
         if isinstance(iv, (int, float)):
             self.interval_min = float(iv)
-        return PowerReading(float(w), None, float(avg) if isinstance(avg, (int, float)) else None,
+        return PowerReading(w, None, float(avg) if isinstance(avg, (int, float)) else None,
                             float(iv) if isinstance(iv, (int, float)) else None)
 
     def read(self) -> PowerReading:
@@ -163,8 +184,6 @@ class RedfishClient:
         if self.sensor_uri is None:
             return self.read_power_control()
         s = self.get(self.sensor_uri)
-        w = s.get("Reading")
-        if not isinstance(w, (int, float)):
-            raise BmcUnavailable(f"redfish {self.url}{self.sensor_uri}: Reading is null")
+        w = watts(s.get("Reading"), f"redfish {self.url}{self.sensor_uri}: Reading")
         rt = s.get("ReadingTime")
-        return PowerReading(float(w), iso_time_s(rt) if isinstance(rt, str) else None)
+        return PowerReading(w, iso_time_s(rt) if isinstance(rt, str) else None)
