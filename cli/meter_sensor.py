@@ -139,7 +139,7 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     \b
     Examples:
       archline meter calibrate nvml0 --emulate --gain 1.07 --offset -3.5
-      archline meter calibrate nvml0 --emulate --gain 1.07 --offset -3.5 --profile gtx580.toml --out gtx580-cal.toml
+      archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --profile gtx580.toml --out gtx580-cal.toml
       archline meter calibrate nvml0 --emulate --sensor-profile nvml0.sensor.json --format json
 
     The uncertainties are least-squares standard errors (lag: where the residual rises by one variance); the
@@ -163,6 +163,10 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     ref, sensor, load, given = _setup(meter, kw["emulate"], kw)
     cal, resp = calibrate(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"],
                           window_s=window_s)
+    if kw["emulate"]:             # marked: such a line corrects no real sensor (apply_spec refuses it on hardware)
+        import dataclasses
+
+        cal = dataclasses.replace(cal, emulated=True)
     if text is not None and profile_path is not None and out is not None:
         write_atomic(out, with_calibration(text, meter, cal.as_dict(), profile_path))
         click.echo(f"wrote {show(out)} (meter '{meter}' calibrated)", err=True)

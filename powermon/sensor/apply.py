@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from archline.powermon.errors import MeterError
 from archline.powermon.record.integrate import SensorLimits, sensor_window
 from archline.powermon.record.meters import MeterRegion
 from archline.powermon.sensor.calibration import CalibratedMeter, Calibration, WrappedMeter
@@ -68,6 +69,10 @@ def apply_spec(meter: Any, spec: Any, *, widen: bool = False) -> Any:
         meter = LimitedMeter(meter, prof.limits(source=f"sensor profile {path}"), widen=widen,
                              delay_s=0.0 if cal else prof.lag_s + 0.5 * prof.window_s)
     if cal:
-        meter = CalibratedMeter(meter, Calibration.from_dict(dict(cal), f"meter '{spec.name}': calibration"),
-                                window_s=window_s)
+        c = Calibration.from_dict(dict(cal), f"meter '{spec.name}': calibration")
+        if c.emulated and not getattr(meter, "emulated", False):
+            raise MeterError(f"meter '{spec.name}': its calibration was made on emulated meters (meter calibrate "
+                             "--emulate) and corrects no real sensor; calibrate it against a real reference or "
+                             "remove the calibration line")
+        meter = CalibratedMeter(meter, c, window_s=window_s)
     return meter

@@ -16,7 +16,7 @@ from typing import Any
 from archline.powermon.errors import MeterError
 from archline.powermon.record.meters import ChannelResult, DeviceResult, MeterRegion
 
-KEYS = ("gain", "gain_err", "offset_w", "offset_w_err", "lag_s", "lag_s_err")
+KEYS = ("gain", "gain_err", "offset_w", "offset_w_err", "lag_s", "lag_s_err", "emulated")
 
 
 @dataclass(frozen=True)
@@ -27,18 +27,22 @@ class Calibration:
     offset_w_err: float
     lag_s: float = 0.0
     lag_s_err: float = 0.0
+    emulated: bool = False      #: made by `meter calibrate --emulate`: it corrects no real sensor
 
     def __post_init__(self) -> None:
         for k, v in asdict(self).items():
-            if not math.isfinite(v):
+            if k != "emulated" and not math.isfinite(v):
                 raise MeterError(f"calibration: {k} is not a finite number ({v!r})")
         if self.gain <= 0:
             raise MeterError(f"calibration: gain must be positive, got {self.gain:g}")
         if min(self.gain_err, self.offset_w_err, self.lag_s_err) < 0:
             raise MeterError("calibration: an uncertainty is negative")
 
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
+    def as_dict(self) -> dict[str, float | bool]:
+        d: dict[str, float | bool] = asdict(self)
+        if not self.emulated:
+            d.pop("emulated")
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, float], where: str = "calibration") -> Calibration:
@@ -47,7 +51,10 @@ class Calibration:
         if missing or unknown:
             raise MeterError(f"{where}: " + (f"missing {', '.join(missing)}" if missing else
                                              f"unknown key(s) {', '.join(unknown)} (known: {', '.join(KEYS)})"))
-        return cls(**{k: float(v) for k, v in d.items()})
+        emulated = d.get("emulated", False)
+        if not isinstance(emulated, bool):
+            raise MeterError(f"{where}: emulated must be true or false, got {emulated!r}")
+        return cls(**{k: float(v) for k, v in d.items() if k != "emulated"}, emulated=emulated)
 
     def true_power_w(self, reading_w: float) -> float:
         return (reading_w - self.offset_w) / self.gain
@@ -59,8 +66,9 @@ class Calibration:
         return e, err
 
     def text(self) -> str:
-        return (f"calibrated: gain {self.gain:.5g} ± {self.gain_err:.2g}, offset {self.offset_w:.4g} ± "
-                f"{self.offset_w_err:.2g} W, lag {self.lag_s:.4g} ± {self.lag_s_err:.2g} s")
+        return (f"calibrated{' (emulated calibration)' if self.emulated else ''}: gain {self.gain:.5g} ± "
+                f"{self.gain_err:.2g}, offset {self.offset_w:.4g} ± {self.offset_w_err:.2g} W, lag {self.lag_s:.4g} ± "
+                f"{self.lag_s_err:.2g} s")
 
 
 def calibrate_region(r: MeterRegion, cal: Calibration) -> MeterRegion:

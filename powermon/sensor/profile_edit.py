@@ -10,6 +10,7 @@ profile is never overwritten: the output policy refuses it).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import tomllib
@@ -21,11 +22,12 @@ _TABLE = re.compile(r"^\s*\[")
 _CAL_LINE = re.compile(r"^\s*calibration\s*=\s*\{[^\n]*\}\s*(#.*)?$")
 
 
-def toml_inline(values: dict[str, float]) -> str:
-    return "{ " + ", ".join(f"{k} = {float(v)!r}" for k, v in values.items()) + " }"
+def toml_inline(values: Mapping[str, float | bool]) -> str:
+    return "{ " + ", ".join(f"{k} = {str(v).lower() if isinstance(v, bool) else repr(float(v))}"
+                            for k, v in values.items()) + " }"
 
 
-def with_calibration(text: str, meter: str, calibration: dict[str, float], origin: str) -> str:
+def with_calibration(text: str, meter: str, calibration: Mapping[str, float | bool], origin: str) -> str:
     """``text`` (a profile) with ``calibration`` in the ``[[meters]]`` entry named ``meter``."""
     try:
         before = tomllib.loads(text)
@@ -59,7 +61,8 @@ def with_calibration(text: str, meter: str, calibration: dict[str, float], origi
     return out
 
 
-def _same_but_calibration(before: dict[str, Any], text: str, index: int, calibration: dict[str, float]) -> bool:
+def _same_but_calibration(before: dict[str, Any], text: str, index: int,
+                          calibration: Mapping[str, float | bool]) -> bool:
     try:
         after = tomllib.loads(text)
     except tomllib.TOMLDecodeError:

@@ -1,0 +1,57 @@
+"""Breaker 24 item 1: a calibration made by `meter calibrate --emulate` went unmarked into a real meter's entry,
+where it would correct a sensor it never saw. It is now marked `emulated = true`; such a line is refused on real
+hardware, and rows measured through it say 'emulated calibration'."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from archline.fit.platforms.profiles import SHIPPED_DIR
+from archline.powermon.errors import MeterError
+from archline.powermon.sensor.apply import apply_spec
+from archline.powermon.sensor.calibration import Calibration
+from archline.powermon.sensor.profile_edit import with_calibration
+
+
+class _Meter:
+    name = "ps3"
+    speed = 1.0
+
+    def __init__(self, emulated: bool) -> None:
+        self.emulated = emulated
+
+
+class _Spec:
+    name = "ps3"
+    sensor_profile = None
+
+    def __init__(self, cal: dict[str, object]) -> None:
+        self.calibration = cal
+
+
+def test_an_emulated_calibration_is_marked_and_refused_on_real_hardware() -> None:
+    cal = Calibration(1.07, 0.001, -3.5, 0.1, emulated=True)
+    text = with_calibration((SHIPPED_DIR / "gtx580.toml").read_text(), "ps3", cal.as_dict(), "gtx580.toml")
+    entry = next(m for m in tomllib.loads(text)["meters"] if m["name"] == "ps3")
+    assert entry["calibration"]["emulated"] is True
+    assert Calibration.from_dict(entry["calibration"]) == cal
+    assert "emulated calibration" in cal.text()
+    with pytest.raises(MeterError, match="made on emulated meters"):
+        apply_spec(_Meter(emulated=False), _Spec(entry["calibration"]))
+    assert apply_spec(_Meter(emulated=True), _Spec(entry["calibration"])).calibrated
+    real = Calibration(1.07, 0.001, -3.5, 0.1)
+    assert "emulated" not in real.as_dict() and apply_spec(_Meter(False), _Spec(real.as_dict())).calibrated
+
+
+def test_calibrate_emulate_writes_the_mark(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    prof = tmp_path / "gtx580.toml"
+    prof.write_text((SHIPPED_DIR / "gtx580.toml").read_text())
+    out = tmp_path / "cal.toml"
+    r = run_cli("meter", "calibrate", "ps3", "--emulate", "--gain", "1.07", "--offset", "-3.5", "--profile", str(prof),
+                "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    entry = next(m for m in tomllib.loads(out.read_text())["meters"] if m["name"] == "ps3")
+    assert entry["calibration"]["emulated"] is True
