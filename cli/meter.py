@@ -171,7 +171,8 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
     if kind is not None:      # a PowerSensor3 or PMD-USB capture (its sidecar says which)
         from archline.powermon.stream.meter import decode_capture_to_file
 
-        n, emulated, meta = decode_capture_to_file(raw, out, kind, _ints(channels), rate_hz, r_sense_ohm)
+        n, emulated, meta = decode_capture_to_file(raw, out, kind, _ints(channels), rate_hz, r_sense_ohm,
+                                                    partial=partial)
     else:
         n, emulated, meta = decode_to_file(raw, out, _ints(channels), rate_hz, r_sense_ohm, partial=partial)
     st = meta["stats"]

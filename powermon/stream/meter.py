@@ -330,12 +330,17 @@ def decode_capture(driver: type[StreamDriver], data: bytes, side: dict[str, Any]
     bad = [c for c in ids if not 0 <= c < drv.n_pairs]
     if bad:
         raise MeterError(f"a {driver.label} has channels 0..{drv.n_pairs - 1}; --channels names {bad[0]}")
-    return frames_to_samples(k, v, a, ids, rate, cm, drv.name, drv.emulated), drv.decoder.stats.as_dict()
+    samples = frames_to_samples(k, v, a, ids, rate, cm, drv.name, drv.emulated)
+    # what the decode needs to say besides the samples: the device timeline (an emulator's speed) for integrate,
+    # and the bytes left undecoded at the end (a capture cut mid-frame)
+    samples.meta.update({"speed": drv.speed, "rate_hz": rate, "bytes": len(data),
+                         "bytes_trailing": len(drv.decoder._tail)})
+    return samples, drv.decoder.stats.as_dict()
 
 
 def decode_capture_to_file(raw: str | Path, out: str | Path, kind: str, channels: Sequence[int] | None = None,
-                           rate_hz: float | None = None, r_sense_ohm: float | None = None
-                           ) -> tuple[int, bool, dict[str, Any]]:
+                           rate_hz: float | None = None, r_sense_ohm: float | None = None, *,
+                           partial: bool = False) -> tuple[int, bool, dict[str, Any]]:
     """``archline meter decode`` of a byte-stream meter's capture: (samples written, emulated, meta)."""
     import importlib
 
@@ -346,7 +351,24 @@ def decode_capture_to_file(raw: str | Path, out: str | Path, kind: str, channels
     if rate_hz is not None or r_sense_ohm is not None:
         raise MeterError(f"{show(raw)} is a {kind} capture: its rate and calibration are in its sidecar "
                          "(leave out --rate and --r-sense)")
-    samples, stats = importlib.import_module(METER_MODULES[kind]).decode_capture(raw, channels)
-    meta = {"source": show(raw), "type": kind, "stats": stats, "warnings": []}
+    mod = importlib.import_module(METER_MODULES[kind])
+    samples, stats = mod.decode_capture(raw, channels)
+    stats = {**stats, "bytes_trailing": int(samples.meta.get("bytes_trailing", 0))}
+    if stats.get("frames", 0) == 0:
+        raise MeterError(f"not a {kind} capture: no plausible sample records found in {show(raw)} "
+                         f"({samples.meta.get('bytes', 0)} bytes)")
+    warnings: list[str] = []
+    trailing = int(stats.get("bytes_trailing", 0))
+    if trailing % mod.FRAME_BYTES:      # PMD-USB keeps its last whole frame until a successor vouches for it
+        if not partial:
+            raise MeterError(f"capture {show(raw)} ends mid-frame ({trailing % mod.FRAME_BYTES} byte(s) of a "
+                             f"{mod.FRAME_BYTES}-byte frame): it was cut short; pass --partial to decode what "
+                             "is there")
+        warnings.append(f"capture {show(raw)} ends mid-frame: {trailing} trailing byte(s) not decoded")
+    if stats.get("bytes_skipped") or stats.get("frames_discarded") or stats.get("frames_missing"):
+        warnings.append(f"{stats.get('bytes_skipped', 0)} byte(s) skipped, {stats.get('frames_discarded', 0)} "
+                        f"frame(s) discarded, {stats.get('frames_missing', 0)} frame(s) missing on the cadence")
+    meta = {"source": show(raw), "type": kind, "stats": stats, "warnings": warnings,
+            "speed": float(samples.meta.get("speed", 1.0)), "rate_hz": float(samples.meta.get("rate_hz", 0.0))}
     write_samples(samples, out, meta)
     return len(samples), samples.emulated, meta
