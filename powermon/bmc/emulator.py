@@ -31,10 +31,12 @@ CHASSIS = "1U"
 @dataclass(frozen=True)
 class RedfishFaults:
     """``http_503_every``: every Nth request for a reading is answered 503 (0: never); ``stale``: device-time
-    spans ``(t0_s, t1_s)`` in which the BMC serves the reading it had at t0_s (its sensor task hung)."""
+    spans ``(t0_s, t1_s)`` in which the BMC serves the reading it had at t0_s (its sensor task hung);
+    ``http_503_spans``: device-time spans in which every request for a reading is answered 503 (an outage)."""
 
     http_503_every: int = 0
     stale: tuple[tuple[float, float], ...] = ()
+    http_503_spans: tuple[tuple[float, float], ...] = ()
 
 
 def mockup(reading_w: float | None, reading_time: str | None, interval: str, average_w: float | None
@@ -118,7 +120,9 @@ class RedfishEmulator:
             with self._lock:
                 self.requests += 1
                 n = self.requests
-            if self.faults.http_503_every and n % self.faults.http_503_every == 0:
+            t_now = self.timeline.emulated_time_s()
+            outage = any(a <= t_now < b for a, b in self.faults.http_503_spans)
+            if outage or (self.faults.http_503_every and n % self.faults.http_503_every == 0):
                 with self._lock:
                     self.served_503 += 1
                 return 503, {"error": {"code": "Base.1.0.ServiceTemporarilyUnavailable",

@@ -216,9 +216,15 @@ class BmcMeter(CounterMeter):
         if not self._timed:   # no ReadingTime: each change of value is placed to within a poll
             dw = np.abs(np.diff(w))[inside[1:] & inside[:-1]] if w.size > 1 else np.zeros(0)
             err += u_host * self.speed * float(dw.sum())
-        if big.any():   # a reading never seen: its neighbour was spread over its period
+        if big.any():
+            # a stretch without a fresh reading beyond one period: the power there may have been anything the node
+            # draws (docs/errors.md), from zero to the most seen, so the stretch (clipped to the window) costs its
+            # length times the largest power seen, as the sampling meters' lost stretches do
             kk = np.flatnonzero(inside)[big]
-            err += sum((float(np.diff(t)[k]) - self.period_s) * self.speed * edge_spread(int(k)) for k in kk)
+            w_top = max(float(np.abs(w).max()), max_w)
+            for k in kk:
+                span = min(float(t[k + 1]), t1_s) - max(float(t[k]), t0_s)
+                err += max(0.0, min(span, float(t[k + 1] - t[k]) - self.period_s)) * self.speed * w_top
         n = int(np.count_nonzero(inside))
         expected = max(1, round(dur_host / self.period_s))
         with self._lock:

@@ -4,16 +4,21 @@ IPMI login. Every server runs on 127.0.0.1 and is stopped here."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from archline.powermon.bmc.emulator import RedfishEmulator, StaticRedfish
+from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults, StaticRedfish
+from archline.powermon.bmc.meter import emulate_from_spec
 from archline.powermon.bmc.redfish import BmcUnavailable, RedfishClient
 from archline.powermon.counters.emulated import Timeline
+from archline.powermon.emulator.power import Script
 from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import DeviceError
+from archline.powermon.record.recorder import Recorder
+from archline.powermon.spec import MeterSpec
 
 
 @pytest.mark.parametrize("power_w, shown", [(float("nan"), "nan W"), (-50.0, "-50 W"), (1e12, "1e+12 W")])
@@ -61,3 +66,26 @@ def test_a_bad_power_field_says_what_was_there(tmp_path: Path, power_control: An
             assert said in str(ei.value) and type(ei.value) is err
     finally:
         srv.stop()
+
+
+def test_a_lost_stretch_over_a_power_step_is_inside_the_bound() -> None:
+    """The BMC answers 503 through the whole time the node drew 200 W (else 100 W): the meter never sees it, so
+    its energy is short by ~300 J; the bound must cover that (it grows by the stretch x the largest power seen)."""
+    script = Script([(0.0, {0: (10.0, 10.0)}), (3.0, {0: (10.0, 20.0)}), (6.0, {0: (10.0, 10.0)})])
+    faults = RedfishFaults(http_503_spans=((2.5, 7.5),))
+    speed = 2.5
+    meter = emulate_from_spec(MeterSpec(name="node", kind="redfish"), script, speed=speed, faults=faults)
+    rec = Recorder([meter]).start()
+    try:
+        time.sleep(1.0 / speed)
+        rec.begin("w")
+        time.sleep(9.0 / speed)                                  # device ~1 .. ~10 s: the outage inside
+        r = rec.end("w").meters[meter.name]
+    finally:
+        rec.stop()
+    tl: Timeline = meter.server.timeline                         # type: ignore[attr-defined]
+    truth = script.energy_j((r.t_start_s - tl.t0_host_s) * speed, (r.t_end_s - tl.t0_host_s) * speed, [0])
+    assert meter.server.served_503 > 0 and r.lost_samples >= 3     # type: ignore[attr-defined]
+    assert truth - r.energy_j > 200                              # the outage really hid the 200 W stretch
+    assert abs(r.energy_j - truth) <= r.energy_err_j, (r.energy_j, truth, r.energy_err_j)
+    assert r.energy_err_j < truth                                # and the bound still says something
