@@ -68,6 +68,7 @@ def iter_sources(paths: Sequence[Path]) -> Iterator[tuple[Path, str, dict[str, s
                                            f"as platform=<p>/host=<h>/run_id=<r>/part-0.parquet; give CSV files "
                                            f"themselves, e.g. {show(p)}/*.csv)")
             for f in files:
+                note_input(f)              # each part is an input: an output named as one is refused, not written
                 yield f, "parquet", partition_values(f, p)
         elif p.suffix in PARQUET_SUFFIXES and not is_results_csv(str(p)):
             if not p.exists():
