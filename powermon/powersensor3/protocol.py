@@ -121,6 +121,12 @@ class Decoder:
         return np.where(ok.any(axis=1), first, 0)
 
     def feed(self, data: bytes, k_hint: float | None = None) -> Decoded:
+        d = self._feed(data, k_hint)
+        # counted on every chunk, those that hold no frame too (garbage is skipped bytes, not nothing)
+        self.stats.bytes_skipped = self._consumed - FRAME_BYTES * self.stats.frames
+        return d
+
+    def _feed(self, data: bytes, k_hint: float | None) -> Decoded:
         buf = self._tail + data
         self.stats.bytes_in += len(data)
         b = np.frombuffer(buf, np.uint8)

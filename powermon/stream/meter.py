@@ -356,7 +356,8 @@ def decode_capture_to_file(raw: str | Path, out: str | Path, kind: str, channels
     stats = {**stats, "bytes_trailing": int(samples.meta.get("bytes_trailing", 0))}
     if stats.get("frames", 0) == 0:
         raise MeterError(f"not a {kind} capture: no plausible sample records found in {show(raw)} "
-                         f"({samples.meta.get('bytes', 0)} bytes)")
+                         f"({samples.meta.get('bytes', 0)} bytes, {stats.get('bytes_skipped', 0)} skipped, "
+                         f"{stats['bytes_trailing']} trailing)")
     warnings: list[str] = []
     trailing = int(stats.get("bytes_trailing", 0))
     if trailing % mod.FRAME_BYTES:      # PMD-USB keeps its last whole frame until a successor vouches for it

@@ -66,3 +66,16 @@ def test_decode_of_a_capture_cut_mid_frame_needs_partial_and_counts_the_bytes(ru
     assert d.exit_code == 0, d.stderr
     doc = json.loads(d.stdout)
     assert doc["decoder"]["bytes_trailing"] == 18 - 5 and any("mid-frame" in w for w in doc["warnings"])
+
+
+def test_powersensor3_decoder_counts_garbage_as_skipped_bytes() -> None:
+    import numpy as np
+
+    from archline.powermon.powersensor3.protocol import Decoder, default_config
+
+    dec = Decoder(default_config(), 1000.0)
+    # bytes that are never a packet's first byte (high bit set) then a second byte: no frame can start anywhere
+    junk = np.random.default_rng(1).integers(0, 0x80, 5000, dtype=np.uint8).tobytes()
+    dec.feed(junk[:2000])
+    dec.feed(junk[2000:])
+    assert dec.stats.frames == 0 and dec.stats.bytes_skipped == 5000 - len(dec._tail) and dec.stats.bytes_skipped > 4900
