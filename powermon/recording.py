@@ -197,8 +197,9 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         summary["raw"] = show(meter.raw_path)
     warnings = [f"{w}" for w in region.warnings]
     st = info.get("stats") or {}
-    if st.get("skipped_bytes") or st.get("resyncs"):
-        warnings.append(f"{mr.meter}: {st.get('skipped_bytes', 0)} byte(s) dropped or garbled, "
+    skipped = st.get("skipped_bytes", st.get("bytes_skipped", 0))     # PowerMon 2's name, the stream meters'
+    if skipped or st.get("resyncs"):
+        warnings.append(f"{mr.meter}: {skipped} byte(s) dropped or garbled, "
                         f"{st.get('resyncs', 0)} resync(s)")
     error: MeterError | None = None
     lost = mr.loss_text()

@@ -139,7 +139,8 @@ class Decoder:
                     break
                 pos += o
                 self._aligned = True
-                self.stats.resyncs += 1
+                if self._ts_prev is not None:              # the first alignment is a sync, not a resync
+                    self.stats.resyncs += 1
                 if self._ts_prev is None:                  # the first frame ever is frame 0
                     t0 = int(self._ts(b, np.array([pos]))[0])
                     self._ts_prev = (t0 - round(self.period_ticks)) & 0xFFFFFFFF

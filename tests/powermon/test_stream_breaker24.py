@@ -79,3 +79,18 @@ def test_powersensor3_decoder_counts_garbage_as_skipped_bytes() -> None:
     dec.feed(junk[:2000])
     dec.feed(junk[2000:])
     assert dec.stats.frames == 0 and dec.stats.bytes_skipped == 5000 - len(dec._tail) and dec.stats.bytes_skipped > 4900
+
+
+@pytest.mark.parametrize("query", ["", "&drop=1", "&drop=300"])
+def test_pmd_record_warns_what_the_decoder_counted(run_cli, tmp_path: Path, query: str) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "p.csv"
+    r = run_cli("meter", "record", "--meter", f"pmd:pmd://default?speed=2{query}", "--duration", "0.5",
+                "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    stats = json.loads(Path(f"{out}.json").read_text())["info"]["stats"]
+    said = [w for w in r.stderr.splitlines() if "dropped or garbled" in w]
+    if not query:
+        assert stats["bytes_skipped"] == 0 and stats["resyncs"] == 0 and said == []
+    else:
+        assert stats["bytes_skipped"] > 0 and len(said) == 1
+        assert f"{stats['bytes_skipped']} byte(s) dropped or garbled, {stats['resyncs']} resync(s)" in said[0]
