@@ -44,6 +44,9 @@ TEXT_KEYS: tuple[str, ...] = ("platform", "kernel", "precision", "level")
 FLAG_COLUMNS: tuple[str, ...] = ("schema", "backend", "emulated", "checksum_ok")
 _TRUE = schema.TRUE_WORDS
 _FALSE = schema.FALSE_WORDS
+#: what a row of any machine can be: a timed region of at least a nanosecond, drawing between a microwatt and a
+#: megawatt (the power-cap limit); outside is a unit slip (kJ as J) or a corrupted cell, refused with its line
+MIN_TIME_S, MIN_POWER_W, MAX_POWER_W = 1e-9, 1e-6, 1e6
 _NUMBER = r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)$"
 
 
@@ -165,6 +168,20 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
     if not check_range(t, 0.0, above=True)[0]:
         i = _first(~np.isfinite(t) | (t <= 0))
         raise BadValueError(f"{src.where(int(pos[i]))}: time_s must be a positive number, got {show_value(t[i])}")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        power = e / t
+    odd = ~((t >= MIN_TIME_S) & (power > MIN_POWER_W) & (power < MAX_POWER_W))
+    if odd.any():                  # a unit slip or a corrupted cell, never a measurement: said, not fitted
+        i = _first(odd)
+        raise BadValueError(f"{src.where(int(pos[i]))}: time_s = {show_value(t[i])} with energy_j = "
+                            f"{show_value(e[i])} is not a measurement (mean power {power[i]:.3g} W; a row needs at "
+                            f"least {MIN_TIME_S:g} s and between {MIN_POWER_W:g} W and {MAX_POWER_W:g} W)")
+    if "checksum_ok" in codes:
+        odd_ck = rows_with(*codes["checksum_ok"], lambda v: v is not None and bool(v.strip())
+                           and v.strip().lower() not in _TRUE | _FALSE)
+        if odd_ck.any():
+            i = _first(odd_ck)
+            raise BadValueError(f"{src.where(int(pos[i]))}: checksum_ok must be true, false or empty")
     for c in COUNT_COLUMNS:
         x = num[c]
         ok, lo, hi = check_range(x, 0.0, above=False)
