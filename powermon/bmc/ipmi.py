@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from archline.powermon.bmc import dcmi
-from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading
+from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading, mask_url
 from archline.powermon.errors import DeviceError, MeterError
 
 if TYPE_CHECKING:
@@ -34,10 +34,14 @@ log = logging.getLogger("archline.powermon")
 
 def parse_url(url: str) -> tuple[str, int]:
     """``ipmi://host[:port]`` -> (host, port); port 623 by default."""
-    u = urlsplit(url if "://" in url else f"ipmi://{url}")
-    if u.scheme != "ipmi" or not u.hostname:
-        raise MeterError(f"ipmi: {url!r} is not ipmi://HOST[:PORT]")
-    return u.hostname, u.port or 623
+    try:
+        u = urlsplit(url if "://" in url else f"ipmi://{url}")
+        port = u.port
+    except ValueError:
+        port, u = None, None  # type: ignore[assignment]
+    if u is None or u.scheme != "ipmi" or not u.hostname or any(c.isspace() for c in url):
+        raise MeterError(f"ipmi: {mask_url(url)!r} is not ipmi://HOST[:PORT]")
+    return u.hostname, port or 623
 
 
 class DcmiClient:
@@ -50,7 +54,7 @@ class DcmiClient:
             from pyghmi.ipmi.private import session as ipmisession
         except ImportError:
             raise DeviceError("ipmi: pyghmi is not installed (pip install pyghmi)") from None
-        self.url = url
+        self.url = mask_url(url)                  # info() shows it: never a password
         self.host, self.port = parse_url(url)
         self.period_s = period_s
         if sha1 and not getattr(ipmisession.Session, "_archline_sha1", False):

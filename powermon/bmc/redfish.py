@@ -11,6 +11,7 @@ the next exactly, and its ``SensingInterval`` is the update period. Credentials 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import math
 import re
@@ -20,6 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from archline.powermon.errors import DeviceError, MeterError
 
@@ -58,6 +60,34 @@ def watts(value: Any, where: str) -> float:
     return w
 
 
+def mask_url(url: str) -> str:
+    """``url`` fit to print: credentials in it (``http://user:pw@host``) become ``user:***@``; never echo a password."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    host_part, slash, tail = rest.partition("/")
+    if "@" not in host_part:
+        return url
+    userinfo, _, host = host_part.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{host}{slash}{tail}"
+
+
+def split_credentials(url: str) -> tuple[str, str | None, str | None]:
+    """``http://user:pw@host:port/x`` -> (``http://host:port/x``, user, pw): credentials never stay in an address
+    that messages print. A URL that cannot be parsed is a MeterError naming it (masked)."""
+    try:
+        u = urlsplit(url)
+        u.port                                     # noqa: B018  (raises ValueError on a bad port)
+    except ValueError as e:
+        raise MeterError(f"{mask_url(url)!r} is not a valid address ({e})") from None
+    if u.username is None and u.password is None:
+        return url, None, None
+    netloc = u.netloc.rpartition("@")[2]
+    return (urlunsplit((u.scheme, netloc, u.path, u.query, u.fragment)), unquote(u.username or ""),
+            None if u.password is None else unquote(u.password))
+
+
 def iso_duration_s(text: str) -> float:
     """``PT0.25S``, ``PT1M``, ``P1DT2H`` -> seconds (the Redfish Duration subset of ISO 8601)."""
     m = _ISO_DURATION.match(text.strip())
@@ -77,11 +107,19 @@ class RedfishClient:
 
     def __init__(self, url: str, username: str | None = None, password: str | None = None,
                  chassis: str | None = None, timeout_s: float = 5.0, verify: bool | str = True) -> None:
-        self.url = url.rstrip("/")
+        shown = mask_url(url)
+        if not url.startswith(("http://", "https://")):
+            raise MeterError(f"redfish: {shown!r} is not an http:// or https:// address")
+        if any(c.isspace() or ord(c) < 32 for c in url):
+            raise MeterError(f"redfish: {shown!r} is not a valid address (it holds a space or control character)")
+        clean, url_user, url_password = split_credentials(url)
+        if username is None and url_user:           # credentials in the URL: used, never shown again
+            username, password = url_user, password if password is not None else url_password
+        self.url = clean.rstrip("/")
         if self.url.endswith("/redfish/v1"):
             self.url = self.url[: -len("/redfish/v1")]
-        if not self.url.startswith(("http://", "https://")):
-            raise MeterError(f"redfish: {url!r} is not an http:// or https:// address")
+        if not urlsplit(self.url).hostname:
+            raise MeterError(f"redfish: {shown!r} names no host (http://HOST[:PORT])")
         self.timeout_s = timeout_s
         self._auth = (None if username is None else
                       "Basic " + base64.b64encode(f"{username}:{password or ''}".encode()).decode())
@@ -113,7 +151,9 @@ class RedfishClient:
                 raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code} (check username and the password in "
                                   "the environment variable named by password_env)") from None
             raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code}") from None
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
+        except (http.client.InvalidURL, ValueError) as e:     # an address http.client cannot use
+            raise MeterError(f"redfish {self.url}{path}: not a valid address ({e})") from None
+        except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
             raise BmcUnavailable(f"redfish {self.url}{path}: no answer ({reason})") from None
         try:

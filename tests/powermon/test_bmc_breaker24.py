@@ -89,3 +89,30 @@ def test_a_lost_stretch_over_a_power_step_is_inside_the_bound() -> None:
     assert truth - r.energy_j > 200                              # the outage really hid the 200 W stretch
     assert abs(r.energy_j - truth) <= r.energy_err_j, (r.energy_j, truth, r.energy_err_j)
     assert r.energy_err_j < truth                                # and the bound still says something
+
+
+@pytest.mark.parametrize("meter, code, said", [
+    ("redfish:http://127.0.0.1:18123 x", 2, "is not a valid address"),
+    ("redfish:http://admin:hunter2@127.0.0.1:x", 2, "admin:***@127.0.0.1:x"),
+    ("redfish:http://admin:hunter2@127.0.0.1:9", 4, "no answer"),      # nothing listens on the discard port
+    ("ipmi:ipmi://admin:hunter2@127.0.0.1:x", 2, "admin:***@"),
+])
+def test_a_bad_or_credentialed_url_is_one_line_and_masked(run_cli: Any, tmp_path: Path, meter: str, code: int,
+                                                          said: str) -> None:
+    res = run_cli("meter", "record", "--meter", meter, "--duration", "1", "--out", str(tmp_path / "t.csv"))
+    assert res.exit_code == code, res.stderr
+    assert said in res.stderr and res.stderr.count("\n") == 1 and "hunter2" not in res.stderr + res.stdout
+
+
+def test_credentials_in_the_url_are_used_and_never_kept_in_it() -> None:
+    emu = RedfishEmulator(lambda t: t * 0 + 100.0, SensorModel(0.5, 0.5), Timeline(1.0),
+                          credentials={"admin": "s3cret"}).start()
+    try:
+        host = emu.url.removeprefix("http://")
+        c = RedfishClient(f"http://admin:s3cret@{host}").discover()
+        assert c.url == emu.url and c.read().power_w == 100.0           # logged in with the URL's credentials
+        with pytest.raises(DeviceError, match="HTTP 401") as ei:
+            RedfishClient(f"http://admin:wrong@{host}").discover()
+        assert "wrong" not in str(ei.value)
+    finally:
+        emu.stop()
