@@ -228,6 +228,10 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
         res.warnings.append(f"{show(path)} holds {s.t_s.size} samples but its sidecar lists {records}: {missing} "
                             "are missing (a file cut short?)" + ("; counted as lost, and the energy is of the "
                                                                 "samples held only" if whole else ""))
+    if side is not None and side.extra("interrupted") is True:
+        asked = side.extra("duration_requested_s")
+        res.warnings.append(f"{show(path)}: the recording was interrupted (a signal) before its "
+                            + (f"{asked:g} s" if isinstance(asked, (int, float)) else "duration") + " ended")
     if side is not None and side.emulated is None:
         res.warnings.append(f"{show(path)}: its sidecar says the source is not known (emulated: null, a capture "
                             "decoded without its sidecar): real hardware or archline's emulator cannot be told")

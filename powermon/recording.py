@@ -26,6 +26,9 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
     ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
     from archline.powermon.spec import channels_spec, open_meter
 
+    bad = [c for c in channels or () if c < 0]
+    if bad:     # caught here: a channel spec built from a negative number is a pydantic error, not one line
+        raise MeterError(f"--channels takes channel numbers of 0 or more, got {bad[0]}")
     kind, _, arg = spec.partition(":")
     if arg.startswith("//") and kind in ("powersensor3", "pmd", "powermon"):   # a bare emulator URL: KIND://NAME
         kind, arg = ("powermon2" if kind == "powermon" else kind), spec
@@ -186,10 +189,13 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
             t0, t1 = to_host(mr.device_window_s[0]), to_host(mr.device_window_s[1])
         write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
                                                "window_s": [t0, t1], "rate_hz": info.get("rate_hz"),
-                                               "speed": getattr(meter, "speed", 1.0)})
+                                               "speed": getattr(meter, "speed", 1.0),
+                                               # a short trace says why: stopped by a signal, not the duration
+                                               "interrupted": interrupted, "duration_requested_s": duration_s})
     interrupted = interrupted or late.hit
     summary = region.summary()
     summary["trace"] = show(out_p)
+    summary["interrupted"], summary["duration_requested_s"] = interrupted, duration_s
     for key in ("stats", "stalls", "error"):
         if key in info:
             summary.setdefault("decoder" if key == "stats" else key, info[key])

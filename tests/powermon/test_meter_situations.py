@@ -263,8 +263,11 @@ def test_sigterm_during_a_recording(tmp_path: Path) -> None:
     assert sorted(x.name for x in tmp_path.iterdir()) == ["t.csv", "t.csv.json", "t.raw.bin", "t.raw.bin.json"]
     summary = json.loads(p.stdout)
     assert summary["trace"] == "t.csv"
+    assert summary["interrupted"] is True and summary["duration_requested_s"] == 10.0   # breaker 24 item 10
+    assert json.loads((tmp_path / "t.csv.json").read_text())["interrupted"] is True
     q = archline(["meter", "integrate", "t.csv", "--format", "json"], tmp_path)
     assert q.returncode == 0, q.stderr
+    assert b"interrupted (a signal) before its 10 s ended" in q.stderr
     q = archline(["meter", "decode", "t.raw.bin", "--out", "u.csv"], tmp_path)
     assert q.returncode == 0, q.stderr
 
