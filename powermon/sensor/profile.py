@@ -37,7 +37,7 @@ class SensorProfile(Strict):
     window_err_s: float = Field(default=0.0, ge=0)
     lag_s: float = Field(ge=0)
     lag_err_s: float = Field(default=0.0, ge=0)
-    quantum_w: float = Field(default=0.0, ge=0)
+    quantum_w: float = Field(default=0.0, ge=0, lt=1e6)     # below the 1 MW every power limit uses
     quantum_err_w: float = Field(default=0.0, ge=0)
     gain: float | None = None                        #: as seen during the probe (calibrate measures it properly)
     offset_w: float | None = None
@@ -61,6 +61,9 @@ class SensorProfile(Strict):
         if not isinstance(fmt, str) or fmt.split("/")[0] != FAMILY:
             raise MeterError(f"{origin}: format is {fmt!r}, not {FORMAT!r}: not a sensor profile "
                              "(write one with archline meter probe)")
+        if fmt != FORMAT:          # another major version: its fields may mean something else (docs/formats.md)
+            raise MeterError(f"{origin}: format {fmt!r} is not {FORMAT!r}, the one this archline reads; upgrade "
+                             "archline, or probe the sensor again")
         return validate(cls, obj, origin, error=MeterError)
 
     @classmethod

@@ -55,3 +55,20 @@ def test_calibrate_emulate_writes_the_mark(run_cli, tmp_path: Path) -> None:  # 
     assert r.exit_code == 0, r.stderr
     entry = next(m for m in tomllib.loads(out.read_text())["meters"] if m["name"] == "ps3")
     assert entry["calibration"]["emulated"] is True
+
+
+def test_a_sensor_profile_of_another_major_version_or_absurd_quantum_is_refused(tmp_path: Path) -> None:
+    """Breaker 24 item 14: format archline.sensor_profile/2 was used, quantum_w 1e9 accepted."""
+    import json
+
+    from archline.powermon.sensor.profile import SensorProfile
+
+    good = {"format": "archline.sensor_profile/1", "meter": "nvml0", "emulated": True, "update_period_s": 0.05,
+            "window_s": 0.02, "lag_s": 0.03, "quantum_w": 0.25}
+    assert SensorProfile.from_obj(good, "p.json").quantum_w == 0.25
+    with pytest.raises(MeterError, match="is not 'archline.sensor_profile/1'"):
+        SensorProfile.from_obj({**good, "format": "archline.sensor_profile/2"}, "p.json")
+    with pytest.raises(MeterError, match="quantum_w"):
+        SensorProfile.from_obj({**good, "quantum_w": 1e9}, "p.json")
+    (tmp_path / "p.json").write_text(json.dumps(good))
+    assert SensorProfile.read(tmp_path / "p.json").lag_s == 0.03
