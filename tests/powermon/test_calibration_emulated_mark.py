@@ -72,3 +72,10 @@ def test_a_sensor_profile_of_another_major_version_or_absurd_quantum_is_refused(
         SensorProfile.from_obj({**good, "quantum_w": 1e9}, "p.json")
     (tmp_path / "p.json").write_text(json.dumps(good))
     assert SensorProfile.read(tmp_path / "p.json").lag_s == 0.03
+
+
+@pytest.mark.parametrize("args", [["--gain", "1e9"], ["--offset", "1e9"], ["--gain", "0.01"]])
+def test_probe_refuses_an_emulated_sensor_no_meter_is(run_cli, tmp_path: Path, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Breaker 24 item 15: --gain 1e9 wrote a quantum of 1.6e8 W with exit 0."""
+    r = run_cli("meter", "probe", "nvml0", "--emulate", *args, "--out", str(tmp_path / "o.json"))
+    assert r.exit_code == 2 and args[0] in r.stderr and not (tmp_path / "o.json").exists()
