@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from archline.powermon.bmc import dcmi
 from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading, mask_url
@@ -44,6 +44,74 @@ def parse_url(url: str) -> tuple[str, int]:
     return u.hostname, port or 623
 
 
+LOGIN_TIMEOUT_S = 10.0      # pyghmi retries a silent BMC for up to a minute; a BMC that answers logs in in < 1 s
+
+
+def url_credentials(url: str) -> tuple[str | None, str | None]:
+    """``ipmi://user:pw@host`` -> (user, pw); (None, None) without."""
+    try:
+        u = urlsplit(url if "://" in url else f"ipmi://{url}")
+        return (unquote(u.username) if u.username else None, unquote(u.password) if u.password is not None else None)
+    except ValueError:
+        return None, None
+
+
+class _Sha256Refused(Exception):
+    """pyghmi's SHA-256 login met a BMC answering SHA-1 (``pack expected 32 items ... (got 20)``)."""
+
+
+def _sha1_patch(session_cls: Any) -> None:
+    """Start pyghmi's RMCP+ handshake at SHA-1 for the hosts in ``Session._archline_sha1_hosts`` only (see the
+    module docstring); patched once per process."""
+    if getattr(session_cls, "_archline_sha1_hosts", None) is not None:
+        return
+    orig = session_cls._open_rmcpplus_request
+    hosts: set[tuple[str, int]] = set()
+
+    def open_rmcpplus(sess: Any) -> Any:
+        if (sess.bmc, sess.port) in hosts:
+            sess.attemptedhash = 1
+        return orig(sess)
+
+    session_cls._open_rmcpplus_request = open_rmcpplus
+    session_cls._archline_sha1_hosts = hosts
+
+
+def _login(command: Any, host: str, port: int, username: str, password: str) -> Any:
+    """pyghmi's ``Command`` (a blocking login) within LOGIN_TIMEOUT_S: DeviceError (exit 4) naming why, else."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["cmd"] = command.Command(host, username, password, port=port)
+        except Exception as e:          # pyghmi raises bare Exceptions, some with no text
+            out["error"] = e
+    t = threading.Thread(target=run, name="ipmi login", daemon=True)
+    t.start()
+    t.join(LOGIN_TIMEOUT_S)
+    if t.is_alive():     # the thread ends when pyghmi gives up; nothing it makes is used
+        raise DeviceError(f"ipmi {host}:{port}: no login within {LOGIN_TIMEOUT_S:g} s (is a BMC listening there, "
+                          "on UDP? check the address and port)")
+    if "error" in out:
+        e = out["error"]
+        if "expected 32 items" in str(e):
+            raise _Sha256Refused(str(e))
+        why = str(e) or type(e).__name__
+        if why == "None":
+            why = "no answer, or the username or password was refused"
+        raise DeviceError(f"ipmi {host}:{port}: cannot log in ({why}); check the address, the username and the "
+                          "password in the environment variable password_env names")
+    cmd = out["cmd"]
+    sess = getattr(cmd, "ipmi_session", None)
+    if sess is not None and (getattr(sess, "broken", False) or not getattr(sess, "logged", 1)):
+        # pyghmi returns a broken session, not an error, when the BMC refuses the password at SHA-1 (and its cached
+        # broken session when the same login is tried again)
+        raise DeviceError(f"ipmi {host}:{port}: cannot log in (no answer, or the username or password was refused); "
+                          "check the address, the username and the password in the environment variable "
+                          "password_env names")
+    return cmd
+
+
 class DcmiClient:
     """One BMC's DCMI power reading over IPMI LAN (pyghmi ``Command.raw_command``)."""
 
@@ -56,21 +124,24 @@ class DcmiClient:
             raise DeviceError("ipmi: pyghmi is not installed (pip install pyghmi)") from None
         self.url = mask_url(url)                  # info() shows it: never a password
         self.host, self.port = parse_url(url)
+        url_user, url_password = url_credentials(url)
+        if not username and url_user:
+            username, password = url_user, password if password is not None else url_password
         self.period_s = period_s
-        if sha1 and not getattr(ipmisession.Session, "_archline_sha1", False):
-            # see the module docstring: pyghmi's server only speaks SHA-1 (patched once per process)
-            orig = ipmisession.Session._open_rmcpplus_request
-
-            def open_sha1(sess: Any) -> Any:
-                sess.attemptedhash = 1
-                return orig(sess)
-
-            ipmisession.Session._open_rmcpplus_request = open_sha1   # type: ignore[method-assign]
-            ipmisession.Session._archline_sha1 = True
+        if not username:
+            # pyghmi then tries a nameless login that a BMC never grants, for up to a minute: refuse at once
+            raise MeterError(f"ipmi {mask_url(url)}: no username: give the profile's [[meters]] username and "
+                             "password_env (or ipmi://USER:PASSWORD@HOST for a test BMC)")
+        _sha1_patch(ipmisession.Session)
+        hosts = ipmisession.Session._archline_sha1_hosts
+        if sha1:
+            hosts.add((self.host, self.port))
         try:
-            self.cmd = command.Command(self.host, username or "", password or "", port=self.port)
-        except Exception as e:
-            raise DeviceError(f"ipmi {self.host}:{self.port}: cannot log in ({e})") from None
+            self.cmd = _login(command, self.host, self.port, username, password or "")
+        except _Sha256Refused:
+            # pyghmi proposes SHA-256 and crashes on a BMC that answers SHA-1 (pyghmi's own server): again at SHA-1
+            hosts.add((self.host, self.port))
+            self.cmd = _login(command, self.host, self.port, username, password or "")
 
     def read(self) -> PowerReading:
         try:

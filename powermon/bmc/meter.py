@@ -27,7 +27,7 @@ from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading, RedfishC
 from archline.powermon.counters.base import CounterMeter
 from archline.powermon.counters.emulated import Timeline, device_power
 from archline.powermon.emulator.sensor import SensorModel
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
 
@@ -173,7 +173,8 @@ class BmcMeter(CounterMeter):
             raise self.error
         t, e = self._arrays()
         if t.size < 2:
-            raise MeterError(f"{self.name}: no readings from the BMC ({self.last_failure or 'none arrived'})")
+            # the BMC was reached but gave nothing to integrate: a silent meter, exit 4
+            raise DeviceError(f"{self.name}: no readings from the BMC ({self.last_failure or 'none arrived'})")
         e1 = e[:, 0]
         energy = self._cum(t, e1, t1_s) - self._cum(t, e1, t0_s)
         dur_host = t1_s - t0_s

@@ -16,7 +16,7 @@ from archline.powermon.bmc.redfish import BmcUnavailable, RedfishClient
 from archline.powermon.counters.emulated import Timeline
 from archline.powermon.emulator.power import Script
 from archline.powermon.emulator.sensor import SensorModel
-from archline.powermon.errors import DeviceError
+from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.recorder import Recorder
 from archline.powermon.spec import MeterSpec
 
@@ -61,7 +61,7 @@ def test_a_bad_power_field_says_what_was_there(tmp_path: Path, power_control: An
         if err is None:
             assert c.read().power_w == 412.0
         else:
-            with pytest.raises(err, match=None) as ei:
+            with pytest.raises(err) as ei:
                 c.read()
             assert said in str(ei.value) and type(ei.value) is err
     finally:
@@ -116,3 +116,31 @@ def test_credentials_in_the_url_are_used_and_never_kept_in_it() -> None:
         assert "wrong" not in str(ei.value)
     finally:
         emu.stop()
+
+
+def test_ipmi_without_a_username_is_refused_at_once() -> None:
+    from archline.powermon.bmc.ipmi import DcmiClient
+    t0 = time.monotonic()
+    with pytest.raises(MeterError, match=r"no username: give the profile's .*username and password_env") as ei:
+        DcmiClient("ipmi://127.0.0.1:9", None, None)
+    assert type(ei.value) is MeterError and time.monotonic() - t0 < 5      # never pyghmi's minute of retries
+
+
+def test_ipmi_login_sha1_fallback_wrong_password_and_nothing_listening() -> None:
+    """Against the emulator (pyghmi's server answers SHA-1) the default client logs in all the same; a wrong
+    password and an address where nothing listens are one DeviceError (exit 4) each, in bounded time."""
+    from archline.powermon.bmc.ipmi import LOGIN_TIMEOUT_S, BmcProcess, DcmiClient
+    with BmcProcess(["--power-w", "412"], user="u", password="p") as srv:
+        url = f"ipmi://127.0.0.1:{srv.port}"
+        with pytest.raises(DeviceError, match="cannot log in") as ei:
+            DcmiClient(url, "u", "wrong")
+        assert ei.value.exit_code == 4 and "wrong" not in str(ei.value)
+        c = DcmiClient(url, "u", "p")                                  # sha1 not asked for: found by itself
+        try:
+            assert c.read().power_w == 412.0
+        finally:
+            c.close()
+    t0 = time.monotonic()
+    with pytest.raises(DeviceError, match=r"127\.0\.0\.1:9: (cannot log in|no login within)"):
+        DcmiClient("ipmi://u:p@127.0.0.1:9", None, None)
+    assert time.monotonic() - t0 < 2 * LOGIN_TIMEOUT_S + 5      # two login tries at most (SHA-256, SHA-1)
