@@ -59,8 +59,18 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
             raise MeterError(f"--meter {kind} needs a port: {kind}:/dev/tty{'USB' if kind == 'pmd' else 'ACM'}0 or "
                              f"{kind}://default (emulated)")
         extra = {} if rate_hz == 128.0 else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
-        return open_meter(channels_spec(kind, kind, channels, port=arg, **extra), speed=_url_speed(arg),
-                          raw_path=raw_path)
+        mspec = channels_spec(kind, kind, channels, port=arg, **extra)
+        speed = _url_speed(arg)
+        if "://" in arg:             # an emulator: refused at a speed the pty cannot carry (bench run's rule)
+            import importlib
+
+            per_s = importlib.import_module(f"archline.powermon.{kind}.meter").KIND.records_per_device_s(mspec)
+            # real time is what the hardware streams and always allowed; faster must fit what the pty carries
+            problem = emulator_speed_problem(speed, per_s) if speed > 1 else None
+            if problem is not None:
+                raise MeterError(f"--meter {spec}: {problem}; lower ?speed= to "
+                                 f"{max(1, max_emulator_speed(per_s))} or less (or ?rate=)")
+        return open_meter(mspec, speed=speed, raw_path=raw_path)
     if kind in ("redfish", "ipmi"):     # a BMC: redfish:http://HOST[:PORT] (credentials: a profile)
         from archline.powermon.spec import MeterSpec
 

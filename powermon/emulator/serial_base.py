@@ -26,18 +26,55 @@ def url_device(url: str, scheme: str, what: str) -> tuple[Any, dict[str, str]]:
     return dev, {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
 
 
+def url_number(key: str, v: str, *, whole: bool = False, positive: bool = False) -> Any:
+    """An emulator URL option's number; ValueError naming the option and the form it takes when ``v`` is not."""
+    import math
+
+    form = ("a whole number" if whole else "a number") + (" above 0" if positive else " of 0 or more")
+    try:
+        x: float = int(v) if whole else float(v)
+    except ValueError:
+        raise ValueError(f"{key} takes {form}, got {v!r}") from None
+    if not math.isfinite(x) or x < 0 or (positive and x == 0):
+        raise ValueError(f"{key} takes {form}, got {v!r}")
+    return x
+
+
+def _pairs(key: str, v: str, form: str) -> list[tuple[str, str]]:
+    out = []
+    for x in v.split(","):
+        a, sep, b = x.partition(":")
+        if not sep or not a or not b or ":" in b:
+            raise ValueError(f"{key} takes {form}, got {v!r}")
+        out.append((a, b))
+    return out
+
+
 def set_byte_fault(faults: Any, key: str, v: str) -> bool:
     """Set a fault every emulator URL takes (``drop``, ``noise``, ``stall``, ``disconnect``) on ``faults``;
-    False when ``key`` is not one of them (ValueError when its value is bad)."""
+    False when ``key`` is not one of them (ValueError naming the option and its form when its value is bad)."""
     if key == "drop":
-        faults.drop_bytes = tuple(int(x) for x in v.split(",") if x)
+        form = "byte offsets of 0 or more, comma-separated (drop=OFF,OFF)"
+        try:
+            faults.drop_bytes = tuple(url_number(key, x, whole=True) for x in v.split(",") if x)
+        except ValueError:
+            raise ValueError(f"drop takes {form}, got {v!r}") from None
     elif key == "noise":
-        faults.noise = tuple((int(a), int(b)) for a, b in (x.split(":") for x in v.split(",") if x))
+        form = "OFF:N pairs, comma-separated (noise=OFF:N,...; byte offset 0 or more, N above 0)"
+        try:
+            faults.noise = tuple((url_number(key, a, whole=True), url_number(key, b, whole=True, positive=True))
+                                 for a, b in _pairs(key, v, form))
+        except ValueError:
+            raise ValueError(f"noise takes {form}, got {v!r}") from None
     elif key == "stall":
-        a, b = v.split(":")
-        faults.stall = (float(a), float(b))
+        form = "AT_S:DUR_S (seconds: stall=1:0.5; start 0 or more, duration above 0)"
+        try:
+            ((a, b),) = _pairs(key, v, form)
+            faults.stall = (url_number(key, a), url_number(key, b, positive=True))
+        except ValueError:
+            raise ValueError(f"stall takes {form}, got {v!r}") from None
     elif key == "disconnect":
-        faults.disconnect_s = float(v)
+        faults.disconnect_s = url_number(key, v) * 1.0
     else:
         return False
     return True

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from archline.powermon.stream.core import StreamFaults
 from archline.powermon.stream.driver import StreamDriver
 
 FIRST_FRAMES_TIMEOUT_S = 5.0
+#: an in-process emulator's ceiling (10x a real PowerSensor3's 20 kHz): a rate far above it fills memory instead
+MAX_EMULATED_FRAMES_PER_S = 200_000.0
 
 
 def frames_to_samples(k: np.ndarray, v: np.ndarray, a: np.ndarray, ids: list[int], rate_hz: float, cm: Any,
@@ -246,16 +249,17 @@ def url_rate_hz(port: str | None, scheme: str) -> float | None:
     """The frame rate an emulator URL asks for (``pmd://default?rate=2000``), else None."""
     from urllib.parse import parse_qs, urlsplit
 
+    from archline.powermon.emulator.serial_base import url_number
+
     if not port or not port.startswith(f"{scheme}://"):
         return None
     got = parse_qs(urlsplit(port).query).get("rate")
+    if not got:
+        return None
     try:
-        rate = float(got[0]) if got else None
-    except ValueError:
-        raise MeterError(f"bad {scheme}:// URL {port!r}: rate must be a number") from None
-    if rate is not None and not rate > 0:
-        raise MeterError(f"bad {scheme}:// URL {port!r}: rate must be positive")
-    return rate
+        return float(url_number("rate", got[0], positive=True))
+    except ValueError as e:
+        raise MeterError(f"bad {scheme}:// URL {port!r}: {e} (frames per second)") from None
 
 
 def rate_of(spec: MeterSpec, scheme: str, default_hz: float) -> float:
@@ -272,7 +276,8 @@ def spec_port(spec: MeterSpec, scheme: str, default_hz: float, example: str) -> 
         raise MeterError(f"meter '{spec.name}' has no port (e.g. port = \"{example}\")")
     port = spec.port
     if port.startswith(f"{scheme}://") and "rate=" not in port:
-        port += ("&" if "?" in port else "?") + f"rate={rate_of(spec, scheme, default_hz):g}"
+        # quoted: a rate such as 1e+07 must not come back as '1e 07' (a '+' in a query is a space)
+        port += ("&" if "?" in port else "?") + f"rate={quote(repr(rate_of(spec, scheme, default_hz)))}"
     return port
 
 
@@ -283,9 +288,28 @@ def open_stream(spec: MeterSpec, driver: type[StreamDriver], scheme: str, defaul
     if spec.kind != driver.kind:
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a {driver.label}")
     port = spec_port(spec, scheme, default_hz, example)
+    if port.startswith(f"{scheme}://"):
+        _check_emulated_rate(port, scheme, rate_of(spec, scheme, default_hz), driver)
     drv = driver(port, rate_of(spec, scheme, default_hz), name=name or spec.name,
                  emulated=port.startswith(f"{scheme}://"), capture=capture, **kw)
     return StreamMeter(drv, spec, marker_byte=marker_byte)
+
+
+def _check_emulated_rate(port: str, scheme: str, rate_hz: float, driver: type[StreamDriver]) -> None:
+    """Refuse an emulator URL whose frame rate times its speed is past :data:`MAX_EMULATED_FRAMES_PER_S`."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from archline.powermon.emulator.serial_base import url_number
+
+    got = parse_qs(urlsplit(port).query).get("speed")
+    try:
+        speed = float(url_number("speed", got[0], positive=True)) if got else 1.0
+    except ValueError as e:
+        raise MeterError(f"bad {scheme}:// URL: {e}") from None
+    if rate_hz * speed > MAX_EMULATED_FRAMES_PER_S:
+        raise MeterError(f"rate {rate_hz:g} (--rate, or the URL's rate=) at speed {speed:g}x is more frames per "
+                         f"second than an emulated {driver.label} streams (at most {MAX_EMULATED_FRAMES_PER_S:g} "
+                         "frames per host second); lower the rate or the speed")
 
 
 def emulate_stream(spec: MeterSpec, driver: type[StreamDriver], core: Callable[..., Any], rate_hz: float,

@@ -12,7 +12,7 @@ from typing import Any
 from serial.serialutil import SerialException
 
 from archline.powermon.emulator.serial_base import CoreSerial as CoreSerial  # re-exported: the handlers' base
-from archline.powermon.emulator.serial_base import set_byte_fault, url_device
+from archline.powermon.emulator.serial_base import set_byte_fault, url_device, url_number
 from archline.powermon.stream.core import StreamFaults
 
 OPTIONS = ("speed", "seed", "rate", "drop", "noise", "cut", "stall", "disconnect")
@@ -27,15 +27,16 @@ def parse_url(url: str, scheme: str, default_rate_hz: float) -> tuple[Any, Strea
     try:
         for key, v in options.items():
             if key == "speed":
-                speed = float(v)
+                speed = url_number(key, v, positive=True) * 1.0
             elif key == "seed":
-                seed = int(v)
+                seed = url_number(key, v, whole=True)
             elif key == "rate":
-                rate = float(v)
+                rate = url_number(key, v, positive=True) * 1.0
             elif key == "cut":
-                faults.cut_first = int(v)
+                faults.cut_first = url_number(key, v, whole=True)
             elif not set_byte_fault(faults, key, v):
                 raise ValueError(f"unknown option {key!r} (known: {', '.join(OPTIONS)})")
     except ValueError as e:
-        raise SerialException(f"bad {scheme}:// URL {url!r}: {e}") from None
+        # the option alone: the URL may hold what the user never typed (the profile's rate, appended)
+        raise SerialException(f"bad {scheme}:// URL: {e}") from None
     return dev.power, faults, speed, seed, rate

@@ -94,3 +94,41 @@ def test_pmd_record_warns_what_the_decoder_counted(run_cli, tmp_path: Path, quer
     else:
         assert stats["bytes_skipped"] > 0 and len(said) == 1
         assert f"{stats['bytes_skipped']} byte(s) dropped or garbled, {stats['resyncs']} resync(s)" in said[0]
+
+
+@pytest.mark.parametrize(("query", "said"), [
+    ("stall=abc", "stall takes AT_S:DUR_S"), ("stall=1", "stall takes AT_S:DUR_S"),
+    ("cut=0.5", "cut takes a whole number"), ("drop=-1", "drop takes byte offsets of 0 or more"),
+    ("noise=3", "noise takes OFF:N pairs"), ("disconnect=x", "disconnect takes a number"),
+    ("rate=abc", "rate takes a number above 0"), ("seed=1.5", "seed takes a whole number"),
+])
+@pytest.mark.parametrize("kind", ["pmd", "powersensor3"])
+def test_bad_url_options_are_one_line_naming_the_option(run_cli, tmp_path: Path, kind: str, query: str,  # type: ignore[no-untyped-def]
+                                                        said: str) -> None:
+    r = run_cli("meter", "record", "--meter", f"{kind}:{kind}://default?{query}", "--duration", "0.2",
+                "--out", str(tmp_path / "t.csv"))
+    assert r.exit_code == 2 and said in r.stderr and "rate=1" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_a_rate_in_exponent_form_is_not_mangled_and_too_high_a_rate_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("meter", "record", "--meter", "powersensor3:powersensor3://default", "--rate", "1e7",
+                "--duration", "0.2", "--out", str(tmp_path / "t.csv"))
+    assert r.exit_code == 2 and "1e 07" not in r.stderr and "rate 1e+07" in r.stderr
+    from archline.powermon.spec import channels_spec
+    from archline.powermon.stream.meter import spec_port
+
+    port = spec_port(channels_spec("pmd", "pmd", None, port="pmd://default", rate_hz=2.5e3), "pmd", 1000.0, "")
+    from archline.powermon.stream.meter import url_rate_hz
+
+    assert url_rate_hz(port, "pmd") == 2500.0
+    port = spec_port(channels_spec("pmd", "pmd", None, port="pmd://default", rate_hz=1e5), "pmd", 1000.0, "")
+    assert url_rate_hz(port, "pmd") == 1e5
+
+
+@pytest.mark.parametrize("meter", ["powersensor3:powersensor3://default", "pmd:pmd://default", "emulated"])
+def test_negative_channels_are_one_line_exit_2(run_cli, tmp_path: Path, meter: str) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("meter", "record", "--meter", meter, "--channels", "-1", "--duration", "0.2",
+                "--out", str(tmp_path / "t.csv"))
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "archline: error: --channels takes channel numbers of 0 or more, got -1"
