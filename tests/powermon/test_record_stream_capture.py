@@ -20,3 +20,10 @@ def test_record_keeps_a_capture_that_decodes_to_the_same_samples(run_cli, tmp_pa
     recorded = out.read_text().splitlines()
     decoded = (tmp_path / "u.csv").read_text().splitlines()
     assert len(recorded) > 100 and len(decoded) == len(recorded)
+
+
+@pytest.mark.parametrize("spec", ["powersensor3:powersensor3://default?speed=50", "pmd://default?speed=1000"])
+def test_record_refuses_an_emulator_speed_the_pty_cannot_carry(run_cli, tmp_path: Path, spec: str) -> None:  # type: ignore[no-untyped-def]
+    """Breaker 24 item 11: ?speed=50 ran 36 s and lost 93% of its samples; bench run already refused it."""
+    r = run_cli("meter", "record", "--meter", spec, "--duration", "1", "--out", str(tmp_path / "t.csv"))
+    assert r.exit_code == 2 and "lower ?speed= to" in r.stderr and not list(tmp_path.iterdir()), r.stderr
