@@ -147,7 +147,9 @@ def _record_table(summary: dict[str, Any]) -> None:
 @click.option("--channels", help="enabled channels (default: from RAW.json, else guessed from the data)")
 @click.option("--rate", "rate_hz", type=POSITIVE, help="per-channel Hz (default: from RAW.json, else 128)")
 @click.option("--r-sense", "r_sense_ohm", type=POSITIVE, help="shunt ohms for every channel (default: RAW.json)")
-@click.option("--partial", is_flag=True, help="decode a capture that ends without its done record (cut short)")
+@click.option("--partial", is_flag=True,
+              help="decode a capture cut short (a PowerMon 2 one without its done record, a PowerSensor3 or "
+                   "PMD-USB one ending mid-frame)")
 @format_options(help="table: one line on stderr; json: one JSON document (samples, the decoder's counts, "
                      "warnings) alone on stdout")
 def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, r_sense_ohm: float | None,
