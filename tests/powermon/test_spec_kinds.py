@@ -112,7 +112,7 @@ def test_meter_list_names_every_kind(tmp_path: object) -> None:
 
 @pytest.mark.parametrize(("port", "text"), [("powersensor3://nosuch", "no emulated device named 'nosuch'"),
                                             ("powersensor3://default?bogus=1", "unknown option 'bogus'"),
-                                            ("pmd://default?rate=x", "rate must be a number")])
+                                            ("pmd://default?rate=x", "rate takes a number above 0")])
 def test_bad_emulator_urls_are_one_line_errors(port: str, text: str) -> None:
     kind = port.partition(":")[0]
     with pytest.raises(MeterError, match=text):
