@@ -95,7 +95,7 @@ class MeterSpec(Strict):
     password_env: str | None = None
     chassis: str | None = None
     sensors: tuple[str, ...] = ()
-    calibration: dict[str, float] | None = None
+    calibration: dict[str, float | bool] | None = None     #: bool: only "emulated" (meter calibrate --emulate)
     sensor_profile: str | None = None
 
     @model_validator(mode="before")

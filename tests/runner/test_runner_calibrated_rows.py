@@ -8,7 +8,8 @@ from pathlib import Path
 
 from archline.fit.platforms.profiles import SHIPPED_DIR
 
-CAL = "calibration = { gain = 1.07, gain_err = 0.001, offset_w = -3.5, offset_w_err = 0.1, lag_s = 0.0, lag_s_err = 0.0 }"
+CAL = ("calibration = { gain = 1.07, gain_err = 0.001, offset_w = -3.5, offset_w_err = 0.1, lag_s = 0.0, "
+       "lag_s_err = 0.0, emulated = true }")      # as `meter calibrate --emulate` writes it
 
 
 def _rows(run_cli, tmp_path: Path, profile: Path, out: str) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
@@ -29,7 +30,7 @@ def test_rows_through_a_calibrated_meter_say_so(run_cli, tmp_path: Path) -> None
     plain = tmp_path / "gtx580.toml"
     plain.write_text(text)
     rows = _rows(run_cli, tmp_path, cal, "cal")
-    assert rows and all(r["calibration"].startswith("calibrated: gain 1.07") for r in rows)
+    assert rows and all(r["calibration"].startswith("calibrated (emulated calibration): gain 1.07") for r in rows)
     assert all(r["emulated"].lower() == "true" for r in rows)
     base = _rows(run_cli, tmp_path, plain, "plain")
     assert base and all(r["calibration"] == "" for r in base)
