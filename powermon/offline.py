@@ -12,7 +12,7 @@ import numpy as np
 from archline.common.outputs import show
 from archline.powermon.errors import MeterError, SamplesLostError
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
-from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ, period_for_rate
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ, half_lsb_w, period_for_rate
 from archline.powermon.record.samples import Samples
 from archline.powermon.record.samples_file import (
     SamplesFile,
@@ -210,7 +210,8 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     try:
         res = integrate_samples(s, t0_s, t1_s, overflows=overflows if isinstance(overflows, int) else None,
                                 gaps=side.gaps if side is not None else None, period_s=period_s,
-                                min_samples=min_samples, time_compression=float(speed))
+                                power_err_w=_resolution_w(s, info), min_samples=min_samples,
+                                time_compression=float(speed))
     except MeterError as e:
         if recorded and "outside the samples" in str(e):
             raise MeterError(f"{show(path)}: the recorded window reaches past the samples (the meter lost the rest "
@@ -239,6 +240,22 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
         res.warnings.append(f"{show(path)} has no sidecar ({show(path)}.json; a pipe has none): integrated without the "
                             "recording's window, cadence, time compression and emulated label")
     return res
+
+
+def _resolution_w(s: Samples, info: dict[str, Any]) -> Any:
+    """Each sample's resolution bound as the live meter had it (a PowerMon 2 trace: half an ADC step of V and I
+    through the sidecar's shunts), so ``meter integrate`` states the bound ``meter record`` did; None where the
+    sidecar does not say (then the bound covers the integration only)."""
+    r_lut = info.get("r_sense_ohm")
+    if info.get("type") != "powermon2" or not isinstance(r_lut, dict):
+        return None
+    try:
+        r = np.array([float(r_lut.get(str(int(c)), DEFAULT_R_SENSE_OHM)) for c in s.channel], dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(r).all() and (r > 0).all()):
+        return None
+    return half_lsb_w(s.current_a, s.voltage_v, r)
 
 
 def loss_error(res: Integration, path: str | Path, max_lost: float) -> SamplesLostError | None:

@@ -17,7 +17,7 @@ from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.emulator.pty_server import PtyServer
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.powermon2.driver import PowerMon2
-from archline.powermon.powermon2.protocol import SENSE_FULL_SCALE_V, VOLTAGE_FULL_SCALE_V
+from archline.powermon.powermon2.protocol import half_lsb_w
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.spec import MeterSpec
@@ -175,9 +175,8 @@ class PowerMonMeter(DriverMeter):
                 continue
             r = self._r_lut[c]
             # half an ADC step of V and of I, propagated to power
-            half_lsb_w = 0.5 * (s.current_a[sel] * VOLTAGE_FULL_SCALE_V / 4096 +
-                                s.voltage_v[sel] * SENSE_FULL_SCALE_V / 4096 / r)
-            ce = integrate_series(t, p, d0, d1, half_lsb_w, period)
+            half_lsb = half_lsb_w(s.current_a[sel], s.voltage_v[sel], r)
+            ce = integrate_series(t, p, d0, d1, half_lsb, period)
             rail = self.spec.rail(c)
             chans[str(c)] = ChannelResult(ce.energy_j, ce.energy_err_j, ce.mean_power_w, ce.n_samples, rail)
             gaps = max(gaps, ce.gaps, int(lost_c > 0))

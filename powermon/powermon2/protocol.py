@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -191,3 +192,9 @@ def period_for_rate(rate_hz: float) -> int:
     if period < 1 or abs(TICK_HZ / period - rate_hz) > 1e-9 * rate_hz:
         raise MeterError(f"rate {rate_hz} Hz is not 1024/N Hz for a whole N (try 1024, 512, 256, 128, 64, ...)")
     return period
+
+
+def half_lsb_w(current_a: Any, voltage_v: Any, r_sense_ohm: Any) -> Any:
+    """Half an ADC step of V and of I, propagated to power (W): the resolution bound of each sample, the one the
+    live meter and ``meter integrate`` both use (arrays or scalars, ``r_sense_ohm`` per sample or one)."""
+    return 0.5 * (current_a * VOLTAGE_FULL_SCALE_V / 4096 + voltage_v * SENSE_FULL_SCALE_V / 4096 / r_sense_ohm)

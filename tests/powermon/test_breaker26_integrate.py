@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 
 def test_a_cut_file_counts_what_its_sidecar_says_is_missing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     rec = tmp_path / "rec.csv"
@@ -32,3 +34,17 @@ def test_a_cut_file_counts_what_its_sidecar_says_is_missing(run_cli, tmp_path: P
     assert json.loads(res.stdout)["lost_samples"] == n_rows - keep
     ok = run_cli("meter", "integrate", str(cut), "--max-lost", "0.9", "--format", "json")
     assert ok.exit_code == 0 and json.loads(ok.stdout)["lost_samples"] == n_rows - keep
+
+
+def test_integrate_states_the_bound_record_did(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 26 (d), breaker 24 item 13: `meter integrate` of a PowerMon 2 trace said +- 0 J where `meter record`
+    said +- 2.2 J: the per-sample half ADC step is now the same function on both sides."""
+    rec = tmp_path / "rec.csv"
+    r = run_cli("meter", "record", "--meter", "emulated:8", "--duration", "1", "--out", str(rec))
+    assert r.exit_code == 0, r.stderr
+    live = json.loads(r.stdout)["powermon2-emulated"]
+    off = run_cli("meter", "integrate", str(rec), "--format", "json")
+    assert off.exit_code == 0, off.stderr
+    got = json.loads(off.stdout)
+    assert got["total_energy_j"] == pytest.approx(live["energy_j"], rel=1e-6)
+    assert got["energy_err_j"] > 0 and got["energy_err_j"] == pytest.approx(live["energy_err_j"], rel=1e-3)
