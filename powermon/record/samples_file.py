@@ -249,7 +249,10 @@ def _parse(data: bytes, p: Path) -> dict[str, Any]:
         missing = [c for c in COLUMNS if c not in t.column_names]
         if missing:
             raise MeterError(f"{show(p)} lacks column(s) {missing} (expected {', '.join(COLUMNS)})")
-        cols = {c: t.column(c).to_numpy() for c in COLUMNS}
+        # a power-only meter (a BMC) leaves voltage and current empty: a column of nulls is NaN, not text
+        cols = {c: (t.column(c).cast(pa.float64()) if c in ("voltage_v", "current_a")
+                    and pa.types.is_null(t.column(c).type) else t.column(c)).to_numpy(zero_copy_only=False)
+                for c in COLUMNS}
     except MeterError:
         raise
     except Exception as e:  # pyarrow raises several types for malformed files

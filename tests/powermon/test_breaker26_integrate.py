@@ -48,3 +48,13 @@ def test_integrate_states_the_bound_record_did(run_cli, tmp_path: Path) -> None:
     got = json.loads(off.stdout)
     assert got["total_energy_j"] == pytest.approx(live["energy_j"], rel=1e-6)
     assert got["energy_err_j"] > 0 and got["energy_err_j"] == pytest.approx(live["energy_err_j"], rel=1e-3)
+
+
+def test_a_power_only_trace_integrates(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Breaker 24 item 9: a Redfish trace (power only: voltage and current empty) was 'column voltage_v must hold
+    numbers (found object)'."""
+    f = tmp_path / "bmc.csv"
+    f.write_text("t_s,channel,voltage_v,current_a,power_w\n" + "".join(f"{0.5 * i},0,,,250.0\n" for i in range(10)))
+    r = run_cli("meter", "integrate", str(f), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["total_energy_j"] == pytest.approx(250.0 * 4.5)
