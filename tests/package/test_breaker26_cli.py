@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.powermon_helpers import run
 
 _RUN = [sys.executable, "-c", "import sys; from archline.cli.main import main; sys.exit(main())"]
 
@@ -82,15 +83,7 @@ def test_a_narrow_terminal_never_cuts_a_value() -> None:
     assert words and all(w in out for w in words), sorted(w for w in words if w not in out)[:5]
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from archline.cli.main import main
-
-    try:
-        code = main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+_cli = run       # archline ARGS in this process: (exit code, stdout, stderr)
 
 
 def test_out_dash_is_refused_in_one_line_and_makes_no_file(capsys: pytest.CaptureFixture[str], tmp_path: Path,

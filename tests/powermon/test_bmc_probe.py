@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.powermon_helpers import threads_back
 
 from archline.cli.meter import meter as meter_cli
 
@@ -37,10 +37,7 @@ def _bmc_threads() -> list[str]:
 def nothing_left_running() -> Iterator[None]:
     before = _bmc_threads()
     yield
-    deadline = time.monotonic() + 2
-    while _bmc_threads() != before and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _bmc_threads() == before
+    assert threads_back(_bmc_threads, before) == before
 
 
 def _json(out: str) -> dict:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support.powermon_helpers import threads_back
 
 from archline.cli.meter import meter as meter_cli
 from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults, StaticRedfish
@@ -43,10 +44,7 @@ def _bmc_threads() -> list[str]:
 def nothing_left_running() -> Iterator[None]:
     before = _bmc_threads()
     yield
-    deadline = time.monotonic() + 2
-    while _bmc_threads() != before and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _bmc_threads() == before
+    assert threads_back(_bmc_threads, before) == before
 
 
 def _write(root: Path, path: str, obj: dict[str, Any]) -> None:

@@ -88,3 +88,15 @@ def one_line(err: str) -> str:
     lines = [ln for ln in err.splitlines() if ln.startswith("archline: error:")]
     assert len(lines) == 1 and "Traceback" not in err and "Exception" not in err, err
     return lines[0]
+
+
+def threads_back(snapshot: Any, before: list[str], timeout_s: float = 2.0) -> list[str]:
+    """``snapshot()`` once it equals ``before`` again (threads given ``timeout_s`` to end), or as it is then."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    now = snapshot()
+    while now != before and time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = snapshot()
+    return now  # type: ignore[no-any-return]
