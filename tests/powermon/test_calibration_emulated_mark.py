@@ -4,10 +4,10 @@ hardware, and rows measured through it say 'emulated calibration'."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from archline.fit.platforms.profiles import SHIPPED_DIR
 from archline.powermon.errors import MeterError
@@ -66,7 +66,7 @@ def test_a_sensor_profile_of_another_major_version_or_absurd_quantum_is_refused(
     good = {"format": "archline.sensor_profile/1", "meter": "nvml0", "emulated": True, "update_period_s": 0.05,
             "window_s": 0.02, "lag_s": 0.03, "quantum_w": 0.25}
     assert SensorProfile.from_obj(good, "p.json").quantum_w == 0.25
-    with pytest.raises(MeterError, match="is not 'archline.sensor_profile/1'"):
+    with pytest.raises(MeterError, match=r"is not 'archline\.sensor_profile/1'"):
         SensorProfile.from_obj({**good, "format": "archline.sensor_profile/2"}, "p.json")
     with pytest.raises(MeterError, match="quantum_w"):
         SensorProfile.from_obj({**good, "quantum_w": 1e9}, "p.json")
