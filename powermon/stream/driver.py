@@ -258,6 +258,8 @@ class StreamDriver:
                                           f"({now - last_data:.3g} s without data)")
                     continue
                 more = ser.read(int(getattr(ser, "in_waiting", 0) or 0)) if getattr(ser, "in_waiting", 0) else b""
+                if more:                 # the chunk's last frame arrived with `more`: its arrival time is now, not
+                    now = self.clock()   # the first read's (else the envelope offset can precede the truth)
                 chunk, hint = data + more, self._k_hint(now) if quiet else None
                 if self.capture is not None:         # captured before it is decoded, with the hint it was given
                     if not self.capture.write(chunk):
