@@ -27,6 +27,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "cli": ("archline",),
     "bench": ("archline.bench", "archline.powermon", "archline.common", "archline.fit.model",
               "archline.fit.io.schema", "archline.fit.io.results_file", "archline.fit.io.dataset",
+              "archline.fit.io.ert_roofline",     # the ERT roofline.json's owner: bench run writes one per run
               "archline.fit.platforms", "archline.fit.errors"),
     "fit": ("archline.fit", "archline.common"),
     "powermon": ("archline.powermon", "archline.common"),
