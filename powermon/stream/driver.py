@@ -207,11 +207,16 @@ class StreamDriver:
     def start(self) -> None:
         if self.capture is not None:
             self.capture.open()
-        self.start_stream()
-        self.started_host_s = self.clock()
-        self._closing.clear()
-        self._thread = threading.Thread(target=self._reader, name=f"{self.kind} {self.port}", daemon=True)
-        self._thread.start()
+        try:
+            self.start_stream()
+            self.started_host_s = self.clock()
+            self._closing.clear()
+            self._thread = threading.Thread(target=self._reader, name=f"{self.kind} {self.port}", daemon=True)
+            self._thread.start()
+        except BaseException:     # interrupted (SIGTERM) or failed before the stream ran: no temp capture is left
+            if self.capture is not None:
+                self.capture.abandon()
+            raise
 
     def stop(self) -> None:
         self._closing.set()
