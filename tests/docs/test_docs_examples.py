@@ -43,6 +43,8 @@ SLOW: dict[str, str] = {
     r"bench run --platform gtx580 --emulate( |$)": "the full emulated GTX 580 sweep: about 30 s",
     r"bench run --backend opencl --kernel ceilings": "the OpenCL ceiling kernels on this CPU: about 20 s",
     r"bench run --kernel chase --quick": "the pointer chase over every working set: about 13 s",
+    r"meter probe bmc --emulate --redfish .*--step 4 --out b\.json": "20 steps of 4 s on the emulated Redfish BMC: "
+                                                                     "about 19 s (docs/meters.md's 6-step one runs)",
     r"bench run --kernel cache --quick": "the cache sweep over every level: 6-12 s",
 }
 

@@ -91,6 +91,7 @@ def test_lab_slurm_two_platforms_submit_collect_fit_compare(slurm_cluster: Clust
     assert r.exit_code == 0 and (tmp_path / "gpu01.png").stat().st_size > 0, r.stderr  # type: ignore
 
 
+@pytest.mark.slow
 def test_lab_slurm_node_variability_flags_the_nodes_that_differ(slurm_cluster: Cluster, tmp_path: Path,
                                                                 run_cli: Callable[..., object]) -> None:
     """Four emulated GTX 580 nodes whose profiles differ only in eps_mem (x1.00, x1.00, x1.05, x0.95):
@@ -137,6 +138,7 @@ def _wait_rows(path: Path, n: int, timeout_s: float = 60.0) -> int:
     raise AssertionError(f"{path} did not reach {n} rows in {timeout_s:g} s")
 
 
+@pytest.mark.slow
 def test_lab_slurm_killed_and_cancelled_tasks_resubmitted_every_point_once(
         slurm_cluster: Cluster, tmp_path: Path, run_cli: Callable[..., object]) -> None:
     lab = write_lab(tmp_path / "lab.toml", [

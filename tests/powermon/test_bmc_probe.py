@@ -44,6 +44,7 @@ def _json(out: str) -> dict:
     return json.loads(out[out.index("{"): out.rindex("}") + 1])
 
 
+@pytest.mark.slow
 def test_probe_recovers_the_emulated_redfish_bmc(tmp_path: Path) -> None:
     prof = tmp_path / "bmc.sensor.json"
     res = CliRunner().invoke(meter_cli, ["probe", "bmc", "--emulate", "--redfish", *GIVEN, "--out", str(prof),
@@ -58,6 +59,7 @@ def test_probe_recovers_the_emulated_redfish_bmc(tmp_path: Path) -> None:
     assert saved["emulated"] is True and saved["meter"] == "bmc"
 
 
+@pytest.mark.slow
 def test_calibrate_recovers_the_emulated_redfish_bmcs_gain_and_offset() -> None:
     res = CliRunner().invoke(meter_cli, ["calibrate", "bmc", "--emulate", "--redfish", *GIVEN, "--format", "json"])
     assert res.exit_code == 0, res.output

@@ -77,6 +77,7 @@ def _kill_and_finish(tmp: Path, kills: int, seed: int) -> None:
     assert "already done" in log
 
 
+@pytest.mark.slow
 def test_runner_sigkill_20_times_then_finish(tmp_path: Path) -> None:
     """Acceptance: SIGKILL at random points 20 times, then finish: every point once, no partial row."""
     _kill_and_finish(tmp_path, 20, seed=2)
@@ -129,6 +130,7 @@ def test_runner_sweep_unknown_platform_and_bad_cap(tmp_path: Path) -> None:
     assert r.returncode == EXIT_CONFIG and "outside" in r.stderr and "allowed range" in r.stderr
 
 
+@pytest.mark.slow
 def test_runner_sweep_resume_max_points_and_config_change(tmp_path: Path) -> None:
     from archline.bench.run.sweep import main
 
