@@ -11,7 +11,7 @@ from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.pmd.driver import PmdUsb
 from archline.powermon.pmd.emulator import PmdCore
 from archline.powermon.pmd.protocol import FRAME_BYTES
-from archline.powermon.powermon2.capture import STREAM_RAW_FORMAT, RawCapture, read_stream_capture
+from archline.powermon.powermon2.capture import read_stream_capture, stream_capture
 from archline.powermon.record.samples import Samples
 from archline.powermon.spec import MeterSpec
 from archline.powermon.stream import meter as stream
@@ -30,7 +30,7 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, raw_pa
                    name: str | None = None, **kw: Any) -> StreamMeter:
     """A PMD-USB on ``spec.port`` (a ``pmd://`` URL opens the emulator in-process)."""
     return stream.open_stream(spec, PmdUsb, SCHEME, DEFAULT_RATE_HZ, "/dev/ttyUSB0", name=name,
-                              capture=_capture(raw_dir, raw_path), **kw)
+                              capture=stream_capture(SCHEME, raw_dir, raw_path), **kw)
 
 
 def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
@@ -40,12 +40,7 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     """A PMD-USB emulated on a real pty playing ``power`` (channel ids 0-3), driven by the real driver;
     labelled emulated. ``speed`` compresses time."""
     return stream.emulate_stream(spec, PmdUsb, PmdCore, rate_of(spec), power, speed=speed, seed=seed,
-                                 faults=faults, name=name, capture=_capture(raw_dir, raw_path), **kw)
-
-
-def _capture(raw_dir: str | Path | None, raw_path: str | Path | None) -> RawCapture | None:
-    path = stream.raw_capture_path(SCHEME, raw_dir, raw_path)
-    return None if path is None else RawCapture(path, STREAM_RAW_FORMAT)
+                                 faults=faults, name=name, capture=stream_capture(SCHEME, raw_dir, raw_path), **kw)
 
 
 def decode_capture(path: str | Path, channels: Sequence[int] | None = None) -> tuple[Samples, dict[str, int]]:

@@ -166,3 +166,12 @@ class RawCapture:
         self.abandon()
         for p in (self.path, sidecar_path(self.path)):
             p.unlink(missing_ok=True)
+
+
+def stream_capture(kind: str, raw_dir: str | Path | None, raw_path: str | Path | None) -> RawCapture | None:
+    """A stream meter's raw capture (``archline.stream.raw/1``): at ``raw_path``, else ``raw_dir/KIND-0000.raw``
+    (the PowerMon 2's naming), else none."""
+    if raw_path is None and raw_dir is None:
+        return None
+    path = Path(raw_path) if raw_path is not None else Path(raw_dir or ".") / f"{kind}-0000.raw"
+    return RawCapture(path, STREAM_RAW_FORMAT)

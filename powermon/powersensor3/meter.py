@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.powermon.emulator.power import PowerCallable, PowerSource
-from archline.powermon.powermon2.capture import STREAM_RAW_FORMAT, RawCapture, read_stream_capture
+from archline.powermon.powermon2.capture import read_stream_capture, stream_capture
 from archline.powermon.powersensor3.driver import PowerSensor3
 from archline.powermon.powersensor3.emulator import PowerSensor3Core
 from archline.powermon.powersensor3.protocol import FRAME_BYTES, REAL_RATE_HZ
@@ -31,7 +31,7 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, raw_pa
     """A PowerSensor3 on ``spec.port`` (a ``powersensor3://`` URL opens the emulator in-process)."""
     return stream.open_stream(spec, PowerSensor3, SCHEME, REAL_RATE_HZ, "/dev/ttyACM0", name=name,
                               marker_byte=MARKER if markers else None,
-                              capture=_capture(raw_dir, raw_path), **kw)
+                              capture=stream_capture(SCHEME, raw_dir, raw_path), **kw)
 
 
 def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
@@ -42,12 +42,7 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     driver; labelled emulated. ``speed`` compresses time."""
     return stream.emulate_stream(spec, PowerSensor3, PowerSensor3Core, rate_of(spec), power, speed=speed,
                                  seed=seed, faults=faults, name=name, marker_byte=MARKER if markers else None,
-                                 capture=_capture(raw_dir, raw_path), **kw)
-
-
-def _capture(raw_dir: str | Path | None, raw_path: str | Path | None) -> RawCapture | None:
-    path = stream.raw_capture_path(SCHEME, raw_dir, raw_path)
-    return None if path is None else RawCapture(path, STREAM_RAW_FORMAT)
+                                 capture=stream_capture(SCHEME, raw_dir, raw_path), **kw)
 
 
 def decode_capture(path: str | Path, channels: Sequence[int] | None = None) -> tuple[Samples, dict[str, int]]:

@@ -328,14 +328,6 @@ def emulate_stream(spec: MeterSpec, driver: type[StreamDriver], core: Callable[.
     return StreamMeter(drv, spec, server, marker_byte=marker_byte)
 
 
-def raw_capture_path(kind: str, raw_dir: str | Path | None, raw_path: str | Path | None) -> Path | None:
-    """Where a stream's raw capture goes: ``raw_path``, else ``raw_dir/KIND-0000.raw`` (the PowerMon 2's naming),
-    else nowhere."""
-    if raw_path is not None:
-        return Path(raw_path)
-    return None if raw_dir is None else Path(raw_dir) / f"{kind}-0000.raw"
-
-
 def decode_capture(driver: type[StreamDriver], data: bytes, side: dict[str, Any],
                    channels: Sequence[int] | None = None) -> tuple[Samples, dict[str, int]]:
     """The samples of a raw capture (its bytes and its sidecar), decoded as the live reader decoded them and put
