@@ -18,7 +18,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -115,6 +115,17 @@ class RawCapture:
         self.tmp = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
         make_dirs(self.tmp.parent)
         self._f = open(self.tmp, "wb")
+
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Open the capture for a stream being started; if the start fails or is interrupted (SIGTERM) before the
+        stream runs, no temporary file is left."""
+        self.open()
+        try:
+            yield
+        except BaseException:
+            self.abandon()
+            raise
 
     def write(self, chunk: bytes) -> bool:
         """Append ``chunk``; False (and ``error`` set) when it could not be written."""

@@ -174,18 +174,12 @@ class PowerMon2:
         if self._ser is None:
             self.open()
         assert self._ser is not None
-        if self.capture is not None:
-            self.capture.open()
-        try:
+        with self.capture.starting() if self.capture is not None else contextlib.nullcontext():
             self._stop_evt.clear()
             self._ser.write(b"e\r")
             self.started_host_s = self.clock()
             self._thread = threading.Thread(target=self._reader, name=f"powermon2 {self.port}", daemon=True)
             self._thread.start()
-        except BaseException:     # interrupted (SIGTERM) or failed before the stream ran: no temp capture is left
-            if self.capture is not None:
-                self.capture.abandon()
-            raise
 
     def _reader(self) -> None:
         ser = self._ser

@@ -7,6 +7,7 @@ arrival - device time); a meter with in-band markers aligns it to them instead (
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import threading
@@ -205,18 +206,12 @@ class StreamDriver:
         return self
 
     def start(self) -> None:
-        if self.capture is not None:
-            self.capture.open()
-        try:
+        with self.capture.starting() if self.capture is not None else contextlib.nullcontext():
             self.start_stream()
             self.started_host_s = self.clock()
             self._closing.clear()
             self._thread = threading.Thread(target=self._reader, name=f"{self.kind} {self.port}", daemon=True)
             self._thread.start()
-        except BaseException:     # interrupted (SIGTERM) or failed before the stream ran: no temp capture is left
-            if self.capture is not None:
-                self.capture.abandon()
-            raise
 
     def stop(self) -> None:
         self._closing.set()
