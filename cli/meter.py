@@ -81,11 +81,13 @@ def list_cmd(fmt: str) -> None:
 @click.option("--meter", "spec", required=True, shell_complete=record_specs,
               help="powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX] "
                    "(powersensor3://default, pmd://default: their emulators)")
-@click.option("--channels", help="channels, e.g. 0,1,2,3 (default: PowerMon 2 0-7, PowerSensor3 / PMD-USB 0-3)")
-@click.option("--rate", "rate_hz", type=POSITIVE, default=128.0, show_default=True,
-              help="PowerMon 2: per-channel Hz (1024/N); PowerSensor3 / PMD-USB: frames per second when not 128 "
-                   "(default: theirs)")
-@click.option("--duration", "duration_s", type=DURATION, default=10.0, show_default=True, help="seconds")
+@click.option("--channels", help="channels, e.g. 0,1,2,3 (default: PowerMon 2 0-7, PowerSensor3 / PMD-USB 0-3; a BMC "
+              "has one whole-node reading and takes none)")
+@click.option("--rate", "rate_hz", type=POSITIVE, default=None,
+              help="PowerMon 2: per-channel Hz (1024/N; default 128); PowerSensor3 / PMD-USB: frames per second "
+                   "(default: theirs); a BMC (redfish, ipmi) takes none: refused")
+@click.option("--duration", "duration_s", type=DURATION, default=10.0, show_default=True,
+              help="seconds; at least one of the meter's sample periods (shorter is refused)")
 @click.option("--out", required=True, type=SamplesOut(),
               help="trace .parquet, .csv.gz or .csv (/dev/null: CSV as a stream, no raw capture)")
 @click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
@@ -93,7 +95,7 @@ def list_cmd(fmt: str) -> None:
                    "the recording fails with exit code 6; every loss is reported either way")
 @format_options(default="json", help="json (the default, for scripts): the summary as one JSON document alone on "
                 "stdout; table: energy, bound, power and losses per meter for people")
-def record_cmd(spec: str, channels: str | None, rate_hz: float, duration_s: float, out: str, max_lost: float,
+def record_cmd(spec: str, channels: str | None, rate_hz: float | None, duration_s: float, out: str, max_lost: float,
                fmt: str) -> None:
     """Record a meter for a while into a tidy trace (a PowerMon 2 also keeps its raw capture beside it).
 

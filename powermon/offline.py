@@ -12,7 +12,8 @@ import numpy as np
 from archline.common.outputs import show
 from archline.powermon.errors import MeterError, SamplesLostError
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
-from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ, half_lsb_w, period_for_rate
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ, period_for_rate
+from archline.powermon.record.resolution import resolution_note, resolution_w
 from archline.powermon.record.samples import Samples
 from archline.powermon.record.samples_file import (
     SamplesFile,
@@ -198,6 +199,9 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     f = SamplesFile.load(path)
     s, side = f.samples, f.side
     info = (side.info or {}) if side is not None else {}
+    if side is not None and "type" not in info and isinstance(side.extra("type"), str):
+        # `meter decode` of a stream capture keeps the meter's kind and steps at the top of the sidecar
+        info = {**info, "type": side.extra("type"), "resolution": side.extra("resolution")}
     stats = side.counts() if side is not None else {}
     speed = side.speed if side is not None and s.clock != "device_s" else 1.0
     # the cadence the meter promised, on the t_s timeline: holes in it are lost samples (the live recorder's rule)
@@ -207,10 +211,11 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     if window is not None and recorded:
         t0_s, t1_s = window[0], window[1]
     overflows = stats.get("overflows", side.overflows if side is not None else None)
+    power_err_w = resolution_w(s, info)
     try:
         res = integrate_samples(s, t0_s, t1_s, overflows=overflows if isinstance(overflows, int) else None,
                                 gaps=side.gaps if side is not None else None, period_s=period_s,
-                                power_err_w=_resolution_w(s, info), min_samples=min_samples,
+                                power_err_w=power_err_w, min_samples=min_samples,
                                 time_compression=float(speed))
     except MeterError as e:
         if recorded and "outside the samples" in str(e):
@@ -229,6 +234,9 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
         res.warnings.append(f"{show(path)} holds {s.t_s.size} samples but its sidecar lists {records}: {missing} "
                             "are missing (a file cut short?)" + ("; counted as lost, and the energy is of the "
                                                                 "samples held only" if whole else ""))
+    note = resolution_note(path, info) if power_err_w is None else None
+    if note is not None:
+        res.warnings.append(note)
     if side is not None and side.extra("interrupted") is True:
         asked = side.extra("duration_requested_s")
         res.warnings.append(f"{show(path)}: the recording was interrupted (a signal) before its "
@@ -240,22 +248,6 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
         res.warnings.append(f"{show(path)} has no sidecar ({show(path)}.json; a pipe has none): integrated without the "
                             "recording's window, cadence, time compression and emulated label")
     return res
-
-
-def _resolution_w(s: Samples, info: dict[str, Any]) -> Any:
-    """Each sample's resolution bound as the live meter had it (a PowerMon 2 trace: half an ADC step of V and I
-    through the sidecar's shunts), so ``meter integrate`` states the bound ``meter record`` did; None where the
-    sidecar does not say (then the bound covers the integration only)."""
-    r_lut = info.get("r_sense_ohm")
-    if info.get("type") != "powermon2" or not isinstance(r_lut, dict):
-        return None
-    try:
-        r = np.array([float(r_lut.get(str(int(c)), DEFAULT_R_SENSE_OHM)) for c in s.channel], dtype=float)
-    except (TypeError, ValueError):
-        return None
-    if not (np.isfinite(r).all() and (r > 0).all()):
-        return None
-    return half_lsb_w(s.current_a, s.voltage_v, r)
 
 
 def loss_error(res: Integration, path: str | Path, max_lost: float) -> SamplesLostError | None:

@@ -19,23 +19,27 @@ from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, Sa
 from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
 from archline.powermon.record.samples_file import check_samples_output, write_samples
 
+#: a PowerMon 2's per-channel rate when --rate is not given
+POWERMON2_RATE_HZ = 128.0
 
-def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float = 128.0,
+def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float | None = None,
                     raw_path: str | Path | None = None) -> Any:
     """``powermon2:PORT``, ``powersensor3:PORT``, ``pmd:PORT`` (a ``powersensor3://`` / ``pmd://`` URL is an emulator),
-    ``emulated[:SPEED]``, ``rapl[:ZONE,...]`` or ``nvml[:INDEX]`` as a recorder meter."""
+    ``emulated[:SPEED]``, ``rapl[:ZONE,...]``, ``nvml[:INDEX]``, ``redfish:URL`` or ``ipmi:URL`` as a recorder meter.
+    ``rate_hz`` None: the meter's own (a PowerMon 2: :data:`POWERMON2_RATE_HZ`)."""
     from archline.powermon.spec import channels_spec, open_meter
 
     bad = [c for c in channels or () if c < 0]
     if bad:     # caught here: a channel spec built from a negative number is a pydantic error, not one line
         raise MeterError(f"--channels takes channel numbers of 0 or more, got {bad[0]}")
     kind, _, arg = spec.partition(":")
+    pm_rate_hz = POWERMON2_RATE_HZ if rate_hz is None else rate_hz
     if arg.startswith("//") and kind in ("powersensor3", "pmd", "powermon"):   # a bare emulator URL: KIND://NAME
         kind, arg = ("powermon2" if kind == "powermon" else kind), spec
     if kind in ("powermon2", "powermon"):
         if not arg:
             raise MeterError("--meter powermon2 needs a port: powermon2:/dev/ttyUSB0")
-        return open_meter(channels_spec("powermon2", "powermon2", channels, port=arg, rate_hz=rate_hz),
+        return open_meter(channels_spec("powermon2", "powermon2", channels, port=arg, rate_hz=pm_rate_hz),
                           raw_path=raw_path, speed=_url_speed(arg))
     if kind == "emulated":
         from archline.powermon.powermon2.meter import emulated_powermon
@@ -47,7 +51,7 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         if not (math.isfinite(speed) and speed > 0):
             raise MeterError(f"--meter emulated:SPEED needs a positive speed (emulated seconds per second), "
                              f"got {arg!r}")
-        mspec = channels_spec("powermon2", "powermon2", channels, rate_hz=rate_hz)
+        mspec = channels_spec("powermon2", "powermon2", channels, rate_hz=pm_rate_hz)
         per_s = mspec.rate_hz * len(mspec.channels)
         problem = emulator_speed_problem(speed, per_s)
         if problem is not None:     # the pty cannot carry it: refused before an emulator starts (bench run's rule)
@@ -58,7 +62,7 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         if not arg:
             raise MeterError(f"--meter {kind} needs a port: {kind}:/dev/tty{'USB' if kind == 'pmd' else 'ACM'}0 or "
                              f"{kind}://default (emulated)")
-        extra = {} if rate_hz == 128.0 else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
+        extra = {} if rate_hz is None else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
         mspec = channels_spec(kind, kind, channels, port=arg, **extra)
         speed = _url_speed(arg)
         if "://" in arg:             # an emulator: refused at a speed the pty cannot carry (bench run's rule)
@@ -76,6 +80,9 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
 
         if not arg:
             raise MeterError(f"--meter {kind} needs the BMC's address: {kind}:https://bmc.example")
+        from archline.powermon.bmc.meter import refuse_record_options
+
+        refuse_record_options(kind, channels, rate_hz)
         return open_meter(MeterSpec(name=kind, kind=kind, url=arg))  # type: ignore[arg-type]
     if kind == "rapl":
         return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
@@ -153,12 +160,13 @@ def _url_speed(port: str) -> float:
 
 
 def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int] | None = None,
-           rate_hz: float = 128.0, max_lost: float = MAX_LOST_SHARE) -> Recording:
+           rate_hz: float | None = None, max_lost: float = MAX_LOST_SHARE) -> Recording:
     """Record one meter for ``duration_s`` into a trace file; a PowerMon 2 also keeps its raw capture beside it.
 
     Nothing lost passes silently: the summary holds the window's lost samples and lost seconds, gaps, overflows
     and the decoder's own counts; a loss above ``max_lost`` (a share) or a vanished meter is returned as the error
     to exit with. Ctrl-C stops the recording early: what was recorded is written, whole, and reported."""
+    from archline.powermon.record.period import check_duration
     from archline.powermon.record.recorder import Recorder
 
     if not (math.isfinite(duration_s) and duration_s > 0):
@@ -169,6 +177,7 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     out_p = Path(out)
     raw = raw_capture_path(out_p)
     meter = meter_from_spec(spec, channels, rate_hz, raw)
+    check_duration(meter, duration_s)       # not silently widened to one sample period
     interrupted = False
     rec = Recorder([meter]).start()
     try:

@@ -41,6 +41,16 @@ POLLS_PER_PERIOD = 4
 RESOLUTION_W = 1.0             # a BMC's reading is good to a watt at best (most serve whole watts)
 
 
+def refuse_record_options(kind: str, channels: Any, rate_hz: float | None) -> None:
+    """``meter record --meter redfish:URL`` (or ``ipmi:``) with ``--channels`` or ``--rate``: refused in one line
+    (a BMC has one whole-node reading at its own update period; they were silently ignored)."""
+    given = [opt for opt, v in (("--channels", channels), ("--rate", rate_hz)) if v is not None]
+    if given:
+        raise MeterError(f"--meter {kind}: a BMC gives one whole-node power reading at its own update period, so "
+                         f"{' and '.join(given)} cannot apply; leave {'them' if len(given) > 1 else 'it'} out (its "
+                         "period goes in a platform profile's [[meters]] update_period_s)")
+
+
 class BmcMeter(CounterMeter):
     """Node power from a BMC ``client`` (anything with ``read() -> PowerReading``).
 

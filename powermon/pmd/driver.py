@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from archline.powermon.errors import DeviceError
 from archline.powermon.pmd.protocol import (
     AMP_PER_CODE,
@@ -72,5 +70,5 @@ class PmdUsb(StreamDriver):
         self.drain(quiet_s=0.05, limit_s=1.0)        # frames already in the buffers still arrive
         self._ser.reset_input_buffer()
 
-    def half_lsb_w(self, volts: np.ndarray, amps: np.ndarray, pair: int) -> np.ndarray:
-        return np.abs(amps) * 0.5 * VOLT_PER_CODE + np.abs(volts) * 0.5 * AMP_PER_CODE
+    def lsb(self, pair: int) -> tuple[float, float]:
+        return VOLT_PER_CODE, AMP_PER_CODE

@@ -4,9 +4,8 @@ frame that may trail it flushed)."""
 
 from __future__ import annotations
 
+import math
 import time
-
-import numpy as np
 
 from archline.powermon.errors import DeviceError
 from archline.powermon.powersensor3.protocol import (
@@ -79,8 +78,7 @@ class PowerSensor3(StreamDriver):
         time.sleep(0.01)
         self._ser.reset_input_buffer()       # the frame that may follow the sentinel
 
-    def half_lsb_w(self, volts: np.ndarray, amps: np.ndarray, pair: int) -> np.ndarray:
-        lsb = ADC_V / LEVELS
-        d_i = 0.5 * lsb / abs(self.config[2 * pair].sens)
-        d_v = 0.5 * lsb / abs(self.config[2 * pair + 1].sens)
-        return np.abs(amps) * d_v + np.abs(volts) * d_i
+    def lsb(self, pair: int) -> tuple[float, float]:
+        step = ADC_V / LEVELS          # one level in sensor volts; the sensitivity turns it into V or A
+        sens_v, sens_a = abs(self.config[2 * pair + 1].sens), abs(self.config[2 * pair].sens)
+        return (step / sens_v if sens_v else math.inf), (step / sens_a if sens_a else math.inf)

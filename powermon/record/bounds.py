@@ -11,6 +11,14 @@ import numpy as np
 from archline.powermon.record.meters import MeterRegion
 
 
+def half_lsb_power_w(volts: Any, amps: Any, lsb_v: Any, lsb_a: Any) -> Any:
+    """Half an ADC step of voltage (``lsb_v`` volts per step) and of current (``lsb_a`` amps per step) propagated
+    to power (W): each sample's resolution bound for a meter that reads V and I with a fixed step. The one
+    function a live stream meter (PowerSensor3, PMD-USB) and ``meter integrate`` of its trace both use, so the
+    two state the same bound (the steps travel in the trace's sidecar, ``info.resolution``)."""
+    return 0.5 * (np.abs(amps) * lsb_v + np.abs(volts) * lsb_a)
+
+
 def edge_err_j(mr: MeterRegion, clock_err_s: float) -> float:
     """What a sampling meter's window may be off by because its clock is mapped onto the host's only to within
     ``clock_err_s``: at each edge, the swing of each channel's power within a period and a half of the edge (a

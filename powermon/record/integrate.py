@@ -74,7 +74,10 @@ def sensor_window(t0_s: float, t1_s: float, limits: SensorLimits, *, widen: bool
         return t0_s, t1_s, ""
     if not widen:
         raise MeterError(f"window of {have * scale:.4g} s is shorter than the sensor allows ({limits.why()}); "
-                         "lengthen it, or widen it to the sensor's shortest")
+                         f"make it last at least {limits.min_window_s:.4g} s (a measured command: loop its work "
+                         "inside the phase or run, or time a larger input), or drop the meter's sensor_profile "
+                         "line from the platform profile's [[meters]] to integrate without the sensor's limits "
+                         "(its bound then leaves them out)")
     mid = 0.5 * (t0_s + t1_s)
     return mid - 0.5 * need, mid + 0.5 * need, (f"window widened from {have * scale:.4g} s to "
                                                 f"{need * scale:.4g} s: {limits.why()}")

@@ -259,6 +259,9 @@ def _parse(data: bytes, p: Path) -> dict[str, Any]:
         raise MeterError(f"cannot read samples from {show(p)}: {(str(e).splitlines() or [type(e).__name__])[0]}"
                          ) from None
     ch = cols["channel"]
+    if ch.size == 0:        # a header alone: pyarrow types its empty columns as text, which is not the problem
+        raise MeterError(f"{show(p)} holds no samples (its columns have no rows: the recording kept none); there is "
+                         "nothing to integrate: record again, or give a file with samples")
     if ch.size and (ch.dtype.kind not in "iu" or int(ch.min()) < 0 or int(ch.max()) > 32767):
         raise MeterError(f"{show(p)}: column channel must hold channel numbers (whole numbers >= 0)")
     for c in ("t_s", "voltage_v", "current_a", "power_w"):

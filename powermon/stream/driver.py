@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -21,6 +22,7 @@ import numpy as np
 import serial
 
 from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.record.bounds import half_lsb_power_w
 from archline.powermon.record.clock import ClockMap, fit_clock
 
 log = logging.getLogger("archline.powermon")
@@ -158,8 +160,20 @@ class StreamDriver:
     def stop_stream(self) -> None:
         raise NotImplementedError
 
-    def half_lsb_w(self, volts: np.ndarray, amps: np.ndarray, pair: int) -> np.ndarray:
+    def lsb(self, pair: int) -> tuple[float, float]:
+        """(volts, amps) per ADC step of ``pair`` in the configuration read (the device's sensitivities)."""
         raise NotImplementedError
+
+    def half_lsb_w(self, volts: np.ndarray, amps: np.ndarray, pair: int) -> np.ndarray:
+        """Each sample's resolution bound (W): half a step of V and of I (:func:`half_lsb_power_w`)."""
+        lsb_v, lsb_a = self.lsb(pair)
+        return np.asarray(half_lsb_power_w(volts, amps, lsb_v, lsb_a))
+
+    def resolution(self) -> dict[str, dict[str, float]]:
+        """Every pair's steps, as the samples sidecar keeps them (``info.resolution``) for ``meter integrate``; a
+        pair whose configuration gives no finite step (an unused sensor, sensitivity 0) is left out."""
+        steps = {str(p): self.lsb(p) for p in range(self.n_pairs)}
+        return {p: {"lsb_v": v, "lsb_a": a} for p, (v, a) in steps.items() if math.isfinite(v + a)}
 
     # ------------------------------------------------------------ port
     def write(self, data: bytes) -> None:
@@ -379,5 +393,5 @@ class StreamDriver:
                 "emulated": self.emulated, "rate_hz": self.rate_hz, "speed": self.speed,
                 "clock": {"offset_s": cm.offset_s, "seconds_per_device_s": cm.seconds_per_device_s,
                           "drift_ppm": cm.drift_ppm, "markers": len(self.markers())},
-                "stats": self.decoder.stats.as_dict(), "stalls": self.stalls,
+                "stats": self.decoder.stats.as_dict(), "stalls": self.stalls, "resolution": self.resolution(),
                 "error": None if self.error is None else str(self.error)}

@@ -350,7 +350,7 @@ def decode_capture(driver: type[StreamDriver], data: bytes, side: dict[str, Any]
     # what the decode needs to say besides the samples: the device timeline (an emulator's speed) for integrate,
     # and the bytes left undecoded at the end (a capture cut mid-frame)
     samples.meta.update({"speed": drv.speed, "rate_hz": rate, "bytes": len(data),
-                         "bytes_trailing": len(drv.decoder._tail)})
+                         "bytes_trailing": len(drv.decoder._tail), "resolution": drv.resolution()})
     return samples, drv.decoder.stats.as_dict()
 
 
@@ -386,6 +386,7 @@ def decode_capture_to_file(raw: str | Path, out: str | Path, kind: str, channels
         warnings.append(f"{stats.get('bytes_skipped', 0)} byte(s) skipped, {stats.get('frames_discarded', 0)} "
                         f"frame(s) discarded, {stats.get('frames_missing', 0)} frame(s) missing on the cadence")
     meta = {"source": show(raw), "type": kind, "stats": stats, "warnings": warnings,
+            "resolution": samples.meta.get("resolution"),
             "speed": float(samples.meta.get("speed", 1.0)), "rate_hz": float(samples.meta.get("rate_hz", 0.0))}
     write_samples(samples, out, meta)
     return len(samples), samples.emulated, meta

@@ -1,0 +1,77 @@
+"""Each sample's resolution bound as the live meter stated it, restated offline from a samples sidecar
+(``meter integrate``): the same functions as the live meters, with what they need kept in the sidecar's ``info``
+(a PowerMon 2's shunts, a PowerSensor3's or PMD-USB's volts and amps per ADC step)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from archline.common.outputs import show
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, half_lsb_w
+from archline.powermon.record.bounds import half_lsb_power_w
+from archline.powermon.record.samples import Samples
+
+#: meters whose samples carry a resolution bound the sidecar can restate (their steps or shunts)
+RESOLVED_KINDS = ("powermon2", "powersensor3", "pmd")
+
+
+def resolution_w(s: Samples, info: dict[str, Any]) -> Any:
+    """Each sample's resolution bound as the live meter had it, so ``meter integrate`` states the bound ``meter
+    record`` did: a PowerMon 2 trace, half an ADC step of V and I through the sidecar's shunts; a PowerSensor3 or
+    PMD-USB trace, half a step of V and I from the sidecar's ``resolution`` (each pair's volts and amps per step,
+    from the device's configuration). None where the sidecar does not say (then the bound covers the integration
+    only: :func:`resolution_note`)."""
+    kind = info.get("type")
+    if kind in ("powersensor3", "pmd"):
+        return _stream_resolution_w(s, info.get("resolution"))
+    r_lut = info.get("r_sense_ohm")
+    if kind != "powermon2" or not isinstance(r_lut, dict):
+        return None
+    try:
+        r = np.array([float(r_lut.get(str(int(c)), DEFAULT_R_SENSE_OHM)) for c in s.channel], dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(r).all() and (r > 0).all()):
+        return None
+    return half_lsb_w(s.current_a, s.voltage_v, r)
+
+
+def _stream_resolution_w(s: Samples, steps: Any) -> Any:
+    """Half a step of V and I per sample from a stream meter's ``resolution`` ({pair: {lsb_v, lsb_a}}); None when
+    it is missing, malformed or lacks a channel the samples hold."""
+    if not isinstance(steps, dict) or len(s.channel) == 0:
+        return None
+    chans = np.unique(s.channel)
+    lsb_v, lsb_a = np.zeros(len(s.channel)), np.zeros(len(s.channel))
+    for c in chans.tolist():
+        step = steps.get(str(int(c)))
+        if not isinstance(step, dict):
+            return None
+        v, a = _positive(step.get("lsb_v")), _positive(step.get("lsb_a"))
+        if v is None or a is None:
+            return None
+        sel = s.channel == c
+        lsb_v[sel], lsb_a[sel] = v, a
+    return half_lsb_power_w(s.voltage_v, s.current_a, lsb_v, lsb_a)
+
+
+def _positive(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+        return None
+    return float(v)
+
+
+def resolution_note(path: str | Path, info: dict[str, Any]) -> str | None:
+    """Why a meter's trace is integrated without its resolution bound (a sidecar written before the bound's terms
+    were kept in it), or None when that meter has no such bound to state."""
+    kind = info.get("type")
+    if kind not in RESOLVED_KINDS:
+        return None
+    what = "shunts (r_sense_ohm)" if kind == "powermon2" else "ADC steps (resolution)"
+    return (f"{show(path)}: its sidecar does not give the {kind}'s {what} (written by an older archline?): the "
+            "energy bound excludes the meter's resolution and covers the integration only; `meter record` and "
+            "`meter decode` of this archline keep them")
