@@ -9,13 +9,46 @@ from typing import Any
 
 import click
 
+from archline.cli.complete import platform_names
 from archline.cli.params import NON_NEGATIVE, POSITIVE, FiniteFloat, OutPath
 from archline.common.outputs import show
 
 _SPEED = FiniteFloat(gt=0, le=50)
 
 
+#: options that only shape an emulated set-up, and those that only pick real meters and the step load
+_EMULATED_ONLY = ("redfish", "period_s", "window_s", "lag_s", "quantum_w", "gain", "offset_w", "idle_w", "busy_w",
+                  "speed")
+_REAL_ONLY = ("platform", "reference", "backend", "threads", "cpus", "device", "poll_s")
+
+
+def _real_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option("--platform", default=None, shell_complete=platform_names,
+                     help="real hardware: the platform profile (name or .toml) whose [[meters]] has METER and its "
+                          "reference"),
+        click.option("--reference", default=None,
+                     help="real hardware: the reference meter's name in the profile (default: its only "
+                          "powermon2/powersensor3/pmd meter other than METER)"),
+        click.option("--backend", default=None,
+                     help="real hardware: the step load's back end (default: cpu_asm for a CPU or node meter, the "
+                          "profile's cuda/hip/opencl for a GPU one)"),
+        click.option("--threads", type=click.IntRange(min=1), default=None,
+                     help="cpu_asm step load: threads on the first N cores (default: every core)"),
+        click.option("--cpus", default=None, metavar="LIST",
+                     help="cpu_asm step load: one thread on each of these logical CPUs (0-3, 0,2,4)"),
+        click.option("--device", default=None, help="GPU step load: the device (as bench run --device)"),
+        click.option("--poll", "poll_s", type=FiniteFloat(gt=0, le=1), default=None,
+                     help="real counter sensors (rapl, nvml, amdsmi, hwmon): seconds between reads [default: "
+                          "0.002]; well inside the sensor's update period"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 def _emulation_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = _real_options(f)
     opts = [
         click.option("--emulate", is_flag=True,
                      help="an emulated sensor (the model below) against an emulated PowerMon 2 (the reference)"),
@@ -51,13 +84,20 @@ def _emulation_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, float]]:
-    """(reference, sensor, step load, the emulated sensor's given values)."""
-    from archline.powermon.errors import MeterError
+def _given_on_command_line(names: tuple[str, ...]) -> list[str]:
+    ctx = click.get_current_context()
+    flags = {p.name: p.opts[0] for p in ctx.command.params}
+    return [flags[n] for n in names if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
 
+
+def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, float] | None]:
+    """(reference, sensor, step load, the emulated sensor's given values or None on real hardware)."""
     if not emulate:
-        raise MeterError(f"meter {meter}: probing or calibrating real hardware needs a step-load kernel on its "
-                         "device, which is not wired yet; use --emulate")
+        return _real_setup(meter, kw)
+    real = _given_on_command_line(_REAL_ONLY)
+    if real:
+        raise click.UsageError(f"{', '.join(real)} pick real meters and their step load; --emulate uses emulated "
+                               "ones (drop one or the other)")
     from archline.bench.monitor import PhasePower, PhasePowerSource
     from archline.powermon.emulator.sensor import SensorModel
     from archline.powermon.sensor.run import REFERENCE_SPEC, EdgeLoad, emulated_bmc_pair, emulated_pair
@@ -74,6 +114,44 @@ def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any
     ref, sensor = pair(SensorModel(**given), PhasePowerSource(schedule, REFERENCE_SPEC),
                        speed=kw["speed"], seed=kw["seed"], name=meter)
     return ref, sensor, EdgeLoad(schedule.edge), given
+
+
+def _real_setup(meter: str, kw: dict[str, Any]) -> tuple[Any, Any, Any, None]:
+    """METER and its reference from --platform's [[meters]], and a step load of archline's kernels on METER's
+    device (bench/step_load); the load is the caller's to close (``load.close()``)."""
+    emulated = _given_on_command_line(_EMULATED_ONLY)
+    if emulated:
+        raise click.UsageError(f"{', '.join(emulated)} describe an emulated set-up: add --emulate, or drop them")
+    if kw["platform"] is None:
+        raise click.UsageError("give --platform (the profile whose [[meters]] has METER and its reference meter), "
+                               "or --emulate")
+    from archline.bench.config.options import parse_cpu_list
+    from archline.bench.step_load import open_probe
+
+    cpus = None
+    if kw["cpus"] is not None:
+        try:
+            cpus = parse_cpu_list(kw["cpus"])
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--cpus") from None
+    if cpus is not None and kw["threads"] is not None:
+        raise click.UsageError("--threads with --cpus: --cpus already says how many threads (one per CPU listed)")
+    rp = open_probe(kw["platform"], meter, reference=kw["reference"], backend=kw["backend"], threads=kw["threads"],
+                    cpus=cpus, device=kw["device"], poll_s=kw["poll_s"])
+    click.echo(f"step load: {rp.load.label}; reference: {rp.reference_spec.name} ({rp.reference_spec.kind})",
+               err=True)
+    return rp.reference, rp.sensor, rp.load, None
+
+
+def _is_emulated(*meters: Any) -> bool:
+    """Anything not from real hardware is labelled emulated: a reference served by an emulator URL is."""
+    return any(bool(getattr(m, "emulated", False)) for m in meters)
+
+
+def _close(load: Any) -> None:
+    close = getattr(load, "close", None)
+    if callable(close):
+        close()
 
 
 def _table(rows: list[tuple[str, float, float | None, float | None]], unit_note: str) -> None:
@@ -93,8 +171,14 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     meter while a step load switches the power, and write a versioned sensor profile (archline.sensor_profile/1)
     that the integrator uses: a window shorter than the sensor allows is refused or widened, and the bound says why.
 
+    Without --emulate, METER and its reference (--reference) are entries of --platform's [[meters]], opened as
+    bench run opens them, and archline's own kernel is the step load on METER's device (cpu_asm's intensity kernel
+    on the CPU for rapl/hwmon/BMC meters; --backend cuda|hip|opencl for nvml/amdsmi).
+
     \b
     Examples:
+      archline meter probe rapl --platform mynode.toml --reference powermon --threads 4 --out rapl.sensor.json
+      archline meter probe nvml0 --platform gtx580 --reference powermon --backend cuda --step 3 --out nvml0.json
       archline meter probe nvml0 --emulate --out nvml0.sensor.json
       archline meter probe bmc --emulate --period 1 --window 1 --lag 0.5 --step 4 --steps 6 --out bmc.json
       archline meter probe bmc --emulate --redfish --period 1 --window 0.8 --lag 0.3 --quantum 1 --step 4 --out b.json
@@ -105,19 +189,27 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     from archline.powermon.sensor.run import probe
 
     ref, sensor, load, given = _setup(meter, kw["emulate"], kw)
-    res = probe(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"])
+    try:       # real meters: both on the host clock (each emulator has its own device clock)
+        res = probe(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"],
+                    device_time=given is not None)
+    finally:   # the step load stops and its kernel is freed however the probe ends
+        _close(load)
+    emulated = given is not None or _is_emulated(ref, sensor)
     d = res.as_dict()
-    prof = SensorProfile(meter=meter, emulated=True, reference=ref.name, created_utc=utc_iso(),
+    what = getattr(load, "what", {}).get("label", "") if given is None else "emulated busy/idle switch"
+    prof = SensorProfile(meter=meter, emulated=emulated, reference=ref.name, created_utc=utc_iso(), load=what,
                          **{k: v for k, v in d.items() if k not in ("gain_err", "offset_err_w")})
     prof.write(out)
+    g = given or {}
     if kw["fmt"] == "json":
-        click.echo(json.dumps({"profile": show(out), "emulated": True, "measured": d, "given": given,
-                               "min_window_s": prof.limits().min_window_s}, indent=1))
+        click.echo(json.dumps({"profile": show(out), "emulated": emulated, "measured": d, "given": given,
+                               "load": what, "min_window_s": prof.limits().min_window_s}, indent=1))
     else:
-        _table([("update_period_s", d["update_period_s"], d["update_period_err_s"], given["update_period_s"]),
-                ("window_s", d["window_s"], d["window_err_s"], given["window_s"]),
-                ("lag_s", d["lag_s"], d["lag_err_s"], given["lag_s"]),
-                ("quantum_w", d["quantum_w"], d["quantum_err_w"], given["quantum_w"])], "(emulated)")
+        _table([("update_period_s", d["update_period_s"], d["update_period_err_s"], g.get("update_period_s")),
+                ("window_s", d["window_s"], d["window_err_s"], g.get("window_s")),
+                ("lag_s", d["lag_s"], d["lag_err_s"], g.get("lag_s")),
+                ("quantum_w", d["quantum_w"], d["quantum_err_w"], g.get("quantum_w"))],
+               "(emulated)" if emulated else "")
         click.echo(f"shortest window the integrator accepts: {prof.limits().min_window_s:.4g} s")
     click.echo(f"wrote {show(out)}", err=True)
 
@@ -137,8 +229,12 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     METER's [[meters]] entry in a new profile, so that a machine without the reference gets corrected energy,
     labelled calibrated.
 
+    Without --emulate, METER and its reference are entries of --platform's [[meters]] and archline's own kernel
+    is the step load (as for meter probe).
+
     \b
     Examples:
+      archline meter calibrate rapl --platform mynode.toml --reference powermon --profile mynode.toml --out cal.toml
       archline meter calibrate nvml0 --emulate --gain 1.07 --offset -3.5
       archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --profile gtx580.toml --out gtx580-cal.toml
       archline meter calibrate nvml0 --emulate --sensor-profile nvml0.sensor.json --format json
@@ -162,22 +258,28 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
 
         check_output(out)         # the input profile (or the sensor profile) named as --out: refused before the run
     ref, sensor, load, given = _setup(meter, kw["emulate"], kw)
-    cal, resp = calibrate(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"],
-                          window_s=window_s)
-    if kw["emulate"]:             # marked: such a line corrects no real sensor (apply_spec refuses it on hardware)
+    try:
+        cal, resp = calibrate(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"],
+                              window_s=window_s, device_time=given is not None)
+    finally:
+        _close(load)
+    emulated = given is not None or _is_emulated(ref, sensor)
+    if emulated:                  # marked: such a line corrects no real sensor (apply_spec refuses it on hardware)
         import dataclasses
 
         cal = dataclasses.replace(cal, emulated=True)
     if text is not None and profile_path is not None and out is not None:
         write_atomic(out, with_calibration(text, meter, cal.as_dict(), profile_path))
         click.echo(f"wrote {show(out)} (meter '{meter}' calibrated)", err=True)
+    g = given or {}
     if kw["fmt"] == "json":
-        click.echo(json.dumps({"meter": meter, "emulated": True, "calibration": cal.as_dict(), "given": given,
+        click.echo(json.dumps({"meter": meter, "emulated": emulated, "calibration": cal.as_dict(), "given": given,
+                               "reference": ref.name, "load": getattr(load, "what", {}).get("label", ""),
                                "window_s": resp.window_s, "residual_w": resp.residual_w,
                                "n_readings": resp.n_readings}, indent=1))
         return
-    _table([("gain", cal.gain, cal.gain_err, given["gain"]), ("offset_w", cal.offset_w, cal.offset_w_err,
-                                                               given["offset_w"]),
-            ("lag_s", cal.lag_s, cal.lag_s_err, given["lag_s"])], "(emulated)")
+    _table([("gain", cal.gain, cal.gain_err, g.get("gain")), ("offset_w", cal.offset_w, cal.offset_w_err,
+                                                              g.get("offset_w")),
+            ("lag_s", cal.lag_s, cal.lag_s_err, g.get("lag_s"))], "(emulated)" if emulated else "")
     click.echo(f"window {resp.window_s:.4g} s{' (from the sensor profile)' if window_s is not None else ''}, "
                f"rms residual {resp.residual_w:.3g} W over {resp.n_readings} readings")

@@ -30,6 +30,7 @@ class SensorProfile(Strict):
     meter: str
     emulated: bool
     reference: str = ""                              #: the reference meter it was probed against
+    load: str = ""                                   #: the step load that switched the power (kernel, threads)
     created_utc: str = ""
     update_period_s: float = Field(gt=0)
     update_period_err_s: float = Field(default=0.0, ge=0)

@@ -75,10 +75,30 @@ def emulated_bmc_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int =
     return ref, bmc
 
 
+def counter_readings(samples: Any) -> tuple[Any, Any]:
+    """(times, power) of a polled energy counter's updates (RAPL, NVML, AMD SMI, hwmon): an update is a poll
+    interval in which the cumulative energy (all channels) moved, stamped at that interval's middle (so within
+    half a poll of the true instant); its reading is the energy since the previous update over the time between
+    them. Polled faster than it updates, a counter's per-poll power is spikes and zeros, which no window fits."""
+    e = np.asarray(samples.meta["cumulative_energy_j"], dtype=np.float64)
+    e = e.reshape(e.shape[0], -1).sum(axis=1)
+    n_ch = max(1, len(samples.meta.get("channel_names") or [0]))
+    tm = np.asarray(samples.t_s, dtype=np.float64)[::n_ch]
+    moved = np.flatnonzero(np.diff(e)[:tm.size] != 0)
+    if moved.size < 2:
+        raise MeterError(f"meter '{samples.meter}': its energy counter moved {moved.size} time(s) during the "
+                         "probe: too few updates (record longer, or check that the counter counts)")
+    t_up, e_up = tm[moved], e[moved + 1]
+    return t_up[1:], np.diff(e_up) / np.diff(t_up)
+
+
 def _sensor_series(sensor: Any, device_time: bool) -> tuple[Any, Any]:
-    """(times, readings) of the sensor: a BMC's distinct readings at their ReadingTime, else its samples."""
+    """(times, readings) of the sensor: a BMC's distinct readings at their ReadingTime, a counter's updates
+    (:func:`counter_readings`), else its samples."""
     own = getattr(sensor, "reading_samples", None)
     sen = own(getattr(sensor, "clock_zero_s", 0.0)) if callable(own) else sensor.samples()
+    if sen.meta.get("cumulative_energy_j") is not None:
+        return counter_readings(sen)
     t = np.asarray(sen.meta.get("t_dev_s", sen.t_s) if device_time else sen.t_s, dtype=np.float64)
     return t, np.asarray(sen.power_w, dtype=np.float64)
 
