@@ -134,6 +134,20 @@ def _numeric(tab: pa.Table, name: str, src: Source, pos: np.ndarray, fill: float
     return numpy_of(pc.cast(s, pa.float64()), fill=fill)
 
 
+def _refuse_non_finite(x: np.ndarray, name: str, src: Source, pos: np.ndarray, nan: str = "missing or NaN") -> None:
+    """The first non-finite value of column ``name``, said for what it is: an infinity (an overflow or a
+    division by zero upstream) is not a missing cell. Returns when every value is finite."""
+    bad = ~np.isfinite(x)
+    if not bad.any():
+        return
+    i = _first(bad)
+    where = src.where(int(pos[i] if pos.size == x.size else pos[0]))
+    if np.isnan(x[i]):
+        raise BadValueError(f"{where}: column {name} is {nan}; every row needs a number there")
+    raise BadValueError(f"{where}: column {name} is {'-inf' if x[i] < 0 else 'inf'} (not a finite number); "
+                        f"fix or drop the row")
+
+
 def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, extra: Sequence[str],
               carry: Sequence[str] = ()) -> int:
     """Check one table and hand its rows to ``reducer``. Returns the number of rows dropped (checksum).
@@ -160,13 +174,12 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
     num = {c: _numeric(tab, c, src, pos, fill=0.0, one=True) for c in COUNT_COLUMNS}
     num.update({c: _numeric(tab, c, src, pos, one=True) for c in SETTING_COLUMNS})
     if not check_range(e, 0.0, above=False)[0]:
-        bad = ~np.isfinite(e)
-        if bad.any():
-            raise BadValueError(f"{src.where(int(pos[_first(bad)]))}: energy_j is missing or NaN")
+        _refuse_non_finite(e, "energy_j", src, pos)
         i = _first(e < 0)
         raise BadValueError(f"{src.where(int(pos[i]))}: negative energy_j ({e[i]:g} J)")
     if not check_range(t, 0.0, above=True)[0]:
-        i = _first(~np.isfinite(t) | (t <= 0))
+        _refuse_non_finite(t, "time_s", src, pos)
+        i = _first(t <= 0)
         raise BadValueError(f"{src.where(int(pos[i]))}: time_s must be a positive number, got {show_value(t[i])}")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         power = e / t
@@ -186,7 +199,8 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
         x = num[c]
         ok, lo, hi = check_range(x, 0.0, above=False)
         if not ok:
-            i = _first(~np.isfinite(x) | (x < 0))
+            _refuse_non_finite(x, c, src, pos, nan="NaN (an empty cell means 0)")
+            i = _first(x < 0)
             raise BadValueError(f"{src.where(int(pos[i]))}: {c} must be >= 0, got {x[i]:g}")
         if x.size > 1 and lo == hi:     # the same on every row (-0.0 == 0.0, as the key says)
             num[c] = x[:1]
@@ -374,26 +388,3 @@ def group_rows(results: ResultsSet | Grouped, *, include_emulated: bool = True, 
             if part.any():
                 groups.append(Group(str(name), emu_flag, data.select(part)))
     return groups
-
-
-def require_columns(data: Grouped, columns: Sequence[str], model: str) -> None:
-    """A model's extra inputs (e.g. core_v, mem_v for dvfs) must be filled and positive on every row it uses."""
-    for c in columns:
-        v = data.cfg.num(c) if c in data.cfg else np.full(len(data.cfg), np.nan)
-        bad = ~np.isfinite(v) | (v <= 0)
-        if bad.all() and len(v):
-            raise MissingColumnError(f"the {model} model needs column(s) {', '.join(columns)}, which the data lack")
-        if bad.any():
-            j = _first(bad)
-            raise BadValueError(f"{data.where_config(j)}: the {model} model needs a positive {c}, "
-                                f"got {show_value(v[j])}")
-
-
-def require_points(n_points: int, n_params: int, model: str, what: str = "rows") -> None:
-    if n_points < n_params + 1:
-        raise TooFewPointsError(f"the {model} model has {n_params} parameters but only {n_points} {what}; "
-                                f"need at least {n_params + 1}")
-
-
-def finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None

@@ -143,11 +143,16 @@ def _cv_score(q: dict[str, Any], with_time: bool = True) -> float:
 
 def fit_group(group: Group, opts: FitOptions) -> FitResult:
     """The fit of one group (``opts.model``, or the best by cross-validated error for auto); rows that cannot
-    identify the model are a ResultsError, never a numpy traceback."""
+    identify the model are a ResultsError, never a numpy traceback. The result carries the outlier report
+    (:mod:`archline.fit.regress.outliers`): ``extra["outliers"]`` and one warning per flagged configuration."""
+    from archline.fit.regress.outliers import attach_outlier_report
+
     try:
-        return _fit_group(group, opts)
+        r = _fit_group(group, opts)
     except np.linalg.LinAlgError as e:
         raise ResultsError(_singular(group.platform, opts.model, e)) from None
+    attach_outlier_report(r)
+    return r
 
 
 def _fit_group(group: Group, opts: FitOptions) -> FitResult:

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
-from archline.fit.io.results import PrecisionError, TooFewPointsError, require_points
+from archline.fit.io.results import PrecisionError, TooFewPointsError
 from archline.fit.model.machine import Machine
+from archline.fit.regress.requirements import require_points
 from archline.fit.regress.result import NON_BASIC_COUNTS, UNITS, Coefficient, FitResult, as_grouped, t_interval
 from archline.fit.regress.sufficient import Inference, Pseudo, fit_relative, inference
 

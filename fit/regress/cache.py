@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
-from archline.fit.io.results import TooFewPointsError, require_points
+from archline.fit.io.results import TooFewPointsError
 from archline.fit.regress.basic import (
     TIME_MODEL_NOTE,
     basic_mask,
@@ -27,6 +27,7 @@ from archline.fit.regress.basic import (
     observed_tau,
     predict_linear,
 )
+from archline.fit.regress.requirements import require_points
 from archline.fit.regress.result import (
     COUNT_COEFFICIENT,
     UNITS,

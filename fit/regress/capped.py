@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
-from archline.fit.io.results import TooFewPointsError, require_points
+from archline.fit.io.results import TooFewPointsError
 from archline.fit.model.machine import Machine
 from archline.fit.regress.basic import (
     basic_mask,
@@ -36,6 +36,7 @@ from archline.fit.regress.basic import (
     observed_tau,
     precisions_present,
 )
+from archline.fit.regress.requirements import require_points
 from archline.fit.regress.result import UNITS, Coefficient, FitResult, as_grouped, error_summary, relative_error
 
 if TYPE_CHECKING:  # pragma: no cover
