@@ -110,9 +110,17 @@ def main() -> None:
     ap.add_argument("--parts", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3, help="alternating floor/fit runs; the best of each is compared")
     ap.add_argument("--keep", type=Path)
+    ap.add_argument("--write-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.write_only:        # the child that writes the data set (see below)
+        write_dataset(args.keep, args.parts)
+        return
     root = args.keep or Path(tempfile.mkdtemp(prefix="archline-fit-bounded-"))
-    n = write_dataset(root, args.parts)
+    # Written in a child: Linux carries a process's peak RSS over fork and exec into the child's ru_maxrss, so a
+    # parent grown by pandas while writing would set a floor under every peak wait4 reports.
+    subprocess.run([sys.executable, __file__, "--parts", str(args.parts), "--keep", str(root), "--write-only"],
+                   check=True)
+    n = args.parts * ROWS_PER_PART
     size = sum(p.stat().st_size for p in root.rglob("*.parquet"))
     out = root.parent / (root.name + "-costs.json")
     py = sys.executable

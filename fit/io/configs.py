@@ -288,7 +288,7 @@ class KeyReducer:
         stats = config_stats(g, t, e, n_cfg) if not st.sampled else st.stats()
         for k, v in stats.items():
             cfg[k] = v
-        cfg["first_src"], cfg["first_pos"] = st.first_src[:n_cfg].copy(), st.first_pos[:n_cfg].copy()
+        cfg["first_src"], cfg["first_pos"] = st.first_src[:n_cfg], st.first_pos[:n_cfg]
         return Grouped(cfg, g, t, e, src, pos, self.sources, {}, st.sampled)
 
 

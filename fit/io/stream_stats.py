@@ -8,7 +8,39 @@ from collections.abc import Callable
 
 import numpy as np
 
+from archline.fit.errors import ArchlineFitError
+from archline.fit.io.config_keys import _hash
 from archline.fit.io.configs import _smallest, config_stats
+
+#: Distinct configurations a bounded fit keeps statistics for, unless ``ARCHLINE_FIT_MAX_CONFIGS`` says otherwise
+#: (docs/fit.md). Chosen so that ``archline fit`` stays under 1 GB peak RSS at the limit (measured, see
+#: benchmarks/fit_bounded.py --configs): the reader holds about 0.3 kB per configuration, the model fit
+#: (fit/regress) several kB.
+MAX_CONFIGS = 100_000
+CONFIGS_ENV = "ARCHLINE_FIT_MAX_CONFIGS"
+
+
+class TooManyConfigurationsError(ArchlineFitError):
+    """More distinct configurations than the bounded fit keeps statistics for (exit 2, before any output)."""
+
+    def __init__(self, count: int, limit: int) -> None:
+        self.count, self.limit = count, limit
+        super().__init__(f"the input has more than {limit:,} distinct configurations (kernel, precision, level, "
+                         f"counts and settings), the most a fit keeps in bounded memory; select fewer rows with "
+                         f"--where, or raise the limit with {CONFIGS_ENV}=N (about 7 kB of memory each)")
+
+
+def config_limit() -> int:
+    """:data:`MAX_CONFIGS`, or the positive integer in ``ARCHLINE_FIT_MAX_CONFIGS``."""
+    import os
+
+    raw = os.environ.get(CONFIGS_ENV, "").strip().replace("_", "")
+    if not raw:
+        return MAX_CONFIGS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ArchlineFitError(f"{CONFIGS_ENV}={os.environ[CONFIGS_ENV]!r} is not a positive whole number; "
+                               f"unset it (default {MAX_CONFIGS:,}) or give one, e.g. {CONFIGS_ENV}=500000")
+    return int(raw)
 
 #: Up to this many runs in a batch, each run is reduced on its own slice (cache-sized, no per-row temporaries).
 LOOP_RUNS = 512
@@ -55,16 +87,23 @@ class StreamStats:
 
     _SUMS = ("time_s", "energy_j", "log_time_mean", "time_ss", "energy_ss", "time_energy_sp", "log_time_ss")
 
-    def __init__(self, n_keys: int, max_rows: int | None, seed: int = 0) -> None:
+    def __init__(self, n_keys: int, max_rows: int | None, seed: int = 0, max_configs: int | None = None) -> None:
         self.n_keys = n_keys
         self.max_rows = max_rows if max_rows is not None else 1 << 62
-        self.ids: dict[bytes, int] = {}
-        self.keys: list[np.ndarray] = []
+        self.max_configs = max_configs if max_configs is not None else config_limit()
+        # Per configuration only numpy rows (no Python object each): the keys' bits in one (cap, K) table, and a
+        # sorted index of the keys' hashes (hash -> configuration) searched a batch at a time. A hash shared by
+        # two different keys (never seen) sends the later one to ``_spill``, an exact dict.
+        self.size = 0
         self.cap = 0
+        self.key_bits = np.zeros((0, n_keys), dtype=np.uint64)
+        self._hs = np.zeros(0, dtype=np.uint64)
+        self._hid = np.zeros(0, dtype=np.int64)
+        self._spill: dict[bytes, int] = {}
         self.n = np.zeros(0)
         self.acc: dict[str, np.ndarray] = {k: np.zeros(0) for k in self._SUMS}
         self.fastest = np.zeros((0, 3))
-        self.first_src = np.zeros(0, dtype=np.int64)
+        self.first_src = np.zeros(0, dtype=np.int32)
         self.first_pos = np.zeros(0, dtype=np.int64)
         self.n_seen = 0
         self.sampled = False
@@ -75,12 +114,13 @@ class StreamStats:
     def _grow(self, size: int) -> None:
         if size <= self.cap:
             return
-        new = max(size, 2 * self.cap, 64)
+        new = max(size, self.cap + self.cap // 2, 64)      # 1.5x: the copy made while growing stays small
 
         def ext(a: np.ndarray, fill: float) -> np.ndarray:
             out = np.full((new, *a.shape[1:]), fill, dtype=a.dtype)
             out[: a.shape[0]] = a
             return out
+        self.key_bits = ext(self.key_bits, 0)
         self.n = ext(self.n, 0.0)
         self.acc = {k: ext(v, 0.0) for k, v in self.acc.items()}
         self.fastest = ext(self.fastest, np.inf)
@@ -88,17 +128,56 @@ class StreamStats:
         self.cap = new
 
     def _ids(self, keys: np.ndarray, src: int, pos: np.ndarray, first_rows: np.ndarray) -> np.ndarray:
-        """Running index of each of a batch's distinct keys (new ones registered with their first row)."""
-        gid = np.empty(len(keys), dtype=np.int64)
-        for j, row in enumerate(np.ascontiguousarray(keys)):
-            b = row.tobytes()
-            k = self.ids.get(b)
+        """Running index of each of a batch's distinct keys; new ones are numbered in batch order (the order of
+        first appearance) and registered with their first row. Past ``max_configs`` nothing is registered and
+        :class:`TooManyConfigurationsError` is raised."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1, self.n_keys)
+        u = len(keys)
+        gid = np.full(u, -1, dtype=np.int64)
+        if u == 0:
+            return gid
+        h = _hash([keys[:, j] for j in range(self.n_keys)]) if self.n_keys else np.zeros(u, dtype=np.uint64)
+        at = np.searchsorted(self._hs, h)
+        hit = np.zeros(u, dtype=bool)
+        inside = at < self._hs.size
+        hit[inside] = self._hs[at[inside]] == h[inside]
+        cand = self._hid[at[hit]]
+        same = (self.key_bits[cand] == keys[hit]).all(axis=1)
+        gid[np.flatnonzero(hit)[same]] = cand[same]
+        # keys whose hash is new: the first of each hash goes to the index; another key of the same hash
+        # (batch keys are distinct) and a key colliding with an indexed one go to the exact spill dict
+        fresh = np.flatnonzero(~hit)
+        _, first_of = np.unique(h[fresh], return_index=True)
+        indexed = np.zeros(u, dtype=bool)
+        indexed[fresh[first_of]] = True
+        new = indexed.copy()
+        spill_new: list[int] = []
+        for j in np.flatnonzero((gid < 0) & ~indexed).tolist():     # a hash collision: never seen, kept exact
+            k = self._spill.get(keys[j].tobytes())
             if k is None:
-                k = self.ids[b] = len(self.ids)
-                self.keys.append(row.copy())
-                self._grow(k + 1)
-                self.first_src[k], self.first_pos[k] = src, int(pos[first_rows[j]])
-            gid[j] = k
+                new[j] = True
+                spill_new.append(j)
+            else:
+                gid[j] = k
+        js = np.flatnonzero(new)
+        if js.size:
+            base = self.size
+            if base + js.size > self.max_configs:
+                raise TooManyConfigurationsError(base + js.size, self.max_configs)
+            ids = base + np.arange(js.size, dtype=np.int64)
+            self._grow(base + js.size)
+            gid[js] = ids
+            self.key_bits[ids] = keys[js]
+            self.first_src[ids] = src
+            self.first_pos[ids] = pos[first_rows[js]]
+            self.size = base + js.size
+            ix = np.flatnonzero(indexed)
+            order = np.argsort(h[ix], kind="stable")
+            hs, hid = h[ix][order], gid[ix][order]
+            where = np.searchsorted(self._hs, hs)
+            self._hs, self._hid = np.insert(self._hs, where, hs), np.insert(self._hid, where, hid)
+            for j in spill_new:
+                self._spill[keys[j].tobytes()] = int(gid[j])
         return gid
 
     def add(self, keys: np.ndarray, codes: np.ndarray, t: np.ndarray, e: np.ndarray, src: int, pos: np.ndarray,
@@ -218,7 +297,8 @@ class StreamStats:
         return cand, self.rng.integers(0, k, size=cand.size)
 
     def keys_table(self) -> np.ndarray:
-        return np.vstack(self.keys) if self.keys else np.zeros((0, self.n_keys), dtype=np.uint64)
+        """(configurations, K) key bits (a view)."""
+        return self.key_bits[:self.size]
 
     def rows(self) -> tuple[np.ndarray, ...]:
         if self._res is not None:
@@ -232,9 +312,10 @@ class StreamStats:
         return out
 
     def stats(self) -> dict[str, np.ndarray]:
-        k = len(self.keys)
-        d = {"n": self.n[:k].copy(), **{name: v[:k].copy() for name, v in self.acc.items()}}
-        d["time_min1"], d["time_min2"], d["time_min3"] = (self.fastest[:k, i].copy() for i in range(3))
+        """The statistics columns (views: no second copy per configuration)."""
+        k = self.size
+        d = {"n": self.n[:k], **{name: v[:k] for name, v in self.acc.items()}}
+        d["time_min1"], d["time_min2"], d["time_min3"] = (self.fastest[:k, i] for i in range(3))
         return d
 
 
