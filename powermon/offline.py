@@ -310,6 +310,11 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None) -> li
 _SERIAL_IDS = {(0x0483, 0x5740): "powersensor3", (0x1A86, 0x7523): "pmd"}
 
 
+#: what an emulator's rate is beside the real device's, where a profile may set it lower so the emulator keeps up
+_EMULATED_RATE = {"powersensor3": "; streams 20000 frames/s as a real one does (?rate=N for fewer); a profile's "
+                                  "lower rate_hz (gtx580's ps3: 250) is the emulator's, not the hardware's"}
+
+
 def _other_kinds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A row for every kind the ``[[meters]]`` schema knows that the rows above do not show: its emulator URL, or
     the kind's own listing (``list_meters()`` of its module), or how to configure it."""
@@ -332,7 +337,8 @@ def _other_kinds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 out.append({"kind": kind, "name": "-", "available": False,
                             "detail": f"no {kind} on a USB port (plugged in?)"})
             out.append({"kind": kind, "name": emulators[kind], "available": True,
-                        "detail": f"emulator (labelled emulated): --meter {kind}:{emulators[kind]}"})
+                        "detail": f"emulator (labelled emulated): --meter {kind}:{emulators[kind]}"
+                                  + _EMULATED_RATE.get(kind, "")})
             continue
         try:
             import importlib

@@ -12,6 +12,7 @@ from archline.powermon.powersensor3.protocol import (
     ADC_V,
     LEVELS,
     N_SENSORS,
+    REAL_RATE_HZ,
     RECORD_BYTES,
     SENTINEL,
     Decoder,
@@ -27,6 +28,7 @@ class PowerSensor3(StreamDriver):
     label = "PowerSensor3"
     kind = "powersensor3"
     baudrate = 115200          # meaningless on CDC-ACM; pyserial wants one
+    real_rate_hz = REAL_RATE_HZ
 
     config: tuple[SensorConfig, ...]
 

@@ -98,6 +98,7 @@ class StreamDriver:
     kind = "stream"
     baudrate = 115200
     n_pairs = 4
+    real_rate_hz: float | None = None     #: what the real device streams, where it is fixed (an emulator may not)
     decoder: Any
 
     def __init__(self, port: str, rate_hz: float, *, name: str, speed: float = 1.0, emulated: bool = False,
@@ -129,6 +130,7 @@ class StreamDriver:
         self._marks: list[tuple[float, int]] = []          #: (host time the mark was asked, marked frame index)
         self._last_k = -1
         self.clock_bound_s: float | None = None     #: how well the marker-aligned clock is known (host s)
+        self.rate_note: str | None = None           #: an emulator at another rate than the real device's
         self.config: Any = self.default_config()
         self.config_raw = b""                       #: the configuration bytes the handshake read (for a capture)
         #: the raw capture (:class:`archline.powermon.powermon2.capture.RawCapture`, its one owner), or None
@@ -394,4 +396,5 @@ class StreamDriver:
                 "clock": {"offset_s": cm.offset_s, "seconds_per_device_s": cm.seconds_per_device_s,
                           "drift_ppm": cm.drift_ppm, "markers": len(self.markers())},
                 "stats": self.decoder.stats.as_dict(), "stalls": self.stalls, "resolution": self.resolution(),
-                "error": None if self.error is None else str(self.error)}
+                "error": None if self.error is None else str(self.error),
+                **({"rate_note": self.rate_note} if self.rate_note else {})}

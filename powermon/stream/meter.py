@@ -23,6 +23,7 @@ from archline.powermon.record.samples import Samples
 from archline.powermon.spec import MeterSpec
 from archline.powermon.stream.core import StreamFaults
 from archline.powermon.stream.driver import StreamDriver
+from archline.powermon.stream.rate_note import note_rate
 
 FIRST_FRAMES_TIMEOUT_S = 5.0
 #: an in-process emulator's ceiling (10x a real PowerSensor3's 20 kHz): a rate far above it fills memory instead
@@ -292,6 +293,7 @@ def open_stream(spec: MeterSpec, driver: type[StreamDriver], scheme: str, defaul
         _check_emulated_rate(port, scheme, rate_of(spec, scheme, default_hz), driver)
     drv = driver(port, rate_of(spec, scheme, default_hz), name=name or spec.name,
                  emulated=port.startswith(f"{scheme}://"), capture=capture, **kw)
+    note_rate(drv)
     return StreamMeter(drv, spec, marker_byte=marker_byte)
 
 
@@ -325,6 +327,7 @@ def emulate_stream(spec: MeterSpec, driver: type[StreamDriver], core: Callable[.
     server = PtyServer(dev)
     drv = driver(server.port, rate_hz, name=name or f"{spec.name}-emulated", speed=speed, emulated=True,
                  capture=capture, **kw)
+    note_rate(drv)
     return StreamMeter(drv, spec, server, marker_byte=marker_byte)
 
 

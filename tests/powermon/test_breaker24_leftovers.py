@@ -133,3 +133,44 @@ def test_an_empty_trace_holds_no_samples(run_cli: Any, tmp_path: Path, name: str
     r = run_cli("meter", "integrate", str(p))
     assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "holds no samples" in r.stderr and "must hold numbers" not in r.stderr
+
+
+def test_the_shipped_ps3_rate_is_said_to_be_the_emulators(run_cli: Any, tmp_path: Path) -> None:
+    """(21) gtx580's ps3 streams 250 frames/s so the emulator keeps up; only a TOML comment said a real
+    PowerSensor3 streams 20000. `meter list`, every emulated run (bench run, meter record: an INFO line) and the
+    trace's sidecar now say it."""
+    from archline.bench.config.profile import load_bench_profile
+    from archline.powermon.powersensor3.driver import PowerSensor3
+    from archline.powermon.stream.rate_note import emulated_rate_note
+
+    (ps3,) = [m for m in load_bench_profile("gtx580").meters if m.name == "ps3"]
+    note = emulated_rate_note(PowerSensor3, "ps3", ps3.rate_hz)
+    assert note is not None and "streams 250 frames/s" in note and "a real PowerSensor3 streams 20000" in note
+    assert emulated_rate_note(PowerSensor3, "ps3", 20000.0) is None
+    rows = json.loads(run_cli("meter", "list", "--format", "json").stdout)
+    (emu,) = [r for r in rows if r["name"] == "powersensor3://default"]
+    assert "20000" in emu["detail"] and "gtx580's ps3: 250" in emu["detail"]
+    out = tmp_path / "t.csv"
+    r = run_cli("meter", "record", "--meter", "powersensor3://default?rate=250", "--duration", "0.1",
+                "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert "streams 250 frames/s" in r.stderr and "streams 20000" in r.stderr
+    assert "streams 250 frames/s" in json.loads(Path(f"{out}.json").read_text())["info"]["rate_note"]
+    real_rate = run_cli("meter", "record", "--meter", "powersensor3://default", "--duration", "0.05",
+                        "--out", str(out))
+    assert real_rate.exit_code == 0 and "frames/s" not in real_rate.stderr
+
+
+def test_a_real_powersensor3_told_an_emulators_rate_is_warned(caplog: pytest.LogCaptureFixture) -> None:
+    """A real PowerSensor3 streams 20 kHz whatever the profile says: the profile's 250 is a warning naming the fix."""
+    import logging
+
+    from archline.powermon.powersensor3.driver import PowerSensor3
+    from archline.powermon.stream.rate_note import note_rate
+
+    drv = PowerSensor3("/dev/ttyACM9", 250.0, name="ps3")            # constructed, never opened
+    with caplog.at_level(logging.INFO, logger="archline.powermon"):
+        note_rate(drv)
+    (rec,) = caplog.records
+    assert rec.levelno == logging.WARNING and "set rate_hz = 20000" in rec.getMessage()
+    assert drv.rate_note is None

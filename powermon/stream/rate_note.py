@@ -1,0 +1,38 @@
+"""Say where an emulated stream meter runs at another rate than the real device: a profile's ``rate_hz`` (gtx580's
+``ps3`` streams 250 frames/s so the emulator keeps up; a real PowerSensor3 streams 20000) must not pass for the
+hardware's."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+log = logging.getLogger("archline.powermon")
+
+
+def emulated_rate_note(driver: type[Any], name: str, rate_hz: float) -> str | None:
+    """The line saying an emulated ``driver`` streams ``rate_hz``, not the real device's rate (its
+    ``real_rate_hz``), or None when it streams the real rate (or the real one is not fixed)."""
+    real = getattr(driver, "real_rate_hz", None)
+    if real is None or math.isclose(rate_hz, real):
+        return None
+    return (f"{name}: the emulated {driver.label} streams {rate_hz:g} frames/s (the emulator's rate: the profile's "
+            f"rate_hz, --rate or ?rate=); a real {driver.label} streams {real:g}, so a real run's sample counts "
+            "and bounds differ")
+
+
+def note_rate(drv: Any) -> None:
+    """An emulated driver at another rate: the note logged (INFO, shown by ``bench run`` and ``meter record``) and
+    kept as ``drv.rate_note`` (its info, so the trace's sidecar carries it); a real one told another rate than its
+    own: a warning naming the setting to fix."""
+    note = emulated_rate_note(type(drv), drv.name, drv.rate_hz)
+    if note is None:
+        return
+    if not drv.emulated:       # the device's cadence is its own: frames would be placed on the wrong one
+        log.warning("%s: a real %s streams %g frames/s but this one is told %g (an emulator's rate, as gtx580's ps3 "
+                    "entry has): set rate_hz = %g in its [[meters]] entry", drv.name, drv.label, drv.real_rate_hz,
+                    drv.rate_hz, drv.real_rate_hz)
+        return
+    log.info("%s", note)
+    drv.rate_note = note
