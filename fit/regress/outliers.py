@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 Z_LIMIT = 5.0
 #: and the relative distance from the robust fit it must also exceed
 MIN_RELATIVE = 0.10
-#: coefficients that are a constant power (kept alone they describe no operation)
-CONSTANT_NAMES: tuple[str, ...] = ("pi0", "pi_misc")
+#: outliers named at most (the farthest first); more are counted in a warning
+MAX_REPORTED = 20
 #: key columns shown for a configuration
 _KEYS: tuple[str, ...] = ("platform", "kernel", "precision", "level", "flops_sp", "flops_dp", "bytes_mem",
                           "bytes_l1", "bytes_l2", "bytes_l3", "bytes_shared", "rand_accesses", "int_ops",
@@ -131,6 +131,8 @@ def robust_fit(ps: Pseudo) -> RobustFit | None:
 def _row_to_check(rows: Grouped, j: int, yhat_energy_j: float) -> str:
     """The kept row of configuration ``j`` farthest (in log energy) from the robust fit, else its first row."""
     mine = np.flatnonzero(rows.g == j)
+    if rows.sampled and mine.size < int(rows.cfg["n"][j]):
+        return f"{rows.where_config(j)} (the configuration's first row; only a sample of its rows is kept)"
     if mine.size <= 1 or not rows.sources or not (yhat_energy_j > 0):
         return rows.where_config(j)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -154,23 +156,24 @@ def _key(rows: Grouped, j: int) -> dict[str, Any]:
     return out
 
 
-def find_outliers(result: FitResult) -> tuple[list[Outlier], RobustFit | None]:
-    """The configurations of ``result`` that the rule of the module docstring flags, most extreme first."""
+def find_outliers(result: FitResult) -> tuple[list[Outlier], int, RobustFit | None]:
+    """The configurations of ``result`` that the rule of the module docstring flags, most extreme first (at most
+    :data:`MAX_REPORTED`), how many it flags in all, and the robust fit (None when there are too few)."""
     ps = energy_design(result)
     rows = result.rows
     if ps is None or rows is None:
-        return [], None
+        return [], 0, None
     rf = robust_fit(ps)
     if rf is None:
-        return [], None
+        return [], 0, None
     flag = np.isfinite(rf.z) & (np.abs(rf.z) > Z_LIMIT) & (np.abs(rf.resid) > MIN_RELATIVE)
     out: list[Outlier] = []
     n = rows.cfg.num("n")
-    for j in sorted(np.flatnonzero(flag).tolist(), key=lambda k: -abs(float(rf.z[k]))):
+    for j in sorted(np.flatnonzero(flag).tolist(), key=lambda k: -abs(float(rf.z[k])))[:MAX_REPORTED]:
         yhat_energy_j = float(rows.cfg["energy_j"][j] / rf.ratio[j])
         out.append(Outlier(_row_to_check(rows, j, yhat_energy_j), _key(rows, j), int(n[j]), float(rf.ratio[j]),
                            float(rf.z[j])))
-    return out, rf
+    return out, int(flag.sum()), rf
 
 
 def collapse_warning(result: FitResult, rf: RobustFit | None) -> str | None:
@@ -200,11 +203,12 @@ def collapse_warning(result: FitResult, rf: RobustFit | None) -> str | None:
 
 def attach_outlier_report(result: FitResult) -> None:
     """Add ``extra["outliers"]`` (a list, empty when none) and a warning per outlier and for a collapsed fit."""
-    outliers, rf = find_outliers(result)
+    outliers, n_flagged, rf = find_outliers(result)
     result.extra["outliers"] = [o.as_json() for o in outliers]
-    result.extra["outlier_rule"] = (f"|relative residual| > {MIN_RELATIVE:g} and > {Z_LIMIT:g} robust SD (Huber "
-                                    f"RLM of E/N on the model's design, MAD scale, configurations weighted 1/(E/N))")
     result.warnings.extend(o.message() for o in outliers)
+    if n_flagged > len(outliers):
+        result.warnings.append(f"{n_flagged - len(outliers)} more outlier configuration(s) not listed (the "
+                               f"{len(outliers)} farthest are): the model may not describe these rows")
     msg = collapse_warning(result, rf)
     if msg:
         result.warnings.append(msg)

@@ -74,7 +74,8 @@ def test_a_clean_set_with_1pct_noise_reports_no_outlier(seed: int) -> None:
     r = fit_frame(frame, FitOptions(model="cache", validate=False))
     assert r.extra["outliers"] == []
     assert not [w for w in r.warnings if w.startswith(("outlier", "the fit kept"))], r.warnings
-    _, rf = find_outliers(r)
+    _, n_flagged, rf = find_outliers(r)
+    assert n_flagged == 0
     assert rf is not None and 0.002 < rf.scale < 0.03          # the robust scale sees the 1% noise (E/N, rel.)
     assert float(np.nanmax(np.abs(rf.z))) < Z_LIMIT
 
