@@ -53,7 +53,12 @@ PARTITIONS: tuple[str, ...] = ("platform", "host", "run_id")
 #: what makes two rows the same point
 POINT_KEY: tuple[str, ...] = ("host", "config_hash", "point_id")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-PARQUET_BATCH_ROWS = 1 << 20
+#: Rows per record batch the fit reads (within a row group: a file written as one 20 M-row row group is read
+#: 256 Ki rows at a time, never whole). 1 Mi rows held about 0.5 GB of Arrow buffers at once; 256 Ki about 0.1 GB.
+PARQUET_BATCH_ROWS = 1 << 18
+#: Bytes of a column chunk read at a time (pyarrow's buffered stream): without it pyarrow reads each column's
+#: whole chunk of a row group into memory before decoding a batch, so peak memory grew with row-group size.
+PARQUET_BUFFER_BYTES = 1 << 20
 #: the longest partition directory name written (bytes; file systems allow 255)
 MAX_COMPONENT = 200
 
@@ -68,14 +73,44 @@ def arrow_schema(columns: Sequence[str]) -> pa.Schema:
     return pa.schema([(c, schema.arrow_type(c)) for c in columns])
 
 
+def _partition_part(name: str) -> tuple[str, str] | None:
+    """(key, value) of a hive directory name ``key=value`` (percent-decoded), or None."""
+    if "=" not in name:
+        return None
+    k, v = name.split("=", 1)
+    return (unquote(k), unquote(v)) if k else None
+
+
+def dataset_root(path: Path) -> Path:
+    """The data set directory that ``path`` (a directory, or a file) lies in: the first directory above the run of
+    ``key=value`` directories that ends at ``path`` (a file: at its parent). The writer leaves no marker file, and
+    a data set's root is never itself a partition, so ``DATASET/platform=gtx580/host=n1`` and its part files lie
+    in ``DATASET``; a path with no ``key=value`` directory above it is its own root (a directory) or in its
+    parent (a file)."""
+    d = path if path.is_dir() else path.parent
+    while _partition_part(d.name) is not None and d.parent != d:
+        d = d.parent
+    return d
+
+
 def partition_values(path: Path, root: Path) -> dict[str, str]:
-    """The ``key=value`` directory components between ``root`` and the file, decoded."""
+    """The ``key=value`` directory components above the file ``path``, decoded: those between ``root`` and the
+    file, and, when ``root`` is itself inside a data set (a partition directory given to the fit), those between
+    the data set's own root (:func:`dataset_root`) and ``root``, so that a partition directory or one part file
+    read alone keeps its partition columns. A nearer component wins over one further up with the same key."""
     out: dict[str, str] = {}
-    for part in path.relative_to(root).parts[:-1]:
-        if "=" in part:
-            k, v = part.split("=", 1)
-            out[unquote(k)] = unquote(v)
+    path, root = path.absolute(), root.absolute()      # the current directory may itself be a partition
+    top = dataset_root(root) if root.is_dir() else root
+    for part in path.relative_to(top).parts[:-1]:
+        kv = _partition_part(part)
+        if kv is not None:
+            out[kv[0]] = kv[1]
     return out
+
+
+def file_partition(path: Path) -> dict[str, str]:
+    """:func:`partition_values` of one Parquet file given on its own (its ``key=value`` parent directories)."""
+    return partition_values(path, path.parent)
 
 
 def dataset_files(root: Path) -> list[Path]:
@@ -136,7 +171,8 @@ def parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partitio
 
     names = parquet_columns(path)
     try:
-        pf = pq.ParquetFile(path, read_dictionary=[c for c in text if c in names])
+        pf = pq.ParquetFile(path, read_dictionary=[c for c in text if c in names], buffer_size=PARQUET_BUFFER_BYTES,
+                            pre_buffer=False)
     except (pa.ArrowInvalid, OSError) as e:
         raise SourceError("schema", f"{show(path)}: not a Parquet file ({str(e).splitlines()[0]})") from None
     cols = [c for c in (*text, *num) if c in names]
@@ -160,8 +196,9 @@ def _read_files(root: Path, files: Sequence[Path]) -> pa.Table:
     _check_files_unique(files)
     part = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
     try:
+        # from the data set's own root: a partition directory given alone keeps the partitions above it
         table = ds.dataset([str(f) for f in files], format="parquet", partitioning=part,
-                           partition_base_dir=str(root)).to_table()
+                           partition_base_dir=str(dataset_root(root))).to_table()
     except (OSError, pa.ArrowInvalid) as e:
         raise DatasetError(f"cannot read data set {show(root)}: {str(e).splitlines()[0]}") from None
     order = [c for c in schema.ALL_COLUMNS if c in table.column_names]
@@ -180,9 +217,13 @@ def read_dataset_table(path: Path) -> pa.Table:
     if not path.is_dir():
         _check_files_unique([path])
         try:
-            return pq.read_table(path)
+            table = pq.read_table(path)
         except (OSError, pa.ArrowInvalid) as e:
             raise DatasetError(f"cannot read data set {show(path)}: {str(e).splitlines()[0]}") from None
+        for k, v in file_partition(path).items():     # a part file read alone: its partitions from its path
+            if k not in table.column_names:
+                table = table.append_column(k, pa.array([v] * table.num_rows, pa.string()))
+        return table
     files = dataset_files(path)
     if not files:
         raise DatasetError(f"{show(path)}: not an archline data set (no Parquet files under it); "

@@ -74,7 +74,7 @@ def iter_sources(paths: Sequence[Path]) -> Iterator[tuple[Path, str, dict[str, s
             if not p.exists():
                 raise SourceError("read", f"results file {show(p)} does not exist")
             note_input(p)
-            yield p, "parquet", {}
+            yield p, "parquet", partition_values(p, p.parent)     # a data set's part file keeps its partitions
         else:
             yield p, "csv", {}
 
