@@ -123,8 +123,8 @@ def _real_setup(meter: str, kw: dict[str, Any]) -> tuple[Any, Any, Any, None]:
     if emulated:
         raise click.UsageError(f"{', '.join(emulated)} describe an emulated set-up: add --emulate, or drop them")
     if kw["platform"] is None:
-        raise click.UsageError("give --platform (the profile whose [[meters]] has METER and its reference meter), "
-                               "or --emulate")
+        raise click.UsageError(f"meter {meter}: give --platform (the profile whose [[meters]] has it and its "
+                               "reference meter) to probe real hardware, or use --emulate")
     from archline.bench.config.options import parse_cpu_list
     from archline.bench.step_load import open_probe
 

@@ -69,8 +69,13 @@ def reading_times(t_s: F64, value_w: F64) -> F64:
     return t[np.concatenate([[True], np.diff(v) != 0])]
 
 
+#: the share of update instants that may sit off the lattice (seen late) before a probe says there is none
+MAX_OFF_LATTICE = 0.1
+
+
 def update_period(times_s: F64) -> tuple[float, float]:
-    """(period, standard error) of update instants that lie on a lattice (some updates may be missing)."""
+    """(period, standard error) of update instants that lie on a lattice (some updates may be missing, and up to
+    :data:`MAX_OFF_LATTICE` of them seen more than a quarter period late or early: left out of the fit)."""
     t = np.unique(np.asarray(times_s, dtype=np.float64))
     if t.size < 3:
         raise MeterError(f"only {t.size} sensor update(s) seen: record longer or with more steps")
@@ -82,12 +87,19 @@ def update_period(times_s: F64) -> tuple[float, float]:
         k = np.rint(gaps[use] / period)
         period = float(np.sum(gaps[use] * k) / np.sum(k * k))
     k_all = np.concatenate([[0.0], np.cumsum(np.rint(gaps / period))])
-    if np.any(np.abs(gaps / period - np.rint(gaps / period)) > 0.25):
-        raise MeterError("the sensor's updates are on no regular lattice (gaps of "
-                         f"{np.min(gaps):.4g}-{np.max(gaps):.4g} s): not a periodic sensor, or polled too slowly")
     a = np.column_stack([k_all, np.ones_like(k_all)])
     coef, *_ = np.linalg.lstsq(a, t, rcond=None)
     resid = t - a @ coef
+    # an update seen late (a poll delayed on a busy host) sits off the lattice while its neighbours stay on it:
+    # up to MAX_OFF_LATTICE of them are left out of the fit; more, and there is no lattice
+    off = np.abs(resid) > 0.25 * coef[0]
+    if off.sum() > MAX_OFF_LATTICE * t.size or t.size - off.sum() < 3:
+        raise MeterError("the sensor's updates are on no regular lattice (gaps of "
+                         f"{np.min(gaps):.4g}-{np.max(gaps):.4g} s): not a periodic sensor, or polled too slowly")
+    if off.any():
+        t, k_all, a = t[~off], k_all[~off], a[~off]
+        coef, *_ = np.linalg.lstsq(a, t, rcond=None)
+        resid = t - a @ coef
     s2 = float(resid @ resid) / max(t.size - 2, 1)
     err = math.sqrt(s2 / max(float(np.sum((k_all - k_all.mean()) ** 2)), 1e-300))
     return float(coef[0]), err

@@ -220,3 +220,29 @@ def test_a_gpu_back_end_that_cannot_run_here_is_one_line_exit_4(backend: str) ->
     assert e.value.exit_code == EXIT_DEVICE
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("step load on the GPU") and backend in msg
+
+
+@pytest.mark.slow
+def test_an_opencl_step_load_switches_where_opencl_runs() -> None:
+    """The GPU path through the same back-end interface (here OpenCL on whatever device it has: pocl on a CPU
+    in CI; compile and warm-up take ~15 s there)."""
+    from archline.bench.registry import get_backend
+
+    try:
+        ok, why = get_backend("opencl").availability()
+    except BenchError as e:
+        ok, why = False, str(e)
+    if not ok:
+        pytest.skip(f"opencl: {why}")
+    with gpu_step_load("opencl") as load:
+        assert load.what["backend"] == "opencl" and load.what["kernel"] == "intensity"
+        load.high()
+        deadline = time.monotonic() + 30
+        while load.calls < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        load.low()
+        assert load.calls >= 1 and not load.running
+        n = load.calls
+        time.sleep(0.3)
+        assert load.calls == n
+    assert not _step_threads()
