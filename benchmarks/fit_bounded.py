@@ -9,11 +9,11 @@ Then, in fresh processes (wait4 for peak RSS), alternating floor and fit --repea
 reported, since other jobs share the machine):
 
 1. the floor: pyarrow reads every part file with exactly the columns and calls the fit's reader uses
-   (pyarrow.parquet.ParquetFile per file with read_dictionary= the text columns, iter_batches with the same
-   batch size and use_threads=True; columns: the configuration keys platform/kernel/precision/level, the flags
-   schema/backend/emulated/checksum_ok, the nine counts, the five settings, time_s and energy_j, those the file
-   has) and sums time_s and energy_j (a scan, nothing kept). It is the cost of getting the fit's bytes into
-   Arrow, nothing more; the fit does all of this plus its own work;
+   (pyarrow.parquet.ParquetFile per file with read_dictionary= the text columns and the same buffered stream,
+   iter_batches with the same batch size and use_threads=True; columns: the configuration keys
+   platform/kernel/precision/level, the flags schema/backend/emulated/checksum_ok, the nine counts, the five
+   settings, time_s and energy_j, those the file has) and sums time_s and energy_j (a scan, nothing kept). It
+   is the cost of getting the fit's bytes into Arrow, nothing more; the fit does all of this plus its own work;
 2. `archline fit DIR --model basic --format json --out FILE`, the whole command (start-up, imports, the fit
    and the JSON written): the same ParquetFile/iter_batches read as the floor, in a read-ahead thread (the
    next batch is decoded while this one is reduced; two batches alive at most), plus, on the main thread: the
@@ -24,7 +24,11 @@ reported, since other jobs share the machine):
 3. the same fit of the first part alone (--where run_id=night000) with and without the bound: coefficients
    equal to 1e-9 relative.
 
+With ``--configs N`` instead: one Parquet file of N rows, every row its own configuration (its own working set),
+fitted with ARCHLINE_FIT_MAX_CONFIGS=N, beside the same for N/10: peak RSS and the bytes each configuration adds.
+
     python benchmarks/fit_bounded.py [--parts 100] [--repeat 3] [--keep DIR]
+    python benchmarks/fit_bounded.py --configs 100000
 """
 
 from __future__ import annotations
@@ -43,13 +47,14 @@ ROWS_PER_PART = 1_000_000
 FLOOR = """
 import sys, numpy as np, pyarrow.parquet as pq, pyarrow.compute as pc
 from pathlib import Path
-from archline.fit.io.dataset import PARQUET_BATCH_ROWS
+from archline.fit.io.dataset import PARQUET_BATCH_ROWS, PARQUET_BUFFER_BYTES
 from archline.fit.io.results import COUNT_COLUMNS, FLAG_COLUMNS, SETTING_COLUMNS, TEXT_KEYS
 text, num = (*TEXT_KEYS, *FLAG_COLUMNS), (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
 n, s = 0, 0.0
 for f in sorted(Path(sys.argv[1]).glob("platform=*/host=*/run_id=*/part-*.parquet")):
     names = set(pq.ParquetFile(f).schema_arrow.names)
-    pf = pq.ParquetFile(f, read_dictionary=[c for c in text if c in names])
+    pf = pq.ParquetFile(f, read_dictionary=[c for c in text if c in names], buffer_size=PARQUET_BUFFER_BYTES,
+                        pre_buffer=False)
     cols = [c for c in (*text, *num) if c in names]
     for b in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols, use_threads=True):
         n += b.num_rows
@@ -93,9 +98,40 @@ def write_dataset(root: Path, parts: int) -> int:
     return parts * ROWS_PER_PART
 
 
-def _run(cmd: list[str]) -> tuple[float, float, str]:
+CONFIGS = """
+import sys, numpy as np
+from archline.fit.regress.synthetic import GTX580, synthetic_results
+n, out = int(sys.argv[1]), sys.argv[2]
+base = synthetic_results(GTX580, seed=1, n_repeats=1, n_l1=0, n_l2=0, n_rand=0)
+base = base[base.kernel == "intensity"].reset_index(drop=True)
+f = base.iloc[np.arange(n) % len(base)].reset_index(drop=True)
+scale = 1.0 + np.arange(n) * 1e-7              # every row its own working set, time and energy with it
+for c in ("flops_sp", "flops_dp", "bytes_mem", "time_s", "energy_j"):
+    f[c] = f[c] * scale
+f.to_parquet(out, index=False)
+"""
+
+
+def configs_main(n: int, root: Path) -> None:
+    """Peak RSS of `archline fit` on n and n/10 distinct configurations (one row each)."""
+    py = sys.executable
+    root.mkdir(parents=True, exist_ok=True)
+    rss: dict[int, float] = {}
+    for m in (max(n // 10, 1), n):
+        src, out = root / f"configs-{m}.parquet", root / f"configs-{m}.json"
+        subprocess.run([py, "-c", CONFIGS, str(m), str(src)], check=True)
+        wall, rss[m], _ = _run([py, "-c", "import sys; from archline.cli.main import main; sys.exit(main())", "fit",
+                                str(src), "--model", "basic", "--format", "json", "--out", str(out)],
+                               env={**os.environ, "ARCHLINE_FIT_MAX_CONFIGS": str(m)})
+        print(f"{m:>10,} configurations: wall {wall:6.1f} s, peak RSS {rss[m]:7.0f} MB")
+    lo = max(n // 10, 1)
+    print(f"peak RSS grows by {(rss[n] - rss[lo]) * 2**20 / (n - lo):,.0f} bytes per configuration "
+          f"(reader and model fit together)")
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     out = p.stdout.read() if p.stdout else ""
     err = p.stderr.read() if p.stderr else ""
     _, status, usage = os.wait4(p.pid, 0)
@@ -110,8 +146,18 @@ def main() -> None:
     ap.add_argument("--parts", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3, help="alternating floor/fit runs; the best of each is compared")
     ap.add_argument("--keep", type=Path)
+    ap.add_argument("--configs", type=int, help="instead: peak RSS of N distinct configurations (one row each)")
     ap.add_argument("--write-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.configs:
+        tmp = Path(tempfile.mkdtemp(prefix="archline-fit-configs-"))
+        try:
+            configs_main(args.configs, args.keep or tmp)
+        finally:
+            import shutil
+
+            shutil.rmtree(tmp)
+        return
     if args.write_only:        # the child that writes the data set (see below)
         write_dataset(args.keep, args.parts)
         return
