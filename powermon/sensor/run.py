@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.recorder import Recorder
 from archline.powermon.sensor.calibration import Calibration
 from archline.powermon.sensor.probe import ProbeResult, StepLoad, analyse, drive_steps, series, step_plan
@@ -86,7 +86,7 @@ def counter_readings(samples: Any) -> tuple[Any, Any]:
     tm = np.asarray(samples.t_s, dtype=np.float64)[::n_ch]
     moved = np.flatnonzero(np.diff(e)[:tm.size] != 0)
     if moved.size < 2:
-        raise MeterError(f"meter '{samples.meter}': its energy counter moved {moved.size} time(s) during the "
+        raise DeviceError(f"meter '{samples.meter}': its energy counter moved {moved.size} time(s) during the "
                          "probe: too few updates (record longer, or check that the counter counts)")
     t_up, e_up = tm[moved], e[moved + 1]
     return t_up[1:], np.diff(e_up) / np.diff(t_up)
