@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 Z_LIMIT = 5.0
 #: and the relative distance from the robust fit it must also exceed
 MIN_RELATIVE = 0.10
+#: configurations the robust coefficients are estimated from at most (a seeded sample beyond)
+MAX_ROBUST_CONFIGS = 10_000
 #: outliers named at most (the farthest first); more are counted in a warning
 MAX_REPORTED = 20
 #: key columns shown for a configuration
@@ -90,9 +92,22 @@ def energy_design(result: FitResult) -> Pseudo | None:
 
 
 def _huber(y: np.ndarray, x: np.ndarray) -> Any:
+    import warnings
+
     import statsmodels.api as sm
 
-    return sm.RLM(y, x, M=sm.robust.norms.HuberT()).fit(scale_est="mad")
+    # an exact fit (noise-free emulated data) has a MAD of 0: statsmodels then divides by it; the caller's floor
+    # (MIN_RELATIVE) decides, and its warnings would only be noise on the user's terminal
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return sm.RLM(y, x, M=sm.robust.norms.HuberT()).fit(scale_est="mad")
+
+
+def _mad(resid: np.ndarray) -> float:
+    """The normalised median absolute deviation about 0, as RLM's ``scale_est="mad"``."""
+    from statsmodels.robust.scale import mad
+
+    return float(mad(resid, center=0.0))
 
 
 def robust_fit(ps: Pseudo) -> RobustFit | None:
@@ -111,18 +126,22 @@ def robust_fit(ps: Pseudo) -> RobustFit | None:
     # too low (whose x/y would be huge) has leverage; both are then plain vertical outliers
     row = np.linalg.norm(xs, axis=1)
     row[row == 0] = 1.0
-    start = _huber(ys / row, xs / row[:, None])
+    # the coefficients from at most MAX_ROBUST_CONFIGS configurations (a seeded uniform sample): plenty for a
+    # handful of coefficients, and the residuals and their scale are still those of every configuration
+    fit_on = (np.sort(np.random.default_rng(0).choice(g, MAX_ROBUST_CONFIGS, replace=False))
+              if g > MAX_ROBUST_CONFIGS else slice(None))
+    start = _huber((ys / row)[fit_on], (xs / row[:, None])[fit_on])
     ref = xs @ np.asarray(start.params)
     ref = np.where(ref > 0, ref, ys)
     # then the residuals relative to that robust prediction: (y - yhat)/yhat
-    res = _huber(ys / ref, xs / ref[:, None])
+    res = _huber((ys / ref)[fit_on], (xs / ref[:, None])[fit_on])
     yhat = xs @ np.asarray(res.params)
     resid = np.full(y.size, math.nan)
     ratio = np.full(y.size, math.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         resid[ok] = (ys - yhat) / ref
         ratio[ok] = np.where(yhat > 0, ys / yhat, math.nan)
-    scale = float(res.scale)
+    scale = _mad(resid[ok])
     with np.errstate(divide="ignore", invalid="ignore"):
         z = resid / scale if scale > 0 else np.where(resid == 0, 0.0, np.copysign(np.inf, resid))
     return RobustFit(resid, z, ratio, scale)
@@ -203,7 +222,12 @@ def collapse_warning(result: FitResult, rf: RobustFit | None) -> str | None:
 
 def attach_outlier_report(result: FitResult) -> None:
     """Add ``extra["outliers"]`` (a list, empty when none) and a warning per outlier and for a collapsed fit."""
-    outliers, n_flagged, rf = find_outliers(result)
+    try:
+        outliers, n_flagged, rf = find_outliers(result)
+    except (np.linalg.LinAlgError, ValueError, ZeroDivisionError):    # a report must never cost the fit
+        result.extra["outliers"] = []
+        result.warnings.append("outlier report skipped: the robust fit of the configurations failed")
+        return
     result.extra["outliers"] = [o.as_json() for o in outliers]
     result.warnings.extend(o.message() for o in outliers)
     if n_flagged > len(outliers):

@@ -103,3 +103,16 @@ def test_a_row_1000x_too_low_is_named_too(tmp_path: Path) -> None:
     (r,) = fit_files([src], FitOptions(model="basic", validate=False))
     assert [o["where"] for o in r.extra["outliers"]] == [f"{src}:{BAD_ROW + 2}"]
     assert r.extra["outliers"][0]["energy_ratio"] == pytest.approx(1e-3, rel=0.1)
+
+
+def test_robust_coefficients_from_a_sample_of_configurations_still_flag_the_row(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Past MAX_ROBUST_CONFIGS the robust coefficients come from a seeded sample (here 40 of 101); every
+    configuration's residual is still tested, so the bad row is found whether or not it is in the sample."""
+    import archline.fit.regress.outliers as outliers_mod
+
+    monkeypatch.setattr(outliers_mod, "MAX_ROBUST_CONFIGS", 40)
+    src = write_results_csv(_bad(synthetic_results(GTX580, seed=4)), tmp_path / "r.csv")
+    (r,) = fit_files([src], FitOptions(model="cache", validate=False))
+    assert [o["where"] for o in r.extra["outliers"]] == [f"{src}:{BAD_ROW + 2}"]
+    clean = fit_frame(synthetic_results(GTX580, seed=4), FitOptions(model="cache", validate=False))
+    assert clean.extra["outliers"] == []
