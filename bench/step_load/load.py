@@ -225,6 +225,8 @@ def step_load_for(spec: Any, *, backend: str | None = None, profile_backend: str
         if dev == "gpu":
             raise BenchError(f"meter '{spec.name}' ({spec.kind}) measures a GPU; a CPU step load would not move it "
                              f"(give --backend {'|'.join(GPU_BACKENDS)})")
+        if device is not None:
+            raise BenchError("--device picks a GPU back end's device; the CPU step load takes --threads or --cpus")
         return cpu_step_load(threads=threads, cpus=cpus, isa=isa)
     if name in GPU_BACKENDS:
         if threads is not None or cpus is not None:

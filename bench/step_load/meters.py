@@ -90,6 +90,9 @@ def open_probe(platform: str, meter: str, *, reference: str | None = None, backe
     prof = load_bench_profile(platform)
     sensor_spec = prof.meter(meter)
     ref_spec = pick_reference(prof.meters, meter, reference, prof.name)
+    if poll_s is not None and sensor_spec.kind not in COUNTER_KINDS:
+        raise BenchError(f"--poll sets how often a counter sensor ({', '.join(COUNTER_KINDS)}) is read; meter "
+                         f"'{meter}' is a {sensor_spec.kind} meter")
     ref = _open(ref_spec, prof.name)
     kw = {"poll_s": PROBE_POLL_S if poll_s is None else poll_s} if sensor_spec.kind in COUNTER_KINDS else {}
     sensor = _open(sensor_spec, prof.name, **kw)

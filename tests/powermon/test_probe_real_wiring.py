@@ -239,6 +239,9 @@ def test_refusals_are_one_line(node: _Node, capsys: Any, tmp_path: Path) -> None
         (["meter", "probe", "rapl", "--emulate", "--platform", str(node.profile), "--out", str(tmp_path / "s.json")],
          2, "--platform pick real meters"),
         (["meter", "probe", "rapl", "--threads", "1", "--cpus", "0", *base], 2, "--threads with --cpus"),
+        (["meter", "probe", "rapl", "--device", "0", *base], 2, "the CPU step load takes --threads or --cpus"),
+        (["meter", "probe", "powermon", "--reference", "rapl", "--poll", "0.01", *base], 2,
+         "meter 'powermon' is a powermon2 meter"),
     ]
     only_rapl = _profile(tmp_path / "only-rapl.toml", node.url, meters="rapl")
     cases.append((["meter", "probe", "rapl", "--platform", str(only_rapl), "--out", str(tmp_path / "s.json")], 2,
