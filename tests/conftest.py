@@ -53,3 +53,13 @@ def _reset_archline_inputs() -> Iterator[None]:
     reset()
     yield
     reset()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the default run's longest tests slow (tests/support/slow_tests.py) before ``-m`` deselects."""
+    from support.slow_tests import SLOW_NODE_IDS
+
+    for item in items:
+        if item.nodeid in SLOW_NODE_IDS:
+            item.add_marker(pytest.mark.slow)
