@@ -75,6 +75,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     from archline.fit.io.costs_files import costs_jobs, points_job, write_all
     from archline.fit.plots.layout import check_figure_format
     from archline.fit.regress.api import FitOptions, fit_files
+    from archline.fit.regress.outliers import outlier_warnings
 
     if out is not None:
         _check_suffix(out, fmt)
@@ -96,11 +97,10 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
         click.echo(render(results, fmt), nl=False)
     for p in written:
         click.echo(f"wrote {show(p)}", err=True)
-    if fmt != "table":
-        for r in results:
-            for w in r.warnings:
-                name = r.platform.encode("unicode_escape").decode() if not r.platform.isprintable() else r.platform
-                click.echo(f"archline: warning: {name}: {w}", err=True)
+    for r in results:      # json/csv: every warning on stderr; a table carries them, and its outliers go there too
+        name = r.platform.encode("unicode_escape").decode() if not r.platform.isprintable() else r.platform
+        for w in (r.warnings if fmt != "table" else outlier_warnings(r)):
+            click.echo(f"archline: warning: {name}: {w}", err=True)
     sys.stdout.flush()
 
 

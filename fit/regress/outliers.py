@@ -209,8 +209,9 @@ def collapse_warning(result: FitResult, rf: RobustFit | None) -> str | None:
     y = ps.ybar[np.isfinite(ps.ybar) & (ps.ybar > 0)]
     if y.size < 3 or float(y.max() / y.min()) < 1.01:
         return None            # the data are constant: one coefficient is the right answer
-    left = f"{kept[0]} alone" if kept else "no coefficient"
-    what = (f"the fit kept {left} (every other coefficient is zero or omitted) although the energy per "
+    left = (f"{kept[0]} alone (every other coefficient is zero or omitted)" if kept
+            else "no coefficient (each is zero or omitted)")
+    what = (f"the fit kept {left} although the energy per "
             f"operation varies {float(y.max() / y.min()):.3g}-fold over {y.size} configurations")
     if rf is None or not np.isfinite(rf.z).any():
         return what
@@ -229,10 +230,17 @@ def attach_outlier_report(result: FitResult) -> None:
         result.warnings.append("outlier report skipped: the robust fit of the configurations failed")
         return
     result.extra["outliers"] = [o.as_json() for o in outliers]
-    result.warnings.extend(o.message() for o in outliers)
+    said = [o.message() for o in outliers]
     if n_flagged > len(outliers):
-        result.warnings.append(f"{n_flagged - len(outliers)} more outlier configuration(s) not listed (the "
-                               f"{len(outliers)} farthest are): the model may not describe these rows")
+        said.append(f"{n_flagged - len(outliers)} more outlier configuration(s) not listed (the {len(outliers)} "
+                    f"farthest are): the model may not describe these rows")
     msg = collapse_warning(result, rf)
     if msg:
-        result.warnings.append(msg)
+        said.append(msg)
+    result.warnings.extend(said)
+    result.extra["outlier_warnings"] = said
+
+
+def outlier_warnings(result: FitResult) -> list[str]:
+    """The warnings the outlier report added (the CLI also puts them on stderr beside a table on stdout)."""
+    return list(result.extra.get("outlier_warnings", []))

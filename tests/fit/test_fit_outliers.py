@@ -116,3 +116,14 @@ def test_robust_coefficients_from_a_sample_of_configurations_still_flag_the_row(
     assert [o["where"] for o in r.extra["outliers"]] == [f"{src}:{BAD_ROW + 2}"]
     clean = fit_frame(synthetic_results(GTX580, seed=4), FitOptions(model="cache", validate=False))
     assert clean.extra["outliers"] == []
+
+
+def test_a_table_on_stdout_has_the_outlier_on_stderr_too(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = write_results_csv(_bad(synthetic_results(GTX580, seed=4)), tmp_path / "r.csv")
+    r = run_cli("fit", str(src), "--model", "basic")
+    assert r.exit_code == 0, r.stderr
+    assert f"archline: warning: gtx580: outlier: {src}:{BAD_ROW + 2}" in r.stderr
+    assert f"outlier: {src}:{BAD_ROW + 2}" in r.stdout                  # the table carries it as before
+    clean = run_cli("fit", str(write_results_csv(synthetic_results(GTX580, seed=4), tmp_path / "c.csv")),
+                    "--model", "basic")
+    assert clean.exit_code == 0 and "outlier" not in clean.stderr + clean.stdout
