@@ -127,3 +127,10 @@ def test_a_table_on_stdout_has_the_outlier_on_stderr_too(run_cli, tmp_path: Path
     clean = run_cli("fit", str(write_results_csv(synthetic_results(GTX580, seed=4), tmp_path / "c.csv")),
                     "--model", "basic")
     assert clean.exit_code == 0 and "outlier" not in clean.stderr + clean.stdout
+
+
+def test_a_parquet_row_is_named_by_its_row_number(tmp_path: Path) -> None:
+    src = tmp_path / "r.parquet"
+    _bad(synthetic_results(GTX580, seed=4)).to_parquet(src)
+    (r,) = fit_files([src], FitOptions(model="basic", validate=False))
+    assert [o["where"] for o in r.extra["outliers"]] == [f"{src}, row {BAD_ROW + 1}"]
