@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import numpy as np
 
@@ -42,6 +42,8 @@ from archline.common.errors import OutputError
 from archline.common.outputs import inside, make_dirs, note_input, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
+from archline.fit.io.partitions import dataset_root, file_partition
+from archline.fit.io.partitions import partition_values as partition_values  # re-exported: sources reads it here
 from archline.fit.io.results_file import ResultsFile, SourceError, check_unique_columns
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,46 +73,6 @@ def arrow_schema(columns: Sequence[str]) -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema([(c, schema.arrow_type(c)) for c in columns])
-
-
-def _partition_part(name: str) -> tuple[str, str] | None:
-    """(key, value) of a hive directory name ``key=value`` (percent-decoded), or None."""
-    if "=" not in name:
-        return None
-    k, v = name.split("=", 1)
-    return (unquote(k), unquote(v)) if k else None
-
-
-def dataset_root(path: Path) -> Path:
-    """The data set directory that ``path`` (a directory, or a file) lies in: the first directory above the run of
-    ``key=value`` directories that ends at ``path`` (a file: at its parent). The writer leaves no marker file, and
-    a data set's root is never itself a partition, so ``DATASET/platform=gtx580/host=n1`` and its part files lie
-    in ``DATASET``; a path with no ``key=value`` directory above it is its own root (a directory) or in its
-    parent (a file)."""
-    d = path if path.is_dir() else path.parent
-    while _partition_part(d.name) is not None and d.parent != d:
-        d = d.parent
-    return d
-
-
-def partition_values(path: Path, root: Path) -> dict[str, str]:
-    """The ``key=value`` directory components above the file ``path``, decoded: those between ``root`` and the
-    file, and, when ``root`` is itself inside a data set (a partition directory given to the fit), those between
-    the data set's own root (:func:`dataset_root`) and ``root``, so that a partition directory or one part file
-    read alone keeps its partition columns. A nearer component wins over one further up with the same key."""
-    out: dict[str, str] = {}
-    path, root = path.absolute(), root.absolute()      # the current directory may itself be a partition
-    top = dataset_root(root) if root.is_dir() else root
-    for part in path.relative_to(top).parts[:-1]:
-        kv = _partition_part(part)
-        if kv is not None:
-            out[kv[0]] = kv[1]
-    return out
-
-
-def file_partition(path: Path) -> dict[str, str]:
-    """:func:`partition_values` of one Parquet file given on its own (its ``key=value`` parent directories)."""
-    return partition_values(path, path.parent)
 
 
 def dataset_files(root: Path) -> list[Path]:
