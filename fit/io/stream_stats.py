@@ -13,10 +13,10 @@ from archline.fit.io.config_keys import _hash
 from archline.fit.io.configs import _smallest, config_stats
 
 #: Distinct configurations a bounded fit keeps statistics for, unless ``ARCHLINE_FIT_MAX_CONFIGS`` says otherwise
-#: (docs/fit.md). Chosen so that ``archline fit`` stays under 1 GB peak RSS at the limit (measured, see
-#: benchmarks/fit_bounded.py --configs): the reader holds about 0.3 kB per configuration, the model fit
-#: (fit/regress) several kB.
-MAX_CONFIGS = 100_000
+#: (docs/lab.md). Chosen so that ``archline fit`` stays well under 1 GB peak RSS at the limit: measured 0.47-0.55 GB
+#: at 200,000 (basic and auto models, 0.2 M to 2 M rows; benchmarks/fit_bounded.py --configs): the reader holds
+#: about 0.35 kB per configuration, the whole fit about 1-1.5 kB.
+MAX_CONFIGS = 200_000
 CONFIGS_ENV = "ARCHLINE_FIT_MAX_CONFIGS"
 
 
@@ -27,7 +27,7 @@ class TooManyConfigurationsError(ArchlineFitError):
         self.count, self.limit = count, limit
         super().__init__(f"the input has more than {limit:,} distinct configurations (kernel, precision, level, "
                          f"counts and settings), the most a fit keeps in bounded memory; select fewer rows with "
-                         f"--where, or raise the limit with {CONFIGS_ENV}=N (about 7 kB of memory each)")
+                         f"--where, or raise the limit with {CONFIGS_ENV}=N")
 
 
 def config_limit() -> int:

@@ -124,8 +124,8 @@ def test_fit_past_the_limit_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_p
 
 def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CONFIGS_ENV, raising=False)
-    assert stream_stats.config_limit() == stream_stats.MAX_CONFIGS == 100_000
-    assert StreamStats(K, None).max_configs == 100_000
+    assert stream_stats.config_limit() == stream_stats.MAX_CONFIGS == 200_000
+    assert StreamStats(K, None).max_configs == 200_000
     monkeypatch.setenv(CONFIGS_ENV, "250_000")
     assert stream_stats.config_limit() == 250_000
     for bad in ("0", "-5", "1e6", "many"):
