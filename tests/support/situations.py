@@ -956,6 +956,15 @@ def content_situations(fx: bi.Fixtures) -> list[Situation]:
                                          os.fspath(f), "--counts-tool", "ncu", "--costs", "gtx580", "--", "true"])
     simple("meter calibrate :: a sensor profile that is a results CSV", "results CSV", "results", lambda f: None,
            lambda d, f: ["meter", "calibrate", "nvml0", "--emulate", "--sensor-profile", os.fspath(f)])
+    # meter probe / calibrate on real hardware read the --platform profile
+    simple("meter probe :: --platform a results CSV", "results CSV", "results", lambda f: None,
+           lambda d, f: ["meter", "probe", "ps3", "--platform", os.fspath(f), "--out", "s.json"],
+           outputs=lambda d: [d / "s.json"])
+    simple("meter probe :: --platform a profile cut in half", "platform profile", "profile", cut_half,
+           lambda d, f: ["meter", "probe", "ps3", "--platform", os.fspath(f), "--out", "s.json"],
+           outputs=lambda d: [d / "s.json"])
+    simple("meter calibrate :: --platform profile without the meter named", "platform profile", "profile",
+           lambda f: None, lambda d, f: ["meter", "calibrate", "no-such-meter", "--platform", os.fspath(f)])
     ref_fit = "fit :: results CSV once (reference)"
     simple(ref_fit, "results CSV", "results", nothing, lambda d, f: ["fit", os.fspath(f)], expect="ok")
 
