@@ -91,23 +91,42 @@ def energy_design(result: FitResult) -> Pseudo | None:
     return None
 
 
-def _huber(y: np.ndarray, x: np.ndarray) -> Any:
-    import warnings
+#: Huber's tuning constant (95% efficiency at the normal), as statsmodels' HuberT
+HUBER_T = 1.345
+#: MAD / this is the normal's standard deviation (statsmodels.robust.scale.mad's default)
+MAD_NORMAL = 0.6744897501960817
 
-    import statsmodels.api as sm
 
-    # an exact fit (noise-free emulated data) has a MAD of 0: statsmodels then divides by it; the caller's floor
-    # (MIN_RELATIVE) decides, and its warnings would only be noise on the user's terminal
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return sm.RLM(y, x, M=sm.robust.norms.HuberT()).fit(scale_est="mad")
+@dataclass(frozen=True)
+class Huber:
+    params: np.ndarray
 
 
 def _mad(resid: np.ndarray) -> float:
-    """The normalised median absolute deviation about 0, as RLM's ``scale_est="mad"``."""
-    from statsmodels.robust.scale import mad
+    """The normalised median absolute deviation about 0, as statsmodels' ``mad(resid, center=0)``."""
+    return float(np.median(np.abs(resid)) / MAD_NORMAL) if resid.size else 0.0
 
-    return float(mad(resid, center=0.0))
+
+def _huber(y: np.ndarray, x: np.ndarray, max_iter: int = 50, rtol: float = 1e-10) -> Huber:
+    """Huber M-estimate by iteratively reweighted least squares, scale re-estimated by the MAD each step: what
+    ``statsmodels.RLM(y, x, M=HuberT()).fit(scale_est="mad")`` computes (tests/fit/test_fit_outliers.py holds
+    the two together). Written out because importing statsmodels.api costs 1.5-3 s, more than the bounded fit of
+    100 M rows may spend beyond its pyarrow floor (issue 28)."""
+    params = np.linalg.lstsq(x, y, rcond=None)[0]
+    for _ in range(max_iter):
+        resid = y - x @ params
+        scale = _mad(resid)
+        if not scale > 0:           # an exact fit of most rows: nothing to reweight
+            break
+        a = np.abs(resid / scale)
+        w = np.where(a <= HUBER_T, 1.0, HUBER_T / np.maximum(a, HUBER_T))
+        sw = np.sqrt(w)
+        new = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)[0]
+        done = np.all(np.abs(new - params) <= rtol * np.maximum(np.abs(params), np.abs(new)).max(initial=0.0))
+        params = new
+        if done:
+            break
+    return Huber(params)
 
 
 def robust_fit(ps: Pseudo) -> RobustFit | None:

@@ -134,3 +134,21 @@ def test_a_parquet_row_is_named_by_its_row_number(tmp_path: Path) -> None:
     _bad(synthetic_results(GTX580, seed=4)).to_parquet(src)
     (r,) = fit_files([src], FitOptions(model="basic", validate=False))
     assert [o["where"] for o in r.extra["outliers"]] == [f"{src}, row {BAD_ROW + 1}"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_huber_fit_is_statsmodels_rlm(seed: int) -> None:
+    """fit/regress/outliers._huber writes out statsmodels' RLM(HuberT, scale_est="mad") (an import of
+    statsmodels.api costs seconds per `archline fit`): the same coefficients, with outliers in the data."""
+    import statsmodels.api as sm
+
+    from archline.fit.regress.outliers import _huber, _mad
+
+    rng = np.random.default_rng(seed)
+    x = np.column_stack([np.ones(60), rng.uniform(1, 10, 60), rng.uniform(0, 5, 60)])
+    y = x @ np.array([2.0, 0.5, 1.5]) + rng.normal(0, 0.1, 60)
+    y[rng.choice(60, 4, replace=False)] *= 30.0
+    want = sm.RLM(y, x, M=sm.robust.norms.HuberT()).fit(scale_est="mad")
+    got = _huber(y, x)
+    np.testing.assert_allclose(got.params, want.params, rtol=1e-6)
+    assert _mad(y - x @ want.params) == pytest.approx(float(sm.robust.scale.mad(y - x @ want.params, center=0.0)))
