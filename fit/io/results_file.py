@@ -341,7 +341,10 @@ class ResultsFile:
         def options(num_as_text: bool) -> pcsv.ConvertOptions:
             types = {c: dict_type for c in text if c in header}
             types.update({c: (pa.string() if num_as_text else pa.float64()) for c in num if c in header})
-            return pcsv.ConvertOptions(include_columns=present, column_types=types, strings_can_be_null=True)
+            # only an empty cell is missing: pyarrow's default nulls ("nan", "N/A", "NULL", ...) would turn a
+            # count written as "nan" into an empty cell, which means 0
+            return pcsv.ConvertOptions(include_columns=present, column_types=types, strings_can_be_null=True,
+                                       null_values=[""])
 
         def read(num_as_text: bool) -> Iterator[pa.Table]:
             ropts = pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES)
@@ -380,7 +383,7 @@ class ResultsFile:
 
         self.check_schema()
         types = {c: schema.arrow_type(c) for c in self.columns}
-        opts = pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
+        opts = pcsv.ConvertOptions(column_types=types, strings_can_be_null=True, null_values=[""],
                                    true_values=sorted(schema.TRUE_WORDS), false_values=sorted(schema.FALSE_WORDS))
         try:
             return pcsv.read_csv(self._input(), convert_options=opts)

@@ -28,6 +28,11 @@ def _frame(column: str, value: object):  # type: ignore[no-untyped-def]
     ("time_s", "inf", "column time_s is inf (not a finite number)"),
     ("time_s", "", "column time_s is missing or NaN"),
     ("bytes_mem", "inf", "column bytes_mem is inf (not a finite number)"),
+    # pyarrow's default null words made these an empty count cell, which means 0: the row was accepted
+    ("bytes_mem", "nan", "column bytes_mem is NaN (an empty cell means 0)"),
+    ("flops_dp", "NaN", "column flops_dp is NaN (an empty cell means 0)"),
+    ("bytes_mem", "NULL", "column bytes_mem is not a number: 'NULL'"),
+    ("bytes_mem", "N/A", "column bytes_mem is not a number: 'N/A'"),
 ])
 def test_csv_non_finite_values_are_named_for_what_they_are(run_cli, tmp_path: Path, column: str, value: str,  # type: ignore[no-untyped-def]
                                                            says: str) -> None:
