@@ -84,6 +84,8 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
 
         refuse_record_options(kind, channels, rate_hz)
         return open_meter(MeterSpec(name=kind, kind=kind, url=arg))  # type: ignore[arg-type]
+    if kind in ("rapl", "nvml"):
+        _refuse_counter_options(kind, channels, rate_hz)
     if kind == "rapl":
         return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
     if kind == "nvml":
@@ -92,6 +94,17 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], "
                      "rapl[:ZONES], nvml[:INDEX], redfish:URL)")
+
+
+def _refuse_counter_options(kind: str, channels: Sequence[int] | None, rate_hz: float | None) -> None:
+    """An energy counter has no channel numbers and no sample rate of ours: --channels and --rate were ignored."""
+    what = "zones go in the meter argument (rapl:package-0,dram)" if kind == "rapl" else \
+        "the GPU goes in the meter argument (nvml:INDEX)"
+    if channels is not None:
+        raise MeterError(f"--meter {kind}: --channels cannot apply to an energy counter; {what}")
+    if rate_hz is not None:
+        raise MeterError(f"--meter {kind}: --rate cannot apply to an energy counter, which is read at its own "
+                         "update period; leave --rate out")
 
 
 def raw_capture_path(out: Path) -> Path | None:

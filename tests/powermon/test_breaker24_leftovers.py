@@ -95,6 +95,17 @@ def test_a_bmc_refuses_channels_and_rate(run_cli: Any, tmp_path: Path, kind: str
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("meter", ["rapl", "rapl:package-0", "nvml:0"])
+@pytest.mark.parametrize("extra, named", [(["--channels", "0,1"], "--channels"), (["--rate", "2"], "--rate")])
+def test_an_energy_counter_refuses_channels_and_rate(run_cli: Any, tmp_path: Path, meter: str, extra: list[str],
+                                                     named: str) -> None:
+    """RAPL and NVML ignored --channels and --rate silently too (refused before the counter is opened)."""
+    r = run_cli("meter", "record", "--meter", meter, "--duration", "1", "--out", str(tmp_path / "t.csv"), *extra)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{named} cannot apply to an energy counter" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_explicit_rate_of_128_is_honoured_by_a_stream_meter(run_cli: Any, tmp_path: Path) -> None:
     """--rate 128 was taken for 'not given' (the option's default) and a PMD-USB streamed its own 1000."""
     out = tmp_path / "t.csv"
