@@ -12,23 +12,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.datasets import part_csv
 
 from archline.fit.io.dataset import DatasetError, read_dataset_table, write_dataset
 from archline.fit.io.results import read_results
-from archline.fit.regress.synthetic import GTX580, I7_950, SyntheticPlatform, synthetic_results, write_results_csv
-
-
-def _csv(tmp: Path, name: str, plat: SyntheticPlatform, host: str, run_id: str, seed: int) -> Path:
-    f = synthetic_results(plat, n_sp=10, n_dp=10, n_l1=0, n_l2=0, n_rand=0, seed=seed)
-    f["host"], f["run_id"], f["config_hash"] = host, run_id, f"hash-{plat.name}"
-    f["point_id"] = [f"p{i:03d}" for i in range(len(f))]
-    return write_results_csv(f, tmp / f"{name}.csv")
+from archline.fit.regress.synthetic import GTX580, I7_950, synthetic_results, write_results_csv
 
 
 @pytest.fixture
 def csvs(tmp_path: Path) -> list[Path]:
-    return [_csv(tmp_path, "a", GTX580, "node01", "run-a", 1), _csv(tmp_path, "b", GTX580, "node02", "run-b", 2),
-            _csv(tmp_path, "c", I7_950, "cpu01", "run-c", 3)]
+    return [part_csv(tmp_path, "a", GTX580, "node01", "run-a", 1),
+            part_csv(tmp_path, "b", GTX580, "node02", "run-b", 2),
+            part_csv(tmp_path, "c", I7_950, "cpu01", "run-c", 3)]
 
 
 def test_dataset_partitions_types_and_round_trip(tmp_path: Path, csvs: list[Path]) -> None:
@@ -62,7 +57,7 @@ def test_dataset_second_collect_drops_duplicates_and_keeps_new_points(tmp_path: 
     rep = write_dataset(csvs, out)                      # the first two again, plus a new host
     assert (rep.kept_existing, rep.new_rows, rep.duplicates, rep.rows) == (40, 60, 40, 60)
     # the same point on another host is another point; the same point re-measured on the same host is not
-    again = _csv(tmp_path, "again", replace(GTX580, eps_mem_j_per_byte=600e-12), "node01", "run-z", 9)
+    again = part_csv(tmp_path, "again", replace(GTX580, eps_mem_j_per_byte=600e-12), "node01", "run-z", 9)
     rep = write_dataset([again], out)
     assert (rep.duplicates, rep.rows) == (20, 60)
     kept = read_results([out], where=["host=node01"]).frame

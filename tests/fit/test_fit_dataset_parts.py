@@ -9,27 +9,22 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from support.datasets import part_csv
 
 from archline.fit.io import dataset as dataset_mod
 from archline.fit.io import sources as sources_mod
 from archline.fit.io.dataset import dataset_root, partition_values, read_dataset_table, write_dataset
 from archline.fit.io.results import FIT_MAX_ROWS, group_rows, read_results
 from archline.fit.regress.api import FitOptions, fit_group
-from archline.fit.regress.synthetic import GTX580, I7_950, SyntheticPlatform, synthetic_results, write_results_csv
-
-
-def _csv(tmp: Path, name: str, plat: SyntheticPlatform, host: str, run_id: str, seed: int) -> Path:
-    f = synthetic_results(plat, n_sp=10, n_dp=10, n_l1=0, n_l2=0, n_rand=0, seed=seed)
-    f["host"], f["run_id"], f["config_hash"] = host, run_id, f"hash-{plat.name}"
-    f["point_id"] = [f"p{i:03d}" for i in range(len(f))]
-    return write_results_csv(f, tmp / f"{name}.csv")
+from archline.fit.regress.synthetic import GTX580, I7_950, synthetic_results
 
 
 @pytest.fixture
 def ds(tmp_path: Path) -> Path:
     out = tmp_path / "ds"
-    write_dataset([_csv(tmp_path, "a", GTX580, "node01", "run-a", 1), _csv(tmp_path, "b", GTX580, "node02", "run-b", 2),
-                   _csv(tmp_path, "c", I7_950, "cpu01", "run-c", 3)], out)
+    write_dataset([part_csv(tmp_path, "a", GTX580, "node01", "run-a", 1),
+                   part_csv(tmp_path, "b", GTX580, "node02", "run-b", 2),
+                   part_csv(tmp_path, "c", I7_950, "cpu01", "run-c", 3)], out)
     return out
 
 

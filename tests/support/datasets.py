@@ -1,0 +1,14 @@
+"""A small synthetic results CSV for data-set tests: one platform, host and run, with ids as a sweep writes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archline.fit.regress.synthetic import SyntheticPlatform, synthetic_results, write_results_csv
+
+
+def part_csv(tmp: Path, name: str, plat: SyntheticPlatform, host: str, run_id: str, seed: int) -> Path:
+    f = synthetic_results(plat, n_sp=10, n_dp=10, n_l1=0, n_l2=0, n_rand=0, seed=seed)
+    f["host"], f["run_id"], f["config_hash"] = host, run_id, f"hash-{plat.name}"
+    f["point_id"] = [f"p{i:03d}" for i in range(len(f))]
+    return write_results_csv(f, tmp / f"{name}.csv")
