@@ -110,13 +110,14 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float | None, duration_
       archline meter record --meter powermon2:/dev/ttyUSB0 --channels 0,1,2,3 --duration 10 --out t.parquet
       archline meter record --meter emulated:4 --duration 2 --out t.csv --format table
     """
-    from archline.powermon.recording import record
+    from archline.powermon.recording import record, writes_stdout
 
     rec = record(spec, duration_s, out, _ints(channels), rate_hz, max_lost)
+    err = writes_stdout(out)    # the trace is on stdout: the summary goes to stderr, never into the trace
     if fmt == "json":
-        click.echo(json.dumps(rec.summary, indent=1, default=float))
+        click.echo(json.dumps(rec.summary, indent=1, default=float), err=err)
     else:
-        _record_table(rec.summary)
+        _record_table(rec.summary, err=err)
     if rec.error is not None:
         raise rec.error
     for w in rec.warnings:
@@ -125,7 +126,7 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float | None, duration_
         raise KeyboardInterrupt
 
 
-def _record_table(summary: dict[str, Any]) -> None:
+def _record_table(summary: dict[str, Any], err: bool = False) -> None:
     """meter record's summary for people: one row per meter and channel, then where the trace went."""
     rows = []
     for name, m in summary.items():
@@ -138,9 +139,9 @@ def _record_table(summary: dict[str, Any]) -> None:
         for ch, c in (m.get("channels") or {}).items():
             rows.append(["", f"{ch} {c.get('rail', '')}".strip(), f"{c['energy_j']:.6g}", f"{c['energy_err_j']:.3g}",
                          f"{c['mean_power_w']:.4g}", c.get("n_samples", ""), ""])
-    echo_table(["meter", "channel", "energy_j", "err_j", "mean_power_w", "samples", "lost"], rows)
+    echo_table(["meter", "channel", "energy_j", "err_j", "mean_power_w", "samples", "lost"], rows, err=err)
     click.echo(f"{summary.get('time_s', 0):.4g} s recorded; trace {summary.get('trace')}"
-               + (f", raw capture {summary['raw']}" if summary.get("raw") else ""))
+               + (f", raw capture {summary['raw']}" if summary.get("raw") else ""), err=err)
 
 
 @meter.command("decode")

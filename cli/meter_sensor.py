@@ -186,8 +186,10 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     """
     from archline.common.stamps import utc_iso
     from archline.powermon.sensor.profile import SensorProfile
+    from archline.powermon.recording import check_writable
     from archline.powermon.sensor.run import probe
 
+    check_writable(out)     # a dangling link, /dev/full, a directory: refused before the probe runs (exit 7)
     ref, sensor, load, given = _setup(meter, kw["emulate"], kw)
     try:       # real meters: both on the host clock (each emulator has its own device clock)
         res = probe(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"],

@@ -5,8 +5,12 @@ than the allowed share was lost or the meter vanished (docs/errors.md)."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import math
+import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -14,13 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.common.outputs import show
+from archline.common.errors import OutputError
+from archline.common.outputs import check_output, is_stream, resolve_output, show
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
 from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
-from archline.powermon.record.samples_file import check_samples_output, write_samples
+from archline.powermon.record.samples_file import SUFFIXES, check_samples_output, sidecar_of, write_samples
 
 #: a PowerMon 2's per-channel rate when --rate is not given
 POWERMON2_RATE_HZ = 128.0
+
+#: the meter kinds whose recording keeps a raw byte capture beside the trace (the others have no bytes of their own)
+CAPTURE_KINDS = ("powermon2", "powermon", "emulated", "powersensor3", "pmd")
+
+#: the names under which the trace goes to this process's standard output whatever stdout is
+_STDOUT_NAMES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float | None = None,
                     raw_path: str | Path | None = None) -> Any:
@@ -108,16 +119,141 @@ def _refuse_counter_options(kind: str, channels: Sequence[int] | None, rate_hz: 
 
 
 def raw_capture_path(out: Path) -> Path | None:
-    """``t.raw.bin`` beside a trace ``t.csv``; None for a stream output (``--out /dev/null``: nothing is kept)."""
-    from archline.common.outputs import check_output, is_stream
-
+    """``t.raw.bin`` beside a trace ``t.csv`` (``t.csv.gz``, ``t.parquet``): only the trace's own suffix is replaced,
+    so ``run.1.csv`` keeps ``run.1.raw.bin`` and ``run.2.csv`` ``run.2.raw.bin``; None for a stream output
+    (``--out /dev/null``: nothing is kept)."""
     if is_stream(out):
         return None
-    raw = out.with_name(out.name.split(".")[0] + ".raw.bin")
+    low = out.name.lower()
+    suffix = next((s for s in sorted(SUFFIXES, key=len, reverse=True) if low.endswith(s)), "")
+    raw = out.with_name(out.name[: len(out.name) - len(suffix)] + ".raw.bin")
     if raw == out or check_output(raw) == check_output(out):
         raise MeterError(f"--out {show(out)} is the raw capture's name ({show(raw)}): name the trace .csv, .csv.gz "
                          "or .parquet beside it")
     return raw
+
+
+def _capture_sidecar(raw: Path) -> Path:
+    from archline.powermon.powermon2.capture import sidecar_path
+
+    return sidecar_path(raw)
+
+
+def check_capture_free(raw: Path, out: Path) -> None:
+    """Refuse (OutputError, exit 2, before the meter starts) a raw capture ``raw`` (or its sidecar) that already
+    exists and is not the capture of the trace ``out`` being replaced (its sidecar names the capture it was recorded
+    with): another recording's capture is never overwritten. Rerunning the same ``--out`` replaces both, as
+    every archline output is replaced."""
+    there = [p for p in (raw, _capture_sidecar(raw)) if os.path.lexists(p)]
+    if not there:
+        return
+    side = sidecar_of(out)
+    try:
+        named = json.loads(side.read_text()).get("raw") if side is not None and side.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        named = None
+    if named == raw.name:
+        return
+    raise OutputError(f"raw capture {show(there[0])} already exists and is not the capture of --out {show(out)} "
+                      f"(another recording's): it would be overwritten; move it away or name another --out")
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Check, before any work is done, that an output can be written where the user named it (the output policy
+    first, :func:`archline.common.outputs.check_output`): its real target is not a directory, a link's target lies
+    in a directory that exists, the directory it goes in takes a new file (tried: a hidden ``.NAME.PID.probe`` made
+    and removed at once, since ``os.access`` says yes to root in ``/proc``), and a device is not ``/dev/full``.
+    Raises OSError naming ``path`` (exit 7); returns the real target."""
+    p = Path(path)
+    target = check_output(p)
+    where = show(p)
+    if is_stream(p) or is_stream(target):
+        try:
+            st = os.stat(p)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, where) from None
+        if stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (1, 7):   # /dev/full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
+        return target
+    if target.is_dir():
+        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), where)
+    if target != p and not target.parent.is_dir():     # a link is written through, never a tree made for it
+        raise OSError(None, f"a link to {show(target)}, whose directory does not exist; create it or name another "
+                      "output", where)
+    d = target.parent
+    while not os.path.lexists(d) and d != d.parent:     # archline makes the directories of a plain name
+        d = d.parent
+    if not d.is_dir():
+        raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), where)
+    if d != target.parent:
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), where)
+        return target
+    probe = d / f".{target.name}.{os.getpid()}.probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, where) from None
+    else:
+        probe.unlink(missing_ok=True)
+    return target
+
+
+def writes_stdout(path: str | os.PathLike[str]) -> bool:
+    """True when an output named ``path`` is this process's standard output (``/dev/stdout``, ``/dev/fd/1``, or the
+    very file or pipe fd 1 is: ``--out x.csv > x.csv``), so nothing else may be printed there. ``/dev/null`` is
+    not: nothing written there is kept."""
+    p = os.fspath(path)
+    if p in _STDOUT_NAMES:
+        return True
+    try:
+        here, there = os.fstat(1), os.stat(p)
+        null = os.stat(os.devnull)
+    except (OSError, ValueError):
+        return False
+    if (there.st_dev, there.st_ino) == (null.st_dev, null.st_ino):
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+class _Made:
+    """The files a recording writes, as they were before it started, so that a failure at the end removes every
+    file this run created or replaced (trace, sidecars, capture) and leaves the others as they were."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.before: dict[Path, tuple[int, int, int] | None] = {}
+        for p in paths:
+            if is_stream(p):
+                continue
+            try:
+                target = resolve_output(p)
+            except OSError:
+                continue
+            self.before[target] = self._id(target)
+
+    @staticmethod
+    def _id(p: Path) -> tuple[int, int, int] | None:
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino, st.st_mtime_ns
+
+    def __enter__(self) -> _Made:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is not None and issubclass(kind, OSError):   # a write failed (full disk): nothing half-written
+            self.remove()
+
+    def remove(self) -> None:
+        for target, was in self.before.items():
+            now = self._id(target)
+            if now is not None and now != was and not target.is_dir():
+                with contextlib.suppress(OSError):
+                    target.unlink()
 
 
 class _Late:
@@ -188,7 +324,13 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         raise MeterError(f"--max-lost must be a share between 0 and 1, got {max_lost:g}")
     check_samples_output(out)     # the trace and its sidecar, before anything is recorded
     out_p = Path(out)
-    raw = raw_capture_path(out_p)
+    raw = raw_capture_path(out_p) if spec.partition(":")[0] in CAPTURE_KINDS else None
+    outputs = [out_p, *filter(None, [sidecar_of(out_p)]), *([raw, _capture_sidecar(raw)] if raw else [])]
+    for o in outputs:               # every file the record writes, writable, before the meter starts
+        check_writable(o)
+    if raw is not None:
+        check_capture_free(raw, out_p)
+    made = _Made(outputs)
     meter = meter_from_spec(spec, channels, rate_hz, raw)
     check_duration(meter, duration_s)       # not silently widened to one sample period
     interrupted = False
@@ -202,7 +344,8 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     except BaseException:
         rec.stop()
         raise
-    with deferred_interrupts() as late:   # what was recorded is finished and written, whole, before exiting
+    # what was recorded is finished and written, whole, before exiting; a write that fails removes what this run made
+    with deferred_interrupts() as late, made:
         try:
             t1 = rec.clock()
             # the window starts where the stream does, so it holds every sample of the capture (and every loss the
@@ -219,11 +362,14 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         to_host = getattr(meter, "host_time_s", None)
         if mr.device_window_s is not None and callable(to_host):   # the window as the region integrated it
             t0, t1 = to_host(mr.device_window_s[0]), to_host(mr.device_window_s[1])
+        kept = getattr(meter, "raw_path", None)
         write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
                                                "window_s": [t0, t1], "rate_hz": info.get("rate_hz"),
                                                "speed": getattr(meter, "speed", 1.0),
                                                # a short trace says why: stopped by a signal, not the duration
-                                               "interrupted": interrupted, "duration_requested_s": duration_s})
+                                               "interrupted": interrupted, "duration_requested_s": duration_s,
+                                               # the capture recorded with it (a rerun may replace that one)
+                                               **({"raw": Path(kept).name} if kept is not None else {})})
     interrupted = interrupted or late.hit
     summary = region.summary()
     summary["trace"] = show(out_p)

@@ -113,8 +113,11 @@ class RawCapture:
         self.target = check_output(self.path)
         check_output(sidecar_path(self.path))
         self.tmp = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
-        make_dirs(self.tmp.parent)
-        self._f = open(self.tmp, "wb")
+        try:
+            make_dirs(self.tmp.parent)
+            self._f = open(self.tmp, "wb")
+        except OSError as e:    # the capture the user will look for is named, not the hidden temp file
+            raise OSError(e.errno, e.strerror, str(self.path)) from None
 
     @contextlib.contextmanager
     def starting(self) -> Iterator[None]:
