@@ -185,8 +185,8 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
       archline meter probe nvml0 --emulate --out s.json --format json
     """
     from archline.common.stamps import utc_iso
-    from archline.powermon.sensor.profile import SensorProfile
     from archline.powermon.recording import check_writable
+    from archline.powermon.sensor.profile import SensorProfile
     from archline.powermon.sensor.run import probe
 
     check_writable(out)     # a dangling link, /dev/full, a directory: refused before the probe runs (exit 7)
