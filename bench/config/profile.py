@@ -88,6 +88,17 @@ QUICK_RANGES: dict[str, SweepRange] = {"intensity_sp": SweepRange(min=0.25, max=
                                        "intensity_dp": SweepRange(min=0.0625, max=64.0, points=11)}
 
 
+
+def quick_ranges(ranges: Mapping[str, SweepRange]) -> dict[str, SweepRange]:
+    """``--quick``'s ranges for a profile whose sweep is ``ranges``: the profile's own span with at most the quick
+    sweep's point count, so a quick sweep is never larger (nor wider) than the profile's own."""
+    out = dict(QUICK_RANGES)
+    for k, r in ranges.items():
+        q = QUICK_RANGES.get(k)
+        out[k] = r if q is None else SweepRange(min=r.min, max=r.max, points=min(q.points, r.points))
+    return out
+
+
 class Ranges(Strict):
     intensity_sp: SweepRange = DEFAULT_RANGES["intensity_sp"]
     intensity_dp: SweepRange = DEFAULT_RANGES["intensity_dp"]

@@ -198,10 +198,40 @@ def steady_power_script(profile: BenchProfile | str, intensity_flop_per_byte: fl
     return Script([(0.0, readings(split, power_w))]), f"{model.platform} [emulated]: {what}"
 
 
-def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None = None) -> tuple[Any, str, str]:
+#: meter kinds read by HTTP/IPMI polls of an emulated BMC (no pty, no stream)
+BMC_KINDS = ("redfish", "ipmi")
+#: host seconds each BMC reading must stay on show for the meter's polls to see it: one poll round trip on a loaded
+#: host takes up to 50 ms (docs/meters.md, BMC section); at 100x a reading shows for 10 ms and readings are missed
+BMC_MIN_SHOW_HOST_S = 0.05
+
+
+def bmc_max_time_compression(update_period_s: float) -> int:
+    """The largest whole time compression at which each reading of a BMC updating every ``update_period_s`` device
+    seconds stays on show for :data:`BMC_MIN_SHOW_HOST_S` host seconds (the 1 s BMC: 20x)."""
+    return max(1, int(update_period_s / BMC_MIN_SHOW_HOST_S + 1e-9))
+
+
+def _check_bmc_speed(spec: MeterSpec, tc: float) -> None:
+    from archline.powermon.bmc.meter import DEFAULT_SENSOR, POLLS_PER_PERIOD
+
+    period_s = DEFAULT_SENSOR.update_period_s       # what emulate_from_spec plays: a reading every 1 device s
+    if period_s / tc >= BMC_MIN_SHOW_HOST_S - 1e-12:
+        return
+    show_ms = 1e3 * period_s / tc
+    raise EmulationError(
+        f"time compression {tc:g}x shows each emulated {spec.kind} BMC reading (one per {period_s:g} device s) for "
+        f"{show_ms:.3g} ms of host time, polled over HTTP every {show_ms / POLLS_PER_PERIOD:.3g} ms; a poll's round "
+        f"trip takes up to {1e3 * BMC_MIN_SHOW_HOST_S:g} ms on a loaded host, so readings would be missed: lower "
+        f"--time-compression to {bmc_max_time_compression(period_s)} or less")
+
+
+def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None = None,
+                   notes: list[str] | None = None) -> tuple[Any, str, str]:
     """(meter, label, description) of the back end's meter of any emulatable kind, built by powermon's
-    ``emulate_meter`` playing the device's power; refused when its stream at this time compression is more than
-    the pty carries (weighed per kind: a kind's module may give ``records_per_device_s``)."""
+    ``emulate_meter`` playing the device's power, with the faults its port's emulator URL asks for
+    (:mod:`archline.bench.emulated.port`; what was made of the URL is appended to ``notes``); refused when its
+    stream at this time compression is more than the emulator carries (weighed per kind: a kind's module may give
+    ``records_per_device_s``, and ``emulated_limit`` when its limit is not the pty's)."""
     import importlib
 
     from archline.bench.emulated.device import ModelPowerSource
@@ -209,16 +239,25 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
     from archline.powermon.spec import METER_MODULES, SERIAL_KINDS, emulate_meter
 
     spec = be.meter
+    tc = be.device.time_compression
+    if spec.kind in BMC_KINDS:
+        _check_bmc_speed(spec, tc)
     weigh = getattr(importlib.import_module(METER_MODULES[spec.kind]), "records_per_device_s", None) \
         if spec.kind in METER_MODULES else None
     per_tc = float(weigh(spec)) if callable(weigh) else spec.rate_hz * len(spec.channels)
-    tc = be.device.time_compression
-    if per_tc * tc > MAX_EMULATED_RECORDS_PER_S:
+    if spec.kind not in BMC_KINDS and per_tc * tc > MAX_EMULATED_RECORDS_PER_S:
+        over = "over the pty" if spec.kind in SERIAL_KINDS else "from its emulator"
         raise EmulationError(
-            f"time compression {tc:g}x would stream {per_tc * tc:.0f} {spec.kind} records per second over the pty "
+            f"time compression {tc:g}x would stream {per_tc * tc:.0f} {spec.kind} records per second {over} "
             f"(limit {MAX_EMULATED_RECORDS_PER_S}); lower --time-compression to {max_emulator_speed(per_tc)} or less")
+    from archline.bench.emulated.port import port_faults
+
+    faults, url_notes = port_faults(spec)
+    if notes is not None:
+        notes += url_notes
     kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
-    meter = emulate_meter(spec, ModelPowerSource(be.device), speed=tc, seed=seed, raw_dir=raw_dir, **kw)
+    meter = emulate_meter(spec, ModelPowerSource(be.device), speed=tc, seed=seed, raw_dir=raw_dir, faults=faults,
+                          **kw)
     rails = ", ".join(f"{c.id}={c.rail}" for c in spec.channels)
     title = {"powermon2": "PowerMon 2", "powersensor3": "PowerSensor3", "pmd": "PMD-USB"}.get(spec.kind, spec.kind)
     return meter, f"{spec.name}:{spec.kind}-emulated", f"{title} (emulated on a pty), channels {rails}"

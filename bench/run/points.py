@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archline.bench.config.options import RunOptions
-from archline.bench.config.profile import QUICK_RANGES, BenchProfile, BenchSection
+from archline.bench.config.profile import BenchProfile, BenchSection, quick_ranges
 from archline.bench.errors import BenchError, UnsupportedError
 from archline.bench.kernels import Backend, KernelSpec
 from archline.powermon.errors import MAX_LOST_SHARE
@@ -119,7 +119,8 @@ def make_points(backend: Backend, opts: RunOptions, profile: BenchProfile, power
         for p in _applicable(backend, opts, kernel, precs, notes):
             kw: dict[str, Any] = {"quick": opts.quick}
             if backend.name == "emulated":
-                kw["ranges"] = dict(QUICK_RANGES) if opts.quick else dict(profile.bench.ranges)
+                # --quick: never more points (nor a wider span) than the profile's own sweep
+                kw["ranges"] = quick_ranges(profile.bench.ranges) if opts.quick else dict(profile.bench.ranges)
             if opts.store is not None:
                 kw["store"] = opts.store     # the back end refuses it for a kernel without a store stream
             if opts.cpus is not None:

@@ -178,7 +178,10 @@ def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_d
                          meter=prof.meter(opts.meter) if opts.meter else None)
     for c in caps:
         be.model.with_cap(c)  # raises with the allowed range
-    meter, label, what = emulated_meter(be, seed=opts.seed, raw_dir=raw_dir)
+    url_notes: list[str] = []
+    meter, label, what = emulated_meter(be, seed=opts.seed, raw_dir=raw_dir, notes=url_notes)
+    for n in url_notes:   # the port's emulator URL: its faults are played, its speed/seed give way (say which)
+        (log.warning if "not used" in n else log.info)(n)
     info = MeterInfo(label, float(getattr(meter, "update_hz", be.meter.rate_hz)), True, what, calibration_of(meter))
     note = (f"emulated {prof.name}: time compression {be.device.time_compression:g}x, idle {be.model.idle_w:g} W "
             f"({be.model.idle_source})")

@@ -1,0 +1,75 @@
+"""The faults an emulator URL in a profile's meter ``port`` asks for (``powermon://default?stall=0.3:0.5``,
+``powersensor3://default?drop=100``, ``pmd://default?disconnect=2``), for ``bench run --emulate``.
+
+Under ``--emulate`` the meter plays the emulated device's power, not the URL's registered device, so the URL is not
+opened as it is: its faults are read here, with the same option parsers ``meter record`` opens it with, and handed
+to the kind's emulator, so a fault shows up as lost samples or a failed point as it does in ``meter record``. The
+URL's ``speed`` and ``seed`` give way to ``--time-compression`` and the run's seed (the device's clock and noise are
+bench's); a note says so. ``rate`` is the stream kinds' own (their ``rate_of`` reads it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from archline.bench.emulated.model import EmulationError
+
+#: meter kind -> its emulator URL's scheme
+SCHEMES = {"powermon2": "powermon", "powersensor3": "powersensor3", "pmd": "pmd"}
+#: URL options that bench's own options replace under --emulate
+REPLACED = {"speed": "--time-compression", "seed": "the run's own seed"}
+
+
+def port_faults(spec: Any) -> tuple[Any | None, list[str]]:
+    """(faults of ``spec.port``'s emulator URL or None when it is not one or asks for none, notes). A bad option
+    is an :class:`EmulationError` (exit 2) naming the meter and the option."""
+    scheme = SCHEMES.get(spec.kind)
+    port = getattr(spec, "port", None) or ""
+    if scheme is None or not port.startswith(f"{scheme}://"):
+        return None, []
+    given = {k for k in parse_qs(urlsplit(port).query, keep_blank_values=True)}
+    notes = [f"meter '{spec.name}': the port's {k}= is not used under --emulate ({REPLACED[k]} is used)"
+             for k in sorted(given & REPLACED.keys())]
+    try:
+        faults = _powermon_faults(port) if scheme == "powermon" else _stream_faults(port, scheme)
+    except Exception as e:   # SerialException / ValueError: the option and its form, one line
+        raise EmulationError(f"meter '{spec.name}' port {port!r}: {e}") from None
+    if not faults.any:
+        return None, notes
+    return faults, [*notes, f"meter '{spec.name}': the port's faults are played ({_describe(faults)})"]
+
+
+def _stream_faults(port: str, scheme: str) -> Any:
+    from archline.powermon.stream.urlserial import parse_url
+
+    return parse_url(port, scheme, 1.0)[1]
+
+
+def _powermon_faults(port: str) -> Any:
+    """The PowerMon 2 URL's faults, parsed as ``powermon://`` parses them (protocol_powermon.core_from_url), without
+    building its core."""
+    from archline.powermon.emulator.device import Faults
+    from archline.powermon.emulator.protocol_powermon import _OPTIONS, _pairs
+    from archline.powermon.emulator.serial_base import set_byte_fault, url_device
+
+    dev, options = url_device(port, "powermon", "PowerMon")
+    faults = Faults(**vars(dev.faults))
+    for key, v in options.items():
+        if key in ("speed", "seed"):
+            continue
+        if key == "partial_first":
+            faults.partial_first = int(v)
+        elif key == "overflow":
+            faults.overflow = _pairs(v)
+        elif key == "silent":
+            faults.silent = v not in ("0", "false", "")
+        elif key == "adc_noise":
+            faults.adc_noise_lsb = float(v)
+        elif not set_byte_fault(faults, key, v):
+            raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
+    return faults
+
+
+def _describe(faults: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in vars(faults).items() if v not in ((), 0, 0.0, None, False))
