@@ -150,7 +150,11 @@ def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int
         warnings = _warnings(raw_path, data, dec, side, partial)
         stats = dec.stats.as_dict()
         speed = side.speed if side is not None and fmt.clock == "host_monotonic" else 1.0
-        return {"source": show(raw_path), "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
+        # the meter's kind and the shunts the samples were decoded with: what `meter integrate` needs to state
+        # record's resolution bound (half an ADC step, :func:`archline.powermon.record.resolution.resolution_w`)
+        shunts = {str(c): float(fmt.r_lut[c]) for c in chans}
+        return {"source": show(raw_path), "type": "powermon2", "r_sense_ohm": shunts,
+                "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
                 "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"],
                 "speed": speed, "warnings": warnings}
 
@@ -200,8 +204,10 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     s, side = f.samples, f.side
     info = (side.info or {}) if side is not None else {}
     if side is not None and "type" not in info and isinstance(side.extra("type"), str):
-        # `meter decode` of a stream capture keeps the meter's kind and steps at the top of the sidecar
-        info = {**info, "type": side.extra("type"), "resolution": side.extra("resolution")}
+        # `meter decode` keeps the meter's kind and its steps (a stream capture) or shunts (a PowerMon 2 capture) at
+        # the top of the sidecar
+        info = {**info, "type": side.extra("type"), "resolution": side.extra("resolution"),
+                "r_sense_ohm": side.extra("r_sense_ohm")}
     stats = side.counts() if side is not None else {}
     speed = side.speed if side is not None and s.clock != "device_s" else 1.0
     # the cadence the meter promised, on the t_s timeline: holes in it are lost samples (the live recorder's rule)
@@ -210,6 +216,11 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     recorded = t0_s is None and t1_s is None and window is not None
     if window is not None and recorded:
         t0_s, t1_s = window[0], window[1]
+        _check_belongs(path, s, window, stats)
+    if info.get("type") == "bmc":
+        bmc = _integrate_bmc(path, s, side, info, t0_s, t1_s)
+        if bmc is not None:
+            return _trace_warnings(bmc, path, side)
     overflows = stats.get("overflows", side.overflows if side is not None else None)
     power_err_w = resolution_w(s, info)
     try:
@@ -234,9 +245,14 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
         res.warnings.append(f"{show(path)} holds {s.t_s.size} samples but its sidecar lists {records}: {missing} "
                             "are missing (a file cut short?)" + ("; counted as lost, and the energy is of the "
                                                                 "samples held only" if whole else ""))
-    note = resolution_note(path, info) if power_err_w is None else None
+    note = resolution_note(path, info, side is not None) if power_err_w is None else None
     if note is not None:
         res.warnings.append(note)
+    return _trace_warnings(res, path, side)
+
+
+def _trace_warnings(res: Integration, path: str | Path, side: Any) -> Integration:
+    """What the sidecar says about the recording beyond the integration: interrupted, source not known, none."""
     if side is not None and side.extra("interrupted") is True:
         asked = side.extra("duration_requested_s")
         res.warnings.append(f"{show(path)}: the recording was interrupted (a signal) before its "
@@ -246,8 +262,63 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
                             "decoded without its sidecar): real hardware or archline's emulator cannot be told")
     if side is None:
         res.warnings.append(f"{show(path)} has no sidecar ({show(path)}.json; a pipe has none): integrated without the "
-                            "recording's window, cadence, time compression and emulated label")
+                            "recording's window, cadence, time compression and emulated label, and the energy bound "
+                            "excludes the meter's resolution (it covers the integration only)")
     return res
+
+
+def _check_belongs(path: str | Path, s: Samples, window: list[float], stats: dict[str, Any]) -> None:
+    """A sidecar of another recording beside these samples (copied or renamed with another trace): its recorded
+    window misses the samples altogether, or it lists fewer rows than the file holds. One line saying the sidecar
+    does not match, rather than blaming the meter for samples it never lost."""
+    if len(s) == 0:
+        return
+    lo, hi = float(np.min(s.t_s)), float(np.max(s.t_s))
+    records = stats.get("sample_records")
+    why = ""
+    if window[1] < lo or window[0] > hi:
+        why = (f"its recorded window {window[0]:.9g} .. {window[1]:.9g} s lies wholly outside the samples "
+               f"({lo:.9g} .. {hi:.9g} s)")
+    elif isinstance(records, int) and not isinstance(records, bool) and records < s.t_s.size:
+        why = f"it lists {records} sample records but the file holds {s.t_s.size} rows"
+    if why:
+        raise MeterError(f"{show(path)}: its sidecar {show(str(path) + '.json')} does not match these samples ({why}): "
+                         "it is another recording's; put the trace's own sidecar beside it, or give --start and "
+                         "--end to integrate without the recorded window")
+
+
+def _integrate_bmc(path: str | Path, s: Samples, side: Any, info: dict[str, Any], t0_s: float | None,
+                   t1_s: float | None) -> Integration | None:
+    """A BMC trace integrated as its recording was (the readings' step function and the BMC bound,
+    :func:`archline.powermon.bmc.bound.window_energy`), so ``meter integrate`` states ``meter record``'s energy and
+    bound; None (the generic integration, with a warning) when the sidecar lacks the bound's terms."""
+    from archline.powermon.bmc.bound import BoundTerms, breakpoints, window_energy
+    from archline.powermon.record.integrate import ChannelEnergy, Integration, check_power
+
+    terms = BoundTerms.from_info(info)
+    if terms is None or len(s) == 0 or np.unique(s.channel).size != 1:
+        return None
+    check_power(s, show(path))
+    t, e = breakpoints(s, terms)
+    if not np.all(np.diff(t) > 0):           # rows that are not a BMC's readings' middles (an edited file)
+        return None
+    a = float(t[0]) if t0_s is None else float(t0_s)
+    b = float(t[-1]) if t1_s is None else float(t1_s)
+    if not (math.isfinite(a) and math.isfinite(b) and b > a):
+        raise MeterError(f"{show(path)}: the region {a:g} .. {b:g} s is empty or reversed; give --start before --end")
+    if a < t[0] - terms.period_s or b > t[-1] + terms.period_s:
+        raise MeterError(f"{show(path)}: the region {a:.9g} .. {b:.9g} s lies outside the samples "
+                         f"({float(t[0]):.9g} .. {float(t[-1]):.9g} s); give --start and --end inside them")
+    failed_at = info.get("failed_poll_s")
+    failed = sum(1 for x in failed_at if isinstance(x, (int, float)) and a <= x <= b) \
+        if isinstance(failed_at, list) else 0
+    w = window_energy(t, e, a, b, terms, failed, "see the sidecar's failed_polls")
+    chans = {str(int(s.channel[0])): ChannelEnergy(w.energy_j, w.err_j, w.mean_power_w, w.n, (b - a) * terms.speed,
+                                                   w.gaps, w.lost, w.lost_s)}
+    return Integration(chans, w.energy_j, w.err_j, (b - a) * terms.speed, None, w.gaps, a, b,
+                       emulated=bool(side.emulated) if side is not None else False, lost_samples=w.lost,
+                       lost_s=w.lost_s, time_compression=terms.speed, warnings=list(w.warnings),
+                       expected_samples=w.expected)
 
 
 def loss_error(res: Integration, path: str | Path, max_lost: float) -> SamplesLostError | None:

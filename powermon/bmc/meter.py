@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from archline.powermon.bmc.bound import MAX_FAILED_KEPT, RESOLUTION_W, BoundTerms, window_energy
 from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading, RedfishClient
 from archline.powermon.counters.base import CounterMeter
 from archline.powermon.counters.emulated import Timeline, device_power
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PERIOD_S = 1.0          # "poll no faster than 1 Hz" (bmc_power.md): a BMC that does not say updates ~1 s
 POLLS_PER_PERIOD = 4
-RESOLUTION_W = 1.0             # a BMC's reading is good to a watt at best (most serve whole watts)
+__all__ = ["RESOLUTION_W", "BmcMeter", "emulate_from_spec", "open_from_spec", "refuse_record_options"]
 
 
 def refuse_record_options(kind: str, channels: Any, rate_hz: float | None) -> None:
@@ -156,16 +157,6 @@ class BmcMeter(CounterMeter):
             k -= 1
         return np.asarray(tl), np.asarray(wl)
 
-    def _cum(self, t: np.ndarray, e: np.ndarray, x: float) -> float:
-        """Cumulative energy at host time x, held at the last reading beyond the breakpoints."""
-        if x >= t[-1]:
-            w_last = (e[-1] - e[-2]) / (t[-1] - t[-2]) if t.size > 1 else 0.0
-            return float(e[-1] + w_last * (x - t[-1]))
-        if x <= t[0]:
-            w_first = (e[1] - e[0]) / (t[1] - t[0]) if t.size > 1 else 0.0
-            return float(e[0] - w_first * (t[0] - x))
-        return float(np.interp(x, t, e))
-
     def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
         """Wait for the reading whose period covers ``t_s`` (it appears up to a period plus the lag later)."""
         deadline = time.monotonic() + max(timeout_s, self.period_s + self.lag_host_s + 2 * self.poll_s)
@@ -185,74 +176,21 @@ class BmcMeter(CounterMeter):
         if t.size < 2:
             # the BMC was reached but gave nothing to integrate: a silent meter, exit 4
             raise DeviceError(f"{self.name}: no readings from the BMC ({self.last_failure or 'none arrived'})")
-        e1 = e[:, 0]
-        energy = self._cum(t, e1, t1_s) - self._cum(t, e1, t0_s)
-        dur_host = t1_s - t0_s
-        dur = dur_host * self.speed
-        w = np.diff(e1) / np.diff(t) / self.speed            # reading k on (t[k], t[k+1]]
-        # the readings that cover the window (and one each side: an edge's power may belong to either)
-        k0 = int(np.clip(np.searchsorted(t, t0_s) - 1, 0, w.size - 1))
-        k1 = int(np.clip(np.searchsorted(t, t1_s), 0, w.size - 1))
-        near = w[max(k0 - 1, 0): k1 + 2]
-        max_w = float(np.abs(near).max()) if near.size else 0.0
-
-        def edge_spread(k: int) -> float:
-            around = w[max(k - 1, 0): k + 2]
-            return float(around.max() - around.min())
-        warnings: list[str] = []
-        u_host = self.poll_s                                  # where a reading appeared, to within a poll
-        # each edge: the straddling reading's power may sit anywhere in its period, and it appeared within a poll
-        err = (self.period_s + u_host) * self.speed * (edge_spread(k0) + edge_spread(k1))
-        err += 0.5 * max(self.quantum_w, RESOLUTION_W) * dur
-        inside = (t[1:] > t0_s) & (t[:-1] < t1_s)
-        if self.window_s is not None and self.window_s < self.update_period_s:
-            # part of each period the BMC never averaged: a change there is seen only by the next reading
-            unseen = (1 - self.window_s / self.update_period_s) * self.period_s * self.speed
-            err += unseen * sum(edge_spread(int(k)) for k in np.flatnonzero(inside))
-        if dur_host < self.period_s:
-            warnings.append(f"the window ({dur:.3g} s) is shorter than the BMC's update period "
-                            f"({self.update_period_s:.3g} s): one averaged reading cannot say where inside it "
-                            "the energy went; the bound is the whole energy (use a longer window or another meter)")
-            err = max(err, max_w * dur)
-        uncovered = max(0.0, t1_s - float(t[-1])) + max(0.0, float(t[0]) - t0_s)
-        if uncovered > 0:
-            warnings.append(f"no reading covers {uncovered * self.speed:.3g} s of the window; "
-                            "the nearest reading was held there")
-            err += max_w * uncovered * self.speed
-        # lost readings: stretches between consecutive readings longer than 1.5 periods
-        gaps_dt = np.diff(t)[inside]
-        big = gaps_dt > 1.5 * self.period_s
-        lost = int(np.sum(np.round(gaps_dt[big] / self.period_s) - 1)) if big.any() else 0
-        lost_s = float((gaps_dt[big] - self.period_s).max() * self.speed) if big.any() else 0.0
-        if not self._timed:   # no ReadingTime: each change of value is placed to within a poll
-            dw = np.abs(np.diff(w))[inside[1:] & inside[:-1]] if w.size > 1 else np.zeros(0)
-            err += u_host * self.speed * float(dw.sum())
-        if big.any():
-            # a stretch without a fresh reading beyond one period: the power there may have been anything the node
-            # draws (docs/errors.md), from zero to the most seen, so the stretch (clipped to the window) costs its
-            # length times the largest power seen, as the sampling meters' lost stretches do
-            kk = np.flatnonzero(inside)[big]
-            w_top = max(float(np.abs(w).max()), max_w)
-            for k in kk:
-                span = min(float(t[k + 1]), t1_s) - max(float(t[k]), t0_s)
-                err += max(0.0, min(span, float(t[k + 1] - t[k]) - self.period_s)) * self.speed * w_top
-        n = int(np.count_nonzero(inside))
-        expected = max(1, round(dur_host / self.period_s))
         with self._lock:
             failed = sum(1 for x in self._failed_at if t0_s <= x <= t1_s)
-        if lost:
-            warnings.append(f"{lost} BMC reading(s) never shown (stale or unanswered), up to "
-                            f"{lost_s:.3g} s; the next reading was spread over the gap")
-        if failed:
-            warnings.append(f"{failed} poll(s) failed ({self.last_failure})")
+        w = window_energy(t, e[:, 0], t0_s, t1_s, self.bound_terms(), failed, self.last_failure)
         chan = self.channel_names[0]
-        chans = {chan: ChannelResult(energy, err, energy / dur if dur > 0 else float("nan"), n, chan)}
+        chans = {chan: ChannelResult(w.energy_j, w.err_j, w.mean_power_w, w.n, chan)}
+        dur = (t1_s - t0_s) * self.speed
         return MeterRegion(self.name, self.kind, self.emulated, t0_s, t1_s, chans,
-                           _devices(chans, self.devices, dur), energy, err,
-                           energy / dur if dur > 0 else float("nan"), n, self.update_hz,
-                           samples=self._samples(t0_s, t1_s), gaps=int(big.sum()), lost_samples=lost, lost_s=lost_s,
-                           expected_samples=expected, warnings=warnings,
+                           _devices(chans, self.devices, dur), w.energy_j, w.err_j, w.mean_power_w, w.n,
+                           self.update_hz, samples=self._samples(t0_s, t1_s), gaps=w.gaps,
+                           lost_samples=w.lost, lost_s=w.lost_s, expected_samples=w.expected, warnings=w.warnings,
                            device_time_s=dur if self.speed != 1.0 else None)
+
+    def bound_terms(self) -> BoundTerms:
+        """What this meter's window bound needs, as a trace's sidecar keeps it (``info``) for ``meter integrate``."""
+        return BoundTerms(self.update_period_s, self.speed, self.poll_s, self.window_s, self.quantum_w, self._timed)
 
     def reading_samples(self, clock_zero_s: float = 0.0) -> Samples:
         """Every distinct reading once, at the instant the BMC says it was taken: ``meta['t_dev_s']`` is its
@@ -275,10 +213,12 @@ class BmcMeter(CounterMeter):
             self._on_stop.clear()
 
     def info(self) -> dict[str, Any]:
+        self._arrays()                        # brings ``_timed`` up to date with every reading
         out = super().info()
         out.update({"type": "bmc", "update_period_s": self.update_period_s, "lag_s": self.lag_s,
                     "window_s": self.window_s, "quantum_w": self.quantum_w, "speed": self.speed,
-                    "readings": len(self._seen), "polls": self.polls, "failed_polls": self.failed_polls})
+                    "readings": len(self._seen), "polls": self.polls, "failed_polls": self.failed_polls,
+                    "timed": self._timed, "failed_poll_s": list(self._failed_at[-MAX_FAILED_KEPT:])})
         url = getattr(self.client, "url", None)
         if url:
             out["url"] = url

@@ -65,12 +65,17 @@ def _positive(v: Any) -> float | None:
     return float(v)
 
 
-def resolution_note(path: str | Path, info: dict[str, Any]) -> str | None:
-    """Why a meter's trace is integrated without its resolution bound (a sidecar written before the bound's terms
-    were kept in it), or None when that meter has no such bound to state."""
+def resolution_note(path: str | Path, info: dict[str, Any], has_sidecar: bool = True) -> str | None:
+    """Why a trace is integrated without its meter's resolution bound: a sidecar written before the bound's terms
+    were kept in it, or a meter whose sidecar keeps none; never a silent bound of the integration alone. None
+    without a sidecar (its own warning says the sidecar is missing and what that excludes)."""
+    if not has_sidecar:
+        return None
     kind = info.get("type")
     if kind not in RESOLVED_KINDS:
-        return None
+        what = f"a {kind} meter" if isinstance(kind, str) and kind else "a meter it does not name (no info.type)"
+        return (f"{show(path)}: its sidecar gives no resolution for {what}: the energy bound excludes the meter's "
+                "resolution (and any averaging) and covers the integration only")
     what = "shunts (r_sense_ohm)" if kind == "powermon2" else "ADC steps (resolution)"
     return (f"{show(path)}: its sidecar does not give the {kind}'s {what} (written by an older archline?): the "
             "energy bound excludes the meter's resolution and covers the integration only; `meter record` and "
