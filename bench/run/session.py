@@ -88,7 +88,7 @@ class Session:
                         row = runner.measure(p, i, progress)
                     except (BenchError, MeterError) as e:
                         failed += 1
-                        progress.message(f"point {p.point_id} failed: {e}")
+                        progress.message(f"point {p.point_id} failed: {_for_bench(str(e))}")
                         continue
                     results.append(row)
                     written += 1
@@ -304,6 +304,7 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
         s.notes += list(plan_notes())
     if not s.points:
         raise BenchError(f"nothing to run on '{prof.name}': " + ("; ".join(s.notes) or "no points"))
+    _fit_sensor_windows(s, meter)
     s.recorder = Monitor([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False)
     try:
         s.recorder.start()
@@ -313,6 +314,40 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
                                f"but cannot be opened: {e}") from None
         raise
     s.closers.append(s.recorder.stop)
+
+
+#: how much longer than the sensor's shortest window bench makes its windows: a region sized from a calibration
+#: run may come out a little shorter than planned, and a window under the sensor's limit is refused
+SENSOR_WINDOW_MARGIN = 1.1
+#: the integrator's advice for a window refused on a sensor (powermon/record/integrate.py) is for a measured
+#: command; a bench window is lengthened with bench's own options
+_MEASURE_ADVICE = "(a measured command: loop its work inside the phase or run, or time a larger input)"
+_BENCH_ADVICE = "(bench run: --min-time lengthens every timed window; with --reps, give more repetitions)"
+
+
+def _for_bench(message: str) -> str:
+    return message.replace(_MEASURE_ADVICE, _BENCH_ADVICE)
+
+
+def _fit_sensor_windows(s: Session, meter: Any) -> None:
+    """A meter held to a sensor profile (``sensor_profile`` in its ``[[meters]]`` entry) refuses a window shorter
+    than the sensor allows: every timed region and idle window is made at least that long (device seconds, with a
+    margin), and a note says so. ``--reps`` fixes the repetitions: its windows are left as asked."""
+    from archline.powermon.record.integrate import SensorLimits
+
+    lim = getattr(meter, "limits", None)
+    if not isinstance(lim, SensorLimits):
+        return
+    need = lim.min_window_s * SENSOR_WINDOW_MARGIN
+    st = s.settings
+    if st.min_region_s >= need and (st.idle_s <= 0 or st.idle_s >= need):
+        return
+    st.min_region_s = max(st.min_region_s, need)
+    st.max_region_s = max(st.max_region_s, need)
+    if st.idle_s > 0:
+        st.idle_s = max(st.idle_s, need)
+    s.notes.append(f"timed and idle windows last at least {need:.4g} s: {lim.why()}"
+                   + ("; --reps fixes the repetitions, so a region may still be too short" if st.fixed_reps else ""))
 
 
 def _safe_run_id(ctx: RunContext) -> RunContext:
@@ -378,6 +413,8 @@ def run_once(opts: RunOptions, out: Path, *, stream: TextIO | None = None, tty: 
         elif not session.rows_written:     # whatever ended it (no memory, a bug): a header alone is no result
             with contextlib.suppress(OSError):
                 partial.unlink()
+        if not session.rows_written and closing is None:   # no row names them: the run's captures go too
+            _discard_run(out, (), session.trace_dir)
         if not ok or closing is not None or not written:    # no rows: no empty directories left either
             for d in (session.trace_dir, out if new_out else None):
                 if d is not None:

@@ -144,3 +144,40 @@ def test_f16_quick_never_larger_than_the_profiles_sweep() -> None:
                                 kernels=("intensity",)), gtx, (None,),
                        (None,))
     assert len([p for p in q if p.spec.kernel == "intensity"]) == 11
+
+
+# --- 11: bench run with a sensor profile ------------------------------------------------------------------------
+
+def sensor_profile(tmp_path: Path) -> Path:
+    """A PowerSensor3 entry held to a sensor profile whose shortest window is (0.05 + 0.02) / 0.1 = 0.7 s, longer
+    than --quick's 0.5 s idle windows and its 128-sample (0.51 s at 250 Hz) regions."""
+    (tmp_path / "S.json").write_text('{"format": "archline.sensor_profile/1", "meter": "ps3", "emulated": true, '
+                                     '"update_period_s": 0.05, "window_s": 0.02, "lag_s": 0.0}')
+    p = small_profile(tmp_path, name="sens")
+    p.write_text(p.read_text().replace('port = "/dev/ttyACM0"', 'port = "/dev/ttyACM0"\nsensor_profile = "S.json"'))
+    return p
+
+
+def test_f11_bench_windows_lengthened_to_the_sensors_minimum(run: Any, tmp_path: Path) -> None:
+    prof = sensor_profile(tmp_path)
+    code, _, err = run("bench", "run", "--platform", str(prof), "--emulate", "--meter", "ps3", "--quick",
+                       "--kernel", "intensity", "--out", str(tmp_path / "R"))
+    assert code == 0, err
+    assert "failed" not in err and "windows last at least 0.77 s" in err, err
+    got = rows(tmp_path / "R")
+    assert len(got) == 2
+    for r in got:    # each region's time (device s) at least the sensor's shortest window
+        assert float(r["time_s"]) >= 0.7 and int(r["n_regions"]) >= 1, r
+
+
+def test_f11_no_row_leaves_no_capture_directory_and_says_which_option(run: Any, tmp_path: Path) -> None:
+    prof = sensor_profile(tmp_path)
+    out = tmp_path / "R"
+    out.mkdir()
+    (out / "keep.txt").write_text("not the run's")
+    code, _, err = run("bench", "run", "--platform", str(prof), "--emulate", "--meter", "ps3", "--quick",
+                       "--kernel", "intensity", "--reps", "1", "--out", str(out))
+    assert code == 3, err
+    assert err.count("failed: window of") == 2 and "bench run: --min-time lengthens" in err, err
+    assert "loop its work inside the phase" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]     # no <run_id>/powersensor3-0000.raw
