@@ -33,6 +33,10 @@ class PmdUsb(StreamDriver):
 
     firmware = 0
     config: PmdConfig
+    #: the decoder's frame 0 is the first frame after the start command (the stream is stopped and flushed in the
+    #: handshake); its sample may predate the command's arrival by one ADC round at most (about 29 µs per the
+    #: reference; 100 µs taken), which the clock map's lower bound allows for
+    start_lead_s = 1e-4
 
     def default_config(self) -> PmdConfig:
         return PmdConfig()

@@ -131,6 +131,7 @@ class Decoder:
         ks: list[np.ndarray] = []
         words: list[np.ndarray] = []
         pos = 0
+        held = -1                                          # index of the whole frame kept back in the tail, if known
         while True:
             if not self._aligned:                          # find three frames in a row that agree
                 o, ruled_out = self._align(b[pos:])
@@ -152,6 +153,7 @@ class Decoder:
             steps = self._steps(np.diff(np.concatenate([[self._ts_prev], ts])))
             bad = np.flatnonzero(steps == 0)
             if bad.size == 0 and n == 1:
+                held = self._k_prev + int(steps[0])
                 break                                      # a frame is vouched for by the next one's timestamp
             # the last frame waits for its successor: a byte lost in its words shows only in the next timestamp
             good = n - 1 if bad.size == 0 else int(bad[0])
@@ -167,6 +169,9 @@ class Decoder:
                 self._k_prev = int(k[-1])
                 self._ts_prev = int(ts[good - 1])
             if bad.size == 0:
+                # the last frame is kept for its successor, but its bytes are here and its timestamp fits the
+                # cadence: the clock map pairs this chunk's arrival with it (it was taken before it arrived)
+                held = self._k_prev + int(steps[n - 1])
                 pos += (n - 1) * FRAME_BYTES
                 break
             pos = int(starts[good])
@@ -177,7 +182,10 @@ class Decoder:
             self.stats.frames += sum(len(k) for k in ks)
         self.stats.bytes_skipped = self._consumed - FRAME_BYTES * self.stats.frames
         if not ks:
-            return Decoded.empty()
+            d = Decoded.empty()
+            d.k_arrived = held
+            return d
         k = np.concatenate(ks)
         codes = codes_from_words(np.concatenate(words)) + self.offset[None, :]
-        return Decoded(k.astype(np.int64), codes[:, 0::2] * VOLT_PER_CODE, codes[:, 1::2] * AMP_PER_CODE)
+        return Decoded(k.astype(np.int64), codes[:, 0::2] * VOLT_PER_CODE, codes[:, 1::2] * AMP_PER_CODE,
+                       k_arrived=held)

@@ -30,12 +30,16 @@ log = logging.getLogger("archline.powermon")
 
 @dataclass
 class Decoded:
-    """Frames decoded from one chunk: index on the cadence, (n, 4) volts and amps, indices of marked frames."""
+    """Frames decoded from one chunk: index on the cadence, (n, 4) volts and amps, indices of marked frames, and
+    ``k_arrived``: the newest frame whose bytes are all in hand, where the decoder holds it back (a PMD-USB frame
+    waits for its successor's timestamp) and knows its index; -1 where that is ``k[-1]``. The clock map pairs the
+    chunk's arrival time with it: pairing it with ``k[-1]`` placed the device's clock a frame period late."""
 
     k: np.ndarray
     volts: np.ndarray
     amps: np.ndarray
     markers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    k_arrived: int = -1
 
     @staticmethod
     def empty(n_pairs: int = 4) -> Decoded:
@@ -99,6 +103,10 @@ class StreamDriver:
     baudrate = 115200
     n_pairs = 4
     real_rate_hz: float | None = None     #: what the real device streams, where it is fixed (an emulator may not)
+    #: where the decoder's frame 0 is the first frame taken after the start command: how long before the command
+    #: reached the device that frame's sample may have been taken (host s); None where frame 0 is not tied to the
+    #: start (then only markers give the clock's lower bound)
+    start_lead_s: float | None = None
     decoder: Any
 
     def __init__(self, port: str, rate_hz: float, *, name: str, speed: float = 1.0, emulated: bool = False,
@@ -117,6 +125,7 @@ class StreamDriver:
         self.version = ""
         self.stalls = 0
         self.started_host_s: float | None = None
+        self.start_asked_host_s: float | None = None   #: host time just before the start command was written
         self._ser: Any = None
         self._thread: threading.Thread | None = None
         self._closing = threading.Event()
@@ -129,7 +138,10 @@ class StreamDriver:
         self._marks_sent: deque[float] = deque()
         self._marks: list[tuple[float, int]] = []          #: (host time the mark was asked, marked frame index)
         self._last_k = -1
-        self.clock_bound_s: float | None = None     #: how well the marker-aligned clock is known (host s)
+        #: how well the clock map's offset is known (host s): half the distance between its upper bound (the
+        #: arrival envelope) and its lower bound (the markers, or the start command); None where there is no
+        #: lower bound (then the caller assumes one)
+        self.clock_bound_s: float | None = None
         self.rate_note: str | None = None           #: an emulator at another rate than the real device's
         self.config: Any = self.default_config()
         self.config_raw = b""                       #: the configuration bytes the handshake read (for a capture)
@@ -223,6 +235,7 @@ class StreamDriver:
 
     def start(self) -> None:
         with self.capture.starting() if self.capture is not None else contextlib.nullcontext():
+            self.start_asked_host_s = self.clock()
             self.start_stream()
             self.started_host_s = self.clock()
             self._closing.clear()
@@ -297,14 +310,18 @@ class StreamDriver:
             self.error = DeviceError(f"{self.label} on {self.port} disconnected while streaming ({e})")
 
     def _store(self, d: Decoded, now: float) -> None:
-        if d.k.size == 0:
+        newest = max(int(d.k[-1]) if d.k.size else -1, int(d.k_arrived))
+        if newest < 0:
             return
         with self._lock:
+            # (arrival, newest frame in hand): a frame held back for its successor arrived with this chunk too
+            self._pairs_host.append(now)
+            self._pairs_k.append(newest)
+            if d.k.size == 0:
+                return
             self._k.append(d.k)
             self._v.append(d.volts)
             self._a.append(d.amps)
-            self._pairs_host.append(now)
-            self._pairs_k.append(int(d.k[-1]))
             self._last_k = int(d.k[-1])
             for km in d.markers.tolist():
                 if self._marks_sent:
@@ -327,18 +344,24 @@ class StreamDriver:
             k = np.asarray(self._pairs_k, dtype=np.float64)
             marks = list(self._marks)
         cm = fit_clock(host, k / self.rate_hz, 1.0 / self.speed)
+        self.clock_bound_s = None
         if cm is None:
             return ClockMap(self.started_host_s or 0.0, 1.0 / self.speed)
+        # the read envelope is an upper bound of the offset (data arrive after they are taken); a marked frame is
+        # taken after its mark was asked, and frame 0 of a device that starts on command after the command was
+        # written, so each gives a lower bound: the offset is the middle of the two, to within half their distance
+        # (:attr:`clock_bound_s`). The envelope alone sits late by the least transfer latency, which nothing bounds.
+        lowers: list[float] = []
         if use_markers and marks:
-            # the read envelope is an upper bound of the offset (data arrive after they are taken); a marked frame
-            # is taken after its mark was asked, so every marker gives a lower bound: the offset is the middle of
-            # the two, to within half their distance (:attr:`clock_bound_s`)
             scale = cm.seconds_per_device_s * (1.0 + cm.drift_ppm * 1e-6)
-            lower = max(t - km / self.rate_hz * scale for t, km in marks)
-            upper = cm.offset_s
-            if lower <= upper:
-                self.clock_bound_s = 0.5 * (upper - lower)
-                return ClockMap(0.5 * (lower + upper), cm.seconds_per_device_s, cm.drift_ppm, cm.n_pairs)
+            lowers.append(max(t - km / self.rate_hz * scale for t, km in marks))
+        if self.start_lead_s is not None and self.start_asked_host_s is not None:
+            lowers.append(self.start_asked_host_s - self.start_lead_s)
+        upper = cm.offset_s
+        if lowers and max(lowers) <= upper:
+            lower = max(lowers)
+            self.clock_bound_s = 0.5 * (upper - lower)
+            return ClockMap(0.5 * (lower + upper), cm.seconds_per_device_s, cm.drift_ppm, cm.n_pairs)
         return cm
 
     def latest_k(self) -> int:

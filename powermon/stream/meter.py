@@ -108,11 +108,10 @@ class StreamMeter(DriverMeter):
 
     @property
     def clock_err_s(self) -> float | None:
-        """How well the clock is aligned with the host's: the marker bound where markers came back, else None
-        (the monitor then takes half a sample period)."""
-        if not self.use_markers:
-            return None
-        self.driver.clock_map(True)
+        """How well the clock is aligned with the host's: the driver's bound where it has a lower bound of the offset
+        (markers that came back, or a stream that starts on command), else None (the monitor then takes half a
+        sample period)."""
+        self.driver.clock_map(self.use_markers)
         return self.driver.clock_bound_s
 
     def start(self) -> None:
