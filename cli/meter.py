@@ -112,8 +112,8 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float | None, duration_
     """
     from archline.powermon.recording import record, writes_stdout
 
-    rec = record(spec, duration_s, out, _ints(channels), rate_hz, max_lost)
-    err = writes_stdout(out)    # the trace is on stdout: the summary goes to stderr, never into the trace
+    err = writes_stdout(out)    # the trace is on stdout: the summary goes to stderr, never into the trace (asked
+    rec = record(spec, duration_s, out, _ints(channels), rate_hz, max_lost)     # before a file is replaced)
     if fmt == "json":
         click.echo(json.dumps(rec.summary, indent=1, default=float), err=err)
     else:

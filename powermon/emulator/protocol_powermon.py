@@ -13,14 +13,20 @@ from __future__ import annotations
 from serial.serialutil import SerialException
 
 from archline.powermon.emulator.device import Faults, PowerMon2Core
-from archline.powermon.emulator.serial_base import CoreSerial, set_byte_fault, url_device
+from archline.powermon.emulator.serial_base import CoreSerial, pairs, set_byte_fault, url_device, url_number
 
 _OPTIONS = ("speed", "seed", "partial_first", "drop", "noise", "overflow", "stall", "disconnect", "silent",
             "adc_noise")
 
 
-def _pairs(text: str) -> tuple[tuple[int, int], ...]:
-    return tuple((int(a), int(b)) for a, b in (x.split(":") for x in text.split(",") if x))
+def _pairs(key: str, text: str) -> tuple[tuple[int, int], ...]:
+    """``EVENT:N,...`` (a record index of 0 or more, N records lost above 0); ValueError naming the form."""
+    form = "EVENT:N pairs, comma-separated (overflow=64:3,...; record index 0 or more, N above 0)"
+    try:
+        return tuple((url_number(key, a, whole=True), url_number(key, b, whole=True, positive=True))
+                     for a, b in pairs(key, text, form))
+    except ValueError:
+        raise ValueError(f"{key} takes {form}, got {text!r}") from None
 
 
 def core_from_url(url: str) -> PowerMon2Core:
@@ -30,17 +36,17 @@ def core_from_url(url: str) -> PowerMon2Core:
     try:
         for key, v in options.items():
             if key == "speed":
-                speed = float(v)
+                speed = url_number(key, v, positive=True) * 1.0
             elif key == "seed":
-                seed = int(v)
+                seed = url_number(key, v, whole=True)
             elif key == "partial_first":
-                faults.partial_first = int(v)
+                faults.partial_first = url_number(key, v, whole=True)
             elif key == "overflow":
-                faults.overflow = _pairs(v)
+                faults.overflow = _pairs(key, v)
             elif key == "silent":
                 faults.silent = v not in ("0", "false", "")
             elif key == "adc_noise":
-                faults.adc_noise_lsb = float(v)
+                faults.adc_noise_lsb = url_number(key, v) * 1.0
             elif not set_byte_fault(faults, key, v):
                 raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
     except ValueError as e:

@@ -35,6 +35,12 @@ def get_device(name: str) -> DeviceSpec | None:
         return _DEVICES.get(name)
 
 
+def device_names() -> list[str]:
+    """The names registered now (``default`` always; others only where a program registered them)."""
+    with _LOCK:
+        return sorted(_DEVICES)
+
+
 def unregister_device(name: str) -> None:
     with _LOCK:
         _DEVICES.pop(name, None)

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
-from archline.powermon.emulator.registry import get_device
+from archline.powermon.emulator.registry import device_names, get_device
 
 
 def url_device(url: str, scheme: str, what: str) -> tuple[Any, dict[str, str]]:
@@ -22,7 +22,10 @@ def url_device(url: str, scheme: str, what: str) -> tuple[Any, dict[str, str]]:
     name = parts.netloc or parts.path.strip("/") or "default"
     dev = get_device(name)
     if dev is None:
-        raise SerialException(f"no emulated {what} named {name!r} (register it with register_device)")
+        # other names exist only inside a program that registers them (register_device): not a command-line action
+        offered = ", ".join(f"{scheme}://{n}" for n in device_names())
+        raise SerialException(f"no emulated {what} named {name!r}: use {offered} (options after '?', e.g. "
+                              f"{scheme}://default?speed=4)")
     return dev, {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
 
 
@@ -40,7 +43,7 @@ def url_number(key: str, v: str, *, whole: bool = False, positive: bool = False)
     return x
 
 
-def _pairs(key: str, v: str, form: str) -> list[tuple[str, str]]:
+def pairs(key: str, v: str, form: str) -> list[tuple[str, str]]:
     out = []
     for x in v.split(","):
         a, sep, b = x.partition(":")
@@ -63,13 +66,13 @@ def set_byte_fault(faults: Any, key: str, v: str) -> bool:
         form = "OFF:N pairs, comma-separated (noise=OFF:N,...; byte offset 0 or more, N above 0)"
         try:
             faults.noise = tuple((url_number(key, a, whole=True), url_number(key, b, whole=True, positive=True))
-                                 for a, b in _pairs(key, v, form))
+                                 for a, b in pairs(key, v, form))
         except ValueError:
             raise ValueError(f"noise takes {form}, got {v!r}") from None
     elif key == "stall":
         form = "AT_S:DUR_S (seconds: stall=1:0.5; start 0 or more, duration above 0)"
         try:
-            ((a, b),) = _pairs(key, v, form)
+            ((a, b),) = pairs(key, v, form)
             faults.stall = (url_number(key, a), url_number(key, b, positive=True))
         except ValueError:
             raise ValueError(f"stall takes {form}, got {v!r}") from None
