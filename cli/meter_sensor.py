@@ -109,6 +109,13 @@ def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any
     if kw["step_s"] * 0.7 <= kw["window_s"] + kw["lag_s"]:
         raise click.UsageError(f"--step {kw['step_s']:g}: its shortest level (70%) must outlast the sensor's window "
                                f"+ lag ({kw['window_s'] + kw['lag_s']:g} s)")
+    from archline.powermon.sensor.limits import check_emulated
+    from archline.powermon.sensor.probe import step_plan
+
+    check_emulated(duration_s=sum(step_plan(kw["n_steps"], kw["step_s"], kw["seed"])),
+                   update_period_s=kw["period_s"], quantum_w=kw["quantum_w"], gain=kw["gain"], idle_w=kw["idle_w"],
+                   busy_w=kw["busy_w"], reference_hz=REFERENCE_SPEC.rate_hz or 1024.0, speed=kw["speed"],
+                   redfish=kw["redfish"])
     schedule = PhasePower(kw["idle_w"], kw["busy_w"])
     pair = emulated_bmc_pair if kw["redfish"] else emulated_pair
     ref, sensor = pair(SensorModel(**given), PhasePowerSource(schedule, REFERENCE_SPEC),
@@ -241,7 +248,8 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
       archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --profile gtx580.toml --out gtx580-cal.toml
       archline meter calibrate nvml0 --emulate --sensor-profile nvml0.sensor.json --format json
 
-    The uncertainties are least-squares standard errors (lag: where the residual rises by one variance); the
+    The uncertainties are least-squares standard errors (lag: where the residual rises by one variance, the
+    reference's sample period and the sensor's quantum, in quadrature); the
     reference's own error is not in them.
     """
     from archline.common.atomic import write_atomic
@@ -254,7 +262,13 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     if (profile_path is None) != (out is None):
         raise click.UsageError("--profile and --out go together (the calibration is stored in a new profile)")
     text = read_text(profile_path, error=MeterError, what="profile") if profile_path else None
-    window_s = SensorProfile.read(sensor_profile).window_s if sensor_profile else None
+    window_s = None
+    if sensor_profile:
+        sp = SensorProfile.read(sensor_profile)
+        if sp.meter != meter:     # another sensor's window (and period): its fit would be meaningless
+            raise click.UsageError(f"--sensor-profile {sensor_profile} is meter '{sp.meter}'s profile, not meter "
+                                   f"'{meter}'s: probe {meter} (archline meter probe {meter} ...) and pass its profile")
+        window_s = sp.window_s
     if out is not None:
         from archline.common.outputs import check_output
 

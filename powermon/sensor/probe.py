@@ -17,6 +17,7 @@ reference and the sensor, then analyses what both recorded.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -69,6 +70,11 @@ def reading_times(t_s: F64, value_w: F64) -> F64:
     return t[np.concatenate([[True], np.diff(v) != 0])]
 
 
+#: a lattice is accepted only when the chance that continuous values fit it (or any of the candidates tried) is
+#: below this: each value fits a lattice within a relative tolerance tau with probability 2 tau
+MAX_CHANCE = 1e-3
+
+
 #: the share of update instants that may sit off the lattice (seen late) before a probe says there is none
 MAX_OFF_LATTICE = 0.1
 
@@ -80,12 +86,48 @@ def update_period(times_s: F64) -> tuple[float, float]:
     if t.size < 3:
         raise MeterError(f"only {t.size} sensor update(s) seen: record longer or with more steps")
     gaps = np.diff(t)
-    # a first guess from the shortest gaps, but not the very shortest: an update seen late leaves a short gap after
-    # it (seen 40 ms late on a 50 ms sensor: a 10 ms gap), which the 10th percentile passes over
-    period = float(np.percentile(gaps, 10))
+    try:
+        return _lattice_fit(t, gaps, _first_guess(gaps))
+    except MeterError:
+        # no gap of one period: a sensor whose reading changes only at the load's edges (no averaging window, a
+        # noise-free level) shows updates many periods apart; its period is then the common divisor of the gaps
+        guess = _common_period(gaps)
+        if guess is None:
+            raise
+        return _lattice_fit(t, gaps, guess)
+
+
+def _first_guess(gaps: F64) -> float:
+    """A first guess from the shortest gaps, but not the very shortest: an update seen late leaves a short gap after
+    it (seen 40 ms late on a 50 ms sensor: a 10 ms gap), which the 10th percentile passes over."""
+    return float(np.percentile(gaps, 10))
+
+
+def _common_period(gaps: F64, *, max_divisor: int = 10_000, tol: float = 0.1) -> float | None:
+    """The largest ``min(gaps) / m`` of which all but :data:`MAX_OFF_LATTICE` of the gaps are whole multiples
+    (within ``tol`` of one), accepted only when gaps at random would fit that well by chance with probability below
+    :data:`MAX_CHANCE` (each fits with probability ``2 tol``); None when none does."""
+    g = np.sort(gaps[gaps > 0])
+    if g.size < 3:
+        return None
+    need = math.ceil((1 - MAX_OFF_LATTICE) * g.size)
+    base = float(g[0])
+    for m in range(1, max_divisor + 1):
+        p = base / m
+        r = g / p
+        fit = int(np.count_nonzero(np.abs(r - np.rint(r)) < tol))
+        if fit >= need:
+            chance = m * math.comb(g.size, fit) * (2 * tol) ** fit
+            return p if chance < MAX_CHANCE else None
+    return None
+
+
+def _lattice_fit(t: F64, gaps: F64, period: float) -> tuple[float, float]:
     # refine on gaps of one period first (a rounded gap of many periods needs a good period), then on all
     for limit in (1.5, 4.0, math.inf):
         use = gaps <= limit * period
+        if not use.any():      # every gap is many periods (a guess from their common divisor): the next limit
+            continue
         k = np.rint(gaps[use] / period)
         period = float(np.sum(gaps[use] * k) / np.sum(k * k))
     k_all = np.concatenate([[0.0], np.cumsum(np.rint(gaps / period))])
@@ -107,33 +149,59 @@ def update_period(times_s: F64) -> tuple[float, float]:
     return float(coef[0]), err
 
 
+def _lattice(u: F64, scale: float, max_divisor: int) -> float:
+    """The largest step of which every value of ``u`` is a whole multiple (the smallest gap between values divided by
+    1, 2, 3, ...), or 0 when none fits better than chance (:data:`MAX_CHANCE`)."""
+    gaps = np.diff(np.unique(u))
+    gaps = gaps[gaps > 1e-9 * scale]
+    if gaps.size == 0:
+        return 0.0
+    cand = float(np.min(gaps)) / np.arange(1, max_divisor + 1)
+    cand = cand[cand >= 1e-6 * scale]
+    if cand.size == 0:
+        return 0.0
+    tried = 0
+    for chunk in np.array_split(cand, max(1, cand.size // 1000)):
+        r = u[None, :] / chunk[:, None]
+        # a digital sensor reports whole multiples of its unit: exact but for float rounding
+        tol = np.minimum(0.01, 1e-6 * scale / chunk[:, None])
+        ok = np.all(np.abs(r - np.rint(r)) < tol, axis=1)
+        if ok.any():
+            i = int(np.argmax(ok))
+            # continuous values fit one lattice by chance with probability (2 tau)^n, and i + 1 more were tried
+            if (tried + i + 1) * float(2 * tol[i, 0]) ** u.size > MAX_CHANCE:
+                return 0.0
+            return float(chunk[i])
+        tried += chunk.size
+    return 0.0
+
+
 def quantum(values_w: F64, *, max_divisor: int = 20_000) -> tuple[float, float]:
     """(quantum, standard error) of reading values: the largest step of which every distinct value is a whole
-    multiple (an approximate greatest common divisor: the smallest gap between values divided by 1, 2, 3, ...).
-    (0, 0) when fewer than 5 distinct values are seen or none of those steps fits (no quantum)."""
+    multiple (an approximate greatest common divisor: the smallest gap between values divided by 1, 2, 3, ...),
+    accepted only when continuous values would fit it by chance with probability below :data:`MAX_CHANCE`.
+    (0, 0) when fewer than 5 distinct values are seen or none of those steps fits (no quantum).
+
+    A sensor rounds its reading, so its lattice holds 0 and the values use every residue of it; values that sit on
+    a lattice offset from zero (their differences on a coarser step than the values themselves: 40 + 0.46875 k W,
+    whose zero-based step is 0.15625 W) are a few power levels mixed in fixed proportions (a step between two
+    levels seen at a clock's resolution, an emulator's fixed-point window mean), not a rounding: quantum 0."""
     u = np.unique(np.asarray(values_w, dtype=np.float64))
     u = u[u != 0]
     if u.size < 5:         # fewer values fit some fine lattice by chance
         return 0.0, 0.0
     scale = float(np.max(np.abs(u)))
-    gaps = np.diff(u)
-    gaps = gaps[gaps > 1e-9 * scale]
-    if gaps.size == 0:
+    q = _lattice(u, scale, max_divisor)
+    if q == 0.0:
         return 0.0, 0.0
-    cand = float(np.min(gaps)) / np.arange(1, max_divisor + 1)
-    cand = cand[cand >= 1e-6 * scale]
-    for chunk in np.array_split(cand, max(1, cand.size // 1000)):
-        r = u[None, :] / chunk[:, None]
-        # a digital sensor reports whole multiples of its unit: exact but for float rounding
-        ok = np.all(np.abs(r - np.rint(r)) < np.minimum(0.01, 1e-6 * scale / chunk[:, None]), axis=1)
-        if ok.any():
-            q = float(chunk[int(np.argmax(ok))])
-            k = np.rint(u / q)
-            q = float(np.sum(u * k) / np.sum(k * k))
-            resid = u - q * k
-            s2 = float(resid @ resid) / max(u.size - 1, 1)
-            return q, math.sqrt(s2 / float(np.sum(k * k)))
-    return 0.0, 0.0
+    diff_q = _lattice(u[1:] - u[0], scale, max_divisor)
+    if diff_q > 1.5 * q:   # the differences step coarser than the values: an offset lattice, not a rounding
+        return 0.0, 0.0
+    k = np.rint(u / q)
+    q = float(np.sum(u * k) / np.sum(k * k))
+    resid = u - q * k
+    s2 = float(resid @ resid) / max(u.size - 1, 1)
+    return q, math.sqrt(s2 / float(np.sum(k * k)))
 
 
 def analyse(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, reference_period_s: float,
@@ -142,7 +210,12 @@ def analyse(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, refer
     period, period_err = update_period(reading_times(read_t_s, read_w))
     q, q_err = quantum(read_w)
     resp = fit_response(ref_t_s, ref_power_w, read_t_s, read_w, max_window_s=max_window_s, max_lag_s=max_lag_s,
-                        resolution_s=reference_period_s / 4)
+                        resolution_s=reference_period_s / 4, reference_period_s=reference_period_s, quantum_w=q)
+    if resp.window_s < reference_period_s and n_steps > 0:
+        # no averaging window: a reading only says on which side of an edge its instant fell, so the lag is pinned to
+        # the intersection of one update period per edge, about 2 x period / (edges + 1) wide (docs/meters.md)
+        pin_s = 2 * period / (2 * n_steps + 1)
+        resp = dataclasses.replace(resp, lag_err_s=math.hypot(resp.lag_err_s, pin_s))
     return ProbeResult(period, period_err, q, q_err, resp, n_steps, reference_period_s)
 
 

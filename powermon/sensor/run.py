@@ -17,7 +17,15 @@ import numpy as np
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.recorder import Recorder
 from archline.powermon.sensor.calibration import Calibration
-from archline.powermon.sensor.probe import ProbeResult, StepLoad, analyse, drive_steps, series, step_plan
+from archline.powermon.sensor.probe import (
+    ProbeResult,
+    StepLoad,
+    analyse,
+    drive_steps,
+    quantum,
+    series,
+    step_plan,
+)
 from archline.powermon.sensor.response import Response, fit_response
 from archline.powermon.spec import ChannelSpec, MeterSpec
 
@@ -146,6 +154,8 @@ def calibrate(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20,
     else fitted too), with their uncertainties."""
     r = record_steps(reference, sensor, load, n_steps=n_steps, step_s=step_s, seed=seed, device_time=device_time)
     longest = 0.7 * step_s
+    q, _ = quantum(r.read_w)
     resp = fit_response(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, max_window_s=longest, max_lag_s=longest,
-                        resolution_s=r.reference_period_s / 4, window_s=window_s)
+                        resolution_s=r.reference_period_s / 4, window_s=window_s,
+                        reference_period_s=r.reference_period_s, quantum_w=q)
     return Calibration(resp.gain, resp.gain_err, resp.offset_w, resp.offset_err_w, resp.lag_s, resp.lag_err_s), resp
