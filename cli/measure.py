@@ -22,9 +22,13 @@ from archline.cli.params import NON_NEGATIVE, OutPath
               help="An emulated meter of the platform; its device draws busy power while the command's phase is "
                    "open (busy_w), idle power otherwise. Labelled emulated, with the true energy.")
 @click.option("--meter", default=None, shell_complete=profile_meters,
-              help="Which of the profile's [[meters]] (default: all).")
+              help="Which of the profile's [[meters]]. Default: every one that opens here (one that cannot is "
+                   "left out with a warning), except one measuring a device an earlier one measures (their "
+                   "energies are added: it would count twice); with --emulate one emulated meter, the profile's "
+                   "PowerMon 2, else its first meter with an emulator.")
 @click.option("--out", type=OutPath(dir_okay=True, file_okay=False, path_type=Path), default=None,
-              help="Directory for a new measure-PLATFORM-STAMP/ (measure.json, trace, raw capture).")
+              help="Directory for a new measure-NAME-STAMP/ (measure.json, trace, raw capture); NAME is the "
+                   "profile's name, also for --platform PATH.")
 @click.option("--repeat", type=click.IntRange(1, 10_000), default=1, show_default=True,
               help="Runs of the command (stops at the first that fails or is interrupted).")
 @click.option("--baseline-s", type=NON_NEGATIVE, default=0.0, show_default=True,
@@ -56,7 +60,16 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
     The command marks its own phases by writing "begin NAME" / "end NAME" lines to the FIFO named in
     $ARCHLINE_MARKS (archline.Monitor.from_env() does it from Python). With --format json the command's own
     stdout goes to stderr, so stdout holds the JSON report alone. archline exits with the command's exit
-    code (128 + N when signal N ended it); SIGINT, SIGTERM and SIGHUP are passed to the command.
+    code (128 + N when signal N ended it); SIGINT, SIGTERM and SIGHUP are passed to the command. Every warning
+    (lost samples, a widened window, a meter left out, a phase never ended) is also an "archline: warning:" line
+    on stderr, in both formats.
+
+    A meter with a sensor profile (sensor_profile in its [[meters]] entry) cannot measure a window shorter than
+    the sensor's shortest. A --baseline-s shorter than that is refused before the command runs (exit 2). A run or
+    phase that turns out shorter is not thrown away: it is measured over a window widened to the sensor's
+    shortest about its middle (archline waits until that window has passed), marked "(widened)" with a warning
+    and widened_from in the JSON; its energy then includes the time around it (above_idle_j, with --baseline-s
+    and --subtract-idle, is its energy above idle), and --costs does not place it.
 
     \b
     Examples:
@@ -88,6 +101,8 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
                                          busy_w=busy_w, idle_w=idle_w, counters=hooks.counters_hook(),
                                          place=hooks.place_hook(),
                                          child_stdout_to_stderr=fmt == "json"))
+    for w in result.warnings(outcome.doc):
+        click.echo(f"archline: warning: {w}", err=True)
     if fmt == "json":
         click.echo(json.dumps(outcome.doc, indent=2, allow_nan=False))
     else:
@@ -157,6 +172,9 @@ class _Hooks:
             s = doc.get("summary", {})
             if not self.collected:
                 return {"reason": "no counts were collected (see each run's counters.reason)"}
+            if any(r.get("widened_from") for r in doc.get("runs", [])):
+                return {"reason": "a run was shorter than the meter's sensor can measure: its energy is a widened "
+                                  "window's, not the program's alone (make it last longer)"}
             if "energy_j_mean" not in s:
                 return {"reason": "no energy was measured: " + str(doc.get("reason") or "no meter")}
             p = place_program(self.platform, self.collected[-1], s["time_s_mean"], s["energy_j_mean"], self.figure,

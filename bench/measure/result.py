@@ -2,14 +2,18 @@
 ``<out>/<run_id>/measure.json`` beside the trace and raw captures; this module is its only reader and writer, and
 renders it as a table.
 
-    {"format": "archline.measure/1", "command": [...], "platform": "gtx580", "emulated": true,
+    {"format": "archline.measure/1", "command": [...], "platform": "gtx580", "platform_path": null, "emulated": true,
      "meter": "...", "reason": null, "exit_code": 0, "signal": null,
      "anchor": {"monotonic_s": ..., "unix_s": ..., "utc": "..."},     # host monotonic <-> wall clock
      "baseline": {window} | null,  "idle_power_w": ..., "idle_power_err_w": ..., "subtract_idle": false,
-     "runs": [{window, "phases": [{window}, ...]}, ...],  "summary": {...}, "problems": [...], "files": {...}}
+     "runs": [{window, "phases": [{window}, ...]}, ...],  "summary": {...}, "problems": [...], "warnings": [...],
+     "files": {...}}
 
 A window is :meth:`archline.powermon.monitor.Measurement.as_dict` (units in every name), plus, where asked,
-``energy_above_idle_j`` / ``energy_above_idle_err_j``, and for an emulated device ``truth_energy_j``.
+``energy_above_idle_j`` / ``energy_above_idle_err_j``, for an emulated device ``truth_energy_j``, and, for a window
+widened to a profiled sensor's shortest, ``widened_from`` (the command's or phase's own ``t_start_s``, ``t_end_s``,
+``time_s``; the window's fields are the widened window's). ``platform`` is the profile's name, ``platform_path``
+the file given (null for a name); ``warnings``: what the meter choice left out.
 """
 
 from __future__ import annotations
@@ -62,6 +66,21 @@ def read(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+def warnings(doc: dict[str, Any]) -> list[str]:
+    """Every warning the document carries, each once, in order: the meters' (``warnings``), each window's (the
+    baseline, the runs and their phases: lost samples, a widened window, the sensor's share of the bound, a
+    calibration), and the ``problems`` of the runs (a phase never ended, processes left running)."""
+    out: list[str] = list(doc.get("warnings") or [])
+    windows = ([doc["baseline"]] if doc.get("baseline") else []) + [
+        w for r in doc.get("runs", []) for w in (r, *r.get("phases", []))]
+    for w in windows:
+        for text in w.get("warnings") or []:
+            text = str(text)
+            out.append(text if text.startswith(f"{w.get('name')}: ") else f"{w.get('name')}: {text}")
+    out += [str(p) for p in doc.get("problems", [])]
+    return list(dict.fromkeys(out))
+
+
 def _num(x: Any, fmt: str) -> str:
     return format(x, fmt) if isinstance(x, (int, float)) and math.isfinite(x) else "-"
 
@@ -81,9 +100,9 @@ def table(doc: dict[str, Any]) -> str:
     if doc.get("baseline"):
         add("baseline (idle)", doc["baseline"])
     for r in doc["runs"]:
-        add(r["name"], r)
+        add(r["name"] + (" (widened)" if r.get("widened_from") else ""), r)
         for p in r.get("phases", []):
-            add(f"  {p['name']}", p)
+            add(f"  {p['name']}" + (" (widened)" if p.get("widened_from") else ""), p)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in rows]
@@ -100,7 +119,6 @@ def table(doc: dict[str, Any]) -> str:
     if doc.get("idle_power_w") is not None:
         tail.append(f"idle power {doc['idle_power_w']:.3f} +- {doc.get('idle_power_err_w') or 0.0:.3f} W"
                     + (" (subtracted: above_idle_j)" if doc.get("subtract_idle") else ""))
-    tail += [f"note: {p}" for p in doc.get("problems", [])]
     status = f"killed by signal {doc['signal']}" if doc.get("signal") else f"exit code {doc.get('exit_code')}"
     tail.append(f"command {status}")
     if doc.get("files", {}).get("result"):
