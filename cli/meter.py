@@ -48,12 +48,19 @@ def meter() -> None:
 
 
 def _ints(text: str | None) -> list[int] | None:
-    if not text:
+    """--channels as channel ids; None when not given. Given but naming none (``''``, ``','``) is refused: it would
+    silently mean every channel."""
+    if text is None:
         return None
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        ids = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated channel ids, got {text!r}") from None
+        raise click.BadParameter(f"expected comma-separated channel ids, got {text!r}",
+                                 param_hint="'--channels'") from None
+    if not ids:
+        raise click.BadParameter(f"names no channel (got {text!r}): give channel ids such as 0,1,2,3, or leave "
+                                 "--channels out for the meter's default", param_hint="'--channels'")
+    return ids
 
 
 @meter.command("list")
@@ -87,7 +94,10 @@ def list_cmd(fmt: str) -> None:
               help="PowerMon 2: per-channel Hz (1024/N; default 128); PowerSensor3 / PMD-USB: frames per second "
                    "(default: theirs); a BMC (redfish, ipmi) takes none: refused")
 @click.option("--duration", "duration_s", type=DURATION, default=10.0, show_default=True,
-              help="seconds; at least one of the meter's sample periods (shorter is refused)")
+              help="seconds; at least one of the meter's sample periods (shorter is refused). The recorded "
+                   "window (the summary's time_s and energy) is this long, within one sample period; the trace and "
+                   "raw capture also keep the samples that arrived while the meter stopped (tens of ms past the "
+                   "window: the sidecar's rows_after_window; meter integrate uses the window)")
 @click.option("--out", required=True, type=SamplesOut(),
               help="trace .parquet, .csv.gz or .csv (/dev/null: CSV as a stream, no raw capture)")
 @click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
@@ -147,9 +157,13 @@ def _record_table(summary: dict[str, Any], err: bool = False) -> None:
 @meter.command("decode")
 @click.argument("raw", type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=SamplesOut(), help="samples .csv, .csv.gz or .parquet (or a stream: CSV)")
-@click.option("--channels", help="enabled channels (default: from RAW.json, else guessed from the data)")
-@click.option("--rate", "rate_hz", type=POSITIVE, help="per-channel Hz (default: from RAW.json, else 128)")
-@click.option("--r-sense", "r_sense_ohm", type=POSITIVE, help="shunt ohms for every channel (default: RAW.json)")
+@click.option("--channels", help="enabled channels (default: from RAW.json, else guessed from the data; other "
+              "channels than RAW.json's are refused); a PowerSensor3 / PMD-USB capture: the pairs to keep")
+@click.option("--rate", "rate_hz", type=POSITIVE,
+              help="per-channel Hz (default: from RAW.json, else 128); a rate other than RAW.json's is refused")
+@click.option("--r-sense", "r_sense_ohm", type=POSITIVE,
+              help="PowerMon 2: shunt ohms for every channel (default: RAW.json); overriding RAW.json's shunts (a "
+                   "capture recorded with a wrong one) is warned about")
 @click.option("--partial", is_flag=True,
               help="decode a capture cut short (a PowerMon 2 one without its done record, a PowerSensor3 or "
                    "PMD-USB one ending mid-frame)")

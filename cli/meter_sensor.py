@@ -132,9 +132,14 @@ def _real_setup(meter: str, kw: dict[str, Any]) -> tuple[Any, Any, Any, None]:
     if kw["platform"] is None:
         raise click.UsageError(f"meter {meter}: give --platform (the profile whose [[meters]] has it and its "
                                "reference meter) to probe real hardware, or use --emulate")
-    from archline.bench.config.options import parse_cpu_list
+    from archline.bench.config.options import parse_cpu_list, parse_device
+    from archline.bench.errors import BenchError
     from archline.bench.step_load import open_probe
 
+    try:      # a malformed --device is bad input (exit 2), refused before any back end is looked for (exit 4)
+        parse_device(kw["device"])
+    except BenchError as e:
+        raise click.BadParameter(str(e).removeprefix("--device").lstrip(": "), param_hint="'--device'") from None
     cpus = None
     if kw["cpus"] is not None:
         try:
@@ -147,6 +152,10 @@ def _real_setup(meter: str, kw: dict[str, Any]) -> tuple[Any, Any, Any, None]:
                     cpus=cpus, device=kw["device"], poll_s=kw["poll_s"])
     click.echo(f"step load: {rp.load.label}; reference: {rp.reference_spec.name} ({rp.reference_spec.kind})",
                err=True)
+    where = f"of platform '{rp.platform}'"     # a meter that cannot start is named, not only its port
+    kw["labels"] = {rp.reference.name: f"meter {meter}'s reference meter '{rp.reference_spec.name}' "
+                                       f"({rp.reference_spec.kind}) {where}",
+                    rp.sensor.name: f"meter '{meter}' ({rp.sensor_spec.kind}) {where}"}
     return rp.reference, rp.sensor, rp.load, None
 
 
@@ -183,9 +192,12 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     on the CPU for rapl/hwmon/BMC meters; --backend cuda|hip|opencl for nvml/amdsmi).
 
     \b
-    Examples:
+    Examples (real hardware: the shipped gtx580 profile's meters are powermon and ps3; mynode.toml stands for a
+    profile of yours whose [[meters]] has the meters named):
+      archline meter probe ps3 --platform gtx580 --reference powermon --backend cuda --step 3 --out ps3.sensor.json
       archline meter probe rapl --platform mynode.toml --reference powermon --threads 4 --out rapl.sensor.json
-      archline meter probe nvml0 --platform gtx580 --reference powermon --backend cuda --step 3 --out nvml0.json
+      archline meter probe nvml0 --platform mynode.toml --reference powermon --backend cuda --out nvml0.sensor.json
+    Emulated (no hardware):
       archline meter probe nvml0 --emulate --out nvml0.sensor.json
       archline meter probe bmc --emulate --period 1 --window 1 --lag 0.5 --step 4 --steps 6 --out bmc.json
       archline meter probe bmc --emulate --redfish --period 1 --window 0.8 --lag 0.3 --quantum 1 --step 4 --out b.json
@@ -200,7 +212,7 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     ref, sensor, load, given = _setup(meter, kw["emulate"], kw)
     try:       # real meters: both on the host clock (each emulator has its own device clock)
         res = probe(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"],
-                    device_time=given is not None)
+                    device_time=given is not None, labels=kw.get("labels"))
     finally:   # the step load stops and its kernel is freed however the probe ends
         _close(load)
     emulated = given is not None or _is_emulated(ref, sensor)
@@ -242,10 +254,13 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     is the step load (as for meter probe).
 
     \b
-    Examples:
+    Examples (real hardware: mynode.toml stands for a profile of yours whose [[meters]] has rapl and powermon):
+      archline meter calibrate ps3 --platform gtx580 --reference powermon --backend cuda
       archline meter calibrate rapl --platform mynode.toml --reference powermon --profile mynode.toml --out cal.toml
+    Emulated (no hardware; the sensor profile is meter probe nvml0 --emulate's):
       archline meter calibrate nvml0 --emulate --gain 1.07 --offset -3.5
-      archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --profile gtx580.toml --out gtx580-cal.toml
+      archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --out gtx580-cal.toml \\
+          --profile "$(archline platforms show gtx580 --format toml-path)"
       archline meter calibrate nvml0 --emulate --sensor-profile nvml0.sensor.json --format json
 
     The uncertainties are least-squares standard errors (lag: where the residual rises by one variance, the
@@ -276,7 +291,7 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     ref, sensor, load, given = _setup(meter, kw["emulate"], kw)
     try:
         cal, resp = calibrate(ref, sensor, load, n_steps=kw["n_steps"], step_s=kw["step_s"], seed=kw["seed"],
-                              window_s=window_s, device_time=given is not None)
+                              window_s=window_s, device_time=given is not None, labels=kw.get("labels"))
     finally:
         _close(load)
     emulated = given is not None or _is_emulated(ref, sensor)

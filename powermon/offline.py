@@ -46,7 +46,14 @@ def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: floa
         raise MeterError(f"capture {show(raw)} is empty or truncated ({len(data)} bytes)")
     if r_sense_ohm is not None and not (math.isfinite(r_sense_ohm) and r_sense_ohm > 0):
         raise MeterError(f"shunt resistance must be a positive number of ohms, got {r_sense_ohm:g}")
-    chans = list(channels) if channels else (side.channels if side else None) or guess_channels(data)
+    if side is None:
+        _not_a_stream_capture(raw, data)
+    else:
+        _check_against_sidecar(raw, side, channels, rate_hz)
+    try:
+        chans = list(channels) if channels else (side.channels if side else None) or guess_channels(data)
+    except MeterError as e:      # no PowerMon 2 records: say what else it may be
+        raise MeterError(f"{e} in {show(raw)}{_or_stream_capture(raw, side)}") from None
     if rate_hz is not None:
         period = period_for_rate(rate_hz)
     elif side is not None and side.period_ticks is not None:
@@ -74,6 +81,63 @@ def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: floa
     fmt = RowFormat(r_lut, t_of_event, side.meter if side else "powermon2", side.emulated if side else
                     _emulated_bytes(data), clock_name)
     return data, chans, period, side, fmt
+
+
+def _check_against_sidecar(raw: Path, side: CaptureSidecar, channels: Sequence[int] | None,
+                           rate_hz: float | None) -> None:
+    """--channels and --rate that disagree with what the capture's sidecar says the device was told: refused (the
+    records would be decoded on another channel map or cadence than they were sent on); agreeing ones are fine."""
+    where = f"the capture's sidecar ({show(str(raw) + '.json')})"
+    if channels and side.channels and sorted(channels) != sorted(side.channels):
+        raise MeterError(f"--channels {','.join(map(str, channels))} disagrees with {where}, which says the capture "
+                         f"holds channels {','.join(map(str, side.channels))}: the records would be decoded on the "
+                         "wrong channel map; leave --channels out")
+    side_period = side.period_ticks or (period_for_rate(side.rate_hz) if side.rate_hz else None)
+    if rate_hz is not None and side_period is not None and period_for_rate(rate_hz) != side_period:
+        raise MeterError(f"--rate {rate_hz:g} disagrees with {where}, which says the device sampled at "
+                         f"{TICK_HZ / side_period:g} Hz per channel: the samples would be put on the wrong times; "
+                         "leave --rate out")
+
+
+def _shunt_override(raw: str | Path, side: CaptureSidecar | None, chans: Sequence[int],
+                    r_sense_ohm: float | None) -> list[str]:
+    """--r-sense against the sidecar's shunts: a warning naming both when they differ (re-decoding a capture whose
+    profile had a wrong shunt is what --r-sense is for, so it is not refused)."""
+    if r_sense_ohm is None or side is None:
+        return []
+    recorded = side.shunts()
+    differ = {c: recorded[c] for c in chans if c in recorded and not math.isclose(recorded[c], r_sense_ohm,
+                                                                                   rel_tol=1e-9)}
+    if not differ:
+        return []
+    by_value: dict[float, list[int]] = {}
+    for c, r in sorted(differ.items()):
+        by_value.setdefault(r, []).append(c)
+    were = "; ".join(f"{r:g} ohm on channel(s) {','.join(map(str, cs))}" for r, cs in by_value.items())
+    return [f"--r-sense {r_sense_ohm:g} ohm overrides the shunts in {show(str(raw) + '.json')} ({were}): the "
+            "currents and powers are those of the shunt given, not of the recording"]
+
+
+def _not_a_stream_capture(raw: Path, data: bytes) -> None:
+    """A capture without its sidecar whose bytes are a PowerSensor3's or PMD-USB's frames: say so (it cannot be
+    decoded without the sidecar), rather than fail to find PowerMon 2 records in it."""
+    from archline.powermon.stream.sniff import sniff_stream_kind
+
+    kind = sniff_stream_kind(data)
+    if kind is not None:
+        label = {"powersensor3": "PowerSensor3", "pmd": "PMD-USB"}[kind]
+        raise MeterError(f"{show(raw)} looks like a {label} capture (its bytes are {label} frames), not a PowerMon 2 "
+                         f"one, and its sidecar {show(str(raw) + '.json')} is missing"
+                         f"{' (a pipe has none)' if not raw.is_file() else ''}: a {label} capture cannot be decoded "
+                         "without it (its device configuration, rate and clock); keep the two together")
+
+
+def _or_stream_capture(raw: str | Path, side: CaptureSidecar | None) -> str:
+    """What a capture without PowerMon 2 records may be instead, when it has no sidecar to say."""
+    if side is not None:
+        return ""
+    return (f" (or it is a PowerSensor3 or PMD-USB capture whose sidecar {show(str(raw) + '.json')} is missing: "
+            "those cannot be decoded without it)")
 
 
 #: where a capture's own bytes may hold the emulator's version reply (a capture of the whole serial session)
@@ -146,8 +210,9 @@ def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int
     def meta() -> dict[str, Any]:
         if dec.n_accepted == 0:
             raise MeterError(f"no PowerMon 2 samples in {show(raw_path)} (garbage or truncated capture; "
-                             f"{dec.stats.skipped_bytes} bytes skipped)")
-        warnings = _warnings(raw_path, data, dec, side, partial)
+                             f"{dec.stats.skipped_bytes} bytes skipped){_or_stream_capture(raw_path, side)}")
+        warnings = _shunt_override(raw_path, side, chans, r_sense_ohm) + _warnings(raw_path, data, dec, side,
+                                                                                   partial)
         stats = dec.stats.as_dict()
         speed = side.speed if side is not None and fmt.clock == "host_monotonic" else 1.0
         # the meter's kind and the shunts the samples were decoded with: what `meter integrate` needs to state

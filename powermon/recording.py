@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from archline.common.errors import OutputError
 from archline.common.outputs import check_output, is_stream, resolve_output, show
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
@@ -73,6 +75,13 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         if not arg:
             raise MeterError(f"--meter {kind} needs a port: {kind}:/dev/tty{'USB' if kind == 'pmd' else 'ACM'}0 or "
                              f"{kind}://default (emulated)")
+        from archline.powermon.stream.meter import url_rate_hz
+
+        url_rate = url_rate_hz(arg, kind)
+        if rate_hz is not None and url_rate is not None and not math.isclose(rate_hz, url_rate, rel_tol=1e-9):
+            # two rates asked for: neither may win silently
+            raise MeterError(f"--rate {rate_hz:g} and the URL's rate={url_rate:g} ({spec}) disagree: give the rate "
+                             "once (drop --rate or the URL's ?rate=)")
         extra = {} if rate_hz is None else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
         mspec = channels_spec(kind, kind, channels, port=arg, **extra)
         speed = _url_speed(arg)
@@ -308,6 +317,32 @@ def _url_speed(port: str) -> float:
     return speed
 
 
+def _edge_s(meter: Any) -> float:
+    """A sample period in host seconds, less a hair (0 for a meter without one): the window is held to the
+    duration plus at most this, so that the samples it snaps to span the whole duration."""
+    from archline.powermon.record.period import sample_period_s
+
+    period = sample_period_s(meter)
+    return 0.0 if period is None else period[1] * (1 - 1e-6)
+
+
+def _wait_for_window(rec: Any, meter: Any, duration_s: float) -> None:
+    """Until ``duration_s`` has passed since the meter's stream began (a stream meter's window starts there, which
+    a late first sample may put after the mark the sleep began at); at most one more ``duration_s``."""
+    start = getattr(meter, "stream_start_s", None)
+    if not callable(start):
+        return
+    deadline = rec.clock() + duration_s
+    while rec.clock() < deadline:
+        try:
+            left = float(start()) + duration_s - rec.clock()
+        except MeterError:          # no sample yet to place the start by: the recording says what went wrong
+            return
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.05))
+
+
 def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int] | None = None,
            rate_hz: float | None = None, max_lost: float = MAX_LOST_SHARE) -> Recording:
     """Record one meter for ``duration_s`` into a trace file; a PowerMon 2 also keeps its raw capture beside it.
@@ -339,6 +374,7 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         rec.begin("record")
         try:
             time.sleep(duration_s)
+            _wait_for_window(rec, meter, duration_s)
         except KeyboardInterrupt:
             interrupted = True
     except BaseException:
@@ -354,6 +390,8 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
             # sample's loss out of the window. A meter without its own stream starts at the mark.
             start = getattr(meter, "stream_start_s", None)
             t0 = float(start()) if callable(start) else rec.marks[-1].t_s
+            if not interrupted:     # the window is --duration long, not the sleep's overshoot and the stop's delay
+                t1 = min(t1, t0 + duration_s + _edge_s(meter))
             region = rec.end("record", t0_s=t0, t1_s=t1)
         finally:
             rec.stop()
@@ -363,7 +401,12 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         if mr.device_window_s is not None and callable(to_host):   # the window as the region integrated it
             t0, t1 = to_host(mr.device_window_s[0]), to_host(mr.device_window_s[1])
         kept = getattr(meter, "raw_path", None)
-        write_samples(meter.samples(), out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
+        samples = meter.samples()
+        # the trace is everything the meter sent, as its raw capture and its counts are (a decode of the capture
+        # gives the same rows): the samples that arrived while the meter stopped lie past the window, and are counted
+        past = int(np.sum(samples.t_s > t1)) if samples.clock != "device_s" else 0
+        write_samples(samples, out_p, {"marks": [vars(m) for m in rec.marks], "info": info,
+                                       "rows_after_window": past,
                                                "window_s": [t0, t1], "rate_hz": info.get("rate_hz"),
                                                "speed": getattr(meter, "speed", 1.0),
                                                # a short trace says why: stopped by a signal, not the duration

@@ -54,3 +54,26 @@ def encode(r: DcmiPowerReading) -> bytes:
     """The reply an emulated BMC sends (inverse of :func:`decode`)."""
     return bytes([DCMI_GROUP]) + struct.pack("<HHHHII", r.current_w, r.minimum_w, r.maximum_w, r.average_w,
                                              r.timestamp, r.period_ms) + bytes([ACTIVE_BIT if r.active else 0])
+
+
+#: IPMI "Get Device ID" (NetFn App 0x06, command 0x01): archline's emulated BMC identifies itself in it, so that a
+#: client reading it (``meter record ipmi://...`` of ``ipmi_serve``) labels its readings emulated. Manufacturer ID
+#: 0 (unspecified, no IANA number), product ID 0xA7C1 and auxiliary firmware revision "EMUL": no real BMC sends
+#: that combination (a real one carries its vendor's IANA number).
+NETFN_APP = 0x06
+CMD_GET_DEVICE_ID = 0x01
+EMULATOR_PRODUCT_ID = 0xA7C1
+EMULATOR_AUX = b"EMUL"
+
+
+def emulator_device_id() -> list[int]:
+    """The 15 data bytes of Get Device ID that archline's emulated BMC answers (IPMI 2.0 table 20-1): device 0x20,
+    revision 1, firmware 1.0, IPMI 2.0, chassis + sensor device support, manufacturer 0, product, auxiliary."""
+    return [0x20, 0x01, 0x01, 0x00, 0x02, 0x81, 0x00, 0x00, 0x00,
+            *struct.pack("<H", EMULATOR_PRODUCT_ID), *EMULATOR_AUX]
+
+
+def is_emulator_device_id(data: bytes) -> bool:
+    """Whether a Get Device ID reply's data is archline's emulated BMC's."""
+    return (len(data) >= 15 and data[6:9] == b"\x00\x00\x00"
+            and struct.unpack("<H", data[9:11])[0] == EMULATOR_PRODUCT_ID and data[11:15] == EMULATOR_AUX)

@@ -142,6 +142,15 @@ class DcmiClient:
             # pyghmi proposes SHA-256 and crashes on a BMC that answers SHA-1 (pyghmi's own server): again at SHA-1
             hosts.add((self.host, self.port))
             self.cmd = _login(command, self.host, self.port, username, password or "")
+        #: archline's own emulated BMC (ipmi_serve) says so in its Get Device ID: its readings are labelled emulated
+        self.emulated = self._is_emulator()
+
+    def _is_emulator(self) -> bool:
+        try:
+            rsp = self.cmd.raw_command(netfn=dcmi.NETFN_APP, command=dcmi.CMD_GET_DEVICE_ID)
+        except Exception:             # a BMC that does not answer it is no emulator of ours
+            return False
+        return not rsp.get("code") and dcmi.is_emulator_device_id(bytes(rsp.get("data") or b""))
 
     def read(self) -> PowerReading:
         try:

@@ -263,7 +263,7 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
         ipmi = DcmiClient(_url(spec), spec.username, _password(spec), sha1=kw.pop("sha1", False))
         rail, device = _channel(spec)
         return BmcMeter(ipmi, rail, device, update_period_s=update_period_s or DEFAULT_PERIOD_S, lag_s=lag_s,
-                        window_s=window_s, quantum_w=1.0, name=name or spec.name, **kw)
+                        window_s=window_s, quantum_w=1.0, name=name or spec.name, emulated=ipmi.emulated, **kw)
     if spec.kind != "redfish":
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
     client = RedfishClient(_url(spec), spec.username, _password(spec), spec.chassis, verify=verify).discover()

@@ -28,6 +28,25 @@ class PowerSource(Protocol):
     def sample(self, t_s: F64, channels: Sequence[int]) -> tuple[F64, F64]: ...
 
 
+def script_channel(c: Any, where: str = "power script") -> int:
+    """A power script's channel key (``"0"`` in JSON and TOML, 0 in Python) as a sensor number, or one line naming
+    it (a key such as ``"x"`` or ``"1.5"`` is no channel)."""
+    text = str(c).strip()
+    if isinstance(c, bool) or not (isinstance(c, (int, np.integer)) or text.isdigit()):
+        raise MeterError(f"{where} names channel {str(c)!r}: channels are sensor numbers 0-15 (a PowerMon 2 has "
+                         "0-15, 0-7 on the stock board; a PowerSensor3 or PMD-USB 0-3)")
+    return int(text)
+
+
+def _script_number(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise MeterError(f"{what} must be a number, got {v!r}")
+    try:
+        return float(v)
+    except ValueError:
+        raise MeterError(f"{what} must be a number, got {v!r}") from None
+
+
 class Script:
     """Piecewise-constant power: ``steps`` = [(t_start_s, {channel: (volts_v, amps_a)}), ...] sorted by time.
 
@@ -42,7 +61,7 @@ class Script:
         if not all(math.isfinite(t) for t in times) or any(b <= a for a, b in itertools.pairwise(times)) or \
                 times[0] < 0:
             raise MeterError("power script step times must start at >= 0 and increase")
-        chans = sorted({int(c) for _, m in steps for c in m})
+        chans = sorted({script_channel(c) for _, m in steps for c in m})
         if any(not 0 <= c < 16 for c in chans):
             raise MeterError(f"power script names channel {next(c for c in chans if not 0 <= c < 16)}; a PowerMon 2 "
                              "has sensors 0-15 (channels 0-7 on the stock board)")
@@ -59,8 +78,8 @@ class Script:
         cur_a = np.zeros(16)
         for k, (_, m) in enumerate(steps):
             for c, (v, a) in m.items():
-                cur_v[int(c)] = float(v)
-                cur_a[int(c)] = float(a)
+                cur_v[script_channel(c)] = float(v)
+                cur_a[script_channel(c)] = float(a)
             self.volts_v[k] = cur_v
             self.amps_a[k] = cur_a
 
@@ -71,12 +90,24 @@ class Script:
     @classmethod
     def from_obj(cls, obj: Any) -> Script:
         """From ``{"steps": [{"t_s": 0, "channels": {"0": [12.0, 5.0], ...}}, ...]}`` (JSON or TOML)."""
-        try:
-            steps = [(float(s["t_s"]), {int(c): (float(va[0]), float(va[1])) for c, va in s["channels"].items()})
-                     for s in obj["steps"]]
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-            raise MeterError(f"bad power script ({e!r}): expected "
-                             '{"steps": [{"t_s": 0, "channels": {"0": [volts, amps]}}]}') from None
+        form = '{"steps": [{"t_s": 0, "channels": {"0": [volts, amps]}}]}'
+        raw = obj.get("steps") if isinstance(obj, dict) else None
+        if not isinstance(raw, list):
+            raise MeterError(f"bad power script: no list of steps; expected {form}")
+        steps = []
+        for k, st in enumerate(raw):
+            where = f"power script step {k}"
+            if not isinstance(st, dict) or "t_s" not in st or not isinstance(st.get("channels"), dict):
+                raise MeterError(f"bad {where}: it needs t_s and a table of channels; expected {form}")
+            t = _script_number(st["t_s"], f"{where} t_s")
+            chans: dict[int, tuple[float, float]] = {}
+            for c, va in st["channels"].items():
+                ch = script_channel(c, where)
+                if not isinstance(va, (list, tuple)) or len(va) != 2:
+                    raise MeterError(f"bad {where}, channel {c}: give [volts, amps], got {va!r}")
+                chans[ch] = (_script_number(va[0], f"{where}, channel {c}: volts"),
+                             _script_number(va[1], f"{where}, channel {c}: amps"))
+            steps.append((t, chans))
         return cls(steps)
 
     @classmethod

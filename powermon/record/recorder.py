@@ -90,6 +90,7 @@ class Recorder:
         self.regions: dict[str, Region] = {}
         self._open: dict[str, float] = {}
         self._started: list[Meter] = []
+        self.failed_meter: str | None = None     #: the meter whose start failed (its name), for the message
 
     @property
     def emulated(self) -> bool:
@@ -100,8 +101,10 @@ class Recorder:
             self.started_at_s: float | None = self.clock()   # nothing before this host time was measured
         try:
             for m in self.meters:
+                self.failed_meter = m.name
                 m.start()
                 self._started.append(m)
+            self.failed_meter = None
         except BaseException:
             self.stop()
             raise

@@ -8,7 +8,7 @@ emulated on a pty (the reference) and an emulated on-board sensor reading the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,37 +122,53 @@ class Recorded:
 
 
 def record_steps(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int, step_s: float, seed: int = 0,
-                 device_time: bool = True) -> Recorded:
-    """Both meters in one Recorder while the load steps ``n_steps`` times (device seconds of ``step_s`` +-30%)."""
+                 device_time: bool = True, labels: Mapping[str, str] | None = None) -> Recorded:
+    """Both meters in one Recorder while the load steps ``n_steps`` times (device seconds of ``step_s`` +-30%).
+    ``labels``: each meter's name -> what a failure of it is called (``reference meter 'pm' (powermon2) of
+    platform 'P'``): a meter that cannot start says which one it is, not only its port."""
     if n_steps < 2:
         raise MeterError(f"a probe needs at least 2 steps, got {n_steps}")
     speed = float(getattr(reference, "speed", 1.0) or 1.0)
     plan = step_plan(n_steps, step_s, seed)
-    with Recorder([reference, sensor], settle_timeout_s=5.0) as rec:
+    rec = Recorder([reference, sensor], settle_timeout_s=5.0)
+    try:
+        rec.start()
+    except MeterError as e:
+        label = (labels or {}).get(rec.failed_meter or "")
+        if label is None:
+            raise
+        e.args = (f"{label}: {e}", *e.args[1:])
+        raise
+    try:                   # started above: stopped however the steps end (as ``with Recorder(...)`` would)
         rec.begin("steps")
         drive_steps(load, plan, speed)
         rec.end("steps", strict=True)
         ref_t, ref_p = series(reference.samples(), device_time)
         read_t, read_w = _sensor_series(sensor, device_time)
+    finally:
+        rec.stop()
     rate = float(getattr(reference, "update_hz", 0.0) or 0.0)
     period = 1.0 / rate if rate > 0 else float(np.median(np.diff(ref_t)))
     return Recorded(ref_t, ref_p, read_t, read_w, period, n_steps)
 
 
 def probe(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20, step_s: float = 0.5, seed: int = 0,
-          device_time: bool = True) -> ProbeResult:
+          device_time: bool = True, labels: Mapping[str, str] | None = None) -> ProbeResult:
     """Measure the sensor (window and lag searched up to a step's shortest stretch)."""
-    r = record_steps(reference, sensor, load, n_steps=n_steps, step_s=step_s, seed=seed, device_time=device_time)
+    r = record_steps(reference, sensor, load, n_steps=n_steps, step_s=step_s, seed=seed, device_time=device_time,
+                     labels=labels)
     longest = 0.7 * step_s
     return analyse(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, reference_period_s=r.reference_period_s,
                    max_window_s=longest, max_lag_s=longest, n_steps=n_steps)
 
 
 def calibrate(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20, step_s: float = 0.5,
-              seed: int = 0, window_s: float | None = None, device_time: bool = True) -> tuple[Calibration, Response]:
+              seed: int = 0, window_s: float | None = None, device_time: bool = True,
+              labels: Mapping[str, str] | None = None) -> tuple[Calibration, Response]:
     """Gain, offset and lag of the sensor against the reference (the window from a sensor profile when given,
     else fitted too), with their uncertainties."""
-    r = record_steps(reference, sensor, load, n_steps=n_steps, step_s=step_s, seed=seed, device_time=device_time)
+    r = record_steps(reference, sensor, load, n_steps=n_steps, step_s=step_s, seed=seed, device_time=device_time,
+                     labels=labels)
     longest = 0.7 * step_s
     q, _ = quantum(r.read_w)
     resp = fit_response(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, max_window_s=longest, max_lag_s=longest,

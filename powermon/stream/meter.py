@@ -366,11 +366,17 @@ def decode_capture_to_file(raw: str | Path, out: str | Path, kind: str, channels
     from archline.powermon.record.samples_file import write_samples
     from archline.powermon.spec import METER_MODULES
 
-    if rate_hz is not None or r_sense_ohm is not None:
-        raise MeterError(f"{show(raw)} is a {kind} capture: its rate and calibration are in its sidecar "
-                         "(leave out --rate and --r-sense)")
+    if r_sense_ohm is not None:     # Hall sensors or the device's own scale: no shunt of ours to set
+        raise MeterError(f"--r-sense {r_sense_ohm:g}: {show(raw)} is a {kind} capture, whose currents come from the "
+                         "device's own calibration (in its sidecar), not from a shunt (leave out --rate and "
+                         "--r-sense: its sidecar says both)")
     mod = importlib.import_module(METER_MODULES[kind])
     samples, stats = mod.decode_capture(raw, channels)
+    recorded = float(samples.meta.get("rate_hz", 0.0))
+    if rate_hz is not None and not math.isclose(rate_hz, recorded, rel_tol=1e-9):
+        raise MeterError(f"--rate {rate_hz:g} disagrees with the capture's sidecar ({show(str(raw) + '.json')}), "
+                         f"which says the {kind} streamed {recorded:g} frames/s: the frames would be put on the "
+                         "wrong times; leave --rate out")
     stats = {**stats, "bytes_trailing": int(samples.meta.get("bytes_trailing", 0))}
     if stats.get("frames", 0) == 0:
         raise MeterError(f"not a {kind} capture: no plausible sample records found in {show(raw)} "

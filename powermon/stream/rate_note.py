@@ -10,6 +10,9 @@ from typing import Any
 
 log = logging.getLogger("archline.powermon")
 
+#: the prefix of every warning archline prints on stderr (the console handler prints the message alone)
+WARNING = "archline: warning: "
+
 
 def emulated_rate_note(driver: type[Any], name: str, rate_hz: float) -> str | None:
     """The line saying an emulated ``driver`` streams ``rate_hz``, not the real device's rate (its
@@ -23,16 +26,16 @@ def emulated_rate_note(driver: type[Any], name: str, rate_hz: float) -> str | No
 
 
 def note_rate(drv: Any) -> None:
-    """An emulated driver at another rate: the note logged (INFO, shown by ``bench run`` and ``meter record``) and
-    kept as ``drv.rate_note`` (its info, so the trace's sidecar carries it); a real one told another rate than its
-    own: a warning naming the setting to fix."""
+    """An emulated driver at another rate: the note logged as a warning (``archline: warning: ...`` on stderr, from
+    ``bench run`` and ``meter record``) and kept as ``drv.rate_note`` (its info, so the trace's sidecar carries it);
+    a real one told another rate than its own: a warning naming the setting to fix."""
     note = emulated_rate_note(type(drv), drv.name, drv.rate_hz)
     if note is None:
         return
     if not drv.emulated:       # the device's cadence is its own: frames would be placed on the wrong one
-        log.warning("%s: a real %s streams %g frames/s but this one is told %g (an emulator's rate, as gtx580's ps3 "
-                    "entry has): set rate_hz = %g in its [[meters]] entry", drv.name, drv.label, drv.real_rate_hz,
-                    drv.rate_hz, drv.real_rate_hz)
+        log.warning("%s%s: a real %s streams %g frames/s but this one is told %g (an emulator's rate, as gtx580's "
+                    "ps3 entry has): set rate_hz = %g in its [[meters]] entry", WARNING, drv.name, drv.label,
+                    drv.real_rate_hz, drv.rate_hz, drv.real_rate_hz)
         return
-    log.info("%s", note)
+    log.warning("%s%s", WARNING, note)     # a warning like every other on stderr (the sidecar keeps it bare)
     drv.rate_note = note
