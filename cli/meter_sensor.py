@@ -192,12 +192,13 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     on the CPU for rapl/hwmon/BMC meters; --backend cuda|hip|opencl for nvml/amdsmi).
 
     \b
-    Examples (real hardware: the shipped gtx580 profile's meters are powermon and ps3; mynode.toml stands for a
-    profile of yours whose [[meters]] has the meters named):
+    Examples:
+    real hardware (the shipped gtx580 profile's meters are powermon and ps3; mynode.toml stands for a profile of
+    yours whose [[meters]] has the meters named):
       archline meter probe ps3 --platform gtx580 --reference powermon --backend cuda --step 3 --out ps3.sensor.json
       archline meter probe rapl --platform mynode.toml --reference powermon --threads 4 --out rapl.sensor.json
       archline meter probe nvml0 --platform mynode.toml --reference powermon --backend cuda --out nvml0.sensor.json
-    Emulated (no hardware):
+    emulated (no hardware):
       archline meter probe nvml0 --emulate --out nvml0.sensor.json
       archline meter probe bmc --emulate --period 1 --window 1 --lag 0.5 --step 4 --steps 6 --out bmc.json
       archline meter probe bmc --emulate --redfish --period 1 --window 0.8 --lag 0.3 --quantum 1 --step 4 --out b.json
@@ -254,10 +255,11 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     is the step load (as for meter probe).
 
     \b
-    Examples (real hardware: mynode.toml stands for a profile of yours whose [[meters]] has rapl and powermon):
+    Examples:
+    real hardware (mynode.toml stands for a profile of yours whose [[meters]] has rapl and powermon):
       archline meter calibrate ps3 --platform gtx580 --reference powermon --backend cuda
       archline meter calibrate rapl --platform mynode.toml --reference powermon --profile mynode.toml --out cal.toml
-    Emulated (no hardware; the sensor profile is meter probe nvml0 --emulate's):
+    emulated (no hardware; the sensor profile is meter probe nvml0 --emulate's):
       archline meter calibrate nvml0 --emulate --gain 1.07 --offset -3.5
       archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --out gtx580-cal.toml \\
           --profile "$(archline platforms show gtx580 --format toml-path)"
