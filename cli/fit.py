@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,13 +11,18 @@ from archline.cli.complete import platform_names
 from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
+if TYPE_CHECKING:  # pragma: no cover
+    from archline.fit.io.costs_files import Job
+    from archline.fit.regress.result import FitResult
+
 
 @click.command("fit")
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
               help="table for people (pJ/flop, pJ/B, W); json = archline.costs/1; csv = one line per number.")
 @click.option("--out", type=OutPath(dir_okay=True), default=None,
-              help="write here instead of stdout; with several platforms and json, a directory (one file each). "
+              help="write here instead of stdout; with several platforms and json, or ending in /, a directory (one "
+                   "file each). "
                    "A .json file takes --format json and a .csv file --format csv: another format is refused.")
 @click.option("--model", type=click.Choice(["auto", "basic", "cache", "capped", "dvfs"]), default="auto",
               show_default=True, help="auto picks by cross-validated error and says so.")
@@ -48,7 +54,8 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
         holdout_col: str | None, cv: str, one_precision: bool, n_boot: int, seed: int,
         where: tuple[str, ...]) -> None:
     """Fit the energy-roofline model to archline.results/1 FILES: CSV files, Parquet files, or a data set
-    directory written by `archline lab collect` (platform=<p>/host=<h>/run_id=<r>/part-*.parquet).
+    directory written by `archline lab collect` (platform=<p>/host=<h>/run_id=<r>/part-*.parquet). `-`
+    reads a CSV from standard input (a file named '-' is ./-); a pipe is read block by block.
 
     Rows of one configuration are fitted through their count, means and spreads (the same estimate as
     fitting every row); the output gives rows and configurations.
@@ -72,20 +79,21 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit lab-dataset/ --where host=node03
     """
     from archline.fit.io.costs import render
-    from archline.fit.io.costs_files import costs_jobs, points_job, write_all
+    from archline.fit.io.costs_files import points_job, write_all
     from archline.fit.plots.layout import check_figure_format
     from archline.fit.regress.api import FitOptions, fit_files
     from archline.fit.regress.outliers import outlier_warnings
 
     if out is not None:
         _check_suffix(out, fmt)
+        _check_out_dir(out)
     if figure:
         check_figure_format(figure)          # a .pgf without TeX: one line, before the fit and before any output
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
                       one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv, where=where)
     results = fit_files(files, opts)
-    jobs = costs_jobs(results, out, fmt) if out is not None else []
+    jobs = _out_jobs(results, out, fmt) if out is not None else []
     if points:
         jobs.append(points_job(results, points))
     if figure:
@@ -123,3 +131,43 @@ def _check_suffix(out: str, fmt: str) -> None:
         raise click.BadParameter(f"{show(out)} is a {suffix} file but --format is {fmt}; give --format {want} "
                                  f"or another file name", ctx=click.get_current_context(silent=True),
                                  param_hint="'--out'")
+
+
+def _names_dir(out: str) -> bool:
+    """``--out costs/``: a trailing slash always names a directory (one file per platform in it)."""
+    import os
+
+    from archline.common.outputs import is_stream
+
+    return out.endswith(("/", os.sep)) and not is_stream(out)
+
+
+def _check_out_dir(out: str) -> None:
+    """``--out c3/`` where c3 is a file: refused before the fit (exit 2), not a raw 'File exists' after it."""
+    import os
+
+    if _names_dir(out) and os.path.lexists(out.rstrip("/" + os.sep)) and not os.path.isdir(out):
+        raise click.BadParameter(f"{show(out)} names a directory but {show(out.rstrip('/' + os.sep))} is a file; "
+                                 "give a new or existing directory, or a file name without the slash",
+                                 ctx=click.get_current_context(silent=True), param_hint="'--out'")
+
+
+def _out_jobs(results: list[FitResult], out: str, fmt: str) -> list[Job]:
+    """The cost-table outputs: ``costs_jobs``, except that a trailing slash makes a directory even for one
+    platform, and several platforms' json into an existing file is refused (exit 2) naming the file."""
+    import os
+    from pathlib import Path
+
+    from archline.fit.io.costs import EXTENSIONS
+    from archline.fit.io.costs_files import costs_jobs, group_filename
+
+    if _names_dir(out):
+        return [j for r in results for j in costs_jobs([r], os.path.join(out, group_filename(r, EXTENSIONS[fmt])),
+                                                        fmt)]
+    if len(results) > 1 and fmt == "json" and Path(out).suffix != ".json" and os.path.lexists(out) \
+            and not os.path.isdir(out):
+        raise click.BadParameter(f"{show(out)} is a file, but {len(results)} platforms were fitted and json writes "
+                                 "one file each into a directory; give a directory (e.g. --out costs/), or one "
+                                 "platform with --platform", ctx=click.get_current_context(silent=True),
+                                 param_hint="'--out'")
+    return costs_jobs(results, out, fmt)

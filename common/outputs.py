@@ -3,6 +3,9 @@
 * **Never an input.** Every input opened through :mod:`archline.common.files` (or named by an owner with
   :func:`note_input`) is remembered by its identity (device and inode, so links and ``./a.csv`` count too); an
   output that is one of them is refused before anything is written (:func:`check_output`).
+* **Never inside an input directory.** An input that is a directory (a data set) is also remembered by its real
+  path; an output inside it (``fit fleet --out fleet``: ``fleet/x.costs.json``) is refused too, since the next
+  reader of the directory would read the output as data.
 * **Links are written through.** An output that is a symlink replaces its *target* (atomically); the link stays.
   A symlink loop is an error.
 * **Devices and pipes are streams.** An output that is a character device, a FIFO or a socket (``/dev/null``,
@@ -27,11 +30,14 @@ from archline.common.errors import OutputError
 #: (st_dev, st_ino) -> (st_ctime_ns, the input as the user named it). The change time tells a file that was
 #: deleted, its inode reused by a new one, from the input itself (a library caller never calls reset()).
 _INPUTS: dict[tuple[int, int], tuple[int, str]] = {}
+#: real path of an input directory -> ((st_dev, st_ino), the directory as the user named it)
+_INPUT_DIRS: dict[str, tuple[tuple[int, int], str]] = {}
 
 
 def reset() -> None:
     """Forget the inputs of the previous command."""
     _INPUTS.clear()
+    _INPUT_DIRS.clear()
 
 
 def note_input(path: str | os.PathLike[str], st: os.stat_result | None = None) -> None:
@@ -44,6 +50,11 @@ def note_input(path: str | os.PathLike[str], st: os.stat_result | None = None) -
         key = (st.st_dev, st.st_ino)
         if key not in _INPUTS or _INPUTS[key][0] != st.st_ctime_ns:
             _INPUTS[key] = (st.st_ctime_ns, show(path))
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                _INPUT_DIRS[os.path.realpath(path)] = (key, show(path))
+            except (OSError, ValueError):
+                pass
 
 
 def inputs() -> list[str]:
@@ -108,6 +119,7 @@ def check_output(path: str | os.PathLike[str], extra_inputs: tuple[str | os.Path
     try:
         st = os.stat(target)
     except OSError:
+        _check_not_inside_input(path, target)
         return target  # does not exist yet: it cannot be an input
     key = (st.st_dev, st.st_ino)
     seen = _INPUTS.get(key)
@@ -125,7 +137,29 @@ def check_output(path: str | os.PathLike[str], extra_inputs: tuple[str | os.Path
         same = "" if show(path) == named else f" (the same file as input {named})"
         raise OutputError(f"output {show(path)} is an input of this command{same}: it would be overwritten; "
                           "write the output somewhere else")
+    _check_not_inside_input(path, target)
     return target
+
+
+def _check_not_inside_input(path: str | os.PathLike[str], target: Path) -> None:
+    """OutputError when the output's real path lies inside a directory this command reads (one still there)."""
+    if not _INPUT_DIRS:
+        return
+    try:
+        real = Path(os.path.realpath(target))
+    except (OSError, ValueError):
+        return
+    for d in [real, *real.parents]:
+        seen = _INPUT_DIRS.get(os.fspath(d))
+        if seen is None or d == real:
+            continue
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == seen[0]:
+            raise OutputError(f"output {show(path)} is inside {seen[1]}, an input directory of this command: the "
+                              f"next reader of {seen[1]} would take it for data; write the output somewhere else")
 
 
 _UNSAFE = set('/\\\x00:*?"<>|')

@@ -22,7 +22,15 @@ from archline.fit.io.configs import Columns, Grouped
 from archline.fit.io.results import PrecisionError, TooFewPointsError
 from archline.fit.model.machine import Machine
 from archline.fit.regress.requirements import require_points
-from archline.fit.regress.result import NON_BASIC_COUNTS, UNITS, Coefficient, FitResult, as_grouped, t_interval
+from archline.fit.regress.result import (
+    NON_BASIC_COUNTS,
+    UNITS,
+    Coefficient,
+    FitResult,
+    as_grouped,
+    omission_reason,
+    t_interval,
+)
 from archline.fit.regress.sufficient import Inference, Pseudo, fit_relative, inference
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,8 +215,7 @@ def fit_basic(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
     for name, c in list(coeffs.items()):
         if c.stderr is not None and c.ci95 is not None and (c.value <= 0 or (c.ci95[0] <= 0 < c.ci95[1]
                                                             and name != "delta_eps_dp")):
-            omitted[name] = (f"not identified by the data: estimate {c.value:.3g} {c.unit}, 95% CI "
-                             f"[{c.ci95[0]:.3g}, {c.ci95[1]:.3g}] includes 0")
+            omitted[name] = omission_reason(c)
             warnings.append(f"{name} omitted: {omitted[name]}")
             del coeffs[name]
     n_other = data.n_rows - rows.n_rows

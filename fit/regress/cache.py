@@ -34,6 +34,7 @@ from archline.fit.regress.result import (
     Coefficient,
     FitResult,
     as_grouped,
+    omission_reason,
     row_normaliser,
     t_interval,
 )
@@ -176,8 +177,7 @@ def fit_cache(frame: Grouped | pd.DataFrame, *, platform: str = "", emulated: bo
     for name, c in list(coeffs.items()):
         lo_ok = c.ci95 is None or not (c.ci95[0] <= 0 <= c.ci95[1])
         if c.value <= 0 or not lo_ok:
-            why = (f"not identified by the data: estimate {c.value:.3g} {c.unit}"
-                   + (f", 95% CI [{c.ci95[0]:.3g}, {c.ci95[1]:.3g}] includes 0" if c.ci95 else ""))
+            why = omission_reason(c)
             omitted[name] = why
             warnings.append(f"{name} omitted: {why}")
             del coeffs[name]

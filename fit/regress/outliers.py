@@ -257,9 +257,13 @@ def attach_outlier_report(result: FitResult) -> None:
     if msg:
         said.append(msg)
     result.warnings.extend(said)
+    from archline.fit.regress.sources import attach_source_report
+
+    said += attach_source_report(result)      # a whole file off by one factor, a non-physical fit quality
     result.extra["outlier_warnings"] = said
 
 
 def outlier_warnings(result: FitResult) -> list[str]:
-    """The warnings the outlier report added (the CLI also puts them on stderr beside a table on stdout)."""
+    """The warnings the outlier report and the source check (:mod:`archline.fit.regress.sources`) added (the CLI
+    also puts them on stderr beside a table on stdout)."""
     return list(result.extra.get("outlier_warnings", []))

@@ -179,5 +179,22 @@ def error_summary(err: np.ndarray, prefix: str, *, absolute: bool = False) -> di
             f"{prefix}_sd_pct": 100 * math.sqrt(var), f"{prefix}_min_pct": 100 * lo, f"{prefix}_max_pct": 100 * hi}
 
 
+def omission_reason(c: Coefficient) -> str:
+    """Why an energy coefficient is left out, in true words: its 95% interval includes 0 (not identified), lies
+    wholly below 0 (significantly negative: no cost can be, so the data do not follow the model), or, without an
+    interval, its estimate is not positive."""
+    est = f"estimate {c.value:.3g} {c.unit}"
+    if c.ci95 is None:
+        return f"not identified by the data: {est}" + (" (not positive: no cost can be)" if c.value <= 0 else "")
+    lo, hi = c.ci95
+    ci = f"95% CI [{lo:.3g}, {hi:.3g}]"
+    if lo <= 0 <= hi:
+        return f"not identified by the data: {est}, {ci} includes 0"
+    if hi < 0:
+        return (f"significantly negative: {est}, {ci} lies below 0: a non-physical value, left out (the data do "
+                f"not follow the model: a unit slip or mixed files?)")
+    return f"not identified by the data: {est}, {ci}"
+
+
 def finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x)
