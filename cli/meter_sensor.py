@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -239,7 +240,8 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
 @click.command("calibrate")
 @click.argument("meter")
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False),
-              help="platform profile (TOML) whose [[meters]] entry METER gets the calibration (in --out)")
+              help="platform profile (a name such as gtx580, or a TOML file) whose [[meters]] entry METER gets the "
+                   "calibration (in --out)")
 @click.option("--out", type=OutPath(suffixes=(".toml",)), help="the new profile to write (never the input)")
 @click.option("--sensor-profile", type=click.Path(dir_okay=False),
               help="METER's sensor profile (meter probe): its averaging window is used, not fitted")
@@ -261,8 +263,7 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
       archline meter calibrate rapl --platform mynode.toml --reference powermon --profile mynode.toml --out cal.toml
     emulated (no hardware; the sensor profile is meter probe nvml0 --emulate's):
       archline meter calibrate nvml0 --emulate --gain 1.07 --offset -3.5
-      archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --out gtx580-cal.toml \\
-          --profile "$(archline platforms show gtx580 --format toml-path)"
+      archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --profile gtx580 --out gtx580-cal.toml
       archline meter calibrate nvml0 --emulate --sensor-profile nvml0.sensor.json --format json
 
     The uncertainties are least-squares standard errors (lag: where the residual rises by one variance, the
@@ -278,6 +279,11 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
 
     if (profile_path is None) != (out is None):
         raise click.UsageError("--profile and --out go together (the calibration is stored in a new profile)")
+    if profile_path and not Path(profile_path).exists() and Path(profile_path).suffix != ".toml" \
+            and "/" not in profile_path:      # a profile's name, as --platform takes it: its TOML file
+        from archline.fit.platforms.profiles import load_platform
+
+        profile_path = load_platform(profile_path).origin
     text = read_text(profile_path, error=MeterError, what="profile") if profile_path else None
     window_s = None
     if sensor_profile:
