@@ -46,7 +46,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from archline.fit.analyses.choi.compare_stats import (  # re-exported: the comparison's one API
     Cell as Cell,
@@ -73,6 +75,9 @@ from archline.fit.analyses.choi.compare_stats import (
     welch as welch,
 )
 from archline.fit.errors import ArchlineFitError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from archline.fit.io.configs import Grouped
 
 BY_COLUMN: dict[str, str] = {"host": "host", "run": "run_id", "platform": "platform"}
 TEST_FLAG = ("Welch t-test of each group against the median of the other groups (standard errors from each "
@@ -129,27 +134,35 @@ class Comparison:
         return {"schema": "archline.compare/1", **d}
 
 
-def _fit_cells(frame: Any, column: str, reps: Sequence[str], model: str) -> tuple[dict[str, dict[str, Any]],
-                                                                                   list[str]]:
-    """Stage 1: one fit per (group, replicate) cell; with no replicate columns, one per group."""
-    from archline.fit.io.results import Group, ResultsError, from_frame
+def extra_keys(by: str, method: str) -> tuple[str, ...]:
+    """The text columns a cell's configurations are keyed by beside the platform: the group's column and, for
+    the two-stage method, the replicate's (a configuration is then one run's repeats of one point)."""
+    reps = REPLICATE[by][1] if method == "two-stage" else ()
+    return tuple(k for k in (BY_COLUMN[by], *reps) if k != "platform")
+
+
+def _fit_cells(data: Grouped, on: np.ndarray, column: str, reps: Sequence[str], model: str
+               ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Stage 1: one fit per (group, replicate) cell of the configurations ``on``; with no replicate columns, one
+    per group. Each cell is its configurations' statistics (``Grouped.select``), never a regrouping of rows."""
+    from archline.fit.io.configs import iter_groups
+    from archline.fit.io.results import Group, ResultsError
     from archline.fit.regress.api import FitOptions, fit_group
 
     fits: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
-    keys = [column, *reps]
-    frame = frame.copy()
-    for r in reps:
-        frame[r] = frame[r].fillna("").astype(str) if r in frame.columns else ""
-    for key, sub in frame.groupby(keys, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
+    cfg = data.cfg
+    for key, mask in iter_groups(cfg, [column, *reps]):
+        mask &= on
+        if not mask.any():
+            continue
         label, cell = str(key[0]), "/".join(str(x) for x in key[1:]) or str(key[0])
-        platform = str(sub["platform"].iloc[0])
-        emulated = bool(sub["emulated"].any()) if "emulated" in sub.columns else False
+        platform = str(cfg["platform"][mask][0])
+        emulated = bool(cfg["emulated"][mask].any())
         try:
-            data = from_frame(sub.reset_index(drop=True))
             fits.setdefault(label, {})[cell] = fit_group(
-                Group(platform, emulated, data), FitOptions(model=model, validate=False, one_precision=True))
+                Group(platform, emulated, data.select(mask)),
+                FitOptions(model=model, validate=False, one_precision=True))
         except ResultsError as e:
             notes.append(f"{label} {cell}: not fitted: {e}")
     return fits, notes
@@ -214,23 +227,56 @@ def compare_frame(frame: Any, by: str, *, model: str = "basic", alpha: float = 0
 
     ``method="two-stage"`` (default): one fit per (group, replicate) cell, then per coefficient a one-way
     random-effects ANOVA of the cells (:func:`compare_cells`). ``method="pooled"``: one fit per group, tests
-    on the fits' own standard errors (archline before issue 28; repeats of one run taken as independent)."""
+    on the fits' own standard errors (archline before issue 28; repeats of one run taken as independent).
+
+    The frame is grouped into configurations once (keyed by the group and replicate columns too) and compared
+    as files are (:func:`compare_grouped`); rows without a group value are left out."""
+    from archline.fit.io.results import from_frame
+
     _check_args(by, model, method, alpha)
     column = BY_COLUMN[by]
     if column not in frame.columns or frame[column].isna().all():
         raise CompareError(f"--by {by}: the rows have no '{column}' column to group by")
     frame = frame.loc[frame[column].notna()]
+    return compare_grouped(from_frame(frame, extra_keys=extra_keys(by, method)), by, model=model, alpha=alpha,
+                           method=method)
+
+
+def compare_grouped(data: Grouped, by: str, *, model: str = "basic", alpha: float = 0.05,
+                    method: str = "two-stage") -> Comparison:
+    """The comparison of configurations keyed by the group's column and, for ``method="two-stage"``, the
+    replicate's (:func:`extra_keys`): each cell's fit is the selection of its configurations, so memory is
+    bounded by configurations whatever the number of rows behind them."""
+    _check_args(by, model, method, alpha)
+    column = BY_COLUMN[by]
+    cfg = data.cfg
     reps = REPLICATE[by][1] if method == "two-stage" else ()
+    missing = [k for k in (column, *reps) if k not in cfg]
+    if missing:
+        raise ValueError(f"compare_grouped: the configurations are not keyed by {', '.join(missing)} "
+                         f"(read them with extra_keys={extra_keys(by, method)!r})")
+    has = np.asarray(cfg[column] != "", dtype=bool)
+    if not has.any():
+        raise CompareError(f"--by {by}: the rows have no '{column}' column to group by")
+    first_notes: list[str] = []
+    if not has.all():
+        first_notes.append(f"{int(cfg['n'][~has].sum())} row(s) without a {column} left out")
     blocks: list[Block] = []
     if by == "platform":
-        fits, notes = _fit_cells(frame, column, reps, model)
+        fits, notes = _fit_cells(data, has, column, reps, model)
         blocks.append(_block("platforms", fits, alpha, notes, by, method))
     else:
-        for platform, sub in frame.groupby("platform", sort=True):
-            fits, notes = _fit_cells(sub, column, reps, model)
+        from archline.fit.io.configs import iter_groups
+
+        for (platform,), on in iter_groups(cfg, ["platform"]):
+            if not (on & has).any():
+                continue
+            fits, notes = _fit_cells(data, on & has, column, reps, model)
             blocks.append(_block(str(platform), fits, alpha, notes, by, method))
     if not any(b.coefficients for b in blocks):
         raise CompareError("no group could be fitted: " + "; ".join(n for b in blocks for n in b.notes))
+    if first_notes:
+        blocks[0].notes[:0] = first_notes
     cmp = Comparison(by, model, alpha, blocks, method=method)
     used = [b.two_stage for b in blocks if b.coefficients]
     cmp.tests = tests_for(by, "two-stage" if method == "two-stage" and any(used) else "pooled")
@@ -248,13 +294,25 @@ def tests_for(by: str, method: str) -> dict[str, str]:
 
 
 def compare_files(paths: Sequence[str | Path], by: str, *, where: Sequence[str] = (), model: str = "basic",
-                  alpha: float = 0.05, method: str = "two-stage") -> Comparison:
-    from archline.fit.io.results import read_results
+                  alpha: float = 0.05, method: str = "two-stage", max_rows: int | None = None) -> Comparison:
+    """The comparison of result files, read as ``archline fit`` reads them: each batch reduced at once to
+    configuration statistics keyed by the group and replicate columns, at most ``max_rows`` rows kept (a uniform
+    sample beyond; default the fit's bound), so memory is bounded by configurations, not rows."""
+    from archline.fit.analyses.choi.compare_inputs import check_partitions
+    from archline.fit.io.results import FIT_MAX_ROWS, read_results
 
     _check_args(by, model, method, alpha)
-    rs = read_results(paths, where)
-    cmp = compare_frame(rs.frame, by, model=model, alpha=alpha, method=method)
-    if rs.notes and cmp.blocks:
-        cmp.blocks[0].notes.extend(rs.notes)
+    keys = extra_keys(by, method)
+    check_partitions(paths, (BY_COLUMN[by], *REPLICATE[by][1]))   # before the rows: they would be misgrouped
+    rs = read_results(paths, where, extra_keys=keys, carry=(), max_rows=FIT_MAX_ROWS if max_rows is None
+                      else max_rows)
+    cmp = compare_grouped(rs.data, by, model=model, alpha=alpha, method=method)
+    notes = list(rs.notes)
+    if rs.data.sampled:
+        notes.append(f"{rs.data.n_rows} rows: every fit's coefficients and standard errors from all of them (each "
+                     f"cell's configuration statistics); a uniform sample of {rs.data.n_kept} rows kept for per-row "
+                     f"figures, which compare does not use (bounded memory)")
+    if notes:
+        cmp.blocks[0].notes.extend(notes)
     cmp.files = list(rs.files)
     return cmp

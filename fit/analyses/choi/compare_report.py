@@ -59,6 +59,8 @@ def _tests(c: CoefComparison, alpha: float) -> str:
         parts[-1] += f", CV {s['cv_pct']:.2f}%)" if s.get("cv_pct") is not None else ")"
     if s.get("anova_p") is not None:
         parts.append(f"ANOVA F {s['anova_f']:.3g}, p {_p(s['anova_p'])}")
+    elif "anova_f" in s:
+        parts.append("ANOVA F undefined (every fit the same value: no variation between or within groups)")
     elif s.get("cochran_p") is not None:
         parts.append(f"Cochran's Q {s['cochran_q']:.3g}, p {_p(s['cochran_p'])}")
     tested = [v for v in c.values if v.p_vs_others is not None]

@@ -13,6 +13,9 @@ import numpy as np
 #: up to this many values the median's variance is the exact order-statistics one; beyond, pi/(2m) (0.7% above
 #: the exact value at m = 200, and closer as m grows)
 MEDIAN_EXACT_UP_TO = 200
+#: values closer than this (relative to the largest) are equal: a mean square below its square is rounding, not
+#: variation (identical noise-free cells differ by a few ulps at most)
+ROUNDING_REL = 1e-12
 
 
 @dataclass
@@ -49,6 +52,7 @@ class CoefComparison:
     pairs: list[PairTest] = field(default_factory=list)
     #: variance components as standard deviations (``*_sd``, the coefficient's unit) and % of the mean
     variance: dict[str, float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def flagged(self) -> list[str]:
@@ -211,6 +215,10 @@ def compare_cells(name: str, unit: str, cells: dict[str, list[Cell]], alpha: flo
         return cc, False
     ms_w = float(sum(((np.array([c.value for c in cells[g]]) - m) ** 2).sum()
                      for g, m in zip(groups, means, strict=True)) / df_w)
+    # rounding: values this close are one value, and a mean square below tiny**2 is no variation at all
+    tiny = ROUNDING_REL * max((abs(c.value) for g in groups for c in cells[g]), default=0.0)
+    if ms_w <= tiny * tiny:
+        ms_w = 0.0
     q = float(stats.t.ppf(0.975, df_w))
     vals = []
     for g, m, n in zip(groups, means, n_g, strict=True):
@@ -225,7 +233,7 @@ def compare_cells(name: str, unit: str, cells: dict[str, list[Cell]], alpha: flo
             ref = float(np.median([o.value for o in others]))
             var_ref = median_variance([ms_w / o.n_cells for o in others])
             se = math.sqrt(ms_w / gv.n_cells + var_ref)
-            t = (gv.value - ref) / se if se > 0 else (0.0 if gv.value == ref else math.inf)
+            t = (gv.value - ref) / se if se > 0 else (0.0 if abs(gv.value - ref) <= tiny else math.inf)
             raw.append(float(2 * stats.t.sf(abs(t), df_w)))
         for gv, p in zip(vals, holm(raw), strict=True):
             gv.p_vs_others, gv.differs = p, p < alpha
@@ -233,14 +241,22 @@ def compare_cells(name: str, unit: str, cells: dict[str, list[Cell]], alpha: flo
         ts = []
         for a, b in pairs:
             se = math.sqrt(ms_w * (1 / a.n_cells + 1 / b.n_cells))
-            t = (a.value - b.value) / se if se > 0 else 0.0
+            t = (a.value - b.value) / se if se > 0 else (0.0 if abs(a.value - b.value) <= tiny else math.inf)
             ts.append((t, float(2 * stats.t.sf(abs(t), df_w))))
         for (a, b), (t, p), ph in zip(pairs, ts, holm([x[1] for x in ts]), strict=True):
             cc.pairs.append(PairTest(a.group, b.group, (a.value - b.value) / b.value if b.value else math.nan,
                                      t, float(df_w), p, ph, ph < alpha))
         ms_b = float(np.sum(n_g * (means - grand) ** 2) / (k - 1))
-        f = ms_b / ms_w if ms_w > 0 else math.inf
-        cc.spread["anova_f"], cc.spread["anova_p"] = f, float(stats.f.sf(f, k - 1, df_w))
+        if ms_w > 0:
+            f = ms_b / ms_w
+            cc.spread["anova_f"], cc.spread["anova_p"] = f, float(stats.f.sf(f, k - 1, df_w))
+        elif ms_b > tiny * tiny:     # the cells of each group equal, the groups not: they differ beyond doubt
+            cc.spread["anova_f"], cc.spread["anova_p"] = math.inf, 0.0
+        else:                        # 0/0: every cell the same value
+            ms_b = 0.0
+            cc.spread["anova_f"], cc.spread["anova_p"] = None, None
+            cc.notes.append(f"ANOVA F undefined: every fit gave the same value (no variation between {g_name} "
+                            f"or between {c_name}); nothing differs")
         n0 = (big_n - float(np.sum(n_g**2)) / big_n) / (k - 1)
         between_g = (ms_b - ms_w) / n0
     else:
