@@ -29,7 +29,7 @@ twice. With ``merge=False`` (``--replace``) the old partitions that are not writ
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -42,6 +42,7 @@ from archline.common.errors import OutputError
 from archline.common.outputs import inside, make_dirs, note_input, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
+from archline.fit.io.parquet_types import check_column_types, partition_warning, type_fits
 from archline.fit.io.partitions import dataset_root, file_partition
 from archline.fit.io.partitions import partition_values as partition_values  # re-exported: sources reads it here
 from archline.fit.io.results_file import ResultsFile, SourceError, check_unique_columns
@@ -103,16 +104,21 @@ def _constant_text(value: str, n: int) -> pa.Array:
     return pa.DictionaryArray.from_arrays(arrow_of(np.zeros(n, dtype=np.int32)), pa.array([value]))
 
 
-def parquet_columns(path: Path) -> set[str]:
-    """The columns of one Parquet file; a file naming a column twice is refused (one line)."""
+def parquet_schema(path: Path) -> pa.Schema:
+    """The Arrow schema of one Parquet file (its footer only); a file naming a column twice is refused."""
     import pyarrow.parquet as pq
 
     try:
-        names = list(pq.ParquetFile(path).schema_arrow.names)
+        sch = pq.read_schema(path)
     except Exception as e:  # pyarrow raises several types for a file that is not Parquet
         raise SourceError("schema", f"{show(path)}: not a Parquet file ({str(e).splitlines()[0]})") from None
-    check_unique_columns(names, show(path))
-    return set(names)
+    check_unique_columns(list(sch.names), show(path))
+    return sch
+
+
+def parquet_columns(path: Path) -> set[str]:
+    """The columns of one Parquet file; a file naming a column twice is refused (one line)."""
+    return set(parquet_schema(path).names)
 
 
 def _check_files_unique(files: Sequence[Path]) -> None:
@@ -123,25 +129,37 @@ def _check_files_unique(files: Sequence[Path]) -> None:
         raise DatasetError(str(e)) from None
 
 
-def parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partition: dict[str, str]
-                   ) -> Iterator[tuple[pa.Table, np.ndarray]]:
+def parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partition: dict[str, str],
+                   warn: Callable[[str], None] | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
     """The fit's read of one Parquet file, a row batch at a time: the ``text`` columns dictionary-encoded (as
     Parquet stores them), ``num`` as stored, partition values as constant text columns where the file lacks
-    them; with each row's 1-based row number."""
+    them; with each row's 1-based row number. A column no cell can be read from (a list, binary) is refused. A
+    file with its own partition column keeps its values, as hive readers do; ``warn`` hears once of a disagreement."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    names = parquet_columns(path)
+    sch = parquet_schema(path)
+    names = set(sch.names)
+    check_column_types(path, sch, [c for c in text if c not in num], num)
+    check = [k for k in partition if k in names and warn is not None]    # the file's own copy of a partition
+    check_types = [k for k in check if type_fits(sch.field(k).type, False)]
     try:
-        pf = pq.ParquetFile(path, read_dictionary=[c for c in text if c in names], buffer_size=PARQUET_BUFFER_BYTES,
-                            pre_buffer=False)
+        pf = pq.ParquetFile(path, read_dictionary=[c for c in (*text, *check_types) if c in names],
+                            buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
     except (pa.ArrowInvalid, OSError) as e:
         raise SourceError("schema", f"{show(path)}: not a Parquet file ({str(e).splitlines()[0]})") from None
     cols = [c for c in (*text, *num) if c in names]
+    read = cols + [k for k in check_types if k not in cols]
     row = 1
     constants: dict[tuple[str, int], pa.Array] = {}
-    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols, use_threads=True):
+    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=read, use_threads=True):
         tab = pa.Table.from_batches([batch])
+        for k in list(check_types):
+            if warn is not None and (msg := partition_warning(path, tab.column(k), k, partition[k])) is not None:
+                check_types.remove(k)      # once per file
+                warn(msg)
+        if len(read) > len(cols):
+            tab = tab.select(cols)
         for k, v in partition.items():
             if k not in names and k in text:
                 if (k, tab.num_rows) not in constants:      # every full batch of a file has the same length

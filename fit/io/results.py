@@ -25,7 +25,8 @@ from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.batches import ahead, check_range, column_codes, rows_with
 from archline.fit.io.configs import Grouped, KeyReducer, Source
-from archline.fit.io.sources import SourceError, iter_sources, open_source
+from archline.fit.io.sources import SourceError, iter_sources, open_source, stdin_paths
+from archline.fit.io.words import check_words
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -149,7 +150,7 @@ def _refuse_non_finite(x: np.ndarray, name: str, src: Source, pos: np.ndarray, n
 
 
 def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, extra: Sequence[str],
-              carry: Sequence[str] = ()) -> int:
+              carry: Sequence[str] = (), warned: set[tuple[str, str]] | None = None) -> int:
     """Check one table and hand its rows to ``reducer``. Returns the number of rows dropped (checksum).
 
     Per row only what varies is touched: text checks are made once per distinct value (a column of one value
@@ -163,7 +164,12 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
     bad = rows_with(sc, sv, lambda v: v is None or v.strip() != RESULTS_SCHEMA)
     if bad.any():
         i = _first(bad)
-        raise SchemaError(f"{src.where(int(pos[i]))}: schema is {sv[sc[i]]!r}, expected '{RESULTS_SCHEMA}'")
+        got = sv[sc[i] if sc.size > 1 else 0]
+        if got is not None and schema.newer_major(got.strip()):
+            raise SchemaError(f"{src.where(int(pos[i]))}: schema is {got.strip()!r}, a newer major version than "
+                              f"this archline reads ('{RESULTS_SCHEMA}'): upgrade archline to read it")
+        raise SchemaError(f"{src.where(int(pos[i]))}: schema is {got!r}, expected '{RESULTS_SCHEMA}'")
+    check_words(codes, src, pos, warned, warn, BadValueError)
     for c in ("platform", "kernel"):
         empty = rows_with(*codes[c], lambda v: v is None)
         if empty.any():
@@ -272,7 +278,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     """
     from archline.fit.io.select import BatchWhere
 
-    files = unique_inputs(paths, warn=warn)
+    files = unique_inputs(stdin_paths(paths), warn=warn)
     if not files:
         raise ResultsError("no results files given")
     extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
@@ -285,13 +291,14 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     num = (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
     text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry, *flt.columns)))
     seen: set[str] = set()
+    warned: set[tuple[str, str]] = set()
 
     def tables() -> Iterator[tuple[Source, pa.Table, np.ndarray]]:
-        for path, kind, partition in iter_sources(files):
+        for path, kind, partition in iter_sources(files, warn):
             if kind == "parquet" and path.stat().st_size == 0:
                 raise EmptyResultsError(f"{show(path)}: empty file (no header, no rows); expected an "
                                         f"{RESULTS_SCHEMA} CSV or Parquet file")
-            with open_source(path, kind, partition) as src:   # a CSV is opened once: a pipe works
+            with open_source(path, kind, partition, warn) as src:   # a CSV is opened once: a pipe works
                 seen.update(src.columns)
                 missing = [c for c in REQUIRED_COLUMNS if c not in src.columns]
                 if missing:
@@ -301,8 +308,9 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
                 for tab, pos in src.tables(text, num):
                     n_rows += tab.num_rows
                     yield src.source, tab, pos
-            if n_rows == 0 and kind == "csv":
-                raise EmptyResultsError(f"{show(path)}: header only, no result rows")
+            if n_rows == 0:
+                raise EmptyResultsError(f"{show(path)}: " + ("header only, no result rows" if kind == "csv" else
+                                                             "a Parquet file with no result rows"))
 
     try:
         for source, tab, pos in ahead(tables()):     # the next batch is decoded while this one is reduced
@@ -310,7 +318,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
             if keep is not None and not keep.all():
                 tab, pos = tab.filter(arrow_of(keep)), pos[keep]
             if tab.num_rows:
-                dropped += _validate(tab, source, pos, reducer, extra, carry)
+                dropped += _validate(tab, source, pos, reducer, extra, carry, warned)
     except SourceError as e:
         raise _SOURCE_ERRORS[e.kind](str(e)) from None
     flt.check(seen)

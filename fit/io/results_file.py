@@ -8,8 +8,9 @@ the data, here :attr:`ResultsFile.SCHEMA`):
 * **Reading** (:meth:`ResultsFile.open`) opens the input once (:func:`archline.common.files.open_input`, which
   notes it as an input of the command) and never by name again, so a pipe, a FIFO, ``/dev/stdin`` and
   ``<(...)`` work. A regular file is read by pyarrow through the open file object (seeked back for a second
-  pass), anything else is read into memory once (at most :data:`~archline.common.files.MAX_STREAM_BYTES`) and
-  parsed from a buffer. A compressed file (``.gz``, ``.bz2``, ``.zst``, ``.lz4``) is decompressed into memory.
+  pass). The fit's read (``stream``) takes a pipe or a compressed file (``.gz``, ``.bz2``, ``.zst``, ``.lz4``)
+  a block of whole lines at a time (:mod:`~archline.fit.io.line_blocks`); other reads hold it in memory (at
+  most :data:`~archline.common.files.MAX_STREAM_BYTES`).
 * **Writing**: ``ResultsFile(path)`` opens a file for appending rows (the header written atomically when the
   file is new); rows are appended in the columns of the file's *own* header, one complete line per
   ``os.write`` plus fsync. A file that is not an ``archline.results/1`` CSV is refused before anything touches
@@ -42,11 +43,13 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
-CSV_WHOLE_BYTES = 512 << 20
-CSV_BLOCK_BYTES = 16 << 20
+    from archline.fit.io.line_blocks import LineBlocks
+
 COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
 #: the most of a file's start read to find its header line
 HEADER_BYTES = 1 << 20
+CSV_WHOLE_BYTES = 512 << 20
+CSV_BLOCK_BYTES = 16 << 20
 
 
 class SourceError(ArchlineFitError):
@@ -137,6 +140,7 @@ class ResultsFile:
     _file: BinaryIO | None
     _data: bytes | None
     _size: int
+    _pipe: LineBlocks | None = None
 
     def __init__(self, path: str | os.PathLike[str], columns: Sequence[str] = schema.ALL_COLUMNS) -> None:
         self.path = Path(path)
@@ -215,18 +219,25 @@ class ResultsFile:
 
     @classmethod
     @contextmanager
-    def open(cls, path: str | os.PathLike[str], *, what: str = "results file", whole_lines: bool = True
-             ) -> Iterator[ResultsFile]:
+    def open(cls, path: str | os.PathLike[str], *, what: str = "results file", whole_lines: bool = True,
+             stream: bool = False) -> Iterator[ResultsFile]:
         """Open a results CSV to read, once: missing, a directory or device, binary, empty, or (``whole_lines``)
         cut off mid-line is one line naming it (:class:`ReadError`); its header is :attr:`columns`. Without
-        ``whole_lines`` a partial last line (a row being appended) is left out."""
+        ``whole_lines`` a partial last line (a row being appended) is left out. With ``stream`` (for
+        :meth:`tables` only) a pipe or compressed file is never held: a cut-off end is found when it ends."""
         p = Path(path)
         self = cls.__new__(cls)
         self.path = p
         with open_input(p, error=ReadError, what=what) as f:
             st = os.fstat(f.fileno())
             codec = COMPRESSION.get(p.suffix.lower())
-            if stat.S_ISREG(st.st_mode) and st.st_size > 0 and codec is None:
+            if stream and whole_lines and not (stat.S_ISREG(st.st_mode) and codec is None):
+                from archline.fit.io.line_blocks import LineBlocks
+
+                self._file, self._data, self._size = None, None, 0
+                self._pipe = LineBlocks(f, p, codec, what, CSV_BLOCK_BYTES)
+                first = self._pipe.header
+            elif stat.S_ISREG(st.st_mode) and st.st_size > 0 and codec is None:
                 self._file, self._data, self._size = f, None, st.st_size
                 head = f.read(4096)
                 f.seek(-1, os.SEEK_END)
@@ -244,12 +255,9 @@ class ResultsFile:
             else:
                 data = read_stream(f, p, error=ReadError, what=what)
                 if codec is not None and data:
-                    import pyarrow as pa
+                    from archline.fit.io.line_blocks import decompress
 
-                    try:
-                        data = pa.input_stream(pa.BufferReader(data), compression=codec).read()
-                    except (OSError, pa.ArrowInvalid) as e:
-                        raise ReadError(f"{what} {show(p)}: not a {codec} file ({str(e).splitlines()[0]})") from None
+                    data = decompress(data, codec, p, what)
                 check_text_bytes(data, p, error=ReadError, what=what, lines=whole_lines)
                 if not whole_lines:
                     data = data[: data.rfind(b"\n") + 1]
@@ -260,7 +268,7 @@ class ResultsFile:
             try:
                 yield self
             finally:
-                self._file = self._data = None
+                self._file = self._data = self._pipe = None
 
     @property
     def name(self) -> str:
@@ -307,19 +315,20 @@ class ResultsFile:
         """Complete rows (header and a partial last line not counted)."""
         return max(0, sum(1 for _ in csv.reader(io.StringIO(self._text(), newline=""))) - 1)
 
-    def _bad_line(self) -> tuple[int, int]:
-        """Line number and field count of the first row whose field count differs from the header's."""
-        reader = csv.reader(io.TextIOWrapper(io.BytesIO(bytes(self._input().read())), encoding="utf-8-sig",
-                                             errors="replace", newline=""))
+    def _bad_line(self, data: bytes | None = None, first: int = 1) -> tuple[int, int]:
+        """Line number and field count of the first row whose field count differs from the header's (in
+        ``data``, whose first line is line ``first``, when given)."""
+        raw = bytes(self._input().read()) if data is None else data
+        reader = csv.reader(io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8-sig", errors="replace", newline=""))
         for row in reader:
             if row and len(row) != len(self.columns):
-                return reader.line_num, len(row)
+                return reader.line_num + first - 1, len(row)
         return 0, 0
 
-    def _arrow_error(self, e: Exception) -> SourceError:
+    def _arrow_error(self, e: Exception, data: bytes | None = None, first: int = 1) -> SourceError:
         msg = str(e).strip()
         if "Expected" in msg and "columns" in msg:
-            bad, got = self._bad_line()
+            bad, got = self._bad_line(data, first)
             return SourceError("malformed", f"{self.name}:{bad}: malformed CSV: expected {len(self.columns)} "
                                             f"fields, got {got}")
         if "UTF8" in msg or "UTF-8" in msg or "utf8" in msg:
@@ -328,11 +337,13 @@ class ResultsFile:
 
     def tables(self, text: Sequence[str], num: Sequence[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
         """The fit's read: only the columns ``text`` (dictionary-encoded) and ``num`` (float64) the file has, in
-        tables with the CSV line number of each row (header = line 1). Up to :data:`CSV_WHOLE_BYTES` in one
-        multithreaded call, else streamed in blocks. Numbers that do not parse are re-read as text (the
-        validator names the cell)."""
+        tables with the CSV line number of each row (header = line 1). A file up to :data:`CSV_WHOLE_BYTES` in one
+        multithreaded call; a larger one, a pipe or a compressed file (``stream``) in blocks of whole lines
+        (:class:`~archline.fit.io.line_blocks.LineBlocks`). Unparsable numbers are re-read as text."""
         import pyarrow as pa
         import pyarrow.csv as pcsv
+
+        from archline.fit.io.line_blocks import LineBlocks
 
         header = self.columns
         present = [c for c in (*text, *num) if c in header]
@@ -341,39 +352,26 @@ class ResultsFile:
         def options(num_as_text: bool) -> pcsv.ConvertOptions:
             types = {c: dict_type for c in text if c in header}
             types.update({c: (pa.string() if num_as_text else pa.float64()) for c in num if c in header})
-            # only an empty cell is missing: pyarrow's default nulls ("nan", "N/A", "NULL", ...) would turn a
-            # count written as "nan" into an empty cell, which means 0
+            # only an empty cell is missing: pyarrow's default nulls ("nan", "NULL") would make a count's "nan" 0
             return pcsv.ConvertOptions(include_columns=present, column_types=types, strings_can_be_null=True,
                                        null_values=[""])
 
-        def read(num_as_text: bool) -> Iterator[pa.Table]:
-            ropts = pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES)
-            if self._size <= CSV_WHOLE_BYTES:
-                yield pcsv.read_csv(self._input(), convert_options=options(num_as_text), read_options=ropts)
-                return
-            for batch in pcsv.open_csv(self._input(), convert_options=options(num_as_text), read_options=ropts):
-                yield pa.Table.from_batches([batch])
-
-        done = 0  # rows handed out; a re-read (numbers as text) skips them
-        for num_as_text in (False, True):
-            try:
-                seen = 0
-                for tab in read(num_as_text):
-                    n = tab.num_rows
-                    if seen + n <= done:
-                        seen += n
-                        continue
-                    if seen < done:
-                        tab = tab.slice(done - seen)
-                        seen = done
-                    yield tab, np.arange(2 + done, 2 + done + tab.num_rows, dtype=np.int64)
-                    done += tab.num_rows
-                    seen += tab.num_rows
-                return
-            except pa.ArrowInvalid as e:
-                if "conversion error" in str(e) and not num_as_text:
-                    continue
-                raise self._arrow_error(e) from None
+        if self._pipe is None and self._size > CSV_WHOLE_BYTES:
+            self._pipe = LineBlocks(self._input(), self.path, None, "results file", CSV_BLOCK_BYTES)
+        pipe = self._pipe
+        ropts = pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES)
+        for block, line in (pipe.blocks() if pipe is not None else iter([(b"", 2)])):
+            data = pipe.header + block if pipe is not None else None      # None: the whole file
+            for num_as_text in (False, True):
+                try:
+                    src = self._input() if data is None else pa.BufferReader(data)
+                    tab = pcsv.read_csv(src, convert_options=options(num_as_text), read_options=ropts)
+                    break
+                except pa.ArrowInvalid as e:
+                    if "conversion error" in str(e) and not num_as_text:
+                        continue        # re-read as text, from the file or the block in memory
+                    raise self._arrow_error(e, data, line - 1) from None     # line - 1: the header's
+            yield tab, np.arange(line, line + tab.num_rows, dtype=np.int64)
 
     def table(self) -> pa.Table:
         """Every row and column as a typed Arrow table: the schema's kinds (text as strings, bool as booleans,

@@ -111,8 +111,16 @@ COUNT_COLUMNS: tuple[str, ...] = tuple(c.name for c in CONTRACT if c.kind == "co
 SETTING_COLUMNS: tuple[str, ...] = tuple(c.name for c in CONTRACT if c.kind == "setting")
 #: Strings (and booleans spelled as text) a reader must not turn into numbers.
 TEXT_COLUMNS: tuple[str, ...] = (*(c.name for c in CONTRACT if c.kind in ("text", "bool")), "emulated")
-#: Columns every row needs for any fit.
-REQUIRED_FOR_FIT: tuple[str, ...] = ("schema", "platform", "kernel", "precision", "time_s", "energy_j")
+#: Columns a file needs for any fit: a count column absent from the header is not an empty cell (0), it is a file
+#: that does not follow the contract (a fit would take every row's traffic or work as 0).
+REQUIRED_FOR_FIT: tuple[str, ...] = ("schema", "platform", "kernel", "precision", "time_s", "energy_j",
+                                     *COUNT_COLUMNS)
+#: The values the contract defines for these text columns (docs/formats.md); empty is allowed for precision
+#: and level (a kernel without one, e.g. chase). A fit refuses another precision or level (it would be counted
+#: as if it meant something) and warns of another kernel (the counts, not the name, enter the model).
+KERNELS: tuple[str, ...] = ("intensity", "cache", "chase", "int", "ceil_flop", "ceil_mem", "idle")
+PRECISIONS: tuple[str, ...] = ("sp", "dp", "int32")
+LEVELS: tuple[str, ...] = ("mem", "l1", "l2", "l3", "shared")
 #: Columns a time-only row (no meter) still needs.
 REQUIRED: tuple[str, ...] = ("schema", "platform", "kernel", "precision", "time_s")
 
@@ -171,3 +179,11 @@ def arrow_type(name: str) -> pa.DataType:
     if col.kind == "bool":
         return pa.bool_()
     return pa.float64()
+
+
+def newer_major(value: str) -> bool:
+    """``archline.results/N`` with N above this reader's major version (a file a newer archline wrote)."""
+    name, _, version = SCHEMA.partition("/")
+    head, _, v = value.partition("/")
+    major = v.split(".", 1)[0]
+    return head == name and major.isdigit() and int(major) > int(version.split(".", 1)[0])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +34,15 @@ from archline.fit.io.results_file import COMPRESSION, ResultsFile, SourceError
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["OpenSource", "SourceError", "iter_sources", "open_source", "text_codes"]
+__all__ = ["OpenSource", "SourceError", "iter_sources", "open_source", "stdin_paths", "text_codes"]
+
+#: What ``-`` on a command line reads: standard input (a file named ``-`` is ``./-``).
+STDIN = Path("/dev/stdin")
+
+
+def stdin_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """``paths`` with ``-`` standing for standard input, as in ``cat`` (a file named ``-`` is given as ``./-``)."""
+    return [STDIN if str(p) == "-" else Path(p) for p in paths]
 
 
 def text_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str | None]]:
@@ -56,9 +64,32 @@ def text_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str | None]]:
     return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), values
 
 
-def iter_sources(paths: Sequence[Path]) -> Iterator[tuple[Path, str, dict[str, str]]]:
+def iter_sources(paths: Sequence[Path], warn: Callable[[str], None] | None = None
+                 ) -> Iterator[tuple[Path, str, dict[str, str]]]:
     """(file, kind, partition values) for every file behind ``paths`` (files, pipes or data set directories).
-    A CSV is not opened here (its reader opens it once); a directory is noted as an input."""
+    A CSV is not opened here (its reader opens it once); a directory is noted as an input.
+
+    A regular file reached twice (a data set directory named twice, or through a link, or a directory and one
+    of its part files) is yielded once, at its first place, with a warning through ``warn``: the files actually
+    read are told apart by (device, inode), not by the names on the command line."""
+    seen: dict[tuple[int, int], Path] = {}
+
+    def first_time(f: Path) -> bool:
+        try:
+            st = os.stat(f)
+        except (OSError, ValueError):
+            return True             # its reader names it
+        if not stat.S_ISREG(st.st_mode):
+            return True             # a pipe is read as it comes
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            if warn is not None:
+                same = "named twice" if f == seen[key] else f"the same file as {show(seen[key])}"
+                warn(f"{show(f)} is {same}; it is read once")
+            return False
+        seen[key] = f
+        return True
+
     for p in paths:
         if p.is_dir():
             note_input(p)
@@ -69,13 +100,15 @@ def iter_sources(paths: Sequence[Path]) -> Iterator[tuple[Path, str, dict[str, s
                                            f"themselves, e.g. {show(p)}/*.csv)")
             for f in files:
                 note_input(f)              # each part is an input: an output named as one is refused, not written
-                yield f, "parquet", partition_values(f, p)
+                if first_time(f):
+                    yield f, "parquet", partition_values(f, p)
         elif p.suffix in PARQUET_SUFFIXES and not is_results_csv(str(p)):
             if not p.exists():
                 raise SourceError("read", f"results file {show(p)} does not exist")
             note_input(p)
-            yield p, "parquet", partition_values(p, p.parent)     # a data set's part file keeps its partitions
-        else:
+            if first_time(p):
+                yield p, "parquet", partition_values(p, p.parent)     # a data set's part file keeps its partitions
+        elif first_time(p):
             yield p, "csv", {}
 
 
@@ -89,15 +122,17 @@ class OpenSource:
 
 
 @contextmanager
-def open_source(path: Path, kind: str, partition: dict[str, str]) -> Iterator[OpenSource]:
-    """Open one input (a CSV once, through its owner) for as long as its tables are read."""
+def open_source(path: Path, kind: str, partition: dict[str, str], warn: Callable[[str], None] | None = None
+                ) -> Iterator[OpenSource]:
+    """Open one input (a CSV once, through its owner) for as long as its tables are read; ``warn`` hears of a
+    part file whose own partition column disagrees with its directory."""
     if kind == "csv":
-        with ResultsFile.open(path) as rf:
+        with ResultsFile.open(path, stream=True) as rf:     # a pipe is read block by block, never held
             yield OpenSource(Source(str(path), "csv"), set(rf.columns), rf.tables)
         return
     have = parquet_columns(path) | set(partition)
     yield OpenSource(Source(str(path), "parquet"), have,
-                     lambda text, num: parquet_tables(path, text, num, partition))
+                     lambda text, num: parquet_tables(path, text, num, partition, warn))
 
 
 def is_results_csv(item: str) -> bool:
