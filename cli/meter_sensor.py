@@ -116,7 +116,7 @@ def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any
     check_emulated(duration_s=sum(step_plan(kw["n_steps"], kw["step_s"], kw["seed"])),
                    update_period_s=kw["period_s"], quantum_w=kw["quantum_w"], gain=kw["gain"], idle_w=kw["idle_w"],
                    busy_w=kw["busy_w"], reference_hz=REFERENCE_SPEC.rate_hz or 1024.0, speed=kw["speed"],
-                   redfish=kw["redfish"])
+                   redfish=kw["redfish"], reference=REFERENCE_SPEC)
     schedule = PhasePower(kw["idle_w"], kw["busy_w"])
     pair = emulated_bmc_pair if kw["redfish"] else emulated_pair
     ref, sensor = pair(SensorModel(**given), PhasePowerSource(schedule, REFERENCE_SPEC),
@@ -221,9 +221,13 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
     d = res.as_dict()
     what = getattr(load, "what", {}).get("label", "") if given is None else "emulated busy/idle switch"
     prof = SensorProfile(meter=meter, emulated=emulated, reference=ref.name, created_utc=utc_iso(), load=what,
-                         **{k: v for k, v in d.items() if k not in ("gain_err", "offset_err_w")})
+                         **{k: v for k, v in d.items() if k not in ("gain_err", "offset_err_w", "n_edge_readings")})
     prof.write(out)
+    for w in res.warnings:
+        click.echo(f"archline: warning: {w}", err=True)
     g = given or {}
+    if not d["quantum_resolved"]:
+        d["quantum_w"] = d["quantum_err_w"] = None    # not resolved: no number (0 would read as "no quantum")
     if kw["fmt"] == "json":
         click.echo(json.dumps({"profile": show(out), "emulated": emulated, "measured": d, "given": given,
                                "load": what, "min_window_s": prof.limits().min_window_s}, indent=1))
@@ -231,8 +235,12 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
         _table([("update_period_s", d["update_period_s"], d["update_period_err_s"], g.get("update_period_s")),
                 ("window_s", d["window_s"], d["window_err_s"], g.get("window_s")),
                 ("lag_s", d["lag_s"], d["lag_err_s"], g.get("lag_s")),
-                ("quantum_w", d["quantum_w"], d["quantum_err_w"], g.get("quantum_w"))],
+                *([("quantum_w", d["quantum_w"], d["quantum_err_w"], g.get("quantum_w"))]
+                  if d["quantum_resolved"] else [])],
                "(emulated)" if emulated else "")
+        if not d["quantum_resolved"]:
+            click.echo(f"{'quantum_w':<16} {'not resolved (fewer than 5 distinct values)'}"
+                       + (f"   given {g['quantum_w']:g}" if "quantum_w" in g else ""))
         click.echo(f"shortest window the integrator accepts: {prof.limits().min_window_s:.4g} s")
     click.echo(f"wrote {show(out)}", err=True)
 
@@ -266,9 +274,11 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
       archline meter calibrate ps3 --emulate --gain 1.07 --offset -3.5 --profile gtx580 --out gtx580-cal.toml
       archline meter calibrate nvml0 --emulate --sensor-profile nvml0.sensor.json --format json
 
-    The uncertainties are least-squares standard errors (lag: where the residual rises by one variance, the
-    reference's sample period and the sensor's quantum, in quadrature); the
-    reference's own error is not in them.
+    The uncertainties are standard errors: gain and offset, the least-squares error plus two systematic terms in
+    quadrature, the reference's resolution (half its ADC step at each level / sqrt(3)) and the sensor's quantum
+    (quantum / sqrt(12) at each level); lag (and window), where the residual rises by one variance, the
+    reference's sample period and the sensor's quantum in quadrature, and 2 x period / (edges + 1) when fewer than
+    5 readings fell inside an edge's window (warned). The reference's calibration error is not in them.
     """
     from archline.common.atomic import write_atomic
     from archline.common.files import read_text
@@ -307,6 +317,8 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
         import dataclasses
 
         cal = dataclasses.replace(cal, emulated=True)
+    for w in resp.warnings:
+        click.echo(f"archline: warning: {w}", err=True)
     if text is not None and profile_path is not None and out is not None:
         write_atomic(out, with_calibration(text, meter, cal.as_dict(), profile_path))
         click.echo(f"wrote {show(out)} (meter '{meter}' calibrated)", err=True)

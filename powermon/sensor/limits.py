@@ -10,12 +10,18 @@ that says why and what to pass instead (exit 2).
 * a BMC over Redfish is polled :data:`POLLS_PER_PERIOD` times per update period over HTTP, at most one poll per
   :data:`MIN_POLL_S` host seconds;
 * a quantum above half the swing between the two levels leaves the readings changing by at most one quantum (never,
-  when it is above the whole swing): nothing to fit.
+  when it is above the whole swing): nothing to fit; above a quarter of it the readings take fewer than 5 distinct
+  values (:data:`MIN_QUANTUM_STEPS` quanta across the swing), too few to tell the quantum, and the gain, offset,
+  window and lag fitted to three values are off by a share of the quantum that no fit can state;
+* the emulated reference (a PowerMon 2) reads each channel up to its full scale (its shunt's 12-bit range,
+  :attr:`archline.powermon.spec.ChannelSpec.full_scale_a`, about 25.1 A or 301 W at 12 V on the stock shunt): a
+  level above it is clipped, and the sensor would be fitted against a flat reference.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from archline.powermon.errors import MeterError
 
@@ -24,11 +30,15 @@ MAX_REFERENCE_SAMPLES = 1_000_000
 MIN_SENSOR_READINGS = 16
 POLLS_PER_PERIOD = 4
 MIN_POLL_S = 0.001
+MIN_QUANTUM_STEPS = 4
 
 
 def check_emulated(*, duration_s: float, update_period_s: float, quantum_w: float, gain: float, idle_w: float,
-                   busy_w: float, reference_hz: float, speed: float, redfish: bool) -> None:
-    """Refuse (MeterError, exit 2) an emulated set-up whose steps last ``duration_s`` device seconds in all."""
+                   busy_w: float, reference_hz: float, speed: float, redfish: bool, reference: Any = None) -> None:
+    """Refuse (MeterError, exit 2) an emulated set-up whose steps last ``duration_s`` device seconds in all.
+    ``reference``: the emulated reference's MeterSpec (its channels' share, nominal volts and full scale)."""
+    if reference is not None:
+        _check_full_scale(reference, busy_w)
     n_ref = duration_s * reference_hz
     if n_ref > MAX_REFERENCE_SAMPLES:
         raise MeterError(f"--steps/--step: {duration_s:.4g} s of steps is {n_ref:.3g} samples of the emulated "
@@ -61,6 +71,27 @@ def check_emulated(*, duration_s: float, update_period_s: float, quantum_w: floa
                          f"exceeds {'the' if never else 'half the'} swing between --idle-w {idle_w:g} and --busy-w "
                          f"{busy_w:g} ({swing_w:.4g} W as read, gain {gain:g}): nothing to fit; pass a quantum below "
                          f"{0.5 * swing_w:.4g} W or a wider swing")
+    if quantum_w > swing_w / MIN_QUANTUM_STEPS:
+        raise MeterError(f"--quantum {quantum_w:g}: the swing between --idle-w {idle_w:g} and --busy-w {busy_w:g} "
+                         f"({swing_w:.4g} W as read, gain {gain:g}) spans fewer than {MIN_QUANTUM_STEPS} quanta, so "
+                         "the readings take fewer than 5 distinct values: the quantum cannot be told, and gain, "
+                         "offset, window and lag fitted to them are off by a share of the quantum no fit can state; "
+                         f"pass a quantum of {swing_w / MIN_QUANTUM_STEPS:.4g} W or less, or a wider swing")
+
+
+def _check_full_scale(reference: Any, busy_w: float) -> None:
+    """The busy level within every reference channel's full scale (bench run refuses the same, per channel)."""
+    for c in reference.channels:
+        share = 1.0 if c.share is None else float(c.share)
+        if share <= 0:
+            continue
+        amps = busy_w * share / c.nominal_v
+        if amps > c.full_scale_a:
+            top_w = c.full_scale_a * c.nominal_v / share
+            raise MeterError(f"--busy-w {busy_w:g}: the emulated reference ({reference.kind}) channel {c.id} "
+                             f"({c.rail}) would carry {amps:.1f} A, above its {c.full_scale_a:.1f} A full scale "
+                             f"({math.floor(10 * top_w) / 10:g} W at {c.nominal_v:g} V): its readings would clip "
+                             f"and the fit would be wrong; pass --busy-w {math.floor(top_w):d} or less")
 
 
 def _up(x: float) -> str:

@@ -49,15 +49,22 @@ class ProbeResult:
     response: Response
     n_steps: int
     reference_period_s: float
+    quantum_resolved: bool = True          #: False: fewer than 5 distinct values, quantum_w 0 means "not told"
+    n_edge_readings: int = -1              #: readings that fell inside an edge's window (-1: not counted)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.response.warnings
 
     def as_dict(self) -> dict[str, Any]:
         r = self.response
         return {"update_period_s": self.update_period_s, "update_period_err_s": self.update_period_err_s,
                 "window_s": r.window_s, "window_err_s": r.window_err_s, "lag_s": r.lag_s, "lag_err_s": r.lag_err_s,
-                "quantum_w": self.quantum_w, "quantum_err_w": self.quantum_err_w, "gain": r.gain,
+                "quantum_w": self.quantum_w, "quantum_err_w": self.quantum_err_w,
+                "quantum_resolved": self.quantum_resolved, "gain": r.gain,
                 "gain_err": r.gain_err, "offset_w": r.offset_w, "offset_err_w": r.offset_err_w,
                 "residual_w": r.residual_w, "n_readings": r.n_readings, "n_steps": self.n_steps,
-                "reference_period_s": self.reference_period_s}
+                "n_edge_readings": self.n_edge_readings, "reference_period_s": self.reference_period_s}
 
 
 def reading_times(t_s: F64, value_w: F64) -> F64:
@@ -122,14 +129,33 @@ def _common_period(gaps: F64, *, max_divisor: int = 10_000, tol: float = 0.1) ->
     return None
 
 
+def _no_lattice(gaps: F64) -> MeterError:
+    return MeterError("the sensor's updates are on no regular lattice (gaps of "
+                      f"{np.min(gaps):.4g}-{np.max(gaps):.4g} s): not a periodic sensor, or polled too slowly")
+
+
 def _lattice_fit(t: F64, gaps: F64, period: float) -> tuple[float, float]:
+    try:
+        return _lattice_fit_raw(t, gaps, period)
+    except np.linalg.LinAlgError:    # a degenerate lattice (every gap rounded to 0 periods): none
+        raise _no_lattice(gaps) from None
+
+
+def _lattice_fit_raw(t: F64, gaps: F64, period: float) -> tuple[float, float]:
+    if not (math.isfinite(period) and period > 0):
+        raise _no_lattice(gaps)
     # refine on gaps of one period first (a rounded gap of many periods needs a good period), then on all
     for limit in (1.5, 4.0, math.inf):
         use = gaps <= limit * period
         if not use.any():      # every gap is many periods (a guess from their common divisor): the next limit
             continue
         k = np.rint(gaps[use] / period)
-        period = float(np.sum(gaps[use] * k) / np.sum(k * k))
+        kk = float(np.sum(k * k))
+        if kk == 0:            # every gap rounds to no period at all (a guess far too long): no lattice
+            raise _no_lattice(gaps)
+        period = float(np.sum(gaps[use] * k) / kk)
+        if not (math.isfinite(period) and period > 0):
+            raise _no_lattice(gaps)
     k_all = np.concatenate([[0.0], np.cumsum(np.rint(gaps / period))])
     a = np.column_stack([k_all, np.ones_like(k_all)])
     coef, *_ = np.linalg.lstsq(a, t, rcond=None)
@@ -138,8 +164,7 @@ def _lattice_fit(t: F64, gaps: F64, period: float) -> tuple[float, float]:
     # up to MAX_OFF_LATTICE of them are left out of the fit; more, and there is no lattice
     off = np.abs(resid) > 0.25 * coef[0]
     if off.sum() > MAX_OFF_LATTICE * t.size or t.size - off.sum() < 3:
-        raise MeterError("the sensor's updates are on no regular lattice (gaps of "
-                         f"{np.min(gaps):.4g}-{np.max(gaps):.4g} s): not a periodic sensor, or polled too slowly")
+        raise _no_lattice(gaps)
     if off.any():
         t, k_all, a = t[~off], k_all[~off], a[~off]
         coef, *_ = np.linalg.lstsq(a, t, rcond=None)
@@ -204,19 +229,89 @@ def quantum(values_w: F64, *, max_divisor: int = 20_000) -> tuple[float, float]:
     return q, math.sqrt(s2 / float(np.sum(k * k)))
 
 
+#: distinct reading values below which a quantum cannot be told (:func:`quantum` returns 0 for "not resolved")
+MIN_DISTINCT_VALUES = 5
+
+#: readings inside an edge's window below which window and lag are pinned only by which side of each edge the
+#: readings fell (each one is one equation in window and lag; two unknowns want a few more than two)
+MIN_EDGE_READINGS = 5
+
+
+def quantum_resolved(values_w: F64) -> bool:
+    """Whether there are enough distinct (non-zero) values for :func:`quantum` to tell a quantum (else its 0 means
+    "not resolved", not "none")."""
+    u = np.unique(np.asarray(values_w, dtype=np.float64))
+    return int(np.count_nonzero(u)) >= MIN_DISTINCT_VALUES
+
+
+def edge_readings(values_w: F64, quantum_w: float) -> int:
+    """How many readings fell inside an edge's window: strictly between the two levels (the lowest and the highest
+    reading), by more than a quantum and 2% of the swing (what a reading at a level may differ by)."""
+    v = np.asarray(values_w, dtype=np.float64)
+    if v.size == 0:
+        return 0
+    lo, hi = float(v.min()), float(v.max())
+    margin = max(quantum_w, 0.02 * (hi - lo))
+    return int(np.count_nonzero((v > lo + margin) & (v < hi - margin)))
+
+
+def edge_limits(resp: Response, read_w: F64, *, period_s: float, n_steps: int, reference_period_s: float,
+                quantum_w: float, fixed_window: bool = False) -> tuple[Response, int, list[str]]:
+    """(response with honest window/lag uncertainties, readings inside edges, warnings).
+
+    A reading inside an edge's window says where the edge fell within it; one outside only on which side of the edge
+    its window lay. With fewer than :data:`MIN_EDGE_READINGS` of the former (a slow sensor, few steps) window and
+    lag are pinned only to the intersection of one update period per edge, about ``2 x period / (edges + 1)`` wide:
+    that term joins their uncertainty (seen 55 sigma off without it: window 0.069 +- 0.0006 s, truth 0.1, reading
+    every 0.5 s over 12 edges), and a warning says so. A sensor without a window (shorter than the reference's
+    sample period) has no readings inside edges by nature: its window and lag get the term, without a warning."""
+    n_edges = 2 * n_steps
+    n_in = edge_readings(read_w, quantum_w)
+    warnings: list[str] = []
+    if n_steps <= 0:
+        return resp, n_in, warnings
+    pin_s = 2 * period_s / (n_edges + 1)
+    if resp.window_s < reference_period_s:
+        # no averaging window seen: a reading only says on which side of an edge its instant fell (docs/meters.md),
+        # and a window shorter than about the same width would have left no reading inside an edge either
+        return dataclasses.replace(resp, lag_err_s=math.hypot(resp.lag_err_s, pin_s),
+                                   window_err_s=resp.window_err_s if fixed_window
+                                   else math.hypot(resp.window_err_s, pin_s)), n_in, warnings
+    if n_in < MIN_EDGE_READINGS:
+        resp = dataclasses.replace(resp, lag_err_s=math.hypot(resp.lag_err_s, pin_s),
+                                   window_err_s=resp.window_err_s if fixed_window
+                                   else math.hypot(resp.window_err_s, pin_s))
+        warnings.append(f"only {n_in} of {resp.n_readings} readings fell inside an edge's window over {n_edges} "
+                        f"edges (fewer than {MIN_EDGE_READINGS}): {'lag' if fixed_window else 'window and lag'} "
+                        f"are pinned only to about 2 x period / (edges + 1) = {pin_s:.3g} s, which their "
+                        "uncertainty includes; record more --steps (or a sensor that updates faster) to measure "
+                        "them")
+    return resp, n_in, warnings
+
+
+def quantum_warning(resolved: bool, read_w: F64) -> list[str]:
+    if resolved:
+        return []
+    n = int(np.count_nonzero(np.unique(np.asarray(read_w, dtype=np.float64))))
+    return [f"quantum not resolved ({n} distinct reading value(s), fewer than {MIN_DISTINCT_VALUES}): the sensor may "
+            "round its readings by a step this probe cannot tell, and the stated uncertainties leave that rounding "
+            "out; record more --steps, or a wider swing"]
+
+
 def analyse(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, reference_period_s: float,
-            max_window_s: float, max_lag_s: float, n_steps: int = 0) -> ProbeResult:
+            max_window_s: float, max_lag_s: float, n_steps: int = 0, ref_resolution_w: F64 | None = None
+            ) -> ProbeResult:
     """Everything a probe measures, from the two meters' series on one timeline (device seconds)."""
     period, period_err = update_period(reading_times(read_t_s, read_w))
     q, q_err = quantum(read_w)
+    resolved = quantum_resolved(read_w)
     resp = fit_response(ref_t_s, ref_power_w, read_t_s, read_w, max_window_s=max_window_s, max_lag_s=max_lag_s,
-                        resolution_s=reference_period_s / 4, reference_period_s=reference_period_s, quantum_w=q)
-    if resp.window_s < reference_period_s and n_steps > 0:
-        # no averaging window: a reading only says on which side of an edge its instant fell, so the lag is pinned to
-        # the intersection of one update period per edge, about 2 x period / (edges + 1) wide (docs/meters.md)
-        pin_s = 2 * period / (2 * n_steps + 1)
-        resp = dataclasses.replace(resp, lag_err_s=math.hypot(resp.lag_err_s, pin_s))
-    return ProbeResult(period, period_err, q, q_err, resp, n_steps, reference_period_s)
+                        resolution_s=reference_period_s / 4, reference_period_s=reference_period_s, quantum_w=q,
+                        ref_resolution_w=ref_resolution_w)
+    resp, n_in, warnings = edge_limits(resp, read_w, period_s=period, n_steps=n_steps,
+                                       reference_period_s=reference_period_s, quantum_w=q)
+    resp = dataclasses.replace(resp, warnings=(*resp.warnings, *quantum_warning(resolved, read_w), *warnings))
+    return ProbeResult(period, period_err, q, q_err, resp, n_steps, reference_period_s, resolved, n_in)
 
 
 def step_plan(n_steps: int, step_s: float, seed: int = 0) -> list[float]:

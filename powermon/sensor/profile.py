@@ -40,6 +40,9 @@ class SensorProfile(Strict):
     lag_err_s: float = Field(default=0.0, ge=0)
     quantum_w: float = Field(default=0.0, ge=0, lt=1e6)     # below the 1 MW every power limit uses
     quantum_err_w: float = Field(default=0.0, ge=0)
+    #: False: fewer than 5 distinct readings, the quantum could not be told (quantum_w 0 then means "not resolved",
+    #: not "none"); written only when False, so that a profile with a resolved quantum reads as before
+    quantum_resolved: bool = True
     gain: float | None = None                        #: as seen during the probe (calibrate measures it properly)
     offset_w: float | None = None
     residual_w: float | None = None
@@ -74,7 +77,10 @@ class SensorProfile(Strict):
         return cls.from_obj(read_json(path, error=MeterError, what="sensor profile"), str(path))
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(), indent=1) + "\n"
+        d = self.model_dump()
+        if d.get("quantum_resolved", True):
+            d.pop("quantum_resolved", None)
+        return json.dumps(d, indent=1) + "\n"
 
     def write(self, path: str | Path) -> Path:
         """Atomically (an input of the command, e.g. the profile it was read from, is refused)."""

@@ -9,7 +9,7 @@ emulated on a pty (the reference) and an emulated on-board sensor reading the sa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,9 +22,14 @@ from archline.powermon.sensor.probe import (
     StepLoad,
     analyse,
     drive_steps,
+    edge_limits,
     quantum,
+    quantum_resolved,
+    quantum_warning,
+    reading_times,
     series,
     step_plan,
+    update_period,
 )
 from archline.powermon.sensor.response import Response, fit_response
 from archline.powermon.spec import ChannelSpec, MeterSpec
@@ -111,6 +116,29 @@ def _sensor_series(sensor: Any, device_time: bool) -> tuple[Any, Any]:
     return t, np.asarray(sen.power_w, dtype=np.float64)
 
 
+def reference_resolution(samples: Any, info: dict[str, Any], device_time: bool) -> Any:
+    """Half a step of the reference at each instant of :func:`~archline.powermon.sensor.probe.series` (its
+    channels' half steps summed, as their powers are), from the meter's own resolution bound
+    (:func:`archline.powermon.record.resolution.resolution_w`); None where the meter does not state one."""
+    from archline.powermon.record.resolution import resolution_w
+
+    try:
+        half = resolution_w(samples, info)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if half is None:
+        return None
+    t = samples.meta.get("t_dev_s") if device_time else None
+    t = np.asarray(samples.t_s if t is None else t, dtype=np.float64)
+    half = np.broadcast_to(np.asarray(half, dtype=np.float64), t.shape)
+    if samples.valid is not None:
+        t, half = t[samples.valid], half[samples.valid]
+    if t.size == 0 or not np.isfinite(half).all():
+        return None
+    ut, inv = np.unique(t, return_inverse=True)
+    return np.asarray(np.bincount(inv, weights=np.abs(half), minlength=ut.size), dtype=np.float64)
+
+
 @dataclass
 class Recorded:
     ref_t_s: Any
@@ -119,6 +147,7 @@ class Recorded:
     read_w: Any
     reference_period_s: float
     n_steps: int
+    ref_resolution_w: Any = None     #: half a step of the reference at each of its instants (None: not stated)
 
 
 def record_steps(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int, step_s: float, seed: int = 0,
@@ -143,13 +172,16 @@ def record_steps(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int, s
         rec.begin("steps")
         drive_steps(load, plan, speed)
         rec.end("steps", strict=True)
-        ref_t, ref_p = series(reference.samples(), device_time)
+        ref_samples = reference.samples()
+        ref_t, ref_p = series(ref_samples, device_time)
+        ref_res = reference_resolution(ref_samples, reference.info(), device_time)
         read_t, read_w = _sensor_series(sensor, device_time)
     finally:
         rec.stop()
     rate = float(getattr(reference, "update_hz", 0.0) or 0.0)
     period = 1.0 / rate if rate > 0 else float(np.median(np.diff(ref_t)))
-    return Recorded(ref_t, ref_p, read_t, read_w, period, n_steps)
+    return Recorded(ref_t, ref_p, read_t, read_w, period, n_steps,
+                    ref_res if ref_res is not None and ref_res.shape == ref_t.shape else None)
 
 
 def probe(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20, step_s: float = 0.5, seed: int = 0,
@@ -159,7 +191,7 @@ def probe(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20, ste
                      labels=labels)
     longest = 0.7 * step_s
     return analyse(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, reference_period_s=r.reference_period_s,
-                   max_window_s=longest, max_lag_s=longest, n_steps=n_steps)
+                   max_window_s=longest, max_lag_s=longest, n_steps=n_steps, ref_resolution_w=r.ref_resolution_w)
 
 
 def calibrate(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20, step_s: float = 0.5,
@@ -173,5 +205,17 @@ def calibrate(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20,
     q, _ = quantum(r.read_w)
     resp = fit_response(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, max_window_s=longest, max_lag_s=longest,
                         resolution_s=r.reference_period_s / 4, window_s=window_s,
-                        reference_period_s=r.reference_period_s, quantum_w=q)
+                        reference_period_s=r.reference_period_s, quantum_w=q,
+                        ref_resolution_w=r.ref_resolution_w)
+    try:
+        period, _ = update_period(reading_times(r.read_t_s, r.read_w))
+    except MeterError:            # no lattice to pin the lag with: the fit's own uncertainty stands
+        period = 0.0
+    warnings: list[str] = quantum_warning(quantum_resolved(r.read_w), r.read_w)
+    if period > 0:
+        resp, _, more = edge_limits(resp, r.read_w, period_s=period, n_steps=n_steps,
+                                    reference_period_s=r.reference_period_s, quantum_w=q,
+                                    fixed_window=window_s is not None)
+        warnings += more
+    resp = replace(resp, warnings=(*resp.warnings, *warnings))
     return Calibration(resp.gain, resp.gain_err, resp.offset_w, resp.offset_err_w, resp.lag_s, resp.lag_err_s), resp
