@@ -29,7 +29,7 @@ twice. With ``merge=False`` (``--replace``) the old partitions that are not writ
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -42,7 +42,7 @@ from archline.common.errors import OutputError
 from archline.common.outputs import inside, make_dirs, note_input, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
-from archline.fit.io.parquet_types import check_column_types, partition_warning, type_fits
+from archline.fit.io.parquet_types import check_column_types, partition_mismatch, type_fits
 from archline.fit.io.partitions import dataset_root, file_partition
 from archline.fit.io.partitions import partition_values as partition_values  # re-exported: sources reads it here
 from archline.fit.io.results_file import ResultsFile, SourceError, check_unique_columns
@@ -130,19 +130,19 @@ def _check_files_unique(files: Sequence[Path]) -> None:
 
 
 def parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partition: dict[str, str],
-                   warn: Callable[[str], None] | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                   check: bool = False) -> Iterator[tuple[pa.Table, np.ndarray]]:
     """The fit's read of one Parquet file, a row batch at a time: the ``text`` columns dictionary-encoded (as
     Parquet stores them), ``num`` as stored, partition values as constant text columns where the file lacks
     them; with each row's 1-based row number. A column no cell can be read from (a list, binary) is refused. A
-    file with its own partition column keeps its values, as hive readers do; ``warn`` hears once of a disagreement."""
+    file whose own partition column disagrees with its directory is refused (``check``: the reader's read)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     sch = parquet_schema(path)
     names = set(sch.names)
     check_column_types(path, sch, [c for c in text if c not in num], num)
-    check = [k for k in partition if k in names and warn is not None]    # the file's own copy of a partition
-    check_types = [k for k in check if type_fits(sch.field(k).type, False)]
+    own = [k for k in partition if k in names and check]    # the file's own copy of a partition
+    check_types = [k for k in own if type_fits(sch.field(k).type, False)]
     try:
         pf = pq.ParquetFile(path, read_dictionary=[c for c in (*text, *check_types) if c in names],
                             buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
@@ -154,10 +154,9 @@ def parquet_tables(path: Path, text: Sequence[str], num: Sequence[str], partitio
     constants: dict[tuple[str, int], pa.Array] = {}
     for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=read, use_threads=True):
         tab = pa.Table.from_batches([batch])
-        for k in list(check_types):
-            if warn is not None and (msg := partition_warning(path, tab.column(k), k, partition[k])) is not None:
-                check_types.remove(k)      # once per file
-                warn(msg)
+        for k in check_types:
+            if (msg := partition_mismatch(path, tab.column(k), k, partition[k])) is not None:
+                raise SourceError("schema", msg)
         if len(read) > len(cols):
             tab = tab.select(cols)
         for k, v in partition.items():

@@ -15,7 +15,7 @@ from archline.fit.io.results_file import SourceError
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["check_column_types", "partition_warning", "type_fits"]
+__all__ = ["check_column_types", "partition_mismatch", "type_fits"]
 
 
 def type_fits(t: pa.DataType, numeric: bool) -> bool:
@@ -49,15 +49,22 @@ def check_column_types(path: Path, schema_arrow: pa.Schema, text: Sequence[str],
                                         f"that column as {want.split(' (')[0]}")
 
 
-def partition_warning(path: Path, col: pa.ChunkedArray, key: str, value: str) -> str | None:
-    """The warning for a part file whose own column ``key`` holds another value than its directory's
-    ``key=value`` (None when every value agrees)."""
+def partition_mismatch(path: Path, col: pa.ChunkedArray, key: str, value: str) -> str | None:
+    """The refusal of a part file whose own column ``key`` holds another value than its directory's ``key=value``,
+    or empty cells (None when every value agrees): read as the column says, its rows would join another host's or
+    run's (compare would merge two runs into one cell), and as the directory says, the file would be misread."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    other = [v for v in pc.unique(col).cast(pa.string()).to_pylist() if v is not None and v != value]
-    if not other:
+    text = pc.utf8_trim_whitespace(col.cast(pa.string()))
+    empty = int(pc.sum(pc.or_kleene(pc.is_null(text), pc.equal(text, ""))).as_py() or 0)
+    other = [v for v in pc.unique(text).to_pylist() if v and v != value]
+    if not other and not empty:
         return None
-    more = f" (and {len(other) - 1} other value(s))" if len(other) > 1 else ""
-    return (f"{show(path)}: its column {key} holds {other[0]!r}{more} where its directory says {key}={value}; the "
-            f"column's value is used (fix the file, or move it to the partition its rows name)")
+    if other:
+        more = f" (and {len(other) - 1} other value(s))" if len(other) > 1 else ""
+        what = f"holds {other[0]!r}{more}"
+    else:
+        what = f"is empty in {empty} row(s)"
+    return (f"{show(path)}: its column {key} {what} but its directory says {key}={value}: fix the file's column, "
+            f"or move the file to the partition its rows name")

@@ -298,7 +298,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
             if kind == "parquet" and path.stat().st_size == 0:
                 raise EmptyResultsError(f"{show(path)}: empty file (no header, no rows); expected an "
                                         f"{RESULTS_SCHEMA} CSV or Parquet file")
-            with open_source(path, kind, partition, warn) as src:   # a CSV is opened once: a pipe works
+            with open_source(path, kind, partition) as src:   # a CSV is opened once: a pipe works
                 seen.update(src.columns)
                 missing = [c for c in REQUIRED_COLUMNS if c not in src.columns]
                 if missing:

@@ -122,17 +122,16 @@ class OpenSource:
 
 
 @contextmanager
-def open_source(path: Path, kind: str, partition: dict[str, str], warn: Callable[[str], None] | None = None
-                ) -> Iterator[OpenSource]:
-    """Open one input (a CSV once, through its owner) for as long as its tables are read; ``warn`` hears of a
-    part file whose own partition column disagrees with its directory."""
+def open_source(path: Path, kind: str, partition: dict[str, str]) -> Iterator[OpenSource]:
+    """Open one input (a CSV once, through its owner) for as long as its tables are read; a part file whose own
+    partition column disagrees with its directory is refused."""
     if kind == "csv":
         with ResultsFile.open(path, stream=True) as rf:     # a pipe is read block by block, never held
             yield OpenSource(Source(str(path), "csv"), set(rf.columns), rf.tables)
         return
     have = parquet_columns(path) | set(partition)
     yield OpenSource(Source(str(path), "parquet"), have,
-                     lambda text, num: parquet_tables(path, text, num, partition, warn))
+                     lambda text, num: parquet_tables(path, text, num, partition, check=True))
 
 
 def is_results_csv(item: str) -> bool:

@@ -1,6 +1,6 @@
 """Breaker 28b, the results reader: a data set named twice read once; a pipe streamed, ``-`` as stdin; a missing
 contract column refused; a Parquet column no cell can be read as refused in one line; a part file whose own
-partition column disagrees with its directory warned of; unknown precision/level refused, unknown kernel warned
+partition column disagrees with its directory refused; unknown precision/level refused, unknown kernel warned
 of, a zero-row Parquet file named, a newer major schema refused with the reason."""
 
 from __future__ import annotations
@@ -198,16 +198,17 @@ def test_a_nested_or_binary_parquet_column_is_one_line(run_cli, ds: Path, tmp_pa
 
 # 5. a partition column inside a part file that disagrees with its directory ----------------------------------
 
-def test_a_partition_value_the_file_contradicts_is_warned_of_once(run_cli, ds: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_partition_value_the_file_contradicts_is_refused(run_cli, ds: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     t = _table(ds).drop_columns(["platform"])
     t = t.append_column("host", pa.array(["n1"] * t.num_rows))
     d = tmp_path / "ds2" / "platform=gtx580" / "host=other" / "run_id=r1"
     d.mkdir(parents=True)
     pq.write_table(t, d / "part-0.parquet")
-    code, doc, err = _fit(run_cli, str(tmp_path / "ds2"), "--where", "host=n1")
-    assert code == 0 and doc is not None and doc["n_points"] == 20          # the file's own value is used
-    assert len(err) == 1 and "warning" in err[0] and "'n1'" in err[0] and "host=other" in err[0], err
-    # agreeing values: no warning
+    out = tmp_path / "c.json"
+    code, doc, err = _fit(run_cli, str(tmp_path / "ds2"), "--out", str(out))
+    assert code == 2 and doc is None and not out.exists()      # neither reading is safe: refused, nothing written
+    assert len(err) == 1 and "'n1'" in err[0] and "host=other" in err[0], err
+    # agreeing values: read, no warning
     t2 = t.set_column(t.column_names.index("host"), "host", pa.array(["other"] * t.num_rows))
     pq.write_table(t2, d / "part-0.parquet")
     code, doc, err = _fit(run_cli, str(tmp_path / "ds2"))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.choi.compare import Cell, Comparison, compare_cells, compare_files, compare_frame
-from archline.fit.analyses.choi.compare_inputs import PartitionMismatchError
+from archline.fit.io.results import SchemaError
 from archline.fit.analyses.choi.compare_report import to_table
 from archline.fit.io.results import read_results
 from archline.fit.regress.synthetic import GTX580, synthetic_results
@@ -127,15 +127,15 @@ def test_partition_and_column_agreeing_is_fine_disagreeing_is_refused(tmp_path: 
     f = pd.read_parquet(part)
     f["run_id"] = "run0"
     f.to_parquet(part, index=False)
-    with pytest.raises(PartitionMismatchError, match=r"column run_id holds 'run0' but its directory says run_id=run1"):
+    with pytest.raises(SchemaError, match=r"column run_id holds 'run0' but its directory says run_id=run1"):
         compare_files([root], "host")
     r = run_cli("compare", str(root), "--by", "host")
     assert r.exit_code == 2 and r.stderr.startswith("archline: error: ")  # type: ignore[attr-defined]
     assert len(r.stderr.strip().splitlines()) == 1 and "run_id=run1" in r.stderr  # type: ignore[attr-defined]
-    # an empty cell in the column is a disagreement too (the reader keeps the file's empty value)
+    # an empty cell in the column is a disagreement too (the reader refuses it too)
     f["run_id"] = [None] + ["run1"] * (len(f) - 1)
     f.to_parquet(part, index=False)
-    with pytest.raises(PartitionMismatchError, match="1 row"):
+    with pytest.raises(SchemaError, match=r"is empty in 1 row\(s\)"):
         compare_files([root], "host")
 
 

@@ -298,12 +298,10 @@ def compare_files(paths: Sequence[str | Path], by: str, *, where: Sequence[str] 
     """The comparison of result files, read as ``archline fit`` reads them: each batch reduced at once to
     configuration statistics keyed by the group and replicate columns, at most ``max_rows`` rows kept (a uniform
     sample beyond; default the fit's bound), so memory is bounded by configurations, not rows."""
-    from archline.fit.analyses.choi.compare_inputs import check_partitions
     from archline.fit.io.results import FIT_MAX_ROWS, read_results
 
     _check_args(by, model, method, alpha)
     keys = extra_keys(by, method)
-    check_partitions(paths, (BY_COLUMN[by], *REPLICATE[by][1]))   # before the rows: they would be misgrouped
     rs = read_results(paths, where, extra_keys=keys, carry=(), max_rows=FIT_MAX_ROWS if max_rows is None
                       else max_rows)
     cmp = compare_grouped(rs.data, by, model=model, alpha=alpha, method=method)
