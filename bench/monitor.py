@@ -117,22 +117,23 @@ class PhasePowerSource:
 
 def _emulated_meter(prof: BenchProfile, schedule: PhasePower, *, meter: str | None, speed: float, seed: int,
                     raw_dir: str | Path | None) -> Any:
+    """The meter ``meter`` names (refused when its kind has no emulator), else the profile's PowerMon 2, else its
+    first meter with an emulator, else a default PowerMon 2; built by powermon's ``emulate_meter`` (which applies
+    the entry's calibration and sensor profile) playing the schedule as the entry's sensor reads it."""
     from archline.bench.emulated.device import check_range, rail_split
-    from archline.powermon.powermon2.meter import emulated_powermon
+    from archline.bench.emulated.meters import check_emulatable, emulated_kinds, played
+    from archline.powermon.spec import emulate_meter
 
     peak = max(schedule.busy_w, schedule.idle_w)
-    specs = [prof.meter(meter)] if meter else list(prof.meters)
-    spec = next((s for s in specs if s.kind == "powermon2"), None)
-    other = next((s for s in specs if s.kind != "powermon2"), None)
-    if spec is None and other is not None:
-        from archline.powermon import spec as spec_mod
-
-        emulate_meter = getattr(spec_mod, "emulate_meter", None)    # the other meter kinds' emulators
-        if callable(emulate_meter):
-            return emulate_meter(other, PhasePowerSource(schedule, other), speed=speed, seed=seed, raw_dir=raw_dir)
-    pm = rail_split(spec, peak)
+    if meter:
+        spec: MeterSpec | None = check_emulatable(prof.meter(meter), prof.name)
+    else:
+        kinds = emulated_kinds()
+        spec = next((s for s in prof.meters if s.kind == "powermon2"), None) or \
+            next((s for s in prof.meters if s.kind in kinds), None)
+    pm = rail_split(spec, peak)          # the channels' shares of the power (a default PowerMon 2 when none)
     check_range(pm, peak, prof.name)
-    return emulated_powermon(pm, PhasePowerSource(schedule, pm), speed=speed, seed=seed, raw_dir=raw_dir)
+    return emulate_meter(pm, played(PhasePowerSource(schedule, pm), pm), speed=speed, seed=seed, raw_dir=raw_dir)
 
 
 def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = False, meter: str | None = None,

@@ -95,11 +95,13 @@ def _yes(ok: bool) -> str:
 @click.option("--out", "out_dir", type=OutPath(file_okay=False, dir_okay=True, path_type=Path), default=Path("results"),
               show_default=True, help="Directory for <run_id>.csv and its traces.")
 @click.option("--emulate", is_flag=True,
-              help="Run the platform's profile on the emulated device and emulated PowerMon 2 (rows say emulated).")
+              help="Run the platform's profile on the emulated device and an emulated meter (--meter's; rows say "
+                   "emulated and name it).")
 @click.option("--time-compression", type=float, default=None,
               help="--emulate: device seconds per host second (default: the profile's, else 50).")
 @click.option("--meter", "meter_name", default=None, shell_complete=profile_meters,
-              help="Which of the profile's [[meters]] (default: the first).")
+              help="Which of the profile's [[meters]] (default: the first; with --emulate the first one with an "
+                   "emulator: an nvml or rapl meter named with --emulate is refused).")
 @click.option("--power-cap", "power_caps_w", type=float, multiple=True,
               help="Power cap in watts (repeat to sweep caps); NVML/RAPL on hardware, the model with --emulate.")
 @click.option("--all-kernels", is_flag=True, help="Every kernel the profile's [bench] lists.")

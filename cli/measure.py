@@ -25,7 +25,8 @@ from archline.cli.params import NON_NEGATIVE, OutPath
               help="Which of the profile's [[meters]]. Default: every one that opens here (one that cannot is "
                    "left out with a warning), except one measuring a device an earlier one measures (their "
                    "energies are added: it would count twice); with --emulate one emulated meter, the profile's "
-                   "PowerMon 2, else its first meter with an emulator.")
+                   "PowerMon 2, else its first meter with an emulator (an nvml or rapl meter named with "
+                   "--emulate is refused).")
 @click.option("--out", type=OutPath(dir_okay=True, file_okay=False, path_type=Path), default=None,
               help="Directory for a new measure-NAME-STAMP/ (measure.json, trace, raw capture); NAME is the "
                    "profile's name, also for --platform PATH.")

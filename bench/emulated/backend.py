@@ -68,10 +68,13 @@ class EmulatedBackend:
                  noise_rel: float | None = None) -> None:
         self.profile = load_bench_profile(profile) if isinstance(profile, str) else profile
         self.model = EmulatedModel.from_profile(self.profile, power_cap_w)
-        if meter is None:   # the profile's first meter that has an emulator (any kind)
-            from archline.powermon.spec import can_emulate
+        from archline.bench.emulated.meters import check_emulatable, emulated_kinds
 
-            meter = next((m for m in self.profile.meters if can_emulate(m)), None)
+        if meter is None:   # the profile's first meter that has an emulator (any kind)
+            kinds = emulated_kinds()
+            meter = next((m for m in self.profile.meters if m.kind in kinds), None)
+        else:               # a meter named: played as it is, or refused (never replaced by another)
+            check_emulatable(meter, self.profile.name)
         emu = self.profile.emulate
         self.device = EmulatedDevice(
             self.model, time_compression=time_compression or emu.time_compression, meter=meter,
@@ -256,8 +259,12 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
     if notes is not None:
         notes += url_notes
     kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
-    meter = emulate_meter(spec, ModelPowerSource(be.device), speed=tc, seed=seed, raw_dir=raw_dir, faults=faults,
-                          **kw)
+    from archline.bench.emulated.meters import played
+
+    # a calibrated entry's meter corrects what it reads: the emulator plays the sensor the calibration describes
+    meter = emulate_meter(spec, played(ModelPowerSource(be.device), spec), speed=tc, seed=seed, raw_dir=raw_dir,
+                          faults=faults, **kw)
     rails = ", ".join(f"{c.id}={c.rail}" for c in spec.channels)
     title = {"powermon2": "PowerMon 2", "powersensor3": "PowerSensor3", "pmd": "PMD-USB"}.get(spec.kind, spec.kind)
-    return meter, f"{spec.name}:{spec.kind}-emulated", f"{title} (emulated on a pty), channels {rails}"
+    how = "emulated on a pty" if spec.kind in SERIAL_KINDS else "emulated"
+    return meter, f"{spec.name}:{spec.kind}-emulated", f"{title} ({how}), channels {rails}"

@@ -21,33 +21,35 @@ as ``placement``).
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
-import signal
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.bench.measure import result
+from archline.bench.measure.meters import _open
+from archline.bench.measure.process import GRACE_S, _forwarding, _group_alive, _kill_group, _spawn, _wait
+from archline.bench.measure.sensor_windows import (
+    _between,
+    _end_run,
+    _round_up,
+    _Sensor,
+    _sensor_need,
+    _widened_note,
+)
 from archline.common.outputs import make_dirs, safe_component
 from archline.common.stamps import utc_compact, utc_iso
-from archline.powermon.errors import MeterError
 from archline.powermon.marks import Mark, MarksReader, pair_marks
-from archline.powermon.monitor import MARKS_ENV, Measurement, Monitor
+from archline.powermon.monitor import Measurement, Monitor
 
-#: signals passed on to the command
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+__all__ = ["GRACE_S", "MeasureOptions", "MeasureOutcome", "_wait", "measure", "profile_name"]
 #: before the baseline window, let the meter's first samples settle (host seconds)
 SETTLE_S = 0.1
-#: after a forwarded signal, how long the command may take to exit before its process group is killed (a second
-#: signal kills it at once): a command that ignores signals must not keep archline (and its FIFO) alive
-GRACE_S = 5.0
 
 
 @dataclass
@@ -101,139 +103,6 @@ def _is_path(platform: str) -> bool:
     return "/" in platform or platform.endswith((".toml", ".json"))
 
 
-def _devices(spec: Any) -> set[str]:
-    """The devices a [[meters]] entry measures (its channels' devices, else its kind's whole device)."""
-    from archline.powermon.spec import WHOLE_DEVICE
-
-    got = {c.device for c in spec.channels}
-    if not got:
-        got = {WHOLE_DEVICE.get(spec.kind) or {"rapl": "cpu", "nvml": "gpu"}.get(spec.kind, spec.kind)}
-    return got
-
-
-def _overlaps(a: set[str], b: set[str]) -> bool:
-    """Two meters count the same power: a device in common, or one of them measures the whole node."""
-    return bool(a & b) or "node" in a or "node" in b
-
-
-def _unwrapped(e: MeterError, spec: Any) -> str:
-    text = str(e)
-    head = f"meter '{spec.name}' ({spec.kind}) of platform "
-    return text.split(" cannot be opened: ", 1)[1] if text.startswith(head) and " cannot be opened: " in text \
-        else text
-
-
-def _open(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[Monitor, list[str]]:
-    """The monitor: ``--meter``'s meter; under ``--emulate`` one emulated meter (the emulated device is one power
-    schedule: the profile's PowerMon 2, else its first meter with an emulator); else every meter of the profile
-    that opens here, in profile order, except one that measures a device a meter before it already measures (the
-    energies of a monitor's meters are added: it would be counted twice). A meter that cannot be opened here is
-    left out with a warning; none at all is the first one's error."""
-    from archline.bench.monitor import open_monitor
-
-    def one(meter: str | None) -> Monitor:
-        return open_monitor(prof, emulate=opts.emulate, meter=meter, raw_dir=run_dir, busy_w=opts.busy_w,
-                            idle_w=opts.idle_w)
-
-    if opts.emulate or opts.meter is not None or len(prof.meters) <= 1:
-        return one(opts.meter), []
-    notes: list[str] = []
-    meters: list[Any] = []
-    taken: list[tuple[str, set[str]]] = []
-    first_error: MeterError | None = None
-    for spec in prof.meters:
-        devs = _devices(spec)
-        same = next((n for n, d in taken if _overlaps(d, devs)), None)
-        if same is not None:
-            notes.append(f"meter '{spec.name}' left out: it measures {', '.join(sorted(devs))} as meter '{same}' "
-                         f"does, and the meters' energies are added (--meter {spec.name} measures with it instead)")
-            continue
-        try:
-            with open_monitor(prof, meter=spec.name):    # a serial meter finds out it is missing when started
-                pass
-            meters += one(spec.name).meters
-        except MeterError as e:
-            first_error = first_error or e
-            notes.append(f"meter '{spec.name}' ({spec.kind}) left out: it cannot be opened here: {_unwrapped(e, spec)}")
-            continue
-        taken.append((spec.name, devs))
-    if not meters:
-        assert first_error is not None
-        raise first_error
-    return Monitor(meters, settle_timeout_s=5.0), notes
-
-
-@contextlib.contextmanager
-def _forwarding(procs: list[subprocess.Popen[bytes]], got: list[int]) -> Iterator[None]:
-    """While the command runs, a forwarded signal goes to its process group (and is noted in ``got``). Installed
-    before the command starts: a signal in between is passed on as soon as there is a command to pass it to."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def forward(signum: int, frame: Any) -> None:
-        got.append(signum)
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(p.pid, signum)
-
-    old = {s: signal.signal(s, forward) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process is still in the process group ``pgid`` (the leader already reaped)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _wait(proc: subprocess.Popen[bytes], got: list[int], grace_s: float) -> tuple[int, bool]:
-    """The leader's exit status, and whether its group had to be killed: after a forwarded signal the command has
-    ``grace_s`` to exit (a second signal ends the grace at once), then its whole process group is SIGKILLed."""
-    first: float | None = None
-    while True:
-        try:
-            return proc.wait(timeout=0.05), False
-        except subprocess.TimeoutExpired:
-            pass
-        if got and first is None:
-            first = time.monotonic()
-        if first is not None and (len(got) > 1 or time.monotonic() - first >= grace_s):
-            _kill_group(proc.pid)
-            return proc.wait(), True
-
-
-def _spawn(cmd: Sequence[str], marks_path: Path, stdout_to_stderr: bool = False) -> subprocess.Popen[bytes]:
-    env = {**os.environ, MARKS_ENV: str(marks_path)}
-    if not cmd or not cmd[0]:
-        raise BenchError("no command to measure: give it after '--' (archline measure -- ./my_program args)")
-    if os.path.isdir(cmd[0]):
-        raise BenchError(f"command {cmd[0]!r} is a directory, not a program")
-    try:
-        return subprocess.Popen(list(cmd), env=env, process_group=0,
-                                stdout=2 if stdout_to_stderr else None)   # fd 2: archline's own stderr
-    except FileNotFoundError:
-        raise BenchError(f"command not found: {cmd[0]!r} (give the program's path or put it on PATH)") from None
-    except PermissionError:
-        raise BenchError(f"command {cmd[0]!r} cannot be run (permission denied)") from None
-    except OSError as e:
-        raise BenchError(f"command {cmd[0]!r} cannot be run: {e.strerror}") from None
-
-
 def _window(m: Measurement, asked: tuple[float, float] | None = None, *, idle: Measurement | None, mon: Monitor,
             sensor: _Sensor | None = None) -> dict[str, Any]:
     w = m.as_dict()
@@ -249,83 +118,6 @@ def _window(m: Measurement, asked: tuple[float, float] | None = None, *, idle: M
         w["widened_from"] = {"t_start_s": t0, "t_end_s": t1, "time_s": t1 - t0}
         w["warnings"] = [*w["warnings"], _widened_note(m.name, t1 - t0, m.time_s, sensor)]
     return w
-
-
-@dataclass(frozen=True)
-class _Sensor:
-    """The strictest sensor profile among the monitor's meters: its shortest window in host seconds."""
-    meter: str
-    limits: Any                 #: powermon.record.integrate.SensorLimits
-    speed: float                #: device seconds per host second
-
-    @property
-    def need_s(self) -> float:
-        return float(self.limits.min_window_s) / self.speed
-
-
-def _sensor_need(mon: Monitor) -> _Sensor | None:
-    """A meter held to a sensor profile (``sensor_profile`` in its [[meters]] entry; a calibrated one passes its
-    limits through) refuses a window shorter than the sensor allows: the longest such minimum, or None."""
-    from archline.powermon.record.integrate import SensorLimits
-
-    best: _Sensor | None = None
-    for m in mon.meters:
-        lim = getattr(m, "limits", None)
-        if not isinstance(lim, SensorLimits):
-            continue
-        s = _Sensor(m.name, lim, float(getattr(m, "speed", 1.0) or 1.0))
-        if best is None or s.need_s > best.need_s:
-            best = s
-    return best
-
-
-def _round_up(x: float) -> str:
-    return f"{math.ceil(x * 100) / 100:g}"
-
-
-def _short(t0: float, t1: float, sensor: _Sensor | None) -> bool:
-    return sensor is not None and (t1 - t0) < sensor.need_s * (1 - 1e-9)
-
-
-def _widen(mon: Monitor, t0: float, t1: float, sensor: _Sensor, floor: float) -> tuple[float, float]:
-    """The sensor's shortest window about [t0, t1]'s middle (moved later where it would begin before ``floor``),
-    waited for until its end has passed, so that the meter has read all of it."""
-    need = sensor.need_s * (1 + 1e-6)
-    a = max(0.5 * (t0 + t1) - 0.5 * need, floor)
-    b = a + need
-    wait = b - time.monotonic()
-    if wait > 0:
-        time.sleep(wait)
-    return a, b
-
-
-def _end_run(mon: Monitor, name: str, t0: float, sensor: _Sensor | None, floor: float
-             ) -> tuple[Measurement, tuple[float, float] | None]:
-    """The run's window; a run shorter than a profiled sensor's shortest window (known only once the command has
-    run) is measured over a window widened to that length about its middle (the measurement the user paid for
-    is kept, said so in its warnings), and the asked edges are returned with it."""
-    t1 = time.monotonic()
-    if sensor is None or not _short(t0, t1, sensor):
-        return mon.end_window(name), None
-    a, b = _widen(mon, t0, t1, sensor, floor)
-    return mon.end_window(name, t0_s=a, t1_s=b), (t0, t1)    # the trace's marks say the widened edges
-
-
-def _between(mon: Monitor, name: str, t0: float, t1: float, sensor: _Sensor | None, floor: float
-             ) -> tuple[Measurement, tuple[float, float] | None]:
-    """A phase's window (marked by the command), widened as a run's is when the sensor cannot measure it."""
-    if sensor is None or not _short(t0, t1, sensor):
-        return mon.window_between(name, t0, t1), None
-    a, b = _widen(mon, t0, t1, sensor, floor)
-    return mon.window_between(name, a, b), (t0, t1)
-
-
-def _widened_note(name: str, have_s: float, got_s: float, sensor: _Sensor) -> str:
-    return (f"{name}: lasted {have_s:.4g} s, shorter than meter '{sensor.meter}' can measure "
-            f"({sensor.limits.why()}); measured over a window widened to {got_s:.4g} s about it (its energy_j, "
-            f"mean_power_w and truth include {max(got_s - have_s, 0.0):.4g} s before and after it: with "
-            "--baseline-s and --subtract-idle, above_idle_j is its energy above idle); make it last at least "
-            f"{_round_up(sensor.need_s)} s to measure it alone")
 
 
 def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | None = None) -> MeasureOutcome:

@@ -98,12 +98,13 @@ class Runner:
         win = self.rec.end_region(name, strict=self.metered, max_lost=self.s.max_lost if self.metered else None,
                                   **edges)
         (mr,) = win.meters.values()
-        e = mr.energy_j if self.metered and math.isfinite(mr.energy_j) else None
+        # plain floats: a meter may give numpy scalars, whose repr ("np.float64(...)") would reach the CSV cells
+        e = float(mr.energy_j) if self.metered and math.isfinite(mr.energy_j) else None
         if result is None:
             return mr.duration_s, None if e is None or mr.duration_s <= 0 else e / mr.duration_s
-        return Region(result, mr.duration_s, e, mr.energy_err_j if e is not None else None,
+        return Region(result, mr.duration_s, e, float(mr.energy_err_j) if e is not None else None,
                       mr.n_samples if e is not None else None,
-                      {d: r.energy_j for d, r in mr.devices.items()} if e is not None else {},
+                      {d: float(r.energy_j) for d, r in mr.devices.items()} if e is not None else {},
                       mr.lost_samples, mr.lost_s, mr.gaps, mr.overflows, dict(mr.readings))
 
     def measure_idle(self, tag: str) -> float | None:

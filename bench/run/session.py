@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -25,6 +23,8 @@ from archline.bench.run.points import Point, RunSettings, make_points
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext, calibration_of
 from archline.bench.run.runner import Runner
+from archline.bench.run.sensor_windows import _fit_sensor_windows, _for_bench
+from archline.bench.run.signals import _interrupts_remembered, _signals_held
 from archline.common.exits import EXIT_DEVICE
 from archline.common.outputs import inside, safe_component
 from archline.powermon.errors import MeterError
@@ -120,56 +120,6 @@ class Session:
         return first
 
 
-def _live_signals() -> list[int]:
-    """SIGINT and SIGTERM, less one this process was started ignoring (``archline ... &`` from a script ignores
-    Ctrl-C, by the shell's rule)."""
-    return [sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is not signal.SIG_IGN]
-
-
-@contextlib.contextmanager
-def _interrupts_remembered() -> Iterator[list[int]]:
-    """While points run, SIGINT and SIGTERM raise KeyboardInterrupt as usual and are also remembered (the list
-    yielded): a KeyboardInterrupt raised inside a ``__del__`` or a callback that swallows it still stops the run
-    before the next point."""
-    hit: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield hit
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        hit.append(signum)
-        raise KeyboardInterrupt
-
-    old = {sig: signal.signal(sig, stop) for sig in _live_signals()}
-    try:
-        yield hit
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM are noted, not acted on, inside the block; one noted is a KeyboardInterrupt after it
-    (outside the main thread, where handlers cannot be set, the block runs as it is)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-
-    def note(signum: int, frame: Any) -> None:
-        held.append(signum)
-
-    old = {sig: signal.signal(sig, note) for sig in _live_signals()}
-    try:
-        yield
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-    if held:      # (raised from a ``finally`` that a KeyboardInterrupt runs, it replaces that one: same outcome)
-        raise KeyboardInterrupt
-
-
 def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_dir: Path | None
               ) -> tuple[Backend, Any, MeterInfo, str, Callable[[Point], dict[str, Any]], Callable[[float], None]]:
     from archline.bench.emulated.backend import EmulatedBackend, emulated_meter
@@ -235,7 +185,11 @@ def plan_session(opts: RunOptions) -> Plan:
     for sid in dvfs_ids:
         prof.dvfs_setting(sid)
     if opts.meter is not None:
-        prof.meter(opts.meter)
+        spec = prof.meter(opts.meter)
+        if path == "emulated":   # a meter --emulate cannot play is refused, never replaced by another one
+            from archline.bench.emulated.meters import check_emulatable
+
+            check_emulatable(spec, prof.name)
     return Plan(prof, settings, path, caps, dvfs_ids)
 
 
@@ -314,40 +268,6 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
                                f"but cannot be opened: {e}") from None
         raise
     s.closers.append(s.recorder.stop)
-
-
-#: how much longer than the sensor's shortest window bench makes its windows: a region sized from a calibration
-#: run may come out a little shorter than planned, and a window under the sensor's limit is refused
-SENSOR_WINDOW_MARGIN = 1.1
-#: the integrator's advice for a window refused on a sensor (powermon/record/integrate.py) is for a measured
-#: command; a bench window is lengthened with bench's own options
-_MEASURE_ADVICE = "(a measured command: loop its work inside the phase or run, or time a larger input)"
-_BENCH_ADVICE = "(bench run: --min-time lengthens every timed window; with --reps, give more repetitions)"
-
-
-def _for_bench(message: str) -> str:
-    return message.replace(_MEASURE_ADVICE, _BENCH_ADVICE)
-
-
-def _fit_sensor_windows(s: Session, meter: Any) -> None:
-    """A meter held to a sensor profile (``sensor_profile`` in its ``[[meters]]`` entry) refuses a window shorter
-    than the sensor allows: every timed region and idle window is made at least that long (device seconds, with a
-    margin), and a note says so. ``--reps`` fixes the repetitions: its windows are left as asked."""
-    from archline.powermon.record.integrate import SensorLimits
-
-    lim = getattr(meter, "limits", None)
-    if not isinstance(lim, SensorLimits):
-        return
-    need = lim.min_window_s * SENSOR_WINDOW_MARGIN
-    st = s.settings
-    if st.min_region_s >= need and (st.idle_s <= 0 or st.idle_s >= need):
-        return
-    st.min_region_s = max(st.min_region_s, need)
-    st.max_region_s = max(st.max_region_s, need)
-    if st.idle_s > 0:
-        st.idle_s = max(st.idle_s, need)
-    s.notes.append(f"timed and idle windows last at least {need:.4g} s: {lim.why()}"
-                   + ("; --reps fixes the repetitions, so a region may still be too short" if st.fixed_reps else ""))
 
 
 def _safe_run_id(ctx: RunContext) -> RunContext:

@@ -1,0 +1,77 @@
+"""The meters ``archline measure`` reads: ``--meter``'s, the emulated one, or every meter of the profile that
+opens here and measures a device no meter before it measures (see :func:`_open`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archline.powermon.errors import MeterError
+from archline.powermon.monitor import Monitor
+
+if TYPE_CHECKING:
+    from archline.bench.measure.run import MeasureOptions
+
+
+def _devices(spec: Any) -> set[str]:
+    """The devices a [[meters]] entry measures (its channels' devices, else its kind's whole device)."""
+    from archline.powermon.spec import WHOLE_DEVICE
+
+    got = {c.device for c in spec.channels}
+    if not got:
+        got = {WHOLE_DEVICE.get(spec.kind) or {"rapl": "cpu", "nvml": "gpu"}.get(spec.kind, spec.kind)}
+    return got
+
+
+def _overlaps(a: set[str], b: set[str]) -> bool:
+    """Two meters count the same power: a device in common, or one of them measures the whole node."""
+    return bool(a & b) or "node" in a or "node" in b
+
+
+def _unwrapped(e: MeterError, spec: Any) -> str:
+    text = str(e)
+    head = f"meter '{spec.name}' ({spec.kind}) of platform "
+    return text.split(" cannot be opened: ", 1)[1] if text.startswith(head) and " cannot be opened: " in text \
+        else text
+
+
+def _open(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[Monitor, list[str]]:
+    """The monitor: ``--meter``'s meter; under ``--emulate`` one emulated meter (the emulated device is one power
+    schedule: the profile's PowerMon 2, else its first meter with an emulator); else every meter of the profile
+    that opens here, in profile order, except one that measures a device a meter before it already measures (the
+    energies of a monitor's meters are added: it would be counted twice). A meter that cannot be opened here is
+    left out with a warning; none at all is the first one's error."""
+    from archline.bench.monitor import open_monitor
+
+    def one(meter: str | None) -> Monitor:
+        return open_monitor(prof, emulate=opts.emulate, meter=meter, raw_dir=run_dir, busy_w=opts.busy_w,
+                            idle_w=opts.idle_w)
+
+    if opts.emulate or opts.meter is not None or len(prof.meters) <= 1:
+        return one(opts.meter), []
+    notes: list[str] = []
+    meters: list[Any] = []
+    taken: list[tuple[str, set[str]]] = []
+    first_error: MeterError | None = None
+    for spec in prof.meters:
+        devs = _devices(spec)
+        same = next((n for n, d in taken if _overlaps(d, devs)), None)
+        if same is not None:
+            notes.append(f"meter '{spec.name}' left out: it measures {', '.join(sorted(devs))} as meter '{same}' "
+                         f"does, and the meters' energies are added (--meter {spec.name} measures with it instead)")
+            continue
+        try:
+            with open_monitor(prof, meter=spec.name):    # a serial meter finds out it is missing when started
+                pass
+            meters += one(spec.name).meters
+        except MeterError as e:
+            first_error = first_error or e
+            notes.append(f"meter '{spec.name}' ({spec.kind}) left out: it cannot be opened here: {_unwrapped(e, spec)}")
+            continue
+        taken.append((spec.name, devs))
+    if not meters:
+        assert first_error is not None
+        raise first_error
+    return Monitor(meters, settle_timeout_s=5.0), notes
+
+
