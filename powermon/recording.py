@@ -4,16 +4,11 @@ than the allowed share was lost or the meter vanished (docs/errors.md)."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import math
 import os
-import signal
-import stat
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +16,12 @@ from typing import Any
 import numpy as np
 
 from archline.common.errors import OutputError
-from archline.common.outputs import check_output, is_stream, resolve_output, show
+from archline.common.outputs import check_output, is_stream, show
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
 from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
+from archline.powermon.record.output_files import Made, deferred_interrupts
+from archline.powermon.record.output_files import check_writable as check_writable  # re-exported (cli)
+from archline.powermon.record.output_files import writes_stdout as writes_stdout
 from archline.powermon.record.samples_file import SUFFIXES, check_samples_output, sidecar_of, write_samples
 
 #: a PowerMon 2's per-channel rate when --rate is not given
@@ -32,8 +30,6 @@ POWERMON2_RATE_HZ = 128.0
 #: the meter kinds whose recording keeps a raw byte capture beside the trace (the others have no bytes of their own)
 CAPTURE_KINDS = ("powermon2", "powermon", "emulated", "powersensor3", "pmd")
 
-#: the names under which the trace goes to this process's standard output whatever stdout is
-_STDOUT_NAMES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float | None = None,
                     raw_path: str | Path | None = None) -> Any:
@@ -167,128 +163,6 @@ def check_capture_free(raw: Path, out: Path) -> None:
                       f"(another recording's): it would be overwritten; move it away or name another --out")
 
 
-def check_writable(path: str | os.PathLike[str]) -> Path:
-    """Check, before any work is done, that an output can be written where the user named it (the output policy
-    first, :func:`archline.common.outputs.check_output`): its real target is not a directory, a link's target lies
-    in a directory that exists, the directory it goes in takes a new file (tried: a hidden ``.NAME.PID.probe`` made
-    and removed at once, since ``os.access`` says yes to root in ``/proc``), and a device is not ``/dev/full``.
-    Raises OSError naming ``path`` (exit 7); returns the real target."""
-    p = Path(path)
-    target = check_output(p)
-    where = show(p)
-    if is_stream(p) or is_stream(target):
-        try:
-            st = os.stat(p)
-        except OSError as e:
-            raise OSError(e.errno, e.strerror, where) from None
-        if stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (1, 7):   # /dev/full
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
-        return target
-    if target.is_dir():
-        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), where)
-    if target != p and not target.parent.is_dir():     # a link is written through, never a tree made for it
-        raise OSError(None, f"a link to {show(target)}, whose directory does not exist; create it or name another "
-                      "output", where)
-    d = target.parent
-    while not os.path.lexists(d) and d != d.parent:     # archline makes the directories of a plain name
-        d = d.parent
-    if not d.is_dir():
-        raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), where)
-    if d != target.parent:
-        if not os.access(d, os.W_OK | os.X_OK):
-            raise OSError(errno.EACCES, os.strerror(errno.EACCES), where)
-        return target
-    probe = d / f".{target.name}.{os.getpid()}.probe"
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, where) from None
-    else:
-        probe.unlink(missing_ok=True)
-    return target
-
-
-def writes_stdout(path: str | os.PathLike[str]) -> bool:
-    """True when an output named ``path`` is this process's standard output (``/dev/stdout``, ``/dev/fd/1``, or the
-    very file or pipe fd 1 is: ``--out x.csv > x.csv``), so nothing else may be printed there. ``/dev/null`` is
-    not: nothing written there is kept."""
-    p = os.fspath(path)
-    if p in _STDOUT_NAMES:
-        return True
-    try:
-        here, there = os.fstat(1), os.stat(p)
-        null = os.stat(os.devnull)
-    except (OSError, ValueError):
-        return False
-    if (there.st_dev, there.st_ino) == (null.st_dev, null.st_ino):
-        return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
-
-
-class _Made:
-    """The files a recording writes, as they were before it started, so that a failure at the end removes every
-    file this run created or replaced (trace, sidecars, capture) and leaves the others as they were."""
-
-    def __init__(self, paths: Sequence[Path]) -> None:
-        self.before: dict[Path, tuple[int, int, int] | None] = {}
-        for p in paths:
-            if is_stream(p):
-                continue
-            try:
-                target = resolve_output(p)
-            except OSError:
-                continue
-            self.before[target] = self._id(target)
-
-    @staticmethod
-    def _id(p: Path) -> tuple[int, int, int] | None:
-        try:
-            st = os.lstat(p)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino, st.st_mtime_ns
-
-    def __enter__(self) -> _Made:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        if kind is not None and issubclass(kind, OSError):   # a write failed (full disk): nothing half-written
-            self.remove()
-
-    def remove(self) -> None:
-        for target, was in self.before.items():
-            now = self._id(target)
-            if now is not None and now != was and not target.is_dir():
-                with contextlib.suppress(OSError):
-                    target.unlink()
-
-
-class _Late:
-    hit = False
-
-
-@contextlib.contextmanager
-def deferred_interrupts() -> Iterator[_Late]:
-    """Hold Ctrl-C and SIGTERM while the finished recording is written (a second signal would otherwise leave a
-    half-written trace or the capture's temp file); one that arrived is reported in ``late.hit``."""
-    late = _Late()
-    if threading.current_thread() is not threading.main_thread():
-        yield late
-        return
-
-    def hold(signum: int, frame: Any) -> None:
-        late.hit = True
-
-    old = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield late
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
 @dataclass
 class Recording:
     """What ``archline meter record`` made: the trace, its summary (counts of everything lost) and, when the
@@ -306,12 +180,13 @@ def _url_speed(port: str) -> float:
     scheme = port.partition("://")[0]
     if "://" not in port or scheme not in ("powermon", "powersensor3", "pmd"):
         return 1.0
-    from urllib.parse import parse_qs, urlsplit
+    from archline.powermon.emulator.serial_base import url_options
 
     try:
-        speed = float(parse_qs(urlsplit(port).query).get("speed", ["1"])[0])
-    except ValueError:
-        raise MeterError(f"bad {scheme}:// URL {port!r}: speed must be a number") from None
+        speed = float(url_options(port).get("speed", "1"))
+    except ValueError as e:
+        why = str(e) if "given" in str(e) else "speed must be a number"
+        raise MeterError(f"bad {scheme}:// URL {port!r}: {why}") from None
     if not (math.isfinite(speed) and speed > 0):
         raise MeterError(f"bad {scheme}:// URL {port!r}: speed must be positive")
     return speed
@@ -359,13 +234,17 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         raise MeterError(f"--max-lost must be a share between 0 and 1, got {max_lost:g}")
     check_samples_output(out)     # the trace and its sidecar, before anything is recorded
     out_p = Path(out)
+    if not is_stream(out_p) and out_p.is_symlink():
+        # the samples go through the link: its target names the sidecar and the raw capture, which sit beside it
+        out_p = check_writable(out_p)
+        check_samples_output(out_p)
     raw = raw_capture_path(out_p) if spec.partition(":")[0] in CAPTURE_KINDS else None
     outputs = [out_p, *filter(None, [sidecar_of(out_p)]), *([raw, _capture_sidecar(raw)] if raw else [])]
     for o in outputs:               # every file the record writes, writable, before the meter starts
         check_writable(o)
     if raw is not None:
         check_capture_free(raw, out_p)
-    made = _Made(outputs)
+    made = Made(outputs)
     meter = meter_from_spec(spec, channels, rate_hz, raw)
     check_duration(meter, duration_s)       # not silently widened to one sample period
     interrupted = False

@@ -26,7 +26,21 @@ def url_device(url: str, scheme: str, what: str) -> tuple[Any, dict[str, str]]:
         offered = ", ".join(f"{scheme}://{n}" for n in device_names())
         raise SerialException(f"no emulated {what} named {name!r}: use {offered} (options after '?', e.g. "
                               f"{scheme}://default?speed=4)")
-    return dev, {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    try:
+        return dev, url_options(url)
+    except ValueError as e:
+        raise SerialException(f"bad {scheme}:// URL: {e}") from None
+
+
+def url_options(url: str) -> dict[str, str]:
+    """The options after ``?`` of an emulator URL, each given once (ValueError naming one given twice, whose second
+    value would otherwise be ignored unchecked)."""
+    options = parse_qs(urlsplit(url).query, keep_blank_values=True)
+    for key, values in options.items():
+        if len(values) > 1:
+            given = ", ".join(f"{key}={v}" for v in values)
+            raise ValueError(f"option {key} is given {len(values)} times ({given}): give each option once")
+    return {k: v[0] for k, v in options.items()}
 
 
 def url_number(key: str, v: str, *, whole: bool = False, positive: bool = False) -> Any:

@@ -189,3 +189,23 @@ class Decoder:
         codes = codes_from_words(np.concatenate(words)) + self.offset[None, :]
         return Decoded(k.astype(np.int64), codes[:, 0::2] * VOLT_PER_CODE, codes[:, 1::2] * AMP_PER_CODE,
                        k_arrived=held)
+
+
+def frame_share(b: np.ndarray, min_frames: int) -> float:
+    """The share of bytes ``b`` that lies in a run of frames whose tick counters advance by one period (0 with
+    fewer than ``min_frames``): what :func:`archline.powermon.stream.sniff.sniff_stream_kind` asks of a capture
+    without its sidecar."""
+    best = 0
+    for o in range(FRAME_BYTES):
+        n = (len(b) - o) // FRAME_BYTES
+        if n < min_frames:
+            break
+        rows = b[o:o + n * FRAME_BYTES].reshape(n, FRAME_BYTES)[:, :TS_BYTES].astype(np.int64)
+        ticks = (rows << (8 * np.arange(TS_BYTES))[None, :]).sum(axis=1)
+        d = np.diff(ticks) % (1 << 32)
+        period = float(np.median(d))
+        if not 30 <= period <= 3_000_000:          # 100 kHz .. 1 Hz at the 3 MHz counter
+            continue
+        agree = int(np.sum(np.abs(d - period) <= 0.1 * period))
+        best = max(best, agree + 1)
+    return best * FRAME_BYTES / max(len(b), 1) if best >= min_frames else 0.0

@@ -106,6 +106,9 @@ class Decoder:
         self.cycle = TS_MOD // math.gcd(TS_MOD, round(self.period_us)) if self.period_us == round(self.period_us) \
             else TS_MOD
         self.tol_us = tol_us
+        #: frames after which the stamps repeat (128 ms at 2 or 1 kHz): a gap of whole such periods is invisible
+        #: in them, so the driver gives a chunk after a silence of half of it its index from the host clock
+        self.wrap_frames = self.cycle
         self.stats = StreamStats()
         self._tail = b""
         self._consumed = 0
@@ -172,9 +175,11 @@ class Decoder:
             m0 = self._steps(np.array([float(t[0])]))[0] if t[0] else 0
             steps[0] = m0 + 1        # relative to k = -1
         if k_hint is not None and first_known:
+            # the hint is late, never early (the chunk's arrival less the least arrival lag seen): whole wraps are
+            # added where it is at least 3/4 of one past what the stamps say, so a lag of up to 3/4 wrap adds none
             target = k_hint - (len(jw) - 1) - self._k_prev
-            if steps[0] and target > steps[0] + self.cycle / 2:
-                steps[0] += round(float(target - steps[0]) / self.cycle) * self.cycle
+            if steps[0] and target > steps[0] + 0.75 * self.cycle:
+                steps[0] += math.floor(float(target - steps[0]) / self.cycle + 0.25) * self.cycle
         bad = steps == 0
         if bad.any():                 # a stamp no cadence explains: drop the frame, count it
             self.stats.frames_discarded += int(bad.sum())
@@ -197,3 +202,24 @@ class Decoder:
         amps = vals[:, 0::2] * self.in_use
         volts = vals[:, 1::2] * self.in_use
         return Decoded(k.astype(np.int64), volts, amps, k[marker].astype(np.int64))
+
+
+def frame_share(b: np.ndarray, min_frames: int) -> float:
+    """The share of bytes ``b`` that lies in whole, well-formed frames (0 with fewer than ``min_frames``): what
+    :func:`archline.powermon.stream.sniff.sniff_stream_kind` asks of a capture without its sidecar."""
+    n_frames = 0
+    i = 0
+    hi = b >= 0x80
+    n = len(b)
+    # frame starts: a timestamp packet (sensor id 7 with the marker bit, as the decoder finds it)
+    starts = np.flatnonzero(hi[:-1] & ~hi[1:] & (((b[:-1] >> 4) & 7) == 7) & (((b[1:] >> 6) & 1) == 1))
+    ids = np.arange(N_SENSORS)
+    for s in starts:
+        if s < i or s + FRAME_BYTES > n:
+            continue
+        f = b[s:s + FRAME_BYTES]
+        first, second = f[2::2], f[3::2]
+        if np.all(first >= 0x80) and np.all(second < 0x80) and np.all(((first >> 4) & 7) == ids):
+            n_frames += 1
+            i = int(s) + FRAME_BYTES
+    return n_frames * FRAME_BYTES / max(n, 1) if n_frames >= min_frames else 0.0

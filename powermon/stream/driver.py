@@ -8,14 +8,12 @@ arrival - device time); a meter with in-band markers aligns it to them instead (
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,74 +22,16 @@ import serial
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.bounds import half_lsb_power_w
 from archline.powermon.record.clock import ClockMap, fit_clock
+from archline.powermon.stream.frames import Decoded as Decoded  # re-exported: the protocols' decoders use them
+from archline.powermon.stream.frames import StreamStats as StreamStats
+from archline.powermon.stream.serial_port import open_serial as open_serial  # re-exported: the drivers use it
+from archline.powermon.stream.serial_port import register_handler as register_handler
 
 log = logging.getLogger("archline.powermon")
 
-
-@dataclass
-class Decoded:
-    """Frames decoded from one chunk: index on the cadence, (n, 4) volts and amps, indices of marked frames, and
-    ``k_arrived``: the newest frame whose bytes are all in hand, where the decoder holds it back (a PMD-USB frame
-    waits for its successor's timestamp) and knows its index; -1 where that is ``k[-1]``. The clock map pairs the
-    chunk's arrival time with it: pairing it with ``k[-1]`` placed the device's clock a frame period late."""
-
-    k: np.ndarray
-    volts: np.ndarray
-    amps: np.ndarray
-    markers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    k_arrived: int = -1
-
-    @staticmethod
-    def empty(n_pairs: int = 4) -> Decoded:
-        return Decoded(np.zeros(0, np.int64), np.zeros((0, n_pairs)), np.zeros((0, n_pairs)))
-
-
-@dataclass
-class StreamStats:
-    bytes_in: int = 0
-    bytes_skipped: int = 0        #: bytes that were not part of a whole, plausible frame (noise, cut frames)
-    frames: int = 0               #: whole frames decoded
-    frames_discarded: int = 0     #: frames dropped as incomplete or implausible (counted lost on the cadence)
-    frames_missing: int = 0       #: indices skipped on the cadence (never arrived, or discarded)
-    resyncs: int = 0
-    markers: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(vars(self))
-
-
-def open_serial(port: str, label: str, baudrate: int, timeout_s: float,
-                user_errors: tuple[str, ...] = ("bad ", "expected a URL", "no emulated"), **line: Any) -> Any:
-    """Open ``port`` (device or URL) raw, with pyserial's ``line`` settings; one-line errors for the usual
-    failures (``label`` names the device in them; a message starting with one of ``user_errors`` is the user's
-    mistake, a :class:`MeterError`)."""
-    try:
-        kw: dict[str, Any] = {"baudrate": baudrate, "timeout": timeout_s, "write_timeout": timeout_s, **line}
-        if "://" not in port:
-            kw["exclusive"] = True
-        return serial.serial_for_url(port, **kw)
-    except ValueError as e:
-        raise MeterError(f"cannot open {port}: {e}") from None
-    except (serial.SerialException, OSError) as e:
-        err, text = getattr(e, "errno", None), str(e)
-        if text.startswith(user_errors):
-            raise MeterError(text) from None
-        if err == errno.ENOENT or "No such file" in text:
-            raise DeviceError(f"serial port {port} does not exist (is the {label} plugged in? "
-                              "`archline meter list` shows the ports)") from None
-        if err == errno.EBUSY or "lock" in text or "busy" in text.lower():
-            raise DeviceError(f"serial port {port} is busy: another program has it open "
-                              f"(find it with `fuser {port}`)") from None
-        if err == errno.EACCES or "Permission denied" in text:
-            raise DeviceError(f"no permission to open {port}: add yourself to its group "
-                              "(sudo usermod -aG dialout $USER, then log in again)") from None
-        raise DeviceError(f"cannot open {port}: {text}") from None
-
-
-def register_handler(package: str) -> None:
-    """Let pyserial find the emulator URL handler ``package.protocol_<scheme>`` (``pmd://``, ``powersensor3://``)."""
-    if package not in serial.protocol_handler_packages:
-        serial.protocol_handler_packages.append(package)
+#: the shortest timestamp wrap (host s) the driver resolves from chunk arrival times: shorter ones are within the
+#: host's scheduling jitter
+MIN_WRAP_HOST_S = 0.04
 
 
 class StreamDriver:
@@ -268,6 +208,18 @@ class StreamDriver:
         """The frame index the device is at by host time ``t_host_s`` (for a gap no timestamp can span)."""
         return self.clock_map().to_device(t_host_s) * self.rate_hz
 
+    def _hint_after_s(self) -> float:
+        """The host silence after which a chunk is decoded with its frame index from its arrival time: the stall
+        threshold, or half the decoder's timestamp wrap (``wrap_frames``) where that is shorter, since a gap of
+        whole wrap periods leaves no trace in stamps that wrap (a PowerSensor3's: 128 ms at 1 or 2 kHz). Only a wrap
+        of :data:`MIN_WRAP_HOST_S` or more is resolved so (the arrival time is late by the transfer's jitter, which
+        must stay well under a wrap); a shorter one is left to the stall threshold."""
+        wrap = getattr(self.decoder, "wrap_frames", None)
+        wrap_host_s = wrap / (self.rate_hz * self.speed) if wrap else 0.0
+        if wrap_host_s < MIN_WRAP_HOST_S:
+            return self.stall_s
+        return min(self.stall_s, 0.5 * wrap_host_s)
+
     def _reader(self) -> None:
         ser = self._ser
         last_data = self.clock()
@@ -286,6 +238,10 @@ class StreamDriver:
                         raise DeviceError(f"{self.label} on {self.port} stopped streaming "
                                           f"({now - last_data:.3g} s without data)")
                     continue
+                if now - last_data > self.stall_s and not quiet:    # a stall that ended between two empty reads
+                    self.stalls += 1
+                # after a silence the device's timestamps may have wrapped whole periods: the host clock tells
+                quiet = quiet or now - last_data > self._hint_after_s()
                 more = ser.read(int(getattr(ser, "in_waiting", 0) or 0)) if getattr(ser, "in_waiting", 0) else b""
                 if more:                 # the chunk's last frame arrived with `more`: its arrival time is now, not
                     now = self.clock()   # the first read's (else the envelope offset can precede the truth)

@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 
@@ -24,10 +22,12 @@ from archline.powermon.spec import MeterSpec
 from archline.powermon.stream.core import StreamFaults
 from archline.powermon.stream.driver import StreamDriver
 from archline.powermon.stream.rate_note import note_rate
+from archline.powermon.stream.url_rate import MAX_EMULATED_FRAMES_PER_S as MAX_EMULATED_FRAMES_PER_S  # re-exported
+from archline.powermon.stream.url_rate import StreamKind as StreamKind
+from archline.powermon.stream.url_rate import check_emulated_rate, rate_of, spec_port
+from archline.powermon.stream.url_rate import url_rate_hz as url_rate_hz
 
 FIRST_FRAMES_TIMEOUT_S = 5.0
-#: an in-process emulator's ceiling (10x a real PowerSensor3's 20 kHz): a rate far above it fills memory instead
-MAX_EMULATED_FRAMES_PER_S = 200_000.0
 
 
 def frames_to_samples(k: np.ndarray, v: np.ndarray, a: np.ndarray, ids: list[int], rate_hz: float, cm: Any,
@@ -125,6 +125,8 @@ class StreamMeter(DriverMeter):
                 raise self.driver.error or DeviceError(f"{self.driver.label} on {self.driver.port} streams no "
                                                        "frames")
         except BaseException:
+            if self.driver.capture is not None:   # a stream that never started leaves no capture (nor replaces one)
+                self.driver.capture.abandon()
             self.stop()
             raise
 
@@ -223,64 +225,6 @@ class StreamMeter(DriverMeter):
                            expected_samples=expected, lost_s=lost_s, device_window_s=(d0, d1))
 
 
-@dataclass(frozen=True)
-class StreamKind:
-    """A byte-stream meter kind's frame-rate rules: its emulator URL scheme, its default frame rate and its frame
-    size; a kind's module exports these methods as its ``rate_of``, ``url_rate_hz`` and ``records_per_device_s``."""
-
-    scheme: str
-    default_hz: float
-    frame_bytes: int
-
-    def url_rate_hz(self, port: str | None) -> float | None:
-        """The frame rate an emulator URL asks for (``SCHEME://default?rate=2000``), else None."""
-        return url_rate_hz(port, self.scheme)
-
-    def rate_of(self, spec: MeterSpec) -> float:
-        """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or the kind's default."""
-        return rate_of(spec, self.scheme, self.default_hz)
-
-    def records_per_device_s(self, spec: MeterSpec) -> float:
-        """The stream's weight over a pty in PowerMon-record units (4 bytes)."""
-        return self.rate_of(spec) * self.frame_bytes / 4
-
-
-def url_rate_hz(port: str | None, scheme: str) -> float | None:
-    """The frame rate an emulator URL asks for (``pmd://default?rate=2000``), else None."""
-    from urllib.parse import parse_qs, urlsplit
-
-    from archline.powermon.emulator.serial_base import url_number
-
-    if not port or not port.startswith(f"{scheme}://"):
-        return None
-    got = parse_qs(urlsplit(port).query).get("rate")
-    if not got:
-        return None
-    try:
-        return float(url_number("rate", got[0], positive=True))
-    except ValueError as e:
-        raise MeterError(f"bad {scheme}:// URL {port!r}: {e} (frames per second)") from None
-
-
-def rate_of(spec: MeterSpec, scheme: str, default_hz: float) -> float:
-    """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or the meter's ``default_hz``."""
-    url_rate = url_rate_hz(spec.port, scheme)
-    if url_rate is not None:
-        return url_rate
-    return spec.rate_hz if "rate_hz" in spec.model_fields_set else default_hz
-
-
-def spec_port(spec: MeterSpec, scheme: str, default_hz: float, example: str) -> str:
-    """The port of ``spec``; an emulator URL gets the profile's rate unless it names one."""
-    if not spec.port:
-        raise MeterError(f"meter '{spec.name}' has no port (e.g. port = \"{example}\")")
-    port = spec.port
-    if port.startswith(f"{scheme}://") and "rate=" not in port:
-        # quoted: a rate such as 1e+07 must not come back as '1e 07' (a '+' in a query is a space)
-        port += ("&" if "?" in port else "?") + f"rate={quote(repr(rate_of(spec, scheme, default_hz)))}"
-    return port
-
-
 def open_stream(spec: MeterSpec, driver: type[StreamDriver], scheme: str, default_hz: float, example: str, *,
                 name: str | None = None, marker_byte: bytes | None = None, capture: Any = None,
                 **kw: Any) -> StreamMeter:
@@ -289,28 +233,11 @@ def open_stream(spec: MeterSpec, driver: type[StreamDriver], scheme: str, defaul
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a {driver.label}")
     port = spec_port(spec, scheme, default_hz, example)
     if port.startswith(f"{scheme}://"):
-        _check_emulated_rate(port, scheme, rate_of(spec, scheme, default_hz), driver)
+        check_emulated_rate(port, scheme, rate_of(spec, scheme, default_hz), driver)
     drv = driver(port, rate_of(spec, scheme, default_hz), name=name or spec.name,
                  emulated=port.startswith(f"{scheme}://"), capture=capture, **kw)
     note_rate(drv)
     return StreamMeter(drv, spec, marker_byte=marker_byte)
-
-
-def _check_emulated_rate(port: str, scheme: str, rate_hz: float, driver: type[StreamDriver]) -> None:
-    """Refuse an emulator URL whose frame rate times its speed is past :data:`MAX_EMULATED_FRAMES_PER_S`."""
-    from urllib.parse import parse_qs, urlsplit
-
-    from archline.powermon.emulator.serial_base import url_number
-
-    got = parse_qs(urlsplit(port).query).get("speed")
-    try:
-        speed = float(url_number("speed", got[0], positive=True)) if got else 1.0
-    except ValueError as e:
-        raise MeterError(f"bad {scheme}:// URL: {e}") from None
-    if rate_hz * speed > MAX_EMULATED_FRAMES_PER_S:
-        raise MeterError(f"rate {rate_hz:g} (--rate, or the URL's rate=) at speed {speed:g}x is more frames per "
-                         f"second than an emulated {driver.label} streams (at most {MAX_EMULATED_FRAMES_PER_S:g} "
-                         "frames per host second); lower the rate or the speed")
 
 
 def emulate_stream(spec: MeterSpec, driver: type[StreamDriver], core: Callable[..., Any], rate_hz: float,
