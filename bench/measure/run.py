@@ -206,6 +206,9 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 run, asked = _end_run(mon, name, t_begin, sensor, floor)
                 floor = run.t_end_s
                 phases, problems = pair_marks(reader.take())
+                # a mark is stamped when its line is read, which may be after the exit that ended the run: the
+                # command wrote it before exiting, so no phase reaches past its run
+                phases = [(p, max(t0, run.t_start_s), min(t1, run.t_end_s)) for p, t0, t1 in phases]
                 problems += reader.take_malformed()
                 w = _window(run, asked, idle=sub, mon=mon, sensor=sensor)
                 w["exit_code"] = rc if rc >= 0 else None
