@@ -323,6 +323,7 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     kw.setdefault("name", spec.name)
     meter = AmdSmiMeter(spec.index, lib=lib, device=_device(spec), **kw)
     meter.emulated, meter.speed, meter.sensor = True, speed, sensor
+    meter.latched_at_read_start = True      # the emulated accumulator is of the time the call begins
     meter.update_hz = 1.0 / sensor.update_period_s
     return meter
 

@@ -58,6 +58,9 @@ class CounterMeter:
     emulated = False
     resolution_j = 0.0
     speed = 1.0                 #: device seconds per host second (an emulator may run faster)
+    #: the device latches its value as the read begins (an emulator reads its clock first), so a poll's value is of
+    #: its clock reading; False: of some time during the read, which the bound then covers
+    latched_at_read_start = False
     #: clocks and temperature now (a device layer's ``readings``), sampled on every poll; None: none
     readings_source: Callable[[], dict[str, float]] | None = None
 
@@ -71,6 +74,7 @@ class CounterMeter:
         self._e: list[list[float]] = []
         self._r: list[dict[str, float]] = []
         self.readings_error = ""
+        self._rd: list[float] = []  #: how long each poll took to read the device (host seconds)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -83,8 +87,10 @@ class CounterMeter:
         with self._lock:
             t = self.clock()
             e = self._read()
+            rd = self.clock() - t
             r = self._sample_readings()
             self._t.append(t)
+            self._rd.append(rd)
             self._e.append(e)
             self._r.append(r)
 
@@ -153,20 +159,14 @@ class CounterMeter:
             raise MeterError(f"{self.name}: no readings")
         chans: dict[str, ChannelResult] = {}
         dur = (t1_s - t0_s) * self.speed            # device seconds (host seconds unless emulated faster)
-        # the readings nearest each edge (mark() reads at the edge itself)
-        i0 = int(np.clip(np.searchsorted(t, t0_s), 0, t.size - 1))
-        i1 = int(np.clip(np.searchsorted(t, t1_s), 0, t.size - 1))
         inside = (t >= t0_s) & (t <= t1_s)
         n = int(np.count_nonzero(inside))
-        slack = abs(t[i0] - t0_s) + abs(t[i1] - t1_s)
         for k, nm in enumerate(self.channel_names):
             # cumulative energy interpolated at each edge between the polls around it (a mark's poll can come late
             # when the poll thread holds the device: the nearest poll alone would shift the window)
             de = float(np.interp(t1_s, t, e[:, k]) - np.interp(t0_s, t, e[:, k])) if t.size > 1 else 0.0
-            span = float(t[i1] - t[i0])
-            p = float(e[i1, k] - e[i0, k]) / span if span > 0 else 0.0
-            chans[nm] = ChannelResult(de, 2 * self.resolution_j + p * slack, de / dur if dur > 0 else float("nan"),
-                                      n, nm)
+            chans[nm] = ChannelResult(de, self.energy_bound_j(t, e[:, k], t0_s, t1_s),
+                                      de / dur if dur > 0 else float("nan"), n, nm)
         total = sum(c.energy_j for c in chans.values())
         gaps, lost, lost_s, expected = self._gaps(t[inside], t0_s, t1_s)
         warnings = [f"{gaps} poll gap(s) up to {lost_s:.3g} s (the energy is whole: the counter kept counting; "
@@ -178,6 +178,82 @@ class CounterMeter:
                            expected_samples=expected, warnings=warnings,
                            device_time_s=dur if self.speed != 1.0 else None,
                            readings=self.window_readings(t0_s, t1_s))
+
+    def update_period_host_s(self) -> float:
+        """How often the counter advances, in host seconds (its ``update_hz`` at its ``speed``); 0 when unknown."""
+        hz = getattr(self, "update_hz", None)
+        if isinstance(hz, bool) or not isinstance(hz, (int, float)) or not (np.isfinite(hz) and hz > 0):
+            return 0.0
+        return 1.0 / (float(hz) * (self.speed if self.speed > 0 else 1.0))
+
+    def energy_bound_j(self, t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float) -> float:
+        """What one channel's energy over [t0_s, t1_s] (``e``: its cumulative joules at the poll times ``t``) may
+        be off by. A counter advances once an update period ``P``, by the power it saw times ``P``:
+
+        * each edge's reading is known only to the last update before it, up to ``P`` stale: the window takes in
+          up to ``P`` of power before its start and misses up to ``P`` before its end. The two are of opposite
+          signs, so the larger of them bounds both: ``P`` times the power at that edge (the most of the mean
+          powers between polls four updates apart, within ``2P`` plus one poll of the edge);
+        * an edge between two polls ``a`` and ``b`` seconds away is interpolated, off by up to ``a b / (a + b)``
+          times the power's swing between the polls (none at a mark's own poll; a steady power interpolates
+          exactly): the swing of the mean powers about the edge, which sees a step but not a burst shorter than a
+          poll; and a poll reads the device some time after its clock reading (the longer of the two polls'
+          reads), at the edge's power, either sign;
+        * an update that samples its power misplaces a power step inside the window by up to ``P``: ``P`` times
+          the steps seen between the polls inside (each change of the mean power less what one update more or
+          less makes of a steady power);
+        * one resolution step (quantum) per reading, two readings.
+
+        A wrap is not in it: a counter read too seldom to see every wrap is an error of its own (RAPL's
+        ``EnergyCounter``; AMD SMI and hwmon counters are 64 bits wide or wrap after hours)."""
+        q = 2.0 * self.resolution_j
+        if t.size < 2:
+            return q
+        period = self.update_period_host_s()
+        # mean powers (J per host second) between polls at least four updates apart: between two close polls (a
+        # mark's poll just after the thread's) one update more or less would read as a spike of many times the power
+        # (four: a steady power reads at most 1.25 times itself)
+        margin = 4.0 * (period + self.poll_s)
+        lo = max(int(np.searchsorted(t, t0_s - margin)) - 1, 0)
+        hi = min(int(np.searchsorted(t, t1_s + margin)) + 1, t.size)
+        keep = lo + _spaced(t[lo:hi], 4.0 * period)
+        tc, ec = t[keep], e[keep]
+        dt = np.diff(tc)
+        ok = dt > 0
+        p = np.where(ok, np.diff(ec) / np.where(ok, dt, 1.0), 0.0)
+        tm0, tm1 = tc[:-1], tc[1:]
+        reach = 2.0 * period + self.poll_s
+        with self._lock:
+            rd = np.asarray(self._rd[:t.size]) if len(self._rd) >= t.size and not self.latched_at_read_start \
+                else np.zeros(t.size)
+        # the most power the channel was seen to draw: the mean between any two polls four updates apart or more
+        dt_all = np.diff(t)
+        wide = dt_all >= max(4.0 * period, 1e-12)
+        p_top = float(np.max(np.diff(e)[wide] / dt_all[wide])) if wide.any() else 0.0
+        stale_j, edge_j = 0.0, 0.0
+        for te in (t0_s, t1_s):
+            near = ok & (tm1 >= te - reach) & (tm0 <= te + reach)
+            p_edge = float(np.max(np.abs(p[near]))) if near.any() else float(np.max(np.abs(p), initial=0.0))
+            stale_j = max(stale_j, p_edge * period)
+            ib = int(np.clip(np.searchsorted(t, te), 0, t.size - 1))
+            ia = max(ib - 1, 0)
+            # how much the power changes between the polls about the edge: the swing of the mean powers over them
+            # and the next on either side, the power itself when one mean alone is there (nothing to compare)
+            a, b = te - float(t[ia]), float(t[ib]) - te
+            if a > 0 and b > 0:        # interpolated between two polls
+                edge_j += _interp_err_j(a, b, (float(e[ib]) - float(e[ia])) / (a + b), max(p_top, p_edge), period)
+            else:                      # at a poll, or beyond the first or the last (held there)
+                off_s = min(abs(a), abs(b)) if ia != ib else abs(te - float(t[ib]))
+                edge_j += p_edge * off_s
+            edge_j += p_edge * max(float(rd[ia]), float(rd[ib]))
+        within = ok & (tm0 >= t0_s - self.poll_s) & (tm1 <= t1_s + self.poll_s)
+        steps_j = 0.0
+        if period > 0 and np.count_nonzero(within) > 1:
+            pw, dw = p[within], dt[within]
+            jitter = np.abs(pw) * period / dw + self.resolution_j / dw      # one update more or less
+            steps_w = np.maximum(np.abs(np.diff(pw)) - jitter[1:] - jitter[:-1], 0.0)
+            steps_j = period * float(steps_w.sum())
+        return q + stale_j + edge_j + steps_j
 
     def _gaps(self, t: np.ndarray, t0_s: float, t1_s: float) -> tuple[int, int, float, int]:
         """(gaps, polls missed, longest gap in device seconds, polls expected) in the window: a gap is a stretch
@@ -212,6 +288,35 @@ class CounterMeter:
         if self.readings_error:
             out["readings_error"] = self.readings_error
         return out
+
+
+def _interp_err_j(a_s: float, b_s: float, p_mean_w: float, p_top_w: float, period_s: float) -> float:
+    """How far the cumulative energy interpolated at an edge ``a_s`` after one poll and ``b_s`` before the next
+    may be from the truth, the power between them ``p_mean_w`` on average and, it is assumed, between 0 and
+    ``p_top_w`` (the most the channel was seen to draw; a burst shorter than a poll above it is not covered). With
+    ``A`` the energy before the edge, the error ``A - a p_mean`` is at most ``a (p_top - p_mean)`` and
+    ``b p_mean`` above, ``a p_mean`` and ``b (p_top - p_mean)`` below: none when the power between the two polls
+    was steady at the top (a step at a poll), ``a b / (a + b)`` of the top at most. The mean is known to one
+    update more or less."""
+    jit = p_top_w * period_s / (a_s + b_s)
+    up, down = max(p_top_w - p_mean_w, 0.0) + jit, max(p_mean_w, 0.0) + jit
+    err = max(min(up * a_s, down * b_s), min(down * a_s, up * b_s))
+    return min(err, (p_top_w + jit) * a_s * b_s / (a_s + b_s))
+
+
+def _spaced(t: np.ndarray, min_span_s: float) -> np.ndarray:
+    """Indices of the times ``t`` (ascending) kept so that each is at least ``min_span_s`` after the one kept
+    before it (the first and the last always kept; the last replaces the one before it when too close)."""
+    keep = [0]
+    for i in range(1, t.size):
+        if t[i] - t[keep[-1]] >= min_span_s:
+            keep.append(i)
+    if keep[-1] != t.size - 1:
+        if len(keep) > 1:
+            keep[-1] = t.size - 1
+        else:
+            keep.append(t.size - 1)
+    return np.asarray(keep, dtype=np.intp)
 
 
 class ReadingsMeter(CounterMeter):

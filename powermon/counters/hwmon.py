@@ -211,6 +211,7 @@ class EmulatedHwmon:
         (self.chip / "power1_label").write_text("Psocket0\n")
         self.period_host_s = max(energy.model.update_period_s / timeline.speed, 0.001)
         self._stop = threading.Event()
+        self._write_lock = threading.Lock()   # a refresh on read and the thread's write land in time order
         self._thread: threading.Thread | None = None
         self._last_write_s: float | None = None
         self.max_write_gap_s = 0.0      #: the longest host time between rewrites: how stale a read value may be
@@ -222,18 +223,25 @@ class EmulatedHwmon:
         os.replace(tmp, self.chip / name)     # a reader sees the old value or the new one, never half of one
 
     def update(self) -> None:
-        t = self.timeline.emulated_time_s()
-        if self.faults.vanish_after_s is not None and t > self.faults.vanish_after_s:
-            shutil.rmtree(self.chip, ignore_errors=True)
-            self._stop.set()
-            return
-        uj = (self.faults.start_uj + int(self.energy.energy_j(t) * 1e6)) % (1 << self.faults.counter_bits)
-        self._write("energy1_input", uj)
-        self._write("power1_average", round(self.energy.power_now_w(t) * 1e6))
-        now = self.timeline.clock()
-        if self._last_write_s is not None:
-            self.max_write_gap_s = max(self.max_write_gap_s, now - self._last_write_s)
-        self._last_write_s = now
+        """Write the counter and the power as they stand now (the thread does it every update period; the meter
+        before each read, as a driver computes its value when the file is read: a value the thread wrote up to a
+        period ago, later still when the host is busy, made the emulated counter stale by as much again as its
+        own update period)."""
+        with self._write_lock:
+            if self._stop.is_set() and not self.chip.exists():
+                return
+            t = self.timeline.emulated_time_s()
+            if self.faults.vanish_after_s is not None and t > self.faults.vanish_after_s:
+                shutil.rmtree(self.chip, ignore_errors=True)
+                self._stop.set()
+                return
+            uj = (self.faults.start_uj + int(self.energy.energy_j(t) * 1e6)) % (1 << self.faults.counter_bits)
+            self._write("energy1_input", uj)
+            self._write("power1_average", round(self.energy.power_now_w(t) * 1e6))
+            now = self.timeline.clock()
+            if self._last_write_s is not None:
+                self.max_write_gap_s = max(self.max_write_gap_s, now - self._last_write_s)
+            self._last_write_s = now
 
     def start(self) -> None:
         self._stop.clear()
@@ -248,13 +256,15 @@ class EmulatedHwmon:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
-        self._remove()
+        with self._write_lock:
+            self._remove()
 
 
 class EmulatedHwmonMeter(HwmonMeter):
     """The real meter on an :class:`EmulatedHwmon` tree; starting it starts the tree, stopping it removes it."""
 
     emulated = True
+    latched_at_read_start = True      # each read writes the counter at its own start (``_read``)
 
     def __init__(self, tree: EmulatedHwmon, sensor: SensorModel, **kw: Any) -> None:
         self.tree, self.sensor = tree, sensor
@@ -269,6 +279,10 @@ class EmulatedHwmonMeter(HwmonMeter):
     def start(self) -> None:
         self.tree.start()
         super().start()
+
+    def _read(self) -> list[float]:
+        self.tree.update()          # the driver's value at the read, not the thread's last write
+        return super()._read()
 
     def stop(self) -> None:
         try:
