@@ -12,24 +12,7 @@ from typing import Any
 
 import pytest
 
-from archline.cli.main import main
-
 GTX580 = Path(__file__).resolve().parents[2] / "fit" / "platforms" / "gtx580.toml"
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.chdir(tmp_path)
-
-    def go(*args: str) -> tuple[int, str, str]:
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = int(e.code or 0)
-        got = capsys.readouterr()
-        return code, got.out, got.err
-    return go
 
 
 def small_profile(tmp_path: Path, *, name: str = "myfault", port: str | None = None,

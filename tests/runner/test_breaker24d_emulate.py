@@ -23,7 +23,6 @@ from archline.bench.config.profile import load_bench_profile
 from archline.bench.emulated.meters import SensorPlayed, emulated_kinds
 from archline.bench.emulated.model import EmulatedModel
 from archline.bench.kernels import Counts
-from archline.cli.main import main
 from archline.powermon.spec import ChannelSpec, MeterSpec
 
 GTX580 = Path(__file__).resolve().parents[2] / "fit" / "platforms" / "gtx580.toml"
@@ -48,21 +47,6 @@ index = 0
 name = "hwmon"
 kind = "hwmon"
 '''
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.chdir(tmp_path)
-
-    def go(*args: str) -> tuple[int, str, str]:
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = int(e.code or 0)
-        got = capsys.readouterr()
-        return code, got.out, got.err
-    return go
 
 
 def calibrated(tmp_path: Path, *, gain: float = 1.07, offset_w: float = -3.5, lag_s: float = 0.03) -> Path:
