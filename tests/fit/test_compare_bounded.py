@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.choi.compare import Cell, Comparison, compare_cells, compare_files, compare_frame
-from archline.fit.io.results import SchemaError
 from archline.fit.analyses.choi.compare_report import to_table
-from archline.fit.io.results import read_results
+from archline.fit.io.results import SchemaError, read_results
 from archline.fit.regress.synthetic import GTX580, synthetic_results
 
 
