@@ -115,37 +115,40 @@ class PhasePowerSource:
         return volts, amps
 
 
+#: the emulator URL options measure's own settings replace (bench's: bench/emulated/port.REPLACED)
+MEASURE_REPLACED = {"speed": "real time", "seed": "the monitor's seed"}
+
+
 def _emulated_meter(prof: BenchProfile, schedule: PhasePower, *, meter: str | None, speed: float, seed: int,
-                    raw_dir: str | Path | None) -> Any:
-    """The meter ``meter`` names (refused when its kind has no emulator), else the profile's PowerMon 2, else its
-    first meter with an emulator, else a default PowerMon 2; built by powermon's ``emulate_meter`` (which applies
-    the entry's calibration and sensor profile) playing the schedule as the entry's sensor reads it."""
+                    raw_dir: str | Path | None, notes: list[str] | None = None) -> Any:
+    """The entry ``--emulate`` plays (bench/emulated/meters.choose: ``meter``'s, else the profile's PowerMon 2,
+    else its first with an emulator, else a default PowerMon 2 with a note; refused when none can be played),
+    built as bench run builds it (meters.emulate_entry: calibration, sensor profile and its port's emulator URL
+    faults applied) playing the schedule; its channels' played range checked first (never a silent clip)."""
     from archline.bench.emulated.device import check_range, rail_split
-    from archline.bench.emulated.meters import check_emulatable, emulated_kinds, played
-    from archline.powermon.spec import emulate_meter
+    from archline.bench.emulated.meters import choose, emulate_entry
 
     peak = max(schedule.busy_w, schedule.idle_w)
-    if meter:
-        spec: MeterSpec | None = check_emulatable(prof.meter(meter), prof.name)
-    else:
-        kinds = emulated_kinds()
-        spec = next((s for s in prof.meters if s.kind == "powermon2"), None) or \
-            next((s for s in prof.meters if s.kind in kinds), None)
+    spec, chosen = choose(prof, meter)
+    if notes is not None:
+        notes += chosen
     pm = rail_split(spec, peak)          # the channels' shares of the power (a default PowerMon 2 when none)
-    check_range(pm, peak, prof.name)
-    return emulate_meter(pm, played(PhasePowerSource(schedule, pm), pm), speed=speed, seed=seed, raw_dir=raw_dir)
+    check_range(pm, peak, prof.name, min(schedule.busy_w, schedule.idle_w))
+    return emulate_entry(pm, PhasePowerSource(schedule, pm), speed=speed, seed=seed, raw_dir=raw_dir, notes=notes,
+                         replaced=MEASURE_REPLACED)
 
 
 def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = False, meter: str | None = None,
                  raw_dir: str | Path | None = None, busy_w: float | None = None, idle_w: float | None = None,
-                 seed: int = 0, settle_timeout_s: float = 5.0) -> Monitor:
+                 seed: int = 0, settle_timeout_s: float = 5.0, notes: list[str] | None = None) -> Monitor:
     """A monitor on ``platform`` (a profile name or path, or a loaded profile).
 
     Real: the profile's meters (``meter`` names one), or the null meter with the reason when it configures none.
     ``emulate=True``: an emulated meter of that platform (its PowerMon 2 channel map, else the kind's emulator),
     labelled emulated, whose device draws ``busy_w`` inside windows (default: the model's peak power) and
     ``idle_w`` outside (default: the profile's idle power); ``monitor.power.energy_j(t0, t1)`` is the truth.
-    Not started: use ``with open_monitor(...) as mon`` (or ``mon.start()``/``mon.stop()``).
+    Not started: use ``with open_monitor(...) as mon`` (or ``mon.start()``/``mon.stop()``). ``notes``: a list
+    to which what ``emulate=True`` made of the profile is appended (a default meter, its port URL's faults).
     """
     prof = load_bench_profile(platform) if isinstance(platform, str) else platform
     if emulate:
@@ -154,7 +157,7 @@ def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = 
         model = EmulatedModel.from_profile(prof)
         schedule = PhasePower(model.idle_w if idle_w is None else idle_w,
                               model.free_peak_power_w if busy_w is None else busy_w)
-        m = _emulated_meter(prof, schedule, meter=meter, speed=1.0, seed=seed, raw_dir=raw_dir)
+        m = _emulated_meter(prof, schedule, meter=meter, speed=1.0, seed=seed, raw_dir=raw_dir, notes=notes)
         mon = Monitor([m], hooks=[schedule.edge], settle_timeout_s=settle_timeout_s)
         mon.power = schedule  # type: ignore[attr-defined]
         return mon

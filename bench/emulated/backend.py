@@ -68,11 +68,12 @@ class EmulatedBackend:
                  noise_rel: float | None = None) -> None:
         self.profile = load_bench_profile(profile) if isinstance(profile, str) else profile
         self.model = EmulatedModel.from_profile(self.profile, power_cap_w)
-        from archline.bench.emulated.meters import check_emulatable, emulated_kinds
+        from archline.bench.emulated.meters import check_emulatable, choose
 
-        if meter is None:   # the profile's first meter that has an emulator (any kind)
-            kinds = emulated_kinds()
-            meter = next((m for m in self.profile.meters if m.kind in kinds), None)
+        #: what was made of the profile's meters (a default PowerMon 2 where it has none)
+        self.meter_notes: list[str] = []
+        if meter is None:   # --meter's, else the profile's PowerMon 2, else its first with an emulator; else refused
+            meter, self.meter_notes = choose(self.profile, None)
         else:               # a meter named: played as it is, or refused (never replaced by another)
             check_emulatable(meter, self.profile.name)
         emu = self.profile.emulate
@@ -232,14 +233,14 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
                    notes: list[str] | None = None) -> tuple[Any, str, str]:
     """(meter, label, description) of the back end's meter of any emulatable kind, built by powermon's
     ``emulate_meter`` playing the device's power, with the faults its port's emulator URL asks for
-    (:mod:`archline.bench.emulated.port`; what was made of the URL is appended to ``notes``); refused when its
-    stream at this time compression is more than the emulator carries (weighed per kind: a kind's module may give
-    ``records_per_device_s``, and ``emulated_limit`` when its limit is not the pty's)."""
+    (bench/emulated/meters.emulate_entry, as measure's; what was made of the URL is appended to ``notes``);
+    refused when its stream at this time compression is more than the emulator carries (weighed per kind: a
+    kind's module may give ``records_per_device_s``, and ``emulated_limit`` when its limit is not the pty's)."""
     import importlib
 
     from archline.bench.emulated.device import ModelPowerSource
     from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
-    from archline.powermon.spec import METER_MODULES, SERIAL_KINDS, emulate_meter
+    from archline.powermon.spec import METER_MODULES, SERIAL_KINDS
 
     spec = be.meter
     tc = be.device.time_compression
@@ -253,17 +254,9 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
         raise EmulationError(
             f"time compression {tc:g}x would stream {per_tc * tc:.0f} {spec.kind} records per second {over} "
             f"(limit {MAX_EMULATED_RECORDS_PER_S}); lower --time-compression to {max_emulator_speed(per_tc)} or less")
-    from archline.bench.emulated.port import port_faults
+    from archline.bench.emulated.meters import emulate_entry
 
-    faults, url_notes = port_faults(spec)
-    if notes is not None:
-        notes += url_notes
-    kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
-    from archline.bench.emulated.meters import played
-
-    # a calibrated entry's meter corrects what it reads: the emulator plays the sensor the calibration describes
-    meter = emulate_meter(spec, played(ModelPowerSource(be.device), spec), speed=tc, seed=seed, raw_dir=raw_dir,
-                          faults=faults, **kw)
+    meter = emulate_entry(spec, ModelPowerSource(be.device), speed=tc, seed=seed, raw_dir=raw_dir, notes=notes)
     rails = ", ".join(f"{c.id}={c.rail}" for c in spec.channels)
     title = {"powermon2": "PowerMon 2", "powersensor3": "PowerSensor3", "pmd": "PMD-USB"}.get(spec.kind, spec.kind)
     how = "emulated on a pty" if spec.kind in SERIAL_KINDS else "emulated"

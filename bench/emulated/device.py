@@ -87,19 +87,36 @@ def rail_split(meter: MeterSpec | None, peak_power_w: float) -> MeterSpec:
     return meter.with_even_shares()
 
 
-def check_range(meter: MeterSpec, peak_power_w: float, platform: str) -> None:
-    """Each shunt channel's current at the peak power within its full scale (a counter or BMC meter has none)."""
-    from archline.bench.emulated.meters import has_shunt
+def check_range(meter: MeterSpec, peak_power_w: float, platform: str, low_power_w: float | None = None) -> None:
+    """Each shunt channel's current, as the emulator plays it (a calibrated entry: ``gain x`` its share ``+`` its
+    part of ``offset_w``), within the channel's range from the device's lowest power (``low_power_w``, default
+    the peak) to its peak: the emulated meter would clip it silently (a counter or BMC meter has no range)."""
+    from archline.bench.emulated.meters import has_shunt, played_range_a, played_w
 
     if not has_shunt(meter.kind):
         return
+    cal = dict(meter.calibration or {})
+    levels = [("the peak", peak_power_w)] + ([("the lowest power", low_power_w)] if low_power_w is not None else [])
     for c in meter.channels:
-        amps = peak_power_w * (c.share or 0.0) / c.nominal_v
-        if amps > c.full_scale_a:
+        lo_a, hi_a = played_range_a(meter, c)
+        for what, p_w in levels:
+            w = played_w(meter, c, p_w)
+            amps = w / c.nominal_v
+            if lo_a <= amps <= hi_a:
+                continue
+            limit = f"above the meter's {hi_a:.1f} A full scale" if amps > hi_a else \
+                f"below the {lo_a:.1f} A the meter reads down to"
+            if cal:
+                gain, offset_w = float(cal.get("gain", 1.0)), float(cal.get("offset_w", 0.0))
+                raise EmulationError(
+                    f"emulated {platform}: meter '{meter.name}' is calibrated with gain {gain:g}, "
+                    f"offset_w {offset_w:g} W, so at {what} of {p_w:.4g} W channel {c.id} "
+                    f"({c.rail}) would play {w:.4g} W ({amps:.1f} A at {c.nominal_v:g} V), {limit} "
+                    f"({hi_a * c.nominal_v:.4g} W); the emulator would clip it: lower the emulated power (measure: "
+                    f"--busy-w), the channel's share, or the entry's gain/offset_w")
             raise EmulationError(
-                f"emulated {platform}: channel {c.id} ({c.rail}) would carry {amps:.1f} A at the peak of "
-                f"{peak_power_w:.0f} W, above the meter's {c.full_scale_a:.1f} A full scale; lower its share or "
-                f"its r_sense_ohm")
+                f"emulated {platform}: channel {c.id} ({c.rail}) would carry {amps:.1f} A at {what} of "
+                f"{p_w:.0f} W, {limit}; lower its share or its r_sense_ohm")
 
 
 def readings(meter: MeterSpec, power_w: float) -> dict[int, tuple[float, float]]:
@@ -122,7 +139,8 @@ class EmulatedDevice:
         self.clock = clock
         self.schedule = PowerSchedule(model.idle_w, clock)
         self._rng = np.random.default_rng(seed)
-        check_range(self.meter, model.free_peak_power_w * (1 + 4 * noise_rel), model.platform)
+        check_range(self.meter, model.free_peak_power_w * (1 + 4 * noise_rel), model.platform,
+                    model.idle_w * max(0.0, 1 - 4 * noise_rel))
 
     def set_cap(self, power_cap_w: float | None) -> None:
         base = self.model if power_cap_w is None else self.model.with_cap(power_cap_w)

@@ -3,8 +3,15 @@
 * :func:`emulated_kinds` / :func:`check_emulatable`: a meter kind with an emulator (its driver module's
   ``emulate_from_spec``) can be played; one without (NVML, RAPL) is refused by name, never replaced by another
   meter: ``bench run --emulate`` and ``measure --emulate`` refuse it alike.
-* :func:`has_shunt`: the kinds whose channels read a shunt (serial meters), the only ones with a full-scale
-  current to check the emulated power against.
+* :func:`choose`: the one entry ``--emulate`` plays (``--meter``'s, else the profile's PowerMon 2, else its first
+  entry with an emulator); a profile whose ``[[meters]]`` are all of kinds without an emulator is refused, one
+  without ``[[meters]]`` gets a default emulated PowerMon 2 and a note saying so (``bench run`` and ``measure``
+  alike).
+* :func:`has_shunt` / :func:`played_range_a`: the kinds whose channels read a shunt (serial meters), the only
+  ones with a full-scale current to check the emulated power against; the current each channel is played,
+  calibration included (device.check_range refuses one outside the channel's range: the emulator would clip it).
+* :func:`emulate_entry`: the entry's emulated meter playing a power source as its sensor reads it, with the
+  faults its port's emulator URL asks for (bench/emulated/port.py), ``bench run`` and ``measure`` alike.
 * :class:`SensorPlayed`: a meter entry with a ``calibration`` (``archline meter calibrate``) or a
   ``sensor_profile`` (``archline meter probe``) is opened wrapped so that its readings are corrected and read
   later by the sensor's delay (powermon.sensor.apply); the emulator then plays the sensor that entry describes,
@@ -55,10 +62,49 @@ def check_emulatable(spec: MeterSpec, platform: str) -> MeterSpec:
     return spec
 
 
+def choose(prof: Any, meter: str | None) -> tuple[MeterSpec | None, list[str]]:
+    """(the entry ``--emulate`` plays, notes): ``meter``'s (refused when its kind has no emulator), else the
+    profile's PowerMon 2, else its first entry with an emulator; None (a default PowerMon 2, said in a note) when
+    the profile has no ``[[meters]]``. A profile whose entries all lack an emulator is refused (EmulationError,
+    exit 2) naming them and the kinds ``--emulate`` plays: another meter is never put in their place silently."""
+    if meter:
+        return check_emulatable(prof.meter(meter), prof.name), []
+    kinds = emulated_kinds()
+    spec = next((s for s in prof.meters if s.kind == "powermon2"), None) or \
+        next((s for s in prof.meters if s.kind in kinds), None)
+    if spec is not None:
+        return spec, []
+    if prof.meters:
+        have = ", ".join(f"'{s.name}' ({s.kind})" for s in prof.meters)
+        raise EmulationError(
+            f"platform '{prof.name}' cannot be emulated with its meters {have}: --emulate plays meters of kind "
+            f"{', '.join(kinds)}; add a [[meters]] entry of one of those kinds to the profile, or drop --emulate")
+    return None, [f"platform '{prof.name}' configures no [[meters]]: --emulate plays a default emulated PowerMon 2 "
+                  "(12 V channels on the stock shunt, enough to carry 1.3 x the model's peak power)"]
+
+
 def has_shunt(kind: str) -> bool:
     """Whether a meter of ``kind`` reads its channels through shunts with a full scale (the serial meters); a
     counter or a BMC reads a whole device's power and has none."""
     return kind in SERIAL_KINDS
+
+
+def played_range_a(spec: MeterSpec, c: Any) -> tuple[float, float]:
+    """(lowest, highest) current the emulated meter of ``spec`` reads on channel ``c`` without clipping: up to
+    the shunt's full scale (ChannelSpec.full_scale_a); a PowerMon 2's codes stop at 0 A, the bipolar sensors'
+    (PowerSensor3, PMD) at minus their full scale."""
+    top = float(c.full_scale_a)
+    return (0.0 if spec.kind == "powermon2" else -top), top
+
+
+def played_w(spec: MeterSpec, c: Any, power_w: float) -> float:
+    """The power channel ``c`` of ``spec``'s emulated meter plays when the device draws ``power_w``: its share,
+    and under a calibration ``gain x`` it ``+ offset_w x`` the channel's part of the offset (:class:`SensorPlayed`)."""
+    cal = dict(spec.calibration or {})
+    total = sum((ch.share if ch.share is not None else 1.0) for ch in spec.channels)
+    share = c.share if c.share is not None else 1.0
+    weight = share / total if total > 0 else 1.0 / len(spec.channels)
+    return float(cal.get("gain", 1.0)) * power_w * (c.share or 0.0) + float(cal.get("offset_w", 0.0)) * weight
 
 
 def sensor_delay_s(spec: MeterSpec) -> float:
@@ -117,3 +163,20 @@ def played(inner: Any, spec: MeterSpec) -> Any:
     if not (spec.calibration or spec.sensor_profile):
         return inner
     return SensorPlayed(inner, spec)
+
+
+def emulate_entry(spec: MeterSpec, source: Any, *, speed: float, seed: int, raw_dir: Any,
+                  notes: list[str] | None = None, replaced: dict[str, str] | None = None) -> Any:
+    """The emulated meter of ``spec`` playing ``source`` as the entry's sensor reads it (:func:`played`), with
+    the faults its port's emulator URL asks for (a stall, dropped bytes, ...: played as ``meter record`` plays
+    them); what was made of the URL is appended to ``notes``. ``replaced``: the URL options the caller's own
+    settings replace, and by what (bench's: speed by --time-compression, seed by the run's)."""
+    from archline.bench.emulated.port import port_faults
+    from archline.powermon.spec import emulate_meter
+
+    faults, url_notes = port_faults(spec, replaced)
+    if notes is not None:
+        notes += url_notes
+    kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
+    # a calibrated entry's meter corrects what it reads: the emulator plays the sensor the calibration describes
+    return emulate_meter(spec, played(source, spec), speed=speed, seed=seed, raw_dir=raw_dir, faults=faults, **kw)

@@ -1,11 +1,12 @@
 """The faults an emulator URL in a profile's meter ``port`` asks for (``powermon://default?stall=0.3:0.5``,
-``powersensor3://default?drop=100``, ``pmd://default?disconnect=2``), for ``bench run --emulate``.
+``powersensor3://default?drop=100``, ``pmd://default?disconnect=2``), for ``bench run``/``measure --emulate``.
 
 Under ``--emulate`` the meter plays the emulated device's power, not the URL's registered device, so the URL is not
 opened as it is: its faults are read here, with the same option parsers ``meter record`` opens it with, and handed
-to the kind's emulator, so a fault shows up as lost samples or a failed point as it does in ``meter record``. The
-URL's ``speed`` and ``seed`` give way to ``--time-compression`` and the run's seed (the device's clock and noise are
-bench's); a note says so. ``rate`` is the stream kinds' own (their ``rate_of`` reads it).
+to the kind's emulator, so a fault shows up as lost samples or a failed point as it does in ``meter record``
+(``bench run --emulate`` and ``measure --emulate`` alike, through bench/emulated/meters.emulate_entry). The URL's
+``speed`` and ``seed`` give way to ``--time-compression`` (measure: real time) and the run's seed (the device's
+clock and noise are bench's); a note says so. ``rate`` is the stream kinds' own (their ``rate_of`` reads it).
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ SCHEMES = {"powermon2": "powermon", "powersensor3": "powersensor3", "pmd": "pmd"
 REPLACED = {"speed": "--time-compression", "seed": "the run's own seed"}
 
 
-def port_faults(spec: Any) -> tuple[Any | None, list[str]]:
+def port_faults(spec: Any, replaced: dict[str, str] | None = None) -> tuple[Any | None, list[str]]:
     """(faults of ``spec.port``'s emulator URL or None when it is not one or asks for none, notes). A bad option
-    is an :class:`EmulationError` (exit 2) naming the meter and the option."""
+    is an :class:`EmulationError` (exit 2) naming the meter and the option. ``replaced``: the URL options the
+    caller's own settings replace, and by what (default :data:`REPLACED`, bench's)."""
+    replaced = REPLACED if replaced is None else replaced
     scheme = SCHEMES.get(spec.kind)
     port = getattr(spec, "port", None) or ""
     if scheme is None or not port.startswith(f"{scheme}://"):
         return None, []
     given = {k for k in parse_qs(urlsplit(port).query, keep_blank_values=True)}
-    notes = [f"meter '{spec.name}': the port's {k}= is not used under --emulate ({REPLACED[k]} is used)"
-             for k in sorted(given & REPLACED.keys())]
+    notes = [f"meter '{spec.name}': the port's {k}= is not used under --emulate ({replaced[k]} is used)"
+             for k in sorted(given & replaced.keys())]
     try:
         faults = _powermon_faults(port) if scheme == "powermon" else _stream_faults(port, scheme)
     except Exception as e:   # SerialException / ValueError: the option and its form, one line

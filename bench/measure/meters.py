@@ -37,19 +37,21 @@ def _unwrapped(e: MeterError, spec: Any) -> str:
 
 def _open(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[Monitor, list[str]]:
     """The monitor: ``--meter``'s meter; under ``--emulate`` one emulated meter (the emulated device is one power
-    schedule: the profile's PowerMon 2, else its first meter with an emulator); else every meter of the profile
-    that opens here, in profile order, except one that measures a device a meter before it already measures (the
-    energies of a monitor's meters are added: it would be counted twice). A meter that cannot be opened here is
-    left out with a warning; none at all is the first one's error."""
+    schedule: the profile's PowerMon 2, else its first meter with an emulator, else a default PowerMon 2 where it
+    has no [[meters]], with a note; its port URL's faults played and noted, as in bench run); else every meter of
+    the profile that opens here, in profile order, except one that measures a device a meter before it already
+    measures (the energies of a monitor's meters are added: it would be counted twice). A meter that cannot be
+    opened here is left out with a warning; none at all is the first one's error."""
     from archline.bench.monitor import open_monitor
+
+    notes: list[str] = []
 
     def one(meter: str | None) -> Monitor:
         return open_monitor(prof, emulate=opts.emulate, meter=meter, raw_dir=run_dir, busy_w=opts.busy_w,
-                            idle_w=opts.idle_w)
+                            idle_w=opts.idle_w, notes=notes if opts.emulate else None)
 
     if opts.emulate or opts.meter is not None or len(prof.meters) <= 1:
-        return one(opts.meter), []
-    notes: list[str] = []
+        return one(opts.meter), notes
     meters: list[Any] = []
     taken: list[tuple[str, set[str]]] = []
     first_error: MeterError | None = None

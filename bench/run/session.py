@@ -130,6 +130,8 @@ def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_d
         be.model.with_cap(c)  # raises with the allowed range
     url_notes: list[str] = []
     meter, label, what = emulated_meter(be, seed=opts.seed, raw_dir=raw_dir, notes=url_notes)
+    for n in be.meter_notes:   # a profile without [[meters]]: the default emulated PowerMon 2 (say so)
+        log.info(f"note: {n}")
     for n in url_notes:   # the port's emulator URL: its faults are played, its speed/seed give way (say which)
         (log.warning if "not used" in n else log.info)(n)
     info = MeterInfo(label, float(getattr(meter, "update_hz", be.meter.rate_hz)), True, what, calibration_of(meter))
@@ -184,12 +186,12 @@ def plan_session(opts: RunOptions) -> Plan:
                          "not model (use power caps, or dvfs_settings = [] in the sweep)")
     for sid in dvfs_ids:
         prof.dvfs_setting(sid)
-    if opts.meter is not None:
-        spec = prof.meter(opts.meter)
-        if path == "emulated":   # a meter --emulate cannot play is refused, never replaced by another one
-            from archline.bench.emulated.meters import check_emulatable
+    if path == "emulated":   # a meter --emulate cannot play is refused, never replaced by another one
+        from archline.bench.emulated.meters import choose
 
-            check_emulatable(spec, prof.name)
+        choose(prof, opts.meter)
+    elif opts.meter is not None:
+        prof.meter(opts.meter)
     return Plan(prof, settings, path, caps, dvfs_ids)
 
 
