@@ -8,7 +8,9 @@ reference and the sensor, then analyses what both recorded.
 
 * update period: the times at which a new reading appeared (a value change, for a sensor that is polled) lie on a
   lattice ``t0 + k * period``; each gap is rounded to a whole number of periods and the period is the slope of a
-  straight-line fit of time on lattice index, so hundreds of readings pin it far below one gap's jitter;
+  straight-line fit of time on lattice index, so hundreds of readings pin it far below one gap's jitter
+  (:mod:`archline.powermon.sensor.lattice`; a reading that changes only at some updates gives the largest period
+  every interval between changes is a whole multiple of, with a warning);
 * window and lag: :func:`archline.powermon.sensor.response.fit_response` (the step edges are what separate them: a
   reading starts to move ``lag`` after an edge and stops ``window`` later);
 * quantum: the distinct reading values sit on multiples of the quantum; the smallest gap between distinct values is
@@ -28,6 +30,10 @@ import numpy as np
 import numpy.typing as npt
 
 from archline.powermon.errors import MeterError
+from archline.powermon.sensor.lattice import MAX_CHANCE as MAX_CHANCE
+from archline.powermon.sensor.lattice import _lattice_fit as _lattice_fit
+from archline.powermon.sensor.lattice import period_warning as period_warning
+from archline.powermon.sensor.lattice import update_period as update_period
 from archline.powermon.sensor.response import Response, fit_response
 
 F64 = npt.NDArray[np.float64]
@@ -77,106 +83,9 @@ def reading_times(t_s: F64, value_w: F64) -> F64:
     return t[np.concatenate([[True], np.diff(v) != 0])]
 
 
-#: a lattice is accepted only when the chance that continuous values fit it (or any of the candidates tried) is
-#: below this: each value fits a lattice within a relative tolerance tau with probability 2 tau
-MAX_CHANCE = 1e-3
-
-
-#: the share of update instants that may sit off the lattice (seen late) before a probe says there is none
-MAX_OFF_LATTICE = 0.1
-
-
-def update_period(times_s: F64) -> tuple[float, float]:
-    """(period, standard error) of update instants that lie on a lattice (some updates may be missing, and up to
-    :data:`MAX_OFF_LATTICE` of them seen more than a quarter period late or early: left out of the fit)."""
-    t = np.unique(np.asarray(times_s, dtype=np.float64))
-    if t.size < 3:
-        raise MeterError(f"only {t.size} sensor update(s) seen: record longer or with more steps")
-    gaps = np.diff(t)
-    try:
-        return _lattice_fit(t, gaps, _first_guess(gaps))
-    except MeterError:
-        # no gap of one period: a sensor whose reading changes only at the load's edges (no averaging window, a
-        # noise-free level) shows updates many periods apart; its period is then the common divisor of the gaps
-        guess = _common_period(gaps)
-        if guess is None:
-            raise
-        return _lattice_fit(t, gaps, guess)
-
-
-def _first_guess(gaps: F64) -> float:
-    """A first guess from the shortest gaps, but not the very shortest: an update seen late leaves a short gap after
-    it (seen 40 ms late on a 50 ms sensor: a 10 ms gap), which the 10th percentile passes over."""
-    return float(np.percentile(gaps, 10))
-
-
-def _common_period(gaps: F64, *, max_divisor: int = 10_000, tol: float = 0.1) -> float | None:
-    """The largest ``min(gaps) / m`` of which all but :data:`MAX_OFF_LATTICE` of the gaps are whole multiples
-    (within ``tol`` of one), accepted only when gaps at random would fit that well by chance with probability below
-    :data:`MAX_CHANCE` (each fits with probability ``2 tol``); None when none does."""
-    g = np.sort(gaps[gaps > 0])
-    if g.size < 3:
-        return None
-    need = math.ceil((1 - MAX_OFF_LATTICE) * g.size)
-    base = float(g[0])
-    for m in range(1, max_divisor + 1):
-        p = base / m
-        r = g / p
-        fit = int(np.count_nonzero(np.abs(r - np.rint(r)) < tol))
-        if fit >= need:
-            chance = m * math.comb(g.size, fit) * (2 * tol) ** fit
-            return p if chance < MAX_CHANCE else None
-    return None
-
-
-def _no_lattice(gaps: F64) -> MeterError:
-    return MeterError("the sensor's updates are on no regular lattice (gaps of "
-                      f"{np.min(gaps):.4g}-{np.max(gaps):.4g} s): not a periodic sensor, or polled too slowly")
-
-
-def _lattice_fit(t: F64, gaps: F64, period: float) -> tuple[float, float]:
-    try:
-        return _lattice_fit_raw(t, gaps, period)
-    except np.linalg.LinAlgError:    # a degenerate lattice (every gap rounded to 0 periods): none
-        raise _no_lattice(gaps) from None
-
-
-def _lattice_fit_raw(t: F64, gaps: F64, period: float) -> tuple[float, float]:
-    if not (math.isfinite(period) and period > 0):
-        raise _no_lattice(gaps)
-    # refine on gaps of one period first (a rounded gap of many periods needs a good period), then on all
-    for limit in (1.5, 4.0, math.inf):
-        use = gaps <= limit * period
-        if not use.any():      # every gap is many periods (a guess from their common divisor): the next limit
-            continue
-        k = np.rint(gaps[use] / period)
-        kk = float(np.sum(k * k))
-        if kk == 0:            # every gap rounds to no period at all (a guess far too long): no lattice
-            raise _no_lattice(gaps)
-        period = float(np.sum(gaps[use] * k) / kk)
-        if not (math.isfinite(period) and period > 0):
-            raise _no_lattice(gaps)
-    k_all = np.concatenate([[0.0], np.cumsum(np.rint(gaps / period))])
-    a = np.column_stack([k_all, np.ones_like(k_all)])
-    coef, *_ = np.linalg.lstsq(a, t, rcond=None)
-    resid = t - a @ coef
-    # an update seen late (a poll delayed on a busy host) sits off the lattice while its neighbours stay on it:
-    # up to MAX_OFF_LATTICE of them are left out of the fit; more, and there is no lattice
-    off = np.abs(resid) > 0.25 * coef[0]
-    if off.sum() > MAX_OFF_LATTICE * t.size or t.size - off.sum() < 3:
-        raise _no_lattice(gaps)
-    if off.any():
-        t, k_all, a = t[~off], k_all[~off], a[~off]
-        coef, *_ = np.linalg.lstsq(a, t, rcond=None)
-        resid = t - a @ coef
-    s2 = float(resid @ resid) / max(t.size - 2, 1)
-    err = math.sqrt(s2 / max(float(np.sum((k_all - k_all.mean()) ** 2)), 1e-300))
-    return float(coef[0]), err
-
-
-def _lattice(u: F64, scale: float, max_divisor: int) -> float:
+def _lattice(u: F64, scale: float, max_divisor: int, max_chance: float = MAX_CHANCE) -> float:
     """The largest step of which every value of ``u`` is a whole multiple (the smallest gap between values divided by
-    1, 2, 3, ...), or 0 when none fits better than chance (:data:`MAX_CHANCE`)."""
+    1, 2, 3, ...), or 0 when none fits better than chance (``max_chance``)."""
     gaps = np.diff(np.unique(u))
     gaps = gaps[gaps > 1e-9 * scale]
     if gaps.size == 0:
@@ -194,7 +103,7 @@ def _lattice(u: F64, scale: float, max_divisor: int) -> float:
         if ok.any():
             i = int(np.argmax(ok))
             # continuous values fit one lattice by chance with probability (2 tau)^n, and i + 1 more were tried
-            if (tried + i + 1) * float(2 * tol[i, 0]) ** u.size > MAX_CHANCE:
+            if (tried + i + 1) * float(2 * tol[i, 0]) ** u.size > max_chance:
                 return 0.0
             return float(chunk[i])
         tried += chunk.size
@@ -242,6 +151,27 @@ def quantum_resolved(values_w: F64) -> bool:
     "not resolved", not "none")."""
     u = np.unique(np.asarray(values_w, dtype=np.float64))
     return int(np.count_nonzero(u)) >= MIN_DISTINCT_VALUES
+
+
+def rounding_bound_w(values_w: F64, *, max_divisor: int = 20_000) -> float:
+    """The largest quantum the readings allow (0 when there is nothing to bound): a sensor that rounds to a quantum
+    reads whole multiples of it, so the quantum divides every distinct value; the largest step that does (their
+    approximate greatest common divisor, 40 W for readings of 40 and 160 W, 0.4 W for 40.4 and 160.4 W), else the
+    smallest gap between values, bounds it. With the quantum not resolved (:func:`quantum_resolved`) each level's
+    reading may be rounded by up to half of it, the same way at every reading: gain and offset carry that
+    (:func:`archline.powermon.sensor.response.level_systematics`); without it an offset came out -0.416 +- 0.04 W
+    (truth 0, levels 40.4/160.4 W read as 40/160 W)."""
+    u = np.unique(np.abs(np.asarray(values_w, dtype=np.float64)))
+    u = u[u != 0]
+    if u.size < 2:
+        return float(u[0]) if u.size else 0.0
+    scale = float(np.max(u))
+    gaps = np.diff(u)
+    gaps = gaps[gaps > 1e-9 * scale]
+    if gaps.size == 0:
+        return 0.0
+    q = _lattice(u, scale, max_divisor, max_chance=math.inf)      # any step that fits bounds it, chance or not
+    return q if q > 0 else float(np.min(gaps))
 
 
 def edge_readings(values_w: F64, quantum_w: float) -> int:
@@ -293,24 +223,29 @@ def quantum_warning(resolved: bool, read_w: F64) -> list[str]:
     if resolved:
         return []
     n = int(np.count_nonzero(np.unique(np.asarray(read_w, dtype=np.float64))))
+    bound = rounding_bound_w(read_w)
     return [f"quantum not resolved ({n} distinct reading value(s), fewer than {MIN_DISTINCT_VALUES}): the sensor may "
-            "round its readings by a step this probe cannot tell, and the stated uncertainties leave that rounding "
-            "out; record more --steps, or a wider swing"]
+            f"round its readings by a step this probe cannot tell, up to {bound:.4g} W (the largest step every value "
+            "is a multiple of); gain and offset uncertainties include a rounding of each level by up to half of it, "
+            "window and lag leave it out; record more --steps, or a wider swing"]
 
 
 def analyse(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, reference_period_s: float,
             max_window_s: float, max_lag_s: float, n_steps: int = 0, ref_resolution_w: F64 | None = None
             ) -> ProbeResult:
     """Everything a probe measures, from the two meters' series on one timeline (device seconds)."""
-    period, period_err = update_period(reading_times(read_t_s, read_w))
+    changes = reading_times(read_t_s, read_w)
+    period, period_err = update_period(changes)
     q, q_err = quantum(read_w)
     resolved = quantum_resolved(read_w)
     resp = fit_response(ref_t_s, ref_power_w, read_t_s, read_w, max_window_s=max_window_s, max_lag_s=max_lag_s,
                         resolution_s=reference_period_s / 4, reference_period_s=reference_period_s, quantum_w=q,
-                        ref_resolution_w=ref_resolution_w)
+                        ref_resolution_w=ref_resolution_w,
+                        level_rounding_w=None if resolved else rounding_bound_w(read_w))
     resp, n_in, warnings = edge_limits(resp, read_w, period_s=period, n_steps=n_steps,
                                        reference_period_s=reference_period_s, quantum_w=q)
-    resp = dataclasses.replace(resp, warnings=(*resp.warnings, *quantum_warning(resolved, read_w), *warnings))
+    resp = dataclasses.replace(resp, warnings=(*resp.warnings, *period_warning(changes, period),
+                                               *quantum_warning(resolved, read_w), *warnings))
     return ProbeResult(period, period_err, q, q_err, resp, n_steps, reference_period_s, resolved, n_in)
 
 

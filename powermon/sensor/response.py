@@ -128,13 +128,15 @@ def level_systematics(x_w: F64, ref_power_w: F64, *, gain: float, quantum_w: flo
 def fit_response(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, max_window_s: float,
                  max_lag_s: float, resolution_s: float, window_s: float | None = None,
                  reference_period_s: float | None = None, quantum_w: float = 0.0,
-                 ref_resolution_w: F64 | None = None) -> Response:
+                 ref_resolution_w: F64 | None = None, level_rounding_w: float | None = None) -> Response:
     """Window, lag, gain and offset of a sensor's readings (``read_t_s``, ``read_w``) against the reference's
     samples (``ref_t_s``, ``ref_power_w``, on the same timeline). ``window_s`` fixes the window (calibration with
     a probed profile); ``resolution_s`` is the finest grid step (a quarter of the reference period, the default
     ``reference_period_s``); ``quantum_w`` the sensor's quantum (0: none), for the uncertainty of window and lag
     and its share of gain and offset; ``ref_resolution_w`` half a step of the reference at each of its samples (None:
-    unknown, left out), for its share of gain and offset (:func:`level_systematics`)."""
+    unknown, left out), for its share of gain and offset (:func:`level_systematics`); ``level_rounding_w`` the step
+    each level's reading may be rounded to for that share (None: ``quantum_w``; a quantum not resolved gives the
+    largest one the readings allow, :func:`archline.powermon.sensor.probe.rounding_bound_w`)."""
     rt = np.asarray(ref_t_s, dtype=np.float64)
     rp = np.asarray(ref_power_w, dtype=np.float64)
     order = np.argsort(rt, kind="stable")
@@ -179,7 +181,8 @@ def fit_response(ref_t_s: F64, ref_power_w: F64, read_t_s: F64, read_w: F64, *, 
     coef, *_ = np.linalg.lstsq(a, v, rcond=None)
     resid = v - a @ coef
     s2 = float(resid @ resid) / max(n - 2, 1)
-    cov = s2 * np.linalg.inv(a.T @ a) + level_systematics(x, rp, gain=float(coef[0]), quantum_w=quantum_w,
+    rounding_w = quantum_w if level_rounding_w is None else level_rounding_w
+    cov = s2 * np.linalg.inv(a.T @ a) + level_systematics(x, rp, gain=float(coef[0]), quantum_w=rounding_w,
                                                           ref_resolution_w=res)
     lo_w, hi_w = np.percentile(rp, [5, 95])
     honest = dict(reference_period_s=4 * resolution_s if reference_period_s is None else reference_period_s,

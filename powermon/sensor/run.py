@@ -27,6 +27,7 @@ from archline.powermon.sensor.probe import (
     quantum_resolved,
     quantum_warning,
     reading_times,
+    rounding_bound_w,
     series,
     step_plan,
     update_period,
@@ -203,15 +204,17 @@ def calibrate(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int = 20,
                      labels=labels)
     longest = 0.7 * step_s
     q, _ = quantum(r.read_w)
+    resolved = quantum_resolved(r.read_w)
     resp = fit_response(r.ref_t_s, r.ref_power_w, r.read_t_s, r.read_w, max_window_s=longest, max_lag_s=longest,
                         resolution_s=r.reference_period_s / 4, window_s=window_s,
                         reference_period_s=r.reference_period_s, quantum_w=q,
-                        ref_resolution_w=r.ref_resolution_w)
+                        ref_resolution_w=r.ref_resolution_w,
+                        level_rounding_w=None if resolved else rounding_bound_w(r.read_w))
     try:
         period, _ = update_period(reading_times(r.read_t_s, r.read_w))
     except MeterError:            # no lattice to pin the lag with: the fit's own uncertainty stands
         period = 0.0
-    warnings: list[str] = quantum_warning(quantum_resolved(r.read_w), r.read_w)
+    warnings: list[str] = quantum_warning(resolved, r.read_w)
     if period > 0:
         resp, _, more = edge_limits(resp, r.read_w, period_s=period, n_steps=n_steps,
                                     reference_period_s=r.reference_period_s, quantum_w=q,
