@@ -144,6 +144,20 @@ class CounterMeter:
         self.poll()
 
     def wait_until(self, t_s: float, timeout_s: float = 2.0) -> bool:
+        """Whether the trace reaches ``t_s`` (a window's end: its mark polled there). It also waits until one update
+        period after ``t_s`` (at most ``timeout_s``) and polls there unless the thread already did, and until the
+        trace spans four update periods: the bound's staleness term needs the power about the window's end, which
+        a window shorter than an update period (its two mark polls between the same two updates) does not show."""
+        if self.error is None and self._t and self._thread is not None and self._thread.is_alive():
+            period = self.update_period_host_s()
+            need = max(t_s + period, self._t[0] + 4.0 * period)
+            if period > 0 and self._t[-1] < need:
+                time.sleep(min(max(need - self.clock(), 0.0), 5.0 * period, timeout_s))
+                if self._t[-1] < need:
+                    try:
+                        self.poll()
+                    except MeterError as e:
+                        self.error = e
         return bool(self._t) and self._t[-1] >= t_s
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -158,19 +172,21 @@ class CounterMeter:
         if t.size == 0:
             raise MeterError(f"{self.name}: no readings")
         chans: dict[str, ChannelResult] = {}
+        seen = self._window_seen(t, t0_s, t1_s)
         dur = (t1_s - t0_s) * self.speed            # device seconds (host seconds unless emulated faster)
         inside = (t >= t0_s) & (t <= t1_s)
         n = int(np.count_nonzero(inside))
         for k, nm in enumerate(self.channel_names):
             # cumulative energy interpolated at each edge between the polls around it (a mark's poll can come late
             # when the poll thread holds the device: the nearest poll alone would shift the window)
-            de = float(np.interp(t1_s, t, e[:, k]) - np.interp(t0_s, t, e[:, k])) if t.size > 1 else 0.0
+            de = self.window_energy_j(t, e[:, k], t0_s, t1_s, seen) if t.size > 1 else 0.0
             chans[nm] = ChannelResult(de, self.energy_bound_j(t, e[:, k], t0_s, t1_s),
                                       de / dur if dur > 0 else float("nan"), n, nm)
         total = sum(c.energy_j for c in chans.values())
         gaps, lost, lost_s, expected = self._gaps(t[inside], t0_s, t1_s)
         warnings = [f"{gaps} poll gap(s) up to {lost_s:.3g} s (the energy is whole: the counter kept counting; "
                     "the trace is coarser there)"] if gaps else []
+        warnings += self._short_window_warnings(t, t0_s, t1_s)
         return MeterRegion(self.name, self.kind, self.emulated, t0_s, t1_s, chans,
                            _devices(chans, self.devices, dur), total, sum(c.energy_err_j for c in chans.values()),
                            total / dur if dur > 0 else float("nan"), n, 1.0 / self.poll_s,
@@ -178,6 +194,46 @@ class CounterMeter:
                            expected_samples=expected, warnings=warnings,
                            device_time_s=dur if self.speed != 1.0 else None,
                            readings=self.window_readings(t0_s, t1_s))
+
+    def _short_window_warnings(self, t: np.ndarray, t0_s: float, t1_s: float) -> list[str]:
+        """What a window too short for the counter makes of its energy and bound (see :meth:`energy_bound_j`)."""
+        out = []
+        period = self.update_period_host_s()
+        dur = t1_s - t0_s
+        if period > 0 and dur < period:
+            out.append(f"window of {1e3 * dur:.3g} ms is shorter than the counter's update period "
+                       f"({1e3 * period:.3g} ms): its energy is an interpolation (none or one whole update falls "
+                       "inside it), known only to the update period times the power about it (the bound)")
+        if t.size > 1 and t[-1] - t[0] < max(period, 1e-12):
+            out.append("the counter's polls span less than one update period: no power is known about the window, "
+                       "and the bound holds its quanta only")
+        elif t.size > 1 and not self._window_seen(t, t0_s, t1_s):
+            out.append(f"no two polls {4 * period * 1e3:.3g} ms or more apart inside the window (its edges fell "
+                       f"between the meter's polls, {1e3 * self.poll_s:.3g} ms apart): the power inside it is unseen, "
+                       "so each edge's bound is the counter's whole advance between the polls about it (the "
+                       "power is only taken to be >= 0); a mark's poll at each edge would make it tight")
+        return out
+
+    def _window_seen(self, t: np.ndarray, t0_s: float, t1_s: float) -> bool:
+        """Whether the window's own power shows in the trace: an edge at a poll (a mark), or two polls four
+        update periods apart or more inside the window (their mean power is of the window alone)."""
+        period = self.update_period_host_s()
+        if not all(_at_poll(t, te, period) for te in (t0_s, t1_s)):
+            inside = t[(t >= t0_s) & (t <= t1_s)]
+            return inside.size > 1 and float(inside[-1] - inside[0]) >= max(4.0 * period, 1e-12)
+        return True
+
+    def window_energy_j(self, t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, seen: bool = True) -> float:
+        """The counter's advance over [t0_s, t1_s], each edge's cumulative energy interpolated between the polls
+        about it: linearly when the window's power is ``seen`` (:meth:`_window_seen`); else (a phase shorter than
+        the polls, whose power changes at its edges: a straight line put its energy 30-70% low) an edge far from a
+        poll takes the power outside the window from the mean before the poll ahead of its start and after the poll
+        past its end (:func:`_outside_edge_j`), the rest of the advance between the polls being the window's."""
+        if seen:
+            return float(np.interp(t1_s, t, e) - np.interp(t0_s, t, e))
+        period = self.update_period_host_s()
+        e0, e1 = (_outside_edge_j(t, e, te, start, period) for te, start in ((t0_s, True), (t1_s, False)))
+        return max(e1 - e0, 0.0)
 
     def update_period_host_s(self) -> float:
         """How often the counter advances, in host seconds (its ``update_hz`` at its ``speed``); 0 when unknown."""
@@ -231,6 +287,8 @@ class CounterMeter:
         wide = dt_all >= max(4.0 * period, 1e-12)
         p_top = float(np.max(np.diff(e)[wide] / dt_all[wide])) if wide.any() else 0.0
         stale_j, edge_j = 0.0, 0.0
+        seen = self._window_seen(t, t0_s, t1_s)
+        span_lo, span_hi = 0.0, 0.0     # unseen: how far the window's advance may be below and above the estimate
         for te in (t0_s, t1_s):
             near = ok & (tm1 >= te - reach) & (tm0 <= te + reach)
             p_edge = float(np.max(np.abs(p[near]))) if near.any() else float(np.max(np.abs(p), initial=0.0))
@@ -240,12 +298,28 @@ class CounterMeter:
             # how much the power changes between the polls about the edge: the swing of the mean powers over them
             # and the next on either side, the power itself when one mean alone is there (nothing to compare)
             a, b = te - float(t[ia]), float(t[ib]) - te
-            if a > 0 and b > 0:        # interpolated between two polls
-                edge_j += _interp_err_j(a, b, (float(e[ib]) - float(e[ia])) / (a + b), max(p_top, p_edge), period)
+            if a > 0 and b > 0:        # interpolated between two polls: the truth lies from ``below`` under the
+                # straight line to ``above`` over it
+                d_e = float(e[ib]) - float(e[ia])
+                if not seen and min(a, b) > period:
+                    # the window's power is unseen (no mean of its own): it may hold all of the counter's advance
+                    # between the two polls on either side of the edge
+                    below, above = abs(d_e) * a / (a + b), abs(d_e) * b / (a + b)
+                else:
+                    below, above = _interp_range_j(a, b, d_e / (a + b), max(p_top, p_edge), period)
+                if seen:
+                    edge_j += max(below, above)
+                else:                  # the edge's estimate, off the line, within [line - below, line + above]
+                    lin = float(np.interp(te, t, e))
+                    est = _outside_edge_j(t, e, te, te == t0_s, period)
+                    sign = -1.0 if te == t0_s else 1.0
+                    span_lo += (est - (lin - below)) if sign > 0 else (lin + above - est)
+                    span_hi += (lin + above - est) if sign > 0 else (est - (lin - below))
             else:                      # at a poll, or beyond the first or the last (held there)
                 off_s = min(abs(a), abs(b)) if ia != ib else abs(te - float(t[ib]))
                 edge_j += p_edge * off_s
             edge_j += p_edge * max(float(rd[ia]), float(rd[ib]))
+        edge_j += max(span_lo, span_hi)
         within = ok & (tm0 >= t0_s - self.poll_s) & (tm1 <= t1_s + self.poll_s)
         steps_j = 0.0
         if period > 0 and np.count_nonzero(within) > 1:
@@ -253,6 +327,11 @@ class CounterMeter:
             jitter = np.abs(pw) * period / dw + self.resolution_j / dw      # one update more or less
             steps_w = np.maximum(np.abs(np.diff(pw)) - jitter[1:] - jitter[:-1], 0.0)
             steps_j = period * float(steps_w.sum())
+        if t1_s - t0_s < period:
+            # none or one update inside: off by the power about it times the period (none counted), or by what the
+            # one update counted (more than the window's share of it); a mean over four updates or more may have
+            # counted one update fewer than the power made (4/3 of it at most)
+            stale_j = max(stale_j * 4.0 / 3.0, abs(self.window_energy_j(t, e, t0_s, t1_s, seen)))
         return q + stale_j + edge_j + steps_j
 
     def _gaps(self, t: np.ndarray, t0_s: float, t1_s: float) -> tuple[int, int, float, int]:
@@ -290,18 +369,52 @@ class CounterMeter:
         return out
 
 
-def _interp_err_j(a_s: float, b_s: float, p_mean_w: float, p_top_w: float, period_s: float) -> float:
-    """How far the cumulative energy interpolated at an edge ``a_s`` after one poll and ``b_s`` before the next
-    may be from the truth, the power between them ``p_mean_w`` on average and, it is assumed, between 0 and
-    ``p_top_w`` (the most the channel was seen to draw; a burst shorter than a poll above it is not covered). With
-    ``A`` the energy before the edge, the error ``A - a p_mean`` is at most ``a (p_top - p_mean)`` and
+def _interp_range_j(a_s: float, b_s: float, p_mean_w: float, p_top_w: float, period_s: float
+                    ) -> tuple[float, float]:
+    """How far below and above the straight line between two polls the cumulative energy at an edge ``a_s`` after
+    one poll and ``b_s`` before the next may lie, the power between them ``p_mean_w`` on average and, it is assumed,
+    between 0 and ``p_top_w`` (the most the channel was seen to draw; a burst shorter than a poll above it is not
+    covered). With ``A`` the energy before the edge, ``A - a p_mean`` is at most ``a (p_top - p_mean)`` and
     ``b p_mean`` above, ``a p_mean`` and ``b (p_top - p_mean)`` below: none when the power between the two polls
     was steady at the top (a step at a poll), ``a b / (a + b)`` of the top at most. The mean is known to one
     update more or less."""
     jit = p_top_w * period_s / (a_s + b_s)
     up, down = max(p_top_w - p_mean_w, 0.0) + jit, max(p_mean_w, 0.0) + jit
-    err = max(min(up * a_s, down * b_s), min(down * a_s, up * b_s))
-    return min(err, (p_top_w + jit) * a_s * b_s / (a_s + b_s))
+    cap = (p_top_w + jit) * a_s * b_s / (a_s + b_s)
+    return min(down * a_s, up * b_s, cap), min(up * a_s, down * b_s, cap)
+
+
+def _outside_edge_j(t: np.ndarray, e: np.ndarray, te: float, start: bool, period_s: float) -> float:
+    """The cumulative energy at a window's edge ``te`` taking the power outside the window as steady from the
+    poll about the edge outward: a start edge at the mean power over four update periods or more before the poll
+    ahead of it, an end edge at the mean as long after the poll past it. Linear where the edge is within an update
+    period of a poll or no such mean is there; kept between the two polls' values."""
+    lin = float(np.interp(te, t, e))
+    ib = int(np.searchsorted(t, te))
+    if ib <= 0 or ib >= t.size:
+        return lin
+    ia = ib - 1
+    ta, tb = float(t[ia]), float(t[ib])
+    if min(te - ta, tb - te) <= period_s:
+        return lin
+    span = max(4.0 * period_s, 1e-9)
+    if start:
+        j = int(np.searchsorted(t, ta - span, side="right")) - 1
+        if j < 0 or j >= ia:
+            return lin
+        est = float(e[ia]) + (float(e[ia]) - float(e[j])) / (ta - float(t[j])) * (te - ta)
+    else:
+        k = int(np.searchsorted(t, tb + span))
+        if k >= t.size:
+            return lin
+        est = float(e[ib]) - (float(e[k]) - float(e[ib])) / (float(t[k]) - tb) * (tb - te)
+    return float(np.clip(est, min(e[ia], e[ib]), max(e[ia], e[ib])))
+
+
+def _at_poll(t: np.ndarray, te: float, tol_s: float) -> bool:
+    """Whether a poll of ``t`` is within ``tol_s`` of ``te`` (a mark's poll comes just after its edge)."""
+    i = int(np.searchsorted(t, te))
+    return any(abs(float(t[j]) - te) <= tol_s for j in (i - 1, i) if 0 <= j < t.size)
 
 
 def _spaced(t: np.ndarray, min_span_s: float) -> np.ndarray:
