@@ -63,6 +63,8 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
         check_output(figure, extra_inputs=inputs)
         check_figure_format(figure)
     cmp = compare_files(inputs, by, where=where, model=model, alpha=alpha, method=method)
+    for w in cmp.warnings:      # as `archline fit` says them, whatever the format
+        click.echo(f"archline: warning: {w}", err=True)
     drawn = None
     if figure is not None:      # drawn first: the JSON report lists it
         from archline.fit.plots.compare import compare_figure

@@ -129,7 +129,12 @@ def cli(verbose: bool, debug: bool) -> None:
 def _usage_line(e: click.UsageError) -> str:
     """Click's usage error as one line: the command, what is wrong, where the help is."""
     path = e.ctx.command_path if e.ctx is not None else "archline"
-    return f"{path}: {e.format_message()} (see '{path} --help')"
+    return f"{path}: {one_line(e.format_message())} (see '{path} --help')"
+
+
+def one_line(message: str) -> str:
+    """A message of several lines (click's "Choose from:\\n\\thost,\\n\\trun") as one: every error is one line."""
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
 def _say(line: str) -> None:
@@ -196,8 +201,34 @@ class _TolerantStderr:
 
 
 def _late_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM after the command has finished (its outputs written), while the interpreter exits: 130, as Ctrl-C."""
+    """Ctrl-C or SIGTERM after the command has finished (its outputs written), while the process exits: 130 and
+    the line an interrupt says, as documented (was killed by the signal itself: Python's finalisation puts the
+    default handlers back, so :func:`main` ends the process itself, see :func:`_exit_process`)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.write(2, b"archline: interrupted\n")
     os._exit(EXIT_INTERRUPTED)
+
+
+def _exit_process(code: Any) -> None:
+    """End the console script with ``code`` keeping archline's signal handlers to the last instruction: the exit
+    functions run and the streams are flushed here, then ``os._exit`` (the interpreter's own finalisation would
+    put the default handlers back first, and a signal in that window killed the process by the signal)."""
+    import atexit
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _late_sigterm)
+    if code is None:
+        code = EXIT_OK
+    elif not isinstance(code, int):         # sys.exit("text"): the text on stderr, 1 (as the interpreter does)
+        _say(str(code))
+        code = 1
+    for t in threading.enumerate():         # the interpreter waits for non-daemon threads: so do we
+        if t is not threading.current_thread() and not t.daemon:
+            t.join()
+    atexit._run_exitfuncs()
+    _quiet_streams()
+    os._exit(code)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -225,7 +256,19 @@ def _stdout_closed() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The console script. Every user mistake and environment failure ends here as one line on stderr and a code
-    of :data:`archline.common.exits.EXIT_CODES`; anything else is a bug and keeps its traceback."""
+    of :data:`archline.common.exits.EXIT_CODES`; anything else is a bug and keeps its traceback. Called with
+    ``argv`` (in-process) it returns or raises SystemExit; as the script it ends the process (:func:`_exit_process`)."""
+    if argv is not None:
+        return _main(argv)
+    try:
+        code: Any = _main(None)
+    except SystemExit as e:
+        code = e.code
+    _exit_process(code)
+    return EXIT_OK                          # not reached
+
+
+def _main(argv: list[str] | None) -> int:
     import warnings
 
     from archline.common.outputs import reset
@@ -258,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as e:
         _fail(_usage_line(e), e.exit_code)
     except click.ClickException as e:
-        _fail(e.format_message(), e.exit_code if e.exit_code != EXIT_BUG else EXIT_INPUT)
+        _fail(one_line(e.format_message()), e.exit_code if e.exit_code != EXIT_BUG else EXIT_INPUT)
     except KeyboardInterrupt:
         _ignore_interrupts()
         old_term = None  # stay ignored to the end

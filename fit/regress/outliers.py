@@ -62,9 +62,12 @@ class Outlier:
 
     def message(self) -> str:
         key = ", ".join(f"{k}={v}" for k, v in self.configuration.items() if k in ("kernel", "precision", "level"))
+        from archline.fit.regress.sources import unit_slip
+
+        slip = unit_slip("energy", self.energy_ratio)      # only a factor near a known slip is called one
         return (f"outlier: {self.where} ({key}, {self.rows} row(s)): energy is {self.energy_ratio:.3g}x a robust "
-                f"fit of the other configurations (robust z = {self.robust_z:.3g}); a unit slip (kJ as J)? check "
-                f"or drop that row")
+                f"fit of the other configurations (robust z = {self.robust_z:.3g}); "
+                + (f"a unit slip ({slip})? " if slip else "") + "check or drop that row")
 
 
 @dataclass

@@ -49,8 +49,9 @@ MIN_SOURCE_ROWS = 3
 NONPHYSICAL_MAPE_PCT = 100.0
 #: sources named at most; more are counted
 MAX_NAMED = 10
-#: a factor within this ratio of a known unit slip is named as that slip
-_SLIP_TOLERANCE = 1.5
+#: a factor within this ratio (35%: hosts' own costs differ by tens of percent) of a known unit slip is named as
+#: that slip; kJ's 1e-3 and Wh's 1/3600 are 3.6x apart, so one is never named as the other
+_SLIP_TOLERANCE = 1.35
 
 #: (quantity, this source's / the others' factor) -> the slip it looks like
 _SLIPS: dict[str, tuple[tuple[float, str], ...]] = {
@@ -110,24 +111,59 @@ def unit_slip(quantity: str, factor: float) -> str | None:
     return None
 
 
-def _relative_logs(values: np.ndarray, g: np.ndarray, unit: np.ndarray, n_cfg: int) -> np.ndarray:
-    """Each row's log value minus its configuration's mean log value; NaN where the value is not positive or the
-    configuration's rows come from one source only."""
+def _pairs(values: np.ndarray, g: np.ndarray, unit: np.ndarray, n_units: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (configuration, source) pairs measured: their configuration, source and mean log value, and for each
+    row with a positive value its pair (-1 otherwise) and its log value."""
     with np.errstate(divide="ignore", invalid="ignore"):
         lv = np.log(values)
     ok = np.isfinite(lv)
-    cnt = np.bincount(g[ok], minlength=n_cfg).astype(np.float64)
-    tot = np.bincount(g[ok], weights=lv[ok], minlength=n_cfg)
-    lo = np.full(n_cfg, np.iinfo(np.int64).max)
-    hi = np.full(n_cfg, -1)
-    np.minimum.at(lo, g[ok], unit[ok])
-    np.maximum.at(hi, g[ok], unit[ok])
-    shared = hi > lo                                   # at least two sources measured the configuration
+    keys = g.astype(np.int64) * n_units + unit
+    uniq, inv = np.unique(keys[ok], return_inverse=True)
+    mean = np.bincount(inv, weights=lv[ok], minlength=uniq.size) / np.bincount(inv, minlength=uniq.size)
+    pair = np.full(values.size, -1, dtype=np.int64)
+    pair[ok] = inv
+    return uniq // n_units, uniq % n_units, mean, pair, lv
+
+
+def _median_reference(cfg: np.ndarray, mean: np.ndarray, n_cfg: int) -> np.ndarray:
+    """Each configuration's median over its sources' mean log values (NaN where one source only measured it):
+    robust to one source in the wrong unit where three or more measured the configuration."""
+    order = np.lexsort((mean, cfg))
+    cnt = np.bincount(cfg, minlength=n_cfg)
+    starts = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    sm = mean[order]
+    med = np.full(n_cfg, math.nan)
+    has = cnt >= 2
+    med[has] = (sm[starts[has] + (cnt[has] - 1) // 2] + sm[starts[has] + cnt[has] // 2]) / 2
+    return med[cfg]
+
+
+def _majority_reference(cfg: np.ndarray, src: np.ndarray, mean: np.ndarray, n_cfg: int, majority: np.ndarray
+                        ) -> np.ndarray:
+    """For each pair, the mean log value of its configuration over the majority's sources (NaN where none of
+    them, or no second source, measured it): a source in the wrong unit never moves the reference."""
+    inm = majority[src]
+    tot = np.bincount(cfg[inm], weights=mean[inm], minlength=n_cfg)
+    cnt = np.bincount(cfg[inm], minlength=n_cfg).astype(np.float64)
+    shared = np.bincount(cfg, minlength=n_cfg) >= 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = tot / cnt
-    out = lv - mean[g]
-    out[~ok | ~shared[g]] = np.nan
-    return out
+        ref = np.where((cnt > 0) & shared, tot / cnt, math.nan)
+    return ref[cfg]
+
+
+def _scales(dev: np.ndarray, src: np.ndarray, pair: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per source, the median over its shared configurations of its deviation from the reference, and its rows
+    compared (NaN scale for fewer than MIN_SOURCE_ROWS)."""
+    med = np.full(n, math.nan)
+    good = np.isfinite(dev)
+    rows_of = np.bincount(pair[pair >= 0], minlength=dev.size)
+    count = np.bincount(src[good], weights=rows_of[good], minlength=n).astype(np.int64)
+    for u in range(n):
+        d = dev[good & (src == u)]
+        if d.size and count[u] >= MIN_SOURCE_ROWS:
+            med[u] = float(np.median(d))
+    return med, count
 
 
 def _clusters(med: np.ndarray, count: np.ndarray) -> tuple[float, bool] | None:
@@ -159,33 +195,48 @@ def find_off_sources(result: FitResult) -> list[OffSource]:
         return []
     index = {k: i for i, k in enumerate(names)}
     unit = np.array([index[k] for k in keys], dtype=np.int64)[rows.src]
+    return off_sources(rows.e, rows.t, rows.g, unit, names)
+
+
+def off_sources(e: np.ndarray, t: np.ndarray, g: np.ndarray, unit: np.ndarray, names: list[str]) -> list[OffSource]:
+    """The sources (``unit``: each row's index into ``names``) whose energy or time sits off the others by one
+    large factor on the configurations (``g``) they share, the farthest first."""
+    if len(names) < 2 or g.size == 0:
+        return []
     with np.errstate(divide="ignore", invalid="ignore"):
-        power = rows.e / rows.t
+        power = e / t
+    n_cfg = int(g.max()) + 1
     out: list[OffSource] = []
-    for quantity, values in (("energy", rows.e), ("time", rows.t)):
-        rel = _relative_logs(values, rows.g, unit, rows.n_configs)
-        out += _judge(quantity, rel, unit, names, power)
+    for quantity, values in (("energy", e), ("time", t)):
+        out += _judge(quantity, values, g, unit, n_cfg, names, power)
     out.sort(key=lambda o: -abs(math.log(o.factor)))
     return out
 
 
-def _judge(quantity: str, rel: np.ndarray, unit: np.ndarray, names: list[str], power: np.ndarray) -> list[OffSource]:
+def _judge(quantity: str, values: np.ndarray, g: np.ndarray, unit: np.ndarray, n_cfg: int, names: list[str],
+           power: np.ndarray) -> list[OffSource]:
     n = len(names)
-    med = np.full(n, math.nan)
-    count = np.zeros(n, dtype=np.int64)
-    ok = np.isfinite(rel)
-    for u in range(n):
-        v = rel[ok & (unit == u)]
-        count[u] = v.size
-        if v.size >= MIN_SOURCE_ROWS:
-            med[u] = float(np.median(v))
+    cfg, src, mean, pair, lv = _pairs(values, g, unit, n)
+    if mean.size == 0:
+        return []
+    # a first majority from each configuration's median source, then every scale against that majority only
+    med, count = _scales(mean - _median_reference(cfg, mean, n_cfg), src, pair, n)
+    found = _clusters(med, count)
+    if found is None:
+        return []
+    lim = math.log(SOURCE_FACTOR_LIMIT)
+    majority = np.isfinite(med) & (np.abs(med - found[0]) <= lim)
+    ref_pair = _majority_reference(cfg, src, mean, n_cfg, majority)
+    med, count = _scales(mean - ref_pair, src, pair, n)
     found = _clusters(med, count)
     if found is None:
         return []
     ref, tied = found
-    lim = math.log(SOURCE_FACTOR_LIMIT)
     refs = [u for u in range(n) if np.isfinite(med[u]) and abs(med[u] - ref) <= lim]
     reference = names[refs[0]] if len(refs) == 1 else f"the {len(refs)} other sources"
+    with np.errstate(invalid="ignore"):
+        rel = np.where(pair >= 0, lv - ref_pair[np.maximum(pair, 0)], math.nan)
+    ok = np.isfinite(rel)
     in_ref = np.isin(unit, refs) & ok
     ref_power = float(np.nanmedian(power[in_ref])) if in_ref.any() else math.nan
     out: list[OffSource] = []

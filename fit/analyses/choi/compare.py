@@ -113,6 +113,9 @@ class Block:
     replicate: str = ""                  #: what one stage-1 fit is: "runs" (of a host), "hosts" (of a run)
     n_cells: dict[str, int] = field(default_factory=dict)
     two_stage: bool = False              #: the random-effects tests were used (else the fits' errors)
+    warnings: list[str] = field(default_factory=list)      #: the input's and the cells' checks (compare_checks)
+    off_sources: list[dict[str, Any]] = field(default_factory=list)
+    unreliable: bool = False             #: a source or a cell fit warned: the values and tests are not to be used
 
 
 @dataclass
@@ -125,6 +128,7 @@ class Comparison:
                                                            "spread": TEST_SPREAD})
     files: list[str] = field(default_factory=list)
     method: str = "two-stage"
+    warnings: list[str] = field(default_factory=list)     #: every block's, its scope named (stderr)
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -210,6 +214,20 @@ def _block(scope: str, fits: dict[str, dict[str, Any]], alpha: float, notes: lis
                  two_stage=method == "two-stage" and not pooled_used)
 
 
+def _checked(b: Block, data: Grouped, fits: dict[str, dict[str, Any]]) -> Block:
+    """The block with the checks ``archline fit`` makes of its input (a source off by a unit factor) and each
+    cell fit's own warnings that make it unusable (:mod:`archline.fit.analyses.choi.compare_checks`)."""
+    from archline.fit.analyses.choi.compare_checks import cell_warnings, source_warnings, unreliable_note
+
+    said, b.off_sources = source_warnings(data)
+    cells = cell_warnings(fits)
+    b.warnings = said + cells
+    b.unreliable = bool(b.warnings)
+    if b.unreliable:
+        b.notes.insert(0, unreliable_note(b.scope, len(said), len(cells)))
+    return b
+
+
 def _check_args(by: str, model: str, method: str, alpha: float) -> None:
     if by not in BY_COLUMN:
         raise CompareError(f"--by must be one of {', '.join(BY_COLUMN)}, got {by!r}")
@@ -264,7 +282,7 @@ def compare_grouped(data: Grouped, by: str, *, model: str = "basic", alpha: floa
     blocks: list[Block] = []
     if by == "platform":
         fits, notes = _fit_cells(data, has, column, reps, model)
-        blocks.append(_block("platforms", fits, alpha, notes, by, method))
+        blocks.append(_checked(_block("platforms", fits, alpha, notes, by, method), data.select(has), fits))
     else:
         from archline.fit.io.configs import iter_groups
 
@@ -272,12 +290,14 @@ def compare_grouped(data: Grouped, by: str, *, model: str = "basic", alpha: floa
             if not (on & has).any():
                 continue
             fits, notes = _fit_cells(data, on & has, column, reps, model)
-            blocks.append(_block(str(platform), fits, alpha, notes, by, method))
+            blocks.append(_checked(_block(str(platform), fits, alpha, notes, by, method), data.select(on & has),
+                                   fits))
     if not any(b.coefficients for b in blocks):
         raise CompareError("no group could be fitted: " + "; ".join(n for b in blocks for n in b.notes))
     if first_notes:
         blocks[0].notes[:0] = first_notes
     cmp = Comparison(by, model, alpha, blocks, method=method)
+    cmp.warnings = [f"{b.scope}: {w}" for b in blocks for w in b.warnings]
     used = [b.two_stage for b in blocks if b.coefficients]
     cmp.tests = tests_for(by, "two-stage" if method == "two-stage" and any(used) else "pooled")
     if method == "two-stage" and any(used) and not all(used):

@@ -89,6 +89,9 @@ def _block_lines(b: Block, cmp: Comparison) -> list[str]:
     how = (f"mean of each {cmp.by}'s per-{b.replicate[:-1]} fits [95% CI from the variation between "
            f"{b.replicate}]" if b.two_stage else "value [95% CI of the fit]")
     out = [title, "=" * len(title)]
+    if b.unreliable:
+        out.append(f"  UNRELIABLE: {len(b.warnings)} warning(s) below; the values and tests mix a unit slip or a "
+                   "non-physical fit in")
     if b.two_stage and b.n_cells:
         lo, hi = min(b.n_cells.values()), max(b.n_cells.values())
         out.append(f"  {sum(b.n_cells.values())} fits: {lo if lo == hi else f'{lo}-{hi}'} {b.replicate} per {cmp.by}")
@@ -96,6 +99,7 @@ def _block_lines(b: Block, cmp: Comparison) -> list[str]:
     if len(b.groups) > 1:
         out += [_tests(c, cmp.alpha) for c in b.coefficients] + [""]
     out += [f"note: {n}" for n in b.notes]
+    out += [f"warning: {w}" for w in b.warnings]
     return out
 
 
