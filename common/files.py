@@ -92,7 +92,7 @@ def read_bytes(path: str | Path, *, error: type[Exception], what: str = "file",
 def unique_inputs(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None) -> list[Path]:
     """``paths`` with a file named twice (the same path, a link to it, ``./a`` and ``a``) kept once, at its first
     place, with a warning through ``warn``. Paths that do not exist are kept (their reader names them)."""
-    seen: dict[tuple[int, int], Path] = {}
+    seen: dict[tuple[int, int], str | Path] = {}      # -> the path as given (``./a``, which Path makes ``a``)
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
@@ -104,9 +104,9 @@ def unique_inputs(paths: Iterable[str | Path], warn: Callable[[str], None] | Non
         key = (st.st_dev, st.st_ino)
         if stat.S_ISREG(st.st_mode) and key in seen:
             if warn is not None:
-                warn(f"{show(p)} is the same file as {show(seen[key])}; it is read once")
+                warn(f"{show(raw)} is the same file as {show(seen[key])}; it is read once")
             continue
-        seen.setdefault(key, p)
+        seen.setdefault(key, raw)
         out.append(p)
     return out
 

@@ -39,11 +39,11 @@ import numpy as np
 
 from archline.common.atomic import atomic_path
 from archline.common.errors import OutputError
-from archline.common.outputs import inside, make_dirs, note_input, show
+from archline.common.outputs import inside, make_dirs, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.parquet_types import check_column_types, partition_mismatch, type_fits
-from archline.fit.io.partitions import dataset_root, file_partition
+from archline.fit.io.partitions import dataset_listing, dataset_root, file_partition, note_dataset_input
 from archline.fit.io.partitions import partition_values as partition_values  # re-exported: sources reads it here
 from archline.fit.io.results_file import ResultsFile, SourceError, check_unique_columns
 
@@ -77,13 +77,8 @@ def arrow_schema(columns: Sequence[str]) -> pa.Schema:
 
 
 def dataset_files(root: Path) -> list[Path]:
-    """The Parquet files a reader reads in a data set directory, sorted (hidden and _-prefixed entries skipped)."""
-    files = []
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).parts
-        if p.suffix in PARQUET_SUFFIXES and not any(x.startswith((".", "_")) for x in rel) and p.is_file():
-            files.append(p)
-    return files
+    """The Parquet files a reader reads in a data set directory, sorted (:func:`dataset_listing`)."""
+    return dataset_listing(root, PARQUET_SUFFIXES)[0]
 
 
 def owned_files(root: Path) -> list[Path]:
@@ -192,7 +187,7 @@ def read_dataset_table(path: Path) -> pa.Table:
 
     if not path.exists():
         raise DatasetError(f"data set {show(path)} does not exist")
-    note_input(path)
+    note_dataset_input(path)
     if not path.is_dir():
         _check_files_unique([path])
         try:

@@ -50,11 +50,9 @@ class LineBlocks:
         except OSError as e:
             if self.codec is None:
                 raise ReadError(f"{self.what} {show(self.path)}: cannot read ({e.strerror or e})") from None
-            raise ReadError(f"{self.what} {show(self.path)}: not a {self.codec} file "
-                            f"({str(e).splitlines()[0] if str(e) else e})") from None
+            raise _codec_error(e, self.codec, self.path, self.what) from None
         except Exception as e:      # pyarrow's decompression errors (ArrowInvalid)
-            raise ReadError(f"{self.what} {show(self.path)}: not a {self.codec} file "
-                            f"({str(e).splitlines()[0] if str(e) else e})") from None
+            raise _codec_error(e, self.codec or "", self.path, self.what) from None
 
     def blocks(self) -> Iterator[tuple[bytes, int]]:
         """(whole lines, the input line number of the first), at most ``block_bytes`` at a time (unless
@@ -99,4 +97,12 @@ def decompress(data: bytes, codec: str, path: Path, what: str) -> bytes:
     try:
         return bytes(pa.input_stream(pa.BufferReader(data), compression=codec).read())
     except (OSError, pa.ArrowInvalid) as e:
-        raise ReadError(f"{what} {show(path)}: not a {codec} file ({str(e).splitlines()[0]})") from None
+        raise _codec_error(e, codec, path, what) from None
+
+
+def _codec_error(e: Exception, codec: str, path: Path, what: str) -> ReadError:
+    """One line naming a compressed input that cannot be decompressed: cut off (its stream ends early) or not
+    one at all."""
+    why = str(e).splitlines()[0] if str(e) else type(e).__name__
+    how = f"a {codec} file cut off" if "truncated" in why.lower() else f"not a {codec} file"
+    return ReadError(f"{what} {show(path)}: {how} ({why})")

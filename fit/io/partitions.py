@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import unquote
 
-__all__ = ["dataset_root", "file_partition", "partition_values"]
+from archline.common.outputs import note_input
+
+__all__ = ["dataset_listing", "dataset_root", "file_partition", "note_dataset_input", "partition_values"]
 
 
 def _partition_part(name: str) -> tuple[str, str] | None:
@@ -28,6 +30,33 @@ def dataset_root(path: Path) -> Path:
     while _partition_part(d.name) is not None and d.parent != d:
         d = d.parent
     return d
+
+
+def dataset_listing(root: Path, suffixes: tuple[str, ...]) -> tuple[list[Path], list[Path]]:
+    """(the data files a reader reads in the data set directory ``root``: those ending in ``suffixes``, sorted; the
+    other files it skips). Entries whose path below ``root`` has a hidden or ``_``-prefixed component (``.tmp``,
+    ``_SUCCESS``, ``_metadata``, ``_common_metadata``, Spark's ``_temporary/``) are neither, as pyarrow's and
+    Spark's hive readers skip them."""
+    files: list[Path] = []
+    other: list[Path] = []
+    for p in sorted(root.rglob("*")):
+        if any(x.startswith((".", "_")) for x in p.relative_to(root).parts) or not p.is_file():
+            continue
+        (files if p.suffix in suffixes else other).append(p)
+    return files, other
+
+
+def note_dataset_input(path: Path) -> None:
+    """Note ``path`` (a data set directory, a partition directory or a part file) as an input of the command, and
+    with a partition directory or part file the data set's root too: an output written anywhere in the data set
+    (``fit ds/platform=gtx580/host=n1 --out ds/x.json``) would be read back as data by the next reader of
+    ``ds``, so :mod:`archline.common.outputs` refuses it."""
+    note_input(path)
+    here = path.absolute()
+    root = dataset_root(here)
+    if root != (here if here.is_dir() else here.parent):
+        given = dataset_root(path)          # as the user named it (``ds``), unless the walk left what was given
+        note_input(given if given.absolute() == root else root)
 
 
 def partition_values(path: Path, root: Path) -> dict[str, str]:

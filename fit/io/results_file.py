@@ -7,10 +7,9 @@ the data, here :attr:`ResultsFile.SCHEMA`):
 
 * **Reading** (:meth:`ResultsFile.open`) opens the input once (:func:`archline.common.files.open_input`, which
   notes it as an input of the command) and never by name again, so a pipe, a FIFO, ``/dev/stdin`` and
-  ``<(...)`` work. A regular file is read by pyarrow through the open file object (seeked back for a second
-  pass). The fit's read (``stream``) takes a pipe or a compressed file (``.gz``, ``.bz2``, ``.zst``, ``.lz4``)
-  a block of whole lines at a time (:mod:`~archline.fit.io.line_blocks`); other reads hold it in memory (at
-  most :data:`~archline.common.files.MAX_STREAM_BYTES`).
+  ``<(...)`` work. The fit's read (``stream``) takes every CSV, a regular file, a pipe or a compressed one
+  (``.gz``, ``.bz2``, ``.zst``, ``.lz4``), a block of whole lines at a time (:mod:`~archline.fit.io.line_blocks`);
+  other reads hold a pipe in memory (at most :data:`~archline.common.files.MAX_STREAM_BYTES`).
 * **Writing**: ``ResultsFile(path)`` opens a file for appending rows (the header written atomically when the
   file is new); rows are appended in the columns of the file's *own* header, one complete line per
   ``os.write`` plus fsync. A file that is not an ``archline.results/1`` CSV is refused before anything touches
@@ -48,8 +47,10 @@ if TYPE_CHECKING:  # pragma: no cover
 COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
 #: the most of a file's start read to find its header line
 HEADER_BYTES = 1 << 20
-CSV_WHOLE_BYTES = 512 << 20
-CSV_BLOCK_BYTES = 16 << 20
+#: the largest regular file the fit parses in one call: none (was 512 MB: memory grew with its rows)
+CSV_WHOLE_BYTES = 0
+#: blocks of whole lines: a pipe's or compressed file's, a regular file's; pyarrow's parse unit within one (threads)
+CSV_BLOCK_BYTES, CSV_FILE_BLOCK_BYTES, CSV_PARSE_BYTES = 16 << 20, 16 << 20, 2 << 20
 
 
 class SourceError(ArchlineFitError):
@@ -337,14 +338,13 @@ class ResultsFile:
 
     def tables(self, text: Sequence[str], num: Sequence[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
         """The fit's read: only the columns ``text`` (dictionary-encoded) and ``num`` (float64) the file has, in
-        tables with the CSV line number of each row (header = line 1). A file up to :data:`CSV_WHOLE_BYTES` in one
-        multithreaded call; a larger one, a pipe or a compressed file (``stream``) in blocks of whole lines
-        (:class:`~archline.fit.io.line_blocks.LineBlocks`). Unparsable numbers are re-read as text."""
+        tables with the CSV line number of each row (header = line 1), read in blocks of whole lines
+        (:class:`~archline.fit.io.line_blocks.LineBlocks`), so memory is flat in rows (a file held already, read
+        without ``whole_lines``, in one call). Unparsable numbers are re-read as text."""
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
         from archline.fit.io.line_blocks import LineBlocks
-
         header = self.columns
         present = [c for c in (*text, *num) if c in header]
         dict_type = pa.dictionary(pa.int32(), pa.string())
@@ -356,10 +356,10 @@ class ResultsFile:
             return pcsv.ConvertOptions(include_columns=present, column_types=types, strings_can_be_null=True,
                                        null_values=[""])
 
-        if self._pipe is None and self._size > CSV_WHOLE_BYTES:
-            self._pipe = LineBlocks(self._input(), self.path, None, "results file", CSV_BLOCK_BYTES)
+        if self._pipe is None and self._file is not None and self._size > CSV_WHOLE_BYTES:
+            self._pipe = LineBlocks(self._input(), self.path, None, "results file", CSV_FILE_BLOCK_BYTES)
         pipe = self._pipe
-        ropts = pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES)
+        ropts = pcsv.ReadOptions(block_size=CSV_PARSE_BYTES)
         for block, line in (pipe.blocks() if pipe is not None else iter([(b"", 2)])):
             data = pipe.header + block if pipe is not None else None      # None: the whole file
             for num_as_text in (False, True):

@@ -28,7 +28,8 @@ import numpy as np
 from archline.common.arrow import numpy_of
 from archline.common.outputs import note_input, show
 from archline.fit.io.configs import Source
-from archline.fit.io.dataset import PARQUET_SUFFIXES, dataset_files, parquet_columns, parquet_tables, partition_values
+from archline.fit.io.dataset import PARQUET_SUFFIXES, parquet_columns, parquet_tables, partition_values
+from archline.fit.io.partitions import dataset_listing, note_dataset_input
 from archline.fit.io.results_file import COMPRESSION, ResultsFile, SourceError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,9 +41,10 @@ __all__ = ["OpenSource", "SourceError", "iter_sources", "open_source", "stdin_pa
 STDIN = Path("/dev/stdin")
 
 
-def stdin_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """``paths`` with ``-`` standing for standard input, as in ``cat`` (a file named ``-`` is given as ``./-``)."""
-    return [STDIN if str(p) == "-" else Path(p) for p in paths]
+def stdin_paths(paths: Iterable[str | Path]) -> list[str | Path]:
+    """``paths`` with ``-`` standing for standard input, as in ``cat`` (a file named ``-`` is given as ``./-``); the
+    others as given (``./a.csv`` stays so in a message)."""
+    return [STDIN if str(p) == "-" else p for p in paths]
 
 
 def text_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str | None]]:
@@ -92,8 +94,11 @@ def iter_sources(paths: Sequence[Path], warn: Callable[[str], None] | None = Non
 
     for p in paths:
         if p.is_dir():
-            note_input(p)
-            files = dataset_files(p)
+            note_dataset_input(p)
+            files, skipped = dataset_listing(p, PARQUET_SUFFIXES)
+            if skipped and warn is not None:
+                warn(f"{show(p)}: {len(skipped)} file(s) that are not Parquet skipped (e.g. {show(skipped[0])}); a "
+                     f"data set directory is read for its *.parquet files: give a CSV file itself")
             if not files:
                 raise SourceError("empty", f"{show(p)}: a directory without Parquet files (expected a data set such "
                                            f"as platform=<p>/host=<h>/run_id=<r>/part-0.parquet; give CSV files "
@@ -105,7 +110,7 @@ def iter_sources(paths: Sequence[Path], warn: Callable[[str], None] | None = Non
         elif p.suffix in PARQUET_SUFFIXES and not is_results_csv(str(p)):
             if not p.exists():
                 raise SourceError("read", f"results file {show(p)} does not exist")
-            note_input(p)
+            note_dataset_input(p)
             if first_time(p):
                 yield p, "parquet", partition_values(p, p.parent)     # a data set's part file keeps its partitions
         elif first_time(p):
