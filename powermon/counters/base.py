@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from archline.powermon.counters.edges import at_poll, interp_range_j, outside_edge_j, spaced
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
@@ -218,7 +219,7 @@ class CounterMeter:
         """Whether the window's own power shows in the trace: an edge at a poll (a mark), or two polls four
         update periods apart or more inside the window (their mean power is of the window alone)."""
         period = self.update_period_host_s()
-        if not all(_at_poll(t, te, period) for te in (t0_s, t1_s)):
+        if not all(at_poll(t, te, period) for te in (t0_s, t1_s)):
             inside = t[(t >= t0_s) & (t <= t1_s)]
             return inside.size > 1 and float(inside[-1] - inside[0]) >= max(4.0 * period, 1e-12)
         return True
@@ -232,7 +233,7 @@ class CounterMeter:
         if seen:
             return float(np.interp(t1_s, t, e) - np.interp(t0_s, t, e))
         period = self.update_period_host_s()
-        e0, e1 = (_outside_edge_j(t, e, te, start, period) for te, start in ((t0_s, True), (t1_s, False)))
+        e0, e1 = (outside_edge_j(t, e, te, start, period) for te, start in ((t0_s, True), (t1_s, False)))
         return max(e1 - e0, 0.0)
 
     def update_period_host_s(self) -> float:
@@ -272,7 +273,7 @@ class CounterMeter:
         margin = 4.0 * (period + self.poll_s)
         lo = max(int(np.searchsorted(t, t0_s - margin)) - 1, 0)
         hi = min(int(np.searchsorted(t, t1_s + margin)) + 1, t.size)
-        keep = lo + _spaced(t[lo:hi], 4.0 * period)
+        keep = lo + spaced(t[lo:hi], 4.0 * period)
         tc, ec = t[keep], e[keep]
         dt = np.diff(tc)
         ok = dt > 0
@@ -306,12 +307,12 @@ class CounterMeter:
                     # between the two polls on either side of the edge
                     below, above = abs(d_e) * a / (a + b), abs(d_e) * b / (a + b)
                 else:
-                    below, above = _interp_range_j(a, b, d_e / (a + b), max(p_top, p_edge), period)
+                    below, above = interp_range_j(a, b, d_e / (a + b), max(p_top, p_edge), period)
                 if seen:
                     edge_j += max(below, above)
                 else:                  # the edge's estimate, off the line, within [line - below, line + above]
                     lin = float(np.interp(te, t, e))
-                    est = _outside_edge_j(t, e, te, te == t0_s, period)
+                    est = outside_edge_j(t, e, te, te == t0_s, period)
                     sign = -1.0 if te == t0_s else 1.0
                     span_lo += (est - (lin - below)) if sign > 0 else (lin + above - est)
                     span_hi += (lin + above - est) if sign > 0 else (est - (lin - below))
@@ -367,69 +368,6 @@ class CounterMeter:
         if self.readings_error:
             out["readings_error"] = self.readings_error
         return out
-
-
-def _interp_range_j(a_s: float, b_s: float, p_mean_w: float, p_top_w: float, period_s: float
-                    ) -> tuple[float, float]:
-    """How far below and above the straight line between two polls the cumulative energy at an edge ``a_s`` after
-    one poll and ``b_s`` before the next may lie, the power between them ``p_mean_w`` on average and, it is assumed,
-    between 0 and ``p_top_w`` (the most the channel was seen to draw; a burst shorter than a poll above it is not
-    covered). With ``A`` the energy before the edge, ``A - a p_mean`` is at most ``a (p_top - p_mean)`` and
-    ``b p_mean`` above, ``a p_mean`` and ``b (p_top - p_mean)`` below: none when the power between the two polls
-    was steady at the top (a step at a poll), ``a b / (a + b)`` of the top at most. The mean is known to one
-    update more or less."""
-    jit = p_top_w * period_s / (a_s + b_s)
-    up, down = max(p_top_w - p_mean_w, 0.0) + jit, max(p_mean_w, 0.0) + jit
-    cap = (p_top_w + jit) * a_s * b_s / (a_s + b_s)
-    return min(down * a_s, up * b_s, cap), min(up * a_s, down * b_s, cap)
-
-
-def _outside_edge_j(t: np.ndarray, e: np.ndarray, te: float, start: bool, period_s: float) -> float:
-    """The cumulative energy at a window's edge ``te`` taking the power outside the window as steady from the
-    poll about the edge outward: a start edge at the mean power over four update periods or more before the poll
-    ahead of it, an end edge at the mean as long after the poll past it. Linear where the edge is within an update
-    period of a poll or no such mean is there; kept between the two polls' values."""
-    lin = float(np.interp(te, t, e))
-    ib = int(np.searchsorted(t, te))
-    if ib <= 0 or ib >= t.size:
-        return lin
-    ia = ib - 1
-    ta, tb = float(t[ia]), float(t[ib])
-    if min(te - ta, tb - te) <= period_s:
-        return lin
-    span = max(4.0 * period_s, 1e-9)
-    if start:
-        j = int(np.searchsorted(t, ta - span, side="right")) - 1
-        if j < 0 or j >= ia:
-            return lin
-        est = float(e[ia]) + (float(e[ia]) - float(e[j])) / (ta - float(t[j])) * (te - ta)
-    else:
-        k = int(np.searchsorted(t, tb + span))
-        if k >= t.size:
-            return lin
-        est = float(e[ib]) - (float(e[k]) - float(e[ib])) / (float(t[k]) - tb) * (tb - te)
-    return float(np.clip(est, min(e[ia], e[ib]), max(e[ia], e[ib])))
-
-
-def _at_poll(t: np.ndarray, te: float, tol_s: float) -> bool:
-    """Whether a poll of ``t`` is within ``tol_s`` of ``te`` (a mark's poll comes just after its edge)."""
-    i = int(np.searchsorted(t, te))
-    return any(abs(float(t[j]) - te) <= tol_s for j in (i - 1, i) if 0 <= j < t.size)
-
-
-def _spaced(t: np.ndarray, min_span_s: float) -> np.ndarray:
-    """Indices of the times ``t`` (ascending) kept so that each is at least ``min_span_s`` after the one kept
-    before it (the first and the last always kept; the last replaces the one before it when too close)."""
-    keep = [0]
-    for i in range(1, t.size):
-        if t[i] - t[keep[-1]] >= min_span_s:
-            keep.append(i)
-    if keep[-1] != t.size - 1:
-        if len(keep) > 1:
-            keep[-1] = t.size - 1
-        else:
-            keep.append(t.size - 1)
-    return np.asarray(keep, dtype=np.intp)
 
 
 class ReadingsMeter(CounterMeter):
