@@ -19,7 +19,10 @@ from archline.powermon.errors import MAX_LOST_SHARE
 
 class SamplesOut(OutPath):
     """A samples output: ``.csv``, ``.csv.gz`` or ``.parquet``, or a stream (``/dev/null``, a pipe), written as CSV
-    (a stream gets no sidecar and a recording to it no raw capture)."""
+    (a stream gets no sidecar and a recording to it no raw capture). A link takes its format from its target
+    (``l2`` -> ``t.csv``: CSV)."""
+
+    follow_links = True
 
     def __init__(self) -> None:
         super().__init__(suffixes=SAMPLES_SUFFIXES)

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from archline.common.exits import EXIT_WRITE
-from archline.common.outputs import is_stream
+from archline.common.outputs import is_stream, resolve_output
 
 #: figure formats every matplotlib back end writes
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp",
@@ -65,11 +65,22 @@ class UnwritablePath(click.BadParameter):
     exit_code = EXIT_WRITE
 
 
+def _target_name(p: Path) -> str:
+    """The name of the file a symlink ``p`` finally points to (``p``'s own where it is none, or a loop)."""
+    try:
+        return resolve_output(p).name
+    except OSError:
+        return p.name
+
+
 class OutPath(click.Path):
     """An output path that can be written: not an existing directory (for a file), its nearest existing parent a
     writable directory, and (for a file) one of ``suffixes`` when given. A device or FIFO (``/dev/null``,
     ``/dev/stdout``) is a stream: any name will do, and the writer uses its default format. Nothing is created
-    here."""
+    here. ``follow_links``: a symlink whose final target has one of ``suffixes`` will do (where the writer takes
+    its format from the target, as the samples writer does)."""
+
+    follow_links = False
 
     def __init__(self, *, dir_okay: bool = False, file_okay: bool = True, suffixes: Sequence[str] = (),
                  path_type: Any = None) -> None:
@@ -87,7 +98,8 @@ class OutPath(click.Path):
                 return super().convert(value, param, ctx)
             raise UnwritablePath(f"{p} is a device or pipe, not a directory; give a directory for the results",
                                  ctx, param)
-        if self.suffixes and not p.name.lower().endswith(self.suffixes):
+        named = _target_name(p) if self.follow_links else p.name     # a link's target names the outputs
+        if self.suffixes and not p.name.lower().endswith(self.suffixes) and not named.lower().endswith(self.suffixes):
             self.fail(f"{p}: unknown format {''.join(p.suffixes) or '(no suffix)'}; use "
                       f"{', '.join(self.suffixes)}", param, ctx)
         if p.is_dir() and not self.dir_okay:

@@ -95,6 +95,15 @@ def encode_frames(ts_us: np.ndarray, levels: np.ndarray, marker: np.ndarray) -> 
     return out.tobytes()
 
 
+def repeat_frames(period_us: float, tol_us: float) -> int:
+    """The fewest frames whose span is a whole number of stamp periods (1024 µs) to within ``tol_us``: steps that
+    differ by it look the same in the stamps (32 at 1250 Hz, 512 at 20 kHz; 384 at 3 kHz, whose period is not a
+    whole µs: counting 1024 there left a 128 ms stall unseen)."""
+    m = np.arange(1, 64 * TS_MOD + 1, dtype=np.float64)
+    hit = np.flatnonzero(np.abs((m * period_us + TS_MOD / 2) % TS_MOD - TS_MOD / 2) <= tol_us)
+    return int(m[hit[0]]) if hit.size else 64 * TS_MOD
+
+
 class Decoder:
     """Stateful: bytes in (any chunking), whole frames out with their index on the cadence of ``rate_hz``."""
 
@@ -103,9 +112,8 @@ class Decoder:
         self.in_use = np.array([config[2 * p].in_use and config[2 * p + 1].in_use for p in range(N_PAIRS)])
         self.rate_hz = rate_hz
         self.period_us = 1e6 / rate_hz
-        self.cycle = TS_MOD // math.gcd(TS_MOD, round(self.period_us)) if self.period_us == round(self.period_us) \
-            else TS_MOD
         self.tol_us = tol_us
+        self.cycle = repeat_frames(self.period_us, tol_us)
         #: frames after which the stamps repeat (128 ms at 2 or 1 kHz): a gap of whole such periods is invisible
         #: in them, so the driver gives a chunk after a silence of half of it its index from the host clock
         self.wrap_frames = self.cycle

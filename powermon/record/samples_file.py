@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.common.atomic import atomic_path, write_atomic
-from archline.common.outputs import check_output, is_stream, show
+from archline.common.outputs import check_output, is_stream, resolve_output, show
 from archline.powermon.errors import MeterError
 from archline.powermon.formats import POWER_ABS_TOL_W, POWER_REL_TOL, SAMPLES_FORMAT
 from archline.powermon.record.samples import COLUMNS, Samples
@@ -44,9 +44,21 @@ if TYPE_CHECKING:  # pragma: no cover
 SUFFIXES = (".csv", ".csv.gz", ".parquet")
 
 
+def format_name(path: str | Path) -> str:
+    """The name whose suffix gives the format of samples written to ``path``: a symlink's final target's (the
+    target names the outputs, docs/errors.md) where that has a samples suffix, else ``path``'s own."""
+    p = Path(path)
+    try:
+        target = resolve_output(p) if p.is_symlink() else p
+    except OSError:                      # a loop: the link's own name (writing it is exit 7)
+        target = p
+    return target.name if target.name.lower().endswith(SUFFIXES) else p.name
+
+
 def kind_of(path: str | Path) -> str:
-    """``parquet``, ``csv.gz`` or ``csv`` by the name (a stream output without a known suffix is CSV)."""
-    name = Path(path).name.lower()
+    """``parquet``, ``csv.gz`` or ``csv`` by the name (a link's target's, :func:`format_name`; a stream output
+    without a known suffix is CSV)."""
+    name = format_name(path).lower()
     if name.endswith(".parquet"):
         return "parquet"
     if name.endswith(".csv.gz"):
@@ -57,7 +69,7 @@ def kind_of(path: str | Path) -> str:
 def check_samples_path(path: str | Path) -> None:
     """An output samples file is .csv, .csv.gz or .parquet, or a stream (``/dev/null``, a pipe: CSV), checked
     before anything is recorded or decoded."""
-    if not Path(path).name.lower().endswith(SUFFIXES) and not is_stream(path):
+    if not format_name(path).lower().endswith(SUFFIXES) and not is_stream(path):
         raise MeterError(f"unknown samples format for {show(path)} (use .csv, .csv.gz or .parquet)")
 
 

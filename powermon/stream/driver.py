@@ -24,6 +24,7 @@ from archline.powermon.record.bounds import half_lsb_power_w
 from archline.powermon.record.clock import ClockMap, fit_clock
 from archline.powermon.stream.frames import Decoded as Decoded  # re-exported: the protocols' decoders use them
 from archline.powermon.stream.frames import StreamStats as StreamStats
+from archline.powermon.stream.relocate import relocate
 from archline.powermon.stream.serial_port import open_serial as open_serial  # re-exported: the drivers use it
 from archline.powermon.stream.serial_port import register_handler as register_handler
 
@@ -90,6 +91,12 @@ class StreamDriver:
         self._captured = 0
         #: (capture offsets of the chunk, its frame index hint) of each chunk after a silence
         self._hints: list[tuple[int, int, float]] = []
+        #: per clock pair (chunk): its first frame's place in the frame store, its frames, its capture offsets
+        self._chunks: list[tuple[int, int, int, int]] = []
+        self._n_stored = 0
+        self._shift = 0              #: frames added to every index decoded since: wraps the arrivals showed lost
+        self._judged = 0             #: the first chunk whose silence before it is not yet judged
+        self.frames_relocated = 0    #: frames counted lost so (added to the decoder's frames_missing)
         self.decoder = self.new_decoder()
 
     # ------------------------------------------------------------ to implement
@@ -192,6 +199,8 @@ class StreamDriver:
                 self.stop_stream()
             except (MeterError, serial.SerialException, OSError) as e:
                 log.debug("%s: stopping the stream: %s", self.name, e)
+        with self._lock:
+            relocate(self, final=True)
         if self.capture is not None:
             self.capture.finish(self.capture_meta)
 
@@ -246,6 +255,7 @@ class StreamDriver:
                 if more:                 # the chunk's last frame arrived with `more`: its arrival time is now, not
                     now = self.clock()   # the first read's (else the envelope offset can precede the truth)
                 chunk, hint = data + more, self._k_hint(now) if quiet else None
+                span = (self._captured, self._captured + len(chunk))
                 if self.capture is not None:         # captured before it is decoded, with the hint it was given
                     if not self.capture.write(chunk):
                         raise MeterError(f"cannot write the raw capture {self.capture.path}: {self.capture.error}")
@@ -255,7 +265,7 @@ class StreamDriver:
                 d = self.decoder.feed(chunk, hint)
                 quiet = False
                 last_data = now
-                self._store(d, now)
+                self._store(d, now, span)
         except MeterError as e:
             self.error = e
         except (serial.SerialException, OSError, TypeError) as e:
@@ -265,23 +275,25 @@ class StreamDriver:
                 raise
             self.error = DeviceError(f"{self.label} on {self.port} disconnected while streaming ({e})")
 
-    def _store(self, d: Decoded, now: float) -> None:
+    def _store(self, d: Decoded, now: float, span: tuple[int, int] = (0, 0)) -> None:
         newest = max(int(d.k[-1]) if d.k.size else -1, int(d.k_arrived))
         if newest < 0:
             return
         with self._lock:
             # (arrival, newest frame in hand): a frame held back for its successor arrived with this chunk too
             self._pairs_host.append(now)
-            self._pairs_k.append(newest)
+            self._pairs_k.append(newest + self._shift)
+            self._chunks.append((self._n_stored, int(d.k.size), *span))
             if d.k.size == 0:
                 return
-            self._k.append(d.k)
+            self._n_stored += int(d.k.size)
+            self._k.append(d.k + self._shift)
             self._v.append(d.volts)
             self._a.append(d.amps)
             self._last_k = int(d.k[-1])
             for km in d.markers.tolist():
                 if self._marks_sent:
-                    self._marks.append((self._marks_sent.popleft(), int(km)))
+                    self._marks.append((self._marks_sent.popleft(), int(km) + self._shift))
 
     def send_marker(self, t_host_s: float, byte: bytes) -> None:
         """Ask for an in-band marker; the host time it was asked is matched to the frame that carries it."""
@@ -296,6 +308,7 @@ class StreamDriver:
     # ------------------------------------------------------------ results
     def clock_map(self, use_markers: bool = True) -> ClockMap:
         with self._lock:
+            relocate(self)
             host = np.asarray(self._pairs_host)
             k = np.asarray(self._pairs_k, dtype=np.float64)
             marks = list(self._marks)
@@ -339,6 +352,7 @@ class StreamDriver:
                                                                                     np.ndarray]:
         """(k, volts, amps) of the frames decoded (those with ``k_lo <= k <= k_hi``)."""
         with self._lock:
+            relocate(self)
             if not self._k:
                 z = np.zeros((0, self.n_pairs))
                 return np.zeros(0, np.int64), z, z
@@ -370,10 +384,12 @@ class StreamDriver:
 
     def meta(self) -> dict[str, Any]:
         cm = self.clock_map()
+        stats = self.decoder.stats.as_dict()
         return {"meter": self.name, "type": self.kind, "port": self.port, "version": self.version,
                 "emulated": self.emulated, "rate_hz": self.rate_hz, "speed": self.speed,
                 "clock": {"offset_s": cm.offset_s, "seconds_per_device_s": cm.seconds_per_device_s,
                           "drift_ppm": cm.drift_ppm, "markers": len(self.markers())},
-                "stats": self.decoder.stats.as_dict(), "stalls": self.stalls, "resolution": self.resolution(),
+                "stats": {**stats, "frames_missing": stats["frames_missing"] + self.frames_relocated},
+                "stalls": self.stalls, "resolution": self.resolution(),
                 "error": None if self.error is None else str(self.error),
                 **({"rate_note": self.rate_note} if self.rate_note else {})}
