@@ -73,17 +73,18 @@ def iter_sources(paths: Sequence[Path], warn: Callable[[str], None] | None = Non
 
     A regular file reached twice (a data set directory named twice, or through a link, or a directory and one
     of its part files) is yielded once, at its first place, with a warning through ``warn``: the files actually
-    read are told apart by (device, inode), not by the names on the command line."""
-    seen: dict[tuple[int, int], Path] = {}
+    read are told apart by (device, inode) and partition values, not by the names on the command line (one file
+    hard-linked under two partitions holds two partitions' rows: the same measurements of two hosts or runs)."""
+    seen: dict[tuple[int, int, tuple[tuple[str, str], ...]], Path] = {}
 
-    def first_time(f: Path) -> bool:
+    def first_time(f: Path, partition: dict[str, str] | None = None) -> bool:
         try:
             st = os.stat(f)
         except (OSError, ValueError):
             return True             # its reader names it
         if not stat.S_ISREG(st.st_mode):
             return True             # a pipe is read as it comes
-        key = (st.st_dev, st.st_ino)
+        key = (st.st_dev, st.st_ino, tuple(sorted((partition or {}).items())))
         if key in seen:
             if warn is not None:
                 same = "named twice" if f == seen[key] else f"the same file as {show(seen[key])}"
@@ -105,14 +106,16 @@ def iter_sources(paths: Sequence[Path], warn: Callable[[str], None] | None = Non
                                            f"themselves, e.g. {show(p)}/*.csv)")
             for f in files:
                 note_input(f)              # each part is an input: an output named as one is refused, not written
-                if first_time(f):
-                    yield f, "parquet", partition_values(f, p)
+                part = partition_values(f, p)
+                if first_time(f, part):
+                    yield f, "parquet", part
         elif p.suffix in PARQUET_SUFFIXES and not is_results_csv(str(p)):
             if not p.exists():
                 raise SourceError("read", f"results file {show(p)} does not exist")
             note_dataset_input(p)
-            if first_time(p):
-                yield p, "parquet", partition_values(p, p.parent)     # a data set's part file keeps its partitions
+            part = partition_values(p, p.parent)       # a data set's part file keeps its partitions
+            if first_time(p, part):
+                yield p, "parquet", part
         elif first_time(p):
             yield p, "csv", {}
 

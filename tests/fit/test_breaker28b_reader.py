@@ -6,6 +6,7 @@ of, a zero-row Parquet file named, a newer major schema refused with the reason.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -71,6 +72,19 @@ def test_a_data_set_named_twice_is_read_once_with_a_warning(run_cli, ds: Path, t
     assert doc["n_points"] == once["n_points"] == 20
     assert doc["coefficients"] == once["coefficients"]
     assert len(err) == 1 and "warning" in err[0] and "it is read once" in err[0], err
+
+
+def test_one_file_hard_linked_under_two_partitions_is_two_partitions_rows(run_cli, ds: Path) -> None:  # type: ignore[no-untyped-def]
+    """The same bytes under host=n1 and host=n2 are two hosts' rows (benchmarks/fit_bounded.py builds its 100 M rows
+    so): told apart by partition values, not only by inode; the same file reached twice in one partition is one."""
+    other = ds / "platform=gtx580" / "host=n2" / "run_id=r1"
+    other.mkdir(parents=True)
+    os.link(ds / PART, other / "part-0.parquet")
+    code, doc, err = _fit(run_cli, str(ds))
+    assert code == 0 and doc is not None and doc["n_points"] == 40 and err == [], err
+    code, doc, err = _fit(run_cli, str(ds), str(other / "part-0.parquet"))
+    assert code == 0 and doc is not None and doc["n_points"] == 40
+    assert len(err) == 1 and "it is read once" in err[0], err
 
 
 # 2. a pipe is streamed (never held whole), with the same checks and line numbers; '-' is standard input ---------
