@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.counter_meters import emulated_counter
 
-from archline.powermon.counters import amdsmi, hwmon
 from archline.powermon.counters.base import CounterMeter
-from archline.powermon.counters.emulated import SensorEnergy, Timeline, device_power
+from archline.powermon.counters.emulated import Timeline
 
 
 class FakeClock:
@@ -49,18 +49,7 @@ class Box:
 
 
 def _meter(kind: str, src: Box, clock: Any) -> tuple[CounterMeter, Timeline]:
-    timeline = Timeline(1.0, clock=clock)
-    if kind == "hwmon":
-        sensor = hwmon.DEFAULT_SENSOR
-        tree = hwmon.EmulatedHwmon(SensorEnergy(sensor, device_power(src, [0], timeline)), timeline)
-        m: CounterMeter = hwmon.EmulatedHwmonMeter(tree, sensor, clock=clock)
-    else:
-        sensor = amdsmi.DEFAULT_SENSOR
-        lib = amdsmi.EmulatedAmdSmi(SensorEnergy(sensor, device_power(src, [0], timeline)), timeline)
-        m = amdsmi.AmdSmiMeter(0, lib=lib, clock=clock, readings=False)
-        m.emulated, m.latched_at_read_start = True, True
-        m.update_hz = 1.0 / sensor.update_period_s          # type: ignore[attr-defined]
-    return m, timeline
+    return emulated_counter(kind, src, clock)
 
 
 def _close(kind: str, m: CounterMeter) -> None:
