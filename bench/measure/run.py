@@ -44,7 +44,6 @@ from archline.bench.measure.sensor_windows import (
 )
 from archline.common.outputs import make_dirs, safe_component
 from archline.common.stamps import utc_compact, utc_iso
-from archline.powermon.counters.base import CounterMeter
 from archline.powermon.marks import Mark, MarksReader, pair_marks
 from archline.powermon.monitor import Measurement, Monitor
 
@@ -141,16 +140,11 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
         if run_dir is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
+    on_mark: Callable[[Mark], float | None] | None = None
     power = getattr(mon, "power", None)
     if power is not None:          # emulated: the child's phase marks, not archline's windows, drive the device
         mon.hooks.clear()
-    counter_meters = [m for m in mon.meters if isinstance(m, CounterMeter)]
-
-    def on_mark(mk: Mark) -> float | None:
-        t = power.edge(mk.kind, mk.name) if power is not None else None
-        for m in counter_meters:   # a counter polled at each phase edge: the edge sits at a poll, not between two
-            m.mark(mk.t_s if t is None else t)
-        return t
+        on_mark = lambda mk: power.edge(mk.kind, mk.name)  # noqa: E731
     if on_monitor is not None:
         on_monitor(mon)
     reader = MarksReader(on_mark)
