@@ -14,19 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.counter_meters import emulated_counter
+from support.counter_meters import FakeClock, emulated_counter
 
 from archline.powermon.counters.base import CounterMeter
 from archline.powermon.counters.emulated import Timeline
 from archline.powermon.spec import ChannelSpec, MeterSpec, emulate_meter
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class Steps:

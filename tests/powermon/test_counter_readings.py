@@ -7,19 +7,12 @@ import types
 from typing import Any
 
 import pytest
+from support.counter_meters import FakeClock
 from support.fakes import FakeNvml
 
 from archline.powermon.counters.base import CounterMeter, ReadingsMeter
 from archline.powermon.counters.nvml import NvmlMeter
 from archline.powermon.record.recorder import Recorder
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class Layer:
@@ -36,7 +29,7 @@ class Layer:
 
 
 def test_window_readings_are_the_polls_of_the_window() -> None:
-    clk = Clock()
+    clk = FakeClock(0.0)
     m = ReadingsMeter(Layer([900, 1000, 1200, 1100, 800]), "gpu0-readings", poll_s=0.1, clock=clk)
     for t in (0.0, 0.1, 0.2, 0.3, 0.4):      # polls at 0.0 .. 0.4 s read 900, 1000, 1200, 1100, 800
         clk.t = t
@@ -56,7 +49,7 @@ def test_counter_meter_counts_poll_gaps() -> None:
         def _read(self) -> list[float]:
             return [10.0 * self.clock()]       # 10 W
 
-    clk = Clock()
+    clk = FakeClock(0.0)
     m = Ramp(["c"], {"cpu": ["c"]}, poll_s=0.1, clock=clk)
     for t in (0.0, 0.1, 0.2, 0.3, 1.0, 1.1):  # 0.3 -> 1.0: six polls missed
         clk.t = t

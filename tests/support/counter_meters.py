@@ -9,6 +9,16 @@ from archline.powermon.counters.base import CounterMeter
 from archline.powermon.counters.emulated import SensorEnergy, Timeline, device_power
 
 
+class FakeClock:
+    """A host clock the test moves by hand (``clock.t += dt``)."""
+
+    def __init__(self, t: float = 100.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
 def emulated_counter(kind: str, src: Any, clock: Any) -> tuple[CounterMeter, Timeline]:
     """The kind's emulated device playing ``src`` and its real reader on ``clock`` (nothing polls on its own: no
     thread)."""
