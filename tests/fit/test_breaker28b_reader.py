@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.datasets import part_csv
+from support.datasets import fit_json, part_csv
 from support.pipes import pipe_of
 
 from archline.fit.io import results_file as results_file_mod
@@ -41,10 +41,7 @@ def ds(tmp_path: Path, csv_file: Path) -> Path:
     return tmp_path / "ds"
 
 
-def _fit(run_cli: Callable[..., Any], *args: str) -> tuple[int, dict[str, Any] | None, list[str]]:
-    r = run_cli("fit", *args, "--model", "basic", "--format", "json")
-    doc = json.loads(r.stdout) if r.exit_code == 0 else None
-    return r.exit_code, doc, [ln for ln in r.stderr.splitlines() if ln.strip()]
+_fit = fit_json
 
 
 def _table(ds: Path) -> pa.Table:

@@ -7,15 +7,13 @@ compressed file named so; a file named twice shown as given."""
 from __future__ import annotations
 
 import gzip
-import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from support.datasets import part_csv
+from support.datasets import fit_json, part_csv
 
 from archline.fit.io import line_blocks as line_blocks_mod
 from archline.fit.io import results_file as results_file_mod
@@ -39,10 +37,7 @@ def ds(tmp_path: Path, csv_file: Path) -> Path:
     return tmp_path / "ds"
 
 
-def _fit(run_cli: Callable[..., Any], *args: str) -> tuple[int, dict[str, Any] | None, list[str]]:
-    r = run_cli("fit", *args, "--model", "basic", "--format", "json")
-    doc = json.loads(r.stdout) if r.exit_code == 0 and r.stdout.strip() else None
-    return r.exit_code, doc, [ln for ln in r.stderr.splitlines() if ln.strip()]
+_fit = fit_json
 
 
 # 1. a plain CSV file is read in blocks of whole lines, whatever its size ---------------------------------------------

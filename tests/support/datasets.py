@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from archline.fit.regress.synthetic import SyntheticPlatform, synthetic_results, write_results_csv
 
@@ -12,3 +14,10 @@ def part_csv(tmp: Path, name: str, plat: SyntheticPlatform, host: str, run_id: s
     f["host"], f["run_id"], f["config_hash"] = host, run_id, f"hash-{plat.name}"
     f["point_id"] = [f"p{i:03d}" for i in range(len(f))]
     return write_results_csv(f, tmp / f"{name}.csv")
+
+
+def fit_json(run_cli: Any, *args: str) -> tuple[int, dict[str, Any] | None, list[str]]:
+    """``archline fit ARGS --model basic --format json``: (exit code, its JSON or None, stderr's non-empty lines)."""
+    r = run_cli("fit", *args, "--model", "basic", "--format", "json")
+    doc = json.loads(r.stdout) if r.exit_code == 0 and r.stdout.strip() else None
+    return r.exit_code, doc, [ln for ln in r.stderr.splitlines() if ln.strip()]
