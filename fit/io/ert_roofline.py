@@ -61,3 +61,13 @@ def read_ert(path: str | Path) -> ErtRoofline:
     emp = doc["empirical"]
     return ErtRoofline({str(k): float(v) for k, v in emp["gflops"]["data"]},
                        {str(k): float(v) for k, v in emp["gbytes"]["data"]}, dict(emp.get("metadata", {})))
+
+
+def host_roofline_path() -> Path:
+    """Where the last measured (not emulated) ``bench run --platform localhost`` keeps a copy of its roofline.json,
+    so that ``localhost`` is a platform for fit, model, plot and predict: ``$XDG_STATE_HOME/archline/
+    localhost.roofline.json`` (``~/.local/state/...`` when the variable is unset or empty)."""
+    import os
+
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "archline" / "localhost.roofline.json"
