@@ -9,7 +9,9 @@ whether it is within the fit's uncertainty.
     model time         T_model = max(W*tau_flop, Q*tau_mem)          (S0 eq.3; the time roofline's point)
 
 A coefficient without a stderr (a profile's paper value) adds nothing to sigma_E and is named in the notes; when
-no used coefficient has one, agreement is not judged (``within`` is None).
+no used coefficient has one, agreement is not judged (``within`` is None). Energy may be missing on either side
+(no meter measured it; a time-only cost table has no eps or pi0): its fields are then None, ``energy_reason``
+says why, and the time side (achieved GFLOP/s against the time roofline's attainable bound) stands alone.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.fit.analyses.choi import app_predict as ap
-from archline.fit.errors import ArchlineFitError
+from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.io.counters.base import Counts
 from archline.fit.model.hierarchy import COUNT_TO_COST
 from archline.fit.model.machine import Machine
@@ -47,23 +49,37 @@ class Placement:
     bytes_mem: float
     intensity_flop_per_byte: float        # flops per DRAM byte (inf: no DRAM traffic)
     measured_time_s: float
-    measured_energy_j: float
+    measured_energy_j: float              # NaN: not measured (energy_reason says why)
     measured_energy_err_j: float          # the meter's bound (0 when not given)
-    predicted_energy_j: float             # at the measured time (S1 Ch. 6)
+    predicted_energy_j: float             # at the measured time (S1 Ch. 6); NaN: the table has no energy costs
     predicted_energy_err_j: float         # 1 standard error from the cost table's stderrs (NaN: none known)
     model_time_s: float                   # max(W*tau_flop, Q*tau_mem)
     terms_j: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     figure: Path | None = None
+    energy_reason: str | None = None      # why an energy is missing (None: both are there)
+
+    @property
+    def has_energy(self) -> bool:
+        return math.isfinite(self.measured_energy_j) and math.isfinite(self.predicted_energy_j)
 
     @property
     def energy_diff_j(self) -> float:
-        """measured - predicted."""
+        """measured - predicted (NaN when either is missing)."""
         return self.measured_energy_j - self.predicted_energy_j
 
     @property
     def energy_diff_rel(self) -> float:
         return self.energy_diff_j / self.predicted_energy_j if self.predicted_energy_j else math.nan
+
+    @property
+    def achieved_gflop_per_s(self) -> float:
+        return self.flops / self.measured_time_s / 1e9
+
+    @property
+    def attainable_gflop_per_s(self) -> float:
+        """The time roofline's bound at the program's intensity: W / max(W*tau_flop, Q*tau_mem) (S0 eq.3)."""
+        return self.flops / self.model_time_s / 1e9 if self.model_time_s > 0 else math.nan
 
     @property
     def time_diff_s(self) -> float:
@@ -77,7 +93,7 @@ class Placement:
     @property
     def within(self) -> bool | None:
         """Measured and predicted energies agree within the fit's uncertainty (and the meter's bound)."""
-        if not math.isfinite(self.predicted_energy_err_j):
+        if not (math.isfinite(self.predicted_energy_err_j) and self.has_energy):
             return None
         return abs(self.energy_diff_j) <= self.tolerance_j
 
@@ -98,17 +114,23 @@ class Placement:
         def num(x: float) -> float | None:
             return x if math.isfinite(x) else None
 
+        measured_e = math.isfinite(self.measured_energy_j)
         return {"name": self.name, "platform": self.platform, "emulated": self.emulated, "source": "S1 Ch. 6",
                 "precision": self.precision, "flops": self.flops, "bytes_mem": self.bytes_mem,
                 "intensity_flop_per_byte": num(self.intensity_flop_per_byte),
-                "measured": {"time_s": self.measured_time_s, "energy_j": self.measured_energy_j,
-                             "energy_err_j": self.measured_energy_err_j, "power_w": self.measured_power_w},
-                "predicted": {"energy_j": self.predicted_energy_j, "energy_err_j": num(self.predicted_energy_err_j),
-                              "power_w": self.predicted_power_w, "model_time_s": self.model_time_s,
+                "achieved_gflop_per_s": self.achieved_gflop_per_s,
+                "attainable_gflop_per_s": num(self.attainable_gflop_per_s),
+                "measured": {"time_s": self.measured_time_s, "energy_j": num(self.measured_energy_j),
+                             "energy_err_j": self.measured_energy_err_j if measured_e else None,
+                             "power_w": num(self.measured_power_w)},
+                "predicted": {"energy_j": num(self.predicted_energy_j),
+                              "energy_err_j": num(self.predicted_energy_err_j),
+                              "power_w": num(self.predicted_power_w), "model_time_s": self.model_time_s,
                               "terms_j": self.terms_j},
-                "difference": {"energy_j": self.energy_diff_j, "energy_rel": num(self.energy_diff_rel),
+                "difference": {"energy_j": num(self.energy_diff_j), "energy_rel": num(self.energy_diff_rel),
                                "time_s": self.time_diff_s, "tolerance_j": num(self.tolerance_j),
                                "k_sigma": K_SIGMA, "within": self.within},
+                "energy_reason": self.energy_reason,
                 "notes": list(self.notes), "figure": None if self.figure is None else str(self.figure)}
 
 
@@ -136,16 +158,28 @@ def machine_of(platform: Platform, precision: str) -> Machine:
     return platform.machine(precision, "the program's place on the roofline")
 
 
-def place_program(costs: str | Platform, counts: Counts, measured_time_s: float, measured_energy_j: float,
+def _model_time_s(platform: Platform, counts: Counts) -> float:
+    """max(W*tau_flop, Q*tau_mem) (S0 eq.3), as ``archline predict`` takes it, from the table's times alone (a
+    time-only table has no eps or pi0): predict's own model time with the energy costs set to nothing."""
+    costs = {k: v for k in ("tau_flop_sp", "tau_flop_dp", "tau_mem") if (v := platform.value(k)) is not None}
+    time_only = {c: n for c, n in counts.counts.items() if c in ("flops_sp", "flops_dp", "bytes_mem")}
+    zero = {COUNT_TO_COST[c]: 0.0 for c in time_only} | {"pi0": 0.0}
+    return ap.predict_row(ap.CountsRow(counts.name, time_only), {**costs, **zero}, platform.name).time_s
+
+
+def place_program(costs: str | Platform, counts: Counts, measured_time_s: float, measured_energy_j: float | None,
                   out_png: str | Path | None = None, *, measured_energy_err_j: float = 0.0,
-                  emulated: bool = False) -> Placement:
+                  emulated: bool = False, energy_reason: str | None = None) -> Placement:
     """The program counted in ``counts`` and measured (``measured_time_s``, ``measured_energy_j``, with the meter's
     bound ``measured_energy_err_j``) placed against ``costs`` (a cost table path, profile path or platform name, or
     a loaded Platform); ``out_png``: also draw it (time roofline, arch line, power line). ``emulated``: the
-    measurement did not come from real hardware (the placement says so)."""
+    measurement did not come from real hardware (the placement says so). ``measured_energy_j`` None (or NaN): no
+    energy was measured, ``energy_reason`` says why; a table without energy costs (time-only) predicts none either:
+    the placement is then the time roofline's alone, its energy fields None with the reason."""
     platform = load_platform(costs) if isinstance(costs, str) else costs
     t = _positive(measured_time_s, "measured_time_s")
-    e = _positive(measured_energy_j, "measured_energy_j")
+    no_meter = measured_energy_j is None or math.isnan(measured_energy_j)
+    e = math.nan if no_meter else _positive(float(measured_energy_j), "measured_energy_j")  # type: ignore[arg-type]
     err = float(measured_energy_err_j)
     if not (math.isfinite(err) and err >= 0):
         raise PlacementError(f"measured_energy_err_j must be a finite number >= 0, got {measured_energy_err_j!r}")
@@ -154,9 +188,14 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
         raise PlacementError(f"'{counts.name}' ({counts.source or 'counts'}) has no flops: the roofline's "
                              "intensity needs flops_sp or flops_dp")
     precision = "dp" if counts.counts.get("flops_dp", 0.0) >= counts.counts.get("flops_sp", 0.0) else "sp"
-    row = ap.CountsRow(counts.name, dict(counts.counts), t)
-    pred = ap.predict([row], platform)[0]
-    model = ap.predict([ap.CountsRow(counts.name, dict(counts.counts))], platform)[0]
+    reasons = [f"no energy was measured: {energy_reason or 'no meter'}"] if no_meter else []
+    try:
+        pred = ap.predict([ap.CountsRow(counts.name, dict(counts.counts), t)], platform)[0]
+    except MissingValueError as missing:      # a time-only table: the time roofline still places the program
+        reasons.append(f"no energy predicted: {missing}")
+        pred = None
+    model_time_s = (_model_time_s(platform, counts) if pred is None
+                    else ap.predict([ap.CountsRow(counts.name, dict(counts.counts))], platform)[0].time_s)
     var = 0.0
     known: list[str] = []
     unknown: list[str] = []
@@ -171,7 +210,7 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
     (known if se0 is not None else unknown).append("pi0")
     var += (t * se0) ** 2 if se0 is not None else 0.0
     notes = list(counts.notes)
-    if unknown:
+    if unknown and pred is not None and not no_meter:
         notes.append(f"no stderr for {', '.join(unknown)} in '{platform.name}': "
                      + ("the uncertainty leaves them out" if known else "agreement not judged"))
     if counts.scaled:
@@ -181,11 +220,17 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
         name=counts.name, platform=platform.name, emulated=platform.emulated or emulated, precision=precision,
         flops=w, bytes_mem=q, intensity_flop_per_byte=counts.intensity_flop_per_byte,
         measured_time_s=t, measured_energy_j=e, measured_energy_err_j=err,
-        predicted_energy_j=pred.energy_j, predicted_energy_err_j=math.sqrt(var) if known else math.nan,
-        model_time_s=model.time_s, terms_j=dict(pred.terms_j), notes=tuple(notes))
+        predicted_energy_j=math.nan if pred is None else pred.energy_j,
+        predicted_energy_err_j=math.sqrt(var) if known and pred is not None else math.nan,
+        model_time_s=model_time_s, terms_j={} if pred is None else dict(pred.terms_j), notes=tuple(notes),
+        energy_reason="; ".join(reasons) or None)
     if out_png is None:
         return placed
     from dataclasses import replace
+
+    if not placed.has_energy:      # its arch and power lines are energy: said, not drawn half
+        return replace(placed, notes=(*placed.notes, f"no figure drawn ({out_png}): it plots energy, and "
+                                      f"{placed.energy_reason}"))
 
     from archline.fit.plots.placement import plot_placement
 

@@ -108,8 +108,47 @@ def test_figure_is_written(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("counts", "t", "e", "needle"), [
     (Counts("io", {"bytes_mem": 1e9}), 1.0, 100.0, "has no flops"),
     (PROGRAMS[0], 0.0, 100.0, "measured_time_s"),
-    (PROGRAMS[0], 1.0, math.nan, "measured_energy_j"),
+    (PROGRAMS[0], 1.0, -1.0, "measured_energy_j"),
+    (PROGRAMS[0], 1.0, math.inf, "measured_energy_j"),
 ])
 def test_bad_placements(counts: Counts, t: float, e: float, needle: str) -> None:
     with pytest.raises(PlacementError, match=needle):
         place_program(str(FIT), counts, t, e)
+
+
+@pytest.mark.parametrize("energy_j", [None, math.nan])
+def test_a_missing_energy_leaves_the_time_roofline_and_says_why(energy_j: float | None) -> None:
+    """No meter: the time side stands (achieved vs attainable GFLOP/s, model vs measured time); every energy
+    field is None and the reason is given; agreement is not judged."""
+    prog = PROGRAMS[1]                                               # dgemm-dp: above B_tau, flop bound
+    truth = _truth()
+    model_t = prog.flops * truth.require("tau_flop_dp", "test")
+    p = place_program(truth, prog, 2.0 * model_t, energy_j, energy_reason="platform 'x' has no meter")
+    d = p.as_dict()
+    assert d["measured"]["energy_j"] is None and d["difference"]["energy_j"] is None and p.within is None
+    assert "no energy was measured: platform 'x' has no meter" in d["energy_reason"]
+    assert d["predicted"]["energy_j"] == pytest.approx(_true_energy_j(prog, 2.0 * model_t), rel=1e-12)
+    assert p.model_time_s == pytest.approx(model_t, rel=1e-12)
+    assert d["attainable_gflop_per_s"] == pytest.approx(1e-9 / truth.require("tau_flop_dp", "test"), rel=1e-12)
+    assert d["achieved_gflop_per_s"] == pytest.approx(0.5 * d["attainable_gflop_per_s"], rel=1e-12)
+
+
+def test_a_time_only_table_places_the_program_by_time(tmp_path: Path) -> None:
+    """A cost table with times and no energy costs (made here through its owner): no predicted energy, said why;
+    the model time is max(W*tau_flop, Q*tau_mem) from the table's own taus."""
+    import json
+
+    from archline.fit.io.costs import CostTable
+
+    doc = json.loads(FIT.read_text())
+    doc["coefficients"] = {}
+    path = CostTable.from_doc(doc, "test").dump(tmp_path / "time-only.costs.json")
+    table = load_platform(str(path))
+    prog = PROGRAMS[0]                                               # stencil-sp: below B_tau, memory bound
+    model_t = prog.counts["bytes_mem"] * table.require("tau_mem", "test")
+    p = place_program(str(path), prog, 1.25 * model_t, 10.0, tmp_path / "no.png")
+    d = p.as_dict()
+    assert d["predicted"]["energy_j"] is None and d["difference"]["energy_j"] is None and p.within is None
+    assert d["measured"]["energy_j"] == 10.0 and "no energy predicted" in d["energy_reason"]
+    assert p.model_time_s == pytest.approx(model_t, rel=1e-12) and p.fraction_of_peak_time == pytest.approx(0.8)
+    assert p.figure is None and not (tmp_path / "no.png").exists() and "no figure drawn" in p.notes[-1]
