@@ -3,7 +3,8 @@
 ``energy_uj`` counts up to ``max_energy_range_uj`` and wraps to 0. A negative step between two reads is
 corrected by adding the range; a gap between reads long enough for a second wrap (at ``max_power_w``) is an
 error, never a silent under-count. Since Linux 5.10 ``energy_uj`` is readable by root only; the error says how
-to open it up.
+to open it up, and :class:`RaplMeter` then reads the same counters as perf's power events where the user may
+(:mod:`~archline.powermon.counters.rapl_perf`): one meter kind, two sources.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from archline.powermon.counters import rapl_perf
 from archline.powermon.counters.base import CounterMeter, read_int
+from archline.powermon.counters.rapl_perf import PerfReader, PerfSource
 from archline.powermon.errors import DeviceError, MeterError
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 #: Upper bound on a zone's power used to decide whether two reads are close enough to see every wrap.
 DEFAULT_MAX_POWER_W = 1000.0
+#: where a RAPL meter reads its counters (``auto``: powercap if readable, else perf)
+SOURCES = ("auto", "powercap", "perf")
 
 PERMISSION_FIX = ("energy_uj is readable by root only (Linux >= 5.10, CVE-2020-8694): run as root, or "
                   "`sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj "
@@ -118,9 +124,21 @@ def list_zones(root: str | Path = POWERCAP_ROOT) -> list[RaplZone]:
     return zones
 
 
-def readable_zones(root: str | Path | None = None) -> tuple[list[str], str]:
-    """(names of the zones this user can read, reason): the reason says why there is no RAPL when none is."""
+def readable_zones(root: str | Path | None = None, perf_root: str | Path | None = None,
+                   perf_reader: PerfReader | None = None) -> tuple[list[str], str]:
+    """(names of the zones this user can read, reason): powercap's where readable, else perf's power events'
+    (the RAPL meter's two sources); the reason says why there is no RAPL when none is, with the fix."""
     r = Path(root) if root is not None else default_root()
+    names, why = _readable_powercap(r)
+    if names:
+        return names, why
+    perf_names, perf_why = rapl_perf.readable(perf_root, perf_reader)
+    if perf_names:
+        return perf_names, perf_why
+    return [], f"{why}; and {perf_why}"
+
+
+def _readable_powercap(r: Path) -> tuple[list[str], str]:
     if not r.is_dir():
         return [], f"no RAPL: {r} does not exist (not an Intel/AMD Linux host, or a container without it)"
     zones = [z for z in list_zones(r) if "/" not in z.name]
@@ -178,16 +196,54 @@ class EnergyCounter:
 
 class RaplMeter(CounterMeter):
     """RAPL zones as a counter meter. ``zones``: names to use (default all); ``devices``: e.g.
-    {"cpu": ["package-0"]}."""
+    {"cpu": ["package-0"]}. Two sources of the same counters: powercap sysfs (``source="powercap"``) or perf's
+    power events (``"perf"``, :mod:`~archline.powermon.counters.rapl_perf`); ``"auto"`` takes powercap where this
+    user can read it and perf where not (the common case without root since Linux 5.10)."""
 
-    resolution_j = 61e-6      # one energy unit is 15.3-61 uJ depending on the CPU
+    resolution_j = 61e-6      # one energy unit is 15.3-61 uJ depending on the CPU (perf counts the same units)
     update_hz = 1000.0        # the counters advance about every millisecond
 
     def __init__(self, zones: Sequence[str] | None = None, root: str | Path | None = None,
                  devices: dict[str, list[str]] | None = None, poll_s: float | None = None,
                  max_power_w: float = DEFAULT_MAX_POWER_W, name: str = "rapl",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, source: str = "auto",
+                 perf_root: str | Path | None = None, perf_reader: PerfReader | None = None) -> None:
+        if source not in SOURCES:
+            raise MeterError(f"RAPL source {source!r} is not one of {', '.join(SOURCES)}")
         root = default_root() if root is None else root
+        self.perf: PerfSource | None = None
+        self.zones: list[RaplZone] = []
+        self.counters: list[EnergyCounter] = []
+        powercap_why = ""
+        if source != "perf":
+            try:
+                self._open_powercap(zones, root, max_power_w)
+            except DeviceError as e:
+                if source == "powercap":
+                    raise
+                powercap_why = str(e)
+        if not self.zones:
+            try:
+                self.perf = PerfSource(zones, perf_root, perf_reader)
+            except DeviceError as e:
+                if source == "perf":
+                    raise
+                raise DeviceError(f"{powercap_why}; and {e}") from None
+        self.source = "perf" if self.perf is not None else "powercap"
+        if self.perf is not None:
+            names = [z.name for z in self.perf.zones]
+            poll = 0.1 if poll_s is None else poll_s       # a 64-bit count: any interval sees every joule
+        else:
+            names = [z.name for z in self.zones]
+            safe = min(c.safe_interval_s for c in self.counters)
+            poll = poll_s if poll_s is not None else min(0.1, safe / 4)
+            if poll >= safe:
+                raise MeterError(f"RAPL poll interval {poll} s is too long to see every wrap (< {safe:.2f} s "
+                                 "needed)")
+        super().__init__(names, devices or {}, poll, clock)
+        self.name = name
+
+    def _open_powercap(self, zones: Sequence[str] | None, root: str | Path, max_power_w: float) -> None:
         found = list_zones(root)
         if not found:
             raise DeviceError(f"no RAPL zones under {root} (not an Intel/AMD CPU with powercap, or a VM)")
@@ -196,19 +252,24 @@ class RaplMeter(CounterMeter):
             missing = [z for z in zones if z not in by_name]
             if missing:
                 raise DeviceError(f"RAPL zone(s) {missing} not found (have {sorted(by_name)})")
-            self.zones = [by_name[z] for z in zones]
+            chosen = [by_name[z] for z in zones]
         else:
-            self.zones = found
-        self.counters = [EnergyCounter(z.name, z.max_energy_range_uj, max_power_w) for z in self.zones]
-        safe = min(c.safe_interval_s for c in self.counters)
-        poll = poll_s if poll_s is not None else min(0.1, safe / 4)
-        if poll >= safe:
-            raise MeterError(f"RAPL poll interval {poll} s is too long to see every wrap (< {safe:.2f} s needed)")
-        super().__init__([z.name for z in self.zones], devices or {}, poll, clock)
-        self.name = name
-        for z in self.zones:      # fail now, with the fix, if the counters cannot be read
+            chosen = found
+        for z in chosen:      # fail now, with the fix, if the counters cannot be read
             z.read_uj()
+        self.zones = chosen
+        self.counters = [EnergyCounter(z.name, z.max_energy_range_uj, max_power_w) for z in chosen]
 
     def _read(self) -> list[float]:
+        if self.perf is not None:
+            return self.perf.read_j()
         t = self.clock()
         return [c.update(t, z.read_uj()) for c, z in zip(self.counters, self.zones, strict=True)]
+
+    def stop(self) -> None:
+        super().stop()
+        if self.perf is not None:
+            self.perf.close()
+
+    def info(self) -> dict[str, Any]:
+        return {**super().info(), "source": self.source}

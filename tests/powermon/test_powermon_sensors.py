@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
-from support.fakes import FakeNvml, make_powercap_tree, set_energy
+from support.fakes import FakeNvml, FakePerfReader, make_perf_power_tree, make_powercap_tree, set_energy
 
-from archline.powermon.counters import rapl
+from archline.powermon.counters import rapl, rapl_perf
 from archline.powermon.counters.nvml import NvmlMeter, list_gpus
 from archline.powermon.counters.rapl import EnergyCounter, RaplMeter, list_zones
 from archline.powermon.errors import MeterError
@@ -124,3 +125,98 @@ def test_nvml_fake(has_counter: bool) -> None:
 def test_nvml_absent_is_a_reason() -> None:
     with pytest.raises(MeterError, match="NVML unavailable"):
         NvmlMeter(0, nvml=FakeNvml(fail_init=True))
+
+
+# --- the second source: perf's power PMU (powercap unreadable without root) ---
+
+def _deny_energy_uj(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = rapl._read_text
+
+    def deny(path: Path) -> str:
+        if path.name == "energy_uj":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(rapl, "_read_text", deny)
+
+
+def _perf_energy(config: int, cpu: int, t: float) -> float:
+    """Cumulative joules: the package 20 W + 10 W per CPU index, the ram 3 W (so each zone is told apart)."""
+    return {0x02: 20.0 + 10.0 * cpu, 0x03: 3.0, 0x01: 12.0, 0x05: 40.0}[config] * t
+
+
+def test_perf_source_when_powercap_is_root_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tree(tmp_path / "powercap")
+    _deny_energy_uj(monkeypatch)
+    pmu = make_perf_power_tree(tmp_path / "power", cpumask="0,8")      # two packages: CPUs 0 and 8
+    clk = Clock()
+    fake = FakePerfReader(_perf_energy, clk)
+    m = RaplMeter(["package-0", "package-1", "package-0/dram"], root=root, perf_root=pmu, perf_reader=fake,
+                  clock=clk, devices={"cpu": ["package-0", "package-1"]})
+    assert m.source == "perf" and m.info()["source"] == "perf"
+    assert sorted(fake.opened.values()) == [(23, 0x02, 0), (23, 0x02, 8), (23, 0x03, 0)]
+    for _ in range(11):
+        m.poll()
+        clk.t += 0.1
+    r = m.region(100.0, 101.0)
+    assert r.channels["package-0"].energy_j == pytest.approx(20.0, abs=1e-6)
+    assert r.channels["package-1"].energy_j == pytest.approx(100.0, abs=1e-6)
+    assert r.channels["package-0/dram"].energy_j == pytest.approx(3.0, abs=1e-6)
+    assert r.devices["cpu"].energy_j == pytest.approx(120.0, abs=1e-6)
+    m.stop()
+    assert sorted(fake.closed) == sorted(fake.opened)
+
+
+def test_powercap_wins_where_readable(tmp_path: Path) -> None:
+    pmu = make_perf_power_tree(tmp_path / "power")
+    fake = FakePerfReader(_perf_energy, Clock())
+    m = RaplMeter(["package-0"], root=tree(tmp_path / "powercap"), perf_root=pmu, perf_reader=fake)
+    assert m.source == "powercap" and fake.opened == {}
+    with pytest.raises(MeterError, match="not one of auto, powercap, perf"):
+        RaplMeter(root=tree(tmp_path / "powercap"), source="msr")
+
+
+def test_perf_denied_says_both_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tree(tmp_path / "powercap")
+    _deny_energy_uj(monkeypatch)
+    pmu = make_perf_power_tree(tmp_path / "power")
+    fake = FakePerfReader(_perf_energy, Clock(), deny=errno.EACCES)
+    with pytest.raises(MeterError) as e:
+        RaplMeter(root=root, perf_root=pmu, perf_reader=fake)
+    msg = str(e.value)
+    assert "sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj" in msg
+    assert "`sudo sysctl kernel.perf_event_paranoid=0`" in msg
+    assert "`sudo setcap cap_perfmon+ep $(readlink -f $(which python3))`" in msg
+    names, why = rapl.readable_zones(root, perf_root=pmu, perf_reader=fake)
+    assert names == [] and "perf_event_paranoid" in why
+    ok, why = rapl.readable_zones(root, perf_root=pmu, perf_reader=FakePerfReader(_perf_energy, Clock()))
+    assert ok == ["package-0"] and "perf's power events" in why
+
+
+def test_perf_pmu_files_parse(tmp_path: Path) -> None:
+    pmu = make_perf_power_tree(tmp_path / "power", cpumask="0-1,4", events={"energy-pkg": 2, "energy-gpu": 4})
+    (pmu / "events" / "energy-gpu.unit").write_text("Watts\n")        # not joules: left out, never guessed
+    got = rapl_perf.read_pmu(pmu)
+    assert got is not None and got.pmu_type == 23 and got.cpus == (0, 1, 4)
+    assert [(e.name, e.config, e.scale_j) for e in got.events] == [("energy-pkg", 2, 2.0 ** -32)]
+    assert rapl_perf.read_pmu(tmp_path / "none") is None
+    with pytest.raises(MeterError, match=r"zone.*'dram'.*not found among perf"):
+        rapl_perf.PerfSource(["dram"], pmu, FakePerfReader(_perf_energy, Clock()))
+
+
+def test_real_perf_power_events() -> None:
+    """The syscall path, where the power PMU exists and this user may open it."""
+    pmu = rapl_perf.read_pmu(rapl_perf.PERF_POWER_ROOT)
+    if pmu is None or not pmu.events:
+        pytest.skip(f"no perf power PMU at {rapl_perf.PERF_POWER_ROOT} here (a VM, or not an Intel/AMD CPU)")
+    try:
+        src = rapl_perf.PerfSource(["package-0"], rapl_perf.PERF_POWER_ROOT)
+    except MeterError as e:
+        pytest.skip(f"perf power events not permitted here: {e}")
+    import time
+
+    e0 = src.read_j()[0]
+    time.sleep(0.05)
+    e1 = src.read_j()[0]
+    src.close()
+    assert 0.0 < e1 - e0 < 1000.0 * 0.05 + 1.0      # a package draws something, and less than 1 kW

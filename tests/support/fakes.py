@@ -26,6 +26,52 @@ def set_energy(root: str | Path, zone_dir: str, energy_uj: int) -> None:
     (Path(root) / zone_dir / "energy_uj").write_text(f"{int(energy_uj)}\n")
 
 
+#: perf's power PMU as Linux publishes it on a one-package Intel CPU (scale: 2**-32 J per count)
+PERF_POWER_EVENTS = {"energy-pkg": 0x02, "energy-cores": 0x01, "energy-ram": 0x03, "energy-psys": 0x05}
+
+
+def make_perf_power_tree(root: str | Path, cpumask: str = "0", pmu_type: int = 23,
+                         events: dict[str, int] | None = None) -> Path:
+    """A fake ``/sys/bus/event_source/devices/power``: ``type``, ``cpumask``, ``events/<name>`` and their
+    ``.scale`` / ``.unit``."""
+    r = Path(root)
+    (r / "events").mkdir(parents=True, exist_ok=True)
+    (r / "type").write_text(f"{pmu_type}\n")
+    (r / "cpumask").write_text(f"{cpumask}\n")
+    for name, code in (PERF_POWER_EVENTS if events is None else events).items():
+        (r / "events" / name).write_text(f"event=0x{code:02x}\n")
+        (r / "events" / f"{name}.scale").write_text("2.3283064365386962890625e-10\n")
+        (r / "events" / f"{name}.unit").write_text("Joules\n")
+    return r
+
+
+class FakePerfReader:
+    """``perf_event_open`` played: each (type, config, cpu) opened gets an fd whose count is ``energy_j(config,
+    cpu, t)`` (cumulative joules at ``clock()``) in 2**-32 J units from an arbitrary start; ``deny`` raises that
+    errno on open (EACCES: perf_event_paranoid too high)."""
+
+    def __init__(self, energy_j: Any, clock: Any, deny: int | None = None) -> None:
+        self.energy_j, self.clock, self.deny = energy_j, clock, deny
+        self.opened: dict[int, tuple[int, int, int]] = {}
+        self.closed: list[int] = []
+
+    def open(self, pmu_type: int, config: int, cpu: int) -> int:
+        if self.deny is not None:
+            import os as _os
+
+            raise OSError(self.deny, _os.strerror(self.deny))
+        fd = 100 + len(self.opened)
+        self.opened[fd] = (pmu_type, config, cpu)
+        return fd
+
+    def read(self, fd: int) -> int:
+        _, config, cpu = self.opened[fd]
+        return 12345 + round(self.energy_j(config, cpu, self.clock()) * 2 ** 32)
+
+    def close(self, fd: int) -> None:
+        self.closed.append(fd)
+
+
 class NVMLError(Exception):
     pass
 
