@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.measure import result
+from archline.bench.measure import result, schedule
 from archline.bench.measure.meters import _open
 from archline.bench.measure.process import GRACE_S, _forwarding, _group_alive, _kill_group, _spawn, _wait
 from archline.bench.measure.sensor_windows import (
@@ -127,10 +127,19 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
     if not opts.command:
         raise BenchError("no command to measure: give it after '--' (archline measure -- ./my_program args)")
     prof = load_bench_profile(opts.platform)
+    scheduled = schedule.needs_schedule(prof, opts.emulate)
+    if scheduled:          # no device to emulate: the busy/idle schedule x measured time (bench/measure/schedule)
+        schedule.check(prof, opts.busy_w, opts.idle_w, opts.meter)
+    busy_w, idle_w = opts.busy_w or 0.0, opts.idle_w or 0.0      # (the schedule's; checked given when used)
     name = profile_name(prof)
     run_dir = _run_dir(opts.out, name) if opts.out is not None else None
     try:
-        mon, notes = _open(prof, opts, run_dir)
+        if scheduled:
+            from archline.powermon.record.null import NullMeter
+
+            mon, notes = Monitor([NullMeter(schedule.NOTE)]), []
+        else:
+            mon, notes = _open(prof, opts, run_dir)
         sensor = _sensor_need(mon)
         if sensor is not None and 0 < opts.baseline_s * sensor.speed < sensor.limits.min_window_s * (1 - 1e-9):
             # archline's own window, known now: refused before the command runs (nothing measured, nothing run)
@@ -150,8 +159,9 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
     reader = MarksReader(on_mark)
     doc: dict[str, Any] = {"command": list(opts.command), "platform": name,
                            "platform_path": prof.platform.origin if _is_path(opts.platform) else None,
-                           "emulated": mon.emulated,
-                           "meter": mon.describe(), "reason": mon.reason or None, "exit_code": None, "signal": None,
+                           "emulated": mon.emulated or scheduled,
+                           "meter": schedule.describe(busy_w, idle_w) if scheduled else mon.describe(),
+                           "reason": None if scheduled else mon.reason or None, "exit_code": None, "signal": None,
                            "anchor": {"monotonic_s": time.monotonic(), "unix_s": time.time(), "utc": utc_iso()},
                            "baseline": None, "idle_power_w": None, "idle_power_err_w": None,
                            "subtract_idle": opts.subtract_idle, "runs": [], "problems": [], "warnings": list(notes),
@@ -167,6 +177,9 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 time.sleep(opts.baseline_s)
                 idle = mon.end_window("baseline")
                 doc["baseline"] = _window(idle, idle=None, mon=mon)
+                if scheduled:
+                    schedule.fill(doc["baseline"], idle_w, None)
+                    doc["idle_power_w"], doc["idle_power_err_w"] = idle_w, 0.0
                 if idle.has_energy:
                     doc["idle_power_w"], doc["idle_power_err_w"] = idle.mean_power_w, idle.mean_power_err_w
             sub = idle if opts.subtract_idle else None
@@ -211,6 +224,9 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 phases = [(p, max(t0, run.t_start_s), min(t1, run.t_end_s)) for p, t0, t1 in phases]
                 problems += reader.take_malformed()
                 w = _window(run, asked, idle=sub, mon=mon, sensor=sensor)
+                above = idle_w if scheduled and opts.subtract_idle else None
+                if scheduled:
+                    schedule.fill(w, busy_w, above)
                 w["exit_code"] = rc if rc >= 0 else None
                 w["signal"] = -rc if rc < 0 else None
                 w["interrupted"] = bool(got)
@@ -219,6 +235,8 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 w["phases"] = [_window(*_between(mon, p if opts.repeat == 1 else f"{name}/{p}", t0, t1, sensor,
                                                  data_from),
                                        idle=sub, mon=mon, sensor=sensor) for p, t0, t1 in phases]
+                if scheduled:
+                    w["phases"] = [schedule.fill(p, busy_w, above) for p in w["phases"]]
                 doc["problems"] += [f"{name}: {p}" for p in problems]
                 doc["runs"].append(w)
                 doc["exit_code"], doc["signal"] = w["exit_code"], w["signal"]
@@ -233,6 +251,8 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
             doc["summary"] = result.summary(doc["runs"])
             if opts.place is not None:
                 doc["placement"] = opts.place(doc)
+            if scheduled:
+                doc["energy_source"] = schedule.NOTE
             if run_dir is not None and not mon.reason:      # the null meter has no trace to keep
                 doc["files"]["traces"] = [p.name for p in mon.write_traces(run_dir, "csv.gz")]
         path = None
