@@ -24,8 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover
               help="write here instead of stdout; with several platforms and json, or ending in /, a directory (one "
                    "file each). "
                    "A .json file takes --format json and a .csv file --format csv: another format is refused.")
-@click.option("--model", type=click.Choice(["auto", "basic", "cache", "capped", "dvfs"]), default="auto",
-              show_default=True, help="auto picks by cross-validated error and says so.")
+@click.option("--model", type=click.Choice(["auto", "basic", "cache", "capped", "dvfs", "time"]), default="auto",
+              show_default=True, help="auto picks by cross-validated error and says so; time: the time terms only "
+                                      "(what rows without energy give; auto picks it for them).")
 @click.option("--cache-method", type=click.Choice(["joint", "residual"]), default="joint", show_default=True,
               help="cache model: one joint fit, or S1 eq.11-12 residuals after eq.9.")
 @click.option("--figure", type=OutPath(suffixes=FIGURE_SUFFIXES), default=None,
@@ -66,6 +67,9 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       cache   + L1/L2/L3/shared, random-access, integer terms (joint or residual eq.11-12)
       capped  power-cap model eq.32-38 (scipy least squares), KS test free vs capped
       dvfs    S1 eq.48 by non-negative least squares over every voltage setting
+      time    tau per flop, byte of each level, access and op (observed peaks), no energy
+    Rows without energy (no meter: energy_j empty) give the time table; its energy terms
+    are listed as absent, with the rows' reason. Beside rows with energy they give the taus.
     Every coefficient has a standard error and a 95% interval; one the data cannot identify is left out with
     a warning, never printed as 0.
 

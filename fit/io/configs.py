@@ -180,6 +180,8 @@ class KeyReducer:
         self.sources: list[Source] = []
         self._carry: dict[str, list[np.ndarray]] = {}
         self._luts: dict[str, np.ndarray] = {}   # per batch: text key -> local to global codes (stream only)
+        #: platform -> the reasons (row notes) its time-only rows give, in order, once each (results reader)
+        self.time_only_reasons: dict[str, dict[str, None]] = {}
 
     @property
     def n_rows(self) -> int:

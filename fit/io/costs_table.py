@@ -42,7 +42,10 @@ def format_table(r: FitResult) -> str:
         for row in rows:
             out.append("  ".join(x.ljust(w) if i in (0, 3, 4) else x.rjust(w)
                                  for i, (x, w) in enumerate(zip(row, widths, strict=True))))
-    for name, why in r.omitted.items():
+    absent = r.extra.get("energy_absent") if r.model == "time" else None
+    if absent:      # one line for every energy term a time-only table lacks: they share one reason
+        out.append(f"energy: - ({', '.join(absent['terms'])}: {absent['reason']})")
+    for name, why in r.omitted.items() if not absent else ():
         out.append(f"{name}: not reported ({why})")
     if r.model == "dvfs" and r.extra.get("settings"):
         out.append("")
@@ -80,7 +83,8 @@ def format_table(r: FitResult) -> str:
         if k in q and isinstance(q[k], (int, float)):
             parts.append(f"{label} {q[k]:.4g}")
     out.append("")
-    out.append("quality: " + ", ".join(parts))
+    out.append("quality: " + (", ".join(parts) if parts or not absent else
+                              "time only, no energy model to score (taus: observed peaks)"))
     for w in r.warnings:
         out.append(f"warning: {w}")
     return "\n".join(out)

@@ -15,6 +15,7 @@ UNITS: dict[str, str] = {
     "eps_l1": "J/byte", "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access",
     "eps_int": "J/op", "pi0": "W", "delta_pi": "W",
     "tau_flop_sp": "s/flop", "tau_flop_dp": "s/flop", "tau_mem": "s/byte", "tau_int": "s/op",
+    "tau_l1": "s/byte", "tau_l2": "s/byte", "tau_l3": "s/byte", "tau_shared": "s/byte", "tau_rand": "s/access",
     "c0_core_single": "J/(flop*V^2)", "delta_c0_core_double": "J/(flop*V^2)", "c0_mem": "J/(byte*V^2)",
     "c0_core_integer": "J/(op*V^2)", "c0_core_sm": "J/(byte*V^2)", "c0_core_l2": "J/(byte*V^2)",
     "c1_core": "W/V", "c1_mem": "W/V", "pi_misc": "W",
@@ -24,7 +25,7 @@ UNITS: dict[str, str] = {
 HUMAN_UNITS: dict[str, tuple[float, str]] = {
     "J/flop": (1e12, "pJ/flop"), "J/byte": (1e12, "pJ/B"), "J/access": (1e12, "pJ/access"), "J/op": (1e12, "pJ/op"),
     "W": (1.0, "W"), "W/V": (1.0, "W/V"), "s/flop": (1e12, "ps/flop"), "s/byte": (1e12, "ps/B"),
-    "s/op": (1e12, "ps/op"),
+    "s/op": (1e12, "ps/op"), "s/access": (1e9, "ns/access"),
     "J/(flop*V^2)": (1e12, "pJ/(flop V^2)"), "J/(byte*V^2)": (1e12, "pJ/(B V^2)"), "J/(op*V^2)": (1e12, "pJ/(op V^2)"),
 }
 
@@ -85,7 +86,7 @@ def si_factor(name: str, unit: str | None) -> float:
 PLAUSIBLE_MAX_SI: dict[str, float] = {
     "J/flop": 1e-6, "J/byte": 1e-6, "J/access": 1e-6, "J/op": 1e-6,
     "J/(flop*V^2)": 1e-6, "J/(byte*V^2)": 1e-6, "J/(op*V^2)": 1e-6,
-    "W": 1e6, "W/V": 1e6, "s/flop": 1e-3, "s/byte": 1e-3, "s/op": 1e-3, "flop/s": 1e18, "byte/s": 1e18,
+    "W": 1e6, "W/V": 1e6, "s/flop": 1e-3, "s/byte": 1e-3, "s/op": 1e-3, "s/access": 1e-3, "flop/s": 1e18, "byte/s": 1e18,
 }
 
 

@@ -34,6 +34,7 @@ SHIPPED_DIR = Path(__file__).parent  # the shipped *.toml profiles live beside t
 #: Every constant a profile may hold, with its SI unit.
 CONSTANT_UNITS: dict[str, str] = {
     "tau_flop_sp": "s/flop", "tau_flop_dp": "s/flop", "tau_mem": "s/byte", "tau_int": "s/op",
+    "tau_l1": "s/byte", "tau_l2": "s/byte", "tau_l3": "s/byte", "tau_shared": "s/byte", "tau_rand": "s/access",
     "peak_flop_per_s_sp": "flop/s", "peak_flop_per_s_dp": "flop/s", "peak_byte_per_s": "byte/s",
     "eps_flop_sp": "J/flop", "eps_flop_dp": "J/flop", "eps_mem": "J/byte", "eps_l1": "J/byte",
     "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access", "eps_int": "J/op",

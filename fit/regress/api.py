@@ -13,7 +13,7 @@ the lowest counts as a tie, which goes to the simpler candidate (basic, joint).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ from archline.fit.regress.validation import SPLITS, cross_validate, holdout, n_u
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-MODELS: tuple[str, ...] = ("basic", "cache", "capped", "dvfs", "auto")
+MODELS: tuple[str, ...] = ("basic", "cache", "capped", "dvfs", "time", "auto")
 CV_MODES: tuple[str, ...] = ("grouped", "rowwise")
 
 
@@ -141,12 +141,26 @@ def _cv_score(q: dict[str, Any], with_time: bool = True) -> float:
     return float(e if t is None or not with_time else (e + t) / 2)
 
 
-def fit_group(group: Group, opts: FitOptions) -> FitResult:
+def fit_group(group: Group, opts: FitOptions, time_only_reasons: Sequence[str] = ()) -> FitResult:
     """The fit of one group (``opts.model``, or the best by cross-validated error for auto); rows that cannot
     identify the model are a ResultsError, never a numpy traceback. The result carries the outlier report
-    (:mod:`archline.fit.regress.outliers`): ``extra["outliers"]`` and one warning per flagged configuration."""
-    from archline.fit.regress.outliers import attach_outlier_report
+    (:mod:`archline.fit.regress.outliers`): ``extra["outliers"]`` and one warning per flagged configuration.
 
+    Rows without energy (issue 34, :mod:`archline.fit.regress.timing`): all of them, or ``--model time``, give
+    the time cost table; beside rows with energy they give the time terms only."""
+    from archline.fit.regress.outliers import attach_outlier_report
+    from archline.fit.regress.timing import absent_reason, add_time_terms, fit_time, time_only_mask
+
+    tonly = time_only_mask(group.data)
+    if opts.model == "time" or tonly.all():
+        if opts.model not in ("auto", "time"):
+            raise ResultsError(f"--model {opts.model} fits energy, but the rows of '{group.platform}' have none "
+                               f"({absent_reason(time_only_reasons)}); leave --model out for their time cost table")
+        return fit_time(group.data, platform=group.platform, emulated=group.emulated, reasons=time_only_reasons)
+    if tonly.any():
+        r = fit_group(Group(group.platform, group.emulated, group.data.select(~tonly)), opts)
+        add_time_terms(r, group.data, int(group.data.cfg["n"][tonly].sum()))
+        return r
     try:
         r = _fit_group(group, opts)
     except np.linalg.LinAlgError as e:
@@ -218,7 +232,7 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
                       max_rows=FIT_MAX_ROWS)
     groups = group_rows(rs, include_emulated=opts.include_emulated, mix_emulated=opts.mix_emulated,
                         platform=opts.platform)
-    results = [fit_group(g, opts) for g in groups]
+    results = [fit_group(g, opts, rs.time_only_reasons.get(g.platform, [])) for g in groups]
     for r in results:
         r.warnings.extend(rs.notes)
         r.extra["files"] = rs.files

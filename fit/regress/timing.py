@@ -1,0 +1,116 @@
+"""The time half of the cost table (issue 34): tau per flop (SP, DP), per byte of each level, per random access
+and per integer op, from any result rows, with or without energy.
+
+The time roofline (model.md §1.1) runs each operation at its peak rate, so tau_c is the inverse of the best
+observed throughput of count c: the median per-unit time t/N_c of the three fastest rows with N_c > 0 (the
+convention of :func:`archline.fit.regress.basic.observed_tau`). Its uncertainty is how reproducible that peak
+is: the standard deviation of t/N_c over the rows at the peak (those within :data:`PLATEAU_REL` of the fastest,
+and at least the three fastest), and a 95% interval of two of them; a single row gives no uncertainty (null).
+
+Rows without energy (no meter: ``energy_j`` empty, ``meter`` empty, their ``note`` says why) give a table with
+these taus only; every energy term is listed as absent with the rows' own reason. Mixed rows: the energy model
+is fitted to the rows with energy and the taus come from all rows (:func:`archline.fit.regress.api.fit_group`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from archline.fit.io.configs import Grouped
+from archline.fit.io.results import TIME_ONLY, ResultsError
+from archline.fit.regress.result import COUNT_COEFFICIENT, UNITS, Coefficient, FitResult
+
+#: count column -> its time constant (archline.costs/1 ``tau`` section)
+TAU_OF_COUNT: dict[str, str] = {
+    "flops_sp": "tau_flop_sp", "flops_dp": "tau_flop_dp", "int_ops": "tau_int", "bytes_mem": "tau_mem",
+    "bytes_l1": "tau_l1", "bytes_l2": "tau_l2", "bytes_l3": "tau_l3", "bytes_shared": "tau_shared",
+    "rand_accesses": "tau_rand",
+}
+#: rows whose per-unit time is within this share of the fastest are "at the peak" (their spread is the tau's
+#: uncertainty); 10% holds the scatter of a loaded 2-core VM's repeats (benchmarks/ quick runs: 3-8%).
+PLATEAU_REL = 0.10
+TAU_METHOD = (f"observed peak: median t/N of the 3 fastest rows; stderr = s.d. of t/N over the rows at the peak "
+              f"(within {PLATEAU_REL:.0%} of the fastest, at least the 3 fastest), ci95 = value +- 2 stderr")
+#: what a time-only table says of its energy terms when the rows give no reason of their own
+NO_METER = "no meter measured these rows"
+
+
+def time_taus(data: Grouped) -> dict[str, Coefficient]:
+    """Every tau the rows can give (module docstring), in SI, by archline.costs/1 name."""
+    out: dict[str, Coefficient] = {}
+    cfg = data.cfg
+    for col, name in TAU_OF_COUNT.items():
+        n_cfg = cfg.num(col)
+        n_row = n_cfg[data.g] if n_cfg.size > 1 else np.full(data.t.size, n_cfg[0] if n_cfg.size else 0.0)
+        use = n_row > 0
+        if not use.any():
+            continue
+        per_unit = data.t[use] / n_row[use]
+        per_unit = np.sort(per_unit[np.isfinite(per_unit) & (per_unit > 0)])
+        if not per_unit.size:
+            continue
+        value = float(np.median(per_unit[:3]))
+        # the rows at the peak: within PLATEAU_REL of the fastest, and at least the three the value comes from
+        plateau = per_unit[: max(3, int(np.count_nonzero(per_unit <= per_unit[0] * (1 + PLATEAU_REL))))]
+        se = float(np.std(plateau, ddof=1)) if plateau.size > 1 else None
+        ci = (value - 2 * se, value + 2 * se) if se is not None else None
+        out[name] = Coefficient(name, value, se, ci, UNITS[name], TAU_METHOD)
+    return out
+
+
+def energy_terms(data: Grouped) -> list[str]:
+    """The energy coefficients the rows' counts would identify (eps_* of each count present, and pi0)."""
+    cfg = data.cfg
+    return [name for col, name in COUNT_COEFFICIENT.items() if bool((cfg.num(col) > 0).any())] + ["pi0"]
+
+
+def absent_reason(reasons: Sequence[str]) -> str:
+    """Why the energy terms are absent: no meter, in the rows' own words, and what would give them."""
+    said = "; ".join(reasons) if reasons else NO_METER
+    return (f"not measured: the rows have no energy ({said}); a power meter gives them: see `archline meter "
+            "list`, then `archline bench run` and `archline fit` again")
+
+
+def fit_time(data: Grouped, *, platform: str, emulated: bool, reasons: Sequence[str] = ()) -> FitResult:
+    """The time cost table of rows without energy: taus with uncertainties, every energy term absent with why."""
+    tau = time_taus(data)
+    if not tau:
+        raise ResultsError(f"the rows of '{platform}' have no counts (flops, bytes, accesses or ops), so no time "
+                           "per operation can be fitted")
+    why = absent_reason(reasons)
+    omitted = {name: why for name in energy_terms(data)}
+    n_rows = data.n_rows
+    derived: dict[str, float] = {}
+    for p in ("sp", "dp"):
+        if f"tau_flop_{p}" in tau and "tau_mem" in tau:
+            derived[f"B_tau_{p}"] = tau["tau_mem"].value / tau[f"tau_flop_{p}"].value
+            derived.setdefault("B_tau", derived[f"B_tau_{p}"])      # unsuffixed = sp if present (basic's rule)
+    quality: dict[str, float | int | str] = {"n_points": n_rows, "n_configurations": data.n_configs}
+    warnings = [f"time only: {len(omitted)} energy term(s) absent ({', '.join(omitted)}): "
+                + ("; ".join(reasons) if reasons else NO_METER)]
+    return FitResult(platform=platform, model="time", emulated=emulated, n_points=n_rows, coefficients={},
+                     tau=tau, derived=derived, quality=quality, warnings=warnings, omitted=omitted,
+                     extra={"method": "time only: " + TAU_METHOD,
+                            "energy_absent": {"terms": list(omitted), "reason": why,
+                                              "row_reasons": list(reasons)}},
+                     rows=data)
+
+
+def time_only_mask(data: Grouped) -> np.ndarray:
+    """Configurations without energy (one value per configuration)."""
+    v = data.cfg.get(TIME_ONLY)
+    if v is None:
+        return np.zeros(data.n_configs, dtype=bool)
+    v = np.asarray(v, dtype=bool)
+    return np.broadcast_to(v, (data.n_configs,)).copy() if v.size != data.n_configs else v
+
+
+def add_time_terms(r: FitResult, data: Grouped, n_time_only: int) -> None:
+    """A fit of the rows with energy, given the taus of all rows (``data``), and said so."""
+    r.tau = {**r.tau, **time_taus(data)}
+    r.extra["time_terms"] = {"from_rows": data.n_rows, "method": TAU_METHOD}
+    r.warnings.append(f"{n_time_only} time-only row(s) (no energy) fitted for the time terms only; the energy "
+                      "terms come from the rows with energy")
+
