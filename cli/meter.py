@@ -69,8 +69,9 @@ def _ints(text: str | None) -> list[int] | None:
 @meter.command("list")
 @format_option
 def list_cmd(fmt: str) -> None:
-    """Meters found on this machine (serial ports, PowerSensor3 and PMD-USB by USB ID, RAPL zones, NVML GPUs) and
-    every other kind a profile's [[meters]] may name, each absent kind with its reason.
+    """Meters found on this machine (serial ports, PowerSensor3 and PMD-USB by USB ID, RAPL zones through powercap
+    or perf's power events, NVML GPUs) and every other kind a profile's [[meters]] may name, each absent kind with
+    its reason and, in the fix column, the one command that would give it (sudo chmod, sysctl, usermod, pip).
 
     \b
     Examples:
@@ -83,8 +84,9 @@ def list_cmd(fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(rows, indent=1))
         return
-    echo_table(["kind", "found", "name", "detail"],
-               [[r["kind"], "yes" if r["available"] else "no", r["name"], r["detail"]] for r in rows])
+    echo_table(["kind", "found", "name", "detail", "fix"],
+               [[r["kind"], "yes" if r["available"] else "no", r["name"], r["detail"], r.get("fix", "")]
+                for r in rows])
 
 
 @meter.command("record")

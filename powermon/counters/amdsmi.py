@@ -338,5 +338,6 @@ def list_meters(lib: Any = None) -> list[dict[str, Any]]:
                  "detail": f"{g.name()}, energy accumulator, power scope {POWER_SCOPE} (kind = \"amdsmi\", "
                            f"index = {g.index})"} for g in gpus]
     except DeviceError as e:
-        rows = [{"kind": "amdsmi", "name": "-", "available": False, "detail": str(e)}]
+        rows = [{"kind": "amdsmi", "name": "-", "available": False, "detail": str(e),
+                 "fix": "pip install /opt/rocm/share/amd_smi" if "not installed" in str(e) else ""}]
     return rows or [{"kind": "amdsmi", "name": "-", "available": False, "detail": "AMD SMI lists no GPU"}]

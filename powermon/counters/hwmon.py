@@ -335,9 +335,10 @@ def list_meters(root: str | Path | None = None) -> list[dict[str, Any]]:
     for i in list_inputs(r):
         try:
             i.read()
-            ok, why = True, f"{i.display} ({'cumulative uJ' if i.kind == 'energy' else 'uW, integrated'})"
+            ok, why, fix = True, f"{i.display} ({'cumulative uJ' if i.kind == 'energy' else 'uW, integrated'})", ""
         except MeterError as e:
             ok, why = False, str(e)
-        rows.append({"kind": "hwmon", "name": i.id, "available": ok, "detail": why})
+            fix = f"sudo chmod o+r {i.path}" if "permission denied" in why else ""
+        rows.append({"kind": "hwmon", "name": i.id, "available": ok, "detail": why, "fix": fix})
     return rows or [{"kind": "hwmon", "name": "-", "available": False,
                      "detail": f"no hwmon energy or power inputs under {r}"}]

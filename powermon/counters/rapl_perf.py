@@ -165,8 +165,10 @@ def zone_names(pmu: PerfPmu) -> list[PerfZone]:
     """The events as zones: energy-pkg on package k is ``package-k``, its cores/ram ``package-k/core``,
     ``package-k/dram``; psys (one per machine) ``psys``."""
     out: list[PerfZone] = []
+    order = list(ZONE_OF_EVENT)      # package first, then its parts, as powercap lists them
+    events = sorted(pmu.events, key=lambda ev: order.index(ev.name) if ev.name in order else len(order))
     for k, cpu in enumerate(pmu.cpus):
-        for ev in pmu.events:
+        for ev in events:
             zone = ZONE_OF_EVENT.get(ev.name, ev.name.removeprefix("energy-"))
             if zone == "psys":
                 if k == 0:

@@ -220,3 +220,45 @@ def test_real_perf_power_events() -> None:
     e1 = src.read_j()[0]
     src.close()
     assert 0.0 < e1 - e0 < 1000.0 * 0.05 + 1.0      # a package draws something, and less than 1 kW
+
+
+# --- `meter list`: what is missing and the one command that gives it ---
+
+def test_meter_list_rapl_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from archline.powermon.meter_list import UDEV_FIX, rapl_rows
+
+    root = tree(tmp_path / "powercap")
+    pmu = make_perf_power_tree(tmp_path / "power")
+    ok = rapl_rows(root, pmu, FakePerfReader(_perf_energy, Clock()))
+    assert [(r["name"], r["available"], r.get("fix", "")) for r in ok] == [
+        ("package-0", True, ""), ("package-0/dram", True, ""), ("perf:package-0", True, ""),
+        ("perf:package-0/core", True, ""), ("perf:package-0/dram", True, ""), ("perf:psys", True, "")]
+    _deny_energy_uj(monkeypatch)
+    denied = rapl_rows(root, pmu, FakePerfReader(_perf_energy, Clock(), deny=errno.EACCES))
+    assert [r["fix"] for r in denied] == [
+        f"sudo chmod o+r {root}/intel-rapl:*/energy_uj {root}/intel-rapl:*:*/energy_uj"] * 2 + [
+        "sudo sysctl kernel.perf_event_paranoid=0"]
+    assert UDEV_FIX in denied[0]["detail"] and "cap_perfmon+ep" in denied[2]["detail"]
+    (none,) = rapl_rows(tmp_path / "no-powercap", tmp_path / "no-pmu")
+    assert none["available"] is False and "no perf power events" in none["detail"]
+    assert none["fix"] in ("", "sudo modprobe intel_rapl_msr")     # "" in a VM guest: no command gives RAPL
+
+
+def test_meter_list_serial_port_needs_its_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import types
+
+    from serial.tools import list_ports
+
+    from archline.powermon import meter_list
+
+    dev = tmp_path / "ttyUSB0"
+    dev.write_text("")
+    port = types.SimpleNamespace(device=str(dev), description="CH340", vid=0x1A86, pid=0x7523)
+    monkeypatch.setattr(list_ports, "comports", lambda: [port])
+    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(dev))   # even root is denied here
+    rows = {(r["kind"], r["name"]): r for r in meter_list.list_meters(tmp_path / "pc", perf_root=tmp_path / "pmu")}
+    serial, pmd = rows[("serial", str(dev))], rows[("pmd", str(dev))]
+    assert serial["available"] is False and pmd["available"] is False
+    assert serial["fix"].startswith("sudo usermod -aG ") and serial["fix"].endswith(" $USER")
+    assert all("fix" in r for r in rows.values())
