@@ -8,7 +8,13 @@ import click
 
 from archline.cli.output import echo_files, echo_json, echo_table, format_option, panels
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath, check_finite, intensities
-from archline.fit.model.summary import SYMBOLS, platform_summary, predict_rows
+from archline.fit.model.summary import (
+    SYMBOLS,
+    energy_missing,
+    platform_summary,
+    predict_rows,
+    predict_time_rows,
+)
 from archline.fit.model.units import display
 
 precision_option = click.option("--precision", type=click.Choice(["sp", "dp", "both"]), default="both",
@@ -89,9 +95,10 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
               help="flop/byte values: '0.25,1,4' or a range of powers of two '0.25:64'")
 @click.option("--cap-divisor", type=POSITIVE, default=1.0, show_default=True,
               help="throttle: use delta_pi/K (S1 §4.4.4); needs delta_pi")
-@click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
+@click.option("--precision", type=click.Choice(["sp", "dp"]), default=None,
+              help="[default: sp, or dp where the platform has only dp (a time table of a dp-only run)]")
 @format_option
-def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precision: str, fmt: str) -> None:
+def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precision: str | None, fmt: str) -> None:
     """Performance, energy efficiency and power at given intensities.
 
     \b
@@ -102,18 +109,37 @@ def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precisio
 
     pl = load_platform(name_or_costs)
     values = intensities(intensity)
-    m = pl.machine(precision, needed_for="model predict")
-    rows = predict_rows(m, values, cap_divisor)
-    check_finite(rows, ("gflop_per_s", "gflop_per_j", "power_w"))
+    if precision is None:           # sp unless the platform has dp only (localhost's quick run measures dp)
+        precision = "dp" if pl.value("tau_flop_sp") is None and pl.value("tau_flop_dp") is not None else "sp"
+    no_energy = energy_missing(pl, precision)
+    if no_energy is not None:       # a time-only platform: the time roofline, energy answers absent and why
+        if cap_divisor != 1.0:
+            pl.require("delta_pi", "--cap-divisor")
+        rows = predict_time_rows(pl, precision, values)
+        check_finite(rows, ("gflop_per_s",))
+        capped = False
+    else:
+        m = pl.machine(precision, needed_for="model predict")
+        rows = predict_rows(m, values, cap_divisor)
+        check_finite(rows, ("gflop_per_s", "gflop_per_j", "power_w"))
+        capped = m.capped
     if fmt == "json":
-        echo_json({"platform": pl.name, "precision": precision, "emulated": pl.emulated, "capped": m.capped,
-                   "cap_divisor": cap_divisor, "points": rows})
+        echo_json({"platform": pl.name, "precision": precision, "emulated": pl.emulated, "capped": capped,
+                   "cap_divisor": cap_divisor, "points": rows,
+                   **({"energy_missing": no_energy} if no_energy is not None else {})})
         return
-    click.echo(f"{pl.name} {precision.upper()}: " + ("capped model" if m.capped else "free model (delta_pi unknown)")
-               + (" [emulated]" if pl.emulated else ""))
+    model_name = ("time roofline only (no energy constants)" if no_energy is not None
+                  else "capped model" if capped else "free model (delta_pi unknown)")
+    click.echo(f"{pl.name} {precision.upper()}: {model_name}" + (" [emulated]" if pl.emulated else ""))
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.4g}"
+
     echo_table(["I (flop/B)", "GFLOP/s", "GFLOP/J", "power (W)", "bound by"],
-               [[f"{r['intensity']:g}", f"{r['gflop_per_s']:.4g}", f"{r['gflop_per_j']:.4g}", f"{r['power_w']:.4g}",
+               [[f"{r['intensity']:g}", num(r["gflop_per_s"]), num(r["gflop_per_j"]), num(r["power_w"]),
                  r["bound"]] for r in rows])
+    if no_energy is not None:
+        click.echo(f"note: GFLOP/J and power: - ({no_energy})")
 
 
 @model.command("plot")

@@ -50,8 +50,7 @@ from pydantic import Field, model_validator
 
 from archline.bench.errors import BenchError
 from archline.common.inputs import Strict, validate
-from archline.fit.errors import PlatformNotFoundError
-from archline.fit.platforms.profiles import Constant, Platform, load_platform
+from archline.fit.platforms.profiles import Constant, Platform, find_profile, load_platform, load_profile
 from archline.powermon.spec import MeterSpec, parse_meters
 
 Kernel = Literal["intensity", "cache", "chase", "int", "ceilings", "ceil_flop", "ceil_mem"]
@@ -257,11 +256,9 @@ def bench_profile(platform: Platform, detected_note: str = "") -> BenchProfile:
 
 def load_bench_profile(name_or_path: str) -> BenchProfile:
     """A profile by name or path; ``localhost`` is generated from this machine unless a user's file shadows it."""
-    if name_or_path == "localhost":
-        try:
-            return bench_profile(load_platform("localhost"))
-        except PlatformNotFoundError:
-            return localhost_profile()
+    if name_or_path == "localhost":       # a user's file, else detected (not the measured-peaks platform)
+        found = find_profile("localhost")
+        return bench_profile(load_profile(found)) if found is not None else localhost_profile()
     return bench_profile(load_platform(name_or_path))
 
 

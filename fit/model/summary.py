@@ -155,3 +155,32 @@ def predict_rows(m: Machine, intensities: Sequence[float], cap_divisor: float = 
              "power_w": float(power[k]), "cap_binds": bool(binds[k]),
              "bound": "cap" if binds[k] else ("memory" if i[k] < mk.B_tau else "compute")}
             for k in range(len(i))]
+
+
+#: what a time-only platform (a time cost table, localhost from its peaks) predicts: time answers; the energy
+#: answers are None with the reason (model predict prints a dash and a note, JSON null plus ``energy_missing``)
+ENERGY_ANSWERS: tuple[str, ...] = ("gflop_per_j", "power_w")
+
+
+def energy_missing(platform: Platform, precision: str) -> str | None:
+    """Why ``platform`` gives no energy answer at ``precision`` (the first absent energy constant and its note), or
+    None when it gives them."""
+    for key in (f"eps_flop_{precision}", "eps_mem", "pi0"):
+        if platform.value(key) is None:
+            note = platform.source(key)
+            return f"no value for {key}" + (f" ({note})" if note else "")
+    return None
+
+
+def predict_time_rows(platform: Platform, precision: str, intensities: Sequence[float]) -> list[dict[str, Any]]:
+    """The time roofline only (S0 eq.3: performance = min(1/tau_flop, I/tau_mem)) where the energy constants are
+    absent; energy answers None. Needs tau_flop and tau_mem (MissingValueError naming the one absent)."""
+    tau_flop = platform.require(f"tau_flop_{precision}", "model predict")
+    tau_mem = platform.require("tau_mem", "model predict")
+    b_tau = tau_mem / tau_flop
+    out = []
+    for x in intensities:
+        perf = min(1.0 / tau_flop, float(x) / tau_mem)
+        out.append({"intensity": float(x), "gflop_per_s": perf / 1e9, "gflop_per_j": None, "power_w": None,
+                    "cap_binds": False, "bound": "memory" if x < b_tau else "compute"})
+    return out

@@ -62,7 +62,7 @@ class Platform:
     title: str
     constants: dict[str, Constant]
     origin: str                      # file it came from
-    kind: str = "profile"            # "profile" or "costs"
+    kind: str = "profile"            # "profile", "costs" or "measured" (localhost from its last run's peaks)
     emulated: bool = False
     device_kind: str = ""
     notes: str = ""
@@ -187,9 +187,14 @@ def platform_of_costs(t: CostTable) -> Platform:
     name = Path(t.origin).name
     constants = {k: Constant(c.value, f"fitted ({t.model} model, {name})", c.stderr)
                  for k, c in {**t.coefficients, **t.tau}.items() if k in CONSTANT_UNITS}
+    omitted = t.report.get("omitted")
+    for k, why in (omitted.items() if isinstance(omitted, dict) else ()):
+        if k in CONSTANT_UNITS and k not in constants:      # absent, and why (a time-only table: no meter)
+            constants[k] = Constant(None, f"absent from {name}: {why}")
     n = t.n_points
     title = (f"cost table fitted with the {t.model} model"
-             + (f" from {n} measured points" if n is not None else "") + f" ({name})")
+             + (f" from {n} {'emulated' if t.emulated else 'measured'} points" if n is not None else "")
+             + (" (time only, no energy)" if t.model == "time" else "") + f" ({name})")
     return Platform(name=t.platform, title=title, constants=constants, origin=t.origin, kind="costs",
                     emulated=t.emulated,
                     dvfs={"settings": t.settings, "coefficients": {k: c.as_json() for k, c in t.coefficients.items()}}
@@ -261,8 +266,14 @@ def load_all_profiles() -> tuple[list[tuple[Path, Platform]], list[str]]:
     return found, problems
 
 
+def find_profile(name: str) -> Path | None:
+    """The profile file named ``name`` (user profiles first, then shipped ones), or None."""
+    return next((c for c in iter_profiles() if c.stem == name), None)
+
+
 def load_platform(name_or_path: str) -> Platform:
-    """A profile by name, a profile .toml path, or a cost-table .json path."""
+    """A profile by name, a profile .toml path, or a cost-table .json path; ``localhost`` (unless a user's
+    localhost.toml shadows it) is this host as its last measured run found it (:func:`localhost_platform`)."""
     p = Path(name_or_path)
     if p.suffix == ".json":
         return load_costs(p)
@@ -270,11 +281,74 @@ def load_platform(name_or_path: str) -> Platform:
         return load_profile(p)
     if os.sep in name_or_path:
         return load_any(p)
-    for candidate in iter_profiles():
-        if candidate.stem == name_or_path:
-            return load_profile(candidate)
-    known = ", ".join(p.stem for p in iter_profiles())
+    found = find_profile(name_or_path)
+    if found is not None:
+        return load_profile(found)
+    if name_or_path == LOCALHOST:
+        return localhost_platform()
+    known = ", ".join([*(p.stem for p in iter_profiles()), LOCALHOST])
     raise PlatformNotFoundError(f"unknown platform '{name_or_path}' (known: {known}; or give a .toml or .json path)")
+
+
+LOCALHOST = "localhost"
+#: ERT names of the roofline.json ``bench run --platform localhost`` keeps -> the constant of their time (tau = 1/peak)
+_ERT_TAU: dict[str, tuple[str, float]] = {"FP64 GFLOPs": ("tau_flop_dp", 1e9), "FP32 GFLOPs": ("tau_flop_sp", 1e9),
+                                          "DRAM": ("tau_mem", 1e9), "L1": ("tau_l1", 1e9), "L2": ("tau_l2", 1e9),
+                                          "L3": ("tau_l3", 1e9)}
+#: the energy constants a roofline.json cannot give (it holds rates only)
+_ENERGY_KEYS = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0")
+
+
+class HostRooflineMissingError(PlatformNotFoundError):
+    """``localhost`` as a platform before any measured ``bench run --platform localhost`` on this host (exit 2)."""
+
+
+def localhost_platform() -> Platform:
+    """This host from the peaks its last measured ``bench run --platform localhost`` kept
+    (:func:`archline.fit.io.ert_roofline.host_roofline_path`): tau_flop = 1/peak GFLOP/s per precision, tau_mem =
+    1/DRAM bandwidth, tau_l1..l3 = 1/that level's bandwidth (model.md §1.1, §3); a relative spread in the
+    metadata (``spreads_rel``: name -> s.d./value) becomes the stderr. Energy constants are absent: no meter
+    stands behind a roofline.json. Labelled emulated when the file says so, and named by the run it came from."""
+    from archline.fit.io.ert_roofline import host_roofline_path, read_ert
+
+    path = host_roofline_path()
+    if not path.is_file():
+        raise HostRooflineMissingError(f"platform '{LOCALHOST}' has no measured peaks yet ({show(path)} does not "
+                                       f"exist): run `archline bench run --platform localhost --quick` first")
+    try:
+        roof = read_ert(path)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ProfileFormatError(f"{show(path)}: not a readable ERT roofline.json ({type(e).__name__}: {e}); run "
+                                 "`archline bench run --platform localhost --quick` again to rewrite it") from None
+    meta = roof.metadata
+    run = str(meta.get("run_id") or "") or ", ".join(str(r) for r in meta.get("results", [])) or "unknown run"
+    when = str(meta.get("created_utc") or "")
+    emulated = bool(meta.get("emulated"))
+    label = "emulated" if emulated else "measured"
+    spreads = meta.get("spreads_rel") if isinstance(meta.get("spreads_rel"), dict) else {}
+    src = f"{label}: 1/peak of run {run}" + (f" ({when})" if when else "") + f", {show(path)}"
+    constants: dict[str, Constant] = {}
+    for name, rate in [*roof.gflops.items(), *roof.gbytes.items()]:
+        key_factor = _ERT_TAU.get(name)
+        if key_factor is None or not (rate > 0 and math.isfinite(rate)):
+            continue
+        key, factor = key_factor
+        tau = 1.0 / (rate * factor)
+        rel = spreads.get(name)
+        se = tau * float(rel) if isinstance(rel, (int, float)) and math.isfinite(rel) and rel >= 0 else None
+        constants[key] = Constant(_check_value(key, tau, f"{show(path)}: {name}"), src, se)
+    if not constants:
+        raise ProfileFormatError(f"{show(path)}: holds no peak rate (FP64/FP32 GFLOPs, DRAM, L1-L3 GB/s); run "
+                                 "`archline bench run --platform localhost --quick` again")
+    no_meter = (f"no meter: localhost's constants are the peaks of run {run}, which carry no energy; fit a metered "
+                "run's rows (`archline fit`) and give the cost table for energy")
+    for key in _ENERGY_KEYS:
+        constants[key] = Constant(None, no_meter)
+    host = str(meta.get("hostname") or "this machine")
+    cpu = str(meta.get("cpu_model") or "")
+    title = f"{host}{' (' + cpu + ')' if cpu else ''}, {label} by run {run}" + (f" at {when}" if when else "")
+    return Platform(name=LOCALHOST, title=title, constants=constants, origin=str(path), kind="measured",
+                    emulated=emulated, device_kind="cpu", notes=src, raw={"name": LOCALHOST})
 
 
 def as_si_dict(platform: Platform) -> Mapping[str, float]:
