@@ -249,10 +249,10 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                                                + (f"exited {rc}" if rc > 0 else "was interrupted"))
                     break
             doc["summary"] = result.summary(doc["runs"])
-            if opts.place is not None:
-                doc["placement"] = opts.place(doc)
             if scheduled:
                 doc["energy_source"] = schedule.NOTE
+            if opts.place is not None:
+                doc["placement"] = opts.place(doc)
             if run_dir is not None and not mon.reason:      # the null meter has no trace to keep
                 doc["files"]["traces"] = [p.name for p in mon.write_traces(run_dir, "csv.gz")]
         path = None
