@@ -165,9 +165,13 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str, f
         check_figure_format(out)    # a .pgf without TeX: one line before anything is read or drawn
     pls = [load_platform(n) for n in name_or_costs]
     precs = ["sp", "dp"] if precision == "both" else [precision]
-    curves = curves_for(pls, [p for p in precs if all(p in pl.precisions_available() for pl in pls)] or precs)
-    path = plot_model(curves, out or Path(f"{safe_component(pls[0].name)}.png"))   # a name from data: made safe
-    echo_files(fmt, [(path, f"{panels(KINDS)} of {', '.join(c.label for c in curves)}")])
+    curves = curves_for(pls, [p for p in precs if all(p in pl.precisions_available() for pl in pls)]
+                        or [p for p in precs if all(p in pl.precisions_timed() for pl in pls)] or precs)
+    kinds = ("roofline",) if all(c.time_only for c in curves) else KINDS   # no energy constants: time roofline
+    if kinds != KINDS:
+        click.echo("archline: warning: no energy constants (no meter), so only the time roofline is drawn", err=True)
+    path = plot_model(curves, out or Path(f"{safe_component(pls[0].name)}.png"), kinds=kinds)  # name made safe
+    echo_files(fmt, [(path, f"{panels(kinds)} of {', '.join(c.label for c in curves)}")])
 
 
 @model.command("peak")

@@ -18,7 +18,8 @@ from archline.cli.params import FIGURE_SUFFIXES, OutPath
                    "the power and energy-efficiency rooflines of GPUs with their optimisation ceilings (S4; "
                    "docs/model.md)")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default=None,
-              help="rows and model lines of this precision [default: sp; ceilings: both]")
+              help="rows and model lines of this precision [default: the precisions the result rows have, both "
+                   "when both are there; without rows sp (dp for a dp-only time table); ceilings: both]")
 @click.option("--out", "-o", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), required=True,
               help="output figure (.png, .pdf, .svg)")
 @click.option("--where", multiple=True, metavar="KEY=VALUE",
@@ -72,7 +73,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     from archline.fit.plots.inputs import plot_plan
     from archline.fit.plots.rooflines import KINDS, plot_model
 
-    plan = plot_plan(files_or_costs, precision or "sp", KINDS if kind in ("all", "compare") else (kind,), where)
+    plan = plot_plan(files_or_costs, precision, KINDS if kind in ("all", "compare") else (kind,), where)
     path = plot_model(plan.curves, out, kinds=plan.kinds, measured=plan.measured, notes=plan.notes)
     for note in plan.notes:
         click.echo(f"archline: warning: {note}", err=True)

@@ -109,6 +109,10 @@ class Platform:
             delta_pi_w=math.inf if delta_pi is None else delta_pi,
         )
 
+    def precisions_timed(self) -> list[str]:
+        """The precisions the time roofline can be drawn at (tau_flop and tau_mem known; energy may be absent)."""
+        return [p for p in PRECISIONS if self.value(f"tau_flop_{p}") is not None and self.value("tau_mem") is not None]
+
     def precisions_available(self) -> list[str]:
         need = ("tau_flop_{p}", "eps_flop_{p}")
         base = all(self.value(k) is not None for k in ("tau_mem", "eps_mem", "pi0"))

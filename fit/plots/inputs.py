@@ -28,10 +28,12 @@ def is_results(item: str) -> bool:
     return is_results_csv(item) or item.endswith(".parquet") or Path(item).is_dir()
 
 
-def measured_from_results(path: Path, precision: str, notes: list[str] | None = None,
-                          where: Sequence[str] = ()) -> list[Measured]:
+def measured_from_results(path: Path, precision: str | None, notes: list[str] | None = None,
+                          where: Sequence[str] = (), found: list[str] | None = None) -> list[Measured]:
     """Intensity-kernel rows of an archline.results/1 CSV, Parquet file or data set directory as points:
     I = flops/bytes_mem, rate, flop/J, power; ``where`` filters select rows (:mod:`archline.fit.io.select`).
+    ``precision`` None: every precision the intensity rows have (sp, then dp), each added to ``found``; the file
+    is read once (a pipe works).
 
     Rows whose energy_j is missing or not positive keep their time point; they are left out of the arch and power
     lines, and ``notes`` says how many."""
@@ -51,7 +53,20 @@ def measured_from_results(path: Path, precision: str, notes: list[str] | None = 
     if missing:
         cols = ", ".join(sorted(missing))
         raise ArchlineFitError(f"{path}: not an {schema.SCHEMA} file (missing columns: {cols})")
-    df = df[(df["kernel"] == "intensity") & (df["precision"] == precision)]
+    df = df[df["kernel"] == "intensity"]
+    present = [p for p in ("sp", "dp") if bool((df["precision"] == p).any())]
+    out: list[Measured] = []
+    for prec in [precision] if precision is not None else present:
+        if found is not None and prec not in found:
+            found.append(prec)
+        out += _measured_points(path, df[df["precision"] == prec], prec, notes)
+    return out
+
+
+def _measured_points(path: Path, df: pd.DataFrame, precision: str, notes: list[str] | None) -> list[Measured]:
+    """The points of one precision's intensity rows, one Measured per platform and back end."""
+    import pandas as pd
+
     failed = _checksum_failed(df)
     out = []
     for (platform, backend), all_rows in df.groupby(["platform", "backend"] if "backend" in df else ["platform"] * 2):
@@ -63,7 +78,13 @@ def measured_from_results(path: Path, precision: str, notes: list[str] | None = 
             raise ArchlineFitError(f"{path}: every {precision} intensity row of {platform} failed its checksum; "
                                    "nothing to plot")
         flops = (g["flops_sp"].fillna(0) + g["flops_dp"].fillna(0)).to_numpy(float)
-        inten = flops / g["bytes_mem"].to_numpy(float)
+        # flop per byte of the level the row streamed: DRAM, or a cache for a row run on cache-resident data (the
+        # quick roofline's peak points: bytes_l1 only)
+        moved = g["bytes_mem"].fillna(0).to_numpy(float)
+        for col in ("bytes_l3", "bytes_l2", "bytes_l1"):
+            if col in g:
+                moved = np.where(moved > 0, moved, pd.to_numeric(g[col], errors="coerce").fillna(0).to_numpy(float))
+        inten = flops / moved
         t = g["time_s"].to_numpy(float)
         energy = pd.to_numeric(g["energy_j"], errors="coerce").to_numpy(float) if "energy_j" in g \
             else np.full(len(g), np.nan)
@@ -100,31 +121,43 @@ def observed_curve(m: Measured) -> Curve:
     bandwidth = float(np.nanmax(rate / m.intensity_flop_per_byte))
     machine = Machine(1.0 / peak, 1.0 / bandwidth, 0.0, 0.0, 0.0)
     return Curve(f"{m.label} observed ({peak / 1e9:.3g} GFLOP/s, {bandwidth / 1e9:.3g} GB/s)", machine,
-                 time_only=True)
+                 time_only=True, observed=True)
 
 
-def load_plot_inputs(items: Sequence[str], precision: str, notes: list[str] | None = None,
+def load_plot_inputs(items: Sequence[str], precision: str | None, notes: list[str] | None = None,
                      where: Sequence[str] = ()) -> tuple[list[Curve], list[Measured]]:
     """Names/profiles/cost tables become model curves; result CSVs become points. Results with no model to
-    draw under get their observed time roofline instead."""
+    draw under get their observed time roofline instead. ``precision`` None (issue 34): the precisions the result
+    rows have (both when both are there), else sp, or dp for platforms that have dp only."""
     from archline.common.files import unique_inputs
     from archline.fit.io.results import warn
 
     platforms: list[Platform] = []
     measured: list[Measured] = []
+    found: list[str] = []
     results = {str(p) for p in unique_inputs([i for i in items if is_results(i)], warn)}  # a file given twice: once
     for item in items:
         if is_results(item):
             if str(Path(item)) in results:
                 results.discard(str(Path(item)))
-                measured += measured_from_results(Path(item), precision, notes, where)
+                measured += measured_from_results(Path(item), precision, notes, where, found)
         else:
             platforms.append(load_platform(item))
     if not platforms and not measured:
-        raise ArchlineFitError(f"no {precision} intensity rows in the given results to plot")
+        if precision is None and not found:
+            raise ArchlineFitError("no sp or dp intensity rows in the given results to plot")
+        raise ArchlineFitError(f"no {precision or ' or '.join(found)} intensity rows in the given results to plot")
     if not platforms:
         return [observed_curve(m) for m in measured], measured
-    return curves_for(platforms, [precision]), measured
+    precs = [precision] if precision is not None else sorted(found, key=("sp", "dp").index) or \
+        _platform_precisions(platforms)
+    return curves_for(platforms, precs), measured
+
+
+def _platform_precisions(platforms: Sequence[Platform]) -> list[str]:
+    """sp, unless every platform gives dp and not sp (a time table of localhost's dp-only quick run)."""
+    only_dp = all(pl.value("tau_flop_sp") is None and pl.value("tau_flop_dp") is not None for pl in platforms)
+    return ["dp"] if only_dp else ["sp"]
 
 
 @dataclass
@@ -135,7 +168,7 @@ class PlotPlan:
     notes: list[str] = field(default_factory=list)
 
 
-def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS,
+def plot_plan(items: Sequence[str], precision: str | None, kinds: Sequence[str] = KINDS,
               where: Sequence[str] = ()) -> PlotPlan:
     """What `archline plot` draws for ``items``, with a note for every way it falls short of the request."""
     notes: list[str] = []
@@ -153,11 +186,13 @@ def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS
         if not has_energy and kinds != ("roofline",):
             if len(kinds) == 1:      # the one panel asked for cannot be drawn
                 raise ArchlineFitError("these results carry time only (no energy was measured): only --kind "
-                                       "roofline can be drawn; give a platform or cost table for the arch and "
-                                       "power lines")
+                                       "roofline can be drawn; give a platform or cost table with energy "
+                                       "constants for the arch and power lines")
             kinds = ("roofline",)
             notes.append("the results carry time only (no energy_j), so only the time roofline is drawn, observed "
-                         "from the rows")
+                         "from the rows" if all(c.observed for c in curves) else
+                         "the platform or cost table has time constants only (no energy: no meter), so only the "
+                         "time roofline is drawn")
         elif has_energy and kinds != ("roofline",):
             notes.append("no platform or cost table given: the arch and power lines show the measured points "
                          "only (add a platform name or a cost table from `archline fit` for the model's lines)")
@@ -165,7 +200,15 @@ def plot_plan(items: Sequence[str], precision: str, kinds: Sequence[str] = KINDS
 
 
 def plot_results(results: Sequence[Path], out_path: Path, precision: str,
-                 kinds: Sequence[str] = KINDS, platforms: Sequence[str] = ()) -> Path:
-    """Measured rows over the model of ``platforms``, or over their own observed time roofline."""
+                 kinds: Sequence[str] = KINDS, platforms: Sequence[str] = (),
+                 roof: tuple[float, float, str] | None = None, notes: Sequence[str] = ()) -> Path:
+    """Measured rows over the model of ``platforms``, or over their own observed time roofline; ``roof``
+    (peak flop/s, bandwidth byte/s, how they were reached), where given, replaces the observed one (bench run's
+    robust summary, never one lucky point); ``notes`` go under the title."""
     plan = plot_plan([*platforms, *map(str, results)], precision, kinds)
-    return plot_model(plan.curves, out_path, kinds=plan.kinds, measured=plan.measured, notes=plan.notes)
+    curves = plan.curves
+    if roof is not None and not platforms:
+        peak, bandwidth, how = roof
+        curves = [Curve(f"{m.label}: {peak / 1e9:.4g} GFLOP/s, {bandwidth / 1e9:.4g} GB/s ({how})",
+                        Machine(1.0 / peak, 1.0 / bandwidth, 0.0, 0.0, 0.0), time_only=True) for m in plan.measured]
+    return plot_model(curves, out_path, kinds=plan.kinds, measured=plan.measured, notes=[*plan.notes, *notes])

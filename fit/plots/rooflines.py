@@ -24,7 +24,8 @@ class Curve:
     machine: Machine
     tdp_w: float | None = None
     emulated: bool = False
-    time_only: bool = False   # observed from time-only rows: no energy constants, roofline panel only
+    time_only: bool = False   # no energy constants (time-only rows or table, localhost's peaks): roofline panel only
+    observed: bool = False    # drawn from the rows themselves, no platform given
 
 
 @dataclass
@@ -44,9 +45,18 @@ def curves_for(platforms: Sequence[Platform], precisions: Sequence[str]) -> list
     for pl in platforms:
         for p in precisions:
             tag = " [emulated]" if pl.emulated else ""
+            if not _has_energy(pl, p):      # a time cost table or localhost's peaks: the time roofline only
+                m = Machine(pl.require(f"tau_flop_{p}", "the plot"), pl.require("tau_mem", "the plot"), 0.0, 0.0, 0.0)
+                out.append(Curve(f"{pl.name} {p.upper()} (time only){tag}", m, pl.value("tdp_w"), pl.emulated,
+                                 time_only=True))
+                continue
             out.append(Curve(f"{pl.name} {p.upper()}{tag}", pl.machine(p, needed_for="the plot"),
                              pl.value("tdp_w"), pl.emulated))
     return out
+
+
+def _has_energy(pl: Platform, precision: str) -> bool:
+    return all(pl.value(k) is not None for k in (f"eps_flop_{precision}", "eps_mem", "pi0"))
 
 
 def _intensity_range(curves: Sequence[Curve], measured: Sequence[Measured]) -> np.ndarray:
