@@ -72,6 +72,10 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     else:
         assert counts is not None
         rows = ap.read_counts(counts)
+    no_energy = ap.time_only_reason(platform)
+    if plot_path is not None and no_energy is not None and not ap.is_dvfs(platform):
+        raise click.BadParameter(f"the chart shows energy per term, and {no_energy}; leave --plot out (the table "
+                                 "gives the time)", ctx=click.get_current_context(silent=True), param_hint="'--plot'")
     preds = ap.predict(rows, platform)
     if plot_path is not None:
         ap.plot_breakdown(preds, plot_path, title=f"predicted energy on {platform.name}"
@@ -86,13 +90,19 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     terms = [t for t in [*ap.TERMS, ap.CONSTANT_TERM] if any(t in p.terms_j for p in preds)]
     tag = " (emulated)" if platform.emulated else ""
     click.echo(f"predicted energy on {platform.name}{tag}: E = sum N_i*eps_i + pi0*T (S1 Ch. 6)")
+
+    def num(v: float | None, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
     echo_table(["name", "E (J)", "T (s)", "P (W)", *terms],
-               [[p.name, f"{p.energy_j:.5g}", f"{p.time_s:.4g}" + ("" if p.time_source == "measured" else "*"),
-                 f"{p.power_w:.4g}",
+               [[p.name, num(p.energy_j, ".5g"), f"{p.time_s:.4g}" + ("" if p.time_source == "measured" else "*"),
+                 num(p.power_w, ".4g"),
                  *[f"{100 * p.terms_j[t] / p.energy_j if t in p.terms_j and p.energy_j else 0:.1f}%" for t in terms]]
                 for p in preds])
     for note in dict.fromkeys(n for p in preds for n in p.notes):
         click.echo(f"note: {note}")
+    for why in dict.fromkeys(p.energy_missing for p in preds if p.energy_j is None):
+        click.echo(f"note: E and P: - ({why})")
     if any(p.time_source == "model" for p in preds):
         click.echo("* time from the model, max(W*tau_flop, Q*tau_mem): no time_s in the counts")
     if plot_path is not None:

@@ -191,8 +191,11 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
     reasons = [f"no energy was measured: {energy_reason or 'no meter'}"] if no_meter else []
     try:
         pred = ap.predict([ap.CountsRow(counts.name, dict(counts.counts), t)], platform)[0]
-    except MissingValueError as missing:      # a time-only table: the time roofline still places the program
+    except MissingValueError as missing:      # a table missing a cost: the time roofline still places the program
         reasons.append(f"no energy predicted: {missing}")
+        pred = None
+    if pred is not None and pred.energy_j is None:     # a time-only table or localhost's peaks: no energy costs
+        reasons.append(f"no energy predicted: {pred.energy_missing}")
         pred = None
     model_time_s = (_model_time_s(platform, counts) if pred is None
                     else ap.predict([ap.CountsRow(counts.name, dict(counts.counts))], platform)[0].time_s)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,22 +71,28 @@ class CountsRow:
 @dataclass
 class Prediction:
     name: str
-    energy_j: float
+    energy_j: float | None             # None: the costs have no energy (a time table), ``energy_missing`` says why
     time_s: float
     time_source: str                   # "measured" or "model"
     terms_j: dict[str, float]          # term -> energy, constant included
     costs_used: dict[str, float]       # coefficient -> value
     setting: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    energy_missing: str = ""
 
     @property
-    def power_w(self) -> float:
+    def power_w(self) -> float | None:
+        if self.energy_j is None:
+            return None
         return self.energy_j / self.time_s if self.time_s > 0 else math.nan
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "energy_j": self.energy_j, "time_s": self.time_s,
-                "time_source": self.time_source, "power_w": self.power_w,
-                "terms_j": self.terms_j, "costs": self.costs_used, "setting": self.setting, "notes": self.notes}
+        d = {"name": self.name, "energy_j": self.energy_j, "time_s": self.time_s,
+             "time_source": self.time_source, "power_w": self.power_w,
+             "terms_j": self.terms_j, "costs": self.costs_used, "setting": self.setting, "notes": self.notes}
+        if self.energy_j is None:
+            d["energy_missing"] = self.energy_missing
+        return d
 
 
 def _float(x: str, where: str) -> float:
@@ -272,25 +278,56 @@ def predict_row(row: CountsRow, costs: Mapping[str, float], platform_name: str,
                 e += n * need(COUNT_TO_COST[c], f"the {term} term of '{row.name}' ({c} = {n:g})")
         if e or any(c in row.counts for c in columns):
             terms[term] = e
-    if row.time_s is not None:
-        t, source = row.time_s, "measured"
-    else:
-        why = f"the model time of '{row.name}' (no time_s column)"
-        t_parts = [row.counts.get("flops_sp", 0.0) * need("tau_flop_sp", why) if row.counts.get("flops_sp")
-                   else 0.0,
-                   row.counts.get("flops_dp", 0.0) * need("tau_flop_dp", why) if row.counts.get("flops_dp")
-                   else 0.0]
-        q = row.counts.get("bytes_mem", 0.0)
-        t_mem = q * need("tau_mem", why) if q else 0.0
-        t, source = max(sum(t_parts), t_mem), "model"
+    t, source = _row_time(row, need)
     terms[CONSTANT_TERM] = need("pi0", f"the constant-power term of '{row.name}'") * t
     return Prediction(row.name, sum(terms.values()), t, source, terms, used, dict(setting or row.setting),
                       list(row.notes))
 
 
+def _row_time(row: CountsRow, need: Callable[[str, str], float]) -> tuple[float, str]:
+    """The measured time_s, else the model time max(W*tau_flop, Q*tau_mem)."""
+    if row.time_s is not None:
+        return row.time_s, "measured"
+    why = f"the model time of '{row.name}' (no time_s column)"
+    t_parts = [row.counts.get("flops_sp", 0.0) * need("tau_flop_sp", why) if row.counts.get("flops_sp")
+               else 0.0,
+               row.counts.get("flops_dp", 0.0) * need("tau_flop_dp", why) if row.counts.get("flops_dp")
+               else 0.0]
+    q = row.counts.get("bytes_mem", 0.0)
+    t_mem = q * need("tau_mem", why) if q else 0.0
+    return max(sum(t_parts), t_mem), "model"
+
+
+def predict_time(row: CountsRow, costs: Mapping[str, float], platform_name: str, reason: str) -> Prediction:
+    """A row on a platform without energy constants (issue 34): its time (measured, else the model's), energy
+    None and why."""
+    used: dict[str, float] = {}
+
+    def need(key: str, why: str) -> float:
+        if key not in costs:
+            raise MissingValueError(f"cost table '{platform_name}' has no value for {key}; {why} needs it")
+        used[key] = costs[key]
+        return costs[key]
+
+    t, source = _row_time(row, need)
+    return Prediction(row.name, None, t, source, {}, used, dict(row.setting), list(row.notes), energy_missing=reason)
+
+
+def time_only_reason(platform: Platform) -> str | None:
+    """Why ``platform`` predicts no energy (it has no energy constant at all: a time cost table, localhost from its
+    peaks), or None when it has energy constants."""
+    if platform.value("pi0") is not None or any(platform.value(k) is not None for k in COUNT_TO_COST.values()):
+        return None
+    why = platform.source("pi0")
+    return f"'{platform.name}' has no energy constants" + (f" ({why})" if why else "")
+
+
 def predict(rows: Sequence[CountsRow], platform: Platform) -> list[Prediction]:
     out = []
     base = platform_costs(platform)
+    no_energy = time_only_reason(platform)
+    if no_energy is not None and not is_dvfs(platform):
+        return [predict_time(row, base, platform.name, no_energy) for row in rows]
     for row in rows:
         if is_dvfs(platform):
             costs, setting = dvfs_setting_costs(platform, row.setting)
