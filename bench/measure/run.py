@@ -221,7 +221,9 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 phases, problems = pair_marks(reader.take())
                 # a mark is stamped when its line is read, which may be after the exit that ended the run: the
                 # command wrote it before exiting, so no phase reaches past its run
-                phases = [(p, max(t0, run.t_start_s), min(t1, run.t_end_s)) for p, t0, t1 in phases]
+                # (both marks read after the exit, under load: a phase of no length at the run's end, not an error)
+                phases = [(p, lo := min(max(t0, run.t_start_s), run.t_end_s), max(min(t1, run.t_end_s), lo))
+                          for p, t0, t1 in phases]
                 problems += reader.take_malformed()
                 w = _window(run, asked, idle=sub, mon=mon, sensor=sensor)
                 above = idle_w if scheduled and opts.subtract_idle else None
