@@ -86,7 +86,8 @@ def si_factor(name: str, unit: str | None) -> float:
 PLAUSIBLE_MAX_SI: dict[str, float] = {
     "J/flop": 1e-6, "J/byte": 1e-6, "J/access": 1e-6, "J/op": 1e-6,
     "J/(flop*V^2)": 1e-6, "J/(byte*V^2)": 1e-6, "J/(op*V^2)": 1e-6,
-    "W": 1e6, "W/V": 1e6, "s/flop": 1e-3, "s/byte": 1e-3, "s/op": 1e-3, "s/access": 1e-3, "flop/s": 1e18, "byte/s": 1e18,
+    "W": 1e6, "W/V": 1e6, "s/flop": 1e-3, "s/byte": 1e-3, "s/op": 1e-3, "s/access": 1e-3, "flop/s": 1e18,
+    "byte/s": 1e18,
 }
 
 

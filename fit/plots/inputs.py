@@ -37,8 +37,6 @@ def measured_from_results(path: Path, precision: str | None, notes: list[str] | 
 
     Rows whose energy_j is missing or not positive keep their time point; they are left out of the arch and power
     lines, and ``notes`` says how many."""
-    import pandas as pd
-
     from archline.fit.io.dataset import read_csv_frame, read_frame
     from archline.fit.io.sources import is_results_csv
 
