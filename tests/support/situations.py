@@ -967,6 +967,9 @@ def content_situations(fx: bi.Fixtures) -> list[Situation]:
     simple("measure :: counts file that is a results CSV, not an ncu export", "results CSV", "results",
            lambda f: None, lambda d, f: ["measure", "--platform", "gtx580", "--emulate", "--counts-file",
                                          os.fspath(f), "--counts-tool", "ncu", "--costs", "gtx580", "--", "true"])
+    simple("measure :: a results CSV given as archline's counts CSV (no --counts-tool)", "results CSV", "results",
+           lambda f: None, lambda d, f: ["measure", "--costs", "gtx580", "--counts-file", os.fspath(f), "--",
+                                         "true"])
     simple("meter calibrate :: a sensor profile that is a results CSV", "results CSV", "results", lambda f: None,
            lambda d, f: ["meter", "calibrate", "nvml0", "--emulate", "--sensor-profile", os.fspath(f)])
     # meter probe / calibrate on real hardware read the --platform profile
