@@ -93,8 +93,9 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
       archline measure --repeat 3 --baseline-s 2 --format json -- ./my_program input.dat
       archline measure --counters perf --costs my-costs.json --figure placed.png -- ./my_program
       archline measure --counts-file ncu.csv --counts-tool ncu --costs gtx580 -- ./my_gpu_program
-      archline measure --costs gtx580 --flops-dp 2e9 --bytes-mem 2.4e7 -- ./my_dgemm 1000
-      archline measure --costs gtx580 --counts-file counts.csv -- ./my_program
+      archline measure --costs gtx580 --flops-dp 2e9 --bytes-mem 2.4e7 -- ./my_program
+      archline measure --costs gtx580 --counts-file my_counts.csv -- ./my_program
+      archline measure --platform localhost --emulate --busy-w 60 --idle-w 20 -- ./my_program
 
     Counts given by hand (--flops-dp, --bytes-mem ..., one option per column of the counts CSV) are the whole
     command's; a counts CSV's 'run' row is too, and its other rows are the command's phases of those names. The

@@ -13,7 +13,11 @@ A window is :meth:`archline.powermon.monitor.Measurement.as_dict` (units in ever
 ``energy_above_idle_j`` / ``energy_above_idle_err_j``, for an emulated device ``truth_energy_j``, and, for a window
 widened to a profiled sensor's shortest, ``widened_from`` (the command's or phase's own ``t_start_s``, ``t_end_s``,
 ``time_s``; the window's fields are the widened window's). ``platform`` is the profile's name, ``platform_path``
-the file given (null for a name); ``warnings``: what the meter choice left out.
+the file given (null for a name); ``warnings``: what the meter choice left out. On a platform emulated by its
+busy/idle schedule (bench/measure/schedule.py) the document and each window carry ``energy_source`` ("emulated:
+schedule x measured time, not the program's energy"). With --costs, ``placement`` is the run's place on the
+roofline (fit/analyses/placement.py ``Placement.as_dict``, or ``{"reason": ...}``), with ``phases`` for the
+counts file's other rows.
 """
 
 from __future__ import annotations

@@ -175,6 +175,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (sb / "my-rows.csv").write_text(_cli(sb, "ipp", "microbench"))
     put(f["ptx"], "kernel.ptx")
     put(f["counts"], "fmm_counts.csv")
+    # a program's own counts (measure --counts-file): the whole command ('run') and its phase 'matmul'
+    (sb / "my_counts.csv").write_text("name,flops_dp,bytes_mem\nrun,2e9,2.4e7\nmatmul,2e9,2.4e7\n")
     # hardware counters as CSV columns (the thesis's recipe), with the measured time and the DVFS setting
     (sb / "nvprof-events.csv").write_text("name,time_s,core_mhz,mem_mhz,fb_subp0_read_sectors,flop_count_sp_fma\n"
                                           "fmm_u,0.002,852,924,600,100000\n")
