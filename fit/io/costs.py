@@ -229,7 +229,7 @@ class CostTable:
         if r.model == "capped":
             report["cap"] = r.extra.get("cap", {})
             report["ks_free_vs_capped"] = r.extra.get("ks_free_vs_capped", {})
-        for k in ("auto", "files", "outliers"):
+        for k in ("auto", "files", "outliers", "energy_absent", "time_terms"):   # issue 34: time-only rows
             if k in r.extra:
                 report[k] = r.extra[k]
         return cls(platform=r.platform, model=r.model, emulated=bool(r.emulated), n_points=int(r.n_points),

@@ -1,11 +1,12 @@
 """The time half of the cost table (issue 34): tau per flop (SP, DP), per byte of each level, per random access
 and per integer op, from any result rows, with or without energy.
 
-The time roofline (model.md §1.1) runs each operation at its peak rate, so tau_c is the inverse of the best
-observed throughput of count c: the median per-unit time t/N_c of the three fastest rows with N_c > 0 (the
-convention of :func:`archline.fit.regress.basic.observed_tau`). Its uncertainty is how reproducible that peak
-is: the standard deviation of t/N_c over the rows at the peak (those within :data:`PLATEAU_REL` of the fastest,
-and at least the three fastest), and a 95% interval of two of them; a single row gives no uncertainty (null).
+The time roofline (model.md §1.1) runs each operation at its peak rate, so tau_c is the inverse of the sustained
+peak throughput of count c, found as the run summary finds its peaks (bench/run/summary.py): rank the rows with
+N_c > 0 by rate N_c/t; the reference is the median of the best three; the rows within :data:`PLATEAU_REL` of it
+are the peak's plateau (a row further above is an outlier, left out) and the peak is their median rate. Its
+standard error is a median's, sqrt(pi/2) times the plateau rates' standard deviation over the square root of their
+number (carried to tau by its inverse), with a Student-t 95% interval; a plateau of one row gives none (null).
 
 Rows without energy (no meter: ``energy_j`` empty, ``meter`` empty, their ``note`` says why) give a table with
 these taus only; every energy term is listed as absent with the rows' own reason. Mixed rows: the energy model
@@ -14,13 +15,14 @@ is fitted to the rows with energy and the taus come from all rows (:func:`archli
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from archline.fit.io.configs import Grouped
 from archline.fit.io.results import TIME_ONLY, ResultsError
-from archline.fit.regress.result import COUNT_COEFFICIENT, UNITS, Coefficient, FitResult
+from archline.fit.regress.result import COUNT_COEFFICIENT, UNITS, Coefficient, FitResult, t_interval
 
 #: count column -> its time constant (archline.costs/1 ``tau`` section)
 TAU_OF_COUNT: dict[str, str] = {
@@ -28,11 +30,11 @@ TAU_OF_COUNT: dict[str, str] = {
     "bytes_l1": "tau_l1", "bytes_l2": "tau_l2", "bytes_l3": "tau_l3", "bytes_shared": "tau_shared",
     "rand_accesses": "tau_rand",
 }
-#: rows whose per-unit time is within this share of the fastest are "at the peak" (their spread is the tau's
-#: uncertainty); 10% holds the scatter of a loaded 2-core VM's repeats (benchmarks/ quick runs: 3-8%).
+#: rows within this share of the reference rate (median of the best three) are the peak's plateau, as the run
+#: summary's (bench/run/summary.py PLATEAU_REL)
 PLATEAU_REL = 0.10
-TAU_METHOD = (f"observed peak: median t/N of the 3 fastest rows; stderr = s.d. of t/N over the rows at the peak "
-              f"(within {PLATEAU_REL:.0%} of the fastest, at least the 3 fastest), ci95 = value +- 2 stderr")
+TAU_METHOD = (f"observed peak: 1 / median rate of the rows within {PLATEAU_REL:.0%} of the median of the best 3 "
+              "(as the run summary); stderr from the spread of those rates")
 #: what a time-only table says of its energy terms when the rows give no reason of their own
 NO_METER = "no meter measured these rows"
 
@@ -47,15 +49,18 @@ def time_taus(data: Grouped) -> dict[str, Coefficient]:
         use = n_row > 0
         if not use.any():
             continue
-        per_unit = data.t[use] / n_row[use]
-        per_unit = np.sort(per_unit[np.isfinite(per_unit) & (per_unit > 0)])
-        if not per_unit.size:
+        rates = n_row[use] / data.t[use]
+        rates = np.sort(rates[np.isfinite(rates) & (rates > 0)])[::-1]
+        if not rates.size:
             continue
-        value = float(np.median(per_unit[:3]))
-        # the rows at the peak: within PLATEAU_REL of the fastest, and at least the three the value comes from
-        plateau = per_unit[: max(3, int(np.count_nonzero(per_unit <= per_unit[0] * (1 + PLATEAU_REL))))]
-        se = float(np.std(plateau, ddof=1)) if plateau.size > 1 else None
-        ci = (value - 2 * se, value + 2 * se) if se is not None else None
+        ref = float(np.median(rates[:3]))
+        plateau = rates[(rates >= ref * (1 - PLATEAU_REL)) & (rates <= ref * (1 + PLATEAU_REL))]
+        peak = float(np.median(plateau))
+        value = 1.0 / peak
+        se = ci = None
+        if plateau.size > 1:      # a median's stderr (sqrt(pi/2) s/sqrt(n)), carried to tau = 1/peak by d(peak)/peak^2
+            se = math.sqrt(math.pi / 2) * float(np.std(plateau, ddof=1) / math.sqrt(plateau.size)) / peak**2
+            ci = t_interval(value, se, plateau.size - 1)
         out[name] = Coefficient(name, value, se, ci, UNITS[name], TAU_METHOD)
     return out
 

@@ -1,0 +1,186 @@
+"""Issue 34 (items 2 and 3): rows without energy (no meter: energy_j and meter empty, the note says why) give a time
+cost table, and localhost and such tables are platforms for model, plot, predict and the placement.
+
+The taus are checked against the rates the synthetic rows were made with (S0 §IV-B observed rates of the GTX 580,
+the emulated profile's [emulate] rates; L1/L2/random rates assumed in fit/regress/synthetic.py) within the
+table's own standard error (3 of them: six taus are checked at once), and localhost's against the peaks of the
+same run (the run summary's, bench/run/summary.py) within the tau's 95% interval."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
+
+REASON = "time only: localhost: time only, no energy: no RAPL: /sys/class/powercap does not exist"
+#: the synthetic rows' rate of each tau (GTX580's [emulate] rates; cache and random rates ASSUMED there)
+TRUTH_S = {"tau_flop_sp": 1 / GTX580.flop_per_s_sp, "tau_flop_dp": 1 / GTX580.flop_per_s_dp,
+           "tau_mem": 1 / GTX580.byte_per_s, "tau_l1": 1 / GTX580.byte_per_s_l1, "tau_l2": 1 / GTX580.byte_per_s_l2,
+           "tau_rand": 1 / GTX580.rand_per_s}
+
+
+def _time_only(frame: pd.DataFrame, platform: str | None = None) -> pd.DataFrame:
+    """``frame`` as a meterless run writes it: energy_j empty, no meter, the reason in the note."""
+    out = frame.copy()
+    out["energy_j"] = np.nan
+    out["meter"] = ""
+    out["note"] = f"CI not below 0.02 after 3 regions; {REASON}"
+    if platform is not None:
+        out["platform"] = platform
+    return out
+
+
+def _rows(seed: int = 3) -> pd.DataFrame:
+    # as an emulated platform runs: each point at its rate (the model's time), with 1% noise
+    return synthetic_results(GTX580, seed=seed, noise=0.01, efficiency_spread=0.0, n_repeats=2)
+
+
+def test_time_table_recovers_the_rates_within_its_interval(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = write_results_csv(_time_only(_rows()), tmp_path / "rows.csv")
+    r = run_cli("fit", str(src), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["model"] == "time" and doc["coefficients"] == {}
+    for name, truth in TRUTH_S.items():     # six taus at once: within 3 stderr each (1% false alarms, not 26%)
+        c = doc["tau"][name]
+        assert abs(c["value"] - truth) <= 3 * c["stderr"], (name, c, truth)
+        assert c["stderr"] / c["value"] < 0.01          # 1% noise, tens of rows at each peak
+    # every energy term of the counts present is absent, with the rows' own reason and what would give it
+    absent = doc["energy_absent"]
+    assert absent["terms"] == ["eps_flop_sp", "eps_flop_dp", "eps_mem", "eps_l1", "eps_l2", "eps_rand", "pi0"]
+    assert absent["row_reasons"] == [REASON] and "archline meter list" in absent["reason"]
+    assert set(doc["omitted"]) == set(absent["terms"])
+
+
+def test_mixed_rows_energy_from_metered_taus_from_all(tmp_path: Path) -> None:
+    from archline.fit.regress.api import FitOptions, fit_files
+
+    metered = _rows(seed=5)
+    timed = _time_only(_rows(seed=6))
+    both = write_results_csv(pd.concat([metered, timed], ignore_index=True), tmp_path / "both.csv")
+    alone = write_results_csv(metered, tmp_path / "metered.csv")
+    opts = FitOptions(model="cache", n_boot=0)
+    (mixed,) = fit_files([both], opts)
+    (ref,) = fit_files([alone], opts)
+    # energy terms: exactly the metered rows' fit
+    assert set(mixed.coefficients) == set(ref.coefficients) and mixed.coefficients
+    for k, c in ref.coefficients.items():
+        assert mixed.coefficients[k].value == pytest.approx(c.value, rel=1e-12), k
+    # time terms: from all rows (twice as many at the peak), each within its interval of the rate
+    assert mixed.extra["time_terms"]["from_rows"] == len(metered) + len(timed)
+    for name, truth in TRUTH_S.items():
+        c = mixed.tau[name]
+        assert c.stderr is not None and abs(c.value - truth) <= 3 * c.stderr, (name, c, truth)
+    assert any("time-only row(s)" in w for w in mixed.warnings)
+
+
+def test_a_row_naming_a_meter_still_needs_its_energy(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    frame = _time_only(_rows())
+    frame.loc[4, "meter"] = "rapl"           # measured by a meter, yet no energy: broken, not time only
+    src = write_results_csv(frame, tmp_path / "rows.csv")
+    r = run_cli("fit", str(src))
+    assert r.exit_code == 2 and f"{src}:6: column energy_j is missing or NaN" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_energy_model_asked_of_time_only_rows_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = write_results_csv(_time_only(_rows()), tmp_path / "rows.csv")
+    r = run_cli("fit", str(src), "--model", "basic")
+    assert r.exit_code == 2 and "have none" in r.stderr and REASON in r.stderr and r.stderr.count("\n") == 1
+
+
+# --- localhost and time tables as platforms ---------------------------------------------------------------------
+
+def _localhost_run(tmp_path: Path) -> tuple[Path, dict[str, float]]:
+    """A dp-only time-only localhost run (as --quick writes) and its roofline.json where localhost is read from;
+    returns the rows and the summary's peaks (flop/s, byte/s)."""
+    from archline.bench.run.summary import summarize
+    from archline.fit.io.ert_roofline import ErtRoofline, host_roofline_path, write_ert
+
+    frame = _time_only(synthetic_results(GTX580, seed=9, noise=0.03, efficiency_spread=0.0, n_sp=0, n_l1=0,
+                                         n_l2=0, n_rand=0, n_repeats=2), platform="localhost")
+    frame["backend"] = "cpu_asm"
+    src = write_results_csv(frame, tmp_path / "localhost-run.csv")
+    summ = summarize(frame.astype(object).where(frame.notna(), "").to_dict("records"))
+    path = host_roofline_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_ert(path, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
+                                             {"run_id": "run-1", "emulated": False, "results": [src.name]}))
+    return src, {"tau_flop_dp": summ["peaks_gflop_per_s"]["dp"] * 1e9,
+                 "tau_mem": summ["bandwidths_gb_per_s"]["DRAM"] * 1e9}
+
+
+def test_localhost_is_the_last_runs_peaks_and_its_time_table_agrees(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from archline.fit.platforms.profiles import load_platform
+    from archline.fit.regress.api import fit_files
+
+    r = run_cli("model", "show", "localhost")        # before any run: one line, what to do
+    assert r.exit_code == 2 and "archline bench run --platform localhost --quick" in r.stderr
+    assert r.stderr.count("\n") == 1
+    src, peaks = _localhost_run(tmp_path)
+    host = load_platform("localhost")
+    assert not host.emulated and "measured" in host.title and "run-1" in host.title
+    (table,) = fit_files([src])
+    for key, peak in peaks.items():
+        assert host.value(key) == pytest.approx(1 / peak, rel=1e-12)          # tau = 1/peak of the run
+        c = table.tau[key]
+        assert c.ci95 is not None and c.ci95[0] <= 1 / peak <= c.ci95[1], (key, c, 1 / peak)
+    for key in ("eps_flop_dp", "eps_mem", "pi0"):
+        assert host.value(key) is None and host.source(key).startswith("no meter")
+
+
+def test_commands_take_localhost_and_a_time_table(run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    src, peaks = _localhost_run(tmp_path)
+    costs = tmp_path / "costs.json"
+    assert run_cli("fit", str(src), "--format", "json", "--out", str(costs)).exit_code == 0
+    for platform in ("localhost", str(costs)):
+        r = run_cli("model", "show", platform)
+        assert r.exit_code == 0 and "B_tau" in r.stdout and "cannot compute" in r.stdout, r.stderr
+        r = run_cli("model", "predict", platform, "-i", "0.5,1024", "--format", "json")
+        assert r.exit_code == 0, r.stderr
+        d = json.loads(r.stdout)
+        assert d["precision"] == "dp" and "eps_flop_dp" in d["energy_missing"]
+        low, high = d["points"]
+        assert low["gflop_per_j"] is None and low["power_w"] is None and low["bound"] == "memory"
+        assert high["bound"] == "compute"
+        if platform == "localhost":      # the time roofline through the run's own peaks
+            assert low["gflop_per_s"] == pytest.approx(0.5 * peaks["tau_mem"] / 1e9, rel=1e-12)
+            assert high["gflop_per_s"] == pytest.approx(peaks["tau_flop_dp"] / 1e9, rel=1e-12)
+        counts = tmp_path / "counts.csv"
+        counts.write_text("name,flops_dp,bytes_mem\nk,4e9,1e9\n")
+        r = run_cli("predict", str(counts), "--costs", platform, "--format", "json")
+        assert r.exit_code == 0, r.stderr
+        (p,) = json.loads(r.stdout)["predictions"]
+        assert p["energy_j"] is None and p["power_w"] is None and "no energy constants" in p["energy_missing"]
+        tau = {"localhost": 1 / peaks["tau_flop_dp"]}.get(platform)
+        if tau is not None:
+            assert p["time_s"] == pytest.approx(max(4e9 * tau, 1e9 / peaks["tau_mem"]), rel=1e-12)
+        r = run_cli("predict", str(counts), "--costs", platform)
+        assert r.exit_code == 0 and "note: E and P: -" in r.stdout
+    monkeypatch.chdir(tmp_path)
+    r = run_cli("plot", str(src), "--out", "p.png", "--format", "json")     # no --precision: the rows' dp
+    assert r.exit_code == 0, r.stderr
+    assert "DP" in json.loads(r.stdout)["files"][0]["shows"]
+    r = run_cli("plot", str(src), "localhost", "--out", "q.png")
+    assert r.exit_code == 0 and "time roofline" in r.stderr, r.stderr
+    r = run_cli("plot", str(src), "--precision", "sp", "--out", "s.png")    # asked for what the rows lack
+    assert r.exit_code == 2 and "no sp intensity rows" in r.stderr and r.stderr.count("\n") == 1
+    r = run_cli("model", "plot", "localhost", "--out", "m.png")
+    assert r.exit_code == 0 and (tmp_path / "m.png").stat().st_size > 0
+
+
+def test_placement_on_localhost_gives_time_and_says_why_no_energy(tmp_path: Path) -> None:
+    from archline.fit.analyses.placement import Counts, place_program
+
+    _src, peaks = _localhost_run(tmp_path)
+    c = Counts("k", {"flops_dp": 4e9, "bytes_mem": 1e9})
+    p = place_program("localhost", c, 0.5, math.nan, energy_reason="no meter (RAPL unreadable)")
+    assert p.model_time_s == pytest.approx(max(4e9 / peaks["tau_flop_dp"], 1e9 / peaks["tau_mem"]), rel=1e-12)
+    assert math.isnan(p.predicted_energy_j) and p.energy_reason is not None
+    assert "no meter (RAPL unreadable)" in p.energy_reason and "no energy constants" in p.energy_reason
