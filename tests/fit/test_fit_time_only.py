@@ -135,42 +135,68 @@ def test_localhost_is_the_last_runs_peaks_and_its_time_table_agrees(run_cli, tmp
         assert host.value(key) is None and host.source(key).startswith("no meter")
 
 
-def test_commands_take_localhost_and_a_time_table(run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def host_and_table(tmp_path: Path, run_cli):  # type: ignore[no-untyped-def]
+    """localhost's roofline.json of a run, the run's rows, its time table and the run's peaks."""
     src, peaks = _localhost_run(tmp_path)
     costs = tmp_path / "costs.json"
     assert run_cli("fit", str(src), "--format", "json", "--out", str(costs)).exit_code == 0
-    for platform in ("localhost", str(costs)):
-        r = run_cli("model", "show", platform)
-        assert r.exit_code == 0 and "B_tau" in r.stdout and "cannot compute" in r.stdout, r.stderr
-        r = run_cli("model", "predict", platform, "-i", "0.5,1024", "--format", "json")
-        assert r.exit_code == 0, r.stderr
-        d = json.loads(r.stdout)
-        assert d["precision"] == "dp" and "eps_flop_dp" in d["energy_missing"]
-        low, high = d["points"]
-        assert low["gflop_per_j"] is None and low["power_w"] is None and low["bound"] == "memory"
-        assert high["bound"] == "compute"
-        if platform == "localhost":      # the time roofline through the run's own peaks
-            assert low["gflop_per_s"] == pytest.approx(0.5 * peaks["tau_mem"] / 1e9, rel=1e-12)
-            assert high["gflop_per_s"] == pytest.approx(peaks["tau_flop_dp"] / 1e9, rel=1e-12)
-        counts = tmp_path / "counts.csv"
-        counts.write_text("name,flops_dp,bytes_mem\nk,4e9,1e9\n")
-        r = run_cli("predict", str(counts), "--costs", platform, "--format", "json")
-        assert r.exit_code == 0, r.stderr
-        (p,) = json.loads(r.stdout)["predictions"]
-        assert p["energy_j"] is None and p["power_w"] is None and "no energy constants" in p["energy_missing"]
-        tau = {"localhost": 1 / peaks["tau_flop_dp"]}.get(platform)
-        if tau is not None:
-            assert p["time_s"] == pytest.approx(max(4e9 * tau, 1e9 / peaks["tau_mem"]), rel=1e-12)
-        r = run_cli("predict", str(counts), "--costs", platform)
-        assert r.exit_code == 0 and "note: E and P: -" in r.stdout
+    return src, costs, peaks
+
+
+@pytest.mark.parametrize("which", ["localhost", "table"])
+def test_model_show_and_predict_give_time_and_say_why_no_energy(run_cli, host_and_table, which: str) -> None:  # type: ignore[no-untyped-def]
+    _src, costs, peaks = host_and_table
+    platform = "localhost" if which == "localhost" else str(costs)
+    r = run_cli("model", "show", platform)
+    assert r.exit_code == 0 and "B_tau" in r.stdout and "cannot compute" in r.stdout, r.stderr
+    r = run_cli("model", "predict", platform, "-i", "0.5,1024", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["precision"] == "dp" and "eps_flop_dp" in d["energy_missing"]
+    low, high = d["points"]
+    assert low["gflop_per_j"] is None and low["power_w"] is None and low["bound"] == "memory"
+    assert high["bound"] == "compute"
+    if which == "localhost":      # the time roofline through the run's own peaks
+        assert low["gflop_per_s"] == pytest.approx(0.5 * peaks["tau_mem"] / 1e9, rel=1e-12)
+        assert high["gflop_per_s"] == pytest.approx(peaks["tau_flop_dp"] / 1e9, rel=1e-12)
+    r = run_cli("model", "predict", platform, "-i", "1")
+    assert r.exit_code == 0 and "note: GFLOP/J and power: -" in r.stdout
+
+
+@pytest.mark.parametrize("which", ["localhost", "table"])
+def test_predict_gives_time_and_says_why_no_energy(run_cli, host_and_table, tmp_path: Path, which: str) -> None:  # type: ignore[no-untyped-def]
+    _src, costs, peaks = host_and_table
+    platform = "localhost" if which == "localhost" else str(costs)
+    counts = tmp_path / "counts.csv"
+    counts.write_text("name,flops_dp,bytes_mem\nk,4e9,1e9\n")
+    r = run_cli("predict", str(counts), "--costs", platform, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    (p,) = json.loads(r.stdout)["predictions"]
+    assert p["energy_j"] is None and p["power_w"] is None and "no energy constants" in p["energy_missing"]
+    if which == "localhost":
+        assert p["time_s"] == pytest.approx(max(4e9 / peaks["tau_flop_dp"], 1e9 / peaks["tau_mem"]), rel=1e-12)
+    r = run_cli("predict", str(counts), "--costs", platform)
+    assert r.exit_code == 0 and "note: E and P: -" in r.stdout
+
+
+def test_plot_picks_the_rows_precision(run_cli, host_and_table, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    src, _costs, _peaks = host_and_table
     monkeypatch.chdir(tmp_path)
-    r = run_cli("plot", str(src), "--out", "p.png", "--format", "json")     # no --precision: the rows' dp
+    r = run_cli("plot", str(src), "--kind", "roofline", "--out", "p.png", "--format", "json")  # the rows' dp
     assert r.exit_code == 0, r.stderr
     assert "DP" in json.loads(r.stdout)["files"][0]["shows"]
-    r = run_cli("plot", str(src), "localhost", "--out", "q.png")
-    assert r.exit_code == 0 and "time roofline" in r.stderr, r.stderr
     r = run_cli("plot", str(src), "--precision", "sp", "--out", "s.png")    # asked for what the rows lack
     assert r.exit_code == 2 and "no sp intensity rows" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_plot_and_model_plot_draw_localhost_time_roofline(run_cli, host_and_table, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    src, _costs, _peaks = host_and_table
+    monkeypatch.chdir(tmp_path)
+    r = run_cli("plot", str(src), "localhost", "--out", "q.png")
+    assert r.exit_code == 0 and "time roofline" in r.stderr, r.stderr
     r = run_cli("model", "plot", "localhost", "--out", "m.png")
     assert r.exit_code == 0 and (tmp_path / "m.png").stat().st_size > 0
 
