@@ -14,7 +14,7 @@ import click
 
 from archline.bench.errors import BenchError
 from archline.cli.complete import platform_names, profile_meters
-from archline.cli.params import NON_NEGATIVE, OutPath
+from archline.cli.params import NON_NEGATIVE, POSITIVE, OutPath
 from archline.fit.io.schema import CONTRACT
 
 #: the counts CSV's count columns (`archline predict`'s format): one --COLUMN option each, for the whole command
@@ -51,6 +51,9 @@ def _count_options(f: Callable[..., Any]) -> Callable[..., Any]:
               "power (needs --baseline-s).")
 @click.option("--busy-w", type=NON_NEGATIVE, default=None, help="--emulate: the device's power inside a phase.")
 @click.option("--idle-w", type=NON_NEGATIVE, default=None, help="--emulate: the device's power outside phases.")
+@click.option("--tdp-w", type=POSITIVE, default=None,
+              help="--emulate: instead of --busy-w/--idle-w, busy = TDP and idle = a quarter of it (as bench run's "
+                   "--tdp-w).")
 @click.option("--counters", type=click.Choice(["perf", "likwid"]), default=None,
               help="Count the command's flops and bytes with perf stat or likwid-perfctr (says why not where the "
                    "machine has no PMU access, e.g. most VMs).")
@@ -68,7 +71,7 @@ def _count_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, repeat: int, baseline_s: float,
-            subtract_idle: bool, busy_w: float | None, idle_w: float | None, counters: str | None,
+            subtract_idle: bool, busy_w: float | None, idle_w: float | None, tdp_w: float | None, counters: str | None,
             counts_file: Path | None, counts_tool: str | None, costs: str | None, figure: Path | None, fmt: str,
             command: tuple[str, ...], **by_hand: float | None) -> None:
     """Run COMMAND under the platform's meters: time, energy, mean power and their bounds, per run and per phase.
@@ -110,8 +113,12 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
 
     if subtract_idle and baseline_s <= 0:
         raise BenchError("--subtract-idle needs an idle baseline: give --baseline-s (e.g. --baseline-s 5)")
-    if not emulate and (busy_w is not None or idle_w is not None):
-        raise BenchError("--busy-w and --idle-w set the emulated device's power: add --emulate")
+    if not emulate and (busy_w is not None or idle_w is not None or tdp_w is not None):
+        raise BenchError("--busy-w, --idle-w and --tdp-w set the emulated device's power: add --emulate")
+    if tdp_w is not None:          # bench run's rule: busy = TDP, idle = its share of TDP
+        from archline.bench.emulated.schedule import schedule_w
+
+        busy_w, idle_w = schedule_w(platform, busy_w, idle_w, tdp_w)
     hand = {k: v for k, v in by_hand.items() if v is not None}
     if counts_tool is not None and counts_file is None:
         raise BenchError("--counts-tool names the tool that wrote --counts-file: add --counts-file (e.g. "

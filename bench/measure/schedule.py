@@ -21,8 +21,8 @@ def needs_schedule(prof: Any, emulate: bool) -> bool:
 def check(prof: Any, busy_w: float | None, idle_w: float | None, meter: str | None) -> None:
     if busy_w is None or idle_w is None:
         raise BenchError(f"platform '{prof.platform.name}' has no power model to emulate (no pi0; fit one with "
-                         "`archline fit`): give --busy-w W and --idle-w W, and the energy is that schedule x the "
-                         "measured time")
+                         "`archline fit`): give --busy-w W and --idle-w W (or --tdp-w W), and the energy is that "
+                         "schedule x the measured time")
     if meter is not None:
         raise BenchError(f"--meter {meter}: platform '{prof.platform.name}' is emulated by a power schedule "
                          "(--busy-w, --idle-w), not a meter: leave --meter out")

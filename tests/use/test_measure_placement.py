@@ -179,9 +179,9 @@ def test_localhost_emulated_schedule_energy_and_its_label(tmp_path: Path) -> Non
 
 def test_localhost_emulated_schedule_in_the_table_and_without_watts() -> None:
     label = "emulated: schedule x measured time, not the program's energy"
-    table = archline("measure", "--platform", "localhost", "--emulate", "--busy-w", "60", "--idle-w", "20", "--",
-                     "true")
-    assert table.returncode == 0 and label in table.stdout
+    table = archline("measure", "--platform", "localhost", "--emulate", "--tdp-w", "65", "--", "true")
+    assert table.returncode == 0 and label in table.stdout      # --tdp-w: busy = TDP, idle = a quarter of it
+    assert "schedule 65 W while the command runs, 16.25 W otherwise" in table.stdout
     refused = archline("measure", "--platform", "localhost", "--emulate", "--", "true")
     assert refused.returncode == 2 and "--busy-w" in refused.stderr and len(refused.stderr.splitlines()) == 1
 
