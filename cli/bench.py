@@ -157,18 +157,21 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     if summ is not None:
         files.append((ert, "ERT roofline.json of this run: peak GFLOP/s and GB/s per level"))
     if out.rows and out.precisions:
+        from archline.bench.run.summary import plot_roof
         from archline.fit.errors import ArchlineFitError
         from archline.fit.plots.inputs import plot_results
 
         for prec in out.precisions:      # every precision the run measured: one figure each
             fig = run_files.figure(prec)
+            roof, notes = plot_roof(summ, prec) if summ is not None else (None, [])
             try:   # with energy: roofline, arch line and power line; time only: the roofline
-                png = run_files.write_extra(fig, out.rows,
-                                            lambda fig=fig, prec=prec: plot_results([out.results], fig, prec))
+                png = run_files.write_extra(fig, out.rows, lambda fig=fig, prec=prec, roof=roof, notes=notes:
+                                            plot_results([out.results], fig, prec, roof=roof, notes=notes))
                 shows = f"{prec.upper()} roofline, arch line and power line of the measured points"
             except ArchlineFitError:
-                png = run_files.write_extra(fig, out.rows, lambda fig=fig, prec=prec: plot_results(
-                    [out.results], fig, prec, kinds=("roofline",)))
+                png = run_files.write_extra(fig, out.rows, lambda fig=fig, prec=prec, roof=roof, notes=notes:
+                                            plot_results([out.results], fig, prec, kinds=("roofline",), roof=roof,
+                                                         notes=notes))
                 shows = f"{prec.upper()} roofline of the measured points (time only)"
             files.append((png, shows))
             click.echo(f"roofline plot: {png}", err=True)
@@ -179,8 +182,10 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     elif summ is not None:
         from archline.bench.run.summary import summary_rows
 
-        echo_table(("quantity", "value", "unit"), summary_rows(summ), err=True)
+        echo_table(("quantity", "value", "unit", "basis"), summary_rows(summ), err=True)
         click.echo(f"ERT roofline.json: {ert}", err=True)
+        if summ.get("host_roofline_json"):
+            click.echo(f"kept as platform localhost's roofline: {summ['host_roofline_json']}", err=True)
     if out.failed:
         kept = "the other rows are kept" if out.rows else "no row was written"
         raise PointsFailedError(f"{out.failed} point(s) failed (see the messages above); {kept}")
@@ -190,13 +195,16 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
 
 
 def _summary(results: Path, ert_path: Path) -> dict[str, Any]:
-    """The closing summary (peaks, bandwidths, balance, checksums); writes <run_id>.roofline.json (ERT's layout)."""
-    from archline.bench.run.export import export_roofline
+    """The closing summary (peaks, bandwidths, balance, checksums); writes <run_id>.roofline.json (ERT's layout)
+    and, after a measured localhost run, its copy where `localhost` is read as a platform."""
+    from archline.bench.run.export import export_roofline, write_host_roofline
     from archline.fit.io.results_file import ResultsFile
 
     with ResultsFile.open(results) as rf:
         rows = list(rf.rows())
-    return export_roofline(ert_path, rows, [results.name])
+    summ = export_roofline(ert_path, rows, [results.name])
+    host = write_host_roofline(summ, rows, results)
+    return {**summ, "host_roofline_json": None if host is None else str(host)}
 
 
 @bench.command("export-ert")

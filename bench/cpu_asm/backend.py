@@ -174,6 +174,41 @@ class CpuAsmBackend:
                                             {"chains": 1, "hugetlb": True, "working_set_bytes": nbytes, **pin}))
         return specs
 
+    def roofline(self, precisions: Sequence[str], *, threads: int | None = None,
+                 cpus: Sequence[int] | None = None) -> list[KernelSpec]:
+        """``--quick``'s whole roofline in few points, each figure resting on three:
+
+        * peak per precision: the read-only intensity kernel on L1-resident data (as likwid's peakflops runs), at
+          the top intensity and a half and a quarter of it (DP 16-64 flop/B, SP 32-128), all far past the ridge;
+        * L1, L2, L3: the cache 'load' kernel at three working sets inside each level's bounds
+          (:func:`topology.roofline_working_sets`);
+        * DRAM: the nt intensity stream on the memory-sized working set at its three lowest intensities (the
+          triad's 1/12 flop/B and the next two F), all bandwidth-bound. DP, or the first precision asked for.
+        """
+        isa = self._require_isa(None)
+        v = ISAS[isa]
+        pin = pinning(threads, cpus)
+        n = pin.get("threads") or len(topo.one_cpu_per_core())
+        plan = topo.level_working_sets(n, quick=True, allowed=cpus)
+        caches, _ = topo.roofline_working_sets(n, allowed=cpus)
+        specs: list[KernelSpec] = []
+        for prec in precisions:
+            top = intensity_targets(prec)[-1]
+            for f in sorted({fma_per_trip_for(v, prec, top / d) for d in (4, 2, 1)}):
+                specs.append(KernelSpec(self.name, "intensity", prec, "l1",
+                                        {"isa": isa, "store": "none", "fma_per_trip": f,
+                                         "working_set_bytes": plan["l1"], **pin}))
+        for level, sizes in caches.items():
+            for nbytes in sizes:
+                specs.append(KernelSpec(self.name, "cache", "dp", level,
+                                        {"isa": isa, "mode": "load", "working_set_bytes": nbytes, **pin}))
+        mem_prec = "dp" if "dp" in precisions else precisions[0]
+        for f in range(v.g_fp // 2, v.g_fp // 2 + 3 * max(1, v.g_fp // 4), max(1, v.g_fp // 4)):
+            specs.append(KernelSpec(self.name, "intensity", mem_prec, "mem",
+                                    {"isa": isa, "store": "nt", "fma_per_trip": f, "working_set_bytes": plan["mem"],
+                                     **pin}))
+        return specs
+
     def plan_notes(self) -> list[str]:
         """Why this machine's working sets are what they are (an implausible L3, a missing level), for the log."""
         return topo.working_set_plan(len(topo.one_cpu_per_core()))[1]

@@ -12,7 +12,7 @@ NODE_BYTES = 64            # one pointer-chase node per cache line
 #: each) would take seconds per lap; a shorter rep continues the same walk
 CHASE_STEPS_PER_REP = 1 << 20
 PAGE_BYTES = 4096
-KERNEL_LEVELS = {"intensity": ("mem",), "int": ("mem",), "cache": ("l1", "l2", "l3", "mem"),
+KERNEL_LEVELS = {"intensity": ("mem", "l1"), "int": ("mem",), "cache": ("l1", "l2", "l3", "mem"),
                  "chase": ("l1", "l2", "l3", "mem")}
 KERNEL_PRECISIONS = {"intensity": ("sp", "dp"), "int": ("int32",), "cache": ("dp",), "chase": ("dp",)}
 

@@ -188,3 +188,40 @@ def working_set_plan(threads: int, *, quick: bool = False, root: Path = SYS_CPU,
     mem = max(MEM_MIN_BYTES, MEM_OVER_LLC * last)
     out["mem"] = min(mem, MEM_QUICK_MAX_BYTES) if quick else mem
     return {k: v for k, v in out.items() if v}, notes
+
+
+#: --quick's whole roofline: each cache level's working sets, as shares of what the cores in use may fill of it
+#: (per level: the innermost share never below twice the share of the level inside it, the outermost half the
+#: share, so the data neither fit the inner cache nor spill to the outer one)
+ROOFLINE_FRACTIONS = (0.25, 0.375, 0.5)
+
+
+def roofline_working_sets(threads: int, *, root: Path = SYS_CPU,
+                          allowed: Sequence[int] | None = None) -> tuple[dict[str, list[int]], list[str]]:
+    """Total working sets (all threads) per cache level for the quick roofline's cache points, and notes.
+
+    Bounded on both sides by what the cores in use may fill (:func:`cache_shares`, the last level capped where a
+    VM reports its host's cache): L1 and L2 at ROOFLINE_FRACTIONS of their share; L3 from twice the L2 share up
+    to :func:`working_set_plan`'s l3 size (at most half the L3 share, never past half the instance), three sizes
+    spaced evenly on a log scale. A level whose bounds cross gets no points (said in the notes). Whether each
+    level's data stayed in its cache is then measured, not assumed: the summary refuses to trust a level that is
+    not faster than the level outside it (bench/run/summary.py)."""
+    plan, notes = working_set_plan(threads, root=root, allowed=allowed)
+    cores = one_cpu_per_core(root, allowed)[:max(threads, 1)]
+    shares = cache_shares(cores, root)
+    n = len(cores)
+    l1 = shares[1].share_bytes if 1 in shares else 32 * KIB * n
+    l2 = shares[2].share_bytes if 2 in shares else 512 * KIB * n
+    out: dict[str, list[int]] = {"l1": [int(l1 * f) for f in ROOFLINE_FRACTIONS]}
+    lo2 = 2 * l1
+    out["l2"] = [s for s in (int(l2 * f) for f in ROOFLINE_FRACTIONS) if s >= lo2]
+    if not out["l2"]:
+        notes.append(f"L2 share of {l2 / KIB:.0f} KiB is not twice the L1 share ({l1 / KIB:.0f} KiB): no l2 points")
+    if "l3" in plan:
+        lo3, hi3 = 2 * l2, plan["l3"]
+        if hi3 >= lo3:
+            out["l3"] = sorted({int(lo3 * (hi3 / lo3) ** (i / 2)) for i in range(3)})
+        else:
+            notes.append(f"L3 bounds cross ({lo3 / MIB:.1f} MiB from the L2s, {hi3 / MIB:.1f} MiB from the L3): "
+                         "no l3 points")
+    return {k: v for k, v in out.items() if v}, notes

@@ -96,12 +96,54 @@ def check_one_machine(rows: Sequence[dict[str, str]]) -> None:
 
 def export_roofline(out: Path, rows: Sequence[dict[str, str]], names: Sequence[str]) -> dict[str, Any]:
     """The summary of ``rows`` (one machine's), written to ``out`` as ERT's roofline.json, ``results`` always the
-    list of the files read; the summary is returned for the report."""
-    from archline.fit.io.ert_roofline import ErtRoofline, write_ert
+    list of the files read, ``figures`` each figure's points and spread; the summary is returned for the report."""
+    from archline.fit.io.ert_roofline import write_ert
 
     check_one_machine(rows)
     summ = summarize(rows)
-    write_ert(out, ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
-                                            {"results": list(names), "emulated": summ["emulated"],
-                                             "checksums": summ["checksums"]}))
+    write_ert(out, _roofline(summ, {"results": list(names)}))
     return summ
+
+
+def _roofline(summ: dict[str, Any], metadata: dict[str, Any]) -> Any:
+    from archline.fit.io.ert_roofline import ErtRoofline
+
+    return ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
+                                    {**metadata, "emulated": summ["emulated"], "checksums": summ["checksums"],
+                                     "figures": summ["figures"], "not_trusted": summ["not_trusted"]})
+
+
+def cpu_model() -> str:
+    """This machine's CPU model as /proc/cpuinfo names it (else what Python's platform module says)."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Model", "Hardware")) and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], results: Path) -> Path | None:
+    """After a measured (not emulated) run on platform ``localhost``: a copy of its roofline.json at
+    :func:`archline.fit.io.ert_roofline.host_roofline_path`, where ``localhost`` is read as a platform (model, plot,
+    predict), with the run's id, CSV, time, host and CPU model. Any other run writes none (None). A failure to
+    write it is one warning line: the run itself succeeded."""
+    from archline.common.stamps import utc_iso
+    from archline.fit.io.ert_roofline import host_roofline_path, write_ert
+
+    if summ["emulated"] or not rows or {str(r.get("platform")) for r in rows} != {"localhost"}:
+        return None
+    path = host_roofline_path()
+    meta = {"run_id": str(rows[0].get("run_id") or ""), "results_csv": str(results.resolve()),
+            "created_utc": utc_iso(), "hostname": str(rows[0].get("host") or ""), "cpu_model": cpu_model(),
+            "results": [results.name]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return write_ert(path, _roofline(summ, meta))
+    except OSError as e:
+        log.warning(f"warning: could not keep this run's roofline as localhost's platform at {show(path)} "
+                    f"({e.strerror or e}); the run's own files are complete")
+        return None

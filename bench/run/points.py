@@ -16,6 +16,10 @@ from archline.powermon.errors import MAX_LOST_SHARE
 #: without a meter (or with --min-time), a region lasts at least this long (device seconds); quick: QUICK_REGION_S
 MIN_REGION_S = 0.1
 QUICK_REGION_S = 0.03
+#: --quick's whole roofline (:func:`quick_roofline`): shorter regions, more of them, so the early stop on a tight
+#: CI can fire (3 regions need a spread under ~1% for a 2% CI; 8 allow ~2.4%) and a noisy point still ends soon
+ROOFLINE_REGION_S = 0.02
+ROOFLINE_REGIONS = (3, 8)
 
 
 @dataclass
@@ -37,7 +41,8 @@ class RunSettings:
 
     @classmethod
     def from_section(cls, b: BenchSection, *, quick: bool = False, reps: int | None = None,
-                     min_time_s: float | None = None, max_lost: float | None = None) -> RunSettings:
+                     min_time_s: float | None = None, max_lost: float | None = None,
+                     roofline: bool = False) -> RunSettings:
         s = cls(reps=b.reps, fixed_reps=reps, warmup_reps=b.warmup_reps, min_samples=b.min_samples,
                 max_region_s=b.max_region_s, ci_rel=b.ci_rel, min_regions=b.min_regions, max_regions=b.max_regions,
                 idle_s=b.idle_s, max_lost=MAX_LOST_SHARE if max_lost is None else max_lost)
@@ -49,6 +54,9 @@ class RunSettings:
             s.ci_rel = max(s.ci_rel, 0.02)
             s.idle_s = min(s.idle_s, 0.5)
             s.warmup_reps = 0   # the calibration run warms up; a meter still gets EDGE_SAMPLES periods of it
+            if roofline:
+                s.min_region_s = ROOFLINE_REGION_S
+                s.min_regions, s.max_regions = ROOFLINE_REGIONS
         if min_time_s is not None:
             s.min_region_s = min_time_s
             s.max_region_s = max(s.max_region_s, min_time_s)
@@ -110,11 +118,32 @@ def _applicable(backend: Backend, opts: RunOptions, kernel: str, precs: tuple[st
     return keep
 
 
+def quick_roofline(opts: RunOptions) -> bool:
+    """``--quick`` on real hardware with no kernel, precision, store or working set named (the main job): the
+    whole roofline in few points (a back end's ``roofline``: SP and DP peaks, L1/L2/L3 and DRAM), not the
+    intensity sweep, which any of those options still asks for."""
+    return (opts.quick and not opts.emulate and opts.kernels is None and not opts.all_kernels and opts.store is None
+            and opts.working_set_bytes is None and opts.precisions is None)
+
+
+def roofline_precisions(profile: BenchProfile) -> tuple[str, ...]:
+    """The quick roofline's peaks: SP and DP on the detected localhost (whose intensity sweep runs DP only, to
+    keep it short); a profile file's [bench] precisions (default sp and dp) where one is used."""
+    if profile.platform.origin == "<detected>":
+        return ("sp", "dp")
+    return tuple(p for p in profile.bench.precisions if p in ("sp", "dp")) or ("dp",)
+
+
 def make_points(backend: Backend, opts: RunOptions, profile: BenchProfile, power_caps_w: Sequence[float | None],
                 dvfs_ids: Sequence[str | None]) -> tuple[list[Point], list[str]]:
     """The sweep's points, and notes on what was left out and why (a variant the device cannot run)."""
     specs: list[KernelSpec] = []
     notes: list[str] = []
+    roofline = getattr(backend, "roofline", None)
+    if quick_roofline(opts) and callable(roofline):
+        for t in opts.threads or (None,):     # a sweep over thread counts: each count its own points
+            specs.extend(roofline(roofline_precisions(profile), threads=t, cpus=opts.cpus))
+        return [Point(s, cap, d) for d in dvfs_ids for cap in power_caps_w for s in specs], notes
     for kernel, precs in kernel_precisions(opts, profile.bench):
         for p in _applicable(backend, opts, kernel, precs, notes):
             kw: dict[str, Any] = {"quick": opts.quick}

@@ -19,7 +19,7 @@ from archline.bench.config.profile import BenchProfile, ProfileSectionError, loa
 from archline.bench.errors import BenchError
 from archline.bench.kernels import Backend
 from archline.bench.run.files import RunFiles
-from archline.bench.run.points import Point, RunSettings, make_points
+from archline.bench.run.points import Point, RunSettings, make_points, quick_roofline
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext, calibration_of
 from archline.bench.run.runner import Runner
@@ -254,6 +254,9 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     if s.trace_dir is not None:
         s.trace_dir = inside(s.trace_dir, s.trace_dir / s.ctx.run_id)
     s.points, s.notes = make_points(s.backend, opts, prof, caps or (None,), dvfs_ids or (None,))
+    if quick_roofline(opts) and callable(getattr(s.backend, "roofline", None)):   # its own region settings
+        s.settings = RunSettings.from_section(prof.bench, quick=True, reps=opts.reps, min_time_s=opts.min_time_s,
+                                              max_lost=opts.max_lost, roofline=True)
     getattr(s.backend, "check_plans", lambda *a: None)([p.spec for p in s.points], s.device)   # before any work
     plan_notes = getattr(s.backend, "plan_notes", None)   # e.g. what the back end made of the topology
     if callable(plan_notes):

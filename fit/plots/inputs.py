@@ -208,5 +208,6 @@ def plot_results(results: Sequence[Path], out_path: Path, precision: str,
     if roof is not None and not platforms:
         peak, bandwidth, how = roof
         curves = [Curve(f"{m.label}: {peak / 1e9:.4g} GFLOP/s, {bandwidth / 1e9:.4g} GB/s ({how})",
-                        Machine(1.0 / peak, 1.0 / bandwidth, 0.0, 0.0, 0.0), time_only=True) for m in plan.measured]
+                        Machine(1.0 / peak, 1.0 / bandwidth, 0.0, 0.0, 0.0), time_only=True, observed=True)
+                  for m in plan.measured]
     return plot_model(curves, out_path, kinds=plan.kinds, measured=plan.measured, notes=[*plan.notes, *notes])

@@ -99,11 +99,11 @@ def test_peak_from_compute_kernels_only_and_emulated_checksums_not_computed() ->
     cache = {"kernel": "cache", "time_s": "1", "flops_dp": "9.122e9", "bytes_l1": "7.3e10", "checksum_ok": ""}
     s = summarize([{**BASE, **cache, "emulated": "true"}])
     assert s["peaks_gflop_per_s"] == {} and s["bandwidths_gb_per_s"] == {"L1": pytest.approx(73.0)}
-    table = {q: v for q, v, _ in summary_rows(s)}
+    table = {q: v for q, v, _, _ in summary_rows(s)}
     assert table["peak"] == "none" and "peak DP" not in table
     assert table["checksums"] == "not computed (emulated)"
     s = summarize([{**BASE, **GOOD}, {**BASE, **GOOD, "checksum_ok": ""}])
-    assert {q: (v, u) for q, v, u in summary_rows(s)}["checksums"] == ("1/1 ok", "of 2 rows (1 not computed)")
+    assert {q: (v, b) for q, v, _, b in summary_rows(s)}["checksums"] == ("1/1 ok", "of 2 rows (1 not computed)")
 
 
 def test_emulated_row_checksum_not_computed() -> None:

@@ -62,7 +62,7 @@ def test_too_small_and_bad_knobs(cpu_backend: CpuAsmBackend) -> None:
     with pytest.raises(UnsupportedError):
         cpu_backend.prepare(_spec("cache", "sp", level="l1"))
     with pytest.raises(BenchError):
-        cpu_backend.prepare(_spec("intensity", level="l1"))
+        cpu_backend.prepare(_spec("intensity", level="l2"))
     with pytest.raises(BenchError):
         cpu_backend.sweep("nope", "dp")
 

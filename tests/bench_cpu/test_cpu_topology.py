@@ -99,3 +99,25 @@ def test_this_machine_plan_is_consistent() -> None:
     ws, _notes = topo.working_set_plan(len(topo.one_cpu_per_core()))
     assert ws["l1"] < ws["l2"] < ws.get("l3", ws["l2"] + 1) < ws["mem"]
     assert ws["mem"] >= topo.MEM_MIN_BYTES
+
+
+def test_roofline_working_sets_stay_inside_each_level_and_the_cap(tmp_path: Path) -> None:
+    """The quick roofline's cache points on the VM that reports 480 MiB of L3: every L3 size between twice the
+    L2s and the 16 MiB the capped plan allows, never from the reported 480 MiB; L1 and L2 at 1/4..1/2 share."""
+    root = _tree(tmp_path, {0: 0, 1: 1}, [(1, "Data", 48 * KIB, _private([0, 1])),
+                                          (2, "Unified", 2 * MIB, _private([0, 1])),
+                                          (3, "Unified", 480 * MIB, {0: "0-1", 1: "0-1"})])
+    ws, notes = topo.roofline_working_sets(2, root=root, allowed=[0, 1])
+    assert ws["l1"] == [24 * KIB, 36 * KIB, 48 * KIB]
+    assert ws["l2"] == [MIB, 3 * MIB // 2, 2 * MIB]
+    assert ws["l3"][0] == 8 * MIB and ws["l3"][-1] == 16 * MIB and len(ws["l3"]) == 3
+    assert any("implausible" in n for n in notes)
+
+
+def test_roofline_working_sets_without_an_l3_level(tmp_path: Path) -> None:
+    cpus = {c: c for c in range(64)}
+    root = _tree(tmp_path, cpus, [(1, "Data", 48 * KIB, _private(list(cpus))),
+                                  (2, "Unified", 2 * MIB, _private(list(cpus))),
+                                  (3, "Unified", 256 * MIB, dict.fromkeys(cpus, "0-63"))])
+    ws, notes = topo.roofline_working_sets(64, root=root, allowed=list(cpus))
+    assert set(ws) == {"l1", "l2"} and any("too small" in n for n in notes)

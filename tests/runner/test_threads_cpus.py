@@ -43,6 +43,32 @@ def test_points_carry_threads_and_cpus() -> None:
     assert points and all(p.spec.params["cpus"] == [cpu] for p in points)
 
 
+def test_quick_roofline_points_cover_every_figure_three_times() -> None:
+    """--quick with no kernel named: three points per figure (SP and DP peak on L1-resident data, L1, L2, L3
+    where the plan has one, DRAM on the memory working set), not the intensity sweep; a kernel named keeps it."""
+    from archline.bench.config.profile import load_bench_profile
+    from archline.bench.cpu_asm import topology as topo
+    from archline.bench.cpu_asm.backend import CpuAsmBackend
+    from archline.bench.run.points import make_points
+
+    be = CpuAsmBackend()
+    prof = load_bench_profile("localhost")
+    points, _ = make_points(be, RunOptions.from_cli(quick=True), prof, (None,), (None,))
+    figures: dict[tuple[str, str, str], int] = {}
+    for p in points:
+        key = (p.spec.kernel, p.spec.precision, p.spec.level)
+        figures[key] = figures.get(key, 0) + 1
+    levels = set(topo.level_working_sets(len(topo.one_cpu_per_core()), quick=True)) - {"mem"}
+    assert figures == {("intensity", "sp", "l1"): 3, ("intensity", "dp", "l1"): 3, ("intensity", "dp", "mem"): 3,
+                       **{("cache", "dp", lv): 3 for lv in levels}}
+    mem = [p.spec.params for p in points if p.spec.level == "mem"]
+    assert all(m["store"] == "nt" and topo.MEM_MIN_BYTES <= m["working_set_bytes"] <= topo.MEM_QUICK_MAX_BYTES
+               for m in mem)
+    for named in ({"kernels": ("intensity",)}, {"precisions": ("dp",)}, {"store": "nt"}):
+        sweep, _ = make_points(be, RunOptions.from_cli(quick=True, **named), prof, (None,), (None,))
+        assert len(sweep) >= 34 and {(p.spec.kernel, p.spec.level) for p in sweep} == {("intensity", "mem")}
+
+
 def test_cpu_not_allowed_is_named(run_cli) -> None:  # type: ignore[no-untyped-def]
     bad = max(os.sched_getaffinity(0)) + 1
     r = run_cli("bench", "run", "--quick", "--cpus", str(bad))

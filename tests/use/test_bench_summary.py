@@ -30,8 +30,90 @@ def test_summary_exact() -> None:
     assert s["balance_flop_per_byte"] == {"dp": pytest.approx(2.0)}
     assert s["checksums"] == {"ok": 4, "checked": 5, "rows": 5}
     assert s["emulated"] is False and s["backends"] == ["cpu_asm"]
-    table = dict((q, v) for q, v, _ in summary_rows(s))
+    table = dict((q, v) for q, v, _, _ in summary_rows(s))
     assert table["peak DP"] == "40" and table["bandwidth DRAM"] == "20" and table["checksums"] == "4/5 FAILED"
+    # one intensity row on the flat top (the other is bandwidth-bound): a figure on one point is not trusted
+    assert s["figures"]["peak DP"]["points"] == 1 and s["not_trusted"] == ["peak DP", "bandwidth DRAM",
+                                                                          "bandwidth L1"]
+
+
+def _rate_rows(kernel: str, col: str, rates: list[float], **cells: str) -> list[dict[str, str]]:
+    """Rows whose rate (GFLOP/s or GB/s of ``col``) is each of ``rates``: 1e9 units in rate**-1 seconds."""
+    return [{"backend": "cpu_asm", "kernel": kernel, "time_s": repr(1.0 / r), col: "1e9", "checksum_ok": "true",
+             "time_spread_rel": "0.01", "emulated": "false", **cells} for r in rates]
+
+
+def test_robust_figure_is_the_median_of_the_plateau_and_leaves_a_lucky_point_out() -> None:
+    """ref = median of the best three (100); 150 is an outlier, 96..104 the plateau, 50 bandwidth-bound."""
+    s = summarize(_rate_rows("intensity", "flops_dp", [150.0, 104.0, 100.0, 98.0, 96.0, 50.0]))
+    fig = s["figures"]["peak DP"]
+    assert s["peaks_gflop_per_s"]["dp"] == pytest.approx(99.0)        # median of 104, 100, 98, 96
+    assert (fig["points"], fig["candidates"], fig["outliers"]) == (4, 6, 1)
+    assert fig["spread_rel"] == pytest.approx(8 / 99.0) and fig["trusted"] and s["not_trusted"] == []
+    assert s["advice"] is None
+
+
+def test_noisy_rows_give_way_to_clean_ones_on_the_plateau() -> None:
+    """Throttled, CI-flagged and wide-spread rows are left out of the median where two clean ones remain."""
+    rows = (_rate_rows("cache", "bytes_l1", [100.0, 99.0], level="l1")
+            + _rate_rows("cache", "bytes_l1", [105.0], level="l1", throttled="true")
+            + _rate_rows("cache", "bytes_l1", [104.0], level="l1", note="CI not below 0.02 after 8 regions")
+            + _rate_rows("cache", "bytes_l1", [103.0], level="l1", time_spread_rel="0.4"))
+    s = summarize(rows)
+    fig = s["figures"]["bandwidth L1"]
+    assert s["bandwidths_gb_per_s"]["L1"] == pytest.approx(99.5)
+    assert (fig["points"], fig["noisy_points"], fig["trusted"]) == (2, 0, True)
+
+
+def test_only_noisy_rows_make_a_figure_not_trusted_and_say_what_to_do() -> None:
+    s = summarize(_rate_rows("intensity", "flops_sp", [100.0, 101.0, 99.0], note="CI not below 0.02 after 8 "
+                             "regions"))
+    fig = s["figures"]["peak SP"]
+    assert s["peaks_gflop_per_s"]["sp"] == pytest.approx(100.0)
+    assert fig["noisy_points"] == 3 and not fig["trusted"]
+    assert fig["why_not_trusted"] == "every point is noisy (CI not reached)"
+    assert s["not_trusted"] == ["peak SP"] and "--min-time" in s["advice"] and "--cpus" in s["advice"]
+    table = {q: (v, basis) for q, v, _, basis in summary_rows(s)}
+    assert "NOT TRUSTED: every point is noisy" in table["peak SP"][1]
+    assert table["not trusted"] == ("peak SP", s["advice"])
+
+
+def test_wide_regions_make_a_figure_not_trusted() -> None:
+    s = summarize(_rate_rows("intensity", "flops_dp", [100.0, 100.0], time_spread_rel="0.3")
+                  + _rate_rows("intensity", "flops_dp", [101.0], time_spread_rel="0.05"))
+    assert s["figures"]["peak DP"]["why_not_trusted"] == "its points' regions spread 30%"
+
+
+def test_failed_checksums_never_feed_a_figure_and_too_few_points_are_said() -> None:
+    rows = (_rate_rows("intensity", "flops_dp", [500.0, 480.0], checksum_ok="false")
+            + _rate_rows("intensity", "flops_dp", [100.0]))
+    s = summarize(rows)
+    fig = s["figures"]["peak DP"]
+    assert s["peaks_gflop_per_s"]["dp"] == pytest.approx(100.0) and fig["candidates"] == 1
+    assert fig["why_not_trusted"] == "rests on 1 point" and s["checksums"] == {"ok": 1, "checked": 3, "rows": 3}
+    assert summarize([*_rate_rows("intensity", "flops_dp", [1.0], checksum_ok="false")])["figures"] == {}
+
+
+def test_a_cache_level_no_faster_than_the_one_outside_is_not_trusted() -> None:
+    """An L3 working set that spilled to DRAM (a VM's reported L3) measures DRAM: it is said, not believed."""
+    rows = (_rate_rows("intensity", "bytes_mem", [40.0, 41.0, 39.0])
+            + _rate_rows("cache", "bytes_l3", [41.0, 40.0, 40.5], level="l3")
+            + _rate_rows("cache", "bytes_l2", [300.0, 310.0, 305.0], level="l2"))
+    s = summarize(rows)
+    assert s["figures"]["bandwidth L3"]["why_not_trusted"].startswith("not faster than DRAM (40 GB/s)")
+    assert s["figures"]["bandwidth L2"]["trusted"] and s["not_trusted"] == ["bandwidth L3"]
+
+
+def test_plot_roof_carries_the_summary_figures() -> None:
+    from archline.bench.run.summary import plot_roof
+
+    s = summarize(_rate_rows("intensity", "flops_dp", [100.0, 100.0, 100.0])
+                  + _rate_rows("intensity", "bytes_mem", [20.0, 20.0])
+                  + _rate_rows("cache", "bytes_l1", [300.0, 300.0], level="l1"))
+    roof, notes = plot_roof(s, "dp")
+    assert roof == (pytest.approx(100e9), pytest.approx(20e9), "medians of 3 and 2 points")
+    assert notes == ["cache bandwidths: L1 300 GB/s"]
+    assert plot_roof(s, "sp")[0] is None
 
 
 def test_ert_round_trip(tmp_path: Path) -> None:
@@ -42,6 +124,36 @@ def test_ert_round_trip(tmp_path: Path) -> None:
     assert doc["empirical"]["gflops"]["data"] == [["FP64 GFLOPs", pytest.approx(40.0)]]
     assert dict(doc["empirical"]["gbytes"]["data"]) == {"DRAM": pytest.approx(20.0), "L1": pytest.approx(100.0)}
     assert read_ert(p) == roof
+
+
+def test_a_measured_localhost_run_keeps_its_roofline_for_the_localhost_platform(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from archline.bench.run.export import write_host_roofline
+    from archline.fit.io.ert_roofline import host_roofline_path
+
+    rows = [{**r, "platform": "localhost", "host": "h1", "run_id": "localhost-1"} for r in ROWS]
+    s = summarize(rows)
+    results = tmp_path / "r.csv"
+    path = write_host_roofline(s, rows, results)
+    assert path == host_roofline_path() and not str(path).startswith(str(Path.home()))
+    roof = read_ert(path)
+    assert roof.gflops == {"FP64 GFLOPs": pytest.approx(40.0)}
+    meta = roof.metadata
+    assert (meta["run_id"], meta["results_csv"], meta["hostname"]) == ("localhost-1", str(results.resolve()), "h1")
+    assert meta["created_utc"].endswith("Z") and meta["cpu_model"]
+    assert meta["figures"]["peak DP"]["points"] == 1 and meta["figures"]["peak DP"]["spread_rel"] is not None
+    # emulated rows, or another platform's, keep nothing
+    path.unlink()
+    assert write_host_roofline(summarize([{**r, "emulated": "true"} for r in rows]), rows, results) is None
+    assert write_host_roofline(s, [{**r, "platform": "gtx580"} for r in rows], results) is None
+    assert not path.exists()
+    # a state directory that cannot be written is one warning, never a failed run
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
+    assert write_host_roofline(s, rows, results) is None
+    (rec,) = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "could not keep this run's roofline" in rec.getMessage()
 
 
 def test_point_numbers_rounded_and_time_only() -> None:
