@@ -11,10 +11,13 @@ percent-encoded as hive does (``../x`` is ``platform=..%2Fx``): a value from the
 own, and readers get it back unchanged. An empty value is refused. Each file carries the schema version in its
 metadata (``archline.schema``).
 
-A point is identified as the sweep identifies it: its ``point_id`` under its ``config_hash``, on its ``host``.
-The same point twice (the data set collected again, a results file copied into two places, a results
-directory swept again under the same config) is kept once: the copy already in the data set, else the first one
-read.
+A point is identified as the run that measured it identifies it: its ``point_id`` under its ``config_hash``, in
+its ``run_id`` on its ``host`` (:data:`POINT_KEY`). A run id is made once per run (platform, UTC start and a random
+part), so it names the one machine that made it: two machines that report the same host name (containers, copies
+of one image, laptops called ``localhost``) never share one, and their rows are all kept. A copy of a point (the
+data set collected again, a results file copied into two places) is kept once: the copy already in the data set,
+else the first one read. A point measured again in another run (a results directory removed and swept again) is
+a second measurement, kept in its own run's partition (``--replace`` writes the data set afresh).
 
 **What the writer touches.** Only the files it owns: ``platform=*/host=*/run_id=*/part-*.parquet`` (and the
 partition directories it made, removed when they end up empty). Anything else in the directory (a README, a
@@ -53,8 +56,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: hive partition keys, in directory order
 PARTITIONS: tuple[str, ...] = ("platform", "host", "run_id")
-#: what makes two rows the same point
-POINT_KEY: tuple[str, ...] = ("host", "config_hash", "point_id")
+#: what makes two rows copies of one measured point: the run (its id is unique to the machine and the run that
+#: made it; the host name alone is not: machines share host names) and the point within it
+POINT_KEY: tuple[str, ...] = ("host", "run_id", "config_hash", "point_id")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Rows per record batch the fit reads (within a row group: a file written as one 20 M-row row group is read
 #: 256 Ki rows at a time, never whole). 1 Mi rows held about 0.5 GB of Arrow buffers at once; 256 Ki about 0.1 GB.

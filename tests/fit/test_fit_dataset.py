@@ -1,5 +1,5 @@
-"""The lab data set (fit/io/dataset.py): hive partitions platform/host/run_id, schema types, duplicate points
-dropped by (host, config_hash, point_id), merged on a second collect, read by `archline fit` exactly as the CSVs
+"""The lab data set (fit/io/dataset.py): hive partitions platform/host/run_id, schema types, copies of a point
+dropped by (host, run_id, config_hash, point_id), merged on a second collect, read by `archline fit` exactly as the CSVs
 it came from, and --where filters."""
 
 from __future__ import annotations
@@ -56,13 +56,33 @@ def test_dataset_second_collect_drops_duplicates_and_keeps_new_points(tmp_path: 
     write_dataset(csvs[:2], out)
     rep = write_dataset(csvs, out)                      # the first two again, plus a new host
     assert (rep.kept_existing, rep.new_rows, rep.duplicates, rep.rows) == (40, 60, 40, 60)
-    # the same point on another host is another point; the same point re-measured on the same host is not
-    again = part_csv(tmp_path, "again", replace(GTX580, eps_mem_j_per_byte=600e-12), "node01", "run-z", 9)
-    rep = write_dataset([again], out)
+    # a copy of a run already in the data set (its results file copied elsewhere) is dropped: the copy already
+    # in the data set stays, not the new one
+    copy = part_csv(tmp_path, "copy", replace(GTX580, eps_mem_j_per_byte=600e-12), "node01", "run-a", 9)
+    rep = write_dataset([copy], out)
     assert (rep.duplicates, rep.rows) == (20, 60)
     kept = read_results([out], where=["host=node01"]).frame
-    assert set(kept["run_id"].astype(str)) == {"run-a"}           # the copy already in the data set stays
+    assert kept["energy_j"].tolist() == read_results([csvs[0]]).frame["energy_j"].tolist()
     assert not list(tmp_path.glob(".ds.*"))                          # no temp or old copy left beside it
+
+
+def test_dataset_machines_sharing_a_host_name_keep_every_row(tmp_path: Path) -> None:
+    """Issue 36 (data lost): two machines that report the same host name, the same config and point ids (two
+    containers called localhost) were one machine's rows dropped as the other's duplicates (exit 0, rows gone).
+    Their runs differ, so every row is kept, each run in its own partition, and a fit reads both."""
+    a = part_csv(tmp_path, "a", GTX580, "localhost", "gtx580-20260101T000000Z-aaaaaa", 1)
+    b = part_csv(tmp_path, "b", GTX580, "localhost", "gtx580-20260101T000000Z-bbbbbb", 2)
+    out = tmp_path / "ds"
+    rep = write_dataset([a, b], out)
+    assert (rep.rows, rep.duplicates, rep.partitions) == (40, 0, 2)
+    rep = write_dataset([b], out)                                    # collected again: a copy, kept once
+    assert (rep.rows, rep.duplicates, rep.kept_existing) == (40, 20, 40)
+    back = read_results([out]).frame
+    for src in (a, b):                                               # each machine's energies, all of them
+        mine = read_results([src]).frame
+        run = str(mine["run_id"].iloc[0])
+        got = back[back["run_id"].astype(str) == run].sort_values("point_id")
+        assert got["energy_j"].tolist() == mine.sort_values("point_id")["energy_j"].tolist()
 
 
 def test_fit_and_where_on_a_dataset(tmp_path: Path, csvs: list[Path], run_cli: Callable[..., object]) -> None:

@@ -48,3 +48,26 @@ def test_lab_local_scheduler_submit_status_collect(tmp_path: Path, run_cli: Call
     want = load_platform("gtx580")                                  # S1 Table 4
     for k in ("eps_flop_sp", "eps_mem", "pi0"):
         assert c["coefficients"][k]["value"] == pytest.approx(want.value(k), rel=0.03), k
+
+
+def test_lab_collect_keeps_machines_that_share_a_host_name(tmp_path: Path, run_cli: Callable[..., object]) -> None:
+    """Issue 36 (data lost): two machines of a lab that report one host name (containers) and ran the same sweep
+    had one machine's rows dropped as the other's duplicates, exit 0. Every row is kept now, and each machine's
+    note names the other."""
+    from support.datasets import part_csv
+
+    from archline.fit.regress.synthetic import GTX580
+
+    lab = write_lab(tmp_path / "lab.toml", [{"name": "box1", "platform": "gtx580"},
+                                            {"name": "box2", "platform": "gtx580"}])
+    for i, m in enumerate(("box1", "box2")):
+        (tmp_path / "results" / m).mkdir(parents=True)
+        part_csv(tmp_path / "results" / m, "results", GTX580, "localhost", f"gtx580-20260101T000000Z-{m}", i)
+    r = run_cli("lab", "collect", str(lab), "--out", str(tmp_path / "ds"), "--format", "json")
+    assert r.exit_code == 0, r.stderr  # type: ignore[attr-defined]
+    rep = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert (rep["dataset"]["rows"], rep["dataset"]["duplicates"], rep["dataset"]["partitions"]) == (40, 0, 2)
+    notes = {m["machine"]: m["note"] for m in rep["machines"]}
+    assert "host 'localhost' is also reported by box2" in notes["box1"]
+    assert "host 'localhost' is also reported by box1" in notes["box2"]
+    assert "box2" in r.stderr  # type: ignore[attr-defined]
