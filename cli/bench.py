@@ -78,7 +78,10 @@ def _yes(ok: bool) -> str:
 @click.option("--precision", default=None,
               help="sp, dp or int32 (default on every path: the profile's [bench] precisions for intensity, "
                    "int32 for int, dp for the others).")
-@click.option("--quick", is_flag=True, help="Smaller sweeps and shorter regions (memory level: 8x the last cache).")
+@click.option("--quick", is_flag=True,
+              help="cpu_asm with no --kernel, --precision, --store or --working-set: the whole roofline in 18 points "
+                   "(SP and DP peaks, L1, L2, L3, DRAM; about 20 s on 2 cores); otherwise smaller sweeps and shorter "
+                   "regions (memory level: 8x the last cache).")
 @click.option("--reps", type=int, default=None, help="Repetitions per timed region (default: sized by the meter "
                                                      "and --min-time, at least the profile's [bench] reps).")
 @click.option("--min-time", "min_time_s", type=float, default=None,

@@ -44,7 +44,7 @@ SLOW: dict[str, str] = {
     r"bench run --kernel intensity --precision sp --store none": "a full CPU intensity sweep, minutes",
     r"bench run --platform localhost --backend cpu_asm --kernel intensity --precision dp --out": "a full CPU "
                                                                                                "sweep, minutes",
-    r"bench run --platform localhost --quick": "every CPU kernel, quick: about 45 s",
+    r"bench run --platform localhost --quick": "this CPU's whole roofline, quick: 18 points, about 20 s",
     r"bench run --platform gtx580 --emulate( |$)": "the full emulated GTX 580 sweep: about 30 s",
     r"bench run --backend opencl --kernel ceilings": "the OpenCL ceiling kernels on this CPU: about 20 s",
     r"bench run --kernel chase --quick": "the pointer chase over every working set: about 13 s",
