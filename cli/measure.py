@@ -272,7 +272,7 @@ class _Hooks:
             return {"name": name, "reason": "no counts"}
         if not windows:
             return {"name": name, "reason": f"no completed run marked a phase '{name}'" if name != "run"
-                    else "no run completed (exit code 0)"}
+                    else "no run of the command completed (exit code 0, not interrupted)"}
         if any(w.get("widened_from") for w in windows):
             return {"name": name, "reason": "a run was shorter than the meter's sensor can measure: its energy is "
                                             "a widened window's, not the program's alone (make it last longer)"}
