@@ -232,8 +232,8 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
     from dataclasses import replace
 
     if not placed.has_energy:      # its arch and power lines are energy: said, not drawn half
-        return replace(placed, notes=(*placed.notes, f"no figure drawn ({out_png}): it plots energy, and "
-                                      f"{placed.energy_reason}"))
+        return replace(placed, notes=(*placed.notes, f"no figure drawn ({out_png}): it plots energy, and there "
+                                      "is none (energy_reason says why)"))
 
     from archline.fit.plots.placement import plot_placement
 
