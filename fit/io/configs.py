@@ -99,6 +99,8 @@ class Grouped:
     carry: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
     #: the rows kept are a uniform (reservoir) sample; the statistics in ``cfg`` are those of every row
     sampled: bool = False
+    #: platform -> why its time-only rows have no energy (their notes, once each; fit/io/time_only.py)
+    time_only_reasons: dict[str, dict[str, None]] = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -180,8 +182,7 @@ class KeyReducer:
         self.sources: list[Source] = []
         self._carry: dict[str, list[np.ndarray]] = {}
         self._luts: dict[str, np.ndarray] = {}   # per batch: text key -> local to global codes (stream only)
-        #: platform -> the reasons (row notes) its time-only rows give, in order, once each (results reader)
-        self.time_only_reasons: dict[str, dict[str, None]] = {}
+        self.time_only_reasons: dict[str, dict[str, None]] = {}     # Grouped.time_only_reasons
 
     @property
     def n_rows(self) -> int:
@@ -268,7 +269,8 @@ class KeyReducer:
             for value, code in self.dictionaries[k].items():
                 values[code] = value
             carry[k] = (_concat(parts, np.int32), values)
-        return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources, carry)
+        return Grouped(cfg, g, t, e, _concat(self._src, np.int32), np.concatenate(self._pos), self.sources, carry,
+                       time_only_reasons=self.time_only_reasons)
 
     def _config_table(self, keys: np.ndarray) -> Columns:
         cfg = Columns()
@@ -291,7 +293,7 @@ class KeyReducer:
         for k, v in stats.items():
             cfg[k] = v
         cfg["first_src"], cfg["first_pos"] = st.first_src[:n_cfg], st.first_pos[:n_cfg]
-        return Grouped(cfg, g, t, e, src, pos, self.sources, {}, st.sampled)
+        return Grouped(cfg, g, t, e, src, pos, self.sources, {}, st.sampled, self.time_only_reasons)
 
 
 CHUNK_ROWS = 1 << 20

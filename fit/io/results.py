@@ -26,6 +26,7 @@ from archline.fit.io import schema
 from archline.fit.io.batches import ahead, check_range, column_codes, rows_with
 from archline.fit.io.configs import Grouped, KeyReducer, Source
 from archline.fit.io.sources import SourceError, iter_sources, open_source, stdin_paths
+from archline.fit.io.time_only import TIME_ONLY, split_time_only
 from archline.fit.io.words import check_words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,12 +42,8 @@ COUNT_COLUMNS: tuple[str, ...] = schema.COUNT_COLUMNS
 SETTING_COLUMNS: tuple[str, ...] = schema.SETTING_COLUMNS
 #: Text columns that tell configurations apart (with the counts, the settings and ``emulated``).
 TEXT_KEYS: tuple[str, ...] = ("platform", "kernel", "precision", "level")
-#: Text columns read only to check or label rows.
-FLAG_COLUMNS: tuple[str, ...] = ("schema", "backend", "emulated", "checksum_ok")
-#: Text columns that tell a time-only row (no meter measured it: ``meter`` empty) and say why (``note``).
-TIME_ONLY_COLUMNS: tuple[str, ...] = ("meter", "note")
-#: Configuration key that is 1 on time-only rows (energy_j empty, no meter): kept apart from metered rows.
-TIME_ONLY = "time_only"
+#: Text columns read only to check or label rows (meter and note: a time-only row, and why, fit/io/time_only.py).
+FLAG_COLUMNS: tuple[str, ...] = ("schema", "backend", "emulated", "checksum_ok", "meter", "note")
 _TRUE = schema.TRUE_WORDS
 _FALSE = schema.FALSE_WORDS
 #: what a row of any machine can be: a timed region of at least a nanosecond, drawing between a microwatt and a
@@ -98,13 +95,11 @@ _SOURCE_ERRORS: dict[str, type[ResultsError]] = {"read": ResultsError, "empty": 
 
 @dataclass
 class ResultsSet:
-    """Validated rows of one or more files, grouped into configurations, with the reader's notes and, for
-    time-only rows, the reasons their rows give (their ``note``) by platform."""
+    """Validated rows of one or more files, grouped into configurations, with the reader's notes."""
 
     data: Grouped
     files: list[str]
     notes: list[str] = field(default_factory=list)
-    time_only_reasons: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -155,36 +150,6 @@ def _refuse_non_finite(x: np.ndarray, name: str, src: Source, pos: np.ndarray, n
                         f"fix or drop the row")
 
 
-def _time_only_rows(e: np.ndarray, codes: dict[str, tuple[np.ndarray, list[str | None]]]) -> np.ndarray:
-    """Rows no meter measured: energy_j empty (or NaN) and the ``meter`` cell empty (issue 34: a run without a
-    meter writes time only and says why in ``note``). A row that names a meter and has no energy is broken and
-    is refused by the checks that follow."""
-    nan = np.isnan(e)
-    if not nan.any():
-        return np.zeros(e.size, dtype=bool)
-    if "meter" not in codes:
-        return nan
-    named = rows_with(*codes["meter"], lambda v: v is not None and bool(v.strip()))
-    return nan & ~(named if named.size == e.size else np.full(e.size, bool(named[0])))
-
-
-def _note_reasons(reducer: KeyReducer, codes: dict[str, tuple[np.ndarray, list[str | None]]],
-                  time_only: np.ndarray) -> None:
-    """The ``note`` of each time-only row (why it has no energy), once per distinct (platform, note)."""
-    reasons = reducer.time_only_reasons
-    pc, pv = codes["platform"]
-    nc, nv = codes.get("note", (np.zeros(1, dtype=np.int64), [None]))
-    n = time_only.size
-    p_idx = np.broadcast_to(pc, (n,))[time_only] if pc.size in (1, n) else pc[time_only]
-    n_idx = np.broadcast_to(nc, (n,))[time_only] if nc.size in (1, n) else nc[time_only]
-    for a, b in dict.fromkeys(zip(p_idx.tolist(), n_idx.tolist(), strict=True)):
-        platform, note = (pv[a] or "").strip(), (nv[b] or "").strip()
-        # a row's note joins several ("; "): the reason is the part the run wrote for having no meter
-        why = [part.strip() for part in note.split("; ") if part.strip().lower().startswith(("time only", "no "))]
-        for part in why or ["no meter: the rows name none"]:
-            reasons.setdefault(platform, {})[part] = None
-
-
 def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, extra: Sequence[str],
               carry: Sequence[str] = (), warned: set[tuple[str, str]] | None = None) -> int:
     """Check one table and hand its rows to ``reducer``. Returns the number of rows dropped (checksum).
@@ -193,7 +158,7 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
     is one code), numbers are checked with a min and a max, and a count or setting that is the same on every
     row goes on as one element."""
     codes: dict[str, tuple[np.ndarray, list[str | None]]] = {}
-    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *TIME_ONLY_COLUMNS, *extra, *carry):
+    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry):
         if c in tab.column_names:
             codes[c] = column_codes(tab.column(c))
     sc, sv = codes["schema"]
@@ -215,10 +180,7 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
     e = _numeric(tab, "energy_j", src, pos)
     num = {c: _numeric(tab, c, src, pos, fill=0.0, one=True) for c in COUNT_COLUMNS}
     num.update({c: _numeric(tab, c, src, pos, one=True) for c in SETTING_COLUMNS})
-    time_only = _time_only_rows(e, codes)
-    if time_only.any():             # their energy stays NaN; the energy checks are the metered rows'
-        _note_reasons(reducer, codes, time_only)
-    e_chk, pos_e = (e[~time_only], pos[~time_only]) if time_only.any() else (e, pos)
+    time_only, e_chk, pos_e = split_time_only(e, pos, codes, reducer, num)   # energy NaN; the rest checked
     if not check_range(e_chk, 0.0, above=False)[0]:
         _refuse_non_finite(e_chk, "energy_j", src, pos_e)
         i = _first(e_chk < 0)
@@ -232,9 +194,6 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
     odd = ~((t >= MIN_TIME_S) & (time_only | ((power > MIN_POWER_W) & (power < MAX_POWER_W))))
     if odd.any():                  # a unit slip or a corrupted cell, never a measurement: said, not fitted
         i = _first(odd)
-        if time_only[i]:
-            raise BadValueError(f"{src.where(int(pos[i]))}: time_s = {show_value(t[i])} is not a measurement (a "
-                                f"row needs at least {MIN_TIME_S:g} s)")
         raise BadValueError(f"{src.where(int(pos[i]))}: time_s = {show_value(t[i])} with energy_j = "
                             f"{show_value(e[i])} is not a measurement (mean power {power[i]:.3g} W; a row needs at "
                             f"least {MIN_TIME_S:g} s and between {MIN_POWER_W:g} W and {MAX_POWER_W:g} W)")
@@ -261,8 +220,6 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
 
     emulated = flag("backend", {"emulated"}) | flag("emulated", _TRUE)
     num["emulated"] = emulated.astype(np.float64)
-    num[TIME_ONLY] = time_only.astype(np.float64) if time_only.any() and not time_only.all() \
-        else np.full(1, float(time_only.size > 0 and bool(time_only.all())))
     keep = ~flag("checksum_ok", _FALSE)
     if keep.size == 1 and not keep[0]:
         return n                # every row failed its checksum: it adds nothing
@@ -288,14 +245,12 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
 def _finish(reducer: KeyReducer) -> Grouped:
     data = reducer.finish()
     data.cfg["emulated"] = data.cfg["emulated"] > 0
-    data.cfg[TIME_ONLY] = data.cfg[TIME_ONLY] > 0
     data.cfg["work_flop"] = data.cfg["flops_sp"] + data.cfg["flops_dp"]
     return data
 
 
 def _new_reducer(extra: Sequence[str], max_rows: int | None = None) -> KeyReducer:
-    return KeyReducer((*TEXT_KEYS, *extra), (*COUNT_COLUMNS, *SETTING_COLUMNS, "emulated", TIME_ONLY),
-                      max_rows=max_rows)
+    return KeyReducer((*TEXT_KEYS, *extra), (*COUNT_COLUMNS, *SETTING_COLUMNS, "emulated", TIME_ONLY), max_rows)
 
 
 #: Text columns the rows keep beside their configuration unless told otherwise (``ResultsSet.frame``).
@@ -336,7 +291,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     reducer = _new_reducer(extra, max_rows)
     dropped = 0
     num = (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
-    text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *TIME_ONLY_COLUMNS, *extra, *carry, *flt.columns)))
+    text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry, *flt.columns)))
     seen: set[str] = set()
     warned: set[tuple[str, str]] = set()
 
@@ -375,8 +330,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     data = _finish(reducer)
     if data.n_rows == 0:
         raise EmptyResultsError("no usable result rows" + (" (every row failed its checksum)" if dropped else ""))
-    reasons = {k: list(v) for k, v in reducer.time_only_reasons.items()}
-    return ResultsSet(data=data, files=[str(p) for p in files], notes=notes, time_only_reasons=reasons)
+    return ResultsSet(data=data, files=[str(p) for p in files], notes=notes)
 
 
 def from_frame(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> Grouped:
@@ -386,10 +340,10 @@ def from_frame(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> Grouped:
 
     extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
     reducer = _new_reducer(extra)
-    cols = [c for c in frame.columns if c in (*TEXT_KEYS, *FLAG_COLUMNS, *TIME_ONLY_COLUMNS, *extra, *COUNT_COLUMNS,
-                                                *SETTING_COLUMNS, "time_s", "energy_j")]
+    cols = [c for c in frame.columns if c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *COUNT_COLUMNS, *SETTING_COLUMNS,
+                                                "time_s", "energy_j")]
     sub = frame[cols].copy()
-    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *TIME_ONLY_COLUMNS, *extra):
+    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra):
         if c in sub.columns:
             sub[c] = sub[c].astype("string")
     if "schema" not in sub.columns:

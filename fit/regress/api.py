@@ -232,7 +232,7 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
                       max_rows=FIT_MAX_ROWS)
     groups = group_rows(rs, include_emulated=opts.include_emulated, mix_emulated=opts.mix_emulated,
                         platform=opts.platform)
-    results = [fit_group(g, opts, rs.time_only_reasons.get(g.platform, [])) for g in groups]
+    results = [fit_group(g, opts, list(rs.data.time_only_reasons.get(g.platform, {}))) for g in groups]
     for r in results:
         r.warnings.extend(rs.notes)
         r.extra["files"] = rs.files
