@@ -88,6 +88,7 @@ class MarksReader:
         self._fd = os.open(self.path, os.O_RDWR | os.O_NONBLOCK)
         self._stop_r, self._stop_w = os.pipe()
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()  # the thread and take() both read the FIFO: one at a time
         self._buf = b""
         self._malformed: list[str] = []    # lines that were not "begin NAME" / "end NAME": said, never silent
         self._n_malformed = 0
@@ -104,6 +105,10 @@ class MarksReader:
                 return
 
     def _drain(self) -> None:
+        with self._read_lock:
+            self._drain_locked()
+
+    def _drain_locked(self) -> None:
         while True:
             try:
                 chunk = os.read(self._fd, 65536)
@@ -138,7 +143,10 @@ class MarksReader:
                 f"(first: {', '.join(repr(s) for s in first)})"]
 
     def take(self) -> list[Mark]:
-        """The marks so far (and forget them)."""
+        """The marks so far (and forget them): what the FIFO holds is read first, so that a command that has exited
+        has every mark it wrote in its own run (not left for the thread, and the next run, to find)."""
+        with contextlib.suppress(OSError):      # closed already: what was read is all there is
+            self._drain()
         with self._lock:
             out, self.marks = self.marks, []
         return out

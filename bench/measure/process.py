@@ -1,6 +1,7 @@
 """The measured command's process: started in its own process group with ``$ARCHLINE_MARKS`` set, the signals
 archline gets passed on to it, waited for with a grace period after a signal, its group killed when it overstays
-(see :mod:`archline.bench.measure.run`)."""
+(see :mod:`archline.bench.measure.run`); and the one rule that turns the command's phase marks into a run's
+phases (:func:`phases_of_run`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
+from archline.powermon.marks import Mark, pair_marks
 from archline.powermon.monitor import MARKS_ENV
 
 #: signals passed on to the command
@@ -95,3 +97,21 @@ def _spawn(cmd: Sequence[str], marks_path: Path, stdout_to_stderr: bool = False)
         raise BenchError(f"command {cmd[0]!r} cannot be run: {e.strerror}") from None
 
 
+
+
+def phases_of_run(marks: Sequence[Mark], t_start_s: float, t_end_s: float
+                  ) -> tuple[list[tuple[str, float, float]], list[str]]:
+    """The run's phases (name, t0_s, t1_s) and problems in words, by one rule for every mark however it came.
+
+    Ordered: by their stamps, arrival order for equal ones (a line stamped on reading shares its chunk's stamp;
+    one from the API carries its own, and lines from several writers can arrive out of order), then paired
+    (:func:`archline.powermon.marks.pair_marks`), so no phase ends before it begins. Clipped: into the run, since
+    the command wrote every mark before it exited; a mark read after the exit (under load) is stamped late, and a
+    phase wholly after the run is one of no length at its end. A mark never discards the measurement."""
+    ordered = sorted(marks, key=lambda m: m.t_s)          # sorted() is stable: begin before end at one stamp
+    phases, problems = pair_marks(ordered)
+    out = []
+    for name, t0, t1 in phases:
+        lo = min(max(t0, t_start_s), t_end_s)
+        out.append((name, lo, max(min(t1, t_end_s), lo)))
+    return out, problems

@@ -33,7 +33,15 @@ from typing import Any
 from archline.bench.errors import BenchError
 from archline.bench.measure import result, schedule
 from archline.bench.measure.meters import _open
-from archline.bench.measure.process import GRACE_S, _forwarding, _group_alive, _kill_group, _spawn, _wait
+from archline.bench.measure.process import (
+    GRACE_S,
+    _forwarding,
+    _group_alive,
+    _kill_group,
+    _spawn,
+    _wait,
+    phases_of_run,
+)
 from archline.bench.measure.sensor_windows import (
     _between,
     _end_run,
@@ -44,7 +52,8 @@ from archline.bench.measure.sensor_windows import (
 )
 from archline.common.outputs import make_dirs, safe_component
 from archline.common.stamps import utc_compact, utc_iso
-from archline.powermon.marks import Mark, MarksReader, pair_marks
+from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.marks import Mark, MarksReader
 from archline.powermon.monitor import Measurement, Monitor
 
 __all__ = ["GRACE_S", "MeasureOptions", "MeasureOutcome", "_wait", "measure", "profile_name"]
@@ -218,12 +227,7 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 counters = read_counters() if read_counters is not None else None
                 run, asked = _end_run(mon, name, t_begin, sensor, floor)
                 floor = run.t_end_s
-                phases, problems = pair_marks(reader.take())
-                # a mark is stamped when its line is read, which may be after the exit that ended the run: the
-                # command wrote it before exiting, so no phase reaches past its run
-                # (both marks read after the exit, under load: a phase of no length at the run's end, not an error)
-                phases = [(p, lo := min(max(t0, run.t_start_s), run.t_end_s), max(min(t1, run.t_end_s), lo))
-                          for p, t0, t1 in phases]
+                phases, problems = phases_of_run(reader.take(), run.t_start_s, run.t_end_s)
                 problems += reader.take_malformed()
                 w = _window(run, asked, idle=sub, mon=mon, sensor=sensor)
                 above = idle_w if scheduled and opts.subtract_idle else None
@@ -234,9 +238,16 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                 w["interrupted"] = bool(got)
                 if counters is not None:
                     w["counters"] = counters
-                w["phases"] = [_window(*_between(mon, p if opts.repeat == 1 else f"{name}/{p}", t0, t1, sensor,
-                                                 data_from),
-                                       idle=sub, mon=mon, sensor=sensor) for p, t0, t1 in phases]
+                w["phases"] = []
+                for p, t0, t1 in phases:    # a phase that cannot be measured is said, never the report lost
+                    try:
+                        w["phases"].append(_window(*_between(mon, p if opts.repeat == 1 else f"{name}/{p}", t0,
+                                                             t1, sensor, data_from),
+                                                   idle=sub, mon=mon, sensor=sensor))
+                    except DeviceError:         # the meter itself failed: its own exit code, as for the run
+                        raise
+                    except MeterError as e:
+                        problems.append(f"phase {p!r} not measured: {e}")
                 if scheduled:
                     w["phases"] = [schedule.fill(p, busy_w, above) for p in w["phases"]]
                 doc["problems"] += [f"{name}: {p}" for p in problems]

@@ -190,3 +190,57 @@ def test_counters_and_placement_hooks(tmp_path: Path) -> None:
     assert out.exit_status == 0 and seen.read_text() == "wrapped\n"
     assert out.doc["runs"][0]["counters"] == {"flops_dp": 1000, "source": "test"}
     assert out.doc["placement"] == {"n_runs": 1}
+
+
+def test_phase_marks_are_ordered_and_clipped_by_one_rule() -> None:
+    """Issue 36 (hangs/lost report): marks however they come (stamps out of arrival order, read after the exit,
+    from before the run) become phases that begin no later than they end and lie inside the run; none raises."""
+    from archline.bench.measure.process import phases_of_run
+    from archline.powermon.marks import Mark
+
+    marks = [Mark("end", "x", 10.5), Mark("begin", "x", 10.2),     # from two writers: end arrived first
+             Mark("begin", "late", 12.0), Mark("end", "late", 12.1),    # read after the run ended at 11
+             Mark("begin", "early", 1.0), Mark("end", "early", 10.1),   # an API stamp from before the run
+             Mark("begin", "z", 10.7), Mark("end", "z", 10.7)]          # one chunk's stamp: begin, then end
+    phases, problems = phases_of_run(marks, 10.0, 11.0)
+    assert phases == [("early", 10.0, 10.1), ("x", 10.2, 10.5), ("z", 10.7, 10.7), ("late", 11.0, 11.0)]
+    assert problems == []
+    rng = __import__("random").Random(36)
+    many = [Mark(k, f"p{i}", 10.0 + (i + (k == "end") * 0.5) * 1e-4) for i in range(1000) for k in ("begin", "end")]
+    rng.shuffle(many)
+    phases, problems = phases_of_run(many, 10.0, 10.05)
+    assert len(phases) == 1000 and problems == []
+    assert all(10.0 <= t0 <= t1 <= 10.05 for _, t0, t1 in phases)
+
+
+def test_two_thousand_marks_never_lose_the_report() -> None:
+    """Issue 36: a command writing 2000 begin/end marks lost the whole report in 2 of 3 runs ('region ends before
+    it starts', exit 2 after the command ran). Each pair is one phase inside the run, and the command's exit code
+    is kept. (The null meter of localhost: the marks' path is the same with any meter.)"""
+    shell = ('exec 3>"$ARCHLINE_MARKS"; i=0; while [ $i -lt 1000 ]; do echo "begin p$i" >&3; echo "end p$i" >&3; '
+             'i=$((i+1)); done; exit 3')
+    res = archline("measure", "--platform", "localhost", "--format", "json", "--", "sh", "-c", shell)
+    assert res.returncode == 3, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["exit_code"] == 3 and len(doc["runs"]) == 1
+    (run,) = doc["runs"]
+    assert sorted(p["name"] for p in run["phases"]) == sorted(f"p{i}" for i in range(1000))
+    assert all(0 <= p["time_s"] <= run["time_s"] for p in run["phases"])
+    assert not [p for p in doc["problems"] if "not measured" in p or "never ended" in p]
+
+
+def test_marks_written_before_take_are_all_taken() -> None:
+    """A run's marks are read before its phases are made: none is left in the FIFO for the next run to stamp."""
+    import os
+
+    from archline.powermon.marks import MarksReader
+
+    reader = MarksReader()
+    try:
+        fd = os.open(reader.path, os.O_WRONLY)
+        os.write(fd, b"".join(f"begin p{i}\nend p{i}\n".encode() for i in range(1000)))
+        os.close(fd)
+        marks = reader.take()
+        assert len(marks) == 2000 and [m.name for m in marks[:2]] == ["p0", "p0"]
+    finally:
+        reader.close()
