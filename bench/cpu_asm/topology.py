@@ -48,6 +48,20 @@ class CacheShare:
     note: str                # empty, or why a reported size was not believed
 
 
+def plausible_llc_bytes(reported_bytes: int, cores: int) -> int:
+    """A last-level cache as the working sets believe it: at most PLAUSIBLE_LLC_PER_CORE_BYTES per core sharing
+    it (the GPU back ends pass their compute units), never negative."""
+    return max(0, min(int(reported_bytes), PLAUSIBLE_LLC_PER_CORE_BYTES * max(int(cores), 1)))
+
+
+def mem_working_set_bytes(believed_llc_bytes: int, *, quick: bool = False) -> int:
+    """The memory level's working set past a last-level cache already through :func:`plausible_llc_bytes`:
+    max(MEM_MIN_BYTES, MEM_OVER_LLC x it), at most MEM_QUICK_MAX_BYTES with ``quick``. The one rule of every back
+    end (bench/gpu/working_set.py bounds it further by the device's and the host's memory)."""
+    mem = max(MEM_MIN_BYTES, MEM_OVER_LLC * max(int(believed_llc_bytes), 0))
+    return min(mem, MEM_QUICK_MAX_BYTES) if quick else mem
+
+
 def _cpu_list(text: str) -> list[int]:
     out: list[int] = []
     for part in text.strip().split(","):
@@ -118,7 +132,7 @@ def cache_shares(cpus: Sequence[int], root: Path = SYS_CPU) -> dict[int, CacheSh
     last = max(per_level, default=0)
     for level, insts in per_level.items():
         reported = max(size for size, _, _ in insts.values())
-        capped = {k: (min(size, PLAUSIBLE_LLC_PER_CORE_BYTES * cores) if level == last and level >= 3 else size,
+        capped = {k: (plausible_llc_bytes(size, cores) if level == last and level >= 3 else size,
                       ours, cores) for k, (size, ours, cores) in insts.items()}
         note = ""
         if any(capped[k][0] < insts[k][0] for k in insts):
@@ -185,8 +199,7 @@ def working_set_plan(threads: int, *, quick: bool = False, root: Path = SYS_CPU,
     else:
         notes.append("no L3 reported: no l3 level; memory sized from L2")
     last = shares[max(shares)].instance_bytes if shares else l2
-    mem = max(MEM_MIN_BYTES, MEM_OVER_LLC * last)
-    out["mem"] = min(mem, MEM_QUICK_MAX_BYTES) if quick else mem
+    out["mem"] = mem_working_set_bytes(last, quick=quick)
     return {k: v for k, v in out.items() if v}, notes
 
 

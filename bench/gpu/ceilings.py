@@ -39,6 +39,7 @@ from archline.bench.gpu.desc import _TYPES, GpuKernelDesc
 from archline.bench.gpu.points import Geometry, min_bytes
 from archline.bench.gpu.reference import _sequential_sums  # the device's order of additions (cache kernels)
 from archline.bench.gpu.render import _header, _ids, _lanes, _load, _sig, _store, _vt, check_dialect
+from archline.bench.gpu.working_set import pow2_floor as _pow2_floor
 from archline.bench.kernels import Counts, KernelSpec
 
 CEILING_KERNELS = ("ceil_flop", "ceil_mem")
@@ -279,10 +280,6 @@ def _frac(params: dict[str, Any], key: str) -> Fraction:
     if not 0 < f <= 1:
         raise BenchError(f"{key} must lie in (0, 1], got {f}")
     return f
-
-
-def _pow2_floor(x: int) -> int:
-    return 1 << max(int(x).bit_length() - 1, 0)
 
 
 def parse_ceiling_spec(kernel: str, precision: str, params: dict[str, Any], geo: Geometry,

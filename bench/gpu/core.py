@@ -76,14 +76,37 @@ class Driver(Protocol):
         ...
 
 
+class InputCache:
+    """The last random input made, reused by the next point of a sweep that needs no more of it: a sweep's memory
+    points all read the same seed's stream, and making 1 GiB of it took longer than measuring a point. A prefix of
+    the stream is the stream of a shorter input (numpy's generators draw in order; tests/gpu_kernels check it), so
+    a point's input is exactly ``make_input(n, default_rng(seed))`` either way. The chase's cycle and the ceiling
+    kernels' inputs depend on their size: those are made afresh."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, int] | None = None
+        self._data: np.ndarray | None = None
+
+    def get(self, d: GpuKernelDesc, n_elems: int, seed: int) -> np.ndarray:
+        if type(d) is not GpuKernelDesc or d.kernel == "chase":
+            return d.make_input(n_elems, np.random.default_rng(seed))
+        key = (d.precision, seed)
+        if self._key != key or self._data is None or self._data.size < n_elems:
+            self._key, self._data = None, None      # let the old one go before making the new one
+            self._data = d.make_input(n_elems, np.random.default_rng(seed))
+            self._key = key
+        return self._data[:n_elems]
+
+
 class GpuPrepared:
     """One kernel variant compiled, its buffers allocated and filled with random data on one device."""
 
-    def __init__(self, spec: KernelSpec, dev: GpuDevice, plan: catalogue.Plan, seed: int, warmup_s: float) -> None:
+    def __init__(self, spec: KernelSpec, dev: GpuDevice, plan: catalogue.Plan, seed: int, warmup_s: float,
+                 inputs: InputCache | None = None) -> None:
         self.spec, self.dev, self.plan = spec, dev, plan
         self.desc = d = plan.desc
         self.global_size, self.local_size, self.rounds = plan.global_size, plan.local_size, plan.rounds
-        self._host = d.make_input(plan.n_elems, np.random.default_rng(seed))
+        self._host = (inputs or InputCache()).get(d, plan.n_elems, seed)
         if self._host.nbytes > dev.max_alloc_bytes:
             raise BenchError(f"buffer of {self._host.nbytes} B exceeds the device's max allocation "
                              f"{dev.max_alloc_bytes} B")
@@ -94,6 +117,8 @@ class GpuPrepared:
         kernel, built = dev.build(d, spec)
         self._out_host = catalogue.output_like(plan)
         args = catalogue.kernel_args(plan)
+        # the reference before the upload: a CPU device may read (and a test overwrite) the host array in place
+        self.expected()
         self._bufs = [dev.upload(self._host), dev.alloc(self._out_host)]
         self._bufs += [dev.upload(a) for a in args if isinstance(a, np.ndarray)]
         it = iter(self._bufs[2:])
@@ -159,6 +184,9 @@ class GpuPrepared:
     def close(self) -> None:
         self.dev.release(self._bufs)
         self._bufs = []
+        # the runner prepares the next point before this object goes: drop the input now, not with it
+        self._host = self._host[:0]
+        self._expected = None
 
 
 class DeviceMissingError(BackendUnavailableError):
@@ -225,4 +253,11 @@ class GpuBackend:
         geo = dev.geometry(spec.kernel, spec.precision)
         p = catalogue.plan(spec, geo, lambda lv: dev.working_set_bytes(spec.kernel, lv), dev.local_mem_bytes)
         return GpuPrepared(spec, dev, p, int(spec.params.get("seed", 0x5EED)),
-                           float(spec.params.get("warmup_s", self.driver.warmup_s)))
+                           float(spec.params.get("warmup_s", self.driver.warmup_s)), self._inputs())
+
+    def _inputs(self) -> InputCache:
+        """This back end's input cache (one per back end object: a sweep's points share it)."""
+        cache = self.__dict__.get("_input_cache")
+        if cache is None:
+            cache = self.__dict__["_input_cache"] = InputCache()
+        return cache

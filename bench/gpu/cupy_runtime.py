@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from archline.bench.cpu_asm.topology import mem_available_bytes
 from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.catalogue import Offer
 from archline.bench.gpu.core import DeviceMissingError, Timing, parse_device
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
+from archline.bench.gpu.working_set import DeviceCaches, default_working_set_bytes
 from archline.bench.kernels import KernelSpec
 from archline.powermon.counters.base import ReadingsMeter
 from archline.powermon.errors import MeterError
@@ -130,15 +132,16 @@ class CupyDevice:
         return Geometry(cus * self.blocks_per_cu * self.local_size, self.local_size, self.vector_width, chains,
                         "interleaved", cus, False)
 
+    @property
+    def caches(self) -> DeviceCaches:
+        """What the device reports that its default working sets come from: its L2 shared by its SMs/CUs."""
+        return DeviceCaches(last_cache_bytes=int(self.info.get("l2_bytes") or 0),
+                            compute_units=int(self.info["compute_units"]),
+                            global_mem_bytes=int(self.info.get("global_mem_bytes") or 0),
+                            max_alloc_bytes=int(self.info.get("global_mem_bytes") or 0))
+
     def working_set_bytes(self, kernel: str, level: str) -> int:
-        l2 = int(self.info.get("l2_bytes") or (4 << 20))
-        if level == "mem":
-            return int(min(max(1 << 30, 16 * l2), (self.info.get("global_mem_bytes") or 8 << 30) // 4))
-        if level == "l2":
-            return 1 << max((l2 // 2).bit_length() - 1, 16)
-        if level == "l1":
-            return 16 << 10
-        raise BenchError(f"no default working set for level {level} on {self.info['device']}")
+        return default_working_set_bytes(self.caches, kernel, level, host_available_bytes=mem_available_bytes())
 
     def load(self, path: str, name: str) -> Any:
         with self.cp.cuda.Device(self.index):

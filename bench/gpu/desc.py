@@ -30,6 +30,19 @@ INT_SEED = 12345
 X_BOUND = 0.95           # |x| <= X_BOUND keeps the intensity recurrence contractive
 
 
+#: host arrays a CPU OpenCL device reads in place start on a page: PoCL's float8/double4 loads need 32-byte
+#: alignment, and numpy's large arrays start 16 bytes into an mmap'd page
+HOST_ALIGN_BYTES = 4096
+
+
+def page_aligned_empty(n_elems: int, dtype: np.dtype[Any]) -> np.ndarray:
+    """An uninitialised 1-D array of ``n_elems`` whose data starts on a HOST_ALIGN_BYTES boundary."""
+    size = np.dtype(dtype).itemsize
+    raw = np.empty(n_elems * size + HOST_ALIGN_BYTES, dtype=np.uint8)
+    off = (-raw.ctypes.data) % HOST_ALIGN_BYTES
+    return raw[off:off + n_elems * size].view(dtype)
+
+
 def fma_fraction(fma_per_elem: Any, max_den: int = 8) -> tuple[int, int]:
     """fma_per_elem (float, int, 'n/d' or Fraction) -> (fma_num, elems) with elems <= max_den, exact."""
     try:
@@ -178,7 +191,7 @@ class GpuKernelDesc:
             return nxt
         if self.precision == "int32":
             return rng.integers(0, 2**32, size=n_elems, dtype=np.uint32)
-        x = rng.random(n_elems, dtype=self.dtype.type)      # [0, 1) in the element type: no float64 detour
+        x = rng.random(dtype=self.dtype.type, out=page_aligned_empty(n_elems, self.dtype))   # [0, 1), no float64
         x *= self.dtype.type(2 * X_BOUND)
         x -= self.dtype.type(X_BOUND)
         return x

@@ -21,7 +21,7 @@ def _stream_reference(d: GpuKernelDesc, x: np.ndarray) -> np.ndarray:
     is_int = d.precision == "int32"
     ct = np.uint32 if is_int else np.float64
     if not is_int and rounds > 64:
-        x = x[_first_round_that_matters(x.reshape(rounds, d.chains, e, g, w), n, e):]
+        x = x[_first_round_that_matters(x, n, e, d.chains):]
         rounds = x.shape[0]
     xr: Any = x.reshape(rounds, d.chains, e, g, w).astype(ct, copy=False)
     m: Any
@@ -62,21 +62,33 @@ def _stream_reference(d: GpuKernelDesc, x: np.ndarray) -> np.ndarray:
     return acc.astype(d.dtype)
 
 
-def _first_round_that_matters(x: np.ndarray, n: int, e: int) -> int:
+def _first_round_that_matters(x: np.ndarray, n: int, e: int, chains: int, chunk_rounds: int = 256) -> int:
     """The recurrence forgets: the state entering round r is multiplied by the product P_r of every later
     multiplier, and |state| <= 19 (= 0.95 / (1 - 0.95)), so starting from the seed at round r errs by at most
-    38 * P_r. Return the latest round whose P_r < 1e-40 on every lane (0 if none): float64 cannot see the rest."""
+    38 * P_r. Return the latest round whose P_r < 1e-40 on every lane (0 if none): float64 cannot see the rest.
+
+    ``x`` is the (rounds, chains * e, g, w) view of the input. Every |multiplier| < 1, so log P_r only falls as r
+    falls: walk back from the last round a chunk at a time and stop at the first chunk where every lane is below
+    the threshold. Only the rounds that matter (a few hundred) are read, not a copy of the whole buffer."""
     cnt = [(n // e + (1 if i < n % e else 0)) if n >= e else (1 if i < n else 0) for i in range(e)]
-    with np.errstate(divide="ignore"):
-        logm = sum(ci * np.log(np.abs(x[:, :, i].astype(np.float64))) for i, ci in enumerate(cnt) if ci)
-    suffix = np.cumsum(np.asarray(logm)[::-1], axis=0)[::-1]        # suffix[r] = log P_{r-1}... of rounds r..end
     thr = np.log(1e-40 / 38.0)
-    ok = suffix < thr                                                 # starting at round r-1 is safe if ok[r]
     rounds = x.shape[0]
-    # latest r with ok[r] on every lane: state entering round r-1 ... use r itself (one round of margin)
-    good = np.all(ok, axis=tuple(range(1, ok.ndim)))
-    idx = np.nonzero(good)[0]
-    return int(max(idx[-1] - 1, 0)) if idx.size and rounds > 1 else 0
+    if rounds <= 1:
+        return 0
+    later: Any = 0.0                                   # log P of the rounds after the current chunk, per lane
+    r1 = rounds
+    while r1 > 0:
+        r0 = max(r1 - chunk_rounds, 0)
+        xc = x[r0:r1].reshape(r1 - r0, chains, e, *x.shape[2:])
+        with np.errstate(divide="ignore"):
+            logm = sum(ci * np.log(np.abs(xc[:, :, i].astype(np.float64))) for i, ci in enumerate(cnt) if ci)
+        suffix = np.cumsum(np.asarray(logm)[::-1], axis=0)[::-1] + later   # suffix[k]: log P of r0+k..end
+        good = np.all(suffix < thr, axis=tuple(range(1, suffix.ndim)))
+        idx = np.nonzero(good)[0]
+        if idx.size:   # the latest round safe on every lane, less one round of margin
+            return int(max(r0 + idx[-1] - 1, 0))
+        later, r1 = suffix[0], r0
+    return 0
 
 
 def _sequential_sums(acc: np.ndarray, rounds: int, gather: Any, chunk_elems: int = 1 << 22) -> np.ndarray:

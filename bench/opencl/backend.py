@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from archline.bench.cpu_asm.topology import mem_available_bytes
 from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.catalogue import Offer
 from archline.bench.gpu.core import DeviceMissingError, GpuBackend, GpuDevice, Timing, parse_device
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
+from archline.bench.gpu.working_set import DeviceCaches, default_working_set_bytes
 from archline.bench.kernels import KernelSpec
 
 NAME = "opencl"
@@ -121,26 +123,12 @@ def tuned_work_size(dev: Any, kernel: str, precision: str, level: str) -> Geomet
     return Geometry(cus * 8 * lsz, lsz, w, chains, "interleaved", cus, False)
 
 
-def _pow2_floor(x: int) -> int:
-    return 1 << max(int(x).bit_length() - 1, 0)
-
-
-def default_working_set_bytes(dev: Any, kernel: str, level: str) -> int:
-    cache = int(dev.global_mem_cache_size) or (4 << 20)
-    max_alloc = int(dev.max_mem_alloc_size)
-    cap = min(max_alloc, int(dev.global_mem_size) // 4)
-    if level == "mem" and kernel == "chase":   # 2x the last cache: misses everywhere, a table built in seconds
-        return min(max(64 << 20, 2 * cache), cap)
-    if level == "mem":
-        return min(max(256 << 20, 8 * cache), cap)
-    is_cpu = bool(dev.type & _cl().device_type.CPU)
-    if level == "l1":
-        return 16 << 10
-    if level == "l2":
-        return (256 << 10) if is_cpu else _pow2_floor(max(cache // 2, 64 << 10))
-    if level == "l3":
-        return _pow2_floor(max(cache // 2, 1 << 20))
-    raise BenchError(f"no default working set for level {level}")
+def device_caches(dev: Any) -> DeviceCaches:
+    """What ``dev`` reports that its default working sets come from, read once (PoCL takes the cache from hwloc:
+    a VM's device may report its host's whole L3)."""
+    return DeviceCaches(last_cache_bytes=int(dev.global_mem_cache_size), compute_units=int(dev.max_compute_units),
+                        global_mem_bytes=int(dev.global_mem_size), max_alloc_bytes=int(dev.max_mem_alloc_size),
+                        is_cpu=bool(dev.type & _cl().device_type.CPU))
 
 
 BUILD_OPTIONS = ["-cl-std=CL1.2", "-w"]
@@ -160,6 +148,7 @@ class OpenCLDevice:
         self.fp64 = has_fp64(dev)
         self.local_mem_bytes = int(dev.local_mem_size)
         self.max_alloc_bytes = int(dev.max_mem_alloc_size)
+        self.caches = device_caches(dev)
         self._queue: Any = None
 
     @property
@@ -174,7 +163,7 @@ class OpenCLDevice:
         return tuned_work_size(self.dev, kernel, precision, "mem")
 
     def working_set_bytes(self, kernel: str, level: str) -> int:
-        return default_working_set_bytes(self.dev, kernel, level)
+        return default_working_set_bytes(self.caches, kernel, level, host_available_bytes=mem_available_bytes())
 
     def build(self, desc: GpuKernelDesc, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
         cl, _ = self._clm, self.queue
@@ -188,7 +177,11 @@ class OpenCLDevice:
 
     def upload(self, host: np.ndarray) -> Any:
         mf = self._clm.mem_flags
-        return self._clm.Buffer(self.queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
+        # a CPU device reads an aligned host array in place (kept alive by GpuPrepared): no second copy in the
+        # same memory, which doubled a 1 GiB working set's footprint on PoCL (unaligned: its vector loads fault)
+        aligned = host.ctypes.data % max(int(self.dev.mem_base_addr_align) // 8, 128) == 0
+        where = mf.USE_HOST_PTR if self.caches.is_cpu and aligned else mf.COPY_HOST_PTR
+        return self._clm.Buffer(self.queue.context, mf.READ_ONLY | where, hostbuf=host)
 
     def alloc(self, like: np.ndarray) -> Any:
         return self._clm.Buffer(self.queue.context, self._clm.mem_flags.WRITE_ONLY, size=like.nbytes)
