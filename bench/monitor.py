@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from archline.bench.config.profile import BenchProfile, load_bench_profile
 from archline.bench.errors import BenchError
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import MeterError, reworded
 from archline.powermon.monitor import Monitor
 from archline.powermon.record.null import NullMeter
 from archline.powermon.spec import MeterSpec
@@ -174,5 +174,6 @@ def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = 
         try:
             meters.append(open_meter(s, raw_dir=raw_dir))
         except MeterError as e:
-            raise MeterError(f"meter '{s.name}' ({s.kind}) of platform '{prof.name}' cannot be opened: {e}") from None
+            raise reworded(e, f"meter '{s.name}' ({s.kind}) of platform '{prof.name}' cannot be opened: {e}") \
+                from None
     return Monitor(meters, settle_timeout_s=settle_timeout_s)

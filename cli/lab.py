@@ -45,8 +45,9 @@ def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wai
     SIGTERM or Ctrl-C while the local scheduler runs a task stops that task (its emulators too): its record
     says interrupted, its finished rows are kept, and the command exits 130.
 
-    Exit status: 0 when submitted (with --wait: when every task is done), 3 when a task failed, 130 when
-    interrupted.
+    Exit status: 0 when submitted (with --wait: when every task is done), 3 when a task failed, 75 while
+    another submit of this lab runs (nothing submitted) or a task it waited for is still queued or running,
+    130 when interrupted.
 
     \b
     Examples:
@@ -65,7 +66,10 @@ def submit_cmd(lab_toml: Path, scheduler: str | None, only: tuple[str, ...], wai
     elif report.statuses is not None:
         _print_status(report.statuses, "table")
     if report.statuses is not None:
-        if any(s.state != "done" for s in report.statuses):
+        states = {s.state for s in report.statuses}
+        if states & {"queued", "running"}:      # another submit's task: still running, not failed (as status)
+            click.get_current_context().exit(75)
+        if states - {"done"}:
             click.get_current_context().exit(3)
 
 

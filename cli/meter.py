@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -342,15 +343,15 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
         else:
             click.echo(srv.port)
         sys.stdout.flush()      # the port now, not when the server stops: a script waits for it
-        if port_file:
-            from archline.common.atomic import write_atomic
+        from archline.common.atomic import transient_file
 
-            write_atomic(port_file, srv.port + "\n")
-        click.echo(f"PowerMon 2 (emulated, speed {speed:g}) on {srv.port}; Ctrl-C to stop", err=True)
-        t_end = None if duration_s is None else time.monotonic() + duration_s
-        # Ctrl-C or SIGTERM: the pty server stops (leaving the with) and the command exits 130
-        while (t_end is None or time.monotonic() < t_end) and not srv.closed:
-            time.sleep(0.1)
+        # --port-file names the pty while it is open, and is removed when it closes (Ctrl-C, SIGTERM, --duration)
+        with transient_file(port_file, srv.port + "\n") if port_file else contextlib.nullcontext():
+            click.echo(f"PowerMon 2 (emulated, speed {speed:g}) on {srv.port}; Ctrl-C to stop", err=True)
+            t_end = None if duration_s is None else time.monotonic() + duration_s
+            # Ctrl-C or SIGTERM: the pty server stops (leaving the with) and the command exits 130
+            while (t_end is None or time.monotonic() < t_end) and not srv.closed:
+                time.sleep(0.1)
 
 
 from archline.cli.meter_sensor import calibrate_cmd, probe_cmd  # noqa: E402  (meter probe / calibrate, issue 24)

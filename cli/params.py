@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from archline.common.exits import EXIT_WRITE
-from archline.common.outputs import is_stream, resolve_output
+from archline.common.outputs import is_stream, note_output, read_only, resolve_output
 
 #: figure formats every matplotlib back end writes
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp",
@@ -88,11 +88,17 @@ class OutPath(click.Path):
         self.suffixes = tuple(suffixes)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, Path) or value is None:    # a default, or converted already
+            value = os.fspath(value) if value is not None else value
+        if value is not None and os.fsdecode(value) == "":
+            # an unset variable in a cron line (--out "$OUT"): never taken as the current directory
+            self.fail("an empty name is no output (an unset variable?); give a file or directory name", param, ctx)
         if os.fsdecode(value) == "-":
             # '-' is no stream here (stdout carries the command's report): refused rather than made into a file
             # literally named '-'; a stream output is named by its path (docs/errors.md)
             self.fail("'-' is not an output here; to write to standard output give /dev/stdout", param, ctx)
         p = Path(os.fsdecode(value))
+        note_output(p)      # a path error on it is the output code (7), on any other path the input code (2)
         if is_stream(p):
             if self.file_okay:
                 return super().convert(value, param, ctx)
@@ -111,6 +117,8 @@ class OutPath(click.Path):
             parent = parent.parent
         if not parent.is_dir():
             raise UnwritablePath(f"{p}: {parent} is a file, not a directory", ctx, param)
+        if read_only(parent):
+            raise UnwritablePath(f"{p}: {parent} is on a read-only file system; write somewhere else", ctx, param)
         if not os.access(parent, os.W_OK | os.X_OK):
             raise UnwritablePath(f"{p}: cannot write in {parent} (permission denied)", ctx, param)
         return super().convert(value, param, ctx)

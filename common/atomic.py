@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from archline.common.outputs import check_output, is_stream, make_dirs, show
+from archline.common.outputs import check_output, is_stream, make_dirs, show, temp_name
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -62,7 +62,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise OSError(None, f"a link to {final}, whose directory does not exist; create it or name another "
                       "output", show(path))
     make_dirs(final.parent)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    tmp = temp_name(final)        # shortened past the name limit, UTF-8 where the name is not
     try:
         yield tmp
         _fsync_file(tmp)
@@ -96,3 +96,20 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
         finally:
             os.close(fd)
     return Path(path)
+
+
+@contextlib.contextmanager
+def transient_file(path: str | os.PathLike[str], data: str) -> Iterator[Path]:
+    """Write ``data`` to ``path`` (atomically) for as long as the ``with`` lasts, and remove it when it ends,
+    whatever ends it (Ctrl-C, SIGTERM, an error): a file that names something alive, such as the pty of
+    ``meter emulate --port-file F``, must not outlive it (the next terminal reuses the pts number). A stream
+    output is written and left; a file someone replaced meanwhile is left alone."""
+    write_atomic(path, data)
+    try:
+        yield Path(path)
+    finally:
+        if not is_stream(path):
+            with contextlib.suppress(OSError):
+                target = check_output(path)
+                if target.read_text() == data:
+                    target.unlink()

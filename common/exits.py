@@ -65,12 +65,26 @@ def os_error_line(e: OSError) -> str:
     return f"{where}: {what}" if where else f"file system error: {what}"
 
 
+#: what a path that cannot be found says (a name too long, missing, a file as a directory, a link loop): the
+#: output's code when the path is an output of the command, else the input's
+_NOT_FOUND = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
+
+
+def _an_input(e: OSError) -> bool:
+    """An OSError about a path that is not one of the command's outputs (:func:`archline.common.outputs.is_output`)
+    and cannot be found: a missing input (a 300-character name is exit 2, not the output code 7)."""
+    from archline.common.outputs import is_output
+
+    names = [n for n in (e.filename, e.filename2) if n]
+    return e.errno in _NOT_FOUND and bool(names) and not any(is_output(n) for n in names)
+
+
 def classify(e: BaseException, user_errors: tuple[type[BaseException], ...]) -> tuple[str, int] | None:
     """(one-line message, exit code) for a user mistake or an environment failure; None for a bug."""
     if isinstance(e, user_errors):
         return str(e), int(getattr(e, "exit_code", EXIT_INPUT))
     if isinstance(e, OSError):
-        return os_error_line(e), EXIT_WRITE
+        return os_error_line(e), EXIT_INPUT if _an_input(e) else EXIT_WRITE
     if isinstance(e, RuntimeError) and str(e).startswith("Symlink loop from "):   # pathlib's resolve() (3.11)
         where = str(e)[len("Symlink loop from "):].strip("'")
         return f"{where}: a symbolic link loop; remove the link or name another path", EXIT_WRITE

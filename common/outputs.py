@@ -34,10 +34,79 @@ _INPUTS: dict[tuple[int, int], tuple[int, str]] = {}
 _INPUT_DIRS: dict[str, tuple[tuple[int, int], str]] = {}
 
 
+#: the outputs this command named or wrote (as given and as their real target): an OSError on another path is
+#: an input's, not an output's (:func:`is_output`)
+_OUTPUTS: set[str] = set()
+
+
 def reset() -> None:
-    """Forget the inputs of the previous command."""
+    """Forget the inputs and outputs of the previous command."""
     _INPUTS.clear()
     _INPUT_DIRS.clear()
+    _OUTPUTS.clear()
+
+
+def note_output(path: str | os.PathLike[str]) -> None:
+    """Remember ``path`` as an output of the running command (its name and, through links, its real target)."""
+    for p in (os.fspath(path), os.path.abspath(path)):
+        _OUTPUTS.add(p)
+    try:
+        _OUTPUTS.add(os.fspath(resolve_output(os.path.abspath(path))))
+    except (OSError, ValueError):
+        pass
+
+
+def is_output(path: str | os.PathLike[str] | bytes) -> bool:
+    """Whether ``path`` is an output this command named, lies under one (a results directory) or above it (a
+    directory it must make), or sits beside one with a name made from it (a sidecar ``t.csv.json``, a capture
+    ``t.raw.bin``, a temp ``.t.csv.PID.tmp``)."""
+    p = os.path.abspath(os.fsdecode(path))
+    for o in _OUTPUTS:
+        o = os.path.abspath(o)
+        if p == o or p.startswith(o.rstrip("/") + "/") or o.startswith(p.rstrip("/") + "/"):   # or its parent
+            return True
+        if os.path.dirname(p) == os.path.dirname(o):    # t.csv -> t.csv.json, .t.csv.PID.tmp, t.raw.bin
+            named, name = os.path.basename(o), os.path.basename(p).lstrip(".")
+            if named and name.startswith((named, named.split(".")[0] + ".raw.")):
+                return True
+    return False
+
+
+def read_only(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` lies on a file system mounted read-only (root may write anywhere else, so its
+    permission bits alone would say nothing)."""
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except (OSError, ValueError):
+        return False
+
+
+#: the longest file name most file systems take (bytes); os.pathconf tells the real one where it can
+NAME_MAX = 255
+
+
+def temp_name(final: str | os.PathLike[str]) -> Path:
+    """The hidden temporary name beside ``final`` that a writer fills before renaming it onto ``final``:
+    ``.NAME.PID.tmp``, shortened (with a hash of the name) where that would pass the file system's name limit and
+    made UTF-8 where the name is not (pyarrow cannot open such a path): a name the user may give always has a
+    temporary name that can be made."""
+    f = Path(final)
+    tail = f".{os.getpid()}.tmp"
+    try:
+        limit = os.pathconf(f.parent if os.fspath(f.parent) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = NAME_MAX
+    raw = os.fsencode(f.name)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and len(raw) + 1 + len(tail) <= limit:
+        return f.with_name(f".{text}{tail}")
+    digest = hashlib.sha1(raw).hexdigest()[:8]
+    room = max(1, limit - len(tail) - len(digest) - 2)
+    short = raw.decode("utf-8", errors="ignore").encode()[:room].decode("utf-8", errors="ignore")
+    return f.with_name(f".{short}-{digest}{tail}")
 
 
 def note_input(path: str | os.PathLike[str], st: os.stat_result | None = None) -> None:
@@ -116,6 +185,7 @@ def check_output(path: str | os.PathLike[str], extra_inputs: tuple[str | os.Path
     """The real file an output writes (symlinks followed), or OutputError when it is an input of this command
     (one noted, or one of ``extra_inputs``)."""
     target = resolve_output(path)
+    note_output(path)
     try:
         st = os.stat(target)
     except OSError:

@@ -15,6 +15,19 @@ class DeviceError(MeterError):
     exit_code = EXIT_DEVICE
 
 
+class MeterOpenError(DeviceError):
+    """A meter that cannot be opened here, whatever the driver said (no library, no device, no answer, a TLS
+    handshake with a plain-HTTP server): exit 4 wherever it is opened (:func:`archline.powermon.spec.open_meter`)."""
+
+
+def reworded(e: MeterError, message: str) -> MeterError:
+    """``message`` (``e`` with where it happened) as an error of ``e``'s exit code: a wrapper that names the
+    platform must not turn a missing device (4) into a bad input (2)."""
+    new = MeterOpenError(message) if isinstance(e, DeviceError) else MeterError(message)
+    new.exit_code = e.exit_code
+    return new
+
+
 #: the share of a window's samples a meter may lose before the window fails (``--max-lost``, sweep key ``max_lost``)
 MAX_LOST_SHARE = 0.01
 

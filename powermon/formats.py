@@ -26,6 +26,17 @@ def max_emulator_speed(records_per_device_s: float) -> int:
     return int(MAX_EMULATED_RECORDS_PER_S // max(records_per_device_s, 1e-300))
 
 
+def slower_advice(records_per_device_s: float, rate_hz: float, speed_flag: str, rate_where: str) -> str:
+    """What to lower so that an emulator carries its stream: the speed (``speed_flag``) while real time fits; else
+    the rate (``rate_where``), since even real time is too fast and no speed of 0 or less can be asked for."""
+    top = max_emulator_speed(records_per_device_s)
+    if top >= 1:
+        return f"lower {speed_flag} to {top} or less"
+    rate = int(rate_hz * MAX_EMULATED_RECORDS_PER_S / records_per_device_s)
+    return (f"even in real time it would stream {records_per_device_s:.4g} records per second: lower {rate_where} "
+            f"to {rate} Hz or less")
+
+
 def emulator_speed_problem(speed: float, records_per_device_s: float) -> str | None:
     """Why an emulator cannot run at ``speed`` with this stream (None when it can): the records per host second
     it would push over the pty, against the limit."""

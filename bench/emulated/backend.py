@@ -239,7 +239,7 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
     import importlib
 
     from archline.bench.emulated.device import ModelPowerSource
-    from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
+    from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, slower_advice
     from archline.powermon.spec import METER_MODULES, SERIAL_KINDS
 
     spec = be.meter
@@ -253,7 +253,8 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
         over = "over the pty" if spec.kind in SERIAL_KINDS else "from its emulator"
         raise EmulationError(
             f"time compression {tc:g}x would stream {per_tc * tc:.0f} {spec.kind} records per second {over} "
-            f"(limit {MAX_EMULATED_RECORDS_PER_S}); lower --time-compression to {max_emulator_speed(per_tc)} or less")
+            f"(limit {MAX_EMULATED_RECORDS_PER_S}); "
+            + slower_advice(per_tc, spec.rate_hz, "--time-compression", f"rate_hz of meter '{spec.name}'"))
     from archline.bench.emulated.meters import emulate_entry
 
     meter = emulate_entry(spec, ModelPowerSource(be.device), speed=tc, seed=seed, raw_dir=raw_dir, notes=notes)

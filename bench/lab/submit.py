@@ -295,6 +295,16 @@ def submit(lab: Lab, *, scheduler: str | None = None, only: Sequence[str] = (), 
     check_python(lab, sched)
     machines = [lab.machine(n) for n in only] if only else list(lab.machines)   # before anything is created
     check_results(lab)
+    from archline.bench.run.sweep import SweepLock
+    lock = SweepLock(lab.state_dir / "submit.lock", what="lab submit")   # one submit at a time; a second: 75
+    lock.acquire()
+    try:
+        return _submit(lab, sched, machines, wait, echo)
+    finally:
+        lock.release()
+
+
+def _submit(lab: Lab, sched: str, machines: list[Machine], wait: bool, echo: Callable[[str], None]) -> SubmitReport:
     try:    # a damaged or newer state file: an error before anything changes
         before = {s.machine: s for s in lab_status(lab)}
     except LabStateError as e:

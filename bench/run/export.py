@@ -78,6 +78,10 @@ def read_rows(paths: Sequence[Path], warn: Callable[[str], None] | None = None) 
             lines = ", ".join(map(str, failed[:10])) + (" ..." if len(failed) > 10 else "")
             say(f"{show(p)}: {len(failed)} row(s) failed their checksum (line(s) {lines}); they are left out of "
                 "the peaks and bandwidths and counted in the checksum status")
+    if not rows:        # a header only: a roofline of no measurement would pass for one (docs/errors.md)
+        names = ", ".join(show(p) for p in paths)
+        raise BenchError(f"{names}: no result rows (a header only); export a results file of a run that measured "
+                         "points")
     return rows
 
 

@@ -83,8 +83,9 @@ class SweepLock:
     """An ``fcntl.flock`` on ``<out>/.sweep.lock``: released by the kernel when the process dies, even by
     SIGKILL, so a stale lock never blocks the next cron run."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, what: str = "sweep") -> None:
         self.path = path
+        self.what = what        # what holds it, in the busy message (lab submit takes one too)
         self.fd: int | None = None
 
     def acquire(self) -> None:
@@ -100,7 +101,7 @@ class SweepLock:
                 pass
             os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise SweepLockedError(f"sweep is locked: another sweep is running on {self.path.parent} "
+                raise SweepLockedError(f"{self.what} is locked: another {self.what} is running on {self.path.parent} "
                                        f"({holder or 'holder unknown'}); exiting without doing anything") from None
             raise
         try:

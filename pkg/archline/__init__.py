@@ -19,6 +19,9 @@ import importlib
 from typing import Any
 
 from archline._version import __version__
+from archline.common.mpl import configure as _configure_matplotlib
+
+_configure_matplotlib()     # before anything imports matplotlib: no warnings, no matplotlib-* in the temp dir
 
 _EXPORTS = {
     "Monitor": "archline.powermon.monitor",

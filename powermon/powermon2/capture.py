@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from archline.common.atomic import write_atomic
-from archline.common.outputs import check_output, make_dirs
+from archline.common.outputs import check_output, make_dirs, temp_name
 from archline.powermon.errors import MeterError
 from archline.powermon.formats import MAX_CAPTURE_STREAM_BYTES
 
@@ -103,7 +103,7 @@ class RawCapture:
     def __init__(self, path: str | Path, sidecar_format: str | None = None) -> None:
         self.path = Path(path)
         self.sidecar_format = sidecar_format   #: written as the sidecar's ``format`` (a stream meter's)
-        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self.tmp = temp_name(self.path)
         self.target = self.path                #: the file the capture replaces (a symlink's target)
         self.error: OSError | None = None      #: a write that failed (full disk): the capture cannot be kept
         self._f: IO[bytes] | None = None
@@ -112,7 +112,7 @@ class RawCapture:
         """Start the temporary file beside the capture's real target (an input of the command is refused)."""
         self.target = check_output(self.path)
         check_output(sidecar_path(self.path))
-        self.tmp = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
+        self.tmp = temp_name(self.target)     # the one temp-name rule (long and non-UTF-8 names too)
         try:
             make_dirs(self.tmp.parent)
             self._f = open(self.tmp, "wb")

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from archline.common.outputs import check_output, is_stream, resolve_output, show
+from archline.common.outputs import check_output, is_stream, resolve_output, show, temp_name
 
 #: the names under which the trace goes to this process's standard output whatever stdout is
 _STDOUT_NAMES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
@@ -51,7 +51,7 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
         if not os.access(d, os.W_OK | os.X_OK):
             raise OSError(errno.EACCES, os.strerror(errno.EACCES), where)
         return target
-    probe = d / f".{target.name}.{os.getpid()}.probe"
+    probe = temp_name(target)      # the writer's own temp name (shortened past the name limit)
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
