@@ -202,10 +202,16 @@ def open_session(opts: RunOptions, *, trace_dir: Path | None = None,
     prof, settings, path, caps, dvfs_ids = plan.profile, plan.settings, plan.path, plan.caps, plan.dvfs_ids
     s = Session(profile=prof, path=path, backend=None, recorder=None, meter=None, ctx=None,  # type: ignore[arg-type]
                 settings=settings, points=[], trace_dir=trace_dir, device=opts.device or prof.bench.device)
+    new_out = trace_dir is not None and not trace_dir.exists()
     try:
         _open(s, opts, caps, dvfs_ids, config_hasher, restore_file)
     except BaseException:
         s.close()
+        if trace_dir is not None and s.ctx is not None:    # a meter that failed to start (exit 4) made its dir
+            _discard_run(trace_dir, (), trace_dir / s.ctx.run_id)
+            if new_out:
+                with contextlib.suppress(OSError):
+                    trace_dir.rmdir()
         raise
     return s
 
