@@ -53,6 +53,7 @@ class CpuPrepared:
 
     def __init__(self, backend: CpuAsmBackend, spec: KernelSpec) -> None:
         self.spec = spec
+        self._backend = backend
         p = dict(spec.params)
         kern = native()
         self.seed = int(p.get("seed", 1))
@@ -126,7 +127,9 @@ class CpuPrepared:
                 raise BenchError(f"fma_per_trip={f} is below the floor {(v.g_fp + 1) // 2} (every load feeds an FMA)")
             self.knob = f
             kind = f"intensity_nt_{spec.precision}" if nt else f"intensity_{spec.precision}"
-            self._native = kern.Stream(kind, self.isa, n, self.cpus, self.seed, ref.PERIOD)
+            self._key = (kind, self.isa, n, list(self.cpus), self.seed, ref.PERIOD)
+            self._native = backend.stream(kern, self._key)
+            self._keep = bool(p.get("keep_buffer", False))
             if nt:
                 self.counts_per_rep = intensity_nt_counts(v, spec.precision, n, f, spec.level)
                 self.extra.update(fma_per_trip=f, vectors_per_trip=v.g_fp, chains=v.g_fp, store="nt",
@@ -233,7 +236,10 @@ class CpuPrepared:
         return RunResult(time_s=time_s, reps=reps, counts=counts, checksum_ok=ok, extra=extra)
 
     def close(self) -> None:
-        self._native.close()
+        if getattr(self, "_keep", False):    # the next point streams the same data at another F: it takes it over
+            self._backend.keep(self._key, self._native)
+        else:
+            self._native.close()
 
 
 __all__ = ["CpuPrepared"]

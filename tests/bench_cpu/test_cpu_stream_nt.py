@@ -112,3 +112,26 @@ def test_nt_sweep_covers_the_intensity_range_and_runs() -> None:
     assert c.bus_bytes == c.bytes_mem
     with pytest.raises(Exception, match="intensity kernel only"):
         be.sweep("cache", "dp", store="nt")
+
+
+def test_a_kept_buffer_serves_the_next_f_with_its_own_checksum(cpu_backend) -> None:
+    """keep_buffer (the quick roofline's DRAM points): the next point of the same stream takes the buffer over,
+    every F still gets its exact checksum and counts, and the point without the flag frees it."""
+    best = cpu_backend.roofline(("dp",))[0].params["isa"]
+    v = ISAS[best]
+    n = v.g_fp * v.lanes("dp") * 7
+    sizes = {"threads": 1, "working_set_bytes": n * 8 * 3 // 2, "isa": best, "store": "nt"}
+    fs = [v.g_fp // 2, v.g_fp, 3 * v.g_fp + 1]
+    natives = []
+    for i, f in enumerate(fs):
+        keep = {"keep_buffer": True} if i < len(fs) - 1 else {}
+        p = cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem", {**sizes, "fma_per_trip": f, **keep}))
+        natives.append(p._native)
+        r = p.run(3)
+        assert r.checksum_ok and r.counts.flops_dp == 3 * n * 2 * f // v.g_fp
+        p.close()
+        assert (cpu_backend._kept is not None) == bool(keep)
+    assert natives[0] is natives[1] is natives[2]
+    other = cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem", {**sizes, "fma_per_trip": fs[0]}))
+    assert other._native is not natives[0] and other.run(1).checksum_ok
+    other.close()
