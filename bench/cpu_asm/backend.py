@@ -8,6 +8,8 @@ Spec parameters (``KernelSpec.params``), all optional except where said:
   (``none``: read-only stream, the default; ``nt``: plus a non-temporal store stream of one result vector per two
   loaded, I = 4F/(3 G sizeof), bytes = read + written, bus bytes = counted; ``working_set_bytes`` then covers
   the input and the output array together, as likwid-bench's does its three arrays).
+  ``keep_buffer`` (bool): the input stream is kept for the next point of the same stream (same size, ISA, cpus,
+  seed) instead of freed, which takes it over (the quick roofline's DRAM points: 1 GiB filled once).
 * int: ``op`` (add|mul), ``steps`` (S; int ops/element = S+1).
 * cache: ``mode`` (load|rmw|store).
 * chase: ``chains`` (1,2,4..32), ``page_local`` (bool), ``hugetlb`` (bool; 2 MiB hugetlbfs pages when the OS has

@@ -39,8 +39,8 @@ NOISY_SPREAD_REL = 0.10
 #: spilled: a VM's reported L3 that is not there, an L2 share that is not private)
 DISTINCT_REL = 0.05
 #: what to do about a figure not trusted: options `bench run` has (check cli/bench.py before naming another)
-ADVICE = ("rerun at a quieter moment (other programs share these cores), with longer regions (--min-time 0.2) "
-          "and pinned threads (--cpus)")
+ADVICE = ("rerun at a quieter moment (other programs share these cores: `uptime` shows the load), with longer "
+          "regions (--min-time 0.2), or pinned to cores nothing else uses (--cpus)")
 
 
 def _num(row: Mapping[str, Any], key: str) -> float:
