@@ -10,7 +10,7 @@ import click
 
 from archline.cli.complete import kernel_names, platform_names, profile_meters
 from archline.cli.output import echo_files, echo_json, echo_table, format_option, format_options
-from archline.cli.params import OutPath
+from archline.cli.params import NON_NEGATIVE, POSITIVE, OutPath
 from archline.common.exits import EXIT_INTERRUPTED
 
 
@@ -107,6 +107,13 @@ def _yes(ok: bool) -> str:
                    "emulator: an nvml or rapl meter named with --emulate is refused).")
 @click.option("--power-cap", "power_caps_w", type=float, multiple=True,
               help="Power cap in watts (repeat to sweep caps); NVML/RAPL on hardware, the model with --emulate.")
+@click.option("--busy-w", type=NON_NEGATIVE, default=None,
+              help="--emulate on a platform with no power model (localhost before a fit): the power inside each "
+                   "timed region; the energy is this schedule x the measured time, not the program's.")
+@click.option("--idle-w", type=NON_NEGATIVE, default=None,
+              help="--emulate, no power model: the power outside the timed regions (with --busy-w).")
+@click.option("--tdp-w", type=POSITIVE, default=None,
+              help="--emulate, no power model: instead of --busy-w/--idle-w, busy = TDP and idle = 0.25 x TDP.")
 @click.option("--all-kernels", is_flag=True, help="Every kernel the profile's [bench] lists.")
 @click.option("--store", type=click.Choice(["nt", "none"]), default=None,
               help="cpu_asm intensity traffic. nt (default): each trip also streams one result vector per two "
@@ -125,6 +132,7 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
             reps: int | None, min_time_s: float | None, isa: str | None, threads: str | None, cpus: str | None,
             working_set: str | None, out_dir: Path,
             emulate: bool, time_compression: float | None, meter_name: str | None, power_caps_w: tuple[float, ...],
+            busy_w: float | None, idle_w: float | None, tdp_w: float | None,
             all_kernels: bool, store: str | None, device: str | None, max_lost: float | None, fmt: str) -> None:
     """Run a kernel's sweep and write archline.results/1 rows.
 
@@ -137,6 +145,7 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     Examples:
       archline bench run --platform gtx580 --emulate --out results/emu     the whole GTX 580 sweep, emulated
       archline bench run --platform localhost --quick                       the main job: this CPU's kernels, quick
+      archline bench run --platform localhost --emulate --tdp-w 65 --quick  no meter: energy = 65 W schedule x time
     """
     from archline.bench.config.options import RunOptions
     from archline.bench.errors import PointsFailedError
@@ -147,7 +156,8 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
         precisions=None if precision is None else (precision,), all_kernels=all_kernels, quick=quick, reps=reps,
         min_time_s=min_time_s, isa=isa, threads=_int_list(threads, "--threads"), cpus=cpus,
         working_set_bytes=working_set, store=store, device=device,
-        time_compression=time_compression, meter=meter_name, power_caps_w=power_caps_w or None, max_lost=max_lost)
+        time_compression=time_compression, meter=meter_name, power_caps_w=power_caps_w or None, max_lost=max_lost,
+        busy_w=busy_w, idle_w=idle_w, tdp_w=tdp_w)
     out = run_once(opts, out_dir)
     if fmt == "table" and out.rows:
         click.echo(str(out.results))

@@ -62,6 +62,14 @@ def _private_state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
+@pytest.fixture(autouse=True)
+def _no_host_perf_power(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The RAPL meter falls back to perf's power events when powercap is unreadable: point it at an empty
+    directory, so a test's fake powercap tree decides alone also on a host whose perf events are open (a test
+    that wants them builds a fake PMU tree, support.fakes.make_perf_power_tree)."""
+    monkeypatch.setenv("ARCHLINE_PERF_POWER_ROOT", str(tmp_path_factory.mktemp("no-perf-power")))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the default run's longest tests slow (tests/support/slow_tests.py) before ``-m`` deselects."""

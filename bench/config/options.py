@@ -2,7 +2,9 @@
 the input boundary of :mod:`archline.common.inputs`), and the one rule for which option applies where.
 
 The paths a run can take are ``time-only`` (the profile configures no meter: a null meter), ``metered`` (a
-PowerMon 2, RAPL or NVML from the profile's ``[[meters]]``) and ``emulated`` (``--emulate``). An option that
+PowerMon 2, RAPL or NVML from the profile's ``[[meters]]``), ``emulated`` (``--emulate``) and ``schedule``
+(``--emulate`` on a platform with no power model: the real kernels, an emulated meter playing ``--busy-w`` /
+``--idle-w`` or ``--tdp-w``). An option that
 does not apply to the path or back end a run takes is refused with one line saying why (:func:`check_applies`);
 nothing is silently ignored.
 """
@@ -105,6 +107,10 @@ class RunOptions(Strict):
     power_caps_w: tuple[float, ...] | None = None
     dvfs_settings: tuple[str, ...] | None = None
     max_lost: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
+    #: --emulate on a platform with no power model: the schedule's power (bench/emulated/schedule.py)
+    busy_w: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    idle_w: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    tdp_w: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
     @field_validator("threads", mode="after")
     @classmethod
@@ -161,6 +167,20 @@ def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -
     def no(what: str, why: str) -> None:
         raise BenchError(f"{what} does not apply here: {why}")
 
+    given = [flag(k) for k in ("busy_w", "idle_w", "tdp_w") if getattr(opts, k) is not None]
+    if given and path != "schedule":
+        no("/".join(given), "they set the power schedule of --emulate on a platform with no power model; add "
+           "--emulate" if not opts.emulate else f"platform '{platform}' is emulated by its model (its constants "
+           "give the power)")
+    if path == "schedule":
+        sched = "--emulate here runs this machine's kernels with an emulated power schedule, which"
+        if opts.meter is not None:
+            no("--meter", f"{sched} is played on an emulated meter, not one of the profile's")
+        if opts.time_compression is not None:
+            no("--time-compression", f"{sched} runs in real time (the kernels are real)")
+        if opts.power_caps_w or opts.dvfs_settings:
+            no("power caps and DVFS settings", f"{sched} has no cap or clock to set")
+        path = "metered"          # the real back end's options apply as on a metered run
     if path == "emulated":
         emu = "--emulate runs the emulated device, which"
         if opts.backend not in (None, "emulated"):

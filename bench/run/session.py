@@ -50,7 +50,7 @@ class MeterMissing(BenchError):  # a meter the profile configures is not there (
 @dataclass
 class Session:
     profile: BenchProfile
-    path: str                           #: time-only, metered or emulated
+    path: str                           #: time-only, metered, emulated or schedule (bench/emulated/schedule.py)
     backend: Backend
     recorder: Monitor                   #: the public window API over powermon's Recorder (one path)
     meter: MeterInfo
@@ -69,6 +69,8 @@ class Session:
     def describe(self) -> str:
         energy = f"meter {self.meter.label} at {self.meter.sample_hz:g} Hz" if self.meter.sample_hz else \
             self.meter.reason
+        if self.path == "schedule":        # real kernels, emulated energy: the note says which is which
+            return f"backend {self.backend.name}, {energy}; {self.ctx.note}"
         return f"{'emulated, ' if self.path == 'emulated' else ''}backend {self.backend.name}, {energy}"
 
     def run_indexed(self, todo: Sequence[tuple[int, Point]], results: ResultsFile, *, stream: TextIO | None = None,
@@ -176,9 +178,17 @@ def plan_session(opts: RunOptions) -> Plan:
     prof = load_bench_profile(opts.platform)
     settings = RunSettings.from_section(prof.bench, quick=opts.quick, reps=opts.reps, min_time_s=opts.min_time_s,
                                         max_lost=opts.max_lost)
-    path = "emulated" if opts.emulate else "metered" if prof.meters else "time-only"
-    backend_name = "emulated" if opts.emulate else (opts.backend or prof.bench.backend or "")
+    from archline.bench.emulated.schedule import needs_schedule
+
+    path = "metered" if prof.meters else "time-only"
+    if opts.emulate:       # no power model (localhost before a fit): real kernels, an emulated power schedule
+        path = "schedule" if needs_schedule(prof, True) else "emulated"
+    backend_name = "emulated" if path == "emulated" else (opts.backend or prof.bench.backend or "")
     check_applies(opts, path=path, backend=backend_name, platform=prof.name)
+    if path == "schedule":
+        from archline.bench.emulated.schedule import schedule_w
+
+        schedule_w(prof.name, opts.busy_w, opts.idle_w, opts.tdp_w)    # refused before anything is opened
     caps = tuple(prof.bench.power_caps_w if opts.power_caps_w is None else opts.power_caps_w)
     dvfs_ids = tuple(prof.bench.dvfs_settings if opts.dvfs_settings is None else opts.dvfs_settings)
     if path == "emulated" and dvfs_ids:
@@ -219,6 +229,7 @@ def open_session(opts: RunOptions, *, trace_dir: Path | None = None,
 def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple[str, ...],
           config_hasher: Callable[[dict[str, Any]], str] | None, restore_file: Path | None) -> None:
     prof = s.profile
+    hooks: list[Callable[[str, str], float | None]] = []
     if s.path == "emulated":
         s.ctx = _safe_run_id(RunContext.new(prof.name, f"emulated {prof.platform.title}", "emulated", True))
         raw_dir = None if s.trace_dir is None else s.trace_dir / s.ctx.run_id
@@ -233,13 +244,17 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
         if callable(check_device) and s.device is not None:   # the device named, once, before any work
             why = check_device(s.device)
         s.ctx = _safe_run_id(RunContext.new(prof.name, opts.device or prof.bench.device or why, s.backend.name,
-                                            False))
+                                            s.path == "schedule"))
         from archline.bench.controls import DEFAULT_RESTORE, apply_pending_restore, open_controls
 
         apply_pending_restore(restore_file or DEFAULT_RESTORE, log=log.info)  # what a crashed run left changed
         if s.path == "time-only":
             meter = NullMeter(prof.detected_note or f"platform '{prof.name}' configures no meter")
             s.meter = MeterInfo("", None, False, meter.reason)
+        elif s.path == "schedule":
+            meter, what = _schedule(s, opts, hooks)
+            s.meter = MeterInfo(f"{meter.name}:{meter.info().get('type', 'emulated')}",
+                                float(getattr(meter, "update_hz", 0.0)) or None, True, what)
         else:
             spec = prof.meter(opts.meter) if opts.meter else prof.meters[0]
             from archline.powermon.spec import open_meter
@@ -270,7 +285,7 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     if not s.points:
         raise BenchError(f"nothing to run on '{prof.name}': " + ("; ".join(s.notes) or "no points"))
     _fit_sensor_windows(s, meter)
-    s.recorder = Monitor([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False)
+    s.recorder = Monitor([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False, hooks=hooks)
     try:
         s.recorder.start()
     except MeterError as e:
@@ -279,6 +294,20 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
                                f"but cannot be opened: {e}") from None
         raise
     s.closers.append(s.recorder.stop)
+
+
+def _schedule(s: Session, opts: RunOptions, hooks: list[Callable[[str, str], float | None]]) -> tuple[Any, str]:
+    """The schedule path's meter (bench/emulated/schedule.py) and what it is; its window hook into ``hooks``,
+    its note into the run's context (every row's notes column)."""
+    from archline.bench.emulated.schedule import describe, open_schedule_meter, schedule_w
+
+    busy_w, idle_w = schedule_w(s.profile.name, opts.busy_w, opts.idle_w, opts.tdp_w)
+    raw_dir = None if s.trace_dir is None else s.trace_dir / s.ctx.run_id
+    meter, hook, _, notes = open_schedule_meter(s.profile, busy_w, idle_w, seed=opts.seed, raw_dir=raw_dir)
+    hooks.append(hook)
+    s.ctx.note = describe(busy_w, idle_w, opts.tdp_w)
+    s.notes += notes
+    return meter, s.ctx.note
 
 
 def _safe_run_id(ctx: RunContext) -> RunContext:

@@ -51,6 +51,8 @@ SLOW: dict[str, str] = {
     r"meter probe bmc --emulate --redfish .*--step 4 --out b\.json": "20 steps of 4 s on the emulated Redfish BMC: "
                                                                      "about 19 s (docs/meters.md's 6-step one runs)",
     r"bench run --kernel cache --quick": "the cache sweep over every level: 6-12 s",
+    r"bench run --platform localhost --emulate": "this CPU's real kernels under an emulated power schedule: 20 s "
+                                                 "for the chase sweep, minutes for --quick",
 }
 
 #: examples that wait for Ctrl-C: run with these words added (what the added words do -> why)

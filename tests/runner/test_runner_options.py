@@ -9,6 +9,7 @@ emulated = --emulate on the GTX 580 profile.
 from __future__ import annotations
 
 import csv
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -218,3 +219,52 @@ def test_sweep_config_unknown_precision_is_an_error(env: Path) -> None:
         load_config(cfg)
     cfg.write_text('[sweep]\nplatform = "gtx580"\nworking_set = "64M"\nreps = 5\n')
     assert load_config(cfg).options.working_set_bytes == 64 << 20
+
+
+# --- the schedule path: --emulate on a platform with no power model (localhost before a fit) --------------------
+
+def _schedule_opts(**kw: Any) -> RunOptions:
+    return RunOptions(platform="localhost", emulate=True, quick=True, kernels=("chase",), **kw)
+
+
+@pytest.mark.parametrize("power", [{"busy_w": 30.0, "idle_w": 10.0}, {"tdp_w": 40.0}])
+def test_schedule_path_plays_busy_in_regions_idle_outside(env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          power: dict[str, float]) -> None:
+    """The real cpu_asm kernels, an emulated meter playing the schedule: a kernel window reads busy_w x its time,
+    the runner's idle windows idle_w x theirs, each within the meter's own bound; rows say so."""
+    from archline.bench.emulated.schedule import NOTE, TDP_IDLE_SHARE
+
+    _powercap(env, "time-only", monkeypatch)
+    busy_w, idle_w = (40.0, TDP_IDLE_SHARE * 40.0) if "tdp_w" in power else (30.0, 10.0)
+    s = open_session(_schedule_opts(**power), restore_file=env / "restore.json")
+    try:
+        assert s.path == "schedule" and s.backend.name == "cpu_asm" and s.points
+        assert s.ctx.emulated and s.meter.emulated and s.meter.sample_hz == 1024.0
+        assert s.ctx.note.startswith(NOTE) and f"{busy_w:g} W inside each timed region" in s.ctx.note
+        assert f"{idle_w:g} W otherwise" in s.ctx.note and s.ctx.note in s.describe()
+        for name, want_w in (("idle-first", idle_w), ("p0-r0", busy_w)):
+            s.recorder.begin_window(name)
+            time.sleep(0.3)
+            (r,) = s.recorder.end_region(name).meters.values()
+            assert r.emulated and abs(r.energy_j - want_w * r.duration_s) <= r.energy_err_j + 0.02 * want_w, name
+    finally:
+        s.close()
+
+
+def test_schedule_path_refusals(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _powercap(env, "time-only", monkeypatch)
+    for kw, says in (({}, "give --busy-w W and --idle-w W (or --tdp-w W)"),
+                     ({"busy_w": 30.0}, "give --busy-w W and --idle-w W"),
+                     ({"tdp_w": 40.0, "idle_w": 5.0}, "give --tdp-w alone, or --busy-w and --idle-w"),
+                     ({"tdp_w": 40.0, "meter": "rapl"}, "--meter does not apply here"),
+                     ({"tdp_w": 40.0, "time_compression": 10.0}, "runs in real time"),
+                     ({"tdp_w": 40.0, "power_caps_w": (30.0,)}, "has no cap or clock to set")):
+        with pytest.raises(BenchError) as e:
+            open_session(_schedule_opts(**kw), restore_file=env / "restore.json").close()
+        assert says in str(e.value) and "\n" not in str(e.value), (kw, str(e.value))
+    with pytest.raises(BenchError, match="add --emulate"):
+        open_session(RunOptions(platform="localhost", quick=True, busy_w=30.0, idle_w=10.0)).close()
+    with pytest.raises(BenchError, match="platform 'gtx580' is emulated by its model"):
+        open_session(RunOptions(platform="gtx580", emulate=True, quick=True, tdp_w=200.0)).close()
+    with pytest.raises(BenchError, match="--tdp-w"):
+        RunOptions.from_cli(platform="localhost", emulate=True, tdp_w=0.0)
