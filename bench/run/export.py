@@ -114,6 +114,7 @@ def _roofline(summ: dict[str, Any], metadata: dict[str, Any]) -> Any:
 
     return ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
                                     {**metadata, "emulated": summ["emulated"], "checksums": summ["checksums"],
+                                     **({"energy_source": summ["energy_source"]} if summ.get("energy_source") else {}),
                                      "figures": summ["figures"], "not_trusted": summ["not_trusted"]})
 
 

@@ -179,7 +179,16 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"peaks_gflop_per_s": peaks, "bandwidths_gb_per_s": bandwidths, "balance_flop_per_byte": balance,
             "figures": figures, "not_trusted": noisy, "advice": ADVICE if noisy else None,
             "checksums": {"ok": n_ok, "checked": n_checked, "rows": n}, "backends": sorted(backends),
-            "emulated": emulated}
+            "emulated": emulated, "energy_source": _energy_source(rows)}
+
+
+def _energy_source(rows: Iterable[Mapping[str, Any]]) -> str | None:
+    """Where the rows' energy came from when it is not the program's (``bench run --emulate`` on a platform with
+    no power model: a busy/idle schedule x the measured time, its words in each row's note); None otherwise."""
+    from archline.bench.emulated.schedule import NOTE
+
+    found = {seg for row in rows for seg in str(row.get("note") or "").split("; ") if seg.startswith(NOTE)}
+    return "; ".join(sorted(found)) or None
 
 
 def _basis(fig: Mapping[str, Any] | None) -> str:
@@ -222,6 +231,8 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
         out.append(("checksums", f"{c['ok']}/{c['checked']} {status}", "",
                     f"of {c['rows']} rows" + (f" ({left} not computed)" if left else "")))
     out.append(("source", "emulated" if summary["emulated"] else "measured", "", ", ".join(summary["backends"])))
+    if summary.get("energy_source"):      # real kernels' times, an emulated schedule's energy: say which is which
+        out.append(("energy", "emulated", "", str(summary["energy_source"])))
     if summary.get("not_trusted"):
         out.append(("not trusted", ", ".join(summary["not_trusted"]), "", str(summary["advice"])))
     return out

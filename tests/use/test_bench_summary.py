@@ -205,3 +205,24 @@ def test_cpu_asm_compiler_column() -> None:
     s = build_info.compiler("avx2")
     assert s.endswith("-O3 -ffp-contract=off -fno-trapping-math -mavx2 -mfma")
     assert s.split()[0] in ("GCC", "clang", "unknown")
+
+
+def test_a_schedule_energy_is_said_in_the_summary_and_roofline_json(tmp_path: Path) -> None:
+    """bench run --emulate on localhost (no power model): real kernels' times, a schedule's energy; the summary's
+    rows and roofline.json say which is which, and a measured run says nothing of it."""
+    from archline.bench.emulated.schedule import NOTE, describe
+    from archline.bench.run.export import export_roofline
+
+    note = describe(30.0, 10.0)
+    rows = [{**r, "emulated": "true", "note": f"{note}; clock drift: meter and kernel timer disagree by 5.0%"}
+            for r in ROWS]
+    s = summarize(rows)
+    assert s["emulated"] is True and s["energy_source"] == note and note.startswith(NOTE)
+    assert ("energy", "emulated", "", note) in summary_rows(s)
+    export_roofline(tmp_path / "r.json", rows, ["r.csv"])
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["empirical"]["metadata"]["energy_source"] == note and doc["empirical"]["metadata"]["emulated"]
+    measured = summarize(ROWS)
+    assert measured["energy_source"] is None and not [r for r in summary_rows(measured) if r[0] == "energy"]
+    export_roofline(tmp_path / "m.json", ROWS, ["m.csv"])
+    assert "energy_source" not in json.loads((tmp_path / "m.json").read_text())["empirical"]["metadata"]
