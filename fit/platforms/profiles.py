@@ -299,6 +299,9 @@ LOCALHOST = "localhost"
 _ERT_TAU: dict[str, tuple[str, float]] = {"FP64 GFLOPs": ("tau_flop_dp", 1e9), "FP32 GFLOPs": ("tau_flop_sp", 1e9),
                                           "DRAM": ("tau_mem", 1e9), "L1": ("tau_l1", 1e9), "L2": ("tau_l2", 1e9),
                                           "L3": ("tau_l3", 1e9)}
+#: ERT name -> the run summary's figure of it (its metadata's ``figures``: spread, trust; bench/run/summary.py)
+_SUMMARY_FIGURE = {"FP64 GFLOPs": "peak DP", "FP32 GFLOPs": "peak SP", "DRAM": "bandwidth DRAM", "L1": "bandwidth L1",
+                   "L2": "bandwidth L2", "L3": "bandwidth L3"}
 #: the energy constants a roofline.json cannot give (it holds rates only)
 _ENERGY_KEYS = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0")
 
@@ -310,8 +313,9 @@ class HostRooflineMissingError(PlatformNotFoundError):
 def localhost_platform() -> Platform:
     """This host from the peaks its last measured ``bench run --platform localhost`` kept
     (:func:`archline.fit.io.ert_roofline.host_roofline_path`): tau_flop = 1/peak GFLOP/s per precision, tau_mem =
-    1/DRAM bandwidth, tau_l1..l3 = 1/that level's bandwidth (model.md §1.1, §3); a relative spread in the
-    metadata (``spreads_rel``: name -> s.d./value) becomes the stderr. Energy constants are absent: no meter
+    1/DRAM bandwidth, tau_l1..l3 = 1/that level's bandwidth (model.md §1.1, §3); the run summary's figure of each
+    (metadata ``figures``) gives the stderr (half its points' relative spread) and, when not trusted, says so in
+    the source. Energy constants are absent: no meter
     stands behind a roofline.json. Labelled emulated when the file says so, and named by the run it came from."""
     from archline.fit.io.ert_roofline import host_roofline_path, read_ert
 
@@ -329,7 +333,7 @@ def localhost_platform() -> Platform:
     when = str(meta.get("created_utc") or "")
     emulated = bool(meta.get("emulated"))
     label = "emulated" if emulated else "measured"
-    spreads = meta.get("spreads_rel") if isinstance(meta.get("spreads_rel"), dict) else {}
+    figures = meta.get("figures") if isinstance(meta.get("figures"), dict) else {}
     src = f"{label}: 1/peak of run {run}" + (f" ({when})" if when else "") + f", {show(path)}"
     constants: dict[str, Constant] = {}
     for name, rate in [*roof.gflops.items(), *roof.gbytes.items()]:
@@ -338,9 +342,12 @@ def localhost_platform() -> Platform:
             continue
         key, factor = key_factor
         tau = 1.0 / (rate * factor)
-        rel = spreads.get(name)
-        se = tau * float(rel) if isinstance(rel, (int, float)) and math.isfinite(rel) and rel >= 0 else None
-        constants[key] = Constant(_check_value(key, tau, f"{show(path)}: {name}"), src, se)
+        fig = figures.get(_SUMMARY_FIGURE.get(name, ""))
+        fig = fig if isinstance(fig, dict) else {}
+        rel = fig.get("spread_rel")      # (max - min)/median of the figure's points: half of it, about one s.d.
+        se = tau * float(rel) / 2 if isinstance(rel, (int, float)) and math.isfinite(rel) and rel >= 0 else None
+        why = f"; NOT TRUSTED: {fig['why_not_trusted']}" if fig.get("why_not_trusted") else ""
+        constants[key] = Constant(_check_value(key, tau, f"{show(path)}: {name}"), src + why, se)
     if not constants:
         raise ProfileFormatError(f"{show(path)}: holds no peak rate (FP64/FP32 GFLOPs, DRAM, L1-L3 GB/s); run "
                                  "`archline bench run --platform localhost --quick` again")
