@@ -42,6 +42,44 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C, SIGTERM); finished outputs are kept", "rerun (a sweep resumes)"),
 )
 
+#: the codes every command may end with: success, a bug, bad input, an output that cannot be written, interrupted
+COMMON_CODES: frozenset[int] = frozenset({EXIT_OK, EXIT_BUG, EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED})
+#: command -> the codes it may end with besides :data:`COMMON_CODES`; docs/errors.md's table of commands is this
+#: (:func:`command_rows`), and the situation harness holds each command to its own codes
+COMMAND_CODES: dict[str, frozenset[int]] = {
+    "bench run": frozenset({EXIT_POINTS_FAILED, EXIT_DEVICE}),
+    "bench sweep": frozenset({EXIT_POINTS_FAILED, EXIT_DEVICE, EXIT_MORE_TO_DO, EXIT_LOCKED}),
+    "lab submit": frozenset({EXIT_POINTS_FAILED, EXIT_LOCKED}),
+    "lab status": frozenset({EXIT_POINTS_FAILED, EXIT_LOCKED}),
+    "meter record": frozenset({EXIT_DEVICE, EXIT_SAMPLES_LOST}),
+    "meter integrate": frozenset({EXIT_SAMPLES_LOST}),
+    "meter probe": frozenset({EXIT_DEVICE, EXIT_SAMPLES_LOST}),
+    "meter calibrate": frozenset({EXIT_DEVICE, EXIT_SAMPLES_LOST}),
+    "measure": frozenset({EXIT_DEVICE}),
+}
+#: commands that, once they have run a child, exit with the child's own code (any code)
+CHILD_CODE_COMMANDS: dict[str, str] = {"measure": "once CMD has run: CMD's own exit code (128 + N for signal N)"}
+
+
+def command_codes(command: str) -> frozenset[int] | None:
+    """The codes ``command`` (``"meter record"``) may end with; None for any (a child's own code, measure)."""
+    if command in CHILD_CODE_COMMANDS:
+        return None
+    return COMMON_CODES | COMMAND_CODES.get(command, frozenset())
+
+
+def command_rows() -> list[str]:
+    """docs/errors.md's table of which command ends with which code (a test compares the two)."""
+    def codes(c: frozenset[int]) -> str:
+        return ", ".join(str(x) for x in sorted(c))
+
+    rows = ["| command | exit codes |", "|---|---|", f"| every command | {codes(COMMON_CODES)} |"]
+    for cmd in sorted(COMMAND_CODES):
+        also = f"; {CHILD_CODE_COMMANDS[cmd]}" if cmd in CHILD_CODE_COMMANDS else ""
+        rows.append(f"| `{cmd}` | also {codes(COMMAND_CODES[cmd])}{also} |")
+    return rows
+
+
 _EXPLAIN = {
     errno.ENOSPC: "no space left on the device: free some space and rerun",
     errno.EDQUOT: "disk quota exceeded: free some space and rerun",

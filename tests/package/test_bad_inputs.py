@@ -99,6 +99,42 @@ def test_exit_codes_are_documented_in_one_table() -> None:
     assert rows["docs/cron.md"] == codes - {6}     # a sweep turns a lossy point into a failed point (3)
 
 
+def test_each_commands_codes_are_documented_and_are_the_ones_its_help_gives() -> None:
+    """docs/errors.md's table of commands is ``COMMAND_CODES`` (issue 36); it names real commands and documented
+    codes; and every code a command's own --help names ('Exit codes: ...', 'exits 75', '(exit 4)') is in its
+    row. The situation harness holds each command's outcomes to the same row."""
+    import re
+
+    from archline.common.exits import (
+        CHILD_CODE_COMMANDS,
+        COMMAND_CODES,
+        COMMON_CODES,
+        EXIT_CODES,
+        command_codes,
+        command_rows,
+    )
+
+    repo = Path(__file__).resolve().parents[2]
+    doc = (repo / "docs/errors.md").read_text()
+    assert "\n".join(command_rows()) in doc
+    known = {c for c, _, _ in EXIT_CODES}
+    tree = {" ".join(p): cmd for p, cmd in bi.commands()}
+    assert set(COMMAND_CODES) <= set(tree) and set(CHILD_CODE_COMMANDS) <= set(tree)
+    assert COMMON_CODES <= known and all(c <= known for c in COMMAND_CODES.values())
+    assert command_codes("measure") is None and command_codes("fit") == COMMON_CODES
+    said: dict[str, set[int]] = {}
+    for name, cmd in tree.items():
+        text = " ".join((cmd.help or "").split())
+        got = {int(n) for n in re.findall(r"\b(?:exits?|exit status|exit code) (\d+)\b", text, re.I)}
+        for block in re.findall(r"Exit (?:codes|status): (.*?)(?:\.|$)", text):
+            got |= {int(n) for n in re.findall(r"\b(\d+) (?:done|when|while|bad|some|meter|stopped|another|"
+                                                r"interrupted|on)\b", block)}
+        said[name] = got & known
+        allowed = command_codes(name)
+        assert allowed is None or got & known <= allowed, f"{name}: its --help names {sorted(got & known)}"
+    assert said["bench sweep"] >= {0, 2, 3, 4, 5, 75, 130} and said["lab submit"] >= {3, 75}     # the parse works
+
+
 def test_debug_shows_the_traceback_of_a_user_error(run_cli) -> None:  # type: ignore[no-untyped-def]
     r = run_cli("model", "show", "no-such-platform")
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr

@@ -184,3 +184,66 @@ def test_process_substitution_gives_the_plain_file_result(fx: bi.Fixtures, tmp_p
     assert piped.returncode == 0 and "Traceback" not in piped.stderr, piped.stderr.strip()[-300:]
     assert piped.stdout.replace("/dev/fd/63", "a.csv") == plain.stdout.replace(str(a), "a.csv")
     assert sorted(os.listdir(tmp_path)) == ["a.csv"]
+
+
+# --- issue 36: what only a process of its own shows ------------------------------------------------------------------
+
+@pytest.mark.parametrize("home", ["a regular file", "unwritable", "XDG_CACHE_HOME", "MPLCONFIGDIR"])
+def test_matplotlib_is_given_a_directory_it_can_make(home: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice ``archline.common.mpl.configure`` makes before matplotlib is imported: archline's own cache dir
+    where it can be made, else a private temp dir (removed at exit); a MPLCONFIGDIR the user set is kept."""
+    from archline.common import mpl
+
+    (tmp_path / "home-file").write_text("")
+    monkeypatch.setattr(mpl, "_DONE", {"dir": ""})
+    monkeypatch.setattr(tempfile, "tempdir", os.fspath(tmp_path))
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", {"a regular file": os.fspath(tmp_path / "home-file"),
+                                "unwritable": "/proc/1"}.get(home, os.fspath(tmp_path)))
+    if home == "XDG_CACHE_HOME":
+        monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "xdg"))
+    if home == "MPLCONFIGDIR":
+        monkeypatch.setenv("MPLCONFIGDIR", os.fspath(tmp_path / "mine"))
+    got = mpl.configure()
+    assert os.environ["MPLCONFIGDIR"] == got
+    want = {"XDG_CACHE_HOME": tmp_path / "xdg" / "archline" / "matplotlib", "MPLCONFIGDIR": tmp_path / "mine"}
+    if home in want:
+        assert got == os.fspath(want[home])
+    else:       # nowhere under HOME: a private dir in the temp dir, not made yet (matplotlib makes it if it runs)
+        assert Path(got).parent == tmp_path and Path(got).name.startswith("archline-mpl-") and not Path(got).exists()
+    assert mpl.configure() == got       # once per process
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("home", ["a regular file", "unwritable", "unset"])
+def test_matplotlib_says_nothing_and_leaves_nothing_whatever_home_is(home: str, tmp_path: Path) -> None:
+    """``model plot`` with HOME a regular file, a directory nobody may write (/proc/1), or unset as under cron's
+    ``env -i``: exit 0, nothing on stderr (cron mails it), nothing left in the temp dir (matplotlib made a
+    ``matplotlib-*`` there and said so in two lines)."""
+    tmpd = tmp_path / "tmp"
+    tmpd.mkdir()
+    (tmp_path / "home-file").write_text("")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": os.fspath(tmpd), "LANG": "C.UTF-8"}
+    env.update({k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "VIRTUAL_ENV")})
+    if home != "unset":
+        env["HOME"] = os.fspath(tmp_path / "home-file") if home == "a regular file" else "/proc/1"
+        env["XDG_CACHE_HOME"] = env["HOME"] + "/cache"      # the same trouble for archline's own cache dir
+    p = subprocess.run([*si.archline_cmd(), "model", "plot", "gtx580", "--out", "g.png"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0 and not p.stderr.strip(), p.stderr[-400:]
+    assert (tmp_path / "g.png").stat().st_size > 0
+    assert not os.listdir(tmpd), os.listdir(tmpd)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def test_port_file_goes_with_the_emulator(sig: int, tmp_path: Path, tmpdir_env: Path) -> None:
+    """``meter emulate --port-file F`` stopped by Ctrl-C or SIGTERM: exit 130 and F removed (it named a pty that
+    is closed now, a pts number the next terminal gets)."""
+    rng = random.Random(f"{SEED}:port:{int(sig)}")
+    r = si.run_signalled(f"meter emulate --port-file :: {signal.Signals(sig).name}",
+                         ["meter", "emulate", "--port-file", "port.txt"], tmp_path / "case", tmpdir_env, sig,
+                         window_s=0.3, rng=rng)
+    assert r.signalled and not r.problems, r.line()
+    assert not (tmp_path / "case" / "port.txt").exists(), "the port file outlived its pty"

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archline.common.exits import command_codes
 from support import badinputs as bi
 
 REPO = bi.REPO
@@ -195,6 +196,8 @@ def judge(sit: Situation, prep: Prep, out: bi.Outcome, before: dict[str, tuple[s
         problems.append("exception escaped main: " + out.exception.strip().splitlines()[-1])
     if out.code not in DOCUMENTED:
         problems.append(f"exit {out.code} is not a documented code")
+    elif out.code not in (command_codes(sit.command) or DOCUMENTED):    # issue 36: the command's own row
+        problems.append(f"exit {out.code} is not one of {sit.command}'s codes (docs/errors.md)")
     problems += error_line_problems(out.code, out.stderr)
     if sit.expect == "ok" and out.code != 0:
         problems.append(f"exit {out.code}, expected success")
@@ -1112,9 +1115,178 @@ def sweep_situations(fx: bi.Fixtures) -> list[Situation]:
                       expect="fail", codes=frozenset({2}), check=check, timeout_s=40)]
 
 
+# --- issue 36: output names (empty, long, not UTF-8), long input names, meters that cannot open, refusals ---------
+
+#: the gtx580 profile, from which the profiles of the meter cases are made
+GTX580 = REPO / "fit" / "platforms" / "gtx580.toml"
+
+
+def _long_name(t: Target, ext: str) -> str:
+    """A name the file system takes (and the names made from it: ``.json``, ``.raw.bin.json``) whose hidden
+    temporary name ``.NAME.PID.tmp`` would not fit in 255 bytes: the policy must shorten it, never refuse."""
+    derived = 13 if t.path in (("meter", "record"), ("meter", "decode")) and ext == ".csv" else 5
+    room = 255 - max(derived - len(ext) + 1, 5) - len(ext)
+    return "n" * room + ext
+
+
+def _profile(d: Path, name: str, meters: str, sub: tuple[str, str] | None = None) -> Path:
+    """gtx580 renamed ``name``: its own [[meters]] replaced by ``meters`` (or one line substituted, ``sub``)."""
+    text = re.sub(r'(?m)^name = "gtx580"', f'name = "{name}"', GTX580.read_text(), count=1)
+    if sub is not None:
+        assert sub[0] in text
+        text = text.replace(sub[0], sub[1])
+    else:
+        text = text[:text.index("[[meters]]")] + meters
+    p = d / f"{name}.toml"
+    p.write_text(text)
+    return p
+
+
+def _plain_http(prep: Prep) -> str:
+    """A plain-HTTP server on a free port for the case's life (a TLS client's handshake fails on it)."""
+    import http.server
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    prep.cleanup.append(lambda: (srv.shutdown(), srv.server_close()))
+    return f"https://127.0.0.1:{srv.server_address[1]}"
+
+
+def _says(*words: str, never: tuple[str, ...] = ()) -> Callable[[Prep, bi.Outcome], list[str]]:
+    """A check: the error line holds each of ``words`` and none of ``never``."""
+    def check(prep: Prep, o: bi.Outcome) -> list[str]:
+        last = next((ln for ln in reversed(o.stderr.splitlines()) if ln.strip()), "")
+        bad = [f"the message lacks {w!r}" for w in words if w not in last]
+        return bad + [f"the message says {w!r}" for w in never if w in last]
+    return check
+
+
+def _nothing_named(*names: str) -> Callable[[Prep, bi.Outcome], list[str]]:
+    def check(prep: Prep, o: bi.Outcome) -> list[str]:
+        return [f"{n} left behind" for n in names if os.path.lexists(prep.cwd / n)]
+    return check
+
+
+def issue36_situations(fx: bi.Fixtures) -> list[Situation]:
+    """Issue 36's classes 'exit codes and messages', 'tracebacks' and 'files left behind', for every command with
+    an output (``--out ''``, a long name, a non-UTF-8 ``.parquet``) or an input (a 300-character missing name),
+    and the cases named in the issue (meters that cannot open, export-ert's refusals, an absurd emulated rate, a
+    failed emulated run)."""
+    out: list[Situation] = []
+    for t in targets(fx):
+        kinds = _input_kinds(t)
+        area = area_of(t.path, kinds[0][1] if kinds else "")
+        slow = t.path in SLOW_COMMANDS
+        for pname, vidx in _output_params(t):
+            ext = "" if pname in bi.OUTPUT_DIRS else "".join(Path(t.args[vidx]).suffixes)
+
+            def empty(d: Path, t: Target = t, vidx: int = vidx) -> Prep:
+                args, _ = materialize(t, fx, d)
+                args[vidx] = ""
+                return Prep(args, d)        # nothing may be written: the empty name is no output
+
+            def long(d: Path, t: Target = t, vidx: int = vidx, ext: str = ext) -> Prep:
+                args, _ = materialize(t, fx, d)
+                args[vidx] = _long_name(t, ext)
+                p = Prep(args, d, outputs=[d / args[vidx]], extra={"name": d / args[vidx]})
+                p.outputs += [o for o in _default_outputs(t, d) if o.name != Path(t.args[vidx]).name]
+                stem = args[vidx][:-len(".csv")] if args[vidx].endswith(".csv") else args[vidx]
+                p.outputs += [d / (args[vidx] + ".json"), d / (stem + ".raw.bin"), d / (stem + ".raw.bin.json")]
+                return p
+
+            out.append(Situation(f"{t.name} :: {pname}='' (an unset variable)", area, empty, expect="fail",
+                                 codes=frozenset({2}), slow=slow, timeout_s=40 if slow else 12))
+            out.append(Situation(f"{t.name} :: {pname}=a legal name whose temp name passes NAME_MAX", area, long,
+                                 expect="ok", check=None if pname == "port_file" else _name_exact,  # (gone at exit)
+                                 slow=slow or ext in (".png", ".pdf", ".svg"), timeout_s=40 if slow else 12))
+            if t.path in (("meter", "record"), ("meter", "decode")):
+                def parquet(d: Path, t: Target = t, vidx: int = vidx) -> Prep:
+                    args, _ = materialize(t, fx, d)
+                    name = os.fsdecode(b"\xff.parquet")
+                    args[vidx] = name
+                    return Prep(args, d, outputs=[d / name, d / (name + ".json"), d / os.fsdecode(b"\xff.raw.bin"),
+                                                  d / os.fsdecode(b"\xff.raw.bin.json")], extra={"name": d / name})
+                out.append(Situation(f"{t.name} :: {pname}=a non-UTF-8 name ending in .parquet", area, parquet,
+                                     expect="ok", check=_name_exact))
+        for idx, kind in kinds:
+            def missing(d: Path, t: Target = t, idx: int = idx) -> Prep:
+                args, _ = materialize(t, fx, d)
+                args[idx] = os.fspath(d / ("m" * 300 + ".csv"))
+                return Prep(args, d, outputs=_default_outputs(t, d))
+            out.append(Situation(f"{t.name} :: {kind} missing, with a 300-character name", area, missing,
+                                 expect="fail", codes=frozenset({2}), slow=slow, timeout_s=40 if slow else 12))
+
+    def case(sid: str, area: str, make: Callable[[Path, Prep], list[str]], codes: frozenset[int],
+             check: Callable[[Prep, bi.Outcome], list[str]] | None = None, outputs: tuple[str, ...] = (),
+             expect: str = "fail", timeout_s: float = 30) -> None:
+        def prep(d: Path) -> Prep:
+            p = Prep([], d, outputs=[d / o for o in outputs])
+            p.args = make(d, p)
+            return p
+        out.append(Situation(sid, area, prep, expect=expect, codes=codes, check=check, timeout_s=timeout_s))
+
+    four = frozenset({4})
+    for kind, extra in (("amdsmi", "index = 0\n"), ("nvml", "index = 0\n"), ("hwmon", "")):
+        meters = f'[[meters]]\nname = "only"\nkind = "{kind}"\n{extra}'
+        case(f"measure :: a profile whose only meter is {kind} (cannot open here)", "samples/meter",
+             lambda d, p, kind=kind, meters=meters: ["measure", "--platform", os.fspath(_profile(d, f"only{kind}",
+                                                                                                  meters)), "--",
+                                                     "true"], four, expect="any")
+    case("measure :: --meter a redfish entry whose https URL is a plain-HTTP server", "samples/meter",
+         lambda d, p: ["measure", "--platform", os.fspath(_profile(
+             d, "tlsbmc", f'[[meters]]\nname = "bmc"\nkind = "redfish"\nurl = "{_plain_http(p)}"\n')),
+             "--meter", "bmc", "--", "true"], four)
+
+    def results(d: Path, rows: Callable[[list[str], list[list[str]]], list[list[str]]]) -> str:
+        f = _copy_fixture(fx, "results", d)
+        header, body = _rows(f)
+        _write_rows(f, header, rows(header, body))
+        return os.fspath(f)
+
+    def zero_time(h: list[str], rows: list[list[str]]) -> list[list[str]]:
+        rows[0][h.index("time_s")] = "0"
+        return rows
+
+    case("bench export-ert :: a results file with a header and no rows", "results CSV",
+         lambda d, p: ["bench", "export-ert", results(d, lambda h, r: []), "--out", "r.json"], frozenset({2}),
+         check=_nothing_named("r.json"), outputs=("r.json",))
+    case("bench export-ert :: a row with time_s = 0", "results CSV",
+         lambda d, p: ["bench", "export-ert", results(d, zero_time), "--out", "r.json"], frozenset({2}),
+         check=_nothing_named("r.json"), outputs=("r.json",))
+    case("bench run :: an emulated meter rate no emulator carries, even in real time", "lab/bench",
+         lambda d, p: ["bench", "run", "--platform", os.fspath(_profile(d, "absurd", "", ("rate_hz = 250\n",
+                                                                                           "rate_hz = 1000000\n"))),
+                       "--emulate", "--meter", "ps3", "--quick", "--out", "r"], frozenset({2}),
+         check=_says("rate_hz of meter 'ps3' to", never=("to 0 or less",)), outputs=("r",))
+    case("bench run :: an emulated meter that never starts (disconnect=0) leaves no run directory", "lab/bench",
+         lambda d, p: ["bench", "run", "--platform", os.fspath(_profile(
+             d, "gone", "", ('port = "/dev/ttyUSB0"', 'port = "powermon://default?disconnect=0"'))),
+             "--emulate", "--quick", "--kernel", "intensity", "--precision", "sp", "--out", "r"], four,
+         check=_nothing_named("r"), outputs=("r",), timeout_s=60)
+
+    def held(d: Path, p: Prep) -> list[str]:
+        """A lab whose submit lock another ``lab submit`` holds (a lock on its own open file, as a process has)."""
+        import fcntl
+
+        shutil.copyfile(fx.files["lab"], d / "lab.toml")
+        lock = d / "lab-results" / ".lab" / "lab" / "submit.lock"
+        lock.parent.mkdir(parents=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        os.write(fd, b"pid 1 since 2026-01-01T00:00:00Z\n")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        p.cleanup.append(lambda: os.close(fd))
+        p.new_only.append(d / "lab-results")
+        return ["lab", "submit", os.fspath(d / "lab.toml")]
+
+    case("lab submit :: while another lab submit of the same lab runs", "lab/bench", held, frozenset({75}),
+         check=_nothing_named("lab-results/n1/sweep.toml", "lab-results/.lab/lab/submissions.json"))
+    return out
+
+
 def all_situations(fx: bi.Fixtures, lab: Callable[[], LabTemplate]) -> list[Situation]:
     sits = (input_kind_situations(fx) + output_situations(fx) + content_situations(fx) + lab_situations(fx, lab)
-            + sweep_situations(fx))
+            + sweep_situations(fx) + issue36_situations(fx))
     ids = [s.id for s in sits]
     dup = {i for i in ids if ids.count(i) > 1}
     assert not dup, dup
