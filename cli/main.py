@@ -17,6 +17,8 @@ from typing import Any
 import click
 
 from archline.common.exits import EXIT_BUG, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, classify, epilog
+from archline.common.sigwatch import install as install_sigwatch
+from archline.common.sigwatch import raising
 
 #: command name -> "module:attribute" of its click command or group (imported lazily: keeps --help fast).
 SUBCOMMANDS: dict[str, str] = {
@@ -231,6 +233,7 @@ def _exit_process(code: Any) -> None:
     os._exit(code)
 
 
+@raising
 def _on_sigterm(signum: int, frame: Any) -> None:
     """SIGTERM does what Ctrl-C does: the command stops, keeps what it finished, removes its temp files."""
     raise KeyboardInterrupt
@@ -260,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     ``argv`` (in-process) it returns or raises SystemExit; as the script it ends the process (:func:`_exit_process`)."""
     if argv is not None:
         return _main(argv)
+    install_sigwatch()      # SIGTERM answered within a second even while the main thread is stuck in C
     try:
         code: Any = _main(None)
     except SystemExit as e:
@@ -271,7 +275,13 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     import warnings
 
+    from archline.common.limits import limit_line, prepare
     from archline.common.outputs import reset
+
+    try:        # under ulimit -v/-d: one thread per native pool, BLAS's buffer made now (never a spin later)
+        prepare()
+    except MemoryError as e:
+        _fail(*(limit_line(e) or ("out of memory", EXIT_INPUT)))
 
     for name in ("stdout", "stderr"):      # started with it closed (`archline ... >&-`): as if nobody reads it
         if getattr(sys, name) is None:
@@ -317,7 +327,7 @@ def _main(argv: list[str] | None) -> int:
             sys.exit(EXIT_OK)
         raise
     except Exception as e:
-        known = classify(e, errors)
+        known = limit_line(e) or classify(e, errors)   # a failure the memory limit caused names the limit
         if known is None or _DEBUG["on"]:
             traceback.print_exc()
         if known is None:  # a bug: the traceback above, and what it is

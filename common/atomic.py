@@ -17,6 +17,9 @@ from pathlib import Path
 
 from archline.common.outputs import check_output, is_stream, make_dirs, show, temp_name
 
+#: temp files being written now: a process ended from outside Python's stack (common/sigwatch.py) removes them
+PENDING: set[Path] = set()
+
 
 def _fsync_dir(directory: Path) -> None:
     try:
@@ -63,6 +66,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
                       "output", show(path))
     make_dirs(final.parent)
     tmp = temp_name(final)        # shortened past the name limit, UTF-8 where the name is not
+    PENDING.add(tmp)
     try:
         yield tmp
         _fsync_file(tmp)
@@ -73,6 +77,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             raise OSError(e.errno, e.strerror, show(path)) from None
         raise
     finally:
+        PENDING.discard(tmp)
         if tmp.exists():
             tmp.unlink()
 
