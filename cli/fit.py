@@ -101,8 +101,13 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     if points:
         jobs.append(points_job(results, points))
     if figure:
+        from archline.fit.io.results import ResultsError
         from archline.fit.plots.report import fit_report_jobs
 
+        timed = [r.platform for r in results if r.model == "time"]
+        if timed:       # the report draws the energy fit: a time table has none (before anything is written)
+            raise ResultsError(f"--figure draws the energy fit, and the rows of '{timed[0]}' have no energy; leave "
+                               "--figure out (`archline plot ROWS` draws their time roofline)")
         jobs += fit_report_jobs(results, figure)
     written = write_all(jobs)                # every output checked first; none renamed unless all are written
     if out is None:

@@ -210,3 +210,27 @@ def test_placement_on_localhost_gives_time_and_says_why_no_energy(tmp_path: Path
     assert p.model_time_s == pytest.approx(max(4e9 / peaks["tau_flop_dp"], 1e9 / peaks["tau_mem"]), rel=1e-12)
     assert math.isnan(p.predicted_energy_j) and p.energy_reason is not None
     assert "no meter (RAPL unreadable)" in p.energy_reason and "no energy constants" in p.energy_reason
+
+
+def test_fit_figure_of_time_only_rows_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = write_results_csv(_time_only(_rows()), tmp_path / "rows.csv")
+    r = run_cli("fit", str(src), "--figure", str(tmp_path / "f.png"))
+    assert r.exit_code == 2 and "have no energy" in r.stderr and r.stderr.count("\n") == 1
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_localhost_takes_the_summary_figures_spread_and_trust(tmp_path: Path) -> None:
+    from archline.fit.io.ert_roofline import ErtRoofline, host_roofline_path, write_ert
+    from archline.fit.platforms.profiles import load_platform
+
+    figures = {"peak DP": {"gflop_per_s": 40.0, "points": 3, "spread_rel": 0.08, "why_not_trusted": None},
+               "bandwidth DRAM": {"gb_per_s": 20.0, "points": 1, "spread_rel": 0.5,
+                                  "why_not_trusted": "rests on 1 point"}}
+    path = host_roofline_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_ert(path, ErtRoofline.from_summary({"dp": 40.0}, {"DRAM": 20.0}, {"run_id": "r2", "figures": figures}))
+    host = load_platform("localhost")
+    dp, mem = host.constants["tau_flop_dp"], host.constants["tau_mem"]
+    assert dp.value == pytest.approx(1 / 40e9, rel=1e-12) and dp.stderr == pytest.approx(0.04 / 40e9, rel=1e-12)
+    assert "NOT TRUSTED" not in dp.source and "NOT TRUSTED: rests on 1 point" in mem.source
+    assert mem.stderr == pytest.approx(0.25 / 20e9, rel=1e-12)
