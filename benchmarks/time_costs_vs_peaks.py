@@ -27,10 +27,11 @@ def _rows_of(table: Any, truth_rate: dict[str, float]) -> list[dict[str, Any]]:
     out = []
     for name, c in table.tau.items():
         rate = 1e-9 / c.value
-        lo, hi = (1e-9 / c.ci95[1], 1e-9 / c.ci95[0]) if c.ci95 else (None, None)
+        ci = (1e-9 / c.ci95[1], 1e-9 / c.ci95[0]) if c.ci95 else None
         ref = truth_rate.get(name)
-        out.append({"tau": name, "rate_g_per_s": rate, "ci95_g_per_s": [lo, hi], "reference_g_per_s": ref,
-                    "reference_in_ci95": None if ref is None or lo is None else bool(lo <= ref <= hi),
+        out.append({"tau": name, "rate_g_per_s": rate, "ci95_g_per_s": list(ci) if ci else [None, None],
+                    "reference_g_per_s": ref,
+                    "reference_in_ci95": None if ref is None or ci is None else bool(ci[0] <= ref <= ci[1]),
                     "off_pct": None if ref is None else 100 * (rate - ref) / ref})
     return out
 
