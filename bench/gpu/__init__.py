@@ -25,7 +25,10 @@ Kernels (model.md §7):
 * ``chase``: ``chains`` work-items follow k = next[k] through one random cycle (Sattolo) of ``n_elems`` uint32
   indices; every step is one dependent random access.
 
-Counts are per launch (one repetition) and derive only from the parameters.
+Counts are per launch (one repetition) and derive only from the parameters. Default working sets
+(:mod:`archline.bench.gpu.working_set`): the memory level follows the CPU path's rule (the reported last cache
+believed up to 64 MiB per compute unit, then max(1 GiB, 8x it)), bounded by a quarter of the device's and of the
+host's available memory and by the largest allocation; ``--working-set`` overrides it.
 """
 
 from archline.bench.gpu.desc import (

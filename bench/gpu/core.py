@@ -76,19 +76,23 @@ class Driver(Protocol):
         ...
 
 
+#: kernels whose input is the seed's plain stream in their precision (GpuKernelDesc.make_input; ceil_mem calls it)
+SEED_STREAM_KERNELS = ("intensity", "int", "cache", "ceil_mem")
+
+
 class InputCache:
     """The last random input made, reused by the next point of a sweep that needs no more of it: a sweep's memory
     points all read the same seed's stream, and making 1 GiB of it took longer than measuring a point. A prefix of
     the stream is the stream of a shorter input (numpy's generators draw in order; tests/gpu_kernels check it), so
-    a point's input is exactly ``make_input(n, default_rng(seed))`` either way. The chase's cycle and the ceiling
-    kernels' inputs depend on their size: those are made afresh."""
+    a point's input is exactly ``make_input(n, default_rng(seed))`` either way. The chase's cycle and ceil_flop's
+    seeds depend on their size: those are made afresh."""
 
     def __init__(self) -> None:
         self._key: tuple[str, int] | None = None
         self._data: np.ndarray | None = None
 
     def get(self, d: GpuKernelDesc, n_elems: int, seed: int) -> np.ndarray:
-        if type(d) is not GpuKernelDesc or d.kernel == "chase":
+        if d.kernel not in SEED_STREAM_KERNELS:
             return d.make_input(n_elems, np.random.default_rng(seed))
         key = (d.precision, seed)
         if self._key != key or self._data is None or self._data.size < n_elems:

@@ -14,6 +14,7 @@ import pytest
 
 from archline.bench.cpu_asm import topology as topo
 from archline.bench.errors import BenchError
+from archline.bench.gpu.ceilings import CeilingKernelDesc
 from archline.bench.gpu.core import InputCache
 from archline.bench.gpu.desc import HOST_ALIGN_BYTES, GpuKernelDesc
 from archline.bench.gpu.reference import _first_round_that_matters
@@ -152,6 +153,11 @@ def test_input_cache_gives_the_seeds_stream(precision: str) -> None:
     assert not np.shares_memory(cache.get(d, 4_001, 6), big)
     chase = GpuKernelDesc("chase", "int32", "mem", chains=1)
     assert np.array_equal(cache.get(chase, 1000, 5), chase.make_input(1000, np.random.default_rng(5)))
+    if precision != "int32":   # ceil_mem reads the same stream; ceil_flop's seeds are its own
+        mem = CeilingKernelDesc("ceil_mem", precision, chains=4, vector_width=4)
+        assert np.array_equal(cache.get(mem, 3000, 5), mem.make_input(3000, np.random.default_rng(5)))
+        flop = CeilingKernelDesc("ceil_flop", precision, chains=4, vector_width=4)
+        assert np.array_equal(cache.get(flop, 3000, 5), flop.make_input(3000, np.random.default_rng(5)))
 
 
 def test_float_inputs_start_on_a_page() -> None:
