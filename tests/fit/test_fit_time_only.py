@@ -234,3 +234,36 @@ def test_localhost_takes_the_summary_figures_spread_and_trust(tmp_path: Path) ->
     assert dp.value == pytest.approx(1 / 40e9, rel=1e-12) and dp.stderr == pytest.approx(0.04 / 40e9, rel=1e-12)
     assert "NOT TRUSTED" not in dp.source and "NOT TRUSTED: rests on 1 point" in mem.source
     assert mem.stderr == pytest.approx(0.25 / 20e9, rel=1e-12)
+
+
+def test_emulated_gtx580_rows_give_the_emulators_rates(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The shipped sample run (`bench run --platform gtx580 --emulate`, results/sample) with energy_j and meter
+    blanked: each tau is the rate the emulator ran at (the profile's [emulate] rates; L1 and L2 derived from DRAM by
+    bench/emulated/model.py), within the table's 95% interval."""
+    import csv
+
+    from archline.bench.emulated.model import DERIVED_RATE_FACTORS
+    from archline.fit.platforms.profiles import load_platform
+
+    (sample,) = sorted((Path(__file__).resolve().parents[2] / "results" / "sample").glob("gtx580-*.csv"))
+    with sample.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        row["energy_j"], row["meter"] = "", ""
+    blank = tmp_path / "blank.csv"
+    with blank.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    emulate = load_platform("gtx580").raw["emulate"]
+    mem = emulate["observed_byte_per_s"]
+    rates = {"tau_flop_sp": emulate["observed_flop_per_s_sp"], "tau_flop_dp": emulate["observed_flop_per_s_dp"],
+             "tau_mem": mem, "tau_l1": mem * DERIVED_RATE_FACTORS["bytes_l1"][1],
+             "tau_l2": mem * DERIVED_RATE_FACTORS["bytes_l2"][1]}
+    r = run_cli("fit", str(blank), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["model"] == "time" and doc["emulated"] is True and set(doc["tau"]) == set(rates)
+    for name, rate in rates.items():
+        lo, hi = doc["tau"][name]["ci95"]
+        assert lo * (1 - 1e-12) <= 1 / rate <= hi * (1 + 1e-12), (name, doc["tau"][name], 1 / rate)
