@@ -115,9 +115,10 @@ def test_roofline_working_sets_stay_inside_each_level_and_the_cap(tmp_path: Path
 
 
 def test_roofline_working_sets_without_an_l3_level(tmp_path: Path) -> None:
-    cpus = {c: c for c in range(64)}
+    # 8 cores whose L2s (16 MiB) hold as much as their shared 16 MiB L3: no working set lives in L3 alone
+    cpus = {c: c for c in range(8)}
     root = _tree(tmp_path, cpus, [(1, "Data", 48 * KIB, _private(list(cpus))),
                                   (2, "Unified", 2 * MIB, _private(list(cpus))),
-                                  (3, "Unified", 256 * MIB, dict.fromkeys(cpus, "0-63"))])
-    ws, notes = topo.roofline_working_sets(64, root=root, allowed=list(cpus))
+                                  (3, "Unified", 16 * MIB, dict.fromkeys(cpus, "0-7"))])
+    ws, notes = topo.roofline_working_sets(8, root=root, allowed=list(cpus))
     assert set(ws) == {"l1", "l2"} and any("too small" in n for n in notes)
