@@ -180,25 +180,29 @@ def test_predict_gives_time_and_says_why_no_energy(run_cli, host_and_table, tmp_
     assert r.exit_code == 0 and "note: E and P: -" in r.stdout
 
 
-def test_plot_picks_the_rows_precision(run_cli, host_and_table, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    src, _costs, _peaks = host_and_table
-    monkeypatch.chdir(tmp_path)
-    r = run_cli("plot", str(src), "--kind", "roofline", "--out", "p.png", "--format", "json")  # the rows' dp
-    assert r.exit_code == 0, r.stderr
-    assert "DP" in json.loads(r.stdout)["files"][0]["shows"]
-    r = run_cli("plot", str(src), "--precision", "sp", "--out", "s.png")    # asked for what the rows lack
+def test_plot_picks_the_rows_precision(run_cli, host_and_table, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from archline.fit.plots.inputs import plot_plan
+
+    src, costs, _peaks = host_and_table
+    plan = plot_plan([str(src)], None)            # no --precision: the rows' own (dp only here)
+    assert [m.label for m in plan.measured] == ["localhost DP"] and [c.label.split()[1] for c in plan.curves] == ["DP"]
+    plan = plot_plan([str(costs)], None)          # a dp-only time table alone: its dp time roofline
+    assert [c.label for c in plan.curves] == ["localhost DP (time only)"] and plan.kinds == ("roofline",)
+    r = run_cli("plot", str(src), "--precision", "sp", "--out", str(tmp_path / "s.png"))   # what the rows lack
     assert r.exit_code == 2 and "no sp intensity rows" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_plot_and_model_plot_draw_localhost_time_roofline(run_cli, host_and_table, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from archline.fit.plots.inputs import plot_plan
+
     src, _costs, _peaks = host_and_table
+    plan = plot_plan([str(src), "localhost"], None)     # the rows over localhost's time roofline, said so
+    assert [c.label for c in plan.curves] == ["localhost DP (time only)"] and plan.kinds == ("roofline",)
+    assert any("time roofline" in n for n in plan.notes)
     monkeypatch.chdir(tmp_path)
-    r = run_cli("plot", str(src), "localhost", "--out", "q.png")
-    assert r.exit_code == 0 and "time roofline" in r.stderr, r.stderr
     r = run_cli("model", "plot", "localhost", "--out", "m.png")
-    assert r.exit_code == 0 and (tmp_path / "m.png").stat().st_size > 0
+    assert r.exit_code == 0 and (tmp_path / "m.png").stat().st_size > 0 and "time roofline" in r.stderr
 
 
 def test_placement_on_localhost_gives_time_and_says_why_no_energy(tmp_path: Path) -> None:
