@@ -249,8 +249,8 @@ def plot_roof(summary: Mapping[str, Any], precision: str) -> tuple[tuple[float, 
     caches = [f"{lvl} {b:.4g} GB/s" for lvl, b in summary["bandwidths_gb_per_s"].items() if lvl != "DRAM"]
     if caches:
         notes.append("cache bandwidths: " + ", ".join(caches))
-    for name in summary.get("not_trusted", []):
-        notes.append(f"{name} NOT TRUSTED: {figs[name]['why_not_trusted']}")
+    if summary.get("not_trusted"):     # one line: the reasons are in the summary table and roofline.json
+        notes.append(f"NOT TRUSTED (too noisy or too few points): {', '.join(summary['not_trusted'])}")
     if peak is None or dram is None:
         return None, notes
     n_peak = figs.get(f"peak {precision.upper()}", {}).get("points", 1)

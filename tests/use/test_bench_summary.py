@@ -114,6 +114,8 @@ def test_plot_roof_carries_the_summary_figures() -> None:
     assert roof == (pytest.approx(100e9), pytest.approx(20e9), "medians of 3 and 2 points")
     assert notes == ["cache bandwidths: L1 300 GB/s"]
     assert plot_roof(s, "sp")[0] is None
+    noisy = summarize(_rate_rows("intensity", "flops_dp", [100.0]) + _rate_rows("intensity", "bytes_mem", [20.0]))
+    assert plot_roof(noisy, "dp")[1] == ["NOT TRUSTED (too noisy or too few points): peak DP, bandwidth DRAM"]
 
 
 def test_ert_round_trip(tmp_path: Path) -> None:
