@@ -88,3 +88,10 @@ def open_schedule_meter(prof: BenchProfile, busy_w: float, idle_w: float, *, see
     schedule = PhasePower(idle_w, busy_w)
     meter = _emulated_meter(prof, schedule, meter=None, speed=1.0, seed=seed, raw_dir=raw_dir, notes=notes)
     return meter, _busy_in_regions(schedule), schedule, notes
+
+
+def session_meter(prof: BenchProfile, opts: Any, raw_dir: Path | None) -> tuple[Any, Any, str, list[str]]:
+    """bench run's schedule path (``opts``: its RunOptions): (meter, window hook, the rows' note, notes)."""
+    busy_w, idle_w = schedule_w(prof.name, opts.busy_w, opts.idle_w, opts.tdp_w)
+    meter, hook, _, notes = open_schedule_meter(prof, busy_w, idle_w, seed=opts.seed, raw_dir=raw_dir)
+    return meter, hook, describe(busy_w, idle_w, opts.tdp_w), notes

@@ -251,10 +251,15 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
         if s.path == "time-only":
             meter = NullMeter(prof.detected_note or f"platform '{prof.name}' configures no meter")
             s.meter = MeterInfo("", None, False, meter.reason)
-        elif s.path == "schedule":
-            meter, what = _schedule(s, opts, hooks)
+        elif s.path == "schedule":     # real kernels, an emulated meter playing --busy-w/--idle-w
+            from archline.bench.emulated.schedule import session_meter
+
+            meter, hook, s.ctx.note, more = session_meter(prof, opts, None if s.trace_dir is None else
+                                                          s.trace_dir / s.ctx.run_id)
+            hooks.append(hook)
+            s.notes += more
             s.meter = MeterInfo(f"{meter.name}:{meter.info().get('type', 'emulated')}",
-                                float(getattr(meter, "update_hz", 0.0)) or None, True, what)
+                                float(getattr(meter, "update_hz", 0.0)) or None, True, s.ctx.note)
         else:
             spec = prof.meter(opts.meter) if opts.meter else prof.meters[0]
             from archline.powermon.spec import open_meter
@@ -294,20 +299,6 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
                                f"but cannot be opened: {e}") from None
         raise
     s.closers.append(s.recorder.stop)
-
-
-def _schedule(s: Session, opts: RunOptions, hooks: list[Callable[[str, str], float | None]]) -> tuple[Any, str]:
-    """The schedule path's meter (bench/emulated/schedule.py) and what it is; its window hook into ``hooks``,
-    its note into the run's context (every row's notes column)."""
-    from archline.bench.emulated.schedule import describe, open_schedule_meter, schedule_w
-
-    busy_w, idle_w = schedule_w(s.profile.name, opts.busy_w, opts.idle_w, opts.tdp_w)
-    raw_dir = None if s.trace_dir is None else s.trace_dir / s.ctx.run_id
-    meter, hook, _, notes = open_schedule_meter(s.profile, busy_w, idle_w, seed=opts.seed, raw_dir=raw_dir)
-    hooks.append(hook)
-    s.ctx.note = describe(busy_w, idle_w, opts.tdp_w)
-    s.notes += notes
-    return meter, s.ctx.note
 
 
 def _safe_run_id(ctx: RunContext) -> RunContext:
