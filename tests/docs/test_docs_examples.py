@@ -207,7 +207,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _link_or_copy(src: str, dst: str) -> None:
-    if Path(src).name in ("sweep.log", ".sweep.lock"):
+    if Path(src).name in ("sweep.log", ".sweep.lock", "submit.lock"):
         shutil.copy2(src, dst)
     else:
         os.link(src, dst)
@@ -228,7 +228,7 @@ def test_doc_example_runs(ex: Example, sandbox: Path, sandbox_state: dict[str, t
                           tmp_path: Path) -> None:
     work = tmp_path / "sb"
     # hard links: quick, and safe, since archline replaces a file it writes (atomic rename) and never an input;
-    # a lab's log and lock it appends to in place, so those are copies
+    # a lab's log and locks (a sweep's, lab submit's) it writes in place, so those are copies
     shutil.copytree(sandbox, work, symlinks=True, copy_function=_link_or_copy)
     command = ex.command
     if (rx := _match(ADAPT, ex)) is not None:
