@@ -262,3 +262,25 @@ def test_meter_list_serial_port_needs_its_group(tmp_path: Path, monkeypatch: pyt
     assert serial["available"] is False and pmd["available"] is False
     assert serial["fix"].startswith("sudo usermod -aG ") and serial["fix"].endswith(" $USER")
     assert all("fix" in r for r in rows.values())
+
+
+def test_localhost_and_open_meter_take_perf_where_powercap_is_root_only(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What measure and bench run open on localhost: the detected profile's RAPL meter, through perf here."""
+    from archline.bench.config.profile import localhost_profile
+    from archline.powermon.spec import open_meter
+
+    root = tree(tmp_path / "powercap")
+    _deny_energy_uj(monkeypatch)
+    monkeypatch.setenv("ARCHLINE_PERF_POWER_ROOT", str(make_perf_power_tree(tmp_path / "power")))
+    clk = Clock()
+    monkeypatch.setattr(rapl_perf, "SyscallReader", lambda: FakePerfReader(_perf_energy, clk))
+    prof = localhost_profile(root)
+    (spec,) = prof.meters
+    assert spec.kind == "rapl" and spec.zones == ("package-0",) and "perf's power events" in prof.detected_note
+    m = open_meter(spec, powercap_root=root, clock=clk)
+    assert m.source == "perf" and m.channel_names == ["package-0"]
+    m.poll()
+    clk.t += 0.5
+    m.poll()
+    assert m.region(100.0, 100.5).energy_j == pytest.approx(10.0, abs=1e-6)      # 20 W x 0.5 s
