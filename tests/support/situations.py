@@ -784,6 +784,8 @@ def output_situations(fx: bi.Fixtures) -> list[Situation]:
             cases += [("read-only dir", "fail", frozenset({7}), None, plotting),
                       ("full disk", "fail", frozenset({7}), None, plotting)]
             for how, expect, codes, check, extra_slow in cases:
+                if pname == "port_file" and check in (_name_exact, _link_kept):   # named only while the pty is open
+                    check = _port_file_gone
                 out.append(Situation(f"{label}={how}", area, mk(how), expect=expect, codes=codes, check=check,
                                      slow=slow or extra_slow, timeout_s=40 if slow else 12))
     return out
@@ -805,6 +807,16 @@ def _link_kept(prep: Prep, out: bi.Outcome) -> list[str]:
     if target.is_file() and target.stat().st_size == 0:
         return [f"the link's target {target.name} is empty"]
     return []
+
+
+def _port_file_gone(prep: Prep, out: bi.Outcome) -> list[str]:
+    """``meter emulate --port-file F``: F names the pty only while it is open (issue 36), so once the command has
+    ended it is gone, under its exact name or as a link's target (the link itself stays a link)."""
+    left = [p for p in (prep.extra.get("name"), *[o for o in prep.outputs if o.name.startswith("real-target")])
+            if p is not None and os.path.lexists(p)]
+    link = prep.extra.get("link")
+    bad = [f"{p.name!a} outlived the pty it names" for p in left]
+    return bad + ([f"{link.name} is no longer a symlink"] if link is not None and not link.is_symlink() else [])
 
 
 def _name_exact(prep: Prep, out: bi.Outcome) -> list[str]:
