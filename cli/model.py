@@ -70,7 +70,8 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
         vals = []
         shown_unit = unit
         for p in precs:
-            v, shown_unit = display(summary[p].get(sym), unit)
+            v, u = display(summary[p].get(sym), unit)
+            shown_unit = u or display(1.0, unit)[1]       # a dash (no value) keeps the symbol's unit
             vals.append(v)
         rows.append([sym, *vals, shown_unit, meaning])
     if rows:

@@ -98,7 +98,15 @@ def partial_summary(platform: Platform, precision: str) -> dict[str, Any]:
             and "eps_mem" in vals:
         vals["streaming_energy_per_byte"] = vals["eps_mem"] + platform.value("const_energy_per_byte")  # type: ignore
         missing.pop("streaming_energy_per_byte", None)
+    if time_only(platform):     # issue 34: each energy symbol null (a dash in the table), its reason in missing
+        return {**vals, **dict.fromkeys(missing), "missing": missing}
     return {**vals, "missing": missing}
+
+
+def time_only(platform: Platform) -> bool:
+    """A platform with time constants and no energy constant at all (a time cost table, localhost's peaks)."""
+    return bool(platform.precisions_timed()) and all(
+        platform.value(k) is None for k in ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0"))
 
 
 def platform_summary(platform: Platform, precisions: Sequence[str] | None = None) -> dict[str, Any]:

@@ -150,6 +150,9 @@ def test_model_show_and_predict_give_time_and_say_why_no_energy(run_cli, host_an
     platform = "localhost" if which == "localhost" else str(costs)
     r = run_cli("model", "show", platform)
     assert r.exit_code == 0 and "B_tau" in r.stdout and "cannot compute" in r.stdout, r.stderr
+    dp = json.loads(run_cli("model", "show", platform, "--format", "json").stdout)["dp"]
+    assert dp["tau_flop"] > 0 and dp["eps_flop"] is None and dp["pi0"] is None     # JSON: null and the reason
+    assert "eps_flop_dp" in dp["missing"]["eps_flop"]
     r = run_cli("model", "predict", platform, "-i", "0.5,1024", "--format", "json")
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
