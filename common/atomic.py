@@ -67,19 +67,42 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     make_dirs(final.parent)
     tmp = temp_name(final)        # shortened past the name limit, UTF-8 where the name is not
     PENDING.add(tmp)
+    dfd, given = _text_path(tmp)     # a directory not UTF-8: /proc/self/fd/N/NAME, which pyarrow can open
     try:
-        yield tmp
+        yield given
         _fsync_file(tmp)
         os.replace(tmp, final)
         _fsync_dir(final.parent)
     except OSError as e:     # a full disk, an unwritable directory: name the file the user asked for, not the temp
-        if e.filename is None or str(e.filename) == str(tmp):
+        if e.filename is None or str(e.filename) in (str(tmp), str(given)):
             raise OSError(e.errno, e.strerror, show(path)) from None
         raise
     finally:
         PENDING.discard(tmp)
         if tmp.exists():
             tmp.unlink()
+        if dfd is not None:
+            os.close(dfd)
+
+
+def _text_path(tmp: Path) -> tuple[int | None, Path]:
+    """``tmp`` as a path every writer can open: itself, or where its directory's name is not UTF-8 (pyarrow
+    cannot encode it: a traceback) the same file through an open descriptor of that directory,
+    ``/proc/self/fd/N/NAME`` (its name is UTF-8, :func:`~archline.common.outputs.temp_name`)."""
+    try:
+        os.fspath(tmp).encode("utf-8")
+        return None, tmp
+    except UnicodeEncodeError:
+        pass
+    try:
+        dfd = os.open(tmp.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None, tmp
+    via = Path(f"/proc/self/fd/{dfd}") / tmp.name
+    if not via.parent.is_dir():         # no /proc: the plain path (and the writer's own error)
+        os.close(dfd)
+        return None, tmp
+    return dfd, via
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
