@@ -296,7 +296,8 @@ def _show_integration(res: Any, fmt: str) -> None:
 @click.option("--speed", type=POSITIVE, default=1.0, show_default=True, help="emulated seconds per real second")
 @click.option("--seed", type=click.IntRange(min=0), default=0)
 @click.option("--duration", "duration_s", type=DURATION, help="stop after this many seconds (default: until Ctrl-C)")
-@click.option("--port-file", type=OutPath(), help="also write the pty path to this file")
+@click.option("--port-file", type=OutPath(), help="also write the pty path to this file; it is removed when the "
+              "emulator stops (Ctrl-C, SIGTERM, --duration): it names the pty only while the pty is open")
 @click.option("--platform", default=None, shell_complete=platform_names,
               help="play this platform's model power on its profile's rails (idle unless --intensity is given)")
 @click.option("--intensity", type=POSITIVE, default=None, help="with --platform: a kernel at this flop/byte")
