@@ -124,8 +124,9 @@ def _print_status(statuses: list, fmt: str) -> None:  # type: ignore[type-arg]
 @format_option
 def collect_cmd(lab_toml: Path, out: Path, replace: bool, fmt: str) -> None:
     """Merge every machine's rows into one hive-partitioned Parquet data set
-    (OUT/platform=P/host=H/run_id=R/part-*.parquet), dropping duplicate points (same host, config hash and
-    point id), and report per machine the points missing or failed. `archline fit OUT`, `archline plot OUT`
+    (OUT/platform=P/host=H/run_id=R/part-*.parquet), dropping copies of a point (same host, run id, config
+    hash and point id: machines that share a host name keep every row), and report per machine the points
+    missing or failed. `archline fit OUT`, `archline plot OUT`
     and `archline compare OUT` read it.
 
     \b
@@ -144,4 +145,4 @@ def collect_cmd(lab_toml: Path, out: Path, replace: bool, fmt: str) -> None:
     echo_table(*collect_table(report))
     click.echo(f"wrote {show(d.path)}: {d.rows} rows in {d.partitions} partition(s) (platform/host/run_id); "
                f"{d.new_rows} read from the results, {d.kept_existing} already in the data set, "
-               f"{d.duplicates} duplicate point(s) dropped")
+               f"{d.duplicates} copied point(s) dropped")
