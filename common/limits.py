@@ -21,7 +21,7 @@ import errno
 import os
 import resource
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 from archline.common.exits import EXIT_INPUT
 
@@ -31,6 +31,8 @@ _LIMITS = ((resource.RLIMIT_AS, "-v"), (resource.RLIMIT_DATA, "-d"))
 #: large arenas), and the value that reserves least
 LEAN_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ARROW_IO_THREADS": "1",
             "ARROW_DEFAULT_MEMORY_POOL": "system"}
+#: what :func:`prepare` added to this process's environment (taken out again for the user's own programs)
+ADDED: dict[str, str] = {}
 #: address space numpy's import and its BLAS buffer take (measured: 81 MiB + 32 MiB with one thread)
 NUMPY_B = 128 * 2**20
 #: what a dynamic loader, an allocator or a thread pool says when the limit stopped it
@@ -64,11 +66,24 @@ def prepare(env: MutableMapping[str, str] | None = None) -> bool:
         return False
     target: MutableMapping[str, str] = os.environ if env is None else env
     for var, value in LEAN_ENV.items():
-        target.setdefault(var, value)
+        if var not in target:
+            target[var] = value
+            if env is None:
+                ADDED[var] = value
     if "numpy" not in sys.modules:
         _room_for(NUMPY_B)
     _warm_blas()
     return True
+
+
+def user_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a program the user runs under archline (``measure -- CMD``): without the variables
+    :func:`prepare` added for archline's own libraries (a measured program keeps its own thread counts)."""
+    base = dict(os.environ if env is None else env)
+    for var, value in ADDED.items():
+        if base.get(var) == value:
+            del base[var]
+    return base
 
 
 def _room_for(size_b: int) -> None:

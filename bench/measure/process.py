@@ -6,6 +6,7 @@ phases (:func:`phases_of_run`)."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
+from archline.common.limits import user_env
 from archline.powermon.marks import Mark, pair_marks
 from archline.powermon.monitor import MARKS_ENV
 
@@ -81,7 +83,7 @@ def _wait(proc: subprocess.Popen[bytes], got: list[int], grace_s: float) -> tupl
 
 
 def _spawn(cmd: Sequence[str], marks_path: Path, stdout_to_stderr: bool = False) -> subprocess.Popen[bytes]:
-    env = {**os.environ, MARKS_ENV: str(marks_path)}
+    env = {**user_env(), MARKS_ENV: str(marks_path)}   # not the thread limits archline set for itself
     if not cmd or not cmd[0]:
         raise BenchError("no command to measure: give it after '--' (archline measure -- ./my_program args)")
     if os.path.isdir(cmd[0]):
@@ -108,8 +110,12 @@ def phases_of_run(marks: Sequence[Mark], t_start_s: float, t_end_s: float
     (:func:`archline.powermon.marks.pair_marks`), so no phase ends before it begins. Clipped: into the run, since
     the command wrote every mark before it exited; a mark read after the exit (under load) is stamped late, and a
     phase wholly after the run is one of no length at its end. A mark never discards the measurement."""
-    ordered = sorted(marks, key=lambda m: m.t_s)          # sorted() is stable: begin before end at one stamp
+    bad = [m for m in marks if not math.isfinite(m.t_s)]  # a NaN would unsort every mark beside it
+    ordered = sorted((m for m in marks if math.isfinite(m.t_s)), key=lambda m: m.t_s)   # stable: begin, then end
     phases, problems = pair_marks(ordered)
+    if bad:
+        problems.insert(0, f"{len(bad)} mark(s) with a time that is not a finite number ignored (first: "
+                           f"{bad[0].kind} {bad[0].name!r} at {bad[0].t_s!r})")
     out = []
     for name, t0, t1 in phases:
         lo = min(max(t0, t_start_s), t_end_s)

@@ -123,3 +123,16 @@ def test_prepare_keeps_threads_lean_only_under_a_limit_and_keeps_the_users_choic
     on, env = json.loads(held.stdout)
     assert on is True and env == {"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                                   "ARROW_IO_THREADS": "1", "ARROW_DEFAULT_MEMORY_POOL": "system"}
+
+
+def test_a_measured_command_keeps_its_own_thread_counts_under_a_limit() -> None:
+    """The thread limits archline sets for itself under ulimit -v are not the measured program's: it sees the
+    environment it was given (a variable the user set, kept; one archline added, gone)."""
+    shell = 'echo "OB=${OPENBLAS_NUM_THREADS-unset} OMP=${OMP_NUM_THREADS-unset}" >&2'
+    res = subprocess.run([sys.executable, "-c", "import sys; from archline.cli.main import main; main()", "measure",
+                          "--platform", "localhost", "--format", "json", "--", "sh", "-c", shell],
+                         capture_output=True, text=True, timeout=120, preexec_fn=lambda: _limited(3 * 2**30),
+                         env={**{k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"},
+                              "OMP_NUM_THREADS": "3"}, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "OB=unset OMP=3" in res.stderr.splitlines()

@@ -205,6 +205,10 @@ def test_phase_marks_are_ordered_and_clipped_by_one_rule() -> None:
     phases, problems = phases_of_run(marks, 10.0, 11.0)
     assert phases == [("early", 10.0, 10.1), ("x", 10.2, 10.5), ("z", 10.7, 10.7), ("late", 11.0, 11.0)]
     assert problems == []
+    nan = [Mark("begin", "n", math.nan), *marks, Mark("end", "n", math.inf)]     # 'begin n<TAB>nan' from a child
+    phases, problems = phases_of_run(nan, 10.0, 11.0)
+    assert [p[0] for p in phases] == ["early", "x", "z", "late"]
+    assert problems == ["2 mark(s) with a time that is not a finite number ignored (first: begin 'n' at nan)"]
     rng = __import__("random").Random(36)
     many = [Mark(k, f"p{i}", 10.0 + (i + (k == "end") * 0.5) * 1e-4) for i in range(1000) for k in ("begin", "end")]
     rng.shuffle(many)
