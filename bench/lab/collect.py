@@ -60,29 +60,38 @@ def _rows(path: Path) -> tuple[int, str]:
         return 0, str(e)
 
 
-def _hosts(path: Path) -> set[str]:
-    """The host names a machine's rows report (a file the data set writer will refuse: none, it says why)."""
+def _runs(path: Path) -> set[tuple[str, str]]:
+    """The (host, run_id) pairs a machine's rows report (a file the data set writer will refuse: none, it says
+    why)."""
     try:
         table = read_csv_table(path, whole_lines=False)
     except DatasetError:
         return set()
-    if "host" not in table.column_names:
+    if "host" not in table.column_names or "run_id" not in table.column_names:
         return set()
-    return {h for h in table.column("host").unique().to_pylist() if h}
+    pairs = zip(table.column("host").to_pylist(), table.column("run_id").to_pylist(), strict=True)
+    return {(h, r) for h, r in pairs if h and r}
 
 
-def _shared_hosts(hosts: dict[str, set[str]]) -> dict[str, str]:
-    """Per machine, a note naming the other machines that report one of its host names."""
+def _shared_hosts(runs: dict[str, set[tuple[str, str]]]) -> dict[str, str]:
+    """Per machine, a note naming the other machines that report one of its host names (other runs: all kept)
+    or one of its runs (a copied results file: kept once)."""
     notes: dict[str, str] = {}
-    for m, mine in hosts.items():
+    for m, mine in runs.items():
         parts = []
-        for h in sorted(mine):
-            others = [o for o, theirs in hosts.items() if o != m and h in theirs]
-            if others:
-                parts.append(f"host '{h}' is also reported by {', '.join(others)}")
+        for h in sorted({h for h, _ in mine}):
+            mine_h = {r for hh, r in mine if hh == h}
+            others = [o for o, theirs in runs.items() if o != m and any(hh == h for hh, _ in theirs)]
+            same = [o for o in others if mine_h & {r for hh, r in runs[o] if hh == h}]
+            apart = [o for o in others if o not in same]
+            if apart:
+                parts.append(f"host '{h}' is also reported by {', '.join(apart)}: every row kept, told apart by "
+                             "run_id (give each machine its own `host` in the lab file to tell them apart by host)")
+            if same:
+                parts.append(f"the same run of host '{h}' is also in the results of {', '.join(same)} (a copied "
+                             "results file?): its rows kept once")
         if parts:
-            notes[m] = ("; ".join(parts) + ": every row kept, told apart by run_id (give each machine its own "
-                        "`host` in the lab file to tell them apart by host)")
+            notes[m] = "; ".join(parts)
     return notes
 
 
@@ -96,14 +105,14 @@ def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
     statuses: dict[str, TaskStatus] = {s.machine: s for s in lab_status(lab)}
     sources: list[Path] = []
     machines: list[MachineReport] = []
-    hosts: dict[str, set[str]] = {}
+    runs: dict[str, set[tuple[str, str]]] = {}
     for m in lab.machines:
         st = statuses[m.name]
         csv = lab.results / m.name / RESULTS_NAME
         n, why = _rows(csv) if csv.exists() else (0, "")
         if n:
             sources.append(csv)
-            hosts[m.name] = _hosts(csv)
+            runs[m.name] = _runs(csv)
         rep = MachineReport(m.name, st.state, n, st.points_planned, list(st.missing_points))
         rep.failed_last_run = st.failed_points
         if st.state == "failed":
@@ -118,7 +127,7 @@ def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
         ds = write_dataset(sources, out, merge=merge)
     except DatasetError as e:
         raise LabError(str(e)) from None
-    shared = _shared_hosts(hosts)
+    shared = _shared_hosts(runs)
     for rep in machines:
         if rep.machine in shared:
             log.warning(f"machine {rep.machine}: {shared[rep.machine]}")

@@ -71,3 +71,14 @@ def test_lab_collect_keeps_machines_that_share_a_host_name(tmp_path: Path, run_c
     assert "host 'localhost' is also reported by box2" in notes["box1"]
     assert "host 'localhost' is also reported by box1" in notes["box2"]
     assert "box2" in r.stderr  # type: ignore[attr-defined]
+    # box1's results copied into box3's directory: the same run, kept once, and both notes say so
+    lab = write_lab(tmp_path / "lab.toml", [{"name": "box1", "platform": "gtx580"},
+                                            {"name": "box3", "platform": "gtx580"}])
+    (tmp_path / "results" / "box3").mkdir()
+    (tmp_path / "results" / "box3" / "results.csv").write_bytes((tmp_path / "results" / "box1" / "results.csv")
+                                                                 .read_bytes())
+    r = run_cli("lab", "collect", str(lab), "--out", str(tmp_path / "ds2"), "--format", "json")
+    rep = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert (rep["dataset"]["rows"], rep["dataset"]["duplicates"]) == (20, 20)
+    notes = {m["machine"]: m["note"] for m in rep["machines"]}
+    assert "also in the results of box3 (a copied results file?)" in notes["box1"]
