@@ -140,13 +140,18 @@ class CeilingKernelDesc(GpuKernelDesc):
         ga = self.active(g)
         nvec = rounds * c * ga
         x = a[: nvec * w].reshape(nvec, w)
-        if self.access == "strided":         # vector i of the normal order sits at rotl(i, log2 stride)
-            x = x.reshape(nvec // self.stride, self.stride, w).transpose(1, 0, 2).reshape(nvec, w)
         if self.layout == "interleaved":     # i = (r*chains + k)*active + g
             xr = x.reshape(rounds, c, ga, w)
         else:                                # i = (g*rounds + r)*chains + k
             xr = x.reshape(ga, rounds, c, w).transpose(1, 2, 0, 3)
-        acc = _sequential_sums(np.zeros((c, ga, w), dtype=self.dtype), rounds, lambda r0, r1: xr[r0:r1])
+        gather: Any = lambda r0, r1: xr[r0:r1]                               # noqa: E731
+        if self.access == "strided":         # vector i of the normal order sits at rotl(i, log2 stride)
+            def gather(r0: int, r1: int) -> np.ndarray:     # per chunk: a whole-buffer transpose copied 1 GiB
+                r, k, gi = np.ogrid[r0:r1, 0:c, 0:ga]
+                i = (r * c + k) * ga + gi if self.layout == "interleaved" else (gi * rounds + r) * c + k
+                per = nvec // self.stride
+                return x[(i % per) * self.stride + i // per]
+        acc = _sequential_sums(np.zeros((c, ga, w), dtype=self.dtype), rounds, gather)
         out = np.zeros((c, g, w), dtype=self.dtype)
         out[:, :ga] = acc
         return out.reshape(-1)

@@ -189,8 +189,9 @@ class GpuPrepared:
         self.dev.release(self._bufs)
         self._bufs = []
         # the runner prepares the next point before this object goes: drop the input now, not with it
-        self._host = self._host[:0]
+        self._host = np.empty(0, self._host.dtype)     # not a view: a view keeps the whole input alive
         self._expected = None
+        self._bound = None       # a bound kernel holds its buffers, and a CPU device's buffer holds the host array
 
 
 class DeviceMissingError(BackendUnavailableError):
