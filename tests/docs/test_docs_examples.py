@@ -46,7 +46,7 @@ SLOW: dict[str, str] = {
                                                                                                "sweep, minutes",
     r"bench run --platform localhost --quick": "this CPU's whole roofline, quick: 18 points, about 20 s",
     r"bench run --platform gtx580 --emulate( |$)": "the full emulated GTX 580 sweep: about 30 s",
-    r"bench run --backend opencl --kernel ceilings": "the OpenCL ceiling kernels on this CPU: about 20 s",
+    r"bench run --backend opencl --kernel ceilings": "the OpenCL ceiling kernels on this CPU: about 35 s",
     r"bench run --kernel chase --quick": "the pointer chase over every working set: about 13 s",
     r"meter probe bmc --emulate --redfish .*--step 4 --out b\.json": "20 steps of 4 s on the emulated Redfish BMC: "
                                                                      "about 19 s (docs/meters.md's 6-step one runs)",
