@@ -18,8 +18,8 @@ MIN_REGION_S = 0.1
 QUICK_REGION_S = 0.03
 #: --quick's whole roofline (:func:`quick_roofline`): shorter regions, more of them, so the early stop on a tight
 #: CI can fire (3 regions need a spread under ~1% for a 2% CI; 8 allow ~2.4%) and a noisy point still ends soon
-ROOFLINE_REGION_S = 0.02
-ROOFLINE_REGIONS = (3, 8)
+ROOFLINE_REGION_S = 0.03
+ROOFLINE_REGIONS = (4, 12)
 
 
 @dataclass

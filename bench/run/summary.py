@@ -3,12 +3,12 @@ status -- the numbers likwid-bench and clpeak users read first. Pure: rows in (a
 numbers), a dict out; the cli prints it as a table or JSON.
 
 Each figure is robust, never a single lucky point: the rows that measure it (checksum not failed, a positive time)
-are ranked by rate; the reference is the median of the best three (the best of two or one), so one point far above
-the rest is an outlier and left out; the figure's points are the rows within PLATEAU_REL of that reference (the flat
-top of the intensity sweep, the bandwidth-bound low end, a cache level's working sets) and its value their median,
-taken over the clean ones (not throttled, CI reached, spread small) where at least MIN_POINTS are clean. A figure
-that rests on fewer than MIN_POINTS points, on noisy rows only, or whose rows' own spread exceeds NOISY_SPREAD_REL,
-or a cache level not faster than the level outside it (its working set did not stay in that cache), is marked not
+give its plateau by the one rule of archline.common.peaks (the median of the best three is the reference; a row
+more than PLATEAU_REL above it is an outlier, left out), and its value is the median of the plateau's rows (the flat
+top of the intensity sweep, the bandwidth-bound low end, a cache level's working sets), taken over the clean ones
+(not throttled, CI reached, spread small) where at least MIN_POINTS are clean. A figure that rests on fewer than
+MIN_POINTS points, on noisy rows only, or whose rows' own spread exceeds NOISY_SPREAD_REL, or a cache level not
+faster than the level outside it (its working set did not stay in that cache), is marked not
 trusted, with the reason and what to do."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from archline.common.peaks import plateau
+
 # Level column -> the name users know (ERT's names: DRAM, L1, L2, L3).
 LEVELS: tuple[tuple[str, str], ...] = (("bytes_mem", "DRAM"), ("bytes_l3", "L3"), ("bytes_l2", "L2"),
                                        ("bytes_l1", "L1"))
@@ -27,9 +29,6 @@ PRECISION_FLOPS = (("sp", "flops_sp"), ("dp", "flops_dp"))
 PEAK_KERNELS = frozenset({"intensity", "ceil_flop"})
 _TRUE = frozenset({"1", "true", "yes", "y", "t"})
 
-#: the figure's points: rows within this share of the reference (median of the best three) on either side; a row
-#: further above it is an outlier (a VM's clock hiccup once gave 146.9 GFLOP/s on a 2-core Zen 3 that peaks near 100)
-PLATEAU_REL = 0.10
 #: fewest points a figure may rest on and be trusted
 MIN_POINTS = 2
 #: a row whose regions' time spread ((max - min) / median) exceeds this is noisy; a figure whose points' median
@@ -97,12 +96,11 @@ def robust_figure(samples: list[tuple[float, Mapping[str, Any]]]) -> Figure | No
     """The figure of ``samples`` ((rate, row) of every row that measured it); None without any."""
     if not samples:
         return None
-    ranked = sorted(samples, key=lambda s: -s[0])
-    ref = statistics.median(r for r, _ in ranked[:3]) if len(ranked) >= 3 else ranked[0][0]
-    outliers = sum(r > ref * (1 + PLATEAU_REL) for r, _ in ranked)
-    plateau = [(r, row) for r, row in ranked if ref * (1 - PLATEAU_REL) <= r <= ref * (1 + PLATEAU_REL)]
-    clean = [(r, row) for r, row in plateau if not row_noise(row)]
-    used = clean if len(clean) >= MIN_POINTS else plateau
+    found = plateau([r for r, _ in samples])
+    outliers = found.outliers
+    plateau_rows = [samples[i] for i in found.indices]
+    clean = [(r, row) for r, row in plateau_rows if not row_noise(row)]
+    used = clean if len(clean) >= MIN_POINTS else plateau_rows
     rates = [r for r, _ in used]
     value = statistics.median(rates)
     own = [s for _, row in used if math.isfinite(s := _num(row, "time_spread_rel"))]

@@ -2,8 +2,8 @@
 and per integer op, from any result rows, with or without energy.
 
 The time roofline (model.md §1.1) runs each operation at its peak rate, so tau_c is the inverse of the sustained
-peak throughput of count c, found as the run summary finds its peaks (bench/run/summary.py): rank the rows with
-N_c > 0 by rate N_c/t; the reference is the median of the best three; the rows within :data:`PLATEAU_REL` of it
+peak throughput of count c, found as the run summary finds its peaks (one rule, archline.common.peaks): rank the rows
+with N_c > 0 by rate N_c/t; the reference is the median of the best three; the rows within ``PLATEAU_REL`` of it
 are the peak's plateau (a row further above is an outlier, left out) and the peak is their median rate. Its
 standard error is a median's, sqrt(pi/2) times the plateau rates' standard deviation over the square root of their
 number (carried to tau by its inverse), with a Student-t 95% interval; a plateau of one row gives none (null).
@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from archline.common.peaks import PLATEAU_REL
+from archline.common.peaks import plateau as find_plateau
 from archline.fit.io.configs import Grouped
 from archline.fit.io.results import TIME_ONLY, ResultsError
 from archline.fit.regress.result import COUNT_COEFFICIENT, UNITS, Coefficient, FitResult, t_interval
@@ -30,9 +32,6 @@ TAU_OF_COUNT: dict[str, str] = {
     "bytes_l1": "tau_l1", "bytes_l2": "tau_l2", "bytes_l3": "tau_l3", "bytes_shared": "tau_shared",
     "rand_accesses": "tau_rand",
 }
-#: rows within this share of the reference rate (median of the best three) are the peak's plateau, as the run
-#: summary's (bench/run/summary.py PLATEAU_REL)
-PLATEAU_REL = 0.10
 TAU_METHOD = (f"observed peak: 1 / median rate of the rows within {PLATEAU_REL:.0%} of the median of the best 3 "
               "(as the run summary); stderr from the spread of those rates")
 #: what a time-only table says of its energy terms when the rows give no reason of their own
@@ -53,8 +52,7 @@ def time_taus(data: Grouped) -> dict[str, Coefficient]:
         rates = np.sort(rates[np.isfinite(rates) & (rates > 0)])[::-1]
         if not rates.size:
             continue
-        ref = float(np.median(rates[:3]))
-        plateau = rates[(rates >= ref * (1 - PLATEAU_REL)) & (rates <= ref * (1 + PLATEAU_REL))]
+        plateau = np.asarray(find_plateau(list(rates)).rates(list(rates)))   # the run summary's rule
         peak = float(np.median(plateau))
         value = 1.0 / peak
         se = ci = None
