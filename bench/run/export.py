@@ -132,23 +132,54 @@ def cpu_model() -> str:
 
 
 def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], results: Path) -> Path | None:
-    """After a measured (not emulated) run on platform ``localhost``: a copy of its roofline.json at
+    """After a measured (not emulated) cpu_asm run on platform ``localhost``: a copy of its roofline.json at
     :func:`archline.fit.io.ert_roofline.host_roofline_path`, where ``localhost`` is read as a platform (model, plot,
-    predict), with the run's id, CSV, time, host and CPU model. Any other run writes none (None). A failure to
-    write it is one warning line: the run itself succeeded."""
+    predict), with the run's id, CSV, time, host and CPU model. A figure this run did not measure (an SP-only
+    sweep after the quick roofline) is kept from the copy before, on the same host and CPU, and names its run.
+    Any other run (emulated, another platform, an OpenCL/GPU device) writes none (None). A failure to write it
+    is one warning line: the run itself succeeded."""
     from archline.common.stamps import utc_iso
     from archline.fit.io.ert_roofline import host_roofline_path, write_ert
 
-    if summ["emulated"] or not rows or {str(r.get("platform")) for r in rows} != {"localhost"}:
+    if (summ["emulated"] or not rows or {str(r.get("platform")) for r in rows} != {"localhost"}
+            or {str(r.get("backend")) for r in rows} != {"cpu_asm"}):
         return None
     path = host_roofline_path()
-    meta = {"run_id": str(rows[0].get("run_id") or ""), "results_csv": str(results.resolve()),
+    run_id = str(rows[0].get("run_id") or "")
+    meta = {"run_id": run_id, "results_csv": str(results.resolve()),
             "created_utc": utc_iso(), "hostname": str(rows[0].get("host") or ""), "cpu_model": cpu_model(),
             "results": [results.name]}
+    roof = _roofline(summ, meta)
+    for fig in roof.metadata["figures"].values():
+        fig["run_id"] = run_id
+    _keep_unmeasured(roof, path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return write_ert(path, _roofline(summ, meta))
+        return write_ert(path, roof)
     except OSError as e:
         log.warning(f"warning: could not keep this run's roofline as localhost's platform at {show(path)} "
                     f"({e.strerror or e}); the run's own files are complete")
         return None
+
+
+def _keep_unmeasured(roof: Any, path: Path) -> None:
+    """Carry into ``roof`` the figures of the copy at ``path`` that ``roof`` lacks, where that copy is readable and
+    from the same host and CPU model (a copy from another machine, through a shared home, is replaced whole)."""
+    from archline.fit.io.ert_roofline import read_ert
+
+    try:
+        prev = read_ert(path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    meta = roof.metadata
+    if (prev.metadata.get("hostname"), prev.metadata.get("cpu_model")) != (meta["hostname"], meta["cpu_model"]):
+        return
+    for new, old in ((roof.gflops, prev.gflops), (roof.gbytes, prev.gbytes)):
+        for name, value in old.items():
+            new.setdefault(name, value)
+    prev_figs = prev.metadata.get("figures") or {}
+    for name, fig in prev_figs.items() if isinstance(prev_figs, dict) else ():
+        if name not in meta["figures"] and isinstance(fig, dict):
+            meta["figures"][name] = {**fig, "run_id": fig.get("run_id") or prev.metadata.get("run_id")}
+            if not fig.get("trusted", True):
+                meta["not_trusted"] = [*meta["not_trusted"], name]

@@ -133,7 +133,7 @@ def test_a_measured_localhost_run_keeps_its_roofline_for_the_localhost_platform(
     from archline.bench.run.export import write_host_roofline
     from archline.fit.io.ert_roofline import host_roofline_path
 
-    rows = [{**r, "platform": "localhost", "host": "h1", "run_id": "localhost-1"} for r in ROWS]
+    rows = [{**r, "platform": "localhost", "host": "h1", "run_id": "localhost-1", "backend": "cpu_asm"} for r in ROWS]
     s = summarize(rows)
     results = tmp_path / "r.csv"
     path = write_host_roofline(s, rows, results)
@@ -148,6 +148,8 @@ def test_a_measured_localhost_run_keeps_its_roofline_for_the_localhost_platform(
     path.unlink()
     assert write_host_roofline(summarize([{**r, "emulated": "true"} for r in rows]), rows, results) is None
     assert write_host_roofline(s, [{**r, "platform": "gtx580"} for r in rows], results) is None
+    # an OpenCL (or GPU) device on localhost is not this CPU's roofline
+    assert write_host_roofline(s, [{**r, "backend": "opencl"} for r in rows], results) is None
     assert not path.exists()
     # a state directory that cannot be written is one warning, never a failed run
     blocker = tmp_path / "file"
@@ -156,6 +158,30 @@ def test_a_measured_localhost_run_keeps_its_roofline_for_the_localhost_platform(
     assert write_host_roofline(s, rows, results) is None
     (rec,) = [r for r in caplog.records if r.levelname == "WARNING"]
     assert "could not keep this run's roofline" in rec.getMessage()
+
+
+def test_a_later_partial_run_keeps_the_figures_it_did_not_measure(tmp_path: Path) -> None:
+    """An SP-only sweep after the quick roofline replaces SP and keeps DP and the bandwidths from the earlier run,
+    each figure naming its run; a copy from another host is replaced whole."""
+    from archline.bench.run.export import write_host_roofline
+
+    base = {"platform": "localhost", "host": "h1", "backend": "cpu_asm", "kernel": "intensity", "checksum_ok": "true",
+            "time_s": "1", "time_spread_rel": "0.01"}
+    first = [{**base, "run_id": "r1", "flops_dp": str(g * 1e9), "bytes_mem": str(b * 1e9)}
+             for g, b in ((100, 40), (99, 41), (101, 40.5))]
+    path = write_host_roofline(summarize(first), first, tmp_path / "r1.csv")
+    assert path is not None
+    second = [{**base, "run_id": "r2", "flops_sp": str(g * 1e9)} for g in (200, 202, 198)]
+    write_host_roofline(summarize(second), second, tmp_path / "r2.csv")
+    roof = read_ert(path)
+    assert roof.gflops == {"FP32 GFLOPs": pytest.approx(200.0), "FP64 GFLOPs": pytest.approx(100.0)}
+    assert roof.gbytes == {"DRAM": pytest.approx(40.5)}
+    figs = roof.metadata["figures"]
+    assert (figs["peak SP"]["run_id"], figs["peak DP"]["run_id"], figs["bandwidth DRAM"]["run_id"]) == \
+        ("r2", "r1", "r1")
+    other = [{**r, "host": "h2", "run_id": "r3"} for r in second]
+    write_host_roofline(summarize(other), other, tmp_path / "r3.csv")
+    assert read_ert(path).gflops == {"FP32 GFLOPs": pytest.approx(200.0)} and read_ert(path).gbytes == {}
 
 
 def test_point_numbers_rounded_and_time_only() -> None:
