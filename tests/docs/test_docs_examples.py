@@ -189,6 +189,20 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     put(root / ".fixtures" / "capture.raw.bin.json", "capture.raw.bin.json")
     put(root / ".fixtures" / "capture.raw.bin.json", "capture.bin.json")
     put(f["samples"], "samples.csv")
+    # the README's walk-through from the main job: a real quick run of this machine (time only without a meter),
+    # its roofline kept as the platform 'localhost' under the sandbox's own state directory (each test's
+    # XDG_STATE_HOME is set to its copy of it)
+    state = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(sb / ".state")
+    try:
+        _cli(sb, "bench", "run", "--platform", "localhost", "--quick", "--out", "results/quick")
+        _cli(sb, "fit", *(str(p.relative_to(sb)) for p in (sb / "results" / "quick").glob("*.csv")), "--format",
+             "json", "--out", "quick-costs.json")
+    finally:
+        if state is None:
+            os.environ.pop("XDG_STATE_HOME")
+        else:
+            os.environ["XDG_STATE_HOME"] = state
     (sb / "mychip.toml").write_text('name = "mychip"\n')      # the keys it lacks take Nehalem-EX's values
     # the user's own GTX 580 profile, with the on-board sensor as a meter (meter calibrate --profile)
     (sb / "gtx580.toml").write_text((REPO / "fit" / "platforms" / "gtx580.toml").read_text()
@@ -225,8 +239,9 @@ def sandbox_state(sandbox: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.parametrize("ex", [_param(e) for e in _distinct(EXAMPLES)])
 def test_doc_example_runs(ex: Example, sandbox: Path, sandbox_state: dict[str, tuple[int, int]],
-                          tmp_path: Path) -> None:
+                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "sb"
+    monkeypatch.setenv("XDG_STATE_HOME", str(work / ".state"))    # 'localhost': the sandbox's quick run
     # hard links: quick, and safe, since archline replaces a file it writes (atomic rename) and never an input;
     # a lab's log and locks (a sweep's, lab submit's) it writes in place, so those are copies
     shutil.copytree(sandbox, work, symlinks=True, copy_function=_link_or_copy)
