@@ -14,6 +14,7 @@ from archline.fit.model.summary import (
     platform_summary,
     predict_rows,
     predict_time_rows,
+    time_only,
 )
 from archline.fit.model.units import display
 
@@ -78,7 +79,10 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
         echo_table(["symbol", *[p.upper() for p in precs], "unit", "meaning"], rows)
     else:
         click.echo("nothing can be computed from this profile's constants")
-    for p in precs:
+    if time_only(pl):     # every energy answer is absent for one reason: said once, not per symbol and precision
+        absent = sorted({s for p in precs for s in summary[p].get("missing", {})}, key=list(SYMBOLS).index)
+        click.echo(f"no energy answers ({', '.join(absent)}): {pl.source('pi0') or 'no energy constants'}")
+    for p in precs if not time_only(pl) else ():
         by_reason: dict[str, list[str]] = {}
         for sym, why in summary[p].get("missing", {}).items():
             by_reason.setdefault(why, []).append(sym)

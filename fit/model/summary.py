@@ -39,6 +39,20 @@ SYMBOLS: dict[str, tuple[str, str]] = {
     "peak_flop_per_j": ("flop/J", "1/eps_hat"),
     "streaming_energy_per_byte": ("J/byte", "eps_mem + tau_mem*pi0"),
 }
+#: per-level and per-access constants, shown where the platform has them (a fitted table, localhost's run)
+LEVEL_SYMBOLS: dict[str, tuple[str, str]] = {
+    "tau_l1": ("s/byte", "time per byte from L1 (1 / L1 bandwidth)"),
+    "tau_l2": ("s/byte", "time per byte from L2"),
+    "tau_l3": ("s/byte", "time per byte from L3"),
+    "tau_rand": ("s/access", "time per random access"),
+    "tau_int": ("s/op", "time per integer op"),
+    "eps_l1": ("J/byte", "energy per byte from L1"),
+    "eps_l2": ("J/byte", "energy per byte from L2"),
+    "eps_l3": ("J/byte", "energy per byte from L3"),
+    "eps_rand": ("J/access", "energy per random access"),
+    "eps_int": ("J/op", "energy per integer op"),
+}
+SYMBOLS.update(LEVEL_SYMBOLS)
 
 
 def machine_summary(m: Machine) -> dict[str, float]:
@@ -122,6 +136,9 @@ def platform_summary(platform: Platform, precisions: Sequence[str] | None = None
                                                   for k in ("tau_flop", "eps_flop"))] or ["sp"]
     per = {p: machine_summary(platform.machine(p, needed_for=f"model show ({p})")) if p in complete
            else partial_summary(platform, p) for p in wanted}
+    levels = {k: v for k in LEVEL_SYMBOLS if (v := platform.value(k)) is not None}
+    for summary in per.values():
+        summary.update(levels)
     return {"platform": platform.name, "title": platform.title, "emulated": platform.emulated,
             "origin": platform.origin, **per}
 

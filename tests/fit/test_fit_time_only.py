@@ -149,7 +149,15 @@ def test_model_show_and_predict_give_time_and_say_why_no_energy(run_cli, host_an
     _src, costs, peaks = host_and_table
     platform = "localhost" if which == "localhost" else str(costs)
     r = run_cli("model", "show", platform)
-    assert r.exit_code == 0 and "B_tau" in r.stdout and "cannot compute" in r.stdout, r.stderr
+    assert r.exit_code == 0 and "B_tau" in r.stdout, r.stderr
+    # one line says why every energy answer is absent (not one per symbol and precision); the cache taus shown
+    (why,) = [line for line in r.stdout.splitlines() if line.startswith("no energy answers (")]
+    assert "eps_flop, eps_mem, pi0" in why and ("no meter" in why or "no energy" in why)
+    assert "cannot compute" not in r.stdout
+    from archline.fit.platforms.profiles import load_platform
+
+    has_l1 = load_platform(platform).value("tau_l1") is not None
+    assert any(line.split()[:1] == ["tau_l1"] for line in r.stdout.splitlines()) == has_l1
     dp = json.loads(run_cli("model", "show", platform, "--format", "json").stdout)["dp"]
     assert dp["tau_flop"] > 0 and dp["eps_flop"] is None and dp["pi0"] is None     # JSON: null and the reason
     assert "eps_flop_dp" in dp["missing"]["eps_flop"]
@@ -274,3 +282,10 @@ def test_emulated_gtx580_rows_give_the_emulators_rates(run_cli, tmp_path: Path) 
     for name, rate in rates.items():
         lo, hi = doc["tau"][name]["ci95"]
         assert lo * (1 - 1e-12) <= 1 / rate <= hi * (1 + 1e-12), (name, doc["tau"][name], 1 / rate)
+    # model show gives the cache levels' taus too (in ps/B), each the inverse of its rate
+    costs = tmp_path / "blank-costs.json"
+    costs.write_text(r.stdout)
+    shown = json.loads(run_cli("model", "show", str(costs), "--format", "json").stdout)
+    for p in ("sp", "dp"):
+        assert shown[p]["tau_l1"] == pytest.approx(1 / rates["tau_l1"], rel=0.05)
+        assert shown[p]["tau_l2"] == pytest.approx(1 / rates["tau_l2"], rel=0.05)
