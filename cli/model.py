@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,12 +19,20 @@ from archline.fit.model.summary import (
 )
 from archline.fit.model.units import display
 
+if TYPE_CHECKING:
+    from archline.fit.platforms.profiles import Platform
+
 precision_option = click.option("--precision", type=click.Choice(["sp", "dp", "both"]), default="both",
                                 show_default=True, help="single or double precision (flop costs differ)")
 
 
 def _precisions(platform_name: str, precision: str) -> list[str] | None:
     return None if precision == "both" else [precision]
+
+
+def _cautions(pl: Platform) -> dict[str, Any]:
+    """JSON keys ``not_trusted`` (figure names) and ``cautions`` (one line each), where the platform has any."""
+    return {k: v for k, v in (("not_trusted", pl.not_trusted), ("cautions", pl.cautions)) if v}
 
 
 @click.group()
@@ -59,8 +68,8 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
 
     pl = load_platform(name_or_costs)
     summary = platform_summary(pl, _precisions(name_or_costs, precision))
-    if fmt == "json":
-        echo_json(summary)
+    if fmt == "json":   # localhost's NOT TRUSTED figures and a copy from another machine (also said on stderr)
+        echo_json({**summary, **_cautions(pl)})
         return
     precs = [p for p in ("sp", "dp") if p in summary]
     click.echo(f"{pl.name}: {pl.title}" + ("  [emulated]" if pl.emulated else ""))
@@ -131,7 +140,7 @@ def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precisio
     if fmt == "json":
         echo_json({"platform": pl.name, "precision": precision, "emulated": pl.emulated, "capped": capped,
                    "cap_divisor": cap_divisor, "points": rows,
-                   **({"energy_missing": no_energy} if no_energy is not None else {})})
+                   **({"energy_missing": no_energy} if no_energy is not None else {}), **_cautions(pl)})
         return
     model_name = ("time roofline only (no energy constants)" if no_energy is not None
                   else "capped model" if capped else "free model (delta_pi unknown)")

@@ -16,6 +16,7 @@ from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state, 
 from archline.common.files import unique_inputs
 from archline.common.outputs import show
 from archline.fit.io import schema
+from archline.fit.io.ert_roofline import cpu_model
 from archline.fit.io.results_file import ResultsFile
 
 log = logging.getLogger("archline.bench")
@@ -118,31 +119,21 @@ def _roofline(summ: dict[str, Any], metadata: dict[str, Any]) -> Any:
                                      "figures": summ["figures"], "not_trusted": summ["not_trusted"]})
 
 
-def cpu_model() -> str:
-    """This machine's CPU model as /proc/cpuinfo names it (else what Python's platform module says)."""
-    import platform
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("model name", "Model", "Hardware")) and ":" in line:
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], results: Path) -> Path | None:
-    """After a measured (not emulated) cpu_asm run on platform ``localhost``: a copy of its roofline.json at
-    :func:`archline.fit.io.ert_roofline.host_roofline_path`, where ``localhost`` is read as a platform (model, plot,
-    predict), with the run's id, CSV, time, host and CPU model. A figure this run did not measure (an SP-only
-    sweep after the quick roofline) is kept from the copy before, on the same host and CPU, and names its run.
-    Any other run (emulated, another platform, an OpenCL/GPU device) writes none (None). A failure to write it
-    is one warning line: the run itself succeeded."""
+    """After a measured (not emulated) cpu_asm run on platform ``localhost`` that measured at least one figure: a
+    copy of its roofline.json at :func:`archline.fit.io.ert_roofline.host_roofline_path`, where ``localhost`` is
+    read as a platform (model, plot, predict), with the run's id, CSV, time, host and CPU model. From the copy
+    before (same host and CPU), a figure this run did not measure is kept, and so is a trusted figure this run
+    measured NOT TRUSTED (an untrusted figure never replaces a trusted one); each figure names its run, and one
+    line on stderr says which figures this run gave and which were kept, and why. A run that measured no figure
+    (the chase kernel alone), or any other run (emulated, another platform, an OpenCL/GPU device) writes none
+    (None) and says nothing. A failure to write it is one warning line: the run itself succeeded."""
     from archline.common.stamps import utc_iso
     from archline.fit.io.ert_roofline import host_roofline_path, write_ert
 
     if (summ["emulated"] or not rows or {str(r.get("platform")) for r in rows} != {"localhost"}
-            or {str(r.get("backend")) for r in rows} != {"cpu_asm"}):
+            or {str(r.get("backend")) for r in rows} != {"cpu_asm"}
+            or not (summ.get("peaks_gflop_per_s") or summ.get("bandwidths_gb_per_s"))):
         return None
     path = host_roofline_path()
     run_id = str(rows[0].get("run_id") or "")
@@ -152,34 +143,62 @@ def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], re
     roof = _roofline(summ, meta)
     for fig in roof.metadata["figures"].values():
         fig["run_id"] = run_id
-    _keep_unmeasured(roof, path)
+    kept = _keep_unmeasured(roof, path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return write_ert(path, roof)
+        written = write_ert(path, roof)
     except OSError as e:
         log.warning(f"warning: could not keep this run's roofline as localhost's platform at {show(path)} "
                     f"({e.strerror or e}); the run's own files are complete")
         return None
+    mine = [_figure_name(n) for n in [*roof.gflops, *roof.gbytes]
+            if (roof.metadata["figures"].get(_figure_name(n)) or {}).get("run_id", run_id) == run_id]
+    line = (f"localhost's roofline ({show(path)}): {', '.join(mine) or 'no figure'} from this run"
+            + ("; " + "; ".join(kept) if kept else ""))
+    (log.warning if any("over this run's" in k for k in kept) else log.info)(line)
+    return written
 
 
-def _keep_unmeasured(roof: Any, path: Path) -> None:
-    """Carry into ``roof`` the figures of the copy at ``path`` that ``roof`` lacks, where that copy is readable and
-    from the same host and CPU model (a copy from another machine, through a shared home, is replaced whole)."""
+#: ERT names -> the run summary's figure names (bench/run/summary.py)
+_FIGURE_OF = {"FP64 GFLOPs": "peak DP", "FP32 GFLOPs": "peak SP"}
+
+
+def _figure_name(ert_name: str) -> str:
+    return _FIGURE_OF.get(ert_name, f"bandwidth {ert_name}")
+
+
+def _keep_unmeasured(roof: Any, path: Path) -> list[str]:
+    """Carry into ``roof`` the figures of the copy at ``path`` that ``roof`` lacks, and the trusted ones ``roof``
+    has NOT TRUSTED, where that copy is readable and from the same host and CPU model (a copy from another machine,
+    through a shared home, is replaced whole); returns one phrase per figure kept, saying why."""
     from archline.fit.io.ert_roofline import read_ert
 
     try:
         prev = read_ert(path)
     except (OSError, ValueError, KeyError, TypeError):
-        return
+        return []
     meta = roof.metadata
     if (prev.metadata.get("hostname"), prev.metadata.get("cpu_model")) != (meta["hostname"], meta["cpu_model"]):
-        return
-    for new, old in ((roof.gflops, prev.gflops), (roof.gbytes, prev.gbytes)):
+        return []
+    prev_figs = prev.metadata.get("figures") if isinstance(prev.metadata.get("figures"), dict) else {}
+    kept: list[str] = []
+    for new, old, unit in ((roof.gflops, prev.gflops, "GFLOP/s"), (roof.gbytes, prev.gbytes, "GB/s")):
         for name, value in old.items():
-            new.setdefault(name, value)
-    prev_figs = prev.metadata.get("figures") or {}
-    for name, fig in prev_figs.items() if isinstance(prev_figs, dict) else ():
-        if name not in meta["figures"] and isinstance(fig, dict):
-            meta["figures"][name] = {**fig, "run_id": fig.get("run_id") or prev.metadata.get("run_id")}
-            if not fig.get("trusted", True):
-                meta["not_trusted"] = [*meta["not_trusted"], name]
+            fig_name = _figure_name(name)
+            found = prev_figs.get(fig_name)
+            old_fig: dict[str, Any] = found if isinstance(found, dict) else {}
+            old_fig = {**old_fig, "run_id": old_fig.get("run_id") or prev.metadata.get("run_id")}
+            new_fig = meta["figures"].get(fig_name) or {}
+            if name not in new:
+                kept.append(f"kept {fig_name} {value:.4g} {unit} of run {old_fig['run_id']} (not measured now)")
+            elif not new_fig.get("trusted", True) and old_fig.get("trusted", True) and value > 0:
+                kept.append(f"kept {fig_name} {value:.4g} {unit} of run {old_fig['run_id']} (trusted) over this "
+                            f"run's {new[name]:.4g} (NOT TRUSTED: {new_fig.get('why_not_trusted')})")
+                meta["not_trusted"] = [n for n in meta["not_trusted"] if n != fig_name]
+            else:
+                continue
+            new[name] = value
+            meta["figures"][fig_name] = old_fig
+            if not old_fig.get("trusted", True) and fig_name not in meta["not_trusted"]:
+                meta["not_trusted"] = [*meta["not_trusted"], fig_name]
+    return kept

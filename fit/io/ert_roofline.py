@@ -71,3 +71,17 @@ def host_roofline_path() -> Path:
 
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "archline" / "localhost.roofline.json"
+
+
+def cpu_model() -> str:
+    """This machine's CPU model as /proc/cpuinfo names it (else what Python's platform module says): the
+    ``cpu_model`` of localhost's copy, and what reading it compares."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Model", "Hardware")) and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

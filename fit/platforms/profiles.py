@@ -68,6 +68,8 @@ class Platform:
     notes: str = ""
     dvfs: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+    not_trusted: list[str] = field(default_factory=list)   #: figures the source says are NOT TRUSTED (localhost)
+    cautions: list[str] = field(default_factory=list)      #: one line each: what a reader should be told (localhost)
 
     def value(self, key: str) -> float | None:
         c = self.constants.get(key)
@@ -289,77 +291,14 @@ def load_platform(name_or_path: str) -> Platform:
     if found is not None:
         return load_profile(found)
     if name_or_path == LOCALHOST:
+        from archline.fit.platforms.localhost import localhost_platform
+
         return localhost_platform()
     known = ", ".join([*(p.stem for p in iter_profiles()), LOCALHOST])
     raise PlatformNotFoundError(f"unknown platform '{name_or_path}' (known: {known}; or give a .toml or .json path)")
 
 
 LOCALHOST = "localhost"
-#: ERT names of the roofline.json ``bench run --platform localhost`` keeps -> the constant of their time (tau = 1/peak)
-_ERT_TAU: dict[str, tuple[str, float]] = {"FP64 GFLOPs": ("tau_flop_dp", 1e9), "FP32 GFLOPs": ("tau_flop_sp", 1e9),
-                                          "DRAM": ("tau_mem", 1e9), "L1": ("tau_l1", 1e9), "L2": ("tau_l2", 1e9),
-                                          "L3": ("tau_l3", 1e9)}
-#: ERT name -> the run summary's figure of it (its metadata's ``figures``: spread, trust; bench/run/summary.py)
-_SUMMARY_FIGURE = {"FP64 GFLOPs": "peak DP", "FP32 GFLOPs": "peak SP", "DRAM": "bandwidth DRAM", "L1": "bandwidth L1",
-                   "L2": "bandwidth L2", "L3": "bandwidth L3"}
-#: the energy constants a roofline.json cannot give (it holds rates only)
-_ENERGY_KEYS = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0")
-
-
-class HostRooflineMissingError(PlatformNotFoundError):
-    """``localhost`` as a platform before any measured ``bench run --platform localhost`` on this host (exit 2)."""
-
-
-def localhost_platform() -> Platform:
-    """This host from the peaks its last measured ``bench run --platform localhost`` kept
-    (:func:`archline.fit.io.ert_roofline.host_roofline_path`): tau_flop = 1/peak GFLOP/s per precision, tau_mem =
-    1/DRAM bandwidth, tau_l1..l3 = 1/that level's bandwidth (model.md §1.1, §3); the run summary's figure of each
-    (metadata ``figures``) gives the stderr (half its points' relative spread) and, when not trusted, says so in
-    the source. Energy constants are absent: no meter
-    stands behind a roofline.json. Labelled emulated when the file says so, and named by the run it came from."""
-    from archline.fit.io.ert_roofline import host_roofline_path, read_ert
-
-    path = host_roofline_path()
-    if not path.is_file():
-        raise HostRooflineMissingError(f"platform '{LOCALHOST}' has no measured peaks yet ({show(path)} does not "
-                                       f"exist): run `archline bench run --platform localhost --quick` first")
-    try:
-        roof = read_ert(path)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ProfileFormatError(f"{show(path)}: not a readable ERT roofline.json ({type(e).__name__}: {e}); run "
-                                 "`archline bench run --platform localhost --quick` again to rewrite it") from None
-    meta = roof.metadata
-    run = str(meta.get("run_id") or "") or ", ".join(str(r) for r in meta.get("results", [])) or "unknown run"
-    when = str(meta.get("created_utc") or "")
-    emulated = bool(meta.get("emulated"))
-    label = "emulated" if emulated else "measured"
-    figures = meta.get("figures") if isinstance(meta.get("figures"), dict) else {}
-    src = f"{label}: 1/peak of run {run}" + (f" ({when})" if when else "") + f", {show(path)}"
-    constants: dict[str, Constant] = {}
-    for name, rate in [*roof.gflops.items(), *roof.gbytes.items()]:
-        key_factor = _ERT_TAU.get(name)
-        if key_factor is None or not (rate > 0 and math.isfinite(rate)):
-            continue
-        key, factor = key_factor
-        tau = 1.0 / (rate * factor)
-        fig = figures.get(_SUMMARY_FIGURE.get(name, ""))
-        fig = fig if isinstance(fig, dict) else {}
-        rel = fig.get("spread_rel")      # (max - min)/median of the figure's points: half of it, about one s.d.
-        se = tau * float(rel) / 2 if isinstance(rel, (int, float)) and math.isfinite(rel) and rel >= 0 else None
-        why = f"; NOT TRUSTED: {fig['why_not_trusted']}" if fig.get("why_not_trusted") else ""
-        constants[key] = Constant(_check_value(key, tau, f"{show(path)}: {name}"), src + why, se)
-    if not constants:
-        raise ProfileFormatError(f"{show(path)}: holds no peak rate (FP64/FP32 GFLOPs, DRAM, L1-L3 GB/s); run "
-                                 "`archline bench run --platform localhost --quick` again")
-    no_meter = (f"no meter: localhost's constants are the peaks of run {run}, which carry no energy; fit a metered "
-                "run's rows (`archline fit`) and give the cost table for energy")
-    for key in _ENERGY_KEYS:
-        constants[key] = Constant(None, no_meter)
-    host = str(meta.get("hostname") or "this machine")
-    cpu = str(meta.get("cpu_model") or "")
-    title = f"{host}{' (' + cpu + ')' if cpu else ''}, {label} by run {run}" + (f" at {when}" if when else "")
-    return Platform(name=LOCALHOST, title=title, constants=constants, origin=str(path), kind="measured",
-                    emulated=emulated, device_kind="cpu", notes=src, raw={"name": LOCALHOST})
 
 
 def as_si_dict(platform: Platform) -> Mapping[str, float]:

@@ -251,6 +251,73 @@ def test_localhost_takes_the_summary_figures_spread_and_trust(tmp_path: Path) ->
     assert mem.stderr == pytest.approx(0.25 / 20e9, rel=1e-12)
 
 
+def _write_host_copy(gflops: dict[str, float], gbytes: dict[str, float], meta: dict[str, object]) -> Path:
+    from archline.fit.io.ert_roofline import ErtRoofline, host_roofline_path, write_ert
+
+    path = host_roofline_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_ert(path, ErtRoofline(gflops, gbytes, dict(meta)))
+    return path
+
+
+def test_localhost_says_not_trusted_figures_and_names_each_figures_run(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34 finding 7: every reader of localhost says the NOT TRUSTED figures (one stderr line, JSON keys);
+    the title names the run each figure came from."""
+    figures = {"peak DP": {"run_id": "r-5e5602", "spread_rel": 0.3, "trusted": False,
+                           "why_not_trusted": "rests on 1 point"},
+               "bandwidth DRAM": {"run_id": "r-1fffc6", "spread_rel": 0.01, "trusted": True}}
+    _write_host_copy({"FP64 GFLOPs": 40.0}, {"DRAM": 20.0}, {"run_id": "r-1fffc6", "figures": figures,
+                                                             "not_trusted": ["peak DP"]})
+    r = run_cli("model", "show", "localhost")
+    assert r.exit_code == 0, r.stderr
+    assert "runs r-5e5602 (peak DP); r-1fffc6 (bandwidth DRAM)" in r.stdout.splitlines()[0]
+    (line,) = [x for x in r.stderr.splitlines() if "NOT TRUSTED" in x]
+    assert "peak DP" in line and "bandwidth DRAM" not in line
+    d = json.loads(run_cli("model", "show", "localhost", "--format", "json").stdout)
+    assert d["not_trusted"] == ["peak DP"] and len(d["cautions"]) == 1
+    r = run_cli("model", "predict", "localhost", "-i", "1", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["not_trusted"] == ["peak DP"] and "NOT TRUSTED" in r.stderr
+    r = run_cli("model", "plot", "localhost", "--out", str(tmp_path / "m.png"))
+    assert r.exit_code == 0 and "NOT TRUSTED" in r.stderr
+
+
+def test_localhost_copy_from_another_machine_is_said(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34 finding 7: a copy naming another host and CPU is used with one warning naming both and the fix."""
+    import socket
+
+    _write_host_copy({"FP64 GFLOPs": 40.0}, {"DRAM": 20.0},
+                     {"run_id": "r1", "hostname": "gpu-node-17", "cpu_model": "Intel(R) Xeon(R) CPU E5-2680 v4",
+                      "created_utc": "2019-03-01T00:00:00Z"})
+    r = run_cli("model", "show", "localhost")
+    assert r.exit_code == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "another machine" in x]
+    assert "gpu-node-17" in line and socket.gethostname() in line and "Xeon" in line
+    assert "bench run --platform localhost --quick" in line
+    assert "cautions" in json.loads(run_cli("model", "show", "localhost", "--format", "json").stdout)
+    from archline.fit.io.ert_roofline import cpu_model
+
+    _write_host_copy({"FP64 GFLOPs": 40.0}, {}, {"hostname": socket.gethostname(), "cpu_model": cpu_model()})
+    r = run_cli("model", "show", "localhost")
+    assert r.exit_code == 0 and "another machine" not in r.stderr
+
+
+@pytest.mark.parametrize(("gflops", "gbytes", "named"), [
+    ({"FP64 GFLOPs": -5.0}, {"DRAM": 20.0}, "FP64 GFLOPs = -5.0"),
+    ({"FP64 GFLOPs": 40.0}, {"DRAM": 1e30}, "DRAM = 1e+30"),
+    ({"FP64 GFLOPs": 0.0}, {"DRAM": 20.0}, "FP64 GFLOPs = 0.0"),
+    ({"FP32 GFLOPs": float("nan")}, {"DRAM": 20.0}, "FP32 GFLOPs = nan"),
+    ({"FP64 GFLOPs": 2e6}, {"DRAM": 20.0}, "FP64 GFLOPs = 2000000.0"),
+])
+def test_localhost_corrupt_rates_are_refused_in_one_line(run_cli, gflops, gbytes, named) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34 finding 8: a rate not positive, not finite or above the documented bounds is one line naming the
+    file, the key and the value (exit 2), never dropped or believed."""
+    path = _write_host_copy(gflops, gbytes, {"run_id": "r1"})
+    for args in (("model", "show", "localhost"), ("model", "predict", "localhost", "-i", "1")):
+        r = run_cli(*args)
+        assert r.exit_code == 2 and r.stderr.startswith("archline: error: "), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and named in r.stderr and path.name in r.stderr
+
+
 def test_emulated_gtx580_rows_give_the_emulators_rates(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The shipped sample run (`bench run --platform gtx580 --emulate`, results/sample) with energy_j and meter
     blanked: each tau is the rate the emulator ran at (the profile's [emulate] rates; L1 and L2 derived from DRAM by
