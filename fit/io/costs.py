@@ -198,8 +198,11 @@ class CostTable:
     @classmethod
     def from_doc(cls, data: Any, origin: str, *, error: type[Exception] = ProfileFormatError) -> CostTable:
         if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
-            raise error(f"{origin}: holds {len(data)} cost tables (one per platform); a profile is one table: "
-                        "write them with `archline fit ... --format json --out DIR/` (one file each)")
+            names = ", ".join(f"{d.get('platform') or '?'}{' (emulated)' if d.get('emulated') else ''}" for d in data)
+            raise error(f"{origin}: holds {len(data)} cost tables (one per platform and source, real or emulated: "
+                        f"{names}); a profile is one table: write them with `archline fit ... --format json --out "
+                        "DIR/` (one file each), or fit one table (--platform NAME; --exclude-emulated for the real "
+                        "rows only)")
         if not isinstance(data, dict) or data.get("schema") != COSTS_SCHEMA:
             got = data.get("schema") if isinstance(data, dict) else None
             newer = isinstance(got, str) and got.startswith("archline.costs/")

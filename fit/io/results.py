@@ -3,8 +3,7 @@ hive-partitioned Parquet data sets (:mod:`archline.fit.io.sources`), checked vec
 numpy, batch by batch, and reduced at once to configurations (:mod:`archline.fit.io.configs`).
 
 Every user mistake raises a subclass of :class:`~archline.fit.errors.ArchlineFitError` whose message names the
-file and the line (CSV) or row (Parquet), so the CLI prints it as one line.
-"""
+file and the line (CSV) or row (Parquet), so the CLI prints it as one line."""
 
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.batches import ahead, check_range, column_codes, rows_with
 from archline.fit.io.configs import Grouped, KeyReducer, Source
+from archline.fit.io.hosts import note_hosts
 from archline.fit.io.sources import SourceError, iter_sources, open_source, stdin_paths
 from archline.fit.io.time_only import TIME_ONLY, split_time_only
 from archline.fit.io.words import check_words
@@ -44,8 +44,7 @@ SETTING_COLUMNS: tuple[str, ...] = schema.SETTING_COLUMNS
 TEXT_KEYS: tuple[str, ...] = ("platform", "kernel", "precision", "level")
 #: Text columns read only to check or label rows (meter and note: a time-only row, and why, fit/io/time_only.py).
 FLAG_COLUMNS: tuple[str, ...] = ("schema", "backend", "emulated", "checksum_ok", "meter", "note")
-_TRUE = schema.TRUE_WORDS
-_FALSE = schema.FALSE_WORDS
+_TRUE, _FALSE = schema.TRUE_WORDS, schema.FALSE_WORDS
 #: what a row of any machine can be: a timed region of at least a nanosecond, drawing between a microwatt and a
 #: megawatt (the power-cap limit); outside is a unit slip (kJ as J) or a corrupted cell, refused with its line
 MIN_TIME_S, MIN_POWER_W, MAX_POWER_W = 1e-9, 1e-6, 1e6
@@ -100,6 +99,7 @@ class ResultsSet:
     data: Grouped
     files: list[str]
     notes: list[str] = field(default_factory=list)
+    hosts: dict[str, dict[str, None]] = field(default_factory=dict)   #: platform -> its rows' hosts (fit/io/hosts.py)
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -157,10 +157,8 @@ def _validate(tab: pa.Table, src: Source, pos: np.ndarray, reducer: KeyReducer, 
     Per row only what varies is touched: text checks are made once per distinct value (a column of one value
     is one code), numbers are checked with a min and a max, and a count or setting that is the same on every
     row goes on as one element."""
-    codes: dict[str, tuple[np.ndarray, list[str | None]]] = {}
-    for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry):
-        if c in tab.column_names:
-            codes[c] = column_codes(tab.column(c))
+    codes: dict[str, tuple[np.ndarray, list[str | None]]] = {
+        c: column_codes(tab.column(c)) for c in (*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry) if c in tab.column_names}
     sc, sv = codes["schema"]
     bad = rows_with(sc, sv, lambda v: v is None or v.strip() != RESULTS_SCHEMA)
     if bad.any():
@@ -291,8 +289,9 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     reducer = _new_reducer(extra, max_rows)
     dropped = 0
     num = (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
-    text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, *extra, *carry, *flt.columns)))
+    text = tuple(dict.fromkeys((*TEXT_KEYS, *FLAG_COLUMNS, "host", *extra, *carry, *flt.columns)))
     seen: set[str] = set()
+    hosts: dict[str, dict[str, None]] = {}
     warned: set[tuple[str, str]] = set()
 
     def tables() -> Iterator[tuple[Source, pa.Table, np.ndarray]]:
@@ -321,6 +320,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
                 tab, pos = tab.filter(arrow_of(keep)), pos[keep]
             if tab.num_rows:
                 dropped += _validate(tab, source, pos, reducer, extra, carry, warned)
+                note_hosts(hosts, tab)
     except SourceError as e:
         raise _SOURCE_ERRORS[e.kind](str(e)) from None
     flt.check(seen)
@@ -330,7 +330,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     data = _finish(reducer)
     if data.n_rows == 0:
         raise EmptyResultsError("no usable result rows" + (" (every row failed its checksum)" if dropped else ""))
-    return ResultsSet(data=data, files=[str(p) for p in files], notes=notes)
+    return ResultsSet(data=data, files=[str(p) for p in files], notes=notes, hosts=hosts)
 
 
 def from_frame(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> Grouped:

@@ -226,6 +226,7 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
     opts = opts or FitOptions()
     if opts.model not in MODELS:
         raise ResultsError(f"unknown model '{opts.model}' (known: {', '.join(MODELS)})")
+    from archline.fit.io.hosts import mixed_hosts
     from archline.fit.io.results import FIT_MAX_ROWS
 
     rs = read_results(paths, opts.where, extra_keys=[opts.holdout_col] if opts.holdout_col else [], carry=(),
@@ -235,6 +236,8 @@ def fit_files(paths: Iterable[str | Path], opts: FitOptions | None = None) -> li
     results = [fit_group(g, opts, list(rs.data.time_only_reasons.get(g.platform, {}))) for g in groups]
     for r in results:
         r.warnings.extend(rs.notes)
+        if (mixed := mixed_hosts(r.platform, rs.hosts)) is not None:    # one machine per table: said, not merged
+            r.warnings.append(mixed)
         r.extra["files"] = rs.files
         if rs.data.sampled:
             r.extra["rows_kept"] = rs.data.n_kept

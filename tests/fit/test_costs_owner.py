@@ -153,6 +153,10 @@ def test_a_newer_schema_and_a_list_of_tables_say_so(tmp_path: Path) -> None:
         CostTable.load(_write(tmp_path, _doc(schema="archline.costs/2")))
     with pytest.raises(ProfileFormatError, match="holds 2 cost tables"):
         CostTable.load(_write(tmp_path, [SI, SI]))
+    # issue 34 finding 9: a platform's real and emulated tables are two tables of one platform, said so
+    real, emu = {**SI, "platform": "localhost", "emulated": False}, {**SI, "platform": "localhost", "emulated": True}
+    with pytest.raises(ProfileFormatError, match=r"one per platform and source.*localhost, localhost \(emulated\)"):
+        CostTable.load(_write(tmp_path, [real, emu]))
 
 
 # --- the owner: written and read back; every reader goes through it ----------------------------------------

@@ -58,6 +58,27 @@ def test_time_table_recovers_the_rates_within_its_interval(run_cli, tmp_path: Pa
     assert set(doc["omitted"]) == set(absent["terms"])
 
 
+def test_rows_of_two_hosts_under_one_platform_are_said_not_merged_silently(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34 finding 9: one machine's rows and a copy from host node2 at twice the time give one warning line
+    naming both hosts and --where host=...; that option fits one host's rows alone."""
+    frame = _time_only(_rows(), platform="localhost")
+    frame["host"] = "vm"
+    mine = write_results_csv(frame, tmp_path / "in.csv")
+    other = frame.copy()
+    other["host"], other["time_s"] = "node2", other["time_s"] * 2
+    theirs = write_results_csv(other, tmp_path / "other.csv")
+    r = run_cli("fit", str(mine), str(theirs), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "hosts" in x]
+    assert "2 hosts (vm, node2)" in line and "'localhost'" in line and "--where host=" in line
+    r = run_cli("fit", str(mine), str(theirs), "--where", "host=node2", "--format", "json")
+    assert r.exit_code == 0 and "hosts" not in r.stderr
+    slow = json.loads(r.stdout)["tau"]["tau_flop_dp"]["value"]
+    r = run_cli("fit", str(mine), "--format", "json")
+    assert r.exit_code == 0 and "hosts" not in r.stderr
+    assert slow == pytest.approx(2 * json.loads(r.stdout)["tau"]["tau_flop_dp"]["value"], rel=0.05)
+
+
 def test_mixed_rows_energy_from_metered_taus_from_all(tmp_path: Path) -> None:
     from archline.fit.regress.api import FitOptions, fit_files
 
