@@ -72,7 +72,8 @@ def _ints(text: str | None) -> list[int] | None:
 def list_cmd(fmt: str) -> None:
     """Meters found on this machine (serial ports, PowerSensor3 and PMD-USB by USB ID, RAPL zones through powercap
     or perf's power events, NVML GPUs) and every other kind a profile's [[meters]] may name, each absent kind with
-    its reason and, in the fix column, the one command that would give it (sudo chmod, sysctl, usermod, pip).
+    its reason and, in the fix column, the one command that would give it (sudo chmod, sysctl, usermod, pip) where
+    one exists, else why none can ("none here: a VM guest; measure on the host").
 
     \b
     Examples:

@@ -35,6 +35,16 @@ def _cautions(pl: Platform) -> dict[str, Any]:
     return {k: v for k, v in (("not_trusted", pl.not_trusted), ("cautions", pl.cautions)) if v}
 
 
+def _stderr(pl: Platform, sym: str, precision: str) -> float | None:
+    """The standard error of the constant behind ``sym`` at ``precision`` (a fitted table's, localhost's spread);
+    None for a derived symbol or a constant without one."""
+    for key in (f"{sym}_{precision}", sym):
+        c = pl.constants.get(key)
+        if c is not None:
+            return c.stderr if c.value is not None and c.stderr is not None and c.stderr > 0 else None
+    return None
+
+
 @click.group()
 def model() -> None:
     """The energy-roofline model of a platform or a fitted cost table.
@@ -82,7 +92,8 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
         for p in precs:
             v, u = display(summary[p].get(sym), unit)
             shown_unit = u or display(1.0, unit)[1]       # a dash (no value) keeps the symbol's unit
-            vals.append(v)
+            se = _stderr(pl, sym, p) if summary[p].get(sym) is not None else None
+            vals.append(v if se is None else f"{v} ± {float(display(se, unit)[0]):.2g}")   # a fitted constant's stderr
         rows.append([sym, *vals, shown_unit, meaning])
     if rows:
         echo_table(["symbol", *[p.upper() for p in precs], "unit", "meaning"], rows)

@@ -13,8 +13,8 @@ from archline.powermon.errors import MeterError
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None, perf_root: str | Path | None = None,
                 perf_reader: Any = None) -> list[dict[str, Any]]:
     """Serial ports, RAPL zones (powercap and perf's power events) and NVML GPUs on this machine; an absent kind
-    comes with its reason. Every row has ``fix``: the one command that gives what is missing ("" when nothing is,
-    or when no command can: a VM without RAPL)."""
+    comes with its reason. Every row has ``fix``: the one command that gives what is missing, where one exists;
+    where none can, why in words ("none here: a VM guest; measure on the host"); "" when nothing is missing."""
     from archline.powermon.counters import nvml as nvml_mod
 
     rows: list[dict[str, Any]] = []
@@ -53,7 +53,16 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None, perf_
     rows += _other_kinds(rows)
     for r in rows:
         r.setdefault("fix", "")
+        if not r["available"] and not r["fix"]:     # no command can help: said in words, never an empty cell
+            r["fix"] = f"none here: {_NO_COMMAND.get(r['kind'], 'no command makes it readable (see detail)')}"
     return rows
+
+
+#: why no command gives an absent kind, in words (the fix column where no command can help)
+_NO_COMMAND = {"serial": "plug a meter in", "powermon2": "plug one in; give its port", "powersensor3": "plug one in",
+               "pmd": "plug one in", "nvml": "no NVIDIA GPU or driver", "amdsmi": "no AMD GPU or ROCm",
+               "hwmon": "no energy sensor in this kernel's hwmon", "redfish": "a node's BMC, named in a profile",
+               "ipmi": "a node's BMC, named in a profile", "rapl": "no RAPL on this CPU or kernel"}
 
 
 def _port_denied(device: str) -> tuple[str, str] | None:
@@ -120,7 +129,7 @@ def rapl_rows(powercap_root: str | Path | None = None, perf_root: str | Path | N
     if not zones and (pmu is None or not pmu.events):
         vm = _in_vm()
         rows.append({"kind": "rapl", "name": "-", "available": False,
-                     "fix": "" if vm else "sudo modprobe intel_rapl_msr",
+                     "fix": "none here: a VM guest; measure on the host" if vm else "sudo modprobe intel_rapl_msr",
                      "detail": f"no RAPL zones under {root} and no perf power events under {proot} ("
                                + ("a VM guest: RAPL is the host's, measure there" if vm else
                                   "the RAPL driver not loaded, or not an Intel/AMD CPU") + ")"})

@@ -127,6 +127,24 @@ def test_costs_json_works_like_a_profile(run_cli, tmp_path: Path) -> None:  # ty
     assert out.stat().st_size > 10_000
 
 
+def test_model_show_table_gives_each_fitted_constants_stderr(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34 finding 12: a table that carries standard errors shows each beside its value, in the value's unit;
+    a derived symbol and a constant without one show the value alone."""
+    costs = {"schema": "archline.costs/1", "platform": "t", "model": "basic", "emulated": True,
+             "coefficients": {"eps_flop_sp": {"value": 99.7e-12, "stderr": 1.2e-12, "unit": "J/flop"},
+                              "eps_flop_dp": {"value": 212e-12, "unit": "J/flop"},
+                              "eps_mem": {"value": 513e-12, "unit": "J/byte"}, "pi0": {"value": 122.0, "unit": "W"}},
+             "tau": {"tau_flop_sp": {"value": 4.962e-12, "stderr": 0.034e-12},
+                     "tau_flop_dp": {"value": 1 / 197.63e9}, "tau_mem": {"value": 1 / 192.4e9}}}
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(costs))
+    r = run_cli("model", "show", str(path))
+    assert r.exit_code == 0, r.stderr
+    rows = {line.split()[0]: line for line in r.stdout.splitlines() if line.split()}
+    assert "4.962 ± 0.034" in rows["tau_flop"] and "99.7 ± 1.2" in rows["eps_flop"]
+    assert "±" not in rows["tau_mem"] and "±" not in rows["B_tau"] and "212 " in rows["eps_flop"]
+
+
 def test_model_plot_writes_figure(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "g.png"
     r = run_cli("model", "plot", "gtx580", "--out", str(out))

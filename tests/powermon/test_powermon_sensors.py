@@ -239,9 +239,13 @@ def test_meter_list_rapl_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         f"sudo chmod o+r {root}/intel-rapl:*/energy_uj {root}/intel-rapl:*:*/energy_uj"] * 2 + [
         "sudo sysctl kernel.perf_event_paranoid=0"]
     assert UDEV_FIX in denied[0]["detail"] and "cap_perfmon+ep" in denied[2]["detail"]
-    (none,) = rapl_rows(tmp_path / "no-powercap", tmp_path / "no-pmu")
-    assert none["available"] is False and "no perf power events" in none["detail"]
-    assert none["fix"] in ("", "sudo modprobe intel_rapl_msr")     # "" in a VM guest: no command gives RAPL
+    # issue 34 finding 11: in a VM guest no command gives RAPL, and the fix column says so in words
+    from archline.powermon import meter_list
+
+    for vm, fix in ((True, "none here: a VM guest; measure on the host"), (False, "sudo modprobe intel_rapl_msr")):
+        monkeypatch.setattr(meter_list, "_in_vm", lambda vm=vm: vm)
+        (none,) = rapl_rows(tmp_path / "no-powercap", tmp_path / "no-pmu")
+        assert none["available"] is False and "no perf power events" in none["detail"] and none["fix"] == fix
 
 
 def test_meter_list_serial_port_needs_its_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -262,6 +266,10 @@ def test_meter_list_serial_port_needs_its_group(tmp_path: Path, monkeypatch: pyt
     assert serial["available"] is False and pmd["available"] is False
     assert serial["fix"].startswith("sudo usermod -aG ") and serial["fix"].endswith(" $USER")
     assert all("fix" in r for r in rows.values())
+    # issue 34 finding 11: every absent kind's fix is a command or, where none can help, why in words
+    absent = [r for r in rows.values() if not r["available"]]
+    assert absent and all(r["fix"] for r in absent)
+    assert rows[("redfish", "-")]["fix"].startswith("none here: ")
 
 
 def test_localhost_and_open_meter_take_perf_where_powercap_is_root_only(tmp_path: Path,
