@@ -1,14 +1,37 @@
 """The one rule that turns many measured rates of one figure into its peak: the reference is the median of the best
 three (the best of two or one), so one lucky point cannot set it; the rows within :data:`PLATEAU_REL` of it on either
 side are the plateau, and a row further above is an outlier, left out. The run summary (bench/run/summary.py) and
-the time cost table (fit/regress/timing.py) both call it, so a run's printed peaks and its fitted taus agree."""
+the time cost table (fit/regress/timing.py) both call it, so a run's printed peaks and its fitted taus agree.
+
+:func:`row_figures` applies it to result rows (the run summary's choice: peaks from the peak kernels' rows, each
+level's bandwidth from the rows that moved bytes at that level; noisy rows give way to clean ones): the run
+summary, roofline.json and `archline plot`'s observed roofline (fit/plots/inputs.py) all show its figures."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+# Level column -> the name users know (ERT's names: DRAM, L1, L2, L3).
+LEVELS: tuple[tuple[str, str], ...] = (("bytes_mem", "DRAM"), ("bytes_l3", "L3"), ("bytes_l2", "L2"),
+                                       ("bytes_l1", "L1"))
+PRECISION_FLOPS = (("sp", "flops_sp"), ("dp", "flops_dp"))
+#: kernels whose flop rate is a compute peak; the others' adds (a cache sum, a memory ceiling) only move data
+PEAK_KERNELS = frozenset({"intensity", "ceil_flop"})
+TRUE_WORDS = frozenset({"1", "true", "yes", "y", "t"})
+
+#: fewest points a figure may rest on and be trusted
+MIN_POINTS = 2
+#: a row whose regions' time spread ((max - min) / median) exceeds this is noisy; a figure whose points' median
+#: spread exceeds it is not trusted
+NOISY_SPREAD_REL = 0.10
+#: a cache level must be at least this much faster than the level outside it to be that cache (else its working set
+#: spilled: a VM's reported L3 that is not there, an L2 share that is not private)
+DISTINCT_REL = 0.05
 #: the plateau's half-width around the reference (a VM's clock hiccup once gave 146.9 GFLOP/s on a 2-core Zen 3
 #: that peaks near 100: 47% above, far outside)
 PLATEAU_REL = 0.10
@@ -33,3 +56,124 @@ def plateau(rates: Sequence[float]) -> Plateau:
     ref = statistics.median(best) if len(best) >= 3 else best[0]
     lo, hi = ref * (1 - PLATEAU_REL), ref * (1 + PLATEAU_REL)
     return Plateau(ref, tuple(i for i in order if lo <= rates[i] <= hi), sum(rates[i] > hi for i in order))
+
+
+def _num(row: Mapping[str, Any], key: str) -> float:
+    v = row.get(key)
+    if v is None or v == "":
+        return math.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def checksum_state(row: Mapping[str, Any]) -> bool | None:
+    """checksum_ok read once: True, False, or None where it was not computed (an emulated row, an empty cell)."""
+    v = row.get("checksum_ok")
+    if v is None or v == "" or (isinstance(v, float) and math.isnan(v)):    # a data frame's empty cell: NaN
+        return None
+    if isinstance(v, bool):
+        return v
+    return str(v).strip().lower() in TRUE_WORDS
+
+
+def row_noise(row: Mapping[str, Any]) -> str:
+    """Why a row is noisy ('' when clean): throttling suspected, its CI not reached, its regions' spread."""
+    if str(row.get("throttled", "")).strip().lower() in TRUE_WORDS:
+        return "throttled"
+    if "CI not below" in str(row.get("note") or ""):
+        return "CI not reached"
+    spread = _num(row, "time_spread_rel")
+    if spread > NOISY_SPREAD_REL:
+        return f"spread {spread:.0%}"
+    return ""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One summary figure and what it rests on. Every candidate is accounted for: ``points + outliers +
+    below_plateau + noisy_left_out == candidates``."""
+
+    value: float              #: GFLOP/s or GB/s (the unit is the figure's kind's)
+    points: int               #: rows the value is the median of
+    candidates: int           #: rows that measured it (checksum not failed)
+    spread_rel: float         #: the figure's uncertainty: points_spread_rel, or for one point regions_spread_rel
+    outliers: int             #: rows above the plateau, left out
+    noisy_points: int         #: of ``points``, rows that are noisy (used only where too few were clean)
+    why_not_trusted: str      #: '' when trusted
+    below_plateau: int = 0    #: rows below the plateau (not at the peak: a lower intensity, a spilled working set)
+    noisy_left_out: int = 0   #: plateau rows left out as noisy because enough clean ones were there
+    points_spread_rel: float = math.nan    #: (max - min) / median across the points; NaN for one point
+    regions_spread_rel: float = math.nan   #: median of the points' own regions' time spread
+
+    def as_json(self, unit_key: str) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+        return {unit_key: self.value, "points": self.points, "candidates": self.candidates,
+                "spread_rel": num(self.spread_rel), "points_spread_rel": num(self.points_spread_rel),
+                "regions_spread_rel": num(self.regions_spread_rel), "outliers": self.outliers,
+                "below_plateau": self.below_plateau, "noisy_left_out": self.noisy_left_out,
+                "noisy_points": self.noisy_points,
+                "trusted": not self.why_not_trusted, "why_not_trusted": self.why_not_trusted or None}
+
+
+def robust_figure(samples: list[tuple[float, Mapping[str, Any]]]) -> Figure | None:
+    """The figure of ``samples`` ((rate, row) of every row that measured it); None without any."""
+    if not samples:
+        return None
+    found = plateau([r for r, _ in samples])
+    outliers = found.outliers
+    plateau_rows = [samples[i] for i in found.indices]
+    clean = [(r, row) for r, row in plateau_rows if not row_noise(row)]
+    used = clean if len(clean) >= MIN_POINTS else plateau_rows
+    rates = [r for r, _ in used]
+    value = statistics.median(rates)
+    own = [s for _, row in used if math.isfinite(s := _num(row, "time_spread_rel"))]
+    points_spread = (max(rates) - min(rates)) / value if len(rates) > 1 else math.nan
+    regions_spread = statistics.median(own) if own else math.nan
+    spread = points_spread if len(rates) > 1 else regions_spread
+    noisy = sum(bool(row_noise(row)) for _, row in used)
+    why = ""
+    if len(used) < MIN_POINTS:
+        why = f"rests on {len(used)} point"
+    elif noisy == len(used):
+        why = f"every point is noisy ({row_noise(used[0][1])})"
+    elif own and regions_spread > NOISY_SPREAD_REL:
+        why = f"its points' regions spread {regions_spread:.0%}"
+    return Figure(value, len(used), len(samples), spread, outliers, noisy, why,
+                  below_plateau=len(samples) - len(found.indices) - outliers,
+                  noisy_left_out=len(plateau_rows) - len(used), points_spread_rel=points_spread,
+                  regions_spread_rel=regions_spread)
+
+
+def row_figures(rows: list[Mapping[str, Any]]) -> tuple[dict[str, Figure], dict[str, Figure]]:
+    peaks: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
+    bws: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
+    for row in rows:
+        time_s = _num(row, "time_s")
+        if checksum_state(row) is False or not time_s > 0:
+            continue
+        for prec, col in PRECISION_FLOPS if row.get("kernel") in PEAK_KERNELS else ():
+            f = _num(row, col)
+            if f > 0:
+                peaks.setdefault(prec, []).append((f / time_s / 1e9, row))
+        if row.get("kernel") == "chase":  # latency, not bandwidth
+            continue
+        for col, level in LEVELS:
+            b = _num(row, col)
+            if b > 0:
+                bws.setdefault(level, []).append((b / time_s / 1e9, row))
+    peak_figs = {p: fig for p in ("sp", "dp") if (fig := robust_figure(peaks.get(p, [])))}
+    bw_figs = {lvl: fig for _, lvl in LEVELS if (fig := robust_figure(bws.get(lvl, [])))}
+    outer = None     # DRAM, then L3, L2, L1: each cache level must beat the level outside it
+    for _, lvl in LEVELS:
+        fig = bw_figs.get(lvl)
+        if fig is None:
+            continue
+        if outer is not None and fig.value < bw_figs[outer].value * (1 + DISTINCT_REL) and not fig.why_not_trusted:
+            bw_figs[lvl] = dataclasses.replace(
+                fig, why_not_trusted=f"not faster than {outer} ({bw_figs[outer].value:.4g} GB/s): the working set "
+                "did not stay in this cache")
+        outer = lvl
+    return peak_figs, bw_figs

@@ -10,7 +10,8 @@ renders it as a table.
      "files": {...}}
 
 A window is :meth:`archline.powermon.monitor.Measurement.as_dict` (units in every name), plus, where asked,
-``energy_above_idle_j`` / ``energy_above_idle_err_j``, for an emulated device ``truth_energy_j``, and, for a window
+``energy_above_idle_j`` / ``energy_above_idle_err_j``, for an emulated device ``truth_energy_j`` (what
+it drew; not on a busy/idle schedule, which has no truth beyond itself), and, for a window
 widened to a profiled sensor's shortest, ``widened_from`` (the command's or phase's own ``t_start_s``, ``t_end_s``,
 ``time_s``; the window's fields are the widened window's). ``platform`` is the profile's name, ``platform_path``
 the file given (null for a name); ``warnings``: what the meter choice left out. On a platform emulated by its
@@ -91,15 +92,17 @@ def _num(x: Any, fmt: str) -> str:
 
 def table(doc: dict[str, Any]) -> str:
     """The result as text: one line per window (runs, their phases, the baseline), then the exit status."""
+    # an emulated device's truth (what it drew); a schedule (energy_source) has none beyond itself
+    truth = bool(doc.get("emulated")) and not doc.get("energy_source")
     rows: list[tuple[str, ...]] = [("window", "time_s", "energy_j", "+-err_j", "mean_power_w", "+-err_w",
-                                    "above_idle_j", "lost", *(("truth_j",) if doc.get("emulated") else ()))]
+                                    "above_idle_j", "lost", *(("truth_j",) if truth else ()))]
 
     def add(label: str, w: dict[str, Any]) -> None:
         rows.append((label, _num(w.get("time_s"), ".4f"), _num(w.get("energy_j"), ".4f"),
                      _num(w.get("energy_err_j"), ".4f"), _num(w.get("mean_power_w"), ".3f"),
                      _num(w.get("mean_power_err_w"), ".3f"), _num(w.get("energy_above_idle_j"), ".4f"),
                      str(w.get("lost_samples", 0)),
-                     *((_num(w.get("truth_energy_j"), ".4f"),) if doc.get("emulated") else ())))
+                     *((_num(w.get("truth_energy_j"), ".4f"),) if truth else ())))
 
     if doc.get("baseline"):
         add("baseline (idle)", doc["baseline"])

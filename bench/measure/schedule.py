@@ -34,10 +34,12 @@ def describe(busy_w: float, idle_w: float) -> str:
 
 def fill(w: dict[str, Any], power_w: float, idle_w: float | None) -> dict[str, Any]:
     """A window (Measurement.as_dict) of the null meter given the schedule's energy: ``power_w`` x its time;
-    ``idle_w``: also its energy above idle (--subtract-idle)."""
+    ``idle_w``: also its energy above idle (--subtract-idle). No ``truth_energy_j``: with a schedule there is no
+    truth beyond the schedule itself (an emulated device's windows carry what the device drew)."""
     t = float(w["time_s"])
+    w.pop("truth_energy_j", None)
     w.update(energy_j=power_w * t, energy_err_j=0.0, mean_power_w=power_w, mean_power_err_w=0.0,
-             truth_energy_j=power_w * t, emulated=True, reason=None, energy_source=NOTE)
+             emulated=True, reason=None, energy_source=NOTE)
     if idle_w is not None:
         w["energy_above_idle_j"], w["energy_above_idle_err_j"] = (power_w - idle_w) * t, 0.0
     return w

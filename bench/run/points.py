@@ -119,10 +119,11 @@ def _applicable(backend: Backend, opts: RunOptions, kernel: str, precs: tuple[st
 
 
 def quick_roofline(opts: RunOptions) -> bool:
-    """``--quick`` on real hardware with no kernel, precision, store or working set named (the main job): the
-    whole roofline in few points (a back end's ``roofline``: SP and DP peaks, L1/L2/L3 and DRAM), not the
-    intensity sweep, which any of those options still asks for."""
-    return (opts.quick and not opts.emulate and opts.kernels is None and not opts.all_kernels and opts.store is None
+    """``--quick`` with no kernel, precision, store or working set named (the main job): the whole roofline in few
+    points (a back end's ``roofline``: SP and DP peaks, L1/L2/L3 and DRAM), not the intensity sweep, which any of
+    those options still asks for. Only a back end with a ``roofline`` takes it: real kernels, measured or under
+    ``--emulate``'s power schedule (localhost before a fit); the emulated device has none and runs its sweep."""
+    return (opts.quick and opts.kernels is None and not opts.all_kernels and opts.store is None
             and opts.working_set_bytes is None and opts.precisions is None)
 
 

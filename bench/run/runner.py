@@ -73,8 +73,12 @@ class Runner:
     def __init__(self, backend: Backend, recorder: Monitor | Recorder, meter: MeterInfo, ctx: RunContext,
                  settings: RunSettings, *, trace_dir: Path | None = None, device: str | None = None,
                  idle: Callable[[float], None] | None = None,
-                 set_point: Callable[[Point], dict[str, Any]] | None = None) -> None:
+                 set_point: Callable[[Point], dict[str, Any]] | None = None, timed_windows: bool = False) -> None:
         self.backend = backend
+        #: a kernel window's energy covers its timed region only (``time_s``, ending as the window closes), not the
+        #: threads' start and join around it: --emulate's busy/idle schedule (bench/emulated/schedule.py), busy over
+        #: the whole window, then gives busy_w x time_s within the meter's bound (issue 34 #6)
+        self.timed_windows = timed_windows
         # the windows go through the public API (archline.Monitor), whose window logic is the recorder's
         self.rec = recorder if isinstance(recorder, Monitor) else Monitor(recorder=recorder)
         self.meter = meter
@@ -94,6 +98,9 @@ class Runner:
     def _window(self, name: str, result: RunResult | None = None) -> Region | tuple[float, float | None]:
         """Close window ``name``: a Region for a kernel result, else (duration_s, power_w) of an idle window."""
         edges = {} if result is None else {"t0_s": result.extra.get("t0_host_s"), "t1_s": result.extra.get("t1_host_s")}
+        if result is not None and self.timed_windows and edges["t0_s"] is None and result.time_s > 0:
+            t1 = self.rec.recorder.clock()     # the schedule stays busy until the window closes, after this
+            edges = {"t0_s": t1 - result.time_s, "t1_s": t1}
         # a window whose meter lost more than max_lost of its samples raises SamplesLostError: the point fails
         win = self.rec.end_region(name, strict=self.metered, max_lost=self.s.max_lost if self.metered else None,
                                   **edges)

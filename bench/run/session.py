@@ -78,7 +78,8 @@ class Session:
         """Measure ``todo`` (index, point), appending each row to ``results``; (written, failed). A point whose
         kernel or meter fails is reported and skipped; the others go on."""
         runner = Runner(self.backend, self.recorder, self.meter, self.ctx, self.settings, trace_dir=self.trace_dir,
-                        device=self.device, idle=self.idle, set_point=self.set_point)
+                        device=self.device, idle=self.idle, set_point=self.set_point,
+                        timed_windows=self.path == "schedule")
         progress = Progress(len(todo), stream, tty=tty)
         written = failed = 0
         with _interrupts_remembered() as stop:

@@ -14,138 +14,36 @@ trusted, with the reason and what to do."""
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from archline.common.peaks import plateau
+from archline.common.peaks import (  # noqa: F401  (the figures' rule lives there; export.py reads these here)
+    DISTINCT_REL,
+    LEVELS,
+    MIN_POINTS,
+    NOISY_SPREAD_REL,
+    PEAK_KERNELS,
+    PRECISION_FLOPS,
+    Figure,
+    checksum_state,
+    robust_figure,
+    row_figures,
+    row_noise,
+)
+from archline.common.peaks import TRUE_WORDS as _TRUE
 
-# Level column -> the name users know (ERT's names: DRAM, L1, L2, L3).
-LEVELS: tuple[tuple[str, str], ...] = (("bytes_mem", "DRAM"), ("bytes_l3", "L3"), ("bytes_l2", "L2"),
-                                       ("bytes_l1", "L1"))
-PRECISION_FLOPS = (("sp", "flops_sp"), ("dp", "flops_dp"))
-#: kernels whose flop rate is a compute peak; the others' adds (a cache sum, a memory ceiling) only move data
-PEAK_KERNELS = frozenset({"intensity", "ceil_flop"})
-_TRUE = frozenset({"1", "true", "yes", "y", "t"})
-
-#: fewest points a figure may rest on and be trusted
-MIN_POINTS = 2
-#: a row whose regions' time spread ((max - min) / median) exceeds this is noisy; a figure whose points' median
-#: spread exceeds it is not trusted
-NOISY_SPREAD_REL = 0.10
-#: a cache level must be at least this much faster than the level outside it to be that cache (else its working set
-#: spilled: a VM's reported L3 that is not there, an L2 share that is not private)
-DISTINCT_REL = 0.05
-#: what to do about a figure not trusted: options `bench run` has (check cli/bench.py before naming another)
+#: what to do about a figure not trusted: options `bench run` has (check cli/bench.py before naming another);
+#: ADVICE_CPUS only where every row's back end takes --cpus (bench/config/options.py check_applies: cpu_asm)
 ADVICE = ("rerun at a quieter moment (other programs share these cores: `uptime` shows the load), with longer "
-          "regions (--min-time 0.2), or pinned to cores nothing else uses (--cpus)")
+          "regions (--min-time 0.2)")
+ADVICE_CPUS = ", or pinned to cores nothing else uses (--cpus)"
+CPUS_BACKENDS = frozenset({"cpu_asm"})
 
 
-def _num(row: Mapping[str, Any], key: str) -> float:
-    v = row.get(key)
-    if v is None or v == "":
-        return math.nan
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def checksum_state(row: Mapping[str, Any]) -> bool | None:
-    """checksum_ok read once: True, False, or None where it was not computed (an emulated row, an empty cell)."""
-    v = row.get("checksum_ok")
-    if v is None or v == "":
-        return None
-    if isinstance(v, bool):
-        return v
-    return str(v).strip().lower() in _TRUE
-
-
-def row_noise(row: Mapping[str, Any]) -> str:
-    """Why a row is noisy ('' when clean): throttling suspected, its CI not reached, its regions' spread."""
-    if str(row.get("throttled", "")).strip().lower() in _TRUE:
-        return "throttled"
-    if "CI not below" in str(row.get("note") or ""):
-        return "CI not reached"
-    spread = _num(row, "time_spread_rel")
-    if spread > NOISY_SPREAD_REL:
-        return f"spread {spread:.0%}"
-    return ""
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One summary figure and what it rests on."""
-
-    value: float              #: GFLOP/s or GB/s (the unit is the figure's kind's)
-    points: int               #: rows the value is the median of
-    candidates: int           #: rows that measured it (checksum not failed)
-    spread_rel: float         #: (max - min) / median over the points; one point: its own regions' spread
-    outliers: int             #: rows above the plateau, left out
-    noisy_points: int         #: of ``points``, rows that are noisy (used only where too few were clean)
-    why_not_trusted: str      #: '' when trusted
-
-    def as_json(self, unit_key: str) -> dict[str, Any]:
-        return {unit_key: self.value, "points": self.points, "candidates": self.candidates,
-                "spread_rel": self.spread_rel, "outliers": self.outliers, "noisy_points": self.noisy_points,
-                "trusted": not self.why_not_trusted, "why_not_trusted": self.why_not_trusted or None}
-
-
-def robust_figure(samples: list[tuple[float, Mapping[str, Any]]]) -> Figure | None:
-    """The figure of ``samples`` ((rate, row) of every row that measured it); None without any."""
-    if not samples:
-        return None
-    found = plateau([r for r, _ in samples])
-    outliers = found.outliers
-    plateau_rows = [samples[i] for i in found.indices]
-    clean = [(r, row) for r, row in plateau_rows if not row_noise(row)]
-    used = clean if len(clean) >= MIN_POINTS else plateau_rows
-    rates = [r for r, _ in used]
-    value = statistics.median(rates)
-    own = [s for _, row in used if math.isfinite(s := _num(row, "time_spread_rel"))]
-    spread = (max(rates) - min(rates)) / value if len(rates) > 1 else (own[0] if own else math.nan)
-    noisy = sum(bool(row_noise(row)) for _, row in used)
-    why = ""
-    if len(used) < MIN_POINTS:
-        why = f"rests on {len(used)} point"
-    elif noisy == len(used):
-        why = f"every point is noisy ({row_noise(used[0][1])})"
-    elif own and statistics.median(own) > NOISY_SPREAD_REL:
-        why = f"its points' regions spread {statistics.median(own):.0%}"
-    return Figure(value, len(used), len(samples), spread, outliers, noisy, why)
-
-
-def _figures(rows: list[Mapping[str, Any]]) -> tuple[dict[str, Figure], dict[str, Figure]]:
-    peaks: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
-    bws: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
-    for row in rows:
-        time_s = _num(row, "time_s")
-        if checksum_state(row) is False or not time_s > 0:
-            continue
-        for prec, col in PRECISION_FLOPS if row.get("kernel") in PEAK_KERNELS else ():
-            f = _num(row, col)
-            if f > 0:
-                peaks.setdefault(prec, []).append((f / time_s / 1e9, row))
-        if row.get("kernel") == "chase":  # latency, not bandwidth
-            continue
-        for col, level in LEVELS:
-            b = _num(row, col)
-            if b > 0:
-                bws.setdefault(level, []).append((b / time_s / 1e9, row))
-    peak_figs = {p: fig for p in ("sp", "dp") if (fig := robust_figure(peaks.get(p, [])))}
-    bw_figs = {lvl: fig for _, lvl in LEVELS if (fig := robust_figure(bws.get(lvl, [])))}
-    outer = None     # DRAM, then L3, L2, L1: each cache level must beat the level outside it
-    for _, lvl in LEVELS:
-        fig = bw_figs.get(lvl)
-        if fig is None:
-            continue
-        if outer is not None and fig.value < bw_figs[outer].value * (1 + DISTINCT_REL) and not fig.why_not_trusted:
-            bw_figs[lvl] = Figure(fig.value, fig.points, fig.candidates, fig.spread_rel, fig.outliers,
-                                  fig.noisy_points, f"not faster than {outer} ({bw_figs[outer].value:.4g} GB/s): "
-                                  "the working set did not stay in this cache")
-        outer = lvl
-    return peak_figs, bw_figs
+def advice(backends: Iterable[str]) -> str:
+    """What to do about a figure not trusted, naming only options the run's back ends take."""
+    found = set(backends)
+    return ADVICE + (ADVICE_CPUS if found and found <= CPUS_BACKENDS else "")
 
 
 def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -166,7 +64,7 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             emulated = True
         if row.get("backend"):
             backends.add(str(row["backend"]))
-    peak_figs, bw_figs = _figures(rows)
+    peak_figs, bw_figs = row_figures(rows)
     peaks = {p: f.value for p, f in peak_figs.items()}
     bandwidths = {lvl: f.value for lvl, f in bw_figs.items()}
     dram = bandwidths.get("DRAM")
@@ -175,7 +73,7 @@ def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                **{f"bandwidth {lvl}": f.as_json("gb_per_s") for lvl, f in bw_figs.items()}}
     noisy = [name for name, f in figures.items() if not f["trusted"]]
     return {"peaks_gflop_per_s": peaks, "bandwidths_gb_per_s": bandwidths, "balance_flop_per_byte": balance,
-            "figures": figures, "not_trusted": noisy, "advice": ADVICE if noisy else None,
+            "figures": figures, "not_trusted": noisy, "advice": advice(backends) if noisy else None,
             "checksums": {"ok": n_ok, "checked": n_checked, "rows": n}, "backends": sorted(backends),
             "emulated": emulated, "energy_source": _energy_source(rows)}
 
@@ -190,17 +88,25 @@ def _energy_source(rows: Iterable[Mapping[str, Any]]) -> str | None:
 
 
 def _basis(fig: Mapping[str, Any] | None) -> str:
-    """How a figure was reached, in words: its points, their spread, what was left out, whether to trust it."""
+    """How a figure was reached, in words: its points, their spread (across the points; for one point its own
+    regions' spread, named so), where every other candidate went, whether to trust it."""
     if not fig:
         return ""
     n = fig["points"]
     text = f"median of {n} points" if n > 1 else "1 point"
-    if math.isfinite(fig["spread_rel"]):
-        text += f", spread {fig['spread_rel']:.1%}"
-    if fig["outliers"]:
-        text += f", {fig['outliers']} outlier(s) left out"
+    pts, regions = fig.get("points_spread_rel"), fig.get("regions_spread_rel")
+    if "points_spread_rel" not in fig:      # a figure written before the two spreads were told apart
+        pts, regions = (fig.get("spread_rel"), None) if n > 1 else (None, fig.get("spread_rel"))
+    if n > 1 and isinstance(pts, (int, float)) and math.isfinite(pts):
+        text += f", points spread {pts:.1%}"
+    elif n == 1 and isinstance(regions, (int, float)) and math.isfinite(regions):
+        text += f", its regions spread {regions:.1%}"
+    left = [(fig.get("outliers") or 0, "above the plateau"), (fig.get("below_plateau") or 0, "below the plateau"),
+            (fig.get("noisy_left_out") or 0, "noisy (enough clean ones)")]
+    if any(k for k, _ in left):
+        text += f"; of {fig['candidates']} candidates, left out: " + ", ".join(f"{k} {w}" for k, w in left if k)
     if fig["noisy_points"]:
-        text += f", {fig['noisy_points']} noisy"
+        text += f"; {fig['noisy_points']} of the points noisy"
     if not fig["trusted"]:
         text += f"; NOT TRUSTED: {fig['why_not_trusted']}"
     return text

@@ -51,23 +51,51 @@ def measured_from_results(path: Path, precision: str | None, notes: list[str] | 
     if missing:
         cols = ", ".join(sorted(missing))
         raise ArchlineFitError(f"{path}: not an {schema.SCHEMA} file (missing columns: {cols})")
+    every = df
     df = df[df["kernel"] == "intensity"]
     present = [p for p in ("sp", "dp") if bool((df["precision"] == p).any())]
     out: list[Measured] = []
     for prec in [precision] if precision is not None else present:
         if found is not None and prec not in found:
             found.append(prec)
-        out += _measured_points(path, df[df["precision"] == prec], prec, notes)
+        out += _measured_points(path, df[df["precision"] == prec], prec, notes, every)
     return out
 
 
-def _measured_points(path: Path, df: pd.DataFrame, precision: str, notes: list[str] | None) -> list[Measured]:
-    """The points of one precision's intensity rows, one Measured per platform and back end."""
+def _group_keys(df: pd.DataFrame) -> list[str]:
+    return ["platform", "backend"] if "backend" in df else ["platform"]
+
+
+def robust_roof(rows: pd.DataFrame, precision: str) -> tuple[float, float, str] | None:
+    """(peak flop/s, DRAM byte/s, how) of one platform and back end's rows by the run summary's rule
+    (archline.common.peaks.row_figures: peaks from the peak kernels' rows, DRAM from the rows that moved bytes_mem,
+    each the median of its plateau), so the plot shows the summary's, roofline.json's and fit's figures; None
+    where the rows measured no such peak or no DRAM."""
+    from archline.common.peaks import row_figures
+
+    peaks, bws = row_figures(rows.to_dict("records"))
+    peak, dram = peaks.get(precision), bws.get("DRAM")
+    if peak is None or dram is None:
+        return None
+    how = f"medians of {peak.points} and {dram.points} points"
+    if peak.why_not_trusted or dram.why_not_trusted:
+        how += ", NOT TRUSTED"
+    return peak.value * 1e9, dram.value * 1e9, how
+
+
+def _measured_points(path: Path, df: pd.DataFrame, precision: str, notes: list[str] | None,
+                     every: pd.DataFrame | None = None) -> list[Measured]:
+    """The points of one precision's intensity rows, one Measured per platform and back end, each with its
+    robust roof from all of that platform and back end's rows in ``every`` (every kernel and precision)."""
     import pandas as pd
 
     failed = _checksum_failed(df)
     out = []
-    for (platform, backend), all_rows in df.groupby(["platform", "backend"] if "backend" in df else ["platform"] * 2):
+    keys = _group_keys(df)
+    groups = dict(iter(every.groupby(keys))) if every is not None else {}
+    for key, all_rows in df.groupby(keys):
+        platform, backend = (key if isinstance(key, tuple) and len(key) == 2
+                             else ((key[0] if isinstance(key, tuple) else key), None))
         # a wrong answer is not a measurement: failed rows never feed a point, a peak or a bandwidth
         bad = failed.loc[all_rows.index]
         g = all_rows.loc[~bad]
@@ -92,10 +120,19 @@ def _measured_points(path: Path, df: pd.DataFrame, precision: str, notes: list[s
             notes.append(f"{path.name}: {int(no_e.sum())} of {len(g)} {platform} rows have a missing or non-positive "
                          "energy_j; they are left out of the arch and power lines")
         energy = np.where(no_e, np.nan, energy)
-        tag = " [emulated]" if backend == "emulated" else ""
+        emulated = backend == "emulated" or _emulated(g)
+        if emulated and has_e and notes is not None:   # the energy is an emulator's or a schedule's: say so
+            said = sorted({seg for n in g.get("note", pd.Series(dtype=str)).dropna().astype(str)
+                           for seg in n.split("; ") if seg.startswith("emulated")})
+            notes.append(f"{path.name}: {platform}'s energy is emulated, not measured"
+                         + (f" ({'; '.join(said)})" if said else ""))
+        group = groups.get(key)
+        roof = robust_roof(group, precision) if group is not None else None
+        tag = " [emulated]" if emulated else ""
         tag += f" [{n_bad} failed checksum, left out]" if n_bad else ""
         out.append(Measured(f"{platform} {precision.upper()}{tag}", inten, flops / t,
-                            flops / energy if has_e else None, energy / t if has_e else None, left_out=n_bad))
+                            flops / energy if has_e else None, energy / t if has_e else None, left_out=n_bad,
+                            roof=roof))
     return out
 
 
@@ -109,16 +146,28 @@ def _checksum_failed(df: pd.DataFrame) -> pd.Series:
     return ck.isin(schema.FALSE_WORDS).fillna(False).astype(bool)
 
 
+def _emulated(g: pd.DataFrame) -> bool:
+    """Rows that say emulated=true (an emulated device, or real kernels under --emulate's power schedule)."""
+    if "emulated" not in g:
+        return False
+    return bool(g["emulated"].astype("string").str.strip().str.lower().isin(("1", "true", "yes", "y", "t")).any())
+
+
 def observed_curve(m: Measured) -> Curve:
-    """The time roofline the points themselves show: fastest flop rate and fastest bandwidth observed
-    (S0 §II-C with tau_flop = 1/max(W/T), tau_mem = 1/max(Q/T)); used where no model was given."""
+    """The time roofline the rows show, used where no model was given: the run summary's robust figures
+    (:func:`robust_roof`) where the rows measured the peak and DRAM; else the fastest flop rate and fastest
+    bandwidth of the points (S0 §II-C with tau_flop = 1/max(W/T), tau_mem = 1/max(Q/T)), said so."""
+    if m.roof is not None:
+        peak, bandwidth, how = m.roof
+        return Curve(f"{m.label} observed ({peak / 1e9:.4g} GFLOP/s, {bandwidth / 1e9:.4g} GB/s; {how})",
+                     Machine(1.0 / peak, 1.0 / bandwidth, 0.0, 0.0, 0.0), time_only=True, observed=True)
     rate = np.asarray(m.flop_per_s, dtype=np.float64)
     if rate.size == 0 or not np.isfinite(rate).any():
         raise ArchlineFitError(f"{m.label}: no rows with work, bytes and time to draw a roofline from")
     peak = float(np.nanmax(rate))
     bandwidth = float(np.nanmax(rate / m.intensity_flop_per_byte))
     machine = Machine(1.0 / peak, 1.0 / bandwidth, 0.0, 0.0, 0.0)
-    return Curve(f"{m.label} observed ({peak / 1e9:.3g} GFLOP/s, {bandwidth / 1e9:.3g} GB/s)", machine,
+    return Curve(f"{m.label} observed ({peak / 1e9:.3g} GFLOP/s, {bandwidth / 1e9:.3g} GB/s; best points)", machine,
                  time_only=True, observed=True)
 
 

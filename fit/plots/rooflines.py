@@ -38,6 +38,7 @@ class Measured:
     flop_per_j: np.ndarray | None = None
     power_w: np.ndarray | None = None
     left_out: int = 0        # rows not drawn because their checksum failed (the label says so)
+    roof: tuple[float, float, str] | None = None   # robust (peak flop/s, DRAM byte/s, how) of the rows' run
 
 
 def curves_for(platforms: Sequence[Platform], precisions: Sequence[str]) -> list[Curve]:

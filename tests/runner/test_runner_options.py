@@ -251,6 +251,43 @@ def test_schedule_path_plays_busy_in_regions_idle_outside(env: Path, monkeypatch
         s.close()
 
 
+def test_schedule_window_energy_is_busy_w_times_the_timed_region(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34 #6: the window opens before the kernel's threads start and closes after they stop; its energy must
+    be busy_w x time_s (the row's timed region) within the meter's bound, not busy_w x the longer window."""
+    from archline.bench.kernels import Counts, RunResult
+    from archline.bench.run.runner import Runner
+
+    _powercap(env, "time-only", monkeypatch)
+    s = open_session(_schedule_opts(tdp_w=40.0), restore_file=env / "restore.json")
+    try:
+        runner = Runner(s.backend, s.recorder, s.meter, s.ctx, s.settings, timed_windows=True)
+        s.recorder.begin_window("p0-r0")
+        time.sleep(0.45)                      # threads start, the timed region (0.3 s), threads join
+        region = runner._window("p0-r0", RunResult(time_s=0.3, reps=1, counts=Counts(), checksum_ok=True))
+        assert region.energy_j is not None and region.energy_err_j is not None  # type: ignore[union-attr]
+        assert abs(region.energy_j - 40.0 * 0.3) <= region.energy_err_j + 0.02 * 40.0   # type: ignore[union-attr]
+    finally:
+        s.close()
+
+
+def test_schedule_path_takes_the_quick_roofline(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34 #5: --emulate --quick on localhost (real kernels, a schedule's energy) runs the whole quick
+    roofline (SP and DP peaks, caches, DRAM), as the measured quick run does, not the DP memory sweep."""
+    from archline.bench.run.points import quick_roofline
+
+    _powercap(env, "time-only", monkeypatch)
+    opts = RunOptions(platform="localhost", emulate=True, quick=True, tdp_w=65.0)
+    assert quick_roofline(opts)
+    s = open_session(opts, restore_file=env / "restore.json")
+    try:
+        specs = [p.spec for p in s.points]
+        assert s.path == "schedule" and s.settings.min_region_s == pytest.approx(0.03)
+        assert {sp.precision for sp in specs if sp.kernel == "intensity"} == {"sp", "dp"}
+        assert {"l1", "mem"} <= {sp.level for sp in specs} and any(sp.kernel == "cache" for sp in specs)
+    finally:
+        s.close()
+
+
 def test_schedule_path_refusals(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _powercap(env, "time-only", monkeypatch)
     for kw, says in (({}, "give --busy-w W and --idle-w W (or --tdp-w W)"),

@@ -294,3 +294,89 @@ def test_a_schedule_energy_is_said_in_the_summary_and_roofline_json(tmp_path: Pa
     assert measured["energy_source"] is None and not [r for r in summary_rows(measured) if r[0] == "energy"]
     export_roofline(tmp_path / "m.json", ROWS, ["m.csv"])
     assert "energy_source" not in json.loads((tmp_path / "m.json").read_text())["empirical"]["metadata"]
+
+
+def test_every_candidate_is_accounted_for_and_the_two_spreads_are_named_apart() -> None:
+    """Issue 34 #15: points + outliers (above) + below the plateau (+ noisy left out) = candidates; the spread
+    across points and one point's own regions' spread carry different names."""
+    s = summarize(_rate_rows("intensity", "flops_sp", [100.0, 98.0, 78.0])          # 78: below the plateau
+                  + _rate_rows("cache", "bytes_mem", [30.0, 18.0, 10.0], time_spread_rel="0.642"))
+    for name in ("peak SP", "bandwidth DRAM"):
+        f = s["figures"][name]
+        assert f["points"] + f["outliers"] + f["below_plateau"] + f["noisy_left_out"] == f["candidates"] == 3
+    sp, dram = s["figures"]["peak SP"], s["figures"]["bandwidth DRAM"]
+    assert (sp["points"], sp["outliers"], sp["below_plateau"]) == (2, 0, 1)
+    assert (dram["points"], dram["outliers"], dram["below_plateau"]) == (1, 1, 1)
+    assert sp["points_spread_rel"] == pytest.approx(2 / 99.0) and sp["regions_spread_rel"] == pytest.approx(0.01)
+    assert dram["points_spread_rel"] is None and dram["regions_spread_rel"] == pytest.approx(0.642)
+    table = {q: basis for q, _, _, basis in summary_rows(s)}
+    assert table["peak SP"].startswith("median of 2 points, points spread 2.0%; of 3 candidates, left out: "
+                                       "1 below the plateau")
+    assert table["bandwidth DRAM"].startswith("1 point, its regions spread 64.2%; of 3 candidates, left out: "
+                                              "1 above the plateau, 1 below the plateau")
+
+
+def test_advice_names_only_options_the_back_end_takes() -> None:
+    """Issue 34 #14: --cpus pins cpu_asm threads; an OpenCL run's advice must not name it."""
+    ocl = summarize(_rate_rows("intensity", "flops_sp", [100.0], backend="opencl"))
+    assert ocl["not_trusted"] and "--min-time" in ocl["advice"] and "--cpus" not in ocl["advice"]
+    cpu = summarize(_rate_rows("intensity", "flops_sp", [100.0]))
+    assert "--cpus" in cpu["advice"]
+
+
+def _csv(path: Path, rows: list[dict[str, str]]) -> Path:
+    import csv
+
+    cols = sorted({k for r in rows for k in r})
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def _quick_rows() -> list[dict[str, str]]:
+    """A quick roofline's shape: SP and DP peaks on L1-resident data (bytes_l1 only; a lucky SP point), DRAM from
+    DP memory-level rows; the best single points would give other figures than the summary's."""
+    base = {"schema": "archline.results/1", "platform": "localhost", "flops_sp": "0", "flops_dp": "0",
+            "bytes_mem": "0", "bytes_l1": "0"}
+    out = []
+    for col, prec, rates, level, moved in (("flops_sp", "sp", [150.0, 100.0, 98.0, 97.0], "l1", "bytes_l1"),
+                                           ("flops_dp", "dp", [50.0, 49.0, 48.0], "l1", "bytes_l1"),
+                                           ("flops_dp", "dp", [30.0, 20.0, 19.0, 19.5], "mem", "bytes_mem")):
+        for r in _rate_rows("intensity", col, rates, precision=prec, level=level):
+            # flop per byte: 32 on L1 data, 1/8 at the memory level (so the memory rows' GB/s are 8x their GFLOP/s)
+            r.update({k: v for k, v in base.items() if k not in r})
+            r[moved] = repr(1e9 / 32) if level == "l1" else repr(8e9)
+            out.append(r)
+    return out
+
+
+def test_plot_of_result_rows_shows_the_summary_figures(tmp_path: Path) -> None:
+    """Issue 34 #3: `plot` of a run's rows draws the summary's robust peaks and DRAM (one rule), not single best
+    points, nor an SP 'bandwidth' made of L1-resident rows."""
+    from archline.fit.plots.inputs import plot_plan
+
+    rows = _quick_rows()
+    s = summarize(rows)
+    plan = plot_plan([str(_csv(tmp_path / "r.csv", rows))], None)
+    by_prec = {c.label.split()[1]: c.machine for c in plan.curves}
+    assert set(by_prec) == {"SP", "DP"}
+    for prec, m in by_prec.items():
+        assert 1 / m.tau_flop_s == pytest.approx(s["peaks_gflop_per_s"][prec.lower()] * 1e9)
+        assert 1 / m.tau_mem_s_per_byte == pytest.approx(s["bandwidths_gb_per_s"]["DRAM"] * 1e9)
+    assert s["peaks_gflop_per_s"]["sp"] == pytest.approx(98.0) and s["bandwidths_gb_per_s"]["DRAM"] == \
+        pytest.approx(8 * 19.5)
+
+
+def test_plot_of_emulated_energy_says_emulated(tmp_path: Path) -> None:
+    """Issue 34 #4: rows whose energy is --emulate's schedule are labelled emulated in the plot's curves, points
+    and notes (the notes go on the figure and to stderr)."""
+    from archline.fit.plots.inputs import plot_plan
+
+    note = "emulated: schedule x measured time, not the program's energy: 65 W inside each timed region"
+    rows = [{**r, "backend": "cpu_asm", "emulated": "true", "note": note,
+             "energy_j": repr(65.0 * float(r["time_s"]))} for r in _quick_rows()]
+    plan = plot_plan([str(_csv(tmp_path / "r.csv", rows))], None)
+    assert all("[emulated]" in c.label for c in plan.curves) and all("[emulated]" in m.label for m in plan.measured)
+    assert any("energy is emulated, not measured" in n and note in n for n in plan.notes)

@@ -175,6 +175,8 @@ def test_localhost_emulated_schedule_energy_and_its_label(tmp_path: Path) -> Non
     for w in (run, *run["phases"]):
         assert w["energy_j"] == pytest.approx(60.0 * w["time_s"], rel=1e-12) and w["energy_source"] == label
         assert w["energy_above_idle_j"] == pytest.approx(40.0 * w["time_s"], rel=1e-12)
+        assert "truth_energy_j" not in w          # issue 34 #4: no truth beyond the schedule itself
+    assert "truth_energy_j" not in base
 
 
 def test_localhost_emulated_schedule_in_the_table_and_without_watts() -> None:
@@ -182,6 +184,7 @@ def test_localhost_emulated_schedule_in_the_table_and_without_watts() -> None:
     table = archline("measure", "--platform", "localhost", "--emulate", "--tdp-w", "65", "--", "true")
     assert table.returncode == 0 and label in table.stdout      # --tdp-w: busy = TDP, idle = a quarter of it
     assert "schedule 65 W while the command runs, 16.25 W otherwise" in table.stdout
+    assert "truth_j" not in table.stdout       # the schedule is the energy: no column equal to it
     refused = archline("measure", "--platform", "localhost", "--emulate", "--", "true")
     assert refused.returncode == 2 and "--busy-w" in refused.stderr and len(refused.stderr.splitlines()) == 1
 
