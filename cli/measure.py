@@ -21,10 +21,14 @@ from archline.fit.io.schema import CONTRACT
 COUNT_COLUMNS = [c for c in CONTRACT if c.kind == "count"]
 
 
+def _plural(unit: str) -> str:
+    return unit + ("es" if unit.endswith("s") else "s")
+
+
 def _count_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for c in reversed(COUNT_COLUMNS):
         f = click.option(f"--{c.name.replace('_', '-')}", c.name, type=NON_NEGATIVE, default=None,
-                         help=f"The whole command's {c.doc} ({c.unit}s), given by hand (with --costs).")(f)
+                         help=f"The whole command's {c.doc} ({_plural(c.unit)}), given by hand (with --costs).")(f)
     return f
 
 
@@ -143,7 +147,7 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
                                          busy_w=busy_w, idle_w=idle_w, counters=hooks.counters_hook(),
                                          place=hooks.place_hook(),
                                          child_stdout_to_stderr=fmt == "json"))
-    for w in result.warnings(outcome.doc):
+    for w in [*result.warnings(outcome.doc), *_placement_warnings(outcome.doc.get("placement"))]:
         click.echo(f"archline: warning: {w}", err=True)
     if fmt == "json":
         click.echo(json.dumps(outcome.doc, indent=2, allow_nan=False))
@@ -180,7 +184,10 @@ class _Hooks:
             from archline.fit.io.counters import Counts
 
             self.collected.append(Counts("run", dict(hand), source=f"given by hand ({_flags(hand)})"))
+        from archline.fit.analyses.choi.app_predict import check_counts
+
         for c in self.collected + list(self.phases.values()):    # refused now, not after the command ran
+            check_counts(c.name, c.counts)
             if costs is not None and c.flops <= 0:
                 raise BenchError(f"the counts of '{c.name}' ({c.source}) have no flops: the roofline's intensity "
                                  "needs --flops-sp or --flops-dp (a flops_sp or flops_dp column)")
@@ -296,6 +303,18 @@ def _flags(hand: dict[str, float]) -> str:
     return " ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in hand.items())
 
 
+def _placement_warnings(pl: dict[str, Any] | None) -> list[str]:
+    """A placement (or phase) measured faster than its roofline allows: the counts or the table are wrong."""
+    if not pl:
+        return []
+    out = []
+    for p in [pl, *pl.get("phases", [])]:
+        if p.get("above_roofline"):
+            label = "the command" if p is pl else f"phase '{p['name']}'"
+            out += [f"{label}: {n}" for n in p.get("notes", []) if n.startswith("measured faster")]
+    return out
+
+
 def _placement_text(pl: dict[str, Any]) -> str:
     lines = [_placed_text("placement", pl, None)]
     lines += [_placed_text(f"  phase '{p['name']}'", p, pl.get("energy_reason")) for p in pl.get("phases", [])]
@@ -311,7 +330,9 @@ def _placed_text(label: str, pl: dict[str, Any], said: str | None) -> str:
     attain = pl["attainable_gflop_per_s"]
     share = f" ({100 * pl['achieved_gflop_per_s'] / attain:.3g}% of it)" if attain else ""
     tag = " (emulated)" if pl["emulated"] else ""
-    head = (f"{label}{tag} on {pl['platform']} ({pl['precision']}, {pl['flops']:.4g} flops, "
+    mixed = (f" = {pl['flops_sp']:.4g} sp + {pl['flops_dp']:.4g} dp, each at its own rate"
+             if pl.get("precision") == "sp+dp" else "")
+    head = (f"{label}{tag} on {pl['platform']} ({pl['precision']}, {pl['flops']:.4g} flops{mixed}, "
             f"{pl['bytes_mem']:.4g} DRAM bytes, intensity {intensity} flop/B):\n"
             f"    time:   measured {m['time_s']:.4g} s, {pl['achieved_gflop_per_s']:.4g} GFLOP/s achieved; "
             f"roofline {pr['model_time_s']:.4g} s, {attain or float('nan'):.4g} GFLOP/s attainable{share}")
@@ -329,5 +350,6 @@ def _placed_text(label: str, pl: dict[str, Any], said: str | None) -> str:
         if pl.get("energy_source"):
             energy += f" ({pl['energy_source']})"
     fig = f"\n    figure {pl['figure']}" if pl.get("figure") else ""
-    notes = "".join(f"\n    note: {n}" for n in pl.get("notes", []) if n.startswith("no figure"))
+    notes = "".join(f"\n    note: {n}" for n in pl.get("notes", []) if n.startswith(("no figure", "measured faster",
+                                                                                      "model time leaves")))
     return head + "\n" + energy + fig + notes

@@ -30,7 +30,10 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
 
     \b
     E = sum_i N_i*eps_i + pi0*T   (S1 Ch. 6; docs/model.md). T is the measured time_s when the
-    counts give it, else the model time max(W*tau_flop, Q*tau_mem).
+    counts give it, else the model time: each count at its peak rate, overlapped (docs/model.md §3),
+    max(W_sp*tau_flop_sp + W_dp*tau_flop_dp, W_int*tau_int, Q*tau_mem, Q_L3*tau_l3 .. Q_L1*tau_l1,
+    Q_shared*tau_shared, N_rand*tau_rand); a count whose tau the table lacks is left out, said in a note.
+    A table without an energy cost the counts need gives the time, and says which cost is missing.
 
     \b
     COUNTS is a CSV with one row per application or kernel and columns named as result rows:
@@ -54,6 +57,7 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
       archline predict --counters daxpy-ncu.csv --tool ncu --costs gtx580
     """
     from archline.fit.analyses.choi import app_predict as ap
+    from archline.fit.model.hierarchy import TIME_MODEL
     from archline.fit.platforms.profiles import load_platform
     from archline.fit.plots.layout import check_figure_format
 
@@ -104,6 +108,6 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     for why in dict.fromkeys(p.energy_missing for p in preds if p.energy_j is None):
         click.echo(f"note: E and P: - ({why})")
     if any(p.time_source == "model" for p in preds):
-        click.echo("* time from the model, max(W*tau_flop, Q*tau_mem): no time_s in the counts")
+        click.echo(f"* time from the model, {TIME_MODEL} (docs/model.md §3): no time_s in the counts")
     if plot_path is not None:
         click.echo(f"wrote {show(plot_path)}")

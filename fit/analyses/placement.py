@@ -6,7 +6,8 @@ whether it is within the fit's uncertainty.
     its uncertainty    sigma_E = sqrt(sum_i (N_i*se(eps_i))^2 + (T_meas*se(pi0))^2)   (the cost table's stderr,
                        coefficients taken as independent)
     agreement          |E_meas - E_pred| <= K_SIGMA*sigma_E + the meter's bound on E_meas
-    model time         T_model = max(W*tau_flop, Q*tau_mem)          (S0 eq.3; the time roofline's point)
+    model time         T_model = max(W_sp*tau_sp + W_dp*tau_dp, Q*tau_mem, ...)  (S0 eq.3 with a component per
+                       count: app_predict.model_time; the time roofline's point)
 
 A coefficient without a stderr (a profile's paper value) adds nothing to sigma_E and is named in the notes; when
 no used coefficient has one, agreement is not judged (``within`` is None). Energy may be missing on either side
@@ -17,7 +18,7 @@ says why, and the time side (achieved GFLOP/s against the time roofline's attain
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,15 +46,17 @@ class Placement:
     platform: str
     emulated: bool                        # the cost table (or the measurement) is not from real hardware
     precision: str                        # the roofline drawn: the precision with most flops
-    flops: float
+    flops: float                          # W_sp + W_dp (each timed by its own tau in model_time_s)
     bytes_mem: float
     intensity_flop_per_byte: float        # flops per DRAM byte (inf: no DRAM traffic)
     measured_time_s: float
-    measured_energy_j: float              # NaN: not measured (energy_reason says why)
+    measured_energy_j: float | None       # None: not measured (energy_reason says why)
     measured_energy_err_j: float          # the meter's bound (0 when not given)
     predicted_energy_j: float             # at the measured time (S1 Ch. 6); NaN: the table has no energy costs
     predicted_energy_err_j: float         # 1 standard error from the cost table's stderrs (NaN: none known)
-    model_time_s: float                   # max(W*tau_flop, Q*tau_mem)
+    model_time_s: float                   # the model time (app_predict.model_time: every counted component)
+    flops_sp: float = 0.0
+    flops_dp: float = 0.0
     terms_j: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     figure: Path | None = None
@@ -61,11 +64,23 @@ class Placement:
 
     @property
     def has_energy(self) -> bool:
-        return math.isfinite(self.measured_energy_j) and math.isfinite(self.predicted_energy_j)
+        return self.measured_energy_j is not None and math.isfinite(self.predicted_energy_j)
+
+    @property
+    def precision_label(self) -> str:
+        """'sp', 'dp', or 'sp+dp' when the program counts both (each timed by its own tau)."""
+        return "sp+dp" if self.flops_sp > 0 and self.flops_dp > 0 else self.precision
+
+    @property
+    def above_roofline(self) -> bool:
+        """Measured faster than the model's least time: impossible for a right count and a right table."""
+        return self.measured_time_s < self.model_time_s
 
     @property
     def energy_diff_j(self) -> float:
         """measured - predicted (NaN when either is missing)."""
+        if self.measured_energy_j is None:
+            return math.nan
         return self.measured_energy_j - self.predicted_energy_j
 
     @property
@@ -78,7 +93,7 @@ class Placement:
 
     @property
     def attainable_gflop_per_s(self) -> float:
-        """The time roofline's bound at the program's intensity: W / max(W*tau_flop, Q*tau_mem) (S0 eq.3)."""
+        """The time roofline's bound at the program's counts: W / the model time (S0 eq.3, every counted component)."""
         return self.flops / self.model_time_s / 1e9 if self.model_time_s > 0 else math.nan
 
     @property
@@ -99,7 +114,7 @@ class Placement:
 
     @property
     def measured_power_w(self) -> float:
-        return self.measured_energy_j / self.measured_time_s
+        return math.nan if self.measured_energy_j is None else self.measured_energy_j / self.measured_time_s
 
     @property
     def predicted_power_w(self) -> float:
@@ -111,15 +126,17 @@ class Placement:
         return self.model_time_s / self.measured_time_s
 
     def as_dict(self) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return x if math.isfinite(x) else None
+        def num(x: float | None) -> float | None:
+            return x if x is not None and math.isfinite(x) else None
 
-        measured_e = math.isfinite(self.measured_energy_j)
+        measured_e = self.measured_energy_j is not None
         return {"name": self.name, "platform": self.platform, "emulated": self.emulated, "source": "S1 Ch. 6",
-                "precision": self.precision, "flops": self.flops, "bytes_mem": self.bytes_mem,
+                "precision": self.precision_label, "roofline_precision": self.precision, "flops": self.flops,
+                "flops_sp": self.flops_sp, "flops_dp": self.flops_dp, "bytes_mem": self.bytes_mem,
                 "intensity_flop_per_byte": num(self.intensity_flop_per_byte),
                 "achieved_gflop_per_s": self.achieved_gflop_per_s,
                 "attainable_gflop_per_s": num(self.attainable_gflop_per_s),
+                "above_roofline": self.above_roofline,
                 "measured": {"time_s": self.measured_time_s, "energy_j": num(self.measured_energy_j),
                              "energy_err_j": self.measured_energy_err_j if measured_e else None,
                              "power_w": num(self.measured_power_w)},
@@ -158,16 +175,33 @@ def machine_of(platform: Platform, precision: str) -> Machine:
     return platform.machine(precision, "the program's place on the roofline")
 
 
-def _model_time_s(platform: Platform, counts: Counts) -> float:
-    """max(W*tau_flop, Q*tau_mem) (S0 eq.3), as ``archline predict`` takes it, from the table's times alone (a
-    time-only table has no eps or pi0): predict's own model time with the energy costs set to nothing."""
-    costs = {k: v for k in ("tau_flop_sp", "tau_flop_dp", "tau_mem") if (v := platform.value(k)) is not None}
-    time_only = {c: n for c, n in counts.counts.items() if c in ("flops_sp", "flops_dp", "bytes_mem")}
-    zero = {COUNT_TO_COST[c]: 0.0 for c in time_only} | {"pi0": 0.0}
-    return ap.predict_row(ap.CountsRow(counts.name, time_only), {**costs, **zero}, platform.name).time_s
+def _model_time_s(platform: Platform, counts: Counts) -> tuple[float, list[str]]:
+    """The model time of the counts (app_predict.model_time: every counted component at its peak rate, SP and DP
+    flops each by their own tau), from the table's taus alone (a time-only table has no eps or pi0)."""
+    return ap.model_time(counts.counts, ap.platform_costs(platform), platform.name, counts.name)
 
 
-def place_program(costs: str | Platform, counts: Counts, measured_time_s: float, measured_energy_j: float | None,
+def as_counts(counts: Counts | Mapping[str, float], name: str = "program") -> Counts:
+    """``counts`` as a Counts: a plain mapping of result columns (flops_dp, bytes_mem ...) to numbers is taken."""
+    if isinstance(counts, Counts):
+        return counts
+    if not isinstance(counts, Mapping):
+        raise PlacementError(f"counts must be a Counts or a mapping of count columns to numbers, got "
+                             f"{type(counts).__name__}")
+    unknown = [k for k in counts if k not in COUNT_TO_COST]
+    if unknown:
+        raise PlacementError(f"unknown count column {unknown[0]!r} (counts: {', '.join(COUNT_TO_COST)})")
+    out: dict[str, float] = {}
+    for k, v in counts.items():
+        try:
+            out[k] = float(v)
+        except (TypeError, ValueError):
+            raise PlacementError(f"count {k} must be a number, got {v!r}") from None
+    return Counts(name, out, source="given as a mapping")
+
+
+def place_program(costs: str | Platform, counts: Counts | Mapping[str, float], measured_time_s: float,
+                  measured_energy_j: float | None,
                   out_png: str | Path | None = None, *, measured_energy_err_j: float = 0.0,
                   emulated: bool = False, energy_reason: str | None = None) -> Placement:
     """The program counted in ``counts`` and measured (``measured_time_s``, ``measured_energy_j``, with the meter's
@@ -175,11 +209,15 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
     a loaded Platform); ``out_png``: also draw it (time roofline, arch line, power line). ``emulated``: the
     measurement did not come from real hardware (the placement says so). ``measured_energy_j`` None (or NaN): no
     energy was measured, ``energy_reason`` says why; a table without energy costs (time-only) predicts none either:
-    the placement is then the time roofline's alone, its energy fields None with the reason."""
+    the placement is then the time roofline's alone, its energy fields None with the reason. ``counts``: a Counts
+    or a plain mapping of count columns (``{"flops_dp": 2e9, "bytes_mem": 2.4e7}``). A measured time below the
+    model's least time is flagged (``above_roofline``, with a note): the counts or the table must be wrong."""
+    counts = as_counts(counts)
+    ap.check_counts(counts.name, counts.counts)
     platform = load_platform(costs) if isinstance(costs, str) else costs
     t = _positive(measured_time_s, "measured_time_s")
     no_meter = measured_energy_j is None or math.isnan(measured_energy_j)
-    e = math.nan if no_meter else _positive(float(measured_energy_j), "measured_energy_j")  # type: ignore[arg-type]
+    e = None if no_meter else _positive(float(measured_energy_j), "measured_energy_j")  # type: ignore[arg-type]
     err = float(measured_energy_err_j)
     if not (math.isfinite(err) and err >= 0):
         raise PlacementError(f"measured_energy_err_j must be a finite number >= 0, got {measured_energy_err_j!r}")
@@ -197,8 +235,7 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
     if pred is not None and pred.energy_j is None:     # a time-only table or localhost's peaks: no energy costs
         reasons.append(f"no energy predicted: {pred.energy_missing}")
         pred = None
-    model_time_s = (_model_time_s(platform, counts) if pred is None
-                    else ap.predict([ap.CountsRow(counts.name, dict(counts.counts))], platform)[0].time_s)
+    model_time_s, time_notes = _model_time_s(platform, counts)
     var = 0.0
     known: list[str] = []
     unknown: list[str] = []
@@ -212,12 +249,16 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
     se0 = _stderr(platform, "pi0")
     (known if se0 is not None else unknown).append("pi0")
     var += (t * se0) ** 2 if se0 is not None else 0.0
-    notes = list(counts.notes)
+    notes = [*counts.notes, *time_notes]
     if unknown and pred is not None and not no_meter:
         notes.append(f"no stderr for {', '.join(unknown)} in '{platform.name}': "
                      + ("the uncertainty leaves them out" if known else "agreement not judged"))
     if counts.scaled:
         notes.append("some counts are estimates (multiplexed or extrapolated by the profiler)")
+    if t < model_time_s:
+        notes.append(f"measured faster than the roofline allows ({model_time_s / t:.3g}x its attainable rate: "
+                     f"measured {t:.4g} s, least model time {model_time_s:.4g} s): the counts or the cost table "
+                     "must be wrong")
     q = counts.counts.get("bytes_mem", 0.0)
     placed = Placement(
         name=counts.name, platform=platform.name, emulated=platform.emulated or emulated, precision=precision,
@@ -225,7 +266,9 @@ def place_program(costs: str | Platform, counts: Counts, measured_time_s: float,
         measured_time_s=t, measured_energy_j=e, measured_energy_err_j=err,
         predicted_energy_j=math.nan if pred is None else pred.energy_j,
         predicted_energy_err_j=math.sqrt(var) if known and pred is not None else math.nan,
-        model_time_s=model_time_s, terms_j={} if pred is None else dict(pred.terms_j), notes=tuple(notes),
+        model_time_s=model_time_s, flops_sp=counts.counts.get("flops_sp", 0.0),
+        flops_dp=counts.counts.get("flops_dp", 0.0), terms_j={} if pred is None else dict(pred.terms_j),
+        notes=tuple(notes),
         energy_reason="; ".join(reasons) or None)
     if out_png is None:
         return placed

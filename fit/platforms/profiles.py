@@ -285,6 +285,10 @@ def load_platform(name_or_path: str) -> Platform:
         return load_costs(p)
     if p.suffix == ".toml":
         return load_profile(p)
+    if p.suffix.lower() in (".csv", ".parquet", ".gz", ".png", ".pdf", ".svg"):
+        raise ProfileFormatError(f"{name_or_path} is not a cost table: --costs takes a platform name, a profile "
+                                 "(.toml) or a cost table (.json from `archline fit ROWS.csv --format json --out "
+                                 "COSTS.json`)")
     if os.sep in name_or_path:
         return load_any(p)
     found = find_profile(name_or_path)

@@ -34,6 +34,13 @@ TAU_OF_COUNT: dict[str, str] = {
 }
 TAU_METHOD = (f"observed peak: 1 / median rate of the rows within {PLATEAU_REL:.0%} of the median of the best 3 "
               "(as the run summary); stderr from the spread of those rates")
+#: tau_rand is the time per random access to DRAM (model.md §3, S1 §4.3: pointer chasing through main memory):
+#: only the rows at this level measure it (an L1 chase is a cache hit, not a random DRAM access)
+RAND_LEVEL = "mem"
+TAU_RAND_METHOD = (f"random accesses of the level-{RAND_LEVEL} rows only (pointer chasing in DRAM, S1 §4.3); the "
+                   "rate counts the accesses of every chain, so tau_rand is the time per access at the sustained "
+                   "rate (the best case, as every tau; one dependent chain runs at its latency, up to chains times "
+                   "slower); " + TAU_METHOD)
 #: what a time-only table says of its energy terms when the rows give no reason of their own
 NO_METER = "no meter measured these rows"
 
@@ -46,6 +53,12 @@ def time_taus(data: Grouped) -> dict[str, Coefficient]:
         n_cfg = cfg.num(col)
         n_row = n_cfg[data.g] if n_cfg.size > 1 else np.full(data.t.size, n_cfg[0] if n_cfg.size else 0.0)
         use = n_row > 0
+        if col == "rand_accesses":
+            level = cfg.get("level")
+            if level is not None:
+                lv = np.asarray(level)
+                lv_row = lv[data.g] if lv.size > 1 else np.full(data.t.size, lv[0] if lv.size else "")
+                use &= np.char.lower(lv_row.astype(str)) == RAND_LEVEL
         if not use.any():
             continue
         rates = n_row[use] / data.t[use]
@@ -59,8 +72,21 @@ def time_taus(data: Grouped) -> dict[str, Coefficient]:
         if plateau.size > 1:      # a median's stderr (sqrt(pi/2) s/sqrt(n)), carried to tau = 1/peak by d(peak)/peak^2
             se = math.sqrt(math.pi / 2) * float(np.std(plateau, ddof=1) / math.sqrt(plateau.size)) / peak**2
             ci = t_interval(value, se, plateau.size - 1)
-        out[name] = Coefficient(name, value, se, ci, UNITS[name], TAU_METHOD)
+        out[name] = Coefficient(name, value, se, ci, UNITS[name],
+                                TAU_RAND_METHOD if col == "rand_accesses" else TAU_METHOD)
     return out
+
+
+def rand_warnings(data: Grouped, tau: dict[str, Coefficient]) -> list[str]:
+    """What the table says of tau_rand: left out (random-access rows, none at level mem) or without uncertainty."""
+    if not bool((data.cfg.num("rand_accesses") > 0).any()):
+        return []
+    if "tau_rand" not in tau:
+        return [f"tau_rand left out: no random-access row is at level {RAND_LEVEL} (pointer chasing in DRAM, S1 "
+                "§4.3); cache-level chases do not measure it"]
+    if tau["tau_rand"].stderr is None:
+        return ["tau_rand from one level-mem row: no uncertainty (repeat the DRAM chase points for one)"]
+    return []
 
 
 def energy_terms(data: Grouped) -> list[str]:
@@ -92,7 +118,7 @@ def fit_time(data: Grouped, *, platform: str, emulated: bool, reasons: Sequence[
             derived.setdefault("B_tau", derived[f"B_tau_{p}"])      # unsuffixed = sp if present (basic's rule)
     quality: dict[str, float | int | str] = {"n_points": n_rows, "n_configurations": data.n_configs}
     warnings = [f"time only: {len(omitted)} energy term(s) absent ({', '.join(omitted)}): "
-                + ("; ".join(reasons) if reasons else NO_METER)]
+                + ("; ".join(reasons) if reasons else NO_METER), *rand_warnings(data, tau)]
     return FitResult(platform=platform, model="time", emulated=emulated, n_points=n_rows, coefficients={},
                      tau=tau, derived=derived, quality=quality, warnings=warnings, omitted=omitted,
                      extra={"method": "time only: " + TAU_METHOD,
@@ -112,7 +138,9 @@ def time_only_mask(data: Grouped) -> np.ndarray:
 
 def add_time_terms(r: FitResult, data: Grouped, n_time_only: int) -> None:
     """A fit of the rows with energy, given the taus of all rows (``data``), and said so."""
-    r.tau = {**r.tau, **time_taus(data)}
+    taus = time_taus(data)
+    r.tau = {**r.tau, **taus}
+    r.warnings.extend(rand_warnings(data, taus))
     r.extra["time_terms"] = {"from_rows": data.n_rows, "method": TAU_METHOD}
     r.warnings.append(f"{n_time_only} time-only row(s) (no energy) fitted for the time terms only; the energy "
                       "terms come from the rows with energy")

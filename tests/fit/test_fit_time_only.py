@@ -377,3 +377,30 @@ def test_emulated_gtx580_rows_give_the_emulators_rates(run_cli, tmp_path: Path) 
     for p in ("sp", "dp"):
         assert shown[p]["tau_l1"] == pytest.approx(1 / rates["tau_l1"], rel=0.05)
         assert shown[p]["tau_l2"] == pytest.approx(1 / rates["tau_l2"], rel=0.05)
+
+
+def test_tau_rand_is_the_dram_chase_alone(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """tau_rand is a random DRAM access (S1 §4.3, model.md §6): cache-level chase rows, 20x faster, are not
+    mixed in (the median of the best three of all rows was an L2 rate); with only cache-level chases tau_rand
+    is left out, said why."""
+    rows = _time_only(_rows())
+    chase = rows[rows["rand_accesses"] > 0]
+    l2 = chase.assign(level="l2", time_s=chase["time_s"] / 20)
+    src = write_results_csv(pd.concat([rows, l2], ignore_index=True), tmp_path / "rows.csv")
+    r = run_cli("fit", str(src), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    c = json.loads(r.stdout)["tau"]["tau_rand"]
+    assert abs(c["value"] - TRUTH_S["tau_rand"]) <= 3 * c["stderr"] and "level-mem" in c["method"]
+    only_l2 = write_results_csv(pd.concat([rows[rows["rand_accesses"] == 0], l2], ignore_index=True),
+                                tmp_path / "l2.csv")
+    r = run_cli("fit", str(only_l2), "--format", "json")
+    doc = json.loads(r.stdout)
+    assert "tau_rand" not in doc["tau"] and any("tau_rand left out" in w for w in doc["warnings"])
+
+
+def test_fit_of_a_cost_table_says_what_it_is(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = write_results_csv(_time_only(_rows()), tmp_path / "rows.csv")
+    table = tmp_path / "costs.json"
+    assert run_cli("fit", str(src), "--format", "json", "--out", str(table)).exit_code == 0
+    r = run_cli("fit", str(table))
+    assert r.exit_code == 2 and "is a cost table" in r.stderr and "--costs" in r.stderr

@@ -46,6 +46,8 @@ def test_placement_of_an_emulated_program_agrees_with_the_model(tmp_path: Path) 
     (["--bytes-mem", "1e9", "--costs", "gtx580"], "no flops"),
     (["--flops-dp", "-1", "--costs", "gtx580"], "--flops-dp"),
     (["--counts-file", str(NCU), "--counts-tool", "ncu", "--flops-dp", "1", "--costs", "gtx580"], "twice"),
+    (["--flops-dp", "1", "--costs", str(NCU)], "--costs takes a platform name"),      # rows, not a cost table
+    (["--flops-dp", "1e300", "--costs", "gtx580"], "not a physical count"),
 ])
 def test_option_mistakes_are_one_line(args: list[str], words: str, tmp_path: Path) -> None:
     ran = tmp_path / "ran"
@@ -106,6 +108,28 @@ def test_counts_by_hand_with_no_meter_place_the_program_on_the_time_roofline() -
     assert pl["difference"]["within"] is None and pl["energy_reason"].startswith("no energy was measured")
     table = archline("measure", "--costs", "gtx580", "--flops-dp", "2e9", "--bytes-mem", "2.4e7", "--", "true")
     assert table.returncode == 0 and "GFLOP/s attainable" in table.stdout and "measured -" in table.stdout
+
+
+def test_mixed_precision_is_timed_per_precision_and_beating_the_roofline_is_said() -> None:
+    """SP and DP flops: labelled sp+dp, the model time W_sp*tau_sp + W_dp*tau_dp (each precision's own tau); a
+    run faster than that is impossible for right counts and a right table: a warning line and a JSON flag."""
+    from archline.fit.platforms.profiles import load_platform
+
+    args = ["measure", "--costs", "gtx580", "--flops-sp", "1e11", "--flops-dp", "1e11", "--bytes-mem", "1e8"]
+    r = archline(*args, "--format", "json", "--", "true")
+    assert r.returncode == 0, r.stderr
+    pl, gtx = json.loads(r.stdout)["placement"], load_platform("gtx580")
+    model_t = 1e11 * gtx.require("tau_flop_sp", "t") + 1e11 * gtx.require("tau_flop_dp", "t")
+    assert pl["precision"] == "sp+dp" and pl["flops_sp"] == 1e11 and pl["flops_dp"] == 1e11
+    assert pl["predicted"]["model_time_s"] == pytest.approx(model_t, rel=1e-12)
+    assert pl["above_roofline"] is True and "counts or the cost table must be wrong" in r.stderr
+    table = archline(*args, "--", "true")
+    assert "sp+dp" in table.stdout and "measured faster than the roofline allows" in table.stdout
+    assert "archline: warning:" in table.stderr
+
+
+def test_measure_help_spells_the_access_unit() -> None:
+    assert "accesss" not in archline("measure", "--help").stdout
 
 
 def _cost_table(tmp_path: Path, *, time_only: bool) -> tuple[Path, dict[str, float]]:

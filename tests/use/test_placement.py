@@ -152,3 +152,41 @@ def test_a_time_only_table_places_the_program_by_time(tmp_path: Path) -> None:
     assert d["measured"]["energy_j"] == 10.0 and "no energy predicted" in d["energy_reason"]
     assert p.model_time_s == pytest.approx(model_t, rel=1e-12) and p.fraction_of_peak_time == pytest.approx(0.8)
     assert p.figure is None and not (tmp_path / "no.png").exists() and "no figure drawn" in p.notes[-1]
+
+
+def test_place_program_takes_a_plain_mapping_and_none_for_no_energy() -> None:
+    """The API with a dict of counts (docs/api.md) places the program as Counts does; no meter: None, not NaN."""
+    truth = _truth()
+    by_dict = place_program(truth, {"flops_dp": 2e9, "bytes_mem": 2.4e7}, 0.3, None)
+    by_counts = place_program(truth, Counts("program", {"flops_dp": 2e9, "bytes_mem": 2.4e7}), 0.3, None)
+    assert by_dict.measured_energy_j is None and by_counts.measured_energy_j is None
+    assert by_dict.model_time_s == by_counts.model_time_s > 0 and not by_dict.above_roofline
+    with pytest.raises(PlacementError, match="unknown count column 'gflops'"):
+        place_program(truth, {"gflops": 1.0}, 0.3, None)
+
+
+def test_a_run_faster_than_the_roofline_is_flagged() -> None:
+    truth = _truth()
+    prog = Counts("mixed", {"flops_sp": 1e12, "flops_dp": 1e12})
+    model_t = 1e12 * (truth.require("tau_flop_sp", "t") + truth.require("tau_flop_dp", "t"))
+    p = place_program(truth, prog, 0.5 * model_t, None)
+    assert p.model_time_s == pytest.approx(model_t, rel=1e-12) and p.precision_label == "sp+dp"
+    assert p.above_roofline and p.as_dict()["above_roofline"] is True
+    assert any(n.startswith("measured faster than the roofline allows") for n in p.notes)
+
+
+def test_the_api_docs_place_program_block_prints_what_it_says() -> None:
+    """docs/api.md's place_program example (a plain dict of counts) runs and prints the text the doc shows."""
+    import contextlib
+    import io
+    import re
+
+    text = (REPO / "docs" / "api.md").read_text()
+    tail = text[text.index("tests/use/test_placement.py runs this block"):]
+    code = re.search(r"```python\n(.*?)```", tail, re.S)
+    shown = re.search(r"```text\n(.*?)```", tail, re.S)
+    assert code is not None and shown is not None
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code.group(1), "docs/api.md", "exec"), {})
+    assert out.getvalue() == shown.group(1)

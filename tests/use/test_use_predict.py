@@ -14,6 +14,7 @@ import pytest
 
 from archline.fit.analyses.choi import app_predict as ap
 from archline.fit.model.dvfs import costs_at
+from archline.fit.model.hierarchy import model_time
 from archline.fit.platforms.profiles import load_platform
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -105,7 +106,7 @@ def test_use_predict_cli_json_and_plot(tmp_path: Path, archline_run: Run) -> Non
 
 @pytest.mark.parametrize(("content", "costs", "needle"), [
     ("name,flops_sp,gflops\nx,1,2\n", "gtx580", "unknown column(s) gflops"),
-    ("name,time_s,bytes_l2\nx,1,2\n", "i7-950", "eps_l2"),
+    ("name,flops_dp\nx,1e300\n", "gtx580", "not a physical count"),
     ("name,time_s,flops_sp\nx,1,-2\n", "gtx580", "non-negative"),
     ("name,time_s\nx,1\n", "gtx580", "no count column"),
 ])
@@ -123,3 +124,48 @@ def test_use_predict_dvfs_no_matching_setting(tmp_path: Path, archline_run: Run)
     f.write_text("name,core_mhz,mem_mhz,time_s,flops_sp\nx,999,999,1,1\n")
     out = archline_run("predict", str(f), "--costs", str(table))
     assert out.returncode != 0 and "none matches" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_use_predict_partial_energy_table_gives_time_and_names_the_missing_cost(tmp_path: Path,
+                                                                                 archline_run: Run) -> None:
+    """i7-950 has no eps_l2: the row's time stands (exit 0) and its energy is absent, naming eps_l2 (issue 34)."""
+    f = tmp_path / "c.csv"
+    f.write_text("name,time_s,bytes_l2\nx,1,2\n")
+    out = archline_run("predict", str(f), "--costs", "i7-950", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    p = json.loads(out.stdout)["predictions"][0]
+    assert p["time_s"] == 1 and p["energy_j"] is None and "eps_l2" in p["energy_missing"]
+    table = archline_run("predict", str(f), "--costs", "i7-950")
+    assert table.returncode == 0 and "eps_l2" in table.stdout
+
+
+TIME_TABLE = {"schema": "archline.costs/1", "platform": "toy", "model": "time", "emulated": True, "coefficients": {},
+              "tau": {"tau_flop_dp": {"value": 1e-11}, "tau_mem": {"value": 1e-10}, "tau_int": {"value": 2e-11},
+                      "tau_l1": {"value": 5e-12}, "tau_rand": {"value": 1e-7}}}
+
+
+def test_use_predict_model_time_takes_every_tau_and_names_those_left_out(tmp_path: Path,
+                                                                          archline_run: Run) -> None:
+    """T = max over every counted component (model.md §3): random accesses, int ops and L1 bytes are timed by
+    their taus; a count whose tau the table lacks (bytes_l2) is left out with a note, never silently 0."""
+    table = tmp_path / "toy.json"
+    table.write_text(json.dumps(TIME_TABLE))
+    f = tmp_path / "c.csv"
+    f.write_text("name,rand_accesses,int_ops,bytes_l1,flops_dp,bytes_mem,bytes_l2\nchase,1e6,0,0,0,0,0\n"
+                 "ints,0,1e9,0,0,0,0\nl1,0,0,1e9,0,0,0\nmix,1e6,1e9,1e9,1e9,1e8,0\nl2,0,0,0,1,0,1e9\n")
+    out = archline_run("predict", str(f), "--costs", str(table), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    t = {p["name"]: p for p in json.loads(out.stdout)["predictions"]}
+    assert t["chase"]["time_s"] == pytest.approx(0.1)         # 1e6 * 100 ns
+    assert t["ints"]["time_s"] == pytest.approx(0.02)         # 1e9 * 20 ps
+    assert t["l1"]["time_s"] == pytest.approx(0.005)          # 1e9 * 5 ps
+    assert t["mix"]["time_s"] == pytest.approx(0.1)           # the largest component (random accesses)
+    assert t["l2"]["time_s"] == pytest.approx(1e-11) and "tau_l2" in t["l2"]["notes"][0]
+    text = archline_run("predict", str(f), "--costs", str(table))
+    assert "N_rand*tau_rand" in text.stdout and "leaves out bytes_l2" in text.stdout
+
+
+def test_model_time_sums_sp_and_dp_each_at_its_own_tau() -> None:
+    t, notes = model_time({"flops_sp": 1e9, "flops_dp": 1e9, "bytes_mem": 1.0},
+                             {"tau_flop_sp": 1e-11, "tau_flop_dp": 2e-11, "tau_mem": 1e-10}, "toy", "x")
+    assert t == pytest.approx(0.03) and notes == []

@@ -4,16 +4,18 @@
 
 N_i are counts per operation or access type (flops, integer ops, bytes from DRAM, L3, L2, L1, shared memory,
 random accesses), keyed by the archline.results/1 column names. T is the measured time when the counts give
-``time_s`` (as in the thesis); otherwise the model's time max(W*tau_flop, Q_mem*tau_mem) (S0 eq.3), which the
-thesis notes could supply it. Costs come from a profile, a basic cost table, or a DVFS cost table (a setting
-picked by the row's core/memory clocks or voltages).
+``time_s`` (as in the thesis); otherwise the model's time, every counted component at its peak rate and overlapped
+(:func:`model_time`: S0 eq.3's max(W*tau_flop, Q*tau_mem) with a component per count of S1 eq.10), which the
+thesis notes could supply it. A table without some energy cost the counts need gives the time and says which.
+Costs come from a profile, a basic cost table, or a DVFS cost table (a setting picked by the row's core/memory
+clocks or voltages).
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from archline.common.files import read_text
 from archline.fit.analyses.choi import counter_recipe as cr
 from archline.fit.errors import ArchlineFitError, MissingValueError
 from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at
-from archline.fit.model.hierarchy import COUNT_TO_COST
+from archline.fit.model.hierarchy import COUNT_TO_COST, TIME_EXTRA, model_time
 from archline.fit.platforms.profiles import Platform
 
 
@@ -42,6 +44,9 @@ TERMS: dict[str, tuple[str, ...]] = {
     "rand": ("rand_accesses",),
 }
 CONSTANT_TERM = "constant"
+#: The largest count taken as physical (docs/model.md §3): 1e24 operations or bytes is about 30 years of an
+#: exaflop machine's work; a larger count is a typo or a unit mix-up, refused rather than predicted.
+MAX_COUNT = 1e24
 #: Columns that describe a row rather than count work.
 META_COLUMNS = ("name", "kernel", "setting", "time_s", "core_mhz", "mem_mhz", "core_v", "mem_v", "precision")
 
@@ -255,7 +260,7 @@ def dvfs_setting_costs(platform: Platform,
 
 
 def platform_costs(platform: Platform) -> dict[str, float]:
-    keys = [*COUNT_TO_COST.values(), "pi0", "tau_flop_sp", "tau_flop_dp", "tau_mem"]
+    keys = [*COUNT_TO_COST.values(), "pi0", "tau_flop_sp", "tau_flop_dp", "tau_mem", *TIME_EXTRA.values()]
     return {k: v for k in keys if (v := platform.value(k)) is not None}
 
 
@@ -278,39 +283,28 @@ def predict_row(row: CountsRow, costs: Mapping[str, float], platform_name: str,
                 e += n * need(COUNT_TO_COST[c], f"the {term} term of '{row.name}' ({c} = {n:g})")
         if e or any(c in row.counts for c in columns):
             terms[term] = e
-    t, source = _row_time(row, need)
+    t, source, time_notes = _row_time(row, costs, platform_name, used)
     terms[CONSTANT_TERM] = need("pi0", f"the constant-power term of '{row.name}'") * t
     return Prediction(row.name, sum(terms.values()), t, source, terms, used, dict(setting or row.setting),
-                      list(row.notes))
+                      [*row.notes, *time_notes])
 
 
-def _row_time(row: CountsRow, need: Callable[[str, str], float]) -> tuple[float, str]:
-    """The measured time_s, else the model time max(W*tau_flop, Q*tau_mem)."""
+def _row_time(row: CountsRow, costs: Mapping[str, float], platform_name: str,
+              used: dict[str, float]) -> tuple[float, str, list[str]]:
+    """The measured time_s, else the model time (:func:`model_time`)."""
     if row.time_s is not None:
-        return row.time_s, "measured"
-    why = f"the model time of '{row.name}' (no time_s column)"
-    t_parts = [row.counts.get("flops_sp", 0.0) * need("tau_flop_sp", why) if row.counts.get("flops_sp")
-               else 0.0,
-               row.counts.get("flops_dp", 0.0) * need("tau_flop_dp", why) if row.counts.get("flops_dp")
-               else 0.0]
-    q = row.counts.get("bytes_mem", 0.0)
-    t_mem = q * need("tau_mem", why) if q else 0.0
-    return max(sum(t_parts), t_mem), "model"
+        return row.time_s, "measured", []
+    t, notes = model_time(row.counts, costs, platform_name, row.name, used)
+    return t, "model", notes
 
 
 def predict_time(row: CountsRow, costs: Mapping[str, float], platform_name: str, reason: str) -> Prediction:
-    """A row on a platform without energy constants (issue 34): its time (measured, else the model's), energy
-    None and why."""
+    """A row on a platform without energy constants (issue 34), or missing one its counts need: its time
+    (measured, else the model's), energy None and why."""
     used: dict[str, float] = {}
-
-    def need(key: str, why: str) -> float:
-        if key not in costs:
-            raise MissingValueError(f"cost table '{platform_name}' has no value for {key}; {why} needs it")
-        used[key] = costs[key]
-        return costs[key]
-
-    t, source = _row_time(row, need)
-    return Prediction(row.name, None, t, source, {}, used, dict(row.setting), list(row.notes), energy_missing=reason)
+    t, source, time_notes = _row_time(row, costs, platform_name, used)
+    return Prediction(row.name, None, t, source, {}, used, dict(row.setting), [*row.notes, *time_notes],
+                      energy_missing=reason)
 
 
 def time_only_reason(platform: Platform) -> str | None:
@@ -322,7 +316,17 @@ def time_only_reason(platform: Platform) -> str | None:
     return f"'{platform.name}' has no energy constants" + (f" ({why})" if why else "")
 
 
+def check_counts(name: str, counts: Mapping[str, float]) -> None:
+    """Every count a finite number in [0, MAX_COUNT] (a larger one is not a physical program's)."""
+    for c, n in counts.items():
+        if not (math.isfinite(n) and 0 <= n <= MAX_COUNT):
+            raise CountsFormatError(f"'{name}': {c} = {n:g} is not a physical count (archline takes 0 to "
+                                    f"{MAX_COUNT:g}: more is decades of an exaflop machine's work); check its units")
+
+
 def predict(rows: Sequence[CountsRow], platform: Platform) -> list[Prediction]:
+    for row in rows:
+        check_counts(row.name, row.counts)
     out = []
     base = platform_costs(platform)
     no_energy = time_only_reason(platform)
@@ -333,7 +337,12 @@ def predict(rows: Sequence[CountsRow], platform: Platform) -> list[Prediction]:
             costs, setting = dvfs_setting_costs(platform, row.setting)
             out.append(predict_row(row, {**base, **costs}, platform.name, setting))
         else:
-            out.append(predict_row(row, base, platform.name))
+            try:
+                out.append(predict_row(row, base, platform.name))
+            except MissingValueError as e:   # a partial energy table: the time stands, the energy says what is missing
+                if "no value for eps_" not in str(e) and "no value for pi0" not in str(e):
+                    raise
+                out.append(predict_time(row, base, platform.name, str(e)))
     return out
 
 
