@@ -125,15 +125,18 @@ class Runner:
         return power_w
 
     def region_target_s(self) -> float:
-        """A region lasts --min-time; on a meter also long enough for min_samples samples."""
-        if self.meter.sample_hz:
+        """A region lasts --min-time; on a meter also long enough for min_samples samples (not on --emulate's
+        schedule, whose energy is busy_w x time_s by construction: its samples only bound the integration, and
+        the quick roofline keeps its 30 ms regions, as measured)."""
+        if self.meter.sample_hz and not self.timed_windows:
             return max(self.s.min_region_s, self.s.min_samples / self.meter.sample_hz)
         return self.s.min_region_s
 
     def region_reps(self, t_rep_s: float) -> int:
         if self.s.fixed_reps is not None:
             return self.s.fixed_reps
-        floor = self.s.reps if self.meter.sample_hz else 1   # a meter window holds [bench] reps (S0: 100)
+        # a real meter's window holds [bench] reps (S0: 100); a schedule (timed_windows) needs no floor
+        floor = self.s.reps if self.meter.sample_hz and not self.timed_windows else 1
         reps = max(floor, math.ceil(self.region_target_s() / t_rep_s))
         if reps * t_rep_s > self.s.max_region_s:
             reps = max(1, int(self.s.max_region_s / t_rep_s))

@@ -266,6 +266,10 @@ def test_schedule_window_energy_is_busy_w_times_the_timed_region(env: Path, monk
         region = runner._window("p0-r0", RunResult(time_s=0.3, reps=1, counts=Counts(), checksum_ok=True))
         assert region.energy_j is not None and region.energy_err_j is not None  # type: ignore[union-attr]
         assert abs(region.energy_j - 40.0 * 0.3) <= region.energy_err_j + 0.02 * 40.0   # type: ignore[union-attr]
+        # the schedule's energy needs no meter floor: the quick roofline keeps the measured run's short regions
+        assert runner.region_target_s() == s.settings.min_region_s and runner.region_reps(0.01) == 3
+        metered = Runner(s.backend, s.recorder, s.meter, s.ctx, s.settings)
+        assert metered.region_target_s() > s.settings.min_region_s and metered.region_reps(0.01) == 20
     finally:
         s.close()
 
