@@ -97,7 +97,9 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
                       one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv, where=where)
-    _refuse_json(files)
+    from archline.fit.io.sources import refuse_json_inputs
+
+    refuse_json_inputs(files)
     results = fit_files(files, opts)
     jobs = _out_jobs(results, out, fmt) if out is not None else []
     if points:
@@ -121,26 +123,6 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
         for w in (r.warnings if fmt != "table" else outlier_warnings(r)):
             click.echo(f"archline: warning: {name}: {w}", err=True)
     sys.stdout.flush()
-
-
-def _refuse_json(files: tuple[str, ...]) -> None:
-    """A .json input is not result rows: a cost table is said to be one (its place is --costs), any other JSON
-    is said to be JSON, instead of the CSV reader's 'ends in the middle of a line'."""
-    from archline.fit.io.results import ResultsError
-
-    for f in files:
-        p = Path(f)
-        if p.suffix.lower() != ".json" or not p.is_file():
-            continue
-        with p.open("rb") as fh:         # a peek at the head of a file refused either way
-            head = fh.read(4096)
-        if b'"archline.costs/1"' in head:
-            raise ResultsError(f"{show(f)} is a cost table (archline.costs/1), not result rows: give it to `archline "
-                               "model show`, `predict` or `measure` with --costs; fit takes result rows (CSV or "
-                               "Parquet from `archline bench run`)")
-        if head.lstrip()[:1] in (b"{", b"["):
-            raise ResultsError(f"{show(f)} is JSON, not result rows: fit takes the CSV or Parquet rows of `archline "
-                               "bench run`")
 
 
 #: --out suffixes that name a format: written in any other, the file would lie about its contents
@@ -187,7 +169,6 @@ def _out_jobs(results: list[FitResult], out: str, fmt: str) -> list[Job]:
     """The cost-table outputs: ``costs_jobs``, except that a trailing slash makes a directory even for one
     platform, and several platforms' json into an existing file is refused (exit 2) naming the file."""
     import os
-    from pathlib import Path
 
     from archline.fit.io.costs import EXTENSIONS
     from archline.fit.io.costs_files import costs_jobs, group_filename

@@ -40,10 +40,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from archline.fit.regress.result import FitResult
 
 __all__ = ["COSTS_SCHEMA", "FORMAT_VERSION", "HUMAN_UNITS", "UNITS", "Coefficient", "CostTable", "format_table",
-           "render", "to_costs_dict", "to_csv", "to_json", "to_table"]
+           "names_cost_table", "render", "to_costs_dict", "to_csv", "to_json", "to_table"]
 
 FORMAT_VERSION = 1
 COSTS_SCHEMA = f"archline.costs/{FORMAT_VERSION}"
+
+
+def names_cost_table(head: bytes) -> bool:
+    """Whether the first bytes of a JSON file name this format's schema (a peek, for a reader refusing it)."""
+    return f'"{COSTS_SCHEMA}"'.encode() in head
+
+
 #: clock and voltage keys of a DVFS setting (must be > 0)
 SETTING_CLOCKS = ("core_mhz", "mem_mhz", "core_v", "mem_v")
 

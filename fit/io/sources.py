@@ -153,3 +153,24 @@ def is_results_csv(item: str) -> bool:
         return stat.S_ISFIFO(os.stat(item).st_mode)
     except (OSError, ValueError):
         return False
+
+
+def refuse_json_inputs(files: Sequence[str]) -> None:
+    """A .json input is not result rows: a cost table is said to be one (its place is --costs), any other JSON
+    is said to be JSON, instead of the CSV reader's 'ends in the middle of a line'."""
+    from archline.fit.io.costs import names_cost_table
+    from archline.fit.io.results import ResultsError
+
+    for f in files:
+        p = Path(f)
+        if p.suffix.lower() != ".json" or not p.is_file():
+            continue
+        with p.open("rb") as fh:         # a peek at the head of a file refused either way
+            head = fh.read(4096)
+        if names_cost_table(head):
+            raise ResultsError(f"{show(f)} is a cost table, not result rows: give it to `archline model show`, "
+                               "`predict` or `measure` with --costs; fit takes result rows (CSV or Parquet from "
+                               "`archline bench run`)")
+        if head.lstrip()[:1] in (b"{", b"["):
+            raise ResultsError(f"{show(f)} is JSON, not result rows: fit takes the CSV or Parquet rows of `archline "
+                               "bench run`")
