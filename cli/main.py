@@ -17,8 +17,8 @@ from typing import Any
 import click
 
 from archline.common.exits import EXIT_BUG, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, classify, epilog
+from archline.common.sigwatch import STOP_SIGNALS, raising
 from archline.common.sigwatch import install as install_sigwatch
-from archline.common.sigwatch import raising
 
 #: command name -> "module:attribute" of its click command or group (imported lazily: keeps --help fast).
 SUBCOMMANDS: dict[str, str] = {
@@ -218,8 +218,9 @@ def _exit_process(code: Any) -> None:
     import atexit
 
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, _late_sigterm)
+        for sig in STOP_SIGNALS:
+            if signal.getsignal(sig) is not signal.SIG_IGN:      # nohup's SIGHUP stays ignored
+                signal.signal(sig, _late_sigterm)
     if code is None:
         code = EXIT_OK
     elif not isinstance(code, int):         # sys.exit("text"): the text on stderr, 1 (as the interpreter does)
@@ -233,17 +234,39 @@ def _exit_process(code: Any) -> None:
     os._exit(code)
 
 
+#: the stop signal the command got (0: none): an error it caused on its way out (a figure cut off mid-write) is
+#: still an interruption, 130
+_STOPPED = {"signum": 0}
+
+
 @raising
 def _on_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM does what Ctrl-C does: the command stops, keeps what it finished, removes its temp files."""
+    """SIGTERM and SIGHUP (a closed terminal or ssh session) do what Ctrl-C does: the command stops, keeps what it
+    finished, removes its temp files."""
+    _STOPPED["signum"] = signum
+    raise KeyboardInterrupt
+
+
+@raising
+def _on_sigint(signum: int, frame: Any) -> None:
+    """Ctrl-C: Python's KeyboardInterrupt, noted (see :data:`_STOPPED`)."""
+    _STOPPED["signum"] = signum
     raise KeyboardInterrupt
 
 
 def _ignore_interrupts() -> None:
     """Once interrupted, the outputs are final: a second Ctrl-C or SIGTERM must not kill the exit on its way."""
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
+
+
+def _interrupted() -> None:
+    """130 and ``archline: interrupted``; the stop signals ignored from here on (the outputs are final)."""
+    _ignore_interrupts()
+    _say("archline: interrupted")
+    _quiet_streams()
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _stdout_closed() -> None:
@@ -295,9 +318,14 @@ def _main(argv: list[str] | None) -> int:
     # fits report their own quality); --debug shows them
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     errors = _user_errors()
-    old_term = None
+    old_term: dict[int, Any] | None = None
+    _STOPPED["signum"] = 0
     if threading.current_thread() is threading.main_thread():
-        old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+        old_term = {}
+        for sig in STOP_SIGNALS:        # one place for every stop signal; one started ignored stays ignored
+            now = signal.getsignal(sig)
+            if sig == signal.SIGTERM or now is not signal.SIG_IGN:
+                old_term[sig] = signal.signal(sig, _on_sigint if sig == signal.SIGINT else _on_sigterm)
     try:
         result: Any = cli.main(args=argv, prog_name="archline", standalone_mode=False)
         sys.stdout.flush()
@@ -311,6 +339,9 @@ def _main(argv: list[str] | None) -> int:
     except click.UsageError as e:
         _fail(_usage_line(e), e.exit_code)
     except click.ClickException as e:
+        if _STOPPED["signum"]:     # an error the interrupt caused: the interrupt wins
+            old_term = None
+            _interrupted()
         _fail(one_line(e.format_message()), e.exit_code if e.exit_code != EXIT_BUG else EXIT_INPUT)
     except KeyboardInterrupt:
         _ignore_interrupts()
@@ -327,6 +358,9 @@ def _main(argv: list[str] | None) -> int:
             sys.exit(EXIT_OK)
         raise
     except Exception as e:
+        if _STOPPED["signum"]:     # an error the interrupt caused (a write cut off): the interrupt wins
+            old_term = None
+            _interrupted()
         known = limit_line(e) or classify(e, errors)   # a failure the memory limit caused names the limit
         if known is None or _DEBUG["on"]:
             traceback.print_exc()
@@ -338,5 +372,6 @@ def _main(argv: list[str] | None) -> int:
         if argv is not None:                # called in-process (tests, scripts): the caller's stderr back
             sys.stderr = real_stderr
         if old_term is not None:
-            signal.signal(signal.SIGTERM, _late_sigterm if argv is None else old_term)
+            for sig, h in old_term.items():     # the script: a stop from here on is the late one
+                signal.signal(sig, _late_sigterm if argv is None else h)
     return EXIT_OK

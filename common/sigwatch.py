@@ -30,8 +30,30 @@ from archline.common.exits import EXIT_INTERRUPTED
 
 #: how long the main thread has to run Python again after the signal (its handler) before it counts as stuck
 ANSWER_S = 0.6
-_WATCHED = (signal.SIGTERM, signal.SIGINT)
+#: the signals that stop a command, all alike: Ctrl-C, SIGTERM, and SIGHUP (its terminal or ssh session closed)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_WATCHED = STOP_SIGNALS
 _STACK_B = 256 * 1024       # the thread's stack: small, so it starts under a tight ulimit -v too
+
+
+def _early_stop(signum: int, frame: FrameType | None) -> None:
+    """A stop signal before the command has been set up (imports, click): nothing is written yet, so 130 and the
+    line an interrupt says, at once, without a traceback from whatever was being imported."""
+    with contextlib.suppress(OSError):
+        os.write(2, b"archline: interrupted\n")
+    os._exit(EXIT_INTERRUPTED)
+
+
+def early() -> None:
+    """The console script, first thing (``archline/__init__.py``, before click, numpy or the rest is imported):
+    a stop signal from now on ends the process with 130 and ``archline: interrupted``, until the entry point puts
+    its own handlers in. A signal this process was started ignoring (``nohup``: SIGHUP) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, _early_stop)
 
 
 def raising(handler: Any) -> Any:

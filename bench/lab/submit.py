@@ -193,7 +193,7 @@ def _new_session_local_executor() -> Any:
 def _stop_local(lab: Lab, m: Machine, job: Any, echo: Callable[[str], None]) -> None:
     """Stop a local task (SIGTERM through its controller, which forwards it), wait for it to record itself,
     kill what is left after :data:`STOP_GRACE_S`, and make sure its record says interrupted."""
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}  # stop in order
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}  # in order
     try:
         pid = int(job.job_id)
         proc = getattr(job, "_process", None)

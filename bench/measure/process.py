@@ -50,6 +50,30 @@ def _forwarding(procs: list[subprocess.Popen[bytes]], got: list[int]) -> Iterato
             signal.signal(s, h)
 
 
+#: after a stop signal (forwarded to the command, or got once it had exited), how long archline goes on measuring
+#: the command's phases before it reports what it has: a signal is answered within a second
+STOP_PHASES_S = 0.5
+
+
+@contextlib.contextmanager
+def _noting(late: list[int]) -> Iterator[None]:
+    """Once the command has exited, a stop signal is noted in ``late`` (not raised): the phases measured so far
+    are reported (:data:`STOP_PHASES_S`), with the rest said not measured, and archline exits 128 + N."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def note(signum: int, frame: Any) -> None:
+        late.append(signum)
+
+    old = {s: signal.signal(s, note) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def _group_alive(pgid: int) -> bool:
     """Whether any process is still in the process group ``pgid`` (the leader already reaped)."""
     try:

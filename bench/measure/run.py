@@ -35,9 +35,11 @@ from archline.bench.measure import result, schedule
 from archline.bench.measure.meters import _open
 from archline.bench.measure.process import (
     GRACE_S,
+    STOP_PHASES_S,
     _forwarding,
     _group_alive,
     _kill_group,
+    _noting,
     _spawn,
     _wait,
     phases_of_run,
@@ -178,103 +180,117 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
     status = 0
     done = False
     try:
-        with mon:
-            idle: Measurement | None = None
-            if opts.baseline_s > 0:
-                time.sleep(SETTLE_S)
-                mon.begin_window("baseline")
-                time.sleep(opts.baseline_s)
-                idle = mon.end_window("baseline")
-                doc["baseline"] = _window(idle, idle=None, mon=mon)
+        with contextlib.ExitStack() as stack:   # (a stop signal noted once the command exits: _noting)
+            with mon:
+                idle: Measurement | None = None
+                if opts.baseline_s > 0:
+                    time.sleep(SETTLE_S)
+                    mon.begin_window("baseline")
+                    time.sleep(opts.baseline_s)
+                    idle = mon.end_window("baseline")
+                    doc["baseline"] = _window(idle, idle=None, mon=mon)
+                    if scheduled:
+                        schedule.fill(doc["baseline"], idle_w, None)
+                        doc["idle_power_w"], doc["idle_power_err_w"] = idle_w, 0.0
+                    if idle.has_energy:
+                        doc["idle_power_w"], doc["idle_power_err_w"] = idle.mean_power_w, idle.mean_power_err_w
+                sub = idle if opts.subtract_idle else None
+                # a widened window begins no earlier than the meters' data (the baseline's start, else the first run's)
+                # and a run's no earlier than the end of the run before it
+                data_from: float | None = idle.t_start_s if idle is not None else None
+                floor = data_from
+                late: list[int] = []        # a stop signal once the command had exited (see process._noting)
+                stack.enter_context(_noting(late))
+                for k in range(opts.repeat):
+                    name = "run" if opts.repeat == 1 else f"run-{k + 1}"
+                    got: list[int] = []
+                    t_begin = mon.begin_window(name)
+                    data_from = t_begin if data_from is None else data_from
+                    floor = t_begin if floor is None else floor
+                    procs: list[subprocess.Popen[bytes]] = []
+                    argv, read_counters = (opts.command, None) if opts.counters is None else opts.counters(opts.command)
+                    with _forwarding(procs, got):
+                        procs.append(_spawn(argv, reader.path, opts.child_stdout_to_stderr))
+                        for sig in got:               # arrived while it was starting
+                            with contextlib.suppress(ProcessLookupError, PermissionError):
+                                os.killpg(procs[0].pid, sig)
+                        rc, killed = _wait(procs[0], got, GRACE_S)
+                    stop_at = time.monotonic() + STOP_PHASES_S if got else None
+                    pgid = procs[0].pid
+                    if not killed and _group_alive(pgid):     # the leader is gone, some of its children are not
+                        if got:
+                            _kill_group(pgid)
+                            doc["problems"].append(f"{name}: processes left in the command's process group were "
+                                                   "killed (it was interrupted)")
+                        else:
+                            doc["problems"].append(f"{name}: processes were still running in the command's process "
+                                                   f"group {pgid} when it exited (left running, not measured)")
+                    if killed:
+                        doc["problems"].append(f"{name}: the command did not exit after the signal; its process "
+                                               "group was killed (SIGKILL)")
+                    if power is not None:        # the emulated device goes idle at the end of each run
+                        power.idle()
+                    counters = read_counters() if read_counters is not None else None
+                    run, asked = _end_run(mon, name, t_begin, sensor, floor)
+                    floor = run.t_end_s
+                    phases, problems = phases_of_run(reader.take(), run.t_start_s, run.t_end_s)
+                    problems += reader.take_malformed()
+                    w = _window(run, asked, idle=sub, mon=mon, sensor=sensor)
+                    above = idle_w if scheduled and opts.subtract_idle else None
+                    if scheduled:
+                        schedule.fill(w, busy_w, above)
+                    w["exit_code"] = rc if rc >= 0 else None
+                    w["signal"] = -rc if rc < 0 else None
+                    w["interrupted"] = bool(got)
+                    if counters is not None:
+                        w["counters"] = counters
+                    w["phases"] = []
+                    for j, (p, t0, t1) in enumerate(phases):  # a phase that cannot be measured is said, never lost
+                        if late and stop_at is None:
+                            stop_at = time.monotonic()
+                        if stop_at is not None and time.monotonic() >= stop_at:
+                            problems.append(f"interrupted: {len(phases) - j} of {len(phases)} phase(s) not measured "
+                                            f"(from {p!r} on)")
+                            break
+                        try:
+                            w["phases"].append(_window(*_between(mon, p if opts.repeat == 1 else f"{name}/{p}", t0,
+                                                                 t1, sensor, data_from),
+                                                       idle=sub, mon=mon, sensor=sensor))
+                        except DeviceError:         # the meter itself failed: its own exit code, as for the run
+                            raise
+                        except MeterError as e:
+                            problems.append(f"phase {p!r} not measured: {e}")
+                    if scheduled:
+                        w["phases"] = [schedule.fill(p, busy_w, above) for p in w["phases"]]
+                    doc["problems"] += [f"{name}: {p}" for p in problems]
+                    doc["runs"].append(w)
+                    doc["exit_code"], doc["signal"] = w["exit_code"], w["signal"]
+                    status = rc if rc >= 0 else 128 - rc
+                    if killed:                   # exits as the signal it was sent would have ended it
+                        status = 128 + got[0]
+                    if late:                     # stopped after the command exited: the signal's code, report kept
+                        status = 128 + late[0]
+                        doc["problems"].append(f"{name}: archline was interrupted after the command exited; the report "
+                                               "holds what was measured until then")
+                    if rc != 0 or got or late:
+                        if opts.repeat > k + 1:
+                            doc["problems"].append(f"stopped after {name}: the command "
+                                                   + (f"exited {rc}" if rc > 0 else "was interrupted"))
+                        break
+                doc["summary"] = result.summary(doc["runs"])
                 if scheduled:
-                    schedule.fill(doc["baseline"], idle_w, None)
-                    doc["idle_power_w"], doc["idle_power_err_w"] = idle_w, 0.0
-                if idle.has_energy:
-                    doc["idle_power_w"], doc["idle_power_err_w"] = idle.mean_power_w, idle.mean_power_err_w
-            sub = idle if opts.subtract_idle else None
-            # a widened window begins no earlier than the meters' data (the baseline's start, else the first run's)
-            # and a run's no earlier than the end of the run before it
-            data_from: float | None = idle.t_start_s if idle is not None else None
-            floor = data_from
-            for k in range(opts.repeat):
-                name = "run" if opts.repeat == 1 else f"run-{k + 1}"
-                got: list[int] = []
-                t_begin = mon.begin_window(name)
-                data_from = t_begin if data_from is None else data_from
-                floor = t_begin if floor is None else floor
-                procs: list[subprocess.Popen[bytes]] = []
-                argv, read_counters = (opts.command, None) if opts.counters is None else opts.counters(opts.command)
-                with _forwarding(procs, got):
-                    procs.append(_spawn(argv, reader.path, opts.child_stdout_to_stderr))
-                    for sig in got:               # arrived while it was starting
-                        with contextlib.suppress(ProcessLookupError, PermissionError):
-                            os.killpg(procs[0].pid, sig)
-                    rc, killed = _wait(procs[0], got, GRACE_S)
-                pgid = procs[0].pid
-                if not killed and _group_alive(pgid):     # the leader is gone, some of its children are not
-                    if got:
-                        _kill_group(pgid)
-                        doc["problems"].append(f"{name}: processes left in the command's process group were "
-                                               "killed (it was interrupted)")
-                    else:
-                        doc["problems"].append(f"{name}: processes were still running in the command's process "
-                                               f"group {pgid} when it exited (left running, not measured)")
-                if killed:
-                    doc["problems"].append(f"{name}: the command did not exit after the signal; its process "
-                                           "group was killed (SIGKILL)")
-                if power is not None:        # the emulated device goes idle at the end of each run
-                    power.idle()
-                counters = read_counters() if read_counters is not None else None
-                run, asked = _end_run(mon, name, t_begin, sensor, floor)
-                floor = run.t_end_s
-                phases, problems = phases_of_run(reader.take(), run.t_start_s, run.t_end_s)
-                problems += reader.take_malformed()
-                w = _window(run, asked, idle=sub, mon=mon, sensor=sensor)
-                above = idle_w if scheduled and opts.subtract_idle else None
-                if scheduled:
-                    schedule.fill(w, busy_w, above)
-                w["exit_code"] = rc if rc >= 0 else None
-                w["signal"] = -rc if rc < 0 else None
-                w["interrupted"] = bool(got)
-                if counters is not None:
-                    w["counters"] = counters
-                w["phases"] = []
-                for p, t0, t1 in phases:    # a phase that cannot be measured is said, never the report lost
-                    try:
-                        w["phases"].append(_window(*_between(mon, p if opts.repeat == 1 else f"{name}/{p}", t0,
-                                                             t1, sensor, data_from),
-                                                   idle=sub, mon=mon, sensor=sensor))
-                    except DeviceError:         # the meter itself failed: its own exit code, as for the run
-                        raise
-                    except MeterError as e:
-                        problems.append(f"phase {p!r} not measured: {e}")
-                if scheduled:
-                    w["phases"] = [schedule.fill(p, busy_w, above) for p in w["phases"]]
-                doc["problems"] += [f"{name}: {p}" for p in problems]
-                doc["runs"].append(w)
-                doc["exit_code"], doc["signal"] = w["exit_code"], w["signal"]
-                status = rc if rc >= 0 else 128 - rc
-                if killed:                   # exits as the signal it was sent would have ended it
-                    status = 128 + got[0]
-                if rc != 0 or got:
-                    if opts.repeat > k + 1:
-                        doc["problems"].append(f"stopped after {name}: the command "
-                                               + (f"exited {rc}" if rc > 0 else "was interrupted"))
-                    break
-            doc["summary"] = result.summary(doc["runs"])
-            if scheduled:
-                doc["energy_source"] = schedule.NOTE
-            if opts.place is not None:
-                doc["placement"] = opts.place(doc)
-            if run_dir is not None and not mon.reason:      # the null meter has no trace to keep
-                doc["files"]["traces"] = [p.name for p in mon.write_traces(run_dir, "csv.gz")]
-        path = None
-        if run_dir is not None:
-            doc["files"]["raw"] = sorted(p.name for p in run_dir.glob("*.raw*"))
-            path = run_dir / result.FILE_NAME
-            doc["files"]["result"] = str(path)
-            result.write(doc, path)
-        done = True
+                    doc["energy_source"] = schedule.NOTE
+                if opts.place is not None:
+                    doc["placement"] = opts.place(doc)
+                if run_dir is not None and not mon.reason:      # the null meter has no trace to keep
+                    doc["files"]["traces"] = [p.name for p in mon.write_traces(run_dir, "csv.gz")]
+            path = None
+            if run_dir is not None:
+                doc["files"]["raw"] = sorted(p.name for p in run_dir.glob("*.raw*"))
+                path = run_dir / result.FILE_NAME
+                doc["files"]["result"] = str(path)
+                result.write(doc, path)
+            done = True
     finally:
         reader.close()
         if not done and run_dir is not None:     # no result: nothing half-written stays (the directory is ours)

@@ -9,11 +9,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from archline.common.sigwatch import STOP_SIGNALS
+
 
 def _live_signals() -> list[int]:
-    """SIGINT and SIGTERM, less one this process was started ignoring (``archline ... &`` from a script ignores
-    Ctrl-C, by the shell's rule)."""
-    return [sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is not signal.SIG_IGN]
+    """SIGINT, SIGTERM and SIGHUP, less one this process was started ignoring (``archline ... &`` from a script
+    ignores Ctrl-C, by the shell's rule; ``nohup`` SIGHUP)."""
+    return [sig for sig in STOP_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN]
 
 
 @contextlib.contextmanager

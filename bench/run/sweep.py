@@ -173,7 +173,8 @@ def run_sweep(config_path: Path, *, stream: TextIO | None = None, tty: bool | No
         signal.signal(signum, signal.SIG_IGN)   # a second SIGTERM must not cut into the clean-up of the first
         raise KeyboardInterrupt
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM,)}
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)   # SIGHUP as SIGTERM (nohup's
+           if s == signal.SIGTERM or signal.getsignal(s) is not signal.SIG_IGN}            # stays ignored)
     session = None
     try:
         log.info(f"sweep '{cfg.name}' starting: config {cfg.path}, platform {cfg.platform}, out {cfg.out}")

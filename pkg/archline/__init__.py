@@ -16,7 +16,13 @@ The rooms below it are ``archline.cli``, ``archline.bench``, ``archline.powermon
 from __future__ import annotations
 
 import importlib
+import sys as _sys
 from typing import Any
+
+if _sys.argv and _sys.argv[0].rsplit("/", 1)[-1] == "archline":   # the console script: stop signals first thing
+    from archline.common.sigwatch import early as _early
+
+    _early()
 
 from archline._version import __version__
 from archline.common.mpl import configure as _configure_matplotlib

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support.datasets import part_csv
 
 from archline.fit.regress.synthetic import GTX580
@@ -42,6 +43,25 @@ def deferred():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     click.echo(f"deferred {noted}")
 
+@click.command()
+def sleepy():
+    with atomic_path(OUT) as tmp:
+        tmp.write_text("half")
+        open(READY, "w").close()
+        import time
+        time.sleep(600)
+
+@click.command()
+def botched():
+    open(READY, "w").close()
+    try:
+        import time
+        time.sleep(600)
+    except KeyboardInterrupt:          # a library's clean-up that fails because it was cut off
+        raise RuntimeError("Invalid bounding box") from None
+
+m.SUBCOMMANDS["sleepy"] = "__main__:sleepy"
+m.SUBCOMMANDS["botched"] = "__main__:botched"
 m.SUBCOMMANDS["stuck"] = "__main__:stuck"
 m.SUBCOMMANDS["deferred"] = "__main__:deferred"
 sys.argv = ["archline", COMMAND]
@@ -49,7 +69,8 @@ m.main()
 """
 
 
-def _signal_when_ready(tmp_path: Path, command: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _signal_when_ready(tmp_path: Path, command: str, sig: int = signal.SIGTERM
+                       ) -> tuple[subprocess.CompletedProcess[str], Path]:
     out, ready = tmp_path / "out.txt", tmp_path / "ready"
     proc = subprocess.Popen([sys.executable, "-c", STUCK, str(out), str(ready), command], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -57,7 +78,7 @@ def _signal_when_ready(tmp_path: Path, command: str) -> tuple[subprocess.Complet
     while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert ready.exists(), proc.communicate()[1]
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     try:
         stdout, stderr = proc.communicate(timeout=60)    # a safety net: before the fix it waited 600 s
     except subprocess.TimeoutExpired:
@@ -78,6 +99,44 @@ def test_a_command_that_defers_sigterm_on_purpose_is_left_to_do_so(tmp_path: Pat
     res, _ = _signal_when_ready(tmp_path, "deferred")
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == f"deferred [{int(signal.SIGTERM)}]"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_sighup_stops_a_command_as_sigterm_does(tmp_path: Path, sig: int) -> None:
+    """Issue 36 S #4: a closed terminal (SIGHUP) is 130, 'archline: interrupted', its temp files removed (was
+    killed by the signal, 129, temp files left)."""
+    res, out = _signal_when_ready(tmp_path, "sleepy", sig)
+    assert res.returncode == 130, res.stderr
+    assert res.stderr.strip().splitlines() == ["archline: interrupted"]
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ready"]
+
+
+def test_an_error_the_interrupt_caused_is_still_an_interrupt(tmp_path: Path) -> None:
+    """Issue 36 S #10: an error raised because a write was cut off by SIGTERM (matplotlib's 'Invalid bounding
+    box') is 130, not that error's code."""
+    res, _ = _signal_when_ready(tmp_path, "botched")
+    assert res.returncode == 130, res.stderr
+    assert res.stderr.strip().splitlines() == ["archline: interrupted"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_the_console_script_imports_is_130_without_a_traceback(sig: int) -> None:
+    """Issue 36 S #8: the console script's handlers are in before anything heavy is imported (archline/__init__):
+    a signal during the imports is 130 and 'archline: interrupted' (was a KeyboardInterrupt traceback, or killed
+    by SIGTERM)."""
+    code = (f"import sys; sys.argv = ['/usr/bin/archline']; import archline, os; os.kill(os.getpid(), {int(sig)}); "
+            "import archline.cli.main; print('not stopped')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 130, res.stderr
+    assert res.stderr.strip().splitlines() == ["archline: interrupted"] and res.stdout == ""
+
+
+def test_importing_archline_as_a_library_leaves_the_signals_alone() -> None:
+    code = ("import signal, archline, archline.cli.main; "
+            "print(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, signal.getsignal(signal.SIGHUP) == "
+            "signal.SIG_DFL)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert res.stdout.split() == ["True", "True"], res.stderr
 
 
 def _limited(limit_b: int) -> None:

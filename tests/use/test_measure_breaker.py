@@ -291,3 +291,30 @@ def test_a_directory_or_empty_command_is_named(cmd: str, words: str) -> None:
     r = subprocess.run([sys.executable, "-m", "archline.cli", "measure", "--", cmd], capture_output=True, text=True,
                        timeout=60, check=False)
     assert r.returncode == 2 and words in r.stderr
+
+
+def test_a_signal_while_phases_are_measured_keeps_the_report(tmp_path: Path) -> None:
+    """Issue 36 S #1: SIGTERM after the command exited, while its many phases are measured: answered within about
+    a second with the phases measured so far (the rest said not measured), exit 128 + N; was deaf to it for
+    minutes, and a KeyboardInterrupt lost the report."""
+    done = tmp_path / "done"
+    n = 20000
+    child = (f"import os; f = open(os.environ['ARCHLINE_MARKS'], 'w'); f.write(''.join(f'begin p{{i}}\\nend p{{i}}\\n' "
+             f"for i in range({n}))); f.close(); open({str(done)!r}, 'w').write('x')")
+    p = subprocess.Popen([sys.executable, "-c", _MAIN, *M, "--format", "json", "--", sys.executable, "-c", child],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(done)
+        time.sleep(0.2)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 128 + signal.SIGTERM, err[-2000:]
+    doc = json.loads(out)
+    run = doc["runs"][0]
+    assert run["exit_code"] == 0 and len(run["phases"]) < n      # (none yet, on a loaded machine)
+    assert any(f"of {n} phase(s) not measured" in q for q in doc["problems"])
+    assert any("interrupted after the command exited" in q for q in doc["problems"])
