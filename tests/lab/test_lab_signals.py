@@ -49,7 +49,7 @@ def _gone(pid: int, timeout_s: float = 10.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGHUP"])    # SIGHUP: the terminal closed (issue 36 S #4)
 def test_lab_local_submit_stopped_stops_its_task(tmp_path: Path, how: str) -> None:
     lab = write_lab(tmp_path / "lab.toml", [{"name": "gpu01", "platform": "gtx580", "precisions": ["sp"],
                                               "quick": False, "time_compression": 10.0}])
@@ -64,8 +64,8 @@ def test_lab_local_submit_stopped_stops_its_task(tmp_path: Path, how: str) -> No
             time.sleep(0.1)
         rec = json.loads((res / "task.json").read_text())
         assert rec["state"] == "running"
-        if how == "SIGTERM":
-            p.send_signal(signal.SIGTERM)
+        if how in ("SIGTERM", "SIGHUP"):
+            p.send_signal(getattr(signal, how))
         else:                                   # a terminal sends SIGINT to the whole foreground group
             os.killpg(p.pid, signal.SIGINT)
         _out, err = p.communicate(timeout=60)
