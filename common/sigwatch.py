@@ -38,7 +38,12 @@ _STACK_B = 256 * 1024       # the thread's stack: small, so it starts under a ti
 
 def _early_stop(signum: int, frame: FrameType | None) -> None:
     """A stop signal before the command has been set up (imports, click): nothing is written yet, so 130 and the
-    line an interrupt says, at once, without a traceback from whatever was being imported."""
+    line an interrupt says, at once, without a traceback from whatever was being imported (the exit functions run:
+    matplotlib's private config directory, where one was made, is removed)."""
+    import atexit
+
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
     with contextlib.suppress(OSError):
         os.write(2, b"archline: interrupted\n")
     os._exit(EXIT_INTERRUPTED)
