@@ -138,6 +138,8 @@ def collect_cmd(lab_toml: Path, out: Path, replace: bool, fmt: str) -> None:
     from archline.cli.output import echo_table
 
     report = collect(load_lab(lab_toml), out, merge=not replace)
+    for w in report.warnings:
+        click.echo(f"archline: warning: {w}", err=True)
     if fmt == "json":
         click.echo(json.dumps(report.as_json(), indent=1))
         return

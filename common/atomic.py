@@ -85,6 +85,41 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.close(dfd)
 
 
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A directory of files written as one. A new one (``path`` missing, or an empty directory) is made whole:
+    the block fills a hidden ``.NAME.PID.tmp`` beside ``path`` (yielded), renamed to ``path`` on a clean exit;
+    on any failure it is removed, ``path`` untouched, and an OSError names the file under ``path`` the user asked
+    for, not the hidden one. An existing one is yielded as it is, and on a failure the directories the block made
+    in it are removed again when empty (files it holds are the writer's to replace whole, one by one)."""
+    import shutil
+
+    final = Path(path)
+    if final.is_symlink() or (final.exists() and (not final.is_dir() or any(final.iterdir()))):
+        before = {Path(d) for d, _, _ in os.walk(final)}
+        try:
+            yield final
+        except BaseException:
+            for d in sorted({Path(d) for d, _, _ in os.walk(final)} - before, key=lambda x: -len(x.parts)):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+            raise
+        return
+    make_dirs(final.parent)
+    stage = final.parent / f".{final.name}.{os.getpid()}.tmp"
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        stage.mkdir()
+        yield stage
+        os.replace(stage, final)
+        _fsync_dir(final.parent)
+    except BaseException as e:
+        shutil.rmtree(stage, ignore_errors=True)
+        if isinstance(e, OSError) and isinstance(e.filename, str) and e.filename.startswith(str(stage)):
+            e.filename = str(final) + e.filename[len(str(stage)):]
+        raise
+
+
 def _text_path(tmp: Path) -> tuple[int | None, Path]:
     """``tmp`` as a path every writer can open: itself, or where its directory's name is not UTF-8 (pyarrow
     cannot encode it: a traceback) the same file through an open descriptor of that directory,

@@ -95,9 +95,23 @@ _EXPLAIN = {
 }
 
 
+def _fsize_limit() -> int | None:
+    """The soft RLIMIT_FSIZE in bytes (``ulimit -f``), or None when there is none."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
 def os_error_line(e: OSError) -> str:
     """One line for a file-system failure: the path and what to do (never Python's repr of the error)."""
     what = _EXPLAIN.get(e.errno or -1, e.strerror or str(e))
+    if e.errno == errno.EFBIG and _fsize_limit() is not None:     # the process's limit, not the file system's
+        what = f"file too large: the file-size limit (ulimit -f) of this process is {_fsize_limit()} bytes; " \
+               "raise it or write less"
     names = [n for n in (e.filename, e.filename2) if n]
     where = " -> ".join(os.fsdecode(n) for n in names)
     return f"{where}: {what}" if where else f"file system error: {what}"

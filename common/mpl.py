@@ -3,8 +3,10 @@
 matplotlib keeps its config and font cache in ``$MPLCONFIGDIR``, else ``~/.config/matplotlib``; where that cannot be
 made (HOME unwritable, a regular file, or unset as under cron's ``env -i``) it prints two lines on stderr (which
 cron mails) and creates ``matplotlib-*`` in the temp directory. archline gives it a directory of its own instead:
-``$XDG_CACHE_HOME/archline/matplotlib`` (``~/.cache/...`` when the variable is unset or empty), else a private
-temporary directory that is removed when the process exits. A ``MPLCONFIGDIR`` the user set is kept.
+``$XDG_CACHE_HOME/archline/matplotlib`` (``~/.cache/...`` when the variable is unset or empty) where that cache
+directory exists, or its parent does and is writable (a missing HOME, like ``/nonexistent`` of the system users, is
+never made), else a private temporary directory that is removed when the process exits. A ``MPLCONFIGDIR`` the
+user set is kept.
 Nothing is created here: matplotlib makes the directory when it is first imported.
 """
 
@@ -45,6 +47,18 @@ def _creatable(d: Path) -> bool:
         p = p.parent
 
 
+def _usable(base: Path, mine: Path) -> bool:
+    """Whether ``mine`` (under the cache directory ``base``) may be used: ``base`` exists, or its parent (HOME, or
+    the parent of ``$XDG_CACHE_HOME``) exists; and what is missing of ``mine`` can be made there. A missing HOME
+    is never created (``/nonexistent`` is meant never to exist, and as root every missing path is "creatable")."""
+    try:
+        if not (base.is_dir() or base.parent.is_dir()):
+            return False
+    except OSError:
+        return False
+    return _creatable(mine)
+
+
 def _private_dir() -> str:
     """A name for a temporary directory of this process only, removed at exit (matplotlib makes it if it runs)."""
     import atexit
@@ -67,7 +81,7 @@ def configure() -> str:
         return given
     root = cache_root()
     mine = root / "matplotlib" if root is not None else None
-    d = str(mine) if mine is not None and _creatable(mine) else _private_dir()
+    d = str(mine) if root is not None and mine is not None and _usable(root.parent, mine) else _private_dir()
     os.environ[MPLCONFIGDIR] = d
     _DONE["dir"] = d
     return d

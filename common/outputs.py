@@ -181,6 +181,15 @@ def make_dirs(path: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
+def prune_dirs(d: Path, levels: int) -> None:
+    """Remove directory ``d`` and up to ``levels - 1`` of its parents, while they are empty."""
+    for x in [d, *d.parents][:levels]:
+        try:
+            x.rmdir()
+        except OSError:
+            return
+
+
 def check_output(path: str | os.PathLike[str], extra_inputs: tuple[str | os.PathLike[str], ...] = ()) -> Path:
     """The real file an output writes (symlinks followed), or OutputError when it is an input of this command
     (one noted, or one of ``extra_inputs``)."""

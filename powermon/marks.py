@@ -104,9 +104,14 @@ class MarksReader:
                 self._drain()
                 return
 
-    def _drain(self) -> None:
+    def _drain(self, *, final: bool = False) -> None:
+        """Read what the FIFO holds; ``final`` (the command has exited): a last line without its newline is a
+        line too (``printf 'begin x'`` is a mark, and a phase it begins is said to have never ended)."""
         with self._read_lock:
             self._drain_locked()
+            if final and self._buf:
+                raw, self._buf = self._buf, b""
+                self._line(raw, time.monotonic())
 
     def _drain_locked(self) -> None:
         while True:
@@ -120,18 +125,21 @@ class MarksReader:
             self._buf += chunk
             *lines, self._buf = self._buf.split(b"\n")
             for raw in lines:
-                text = raw.decode(errors="replace")
-                mark = parse_line(text, now)
-                if mark is None:
-                    if text.strip():
-                        with self._lock:
-                            self._n_malformed += 1
-                            if len(self._malformed) < 3:
-                                self._malformed.append(text.strip()[:60])
-                    continue
-                t = self.on_mark(mark) if self.on_mark is not None else None
+                self._line(raw, now)
+
+    def _line(self, raw: bytes, now: float) -> None:
+        text = raw.decode(errors="replace")
+        mark = parse_line(text, now)
+        if mark is None:
+            if text.strip():
                 with self._lock:
-                    self.marks.append(mark if t is None else Mark(mark.kind, mark.name, t))
+                    self._n_malformed += 1
+                    if len(self._malformed) < 3:
+                        self._malformed.append(text.strip()[:60])
+            return
+        t = self.on_mark(mark) if self.on_mark is not None else None
+        with self._lock:
+            self.marks.append(mark if t is None else Mark(mark.kind, mark.name, t))
 
     def take_malformed(self) -> list[str]:
         """Problems in words for the lines that were not marks since the last call (and forget them)."""
@@ -140,13 +148,13 @@ class MarksReader:
         if not n:
             return []
         return [f"{n} line(s) on $ARCHLINE_MARKS were not 'begin NAME' or 'end NAME' and were ignored "
-                f"(first: {', '.join(repr(s) for s in first)})"]
+                f"(first: {', '.join(ascii(s) for s in first)})"]     # escaped: junk never reaches the terminal
 
     def take(self) -> list[Mark]:
         """The marks so far (and forget them): what the FIFO holds is read first, so that a command that has exited
         has every mark it wrote in its own run (not left for the thread, and the next run, to find)."""
         with contextlib.suppress(OSError):      # closed already: what was read is all there is
-            self._drain()
+            self._drain(final=True)
         with self._lock:
             out, self.marks = self.marks, []
         return out

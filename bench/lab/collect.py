@@ -16,13 +16,16 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archline.bench.lab.labfile import Lab
 from archline.bench.lab.status import LabError, TaskStatus, lab_status
 from archline.bench.run.sweep import RESULTS_NAME
-from archline.fit.io.dataset import DatasetError, DatasetReport, read_csv_table, write_dataset
+from archline.fit.io.dataset import DatasetError, DatasetReport, write_dataset
 from archline.fit.io.results_file import ResultsFile, SourceError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("archline.bench")
 
@@ -42,6 +45,7 @@ class MachineReport:
 class CollectReport:
     dataset: DatasetReport
     machines: list[MachineReport]
+    warnings: list[str] = field(default_factory=list)   #: for stderr, as ``archline: warning: ...`` lines
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self.dataset)
@@ -49,24 +53,28 @@ class CollectReport:
         return {"dataset": d, "machines": [asdict(m) for m in self.machines]}
 
 
-def _rows(path: Path) -> tuple[int, str]:
-    """Complete rows of a machine's results file, counted by the file's owner; a file that cannot be read or is
-    not a results file counts 0, with the reason."""
+def _read(path: Path, running: bool) -> tuple[pa.Table | None, str]:
+    """A machine's results file read once, by its owner (a FIFO or pipe cannot be read twice): its rows as a
+    table (None without rows), or the reason it counts 0. A file that is ours but whose rows cannot be read is
+    a LabError (nothing collected). A partial last line is a row being appended while the task runs (left out);
+    a task that is not running has a cut-off file: an error, as everywhere else."""
     try:
-        with ResultsFile.open(path, whole_lines=False) as f:
+        with ResultsFile.open(path, whole_lines=not running) as f:
             f.check_ours()
-            return f.n_rows(), ""
+            if not f.n_rows():
+                return None, ""
+            try:
+                return f.table(), ""
+            except SourceError as e:
+                raise LabError(str(e)) from None
     except SourceError as e:
-        return 0, str(e)
+        if "ends in the middle of a line" in str(e):    # whole lines asked for: the task is not appending
+            raise LabError(f"{e} (its task is not running); nothing collected") from None
+        return None, str(e)
 
 
-def _runs(path: Path) -> set[tuple[str, str]]:
-    """The (host, run_id) pairs a machine's rows report (a file the data set writer will refuse: none, it says
-    why)."""
-    try:
-        table = read_csv_table(path, whole_lines=False)
-    except DatasetError:
-        return set()
+def _runs(table: pa.Table) -> set[tuple[str, str]]:
+    """The (host, run_id) pairs a machine's rows report."""
     if "host" not in table.column_names or "run_id" not in table.column_names:
         return set()
     pairs = zip(table.column("host").to_pylist(), table.column("run_id").to_pylist(), strict=True)
@@ -85,8 +93,9 @@ def _shared_hosts(runs: dict[str, set[tuple[str, str]]]) -> dict[str, str]:
             same = [o for o in others if mine_h & {r for hh, r in runs[o] if hh == h}]
             apart = [o for o in others if o not in same]
             if apart:
-                parts.append(f"host '{h}' is also reported by {', '.join(apart)}: every row kept, told apart by "
-                             "run_id (give each machine its own `host` in the lab file to tell them apart by host)")
+                parts.append(f"host '{h}' is also reported by {', '.join(others)}: every row of another run kept, "
+                             "told apart by run_id (give each machine its own `host` in the lab file to tell them "
+                             "apart by host)")
             if same:
                 parts.append(f"the same run of host '{h}' is also in the results of {', '.join(same)} (a copied "
                              "results file?): its rows kept once")
@@ -104,15 +113,18 @@ def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
         raise LabError(f"results directory {lab.results} is not readable by this user; nothing collected")
     statuses: dict[str, TaskStatus] = {s.machine: s for s in lab_status(lab)}
     sources: list[Path] = []
+    tables: list[pa.Table] = []
     machines: list[MachineReport] = []
     runs: dict[str, set[tuple[str, str]]] = {}
     for m in lab.machines:
         st = statuses[m.name]
         csv = lab.results / m.name / RESULTS_NAME
-        n, why = _rows(csv) if csv.exists() else (0, "")
-        if n:
+        table, why = _read(csv, st.state == "running") if os.path.lexists(csv) else (None, "")
+        n = table.num_rows if table is not None else 0
+        if table is not None and n:
             sources.append(csv)
-            runs[m.name] = _runs(csv)
+            tables.append(table)
+            runs[m.name] = _runs(table)
         rep = MachineReport(m.name, st.state, n, st.points_planned, list(st.missing_points))
         rep.failed_last_run = st.failed_points
         if st.state == "failed":
@@ -124,15 +136,16 @@ def collect(lab: Lab, out: Path, *, merge: bool = True) -> CollectReport:
         raise LabError(f"no rows to collect: none of the {len(lab.machines)} machine(s) has results under "
                        f"{lab.results} (`archline lab status {lab.path}` says why)")
     try:
-        ds = write_dataset(sources, out, merge=merge)
+        ds = write_dataset(sources, out, merge=merge, tables=tables)
     except DatasetError as e:
         raise LabError(str(e)) from None
     shared = _shared_hosts(runs)
+    warnings = []
     for rep in machines:
         if rep.machine in shared:
-            log.warning(f"machine {rep.machine}: {shared[rep.machine]}")
+            warnings.append(f"machine {rep.machine}: {shared[rep.machine]}")
             rep.note = "; ".join(x for x in (rep.note, shared[rep.machine]) if x)
-    return CollectReport(ds, machines)
+    return CollectReport(ds, machines, warnings)
 
 
 def collect_table(report: CollectReport) -> tuple[list[str], list[list[str]]]:

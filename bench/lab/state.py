@@ -147,7 +147,8 @@ def _validate(model: type[StateModel], data: dict[str, Any], path: Path, what: s
     try:
         return model.model_validate({k: v for k, v in data.items() if k != "schema"})
     except ValidationError as e:
-        raise LabStateError(f"the {what} {show(path)}:{describe(e, model)}") from None
+        said = describe(e, model)       # " key: what", or ": what" for a key at the top (never "task.json::")
+        raise LabStateError(f"the {what} {show(path)}:{said.removeprefix(':')}") from None
 
 
 def read_task_record(path: Path) -> TaskRecord | None:

@@ -33,8 +33,12 @@ class NonPhysicalError(BenchError):
 
 
 def _float(v: str | None) -> float | None:
+    """A CSV cell's number (None when empty, NaN when not a number): Python's ``1_0`` (10) is not a number in a
+    CSV, as for every other reader of the file (pyarrow, pandas)."""
     if v is None or v.strip() == "":
         return None
+    if "_" in v:
+        return math.nan
     try:
         return float(v)
     except ValueError:

@@ -24,9 +24,10 @@ partition directories it made, removed when they end up empty). Anything else in
 ``.git/``) is left alone. A directory that holds other things but no partition is not a data set: refused.
 
 **What is atomic.** Each Parquet file is written beside its final name and renamed into place, so a reader never
-sees half a file. The data set is updated file by file: while merging, each partition's new file holds every row
-of its old one, so a reader during a collect sees every row it saw before and some of the new ones, never a row
-twice. With ``merge=False`` (``--replace``) the old partitions that are not written again are removed last.
+sees half a file, and a new data set is made whole beside its name (:func:`~archline.common.atomic.atomic_dir`). The
+data set is updated file by file: while merging, each partition's new file holds every row of its old one, so a
+reader during a collect sees every row it saw before and some of the new ones, never a row twice. With
+``merge=False`` (``--replace``) the old partitions that are not written again are removed last.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ from urllib.parse import quote
 
 import numpy as np
 
-from archline.common.atomic import atomic_path
+from archline.common.atomic import atomic_dir, atomic_path
 from archline.common.errors import OutputError
-from archline.common.outputs import inside, make_dirs, show
+from archline.common.outputs import inside, make_dirs, prune_dirs, show
 from archline.fit.errors import ArchlineFitError
 from archline.fit.io import schema
 from archline.fit.io.parquet_types import check_column_types, partition_mismatch, type_fits
@@ -333,14 +334,16 @@ class ResultsDataset:
                                    "partition in it); give a new or empty directory, or a data set "
                                    "`archline lab collect` wrote")
 
-    def write(self, sources: Sequence[Path], *, merge: bool = True) -> DatasetReport:
-        """Merge the rows of ``sources`` (results CSVs) with the rows already here (``merge``), drop duplicate
-        points, and write each partition's file; old owned files no longer needed are removed last."""
+    def write(self, sources: Sequence[Path], *, merge: bool = True,
+              tables: Sequence[pa.Table] | None = None) -> DatasetReport:
+        """Merge the rows of ``sources`` (results CSVs; ``tables``: them read already, once) with the rows already
+        here (``merge``), drop duplicate points, and write each partition's file; old owned files no longer needed
+        are removed last. A write that fails leaves no partition directory it made (:func:`atomic_dir`)."""
         import pyarrow.compute as pc
 
         out = self.root
         self._check_out()
-        tables = [read_csv_table(p, whole_lines=False) for p in sources]   # a sweep may be appending
+        tables = list(tables) if tables is not None else [read_csv_table(p, whole_lines=False) for p in sources]
         for src, t in zip(sources, tables, strict=True):                    # every file checked before a write
             check_rows(t, src)
         new_rows = sum(t.num_rows for t in tables)
@@ -364,24 +367,21 @@ class ResultsDataset:
         groups = table.select(list(PARTITIONS)).to_pandas().groupby(list(PARTITIONS), sort=True).indices
         plan = {partition_dir(key): idx for key, idx in groups.items()}   # every name checked before a write
         written: set[Path] = set()
-        for rel, idx in plan.items():
-            written.add(self._write_part(rel, table.take(np.asarray(idx)).drop_columns(list(PARTITIONS))))
+        with atomic_dir(out) as root:       # a new data set: under a hidden name, then renamed into place
+            for rel, idx in plan.items():
+                written.add(self._write_part(rel, table.take(np.asarray(idx)).drop_columns(list(PARTITIONS)), root))
         for f in old_files:                 # owned files no longer part of the data set, then empty directories
             if f not in written:
                 f.unlink(missing_ok=True)
-                for d in (f.parent, f.parent.parent, f.parent.parent.parent):
-                    try:
-                        d.rmdir()
-                    except OSError:
-                        break
+                prune_dirs(f.parent, 3)
         return DatasetReport(out, table.num_rows, new_rows, existing, dups, len(plan))
 
-    def _write_part(self, rel: Path, part: pa.Table) -> Path:
+    def _write_part(self, rel: Path, part: pa.Table, root: Path) -> Path:
         import pyarrow.parquet as pq
 
-        target = self.root / rel / "part-0.parquet"
+        target = root / rel / "part-0.parquet"
         try:
-            inside(self.root, target)
+            inside(root, target)
         except OutputError as e:
             raise DatasetError(str(e)) from None
         make_dirs(target.parent)
@@ -392,6 +392,7 @@ class ResultsDataset:
         return target
 
 
-def write_dataset(sources: Sequence[Path], out: Path, *, merge: bool = True) -> DatasetReport:
+def write_dataset(sources: Sequence[Path], out: Path, *, merge: bool = True,
+                  tables: Sequence[pa.Table] | None = None) -> DatasetReport:
     """:meth:`ResultsDataset.write` of ``out``."""
-    return ResultsDataset(out).write(sources, merge=merge)
+    return ResultsDataset(out).write(sources, merge=merge, tables=tables)

@@ -27,7 +27,11 @@ class LineBlocks:
     def __init__(self, f: BinaryIO, path: Path, codec: str | None, what: str, block_bytes: int) -> None:
         self.path, self.what, self.codec, self.block_bytes = path, what, codec, block_bytes
         self._src: Any = f
-        if codec is not None:
+        if codec == "xz":               # pyarrow is rarely built with lzma; Python always has it
+            import lzma
+
+            self._src = lzma.LZMAFile(f)
+        elif codec is not None:
             import pyarrow as pa
 
             self._src = pa.CompressedInputStream(pa.PythonFile(f, mode="r"), codec)
@@ -94,6 +98,13 @@ def decompress(data: bytes, codec: str, path: Path, what: str) -> bytes:
     """A whole compressed input's bytes decompressed, or one line naming it (a read that holds the input)."""
     import pyarrow as pa
 
+    if codec == "xz":
+        import lzma
+
+        try:
+            return lzma.decompress(data)
+        except (lzma.LZMAError, EOFError) as e:
+            raise _codec_error(e, codec, path, what) from None
     try:
         return bytes(pa.input_stream(pa.BufferReader(data), compression=codec).read())
     except (OSError, pa.ArrowInvalid) as e:
@@ -104,5 +115,7 @@ def _codec_error(e: Exception, codec: str, path: Path, what: str) -> ReadError:
     """One line naming a compressed input that cannot be decompressed: cut off (its stream ends early) or not
     one at all."""
     why = str(e).splitlines()[0] if str(e) else type(e).__name__
-    how = f"a {codec} file cut off" if "truncated" in why.lower() else f"not a {codec} file"
+    cut = "truncated" in why.lower() or "ended before" in why.lower()     # pyarrow's words, then lzma's
+    a = "an" if codec == "xz" else "a"
+    how = f"{a} {codec} file cut off" if cut else f"not {a} {codec} file"
     return ReadError(f"{what} {show(path)}: {how} ({why})")

@@ -8,7 +8,7 @@ the data, here :attr:`ResultsFile.SCHEMA`):
 * **Reading** (:meth:`ResultsFile.open`) opens the input once (:func:`archline.common.files.open_input`, which
   notes it as an input of the command) and never by name again, so a pipe, a FIFO, ``/dev/stdin`` and
   ``<(...)`` work. The fit's read (``stream``) takes every CSV, a regular file, a pipe or a compressed one
-  (``.gz``, ``.bz2``, ``.zst``, ``.lz4``), a block of whole lines at a time (:mod:`~archline.fit.io.line_blocks`);
+  (``.gz``, ``.bz2``, ``.zst``, ``.lz4``, ``.xz``), whole lines at a time (:mod:`~archline.fit.io.line_blocks`);
   other reads hold a pipe in memory (at most :data:`~archline.common.files.MAX_STREAM_BYTES`).
 * **Writing**: ``ResultsFile(path)`` opens a file for appending rows (the header written atomically when the
   file is new); rows are appended in the columns of the file's *own* header, one complete line per
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from archline.fit.io.line_blocks import LineBlocks
 
-COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
+COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4", ".xz": "xz"}   # xz: Python's lzma
 #: the most of a file's start read to find its header line
 HEADER_BYTES = 1 << 20
 #: the largest regular file the fit parses in one call: none (was 512 MB: memory grew with its rows)

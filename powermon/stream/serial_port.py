@@ -27,6 +27,12 @@ def open_serial(port: str, label: str, baudrate: int, timeout_s: float,
         err, text = getattr(e, "errno", None), str(e)
         if text.startswith(user_errors):
             raise MeterError(text) from None
+        if err == errno.EMFILE or "Too many open files" in text:    # the process's limit, not the meter's failure
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            raise MeterError(f"cannot open {port}: this process is at its open-files limit (ulimit -n {soft}); "
+                             "raise it (ulimit -n 1024) and rerun") from None
         if err == errno.ENOENT or "No such file" in text:
             raise DeviceError(f"serial port {port} does not exist (is the {label} plugged in? "
                               "`archline meter list` shows the ports)") from None

@@ -58,6 +58,7 @@ def test_not_a_results_file_is_refused(export: Any, tmp_path: Path, content: str
     ({"time_s": "0"}, "time_s"),
     ({"time_s": "-1"}, "time_s"),
     ({"time_s": ""}, "time_s"),
+    ({"time_s": "1_0"}, "time_s"),                 # issue 36 U #11: Python's float() reads 10, no CSV reader does
     ({"bytes_mem": "1e20"}, "bytes_mem"),           # 1e11 GB/s
 ])
 def test_non_physical_rows_refused_naming_file_line_column(export: Any, tmp_path: Path, cells: dict[str, str],

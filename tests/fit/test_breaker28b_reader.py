@@ -155,6 +155,23 @@ def test_a_compressed_file_is_streamed_and_a_bad_one_named(run_cli, csv_file: Pa
     assert code == 2 and len(err) == 1 and "b.csv.gz" in err[0] and "not a gzip file" in err[0], err
 
 
+def test_an_xz_file_is_read_as_bz2_and_zst_are(run_cli, csv_file: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 36 U #11: an ``.xz`` results file was "a binary file, not text" (pyarrow has no lzma; Python does)."""
+    import lzma
+
+    data = lzma.compress(csv_file.read_bytes())
+    xz, cut, junk = tmp_path / "a.csv.xz", tmp_path / "cut.csv.xz", tmp_path / "junk.csv.xz"
+    xz.write_bytes(data)
+    cut.write_bytes(data[: len(data) // 2])
+    junk.write_bytes(b"hello world\n" * 3)
+    code, doc, err = _fit(run_cli, str(xz))
+    assert code == 0 and doc is not None and doc["n_points"] == 20, err
+    code, _, err = _fit(run_cli, str(cut))
+    assert code == 2 and len(err) == 1 and f"{cut}: an xz file cut off (" in err[0], err
+    code, _, err = _fit(run_cli, str(junk))
+    assert code == 2 and len(err) == 1 and f"{junk}: not an xz file (" in err[0], err
+
+
 def test_dash_is_standard_input_in_a_real_shell(csv_file: Path, tmp_path: Path) -> None:
     cmd = f"{sys.executable} -m archline.cli fit --model basic --format json"
     (tmp_path / "-").write_bytes(b"not a results file\n")     # a file named '-' is ./- ; '-' is stdin

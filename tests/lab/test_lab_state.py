@@ -76,6 +76,7 @@ def test_task_record_round_trip_and_tolerated_extras(tmp_path: Path) -> None:
     (json.dumps({**GOOD, "pid": "abc"}), "pid: expected a valid integer, got 'abc'"),
     (json.dumps({**GOOD, "state": "exploded"}), "state must be one of running, done, failed"),
     (json.dumps({**GOOD, "point_ids": "p1"}), "point_ids"),
+    (json.dumps({k: v for k, v in GOOD.items() if k != "machine"}), "task.json: missing 'machine'"),   # not '::'
     (json.dumps(GOOD)[:40], "is not valid JSON (cut off)"),
     ("", "is empty"),
     ("[1, 2]", "is not a JSON object"),

@@ -188,7 +188,8 @@ def test_process_substitution_gives_the_plain_file_result(fx: bi.Fixtures, tmp_p
 
 # --- issue 36: what only a process of its own shows ------------------------------------------------------------------
 
-@pytest.mark.parametrize("home", ["a regular file", "unwritable", "XDG_CACHE_HOME", "MPLCONFIGDIR"])
+@pytest.mark.parametrize("home", ["a regular file", "unwritable", "XDG_CACHE_HOME", "MPLCONFIGDIR", "missing",
+                                  "XDG_CACHE_HOME's parent missing"])
 def test_matplotlib_is_given_a_directory_it_can_make(home: str, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The choice ``archline.common.mpl.configure`` makes before matplotlib is imported: archline's own cache dir
@@ -201,7 +202,10 @@ def test_matplotlib_is_given_a_directory_it_can_make(home: str, tmp_path: Path,
     monkeypatch.delenv("MPLCONFIGDIR", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", {"a regular file": os.fspath(tmp_path / "home-file"),
-                                "unwritable": "/proc/1"}.get(home, os.fspath(tmp_path)))
+                                "unwritable": "/proc/1",
+                                "missing": os.fspath(tmp_path / "nonexistent")}.get(home, os.fspath(tmp_path)))
+    if home == "XDG_CACHE_HOME's parent missing":      # issue 36 U #5: neither HOME nor that parent is ever made
+        monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "gone" / "xdg"))
     if home == "XDG_CACHE_HOME":
         monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "xdg"))
     if home == "MPLCONFIGDIR":
@@ -213,6 +217,7 @@ def test_matplotlib_is_given_a_directory_it_can_make(home: str, tmp_path: Path,
         assert got == os.fspath(want[home])
     else:       # nowhere under HOME: a private dir in the temp dir, not made yet (matplotlib makes it if it runs)
         assert Path(got).parent == tmp_path and Path(got).name.startswith("archline-mpl-") and not Path(got).exists()
+        assert not (tmp_path / "nonexistent").exists() and not (tmp_path / "gone").exists()
     assert mpl.configure() == got       # once per process
 
 

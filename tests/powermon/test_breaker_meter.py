@@ -252,3 +252,24 @@ def test_f19_a_capture_sidecar_saying_false_beside_an_emulated_meter_stays_emula
     code, _, err = run(capsys, "meter", "decode", str(raw), "--out", str(tmp_path / "w.csv"))
     assert code == EXIT_OK and "(emulated)" in err, err
     assert json.loads((tmp_path / "w.csv.json").read_text())["emulated"] is True
+
+
+def test_the_open_files_limit_is_named_not_a_meter_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36 U #11: under ``ulimit -n 8`` the emulated meter's pty could not be opened, reported as a device
+    failure (exit 4) "Too many open files": it is this process's limit, the user's to raise (exit 2)."""
+    import errno
+
+    import serial
+
+    from archline.common.exits import EXIT_INPUT
+    from archline.powermon.errors import DeviceError, MeterError
+    from archline.powermon.stream import serial_port
+
+    def emfile(port: str, **kw: object) -> None:
+        raise serial.SerialException(errno.EMFILE, f"could not open port {port}: [Errno 24] Too many open files")
+
+    monkeypatch.setattr(serial_port.serial, "serial_for_url", emfile)
+    with pytest.raises(MeterError) as e:
+        serial_port.open_serial("/dev/pts/1", "PowerMon 2", 115200, 1.0)
+    assert not isinstance(e.value, DeviceError) and e.value.exit_code == EXIT_INPUT
+    assert "open-files limit (ulimit -n " in str(e.value) and "/dev/pts/1" in str(e.value)

@@ -248,3 +248,23 @@ def test_marks_written_before_take_are_all_taken() -> None:
         assert len(marks) == 2000 and [m.name for m in marks[:2]] == ["p0", "p0"]
     finally:
         reader.close()
+
+
+def test_a_last_mark_without_newline_is_taken_and_junk_is_escaped() -> None:
+    """Issue 36 U #11: a final ``printf 'begin nonl'`` (no newline) was dropped without the "never ended" warning,
+    and junk on $ARCHLINE_MARKS (terminal escapes, random bytes) was printed raw in the warning."""
+    import os
+
+    from archline.powermon.marks import MarksReader
+
+    reader = MarksReader()
+    try:
+        fd = os.open(reader.path, os.O_WRONLY)
+        os.write(fd, b"\x1b]0;pwned\x07\xe2\x80\xae junk\nbegin nonl")
+        os.close(fd)
+        marks = reader.take()
+        assert [(m.kind, m.name) for m in marks] == [("begin", "nonl")]
+        (said,) = reader.take_malformed()
+        assert said.isascii() and "\x1b" not in said and "\\x1b" in said and "\\u202e" in said
+    finally:
+        reader.close()
