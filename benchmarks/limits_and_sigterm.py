@@ -6,6 +6,9 @@
 1. ``archline fit`` of the repository's sample results under ``ulimit -v N`` (KiB) for each N: exit code, wall
    time and the first line of stderr. A spin (the issue: 100% CPU until killed) shows as ``TIMEOUT``; a clean
    run has none, and every non-zero exit is exit 2 with the limit named.
+3. ``--thresholds DIR``: for fit, compare, plot and lab collect of a lab's data (DIR holds ``r.csv``, ``b.csv``
+   and ``lab.toml`` whose results are collected), the least ``ulimit -v`` (KiB, to 10 MB) each exits 0 under,
+   and whether any limit tried gave an exit other than 0 or 2 (a native abort: 134, 127).
 2. SIGTERM while the main thread is stuck in one C call that never returns (a BLAS retry loop, as in the
    issue): seconds from the signal to the exit (130), over ``--repeat`` tries. Before issue 36: never (killed).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -66,6 +70,38 @@ def fit_under(limit_kib: int, timeout_s: float) -> dict[str, Any]:
             "stderr": lines[-1][:150] if lines else ""}
 
 
+def run_under(limit_kib: int, args: list[str], cwd: Path, timeout_s: float = 120) -> int:
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_kib * 1024, limit_kib * 1024))
+
+    try:
+        return subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, cwd=cwd, timeout=timeout_s,
+                              preexec_fn=limited, check=False).returncode
+    except subprocess.TimeoutExpired:
+        return -1
+
+
+def thresholds(data: Path) -> dict[str, Any]:
+    """The least limit (KiB) each command exits 0 under, by bisection over 300000..1000000, and every exit seen."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmds = {"fit": ["fit", "r.csv", "--format", "json", "--out", "/dev/null"],
+                "compare": ["compare", "r.csv", "b.csv", "--by", "run"],
+                "plot": ["plot", "r.csv", "--out", f"{tmp}/p.png"],
+                "lab collect": ["lab", "collect", "lab.toml", "--out", f"{tmp}/ds"]}
+        out: dict[str, Any] = {}
+        for name, args in cmds.items():
+            lo, hi, seen = 300000, 1000000, set()
+            while hi - lo > 10000:
+                mid = (lo + hi) // 2
+                if name == "lab collect":
+                    shutil.rmtree(f"{tmp}/ds", ignore_errors=True)
+                code = run_under(mid, args, data)
+                seen.add(code)
+                lo, hi = (lo, mid) if code == 0 else (mid, hi)
+            out[name] = {"works_from_kib": hi, "exits_seen": sorted(seen)}
+        return out
+
+
 def sigterm_latency_s() -> float | None:
     with tempfile.TemporaryDirectory() as tmp:
         ready = Path(tmp) / "ready"
@@ -91,7 +127,12 @@ def main() -> int:
     ap.add_argument("--timeout-s", type=float, default=60.0)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--thresholds", type=Path, help="a directory with r.csv, b.csv and lab.toml (see above)")
     args = ap.parse_args()
+    if args.thresholds is not None:
+        found = thresholds(args.thresholds)
+        print(json.dumps(found, indent=1))
+        return 0 if all(set(f["exits_seen"]) <= {0, 2} for f in found.values()) else 1
     fits = [fit_under(n, args.timeout_s) for n in args.limits]
     lat = [sigterm_latency_s() for _ in range(args.repeat)]
     ok = [x for x in lat if x is not None]

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from archline.common.exits import EXIT_BUG, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, classify, epilog
+from archline.common.limits import lean_malloc
 from archline.common.sigwatch import STOP_SIGNALS, raising
 from archline.common.sigwatch import install as install_sigwatch
 
@@ -286,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     ``argv`` (in-process) it returns or raises SystemExit; as the script it ends the process (:func:`_exit_process`)."""
     if argv is not None:
         return _main(argv)
+    lean_malloc()           # under ulimit -v: one malloc arena, set before any other thread allocates
     install_sigwatch()      # SIGTERM answered within a second even while the main thread is stuck in C
     try:
         code: Any = _main(None)

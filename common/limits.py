@@ -7,7 +7,10 @@ limit. So, once, before any heavy import (:func:`prepare`):
 
 * the thread pools that reserve address space per thread (OpenBLAS, OpenMP, MKL, Arrow) get one thread, and
   Arrow the system allocator (its own pools reserve large arenas), unless the user chose otherwise
-  (``OPENBLAS_NUM_THREADS=4`` is kept: then the choice and its cost are theirs);
+  (``OPENBLAS_NUM_THREADS=4`` is kept: then the choice and its cost are theirs), and glibc's malloc one arena
+  (:func:`lean_malloc`: a thread's own arena reserves 128 MiB, and where that failed pyarrow's CSV reader threw
+  an uncaught ``std::bad_alloc``, exit 134);
+* a limit below archline's own footprint (:data:`FLOOR_B`) is refused in one line before anything starts;
 * numpy's BLAS makes its one buffer now, while there is room (:func:`_warm_blas`): a BLAS call later reuses it
   and never maps again, so it cannot spin however little room the command leaves.
 
@@ -30,11 +33,20 @@ _LIMITS = ((resource.RLIMIT_AS, "-v"), (resource.RLIMIT_DATA, "-d"))
 #: variables of the libraries that reserve address space per thread (or, Arrow's jemalloc/mimalloc pools, in
 #: large arenas), and the value that reserves least
 LEAN_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ARROW_IO_THREADS": "1",
-            "ARROW_DEFAULT_MEMORY_POOL": "system"}
+            "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "1",
+            "JE_ARROW_MALLOC_CONF": "background_thread:false,narenas:1"}
+#: glibc's ``mallopt`` parameter for the most malloc arenas (``M_ARENA_MAX``, malloc.h)
+_M_ARENA_MAX = -8
 #: what :func:`prepare` added to this process's environment (taken out again for the user's own programs)
 ADDED: dict[str, str] = {}
 #: address space numpy's import and its BLAS buffer take (measured: 81 MiB + 32 MiB with one thread)
 NUMPY_B = 128 * 2**20
+#: the least address-space limit archline starts under (refused below it, one line, before anything starts):
+#: numpy + pyarrow + scipy, the libraries of fit, compare and lab, map 359 MiB (VmSize measured after their
+#: imports, one thread each, one malloc arena), plus numpy's BLAS buffer and room to work. Below it a thread's
+#: stack or TLS, or Arrow's allocator, can fail where no exception reaches archline (glibc "cannot allocate
+#: memory for thread-local data: ABORT", exit 127). benchmarks/limits_and_sigterm.py measures each command.
+FLOOR_B = 400 * 2**20
 #: what a dynamic loader, an allocator or a thread pool says when the limit stopped it
 _MAP_WORDS = ("failed to map segment", "cannot allocate memory", "cannot map", "memory allocation",
               "out of memory", "std::bad_alloc", "failed to launch worker thread", "can't start new thread",
@@ -64,16 +76,39 @@ def prepare(env: MutableMapping[str, str] | None = None) -> bool:
     variables when they load)."""
     if memory_limit() is None:
         return False
+    lean_malloc()
     target: MutableMapping[str, str] = os.environ if env is None else env
     for var, value in LEAN_ENV.items():
         if var not in target:
             target[var] = value
             if env is None:
                 ADDED[var] = value
+    size_b, _ = memory_limit() or (0, "")
+    if size_b < FLOOR_B:     # before anything starts: below it a library's thread or TLS could abort natively
+        raise MemoryError(f"archline and its libraries (numpy, pyarrow, scipy) need {FLOOR_B // 2**20} MiB "
+                          f"of address space")
     if "numpy" not in sys.modules:
         _room_for(NUMPY_B)
     _warm_blas()
     return True
+
+
+def lean_malloc() -> bool:
+    """Under a memory limit: glibc's malloc keeps one arena for all threads. Each thread that allocates otherwise
+    gets an arena of its own, made by reserving 128 MiB of address space; under ``ulimit -v`` that reservation is
+    what fails, and a C++ library's ``new`` in that thread (pyarrow's CSV reader in the fit's reader thread) then
+    throws ``std::bad_alloc`` that nothing catches: the process aborts (exit 134) with no line of ours. Must run
+    before a second thread allocates (glibc fixes the arena count then): :func:`archline.cli.main.main` calls it
+    first. ``MALLOC_ARENA_MAX`` (:data:`LEAN_ENV`) does the same for the processes archline starts. Returns
+    whether it was set."""
+    if memory_limit() is None or ("MALLOC_ARENA_MAX" in os.environ and "MALLOC_ARENA_MAX" not in ADDED):
+        return False
+    import ctypes
+
+    try:        # the process's own symbols: libc's, without a search (find_library starts programs)
+        return bool(ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 1))
+    except (OSError, AttributeError):       # not glibc: nothing to set
+        return False
 
 
 def user_env(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -181,7 +181,9 @@ def test_prepare_keeps_threads_lean_only_under_a_limit_and_keeps_the_users_choic
 
     on, env = json.loads(held.stdout)
     assert on is True and env == {"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                                  "ARROW_IO_THREADS": "1", "ARROW_DEFAULT_MEMORY_POOL": "system"}
+                                  "ARROW_IO_THREADS": "1", "ARROW_DEFAULT_MEMORY_POOL": "system",
+                                  "MALLOC_ARENA_MAX": "1",
+                                  "JE_ARROW_MALLOC_CONF": "background_thread:false,narenas:1"}
 
 
 def test_a_measured_command_keeps_its_own_thread_counts_under_a_limit() -> None:
@@ -195,3 +197,27 @@ def test_a_measured_command_keeps_its_own_thread_counts_under_a_limit() -> None:
                               "OMP_NUM_THREADS": "3"}, check=False)
     assert res.returncode == 0, res.stderr
     assert "OB=unset OMP=3" in res.stderr.splitlines()
+
+
+def test_fit_under_a_limit_does_not_abort_when_its_reader_thread_allocates(tmp_path: Path) -> None:
+    """Issue 36 #2: under `ulimit -v 550000` the fit's reader thread got a malloc arena of its own (128 MiB of
+    address space); that failed, pyarrow's CSV reader threw std::bad_alloc in the thread and the process aborted
+    (exit 134). One arena for all threads (limits.lean_malloc) keeps it a plain fit."""
+    res = _fit(tmp_path, 550000 * 1024)
+    assert res.returncode == 0, res.stderr
+    assert "eps_flop_sp" in res.stdout
+
+
+def test_a_limit_below_archlines_footprint_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """Issue 36 #9: `lab submit` under `ulimit -v 300000` started the task, then failed to import pyarrow while
+    waiting, stopped the task and recorded it as interrupted (exit 130). Below the floor nothing starts."""
+    (tmp_path / "lab.toml").write_text('[lab]\nresults = "res"\nscheduler = "local"\n[[machine]]\nname = "z"\n'
+                                       'platform = "gtx580"\nkernels = ["intensity"]\nprecisions = ["sp"]\n'
+                                       'emulate = true\nquick = true\n')
+    res = subprocess.run([sys.executable, "-c", "import sys; from archline.cli.main import main; main()", "lab",
+                          "submit", "lab.toml"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         preexec_fn=lambda: _limited(300000 * 1024), check=False)
+    assert res.returncode == 2, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert "need 400 MiB of address space" in line and "(ulimit -v 300000)" in line
+    assert not (tmp_path / "res").exists()        # nothing prepared, submitted or started
