@@ -101,6 +101,17 @@ def median_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     return float(xs[max(k - 1, 0)]), float(xs[min(n - k, n - 1)])
 
 
+def likwid_and_isa() -> str | None:
+    """The best cpu_asm ISA where likwid-bench is here too; else None, the reason said on stderr."""
+    if shutil.which("likwid-bench") is None:
+        print("likwid-bench not found (Debian: apt install likwid)", file=sys.stderr)
+        return None
+    isa = best_isa()
+    if isa is None:
+        print("no cpu_asm ISA usable", file=sys.stderr)
+    return isa
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=len(topo.one_cpu_per_core()))
@@ -111,12 +122,8 @@ def main() -> int:
     ap.add_argument("--chase-scan", action="store_true", help="also chase 4 KiB..1 GiB in 4x steps")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
-    if shutil.which("likwid-bench") is None:
-        print("likwid-bench not found (Debian: apt install likwid)", file=sys.stderr)
-        return 2
-    isa = best_isa()
+    isa = likwid_and_isa()
     if isa is None:
-        print("no cpu_asm ISA usable", file=sys.stderr)
         return 2
     v = ISAS[isa]
     be = CpuAsmBackend()

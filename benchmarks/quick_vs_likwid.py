@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -30,10 +29,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_vs_likwid import likwid
+from cpu_vs_likwid import likwid, likwid_and_isa
 
 from archline.bench.cpu_asm import topology as topo
-from archline.bench.cpu_asm.backend import best_isa
 
 TARGET_WALL_S = 30.0
 TARGET_PEAK_DP = 0.95
@@ -63,12 +61,8 @@ def main() -> int:
     ap.add_argument("--mem-size", default="1GB", help="likwid-bench stream_mem working set (likwid's syntax)")
     ap.add_argument("--json", default=None, help="write every round's numbers here")
     a = ap.parse_args()
-    if shutil.which("likwid-bench") is None:
-        print("likwid-bench not found (Debian: apt install likwid)", file=sys.stderr)
-        return 2
-    isa = best_isa()
+    isa = likwid_and_isa()
     if isa is None:
-        print("no cpu_asm ISA usable", file=sys.stderr)
         return 2
     suffix = "avx512" if isa == "avx512" else "avx"
     stream = "stream_mem_avx512" if isa == "avx512" else "stream_mem_avx_fma"

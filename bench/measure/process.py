@@ -42,12 +42,8 @@ def _forwarding(procs: list[subprocess.Popen[bytes]], got: list[int]) -> Iterato
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, signum)
 
-    old = {s: signal.signal(s, forward) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
-    try:
+    with _handling(forward):
         yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 #: after a stop signal (forwarded to the command, or got once it had exited), how long archline goes on measuring
@@ -66,7 +62,14 @@ def _noting(late: list[int]) -> Iterator[None]:
     def note(signum: int, frame: Any) -> None:
         late.append(signum)
 
-    old = {s: signal.signal(s, note) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
+    with _handling(note):
+        yield
+
+
+@contextlib.contextmanager
+def _handling(handler: Any) -> Iterator[None]:
+    """``handler`` for every stop signal not ignored (nohup's SIGHUP stays so), the old handlers back after."""
+    old = {s: signal.signal(s, handler) for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     finally:
