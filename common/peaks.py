@@ -1,7 +1,8 @@
-"""The one rule that turns many measured rates of one figure into its peak: the reference is the median of the best
-three (the best of two or one), so one lucky point cannot set it; the rows within :data:`PLATEAU_REL` of it on either
-side are the plateau, and a row further above is an outlier, left out. The run summary (bench/run/summary.py) and
-the time cost table (fit/regress/timing.py) both call it, so a run's printed peaks and its fitted taus agree.
+"""The one rule that turns many measured rates of one figure into its peak: the reference is the first rate (from the
+fastest down) that another rate supports within :data:`PLATEAU_REL`, so one lucky point cannot set it; the rows
+within that share of it on either side are the plateau, and a row further above is an outlier, left out. The run
+summary (bench/run/summary.py) and the time cost table (fit/regress/timing.py) both call it, so a run's printed
+peaks and its fitted taus agree.
 
 :func:`row_figures` applies it to result rows (the run summary's choice: peaks from the peak kernels' rows, each
 level's bandwidth from the rows that moved bytes at that level; noisy rows give way to clean ones): the run
@@ -39,7 +40,7 @@ PLATEAU_REL = 0.10
 
 @dataclass(frozen=True)
 class Plateau:
-    reference: float             #: median of the best three rates
+    reference: float             #: the fastest rate another rate supports
     indices: tuple[int, ...]     #: positions (in the rates given) of the plateau's rates, fastest first
     outliers: int                #: rates above the plateau
 
@@ -48,14 +49,22 @@ class Plateau:
 
 
 def plateau(rates: Sequence[float]) -> Plateau:
-    """The plateau of ``rates`` (finite and positive; at least one)."""
+    """The plateau of ``rates`` (finite and positive; at least one): going down from the fastest, the first rate
+    that another rate supports (within :data:`PLATEAU_REL` of it) is the reference, its window the plateau, and the
+    rates above that window outliers. Where no two rates agree (a sparse sweep whose top is one point), the fastest
+    is the reference alone, with no outlier: a figure resting on one point, which the caller says."""
     if not rates:
         raise ValueError("plateau of no rates")
     order = sorted(range(len(rates)), key=lambda i: -rates[i])
-    best = [rates[i] for i in order[:3]]
-    ref = statistics.median(best) if len(best) >= 3 else best[0]
-    lo, hi = ref * (1 - PLATEAU_REL), ref * (1 + PLATEAU_REL)
-    return Plateau(ref, tuple(i for i in order if lo <= rates[i] <= hi), sum(rates[i] > hi for i in order))
+
+    def window(ref: float) -> tuple[int, ...]:
+        return tuple(i for i in order if ref * (1 - PLATEAU_REL) <= rates[i] <= ref * (1 + PLATEAU_REL))
+
+    for i in order:
+        if len(members := window(rates[i])) >= 2:
+            hi = rates[i] * (1 + PLATEAU_REL)
+            return Plateau(rates[i], members, sum(rates[j] > hi for j in order))
+    return Plateau(rates[order[0]], (order[0],), 0)
 
 
 def _num(row: Mapping[str, Any], key: str) -> float:

@@ -3,7 +3,7 @@ status -- the numbers likwid-bench and clpeak users read first. Pure: rows in (a
 numbers), a dict out; the cli prints it as a table or JSON.
 
 Each figure is robust, never a single lucky point: the rows that measure it (checksum not failed, a positive time)
-give its plateau by the one rule of archline.common.peaks (the median of the best three is the reference; a row
+give its plateau by the one rule of archline.common.peaks (the fastest rate another supports is the reference; a row
 more than PLATEAU_REL above it is an outlier, left out), and its value is the median of the plateau's rows (the flat
 top of the intensity sweep, the bandwidth-bound low end, a cache level's working sets), taken over the clean ones
 (not throttled, CI reached, spread small) where at least MIN_POINTS are clean. A figure that rests on fewer than

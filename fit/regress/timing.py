@@ -3,7 +3,7 @@ and per integer op, from any result rows, with or without energy.
 
 The time roofline (model.md §1.1) runs each operation at its peak rate, so tau_c is the inverse of the sustained
 peak throughput of count c, found as the run summary finds its peaks (one rule, archline.common.peaks): rank the rows
-with N_c > 0 by rate N_c/t; the reference is the median of the best three; the rows within ``PLATEAU_REL`` of it
+with N_c > 0 by rate N_c/t; the reference is the fastest rate another supports; the rows within ``PLATEAU_REL`` of it
 are the peak's plateau (a row further above is an outlier, left out) and the peak is their median rate. Its
 standard error is a median's, sqrt(pi/2) times the plateau rates' standard deviation over the square root of their
 number (carried to tau by its inverse), with a Student-t 95% interval; a plateau of one row gives none (null).
@@ -32,8 +32,8 @@ TAU_OF_COUNT: dict[str, str] = {
     "bytes_l1": "tau_l1", "bytes_l2": "tau_l2", "bytes_l3": "tau_l3", "bytes_shared": "tau_shared",
     "rand_accesses": "tau_rand",
 }
-TAU_METHOD = (f"observed peak: 1 / median rate of the rows within {PLATEAU_REL:.0%} of the median of the best 3 "
-              "(as the run summary); stderr from the spread of those rates")
+TAU_METHOD = (f"observed peak: 1 / median rate of the rows within {PLATEAU_REL:.0%} of the fastest rate another "
+              "supports (as the run summary); stderr from the spread of those rates")
 #: tau_rand is the time per random access to DRAM (model.md §3, S1 §4.3: pointer chasing through main memory):
 #: only the rows at this level measure it (an L1 chase is a cache hit, not a random DRAM access)
 RAND_LEVEL = "mem"

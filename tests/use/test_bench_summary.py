@@ -44,7 +44,7 @@ def _rate_rows(kernel: str, col: str, rates: list[float], **cells: str) -> list[
 
 
 def test_robust_figure_is_the_median_of_the_plateau_and_leaves_a_lucky_point_out() -> None:
-    """ref = median of the best three (100); 150 is an outlier, 96..104 the plateau, 50 bandwidth-bound."""
+    """ref = 104, the fastest rate another supports; 150 (alone) an outlier, 96..104 the plateau, 50 below."""
     s = summarize(_rate_rows("intensity", "flops_dp", [150.0, 104.0, 100.0, 98.0, 96.0, 50.0]))
     fig = s["figures"]["peak DP"]
     assert s["peaks_gflop_per_s"]["dp"] == pytest.approx(99.0)        # median of 104, 100, 98, 96
@@ -300,20 +300,24 @@ def test_every_candidate_is_accounted_for_and_the_two_spreads_are_named_apart() 
     """Issue 34 #15: points + outliers (above) + below the plateau (+ noisy left out) = candidates; the spread
     across points and one point's own regions' spread carry different names."""
     s = summarize(_rate_rows("intensity", "flops_sp", [100.0, 98.0, 78.0])          # 78: below the plateau
-                  + _rate_rows("cache", "bytes_mem", [30.0, 18.0, 10.0], time_spread_rel="0.642"))
-    for name in ("peak SP", "bandwidth DRAM"):
+                  + _rate_rows("cache", "bytes_mem", [30.0, 18.0, 10.0], time_spread_rel="0.642")  # no two agree
+                  + _rate_rows("cache", "bytes_l2", [150.0, 101.0, 100.0]))                       # 150: a hiccup
+    for name in ("peak SP", "bandwidth DRAM", "bandwidth L2"):
         f = s["figures"][name]
         assert f["points"] + f["outliers"] + f["below_plateau"] + f["noisy_left_out"] == f["candidates"] == 3
     sp, dram = s["figures"]["peak SP"], s["figures"]["bandwidth DRAM"]
     assert (sp["points"], sp["outliers"], sp["below_plateau"]) == (2, 0, 1)
-    assert (dram["points"], dram["outliers"], dram["below_plateau"]) == (1, 1, 1)
+    # no two DRAM rates agree: the fastest stands alone (not trusted: one point), nothing above it is an outlier
+    assert (dram["points"], dram["outliers"], dram["below_plateau"]) == (1, 0, 2) and not dram["trusted"]
+    l2 = s["figures"]["bandwidth L2"]
+    assert (l2["points"], l2["outliers"], l2["below_plateau"]) == (2, 1, 0) and l2["gb_per_s"] == pytest.approx(100.5)
     assert sp["points_spread_rel"] == pytest.approx(2 / 99.0) and sp["regions_spread_rel"] == pytest.approx(0.01)
     assert dram["points_spread_rel"] is None and dram["regions_spread_rel"] == pytest.approx(0.642)
     table = {q: basis for q, _, _, basis in summary_rows(s)}
     assert table["peak SP"].startswith("median of 2 points, points spread 2.0%; of 3 candidates, left out: "
                                        "1 below the plateau")
     assert table["bandwidth DRAM"].startswith("1 point, its regions spread 64.2%; of 3 candidates, left out: "
-                                              "1 above the plateau, 1 below the plateau")
+                                              "2 below the plateau")
 
 
 def test_advice_names_only_options_the_back_end_takes() -> None:
