@@ -72,14 +72,7 @@ def test_two_wraps_between_reads(tmp_path: Path) -> None:
 
 def test_unreadable_energy_file_says_how_to_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tree(tmp_path)
-    real = rapl._read_text
-
-    def deny(path: Path) -> str:
-        if path.name == "energy_uj":
-            raise PermissionError(13, "Permission denied")
-        return real(path)
-
-    monkeypatch.setattr(rapl, "_read_text", deny)
+    _deny_energy_uj(monkeypatch)
     with pytest.raises(MeterError, match=r"permission denied.*chmod"):
         RaplMeter(root=root)
 
