@@ -16,7 +16,7 @@ from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state, 
 from archline.common.files import unique_inputs
 from archline.common.outputs import show
 from archline.fit.io import schema
-from archline.fit.io.ert_roofline import cpu_model
+from archline.fit.io.ert_roofline import cpu_model, figure_name
 from archline.fit.io.results_file import ResultsFile
 
 log = logging.getLogger("archline.bench")
@@ -155,20 +155,12 @@ def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], re
         log.warning(f"warning: could not keep this run's roofline as localhost's platform at {show(path)} "
                     f"({e.strerror or e}); the run's own files are complete")
         return None
-    mine = [_figure_name(n) for n in [*roof.gflops, *roof.gbytes]
-            if (roof.metadata["figures"].get(_figure_name(n)) or {}).get("run_id", run_id) == run_id]
+    mine = [figure_name(n) for n in [*roof.gflops, *roof.gbytes]
+            if (roof.metadata["figures"].get(figure_name(n)) or {}).get("run_id", run_id) == run_id]
     line = (f"localhost's roofline ({show(path)}): {', '.join(mine) or 'no figure'} from this run"
             + ("; " + "; ".join(kept) if kept else ""))
     (log.warning if any("over this run's" in k for k in kept) else log.info)(line)
     return written
-
-
-#: ERT names -> the run summary's figure names (bench/run/summary.py)
-_FIGURE_OF = {"FP64 GFLOPs": "peak DP", "FP32 GFLOPs": "peak SP"}
-
-
-def _figure_name(ert_name: str) -> str:
-    return _FIGURE_OF.get(ert_name, f"bandwidth {ert_name}")
 
 
 def _keep_unmeasured(roof: Any, path: Path) -> list[str]:
@@ -188,7 +180,7 @@ def _keep_unmeasured(roof: Any, path: Path) -> list[str]:
     kept: list[str] = []
     for new, old, unit in ((roof.gflops, prev.gflops, "GFLOP/s"), (roof.gbytes, prev.gbytes, "GB/s")):
         for name, value in old.items():
-            fig_name = _figure_name(name)
+            fig_name = figure_name(name)
             found = prev_figs.get(fig_name)
             old_fig: dict[str, Any] = found if isinstance(found, dict) else {}
             old_fig = {**old_fig, "run_id": old_fig.get("run_id") or prev.metadata.get("run_id")}

@@ -18,6 +18,13 @@ from archline.fit.errors import ArchlineFitError
 _PREC_NAMES = {"dp": "FP64 GFLOPs", "sp": "FP32 GFLOPs"}
 
 
+def figure_name(ert_name: str) -> str:
+    """The run summary's name of an ERT entry (its metadata's ``figures`` key): "FP64 GFLOPs" -> "peak DP", a level
+    ("DRAM", "L1") -> "bandwidth DRAM"."""
+    prec = next((p for p, n in _PREC_NAMES.items() if n == ert_name), None)
+    return f"peak {prec.upper()}" if prec else f"bandwidth {ert_name}"
+
+
 @dataclass(frozen=True)
 class ErtRoofline:
     gflops: dict[str, float]          # ERT name ("FP64 GFLOPs") -> GFLOP/s

@@ -17,9 +17,6 @@ from archline.fit.platforms.profiles import LOCALHOST, Constant, Platform, _chec
 _ERT_TAU: dict[str, tuple[str, float]] = {"FP64 GFLOPs": ("tau_flop_dp", 1e9), "FP32 GFLOPs": ("tau_flop_sp", 1e9),
                                           "DRAM": ("tau_mem", 1e9), "L1": ("tau_l1", 1e9), "L2": ("tau_l2", 1e9),
                                           "L3": ("tau_l3", 1e9)}
-#: ERT name -> the run summary's figure of it (its metadata's ``figures``: spread, trust; bench/run/summary.py)
-_SUMMARY_FIGURE = {"FP64 GFLOPs": "peak DP", "FP32 GFLOPs": "peak SP", "DRAM": "bandwidth DRAM", "L1": "bandwidth L1",
-                   "L2": "bandwidth L2", "L3": "bandwidth L3"}
 #: the energy constants a roofline.json cannot give (it holds rates only)
 _ENERGY_KEYS = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0")
 
@@ -35,7 +32,7 @@ def localhost_platform() -> Platform:
     (metadata ``figures``) gives the stderr (half its points' relative spread) and, when not trusted, says so in
     the source. Energy constants are absent: no meter
     stands behind a roofline.json. Labelled emulated when the file says so, and named by the run it came from."""
-    from archline.fit.io.ert_roofline import host_roofline_path, read_ert
+    from archline.fit.io.ert_roofline import figure_name, host_roofline_path, read_ert
 
     path = host_roofline_path()
     if not path.is_file():
@@ -63,7 +60,7 @@ def localhost_platform() -> Platform:
         _check_rate(path, name, rate)
         key, factor = key_factor
         tau = 1.0 / (rate * factor)
-        fig_name = _SUMMARY_FIGURE.get(name, "")
+        fig_name = figure_name(name)
         fig = figures.get(fig_name)
         fig = fig if isinstance(fig, dict) else {}
         fig_run = str(fig.get("run_id") or run)
