@@ -12,8 +12,4 @@ class OutputError(CommonError):
     """An output the policy refuses: one of the command's inputs, or outside the path the user named."""
 
 
-class InputError(CommonError):
-    """An input that cannot be read as a stream of bytes: a device, a stream without end."""
-
-
 USER_ERRORS: tuple[type[Exception], ...] = (CommonError,)

@@ -175,10 +175,3 @@ def read_json(path: str | Path, *, error: type[Exception], what: str = "file",
               not_found: type[Exception] | None = None) -> Any:
     """Parse a JSON file, with the same errors as :func:`read_toml`."""
     return parse_json(read_text(path, error=error, what=what, not_found=not_found), path, error=error)
-
-
-def check_text_file(path: str | Path, *, error: type[Exception], what: str = "file", lines: bool = True) -> None:
-    """Transitional: :func:`check_text_bytes` on a file read whole. Readers should read once and check the bytes
-    they parse instead (a pipe cannot be read twice)."""
-    p = Path(path)
-    check_text_bytes(read_bytes(p, error=error, what=what), p, error=error, what=what, lines=lines)

@@ -174,9 +174,6 @@ class EmulatedDevice:
         t0 = self.schedule.set_now(self.model.idle_w)
         _sleep_until(t0 + device_s / self.time_compression, self.clock)
 
-    def host_to_device_s(self, host_s: float) -> float:
-        return host_s * self.time_compression
-
 
 def _sleep_until(t_end: float, clock: Callable[[], float]) -> None:
     while True:

@@ -21,7 +21,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -71,10 +71,6 @@ def check_outputs(out: Path) -> None:
 
 class SweepLockedError(BenchError):
     exit_code = EXIT_LOCKED
-
-
-class MeterMissingError(BenchError):
-    exit_code = EXIT_METER_MISSING
 
 
 # --- the lock ---------------------------------------------------------------------------------------------
@@ -267,10 +263,6 @@ def main(argv: Sequence[str] | None = None, *, stream: TextIO | None = None,
         return known[1]
     out(res.message)
     return res.exit_code
-
-
-def outcome_dict(o: SweepOutcome) -> dict[str, Any]:
-    return asdict(o)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import csv
 import io
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -324,8 +323,3 @@ EXTENSIONS = {"json": "json", "csv": "csv", "table": "txt"}
 
 def render(results: list[FitResult], fmt: str) -> str:
     return RENDERERS[fmt](results)
-
-
-def costs_mapping(table: CostTable) -> Mapping[str, float]:
-    """Every coefficient and tau of ``table`` by name, in SI."""
-    return {k: c.value for k, c in {**table.coefficients, **table.tau}.items()}

@@ -116,7 +116,3 @@ def write_all(jobs: list[Job]) -> list[Path]:
 def write_costs(results: list[FitResult], out: str | Path | None, fmt: str = "json") -> list[Path]:
     """Write the cost tables in ``fmt`` (see :func:`costs_jobs`); with ``out`` None nothing is written."""
     return [] if out is None else write_all(costs_jobs(results, out, fmt))
-
-
-def write_points(results: list[FitResult], path: str | Path) -> Path:
-    return write_all([points_job(results, path)])[0]

@@ -22,11 +22,6 @@ def dynamic_power_w(c0_f_per_v2_hz: ArrayLike, volt_v: ArrayLike, freq_hz: Array
     return np.asarray(c0_f_per_v2_hz, dtype=np.float64) * np.asarray(volt_v) ** 2 * np.asarray(freq_hz)
 
 
-def leakage_power_w(c1_a: ArrayLike, volt_v: ArrayLike) -> FloatArray:
-    """P_leak = C1 * V   (eq.42)."""
-    return np.asarray(c1_a, dtype=np.float64) * np.asarray(volt_v)
-
-
 def tau_flop_s(n_cores: ArrayLike, core_hz: ArrayLike) -> FloatArray:
     """tau_flop = 1/(2*N_cores*f_core): one FMA per core per cycle (S1 §5, below eq.47)."""
     return 1.0 / (2.0 * np.asarray(n_cores, dtype=np.float64) * np.asarray(core_hz, dtype=np.float64))

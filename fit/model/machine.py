@@ -128,6 +128,3 @@ class Machine:
         if not k > 0:
             raise ValueError(f"throttle divisor k must be > 0, got {k}")
         return replace(self, delta_pi_w=self.delta_pi_w / k)
-
-    def uncapped(self) -> Machine:
-        return replace(self, delta_pi_w=math.inf)

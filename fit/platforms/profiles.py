@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -303,7 +303,3 @@ def load_platform(name_or_path: str) -> Platform:
 
 
 LOCALHOST = "localhost"
-
-
-def as_si_dict(platform: Platform) -> Mapping[str, float]:
-    return {k: v for k in platform.constants if (v := platform.value(k)) is not None}  # type: ignore[misc]

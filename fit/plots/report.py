@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from archline.common.outputs import inside, safe_component
-from archline.fit.io.costs_files import Job, write_all
+from archline.fit.io.costs_files import Job
 from archline.fit.model.machine import Machine
 from archline.fit.plots.layout import check_figure_format, draw_to, legend_outside, title_with_notes
 from archline.fit.regress.result import FitResult
@@ -182,8 +182,3 @@ def fit_report_jobs(results: FitResult | list[FitResult], path: str | Path) -> l
             f"{path.stem}-{safe_component(r.platform)}{'-emulated' if r.emulated else ''}{path.suffix or '.png'}"))
         jobs.append((target, lambda tmp, r=r: draw_to(_draw(r), tmp, fmt, dpi=110)))
     return jobs
-
-
-def fit_report_figure(results: FitResult | list[FitResult], path: str | Path) -> list[Path]:
-    """Write one figure per result (see :func:`fit_report_jobs`). Returns the paths."""
-    return write_all(fit_report_jobs(results, path))

@@ -270,7 +270,3 @@ def prepare_frame(frame: pd.DataFrame) -> pd.DataFrame:
             if c not in out.columns and c != "schema":
                 out[c] = frame[c].to_numpy()
     return out
-
-
-def finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))

@@ -194,7 +194,3 @@ def omission_reason(c: Coefficient) -> str:
         return (f"significantly negative: {est}, {ci} lies below 0: a non-physical value, left out (the data do "
                 f"not follow the model: a unit slip or mixed files?)")
     return f"not identified by the data: {est}, {ci}"
-
-
-def finite(x: float) -> bool:
-    return isinstance(x, float) and math.isfinite(x)

@@ -86,10 +86,6 @@ class StreamDecoder:
         return self.stats.done
 
     @property
-    def seconds_per_event(self) -> float:
-        return self.period_ticks / TICK_HZ
-
-    @property
     def n_accepted(self) -> int:
         return self._final_n + self._seg.n
 

@@ -56,9 +56,6 @@ class Calibration:
             raise MeterError(f"{where}: emulated must be true or false, got {emulated!r}")
         return cls(**{k: float(v) for k, v in d.items() if k != "emulated"}, emulated=emulated)
 
-    def true_power_w(self, reading_w: float) -> float:
-        return (reading_w - self.offset_w) / self.gain
-
     def correct(self, energy_j: float, energy_err_j: float, duration_s: float) -> tuple[float, float]:
         """(corrected energy, its bound) of a window of ``duration_s`` device seconds."""
         e = (energy_j - self.offset_w * duration_s) / self.gain

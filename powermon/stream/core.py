@@ -49,10 +49,6 @@ class StreamTruth:
     markers_sent: int = 0
     marker_frames: list[int] = field(default_factory=list)
 
-    @property
-    def frames_sent(self) -> int:
-        return self.frames_generated - self.frames_stalled
-
 
 class StreamCore:
     """Timing, faults and truth of an emulated frame stream; the protocol lives in a subclass."""
