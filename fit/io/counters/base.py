@@ -25,7 +25,9 @@ class Counts:
     ``counts`` is keyed by result columns (flops_sp, flops_dp, int_ops, bytes_mem, bytes_l3, bytes_l2, bytes_l1,
     bytes_shared, rand_accesses): flops by precision, bytes per level (each byte charged once, at the level that
     served it), random accesses, integer ops. ``raw`` keeps the tool's own events and totals; ``notes`` say how
-    the counts were derived (multipliers, multiplexing, what was not counted)."""
+    the counts were derived (multipliers, multiplexing, what was not counted). ``energy_j`` is energy the tool
+    measured itself (perf's ``power/energy-*`` RAPL events), ``energy_source`` says which; ``count_rel_err`` is the
+    relative uncertainty of the scaled counts (0 when every event ran all the time; docs/counters.md)."""
 
     name: str
     counts: dict[str, float]
@@ -34,6 +36,9 @@ class Counts:
     raw: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     scaled: bool = False                               # a count is an estimate (multiplexed or extrapolated)
+    energy_j: float | None = None                      # measured by the tool (RAPL through perf), not modelled
+    energy_source: str = ""
+    count_rel_err: float = 0.0                         # +- fraction of each scaled count (multiplexing)
 
     @property
     def flops(self) -> float:
@@ -59,7 +64,9 @@ class Counts:
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "counts": dict(self.counts), "time_s": self.time_s, "source": self.source,
-                "raw": dict(self.raw), "notes": list(self.notes), "scaled": self.scaled}
+                "raw": dict(self.raw), "notes": list(self.notes), "scaled": self.scaled,
+                "energy_j": self.energy_j, "energy_source": self.energy_source,
+                "count_rel_err": self.count_rel_err}
 
 
 def number(text: str, where: str) -> float:
@@ -91,7 +98,7 @@ UNIT_FACTOR: dict[str, float] = {
     "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "kb": 1e3, "mb": 1e6, "gb": 1e9,
     "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "ns": 1e-9, "us": 1e-6, "msec": 1e-3,
     "ms": 1e-3, "s": 1.0, "sec": 1.0, "cycle": 1.0, "inst": 1.0, "warp": 1.0, "sector": 1.0, "request": 1.0,
-    "kinst": 1e3, "minst": 1e6, "ginst": 1e9,
+    "kinst": 1e3, "minst": 1e6, "ginst": 1e9, "joules": 1.0, "j": 1.0,
 }
 
 

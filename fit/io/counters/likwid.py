@@ -1,20 +1,32 @@
-"""likwid-perfctr CSV output (``likwid-perfctr -O``, optionally ``-o FILE.csv``): a ``STRUCT,Info`` block, then per
-group (and per region with the marker API) a ``TABLE,Group N Raw,GROUP,ROWS`` table (header ``Event,Counter,
-HWThread 0,...``), optionally its ``Raw STAT`` table, and a ``TABLE,Group N Metric,GROUP,ROWS`` table (header
-``Metric,HWThread 0,...``); a marker region's Raw table starts with its ``Region Info`` block (RDTSC Runtime [s],
-call count). Events are summed over the hardware threads; ``Runtime (RDTSC) [s]`` is the time.
+"""likwid-perfctr output, both forms:
+
+* CSV (``likwid-perfctr -O``, optionally ``-o FILE.csv``): a ``STRUCT,Info`` block, then per group (and per region
+  with the marker API) a ``TABLE,Group N Raw,GROUP,ROWS`` table (header ``Event,Counter,HWThread 0,...``),
+  optionally its ``Raw STAT`` table, and a ``TABLE,Group N Metric,GROUP,ROWS`` table (header ``Metric,HWThread
+  0,...``); a marker region's Raw table starts with its ``Region Info`` block (RDTSC Runtime [s], call count).
+* the plain text tables (what likwid-perfctr prints, and what people paste in issues and logs): ``Group N: GROUP``
+  or ``Region R, Group N: GROUP``, then ``| Region Info |``, ``| Event | Counter | HWThread 0 |`` and ``| Metric |
+  HWThread 0 |`` tables drawn with ``+---+`` rules; the ``STAT`` tables (Sum, Min, Max, Avg) are skipped.
+
+Columns may be named ``HWThread N`` (likwid 5), ``Core N`` (likwid 4) or ``GPU N`` (NVIDIA groups: no event
+archline reads, so such a region is left out and said so). Events are summed over the columns; ``Runtime (RDTSC)
+[s]`` (the largest over the threads) is the time.
 
 Rules (likwid's own group formulas):
 
     flops_dp   FP_ARITH_INST_RETIRED_SCALAR_DOUBLE x 1, _128B_PACKED_DOUBLE x 2, _256B_ x 4, _512B_ x 8 (Intel)
     flops_sp   _SCALAR_SINGLE x 1, _128B_PACKED_SINGLE x 4, _256B_ x 8, _512B_ x 16
-               AMD RETIRED_SSE_AVX_FLOPS_ALL: flops of the group's precision (FLOPS_DP or FLOPS_SP)
+               AMD RETIRED_SSE_AVX_FLOPS_ALL: flops of the group's precision (FLOPS_DP/MEM_DP or FLOPS_SP/MEM_SP)
     bytes_mem  CAS_COUNT_RD + CAS_COUNT_WR (Intel MBOX*) or DRAM_CHANNEL_* (AMD DFC*) x 64 B; else the Metric
                table's "Memory data volume [GBytes]" x 1e9
-    time_s     the Metric table's "Runtime (RDTSC) [s]" (the largest over the threads)
+    time_s     the Metric table's "Runtime (RDTSC) [s]" (the largest over the threads; in the text form the
+               Region Info's, which has more digits)
 
-Several groups are measured one after the other (likwid multiplexes groups): each group's counts cover only its
-own runtime and are scaled by (sum of the groups' runtimes) / (its runtime), and flagged as estimates.
+Several groups in one run are measured one after the other (likwid multiplexes groups): each group's counts
+cover only its own runtime and are scaled by (sum of the groups' runtimes) / (its runtime), and flagged as
+estimates. Several runs in one file (a group number of a region seen again: ``likwid-perfctr`` run once per
+group, its outputs concatenated) each measured the whole region: a count is the mean over the runs that counted
+it, the time the mean of their times.
 """
 
 from __future__ import annotations
@@ -47,6 +59,16 @@ class _Group:
     events: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     runtime_s: float | None = None
+    run: int = 0                                     # which likwid-perfctr run of the file
+
+
+#: the columns of one measured unit: likwid 5 "HWThread N", likwid 4 "Core N", NVIDIA groups "GPU N"
+_COLUMN = ("HWThread", "Core ", "GPU ")
+_PLAIN_GROUP = re.compile(r"(?:Region (?P<region>.*), )?Group (?P<g>\d+): (?P<group>\S+)")
+
+
+def _columns(head: list[str]) -> list[int]:
+    return [j for j, h in enumerate(head) if h.startswith(_COLUMN)]
 
 
 def _table(rows: list[list[str]], start: int, n: int, where: str, what: str) -> list[tuple[int, list[str]]]:
@@ -63,43 +85,179 @@ def _table(rows: list[list[str]], start: int, n: int, where: str, what: str) -> 
 def read(path: Path) -> list[Counts]:
     where = str(path)
     lines = read_lines(path, "likwid-perfctr output")
+    if any(_TABLE.match(ln.strip()) for ln in lines):
+        groups = _read_csv(lines, where)
+    else:
+        groups = _read_plain(lines, where)
+    if not groups:
+        raise CountersFormatError(f"{where}: no likwid-perfctr table: neither -O's 'TABLE,Group N Raw,...' nor "
+                                  "the text form's 'Group N: GROUP' with its '| Event | Counter |' table")
+    by_region: dict[str, list[_Group]] = {}
+    for g in groups:
+        by_region.setdefault(g.region, []).append(g)
+    found: list[Counts] = []
+    left_out: dict[str, str] = {}
+    for region, gs in by_region.items():
+        try:
+            found.append(_runs(region or "program", gs, path))
+        except CountersFormatError:
+            left_out[region or "program"] = _what_it_had(gs)
+    if not found:
+        regions = ", ".join(f"'{r}'" for r in left_out)
+        raise CountersFormatError(f"{path}: no event archline reads in {'region' if len(left_out) == 1 else 'regions'}"
+                                  f" {regions} (they have {'; '.join(dict.fromkeys(left_out.values()))}); "
+                                  "measure FLOPS_DP, FLOPS_SP, MEM_DP or MEM")
+    for c in found:
+        for r, had in left_out.items():
+            c.note(f"region '{r}' left out: no event archline reads ({had})")
+    return found
+
+
+def _what_it_had(groups: list[_Group]) -> str:
+    names = list(dict.fromkeys(e for g in groups for e in g.events))
+    return (f"group {', '.join(dict.fromkeys(g.name for g in groups))}: " + ", ".join(names[:3])
+            + (" ..." if len(names) > 3 else ""))
+
+
+def _numbers(r: list[str], cols: list[int], where: str, strict: bool) -> list[float] | None:
+    """The row's values in the thread columns; a metric likwid could not compute ('nan', '-') is None."""
+    out = []
+    for j in cols:
+        if j >= len(r) or not r[j]:
+            continue
+        try:
+            out.append(number(r[j], where))
+        except CountersFormatError:
+            if strict:
+                raise
+            return None
+    return out
+
+
+def _new_run(seen: set[tuple[str, int]], key: tuple[str, int], run: int) -> int:
+    """A (region, group number) seen again starts the next run of likwid-perfctr in the file."""
+    if key in seen:
+        seen.clear()
+        run += 1
+    seen.add(key)
+    return run
+
+
+def _read_csv(lines: list[str], where: str) -> list[_Group]:
     rows = csv_rows(lines)
-    groups: dict[tuple[str, int], _Group] = {}
+    groups: list[_Group] = []
+    current: dict[tuple[str, int], _Group] = {}
+    seen: set[tuple[str, int]] = set()
+    run = 0
     for i, ln in enumerate(lines):
         m = _TABLE.match(ln.strip())
         if not m or m["kind"].endswith("STAT"):
             continue
         key = (m["region"] or "", int(m["g"]))
-        g = groups.setdefault(key, _Group(key[0], key[1], m["group"]))
+        if m["kind"] == "Raw":
+            run = _new_run(seen, key, run)
+            current[key] = _Group(key[0], key[1], m["group"], run=run)
+            groups.append(current[key])
+        g = current.get(key)
+        if g is None:
+            raise CountersFormatError(f"{where}: line {i + 1}: a Metric table before its group's Raw table")
         if m["kind"] == "Raw" and i + 3 < len(rows) and rows[i + 1][:1] == ["Region Info"]:
             # marker API: a region's info block (Region Info / RDTSC Runtime [s] / call count) before the events
             info = [x.strip() for x in rows[i + 2]]
             g.runtime_s = max((number(v, f"{where}: line {i + 3}: {info[0]}") for v in info[1:] if v), default=None)
             i += 3
         head = [x.strip() for x in rows[i + 1]] if i + 1 < len(rows) else []
-        threads = [j for j, h in enumerate(head) if h.startswith("HWThread")]
+        threads = _columns(head)
         first = "Event" if m["kind"] == "Raw" else "Metric"
         if not head or head[0] != first or not threads:
             raise CountersFormatError(f"{where}: line {i + 2}: expected the header '{first},"
                                       f"{'Counter,' if first == 'Event' else ''}HWThread 0,...' under the TABLE line")
         for k, r in _table(rows, i, int(m["rows"]), where, m["kind"]):
-            vals = [number(r[j], f"{where}: line {k}: {r[0]}, {head[j]}") for j in threads if j < len(r) and r[j]]
-            if m["kind"] == "Raw":
-                if r[0] == RUNTIME:
-                    g.runtime_s = max(vals, default=0.0)
-                else:
-                    g.events[r[0]] = g.events.get(r[0], 0.0) + sum(vals)
-            elif r[0] == RUNTIME:
+            vals = _numbers(r, threads, f"{where}: line {k}: {r[0]}", strict=m["kind"] == "Raw")
+            if vals is None:
+                continue
+            if r[0] == RUNTIME:
                 g.runtime_s = max(vals, default=0.0)
+            elif m["kind"] == "Raw":
+                g.events[r[0]] = g.events.get(r[0], 0.0) + sum(vals)
             else:
                 g.metrics[r[0]] = sum(vals)
-    if not groups:
-        raise CountersFormatError(f"{where}: no 'TABLE,Group N Raw,...' table: give likwid-perfctr -O output "
-                                  "(CSV), not its text tables")
-    by_region: dict[str, list[_Group]] = {}
-    for g in groups.values():
-        by_region.setdefault(g.region, []).append(g)
-    return [_counts(region or "program", gs, path) for region, gs in by_region.items()]
+    return groups
+
+
+def _read_plain(lines: list[str], where: str) -> list[_Group]:
+    groups: list[_Group] = []
+    seen: set[tuple[str, int]] = set()
+    run = 0
+    g: _Group | None = None
+    head: list[str] = []
+    for k, ln in enumerate(lines, start=1):
+        s = ln.strip()
+        m = _PLAIN_GROUP.fullmatch(s)
+        if m:
+            key = (m["region"] or "", int(m["g"]))
+            run = _new_run(seen, key, run)
+            g = _Group(key[0], key[1], m["group"], run=run)
+            groups.append(g)
+            head = []
+            continue
+        if g is None or not s.startswith("|"):
+            continue
+        cells = [c.strip() for c in s.strip("|").split("|")]
+        if cells[0] in ("Region Info", "Event", "Metric"):
+            head = cells                                   # a STAT table's header has no thread column
+            continue
+        threads = _columns(head)
+        if not threads:
+            continue
+        vals = _numbers(cells, threads, f"{where}: line {k}: {cells[0]}", strict=head[0] == "Event")
+        if vals is None:
+            continue
+        if head[0] == "Region Info":
+            if cells[0] == "RDTSC Runtime [s]":
+                g.runtime_s = max(vals, default=0.0)        # more digits than the Metric table's
+        elif head[0] == "Event":
+            g.events[cells[0]] = g.events.get(cells[0], 0.0) + sum(vals)
+        elif cells[0] == RUNTIME:
+            if g.runtime_s is None:
+                g.runtime_s = max(vals, default=0.0)
+        else:
+            g.metrics[cells[0]] = sum(vals)
+    return groups
+
+
+def _runs(name: str, groups: list[_Group], path: Path) -> Counts:
+    """One region: each run of likwid-perfctr read on its own, then a count is the mean over the runs."""
+    runs: dict[int, list[_Group]] = {}
+    for g in groups:
+        runs.setdefault(g.run, []).append(g)
+    if len(runs) == 1:
+        return _counts(name, groups, path)
+    parts = []
+    for gs in runs.values():
+        try:
+            parts.append(_counts(name, gs, path))
+        except CountersFormatError:
+            continue                                        # a run of a group archline does not read
+    if not parts:
+        return _counts(name, groups, path)                  # raises, naming every group
+    c = Counts(name, {}, source=parts[0].source, scaled=any(p.scaled for p in parts))
+    for col in dict.fromkeys(k for p in parts for k in p.counts):
+        have = [p.counts[col] for p in parts if col in p.counts]
+        c.add(col, sum(have) / len(have))
+    times = [p.time_s for p in parts if p.time_s is not None]
+    c.time_s = sum(times) / len(times) if times else None
+    for i, p in enumerate(parts):
+        c.raw.update({f"run {i + 1}:{k}": v for k, v in p.raw.items()})
+        for n in p.notes:
+            c.note(n)
+    c.note(f"{len(parts)} likwid-perfctr runs in the file: each count is the mean over the runs that counted it, "
+           "the time the mean of their times")
+    # a run of FLOPS_DP said "no memory event", one of MEM_DP counted it: only what the merge still lacks is said
+    stale = ("no flop event",) if any(k.startswith("flops") for k in c.counts) else ()
+    stale += ("no memory event",) if "bytes_mem" in c.counts else ()
+    c.notes = [n for n in c.notes if not n.startswith(stale)] if stale else c.notes
+    return c
 
 
 def _counts(name: str, groups: list[_Group], path: Path) -> Counts:
