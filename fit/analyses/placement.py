@@ -25,7 +25,7 @@ from typing import Any
 
 from archline.fit.analyses.choi import app_predict as ap
 from archline.fit.errors import ArchlineFitError, MissingValueError
-from archline.fit.io.counters.base import Counts
+from archline.fit.io.counters.base import CountersFormatError, Counts
 from archline.fit.model.hierarchy import COUNT_TO_COST
 from archline.fit.model.machine import Machine
 from archline.fit.platforms.profiles import Platform, load_platform
@@ -155,6 +155,10 @@ def counts_rows(counts: Sequence[Counts]) -> list[ap.CountsRow]:
     """Counter imports as the rows ``archline predict`` takes (their source and notes kept)."""
     out = []
     for c in counts:
+        if not c.counts and c.time_s is None:      # e.g. perf stat -e power/energy-pkg/ alone: E only, no N, no T
+            have = f" (only a measured energy, {c.energy_j:.6g} J)" if c.energy_j is not None else ""
+            raise CountersFormatError(f"{c.source or c.name}: no counts and no time{have}: nothing to predict "
+                                      "from; count flops or bytes, or add duration_time")
         notes = [f"counts from {c.source}"] if c.source else []
         out.append(ap.CountsRow(c.name, dict(c.counts), c.time_s, notes=[*notes, *c.notes]))
     return out
@@ -250,6 +254,13 @@ def place_program(costs: str | Platform, counts: Counts | Mapping[str, float], m
     (known if se0 is not None else unknown).append("pi0")
     var += (t * se0) ** 2 if se0 is not None else 0.0
     notes = [*counts.notes, *time_notes]
+    if counts.count_rel_err > 0 and pred is not None:
+        # multiplexed counts are +-rel_err each: the count-driven energy (every term but pi0 T) widens with them
+        dynamic_j = sum(v for k, v in pred.terms_j.items() if k != ap.CONSTANT_TERM)
+        var += (counts.count_rel_err * dynamic_j) ** 2
+        known.append("counts")
+        notes.append(f"predicted energy's uncertainty includes the counts' +-{100 * counts.count_rel_err:.0f}% "
+                     "(multiplexed)")
     if unknown and pred is not None and not no_meter:
         notes.append(f"no stderr for {', '.join(unknown)} in '{platform.name}': "
                      + ("the uncertainty leaves them out" if known else "agreement not judged"))

@@ -1,5 +1,7 @@
 """Counter imports for CPUs: ``perf stat -x,`` (plain, -r, -I; <not supported>/<not counted>; multiplexing) and
-likwid-perfctr -O CSV (TABLE blocks, multiplexed groups), from fixtures in the tools' documented formats."""
+likwid-perfctr -O CSV (TABLE blocks, multiplexed groups), from fixtures in the tools' documented formats; and the
+real exports under tests/data/real/perf and tests/data/real/likwid (class TestRealCpuExports: every file read or
+refused, two files per tool checked by hand)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def test_perf_intel_flops_lines_and_notes() -> None:
     text = " | ".join(c.notes)
     assert "fp_arith_inst_retired.512b_packed_double: not supported" in text
     assert "l1-dcache-load-misses: not counted" in text and "llc-loads ran 50.00%" in text
-    assert "cycles, task-clock" in text
+    assert "not used by the model: cycles" in text and c.count_rel_err == pytest.approx(0.5)
 
 
 def test_perf_repeat_variance_field_and_amd_flops() -> None:
@@ -79,11 +81,12 @@ def test_likwid_marker_regions_one_row_each(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("tool", "body", "needle"), [
-    ("perf", "12,,cycles\n", "line 1: 3 fields"),
+    ("perf", "12,,cycles,5\n", "line 1: 4 fields"),
     ("perf", "<not supported>,,fp_arith_inst_retired.scalar_double,0,100.00,,\n", "not supported"),
     ("perf", "abc,,fp_arith_inst_retired.scalar_double,10,100.00,,\n", "line 1: fp_arith_inst_retired"),
     ("perf", "# started\n12,furlong,duration_time,1,100.00,,\n", "line 2: unit of duration_time"),
-    ("likwid", "Group 1: FLOPS_DP\n| Event | Counter |\n", "no 'TABLE,Group N Raw"),
+    ("likwid", "Group 1: FLOPS_DP\n| Event | Counter |\n", "group FLOPS_DP: no event rows"),
+    ("likwid", "likwid-perfctr: command not found\n", "no likwid-perfctr table"),
     ("likwid", "TABLE,Group 1 Raw,FLOPS_DP,3,\nEvent,Counter,HWThread 0,\nX,PMC0,1,\n", "announces 3 rows"),
     ("likwid", "TABLE,Group 1 Raw,FLOPS_DP,1,\nfoo,bar\n", "line 2: expected the header"),
     ("likwid", "TABLE,Group 1 Raw,BRANCH,1,\nEvent,Counter,HWThread 0,\nBR_INST_RETIRED,PMC0,5,\n", "no event"),

@@ -60,5 +60,10 @@ def read_collected(tool: str, path: str | Path) -> Counts:
             total.raw[f"{c.name}:{k}"] = v
         for n in c.notes:
             total.note(n)
+    energies = [c.energy_j for c in got]
+    if all(e is not None for e in energies):
+        total.energy_j = sum(e for e in energies if e is not None)
+        total.energy_source = got[0].energy_source
+    total.count_rel_err = max(c.count_rel_err for c in got)
     total.note(f"{len(got)} parts summed: {', '.join(c.name for c in got)}")
     return total
