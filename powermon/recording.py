@@ -296,7 +296,7 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     summary = region.summary()
     summary["trace"] = show(out_p)
     summary["interrupted"], summary["duration_requested_s"] = interrupted, duration_s
-    for key in ("stats", "stalls", "error"):
+    for key in ("stats", "stalls", "error", "source"):      # source: which Redfish resource a BMC was read from
         if key in info:
             summary.setdefault("decoder" if key == "stats" else key, info[key])
     if getattr(meter, "raw_path", None) is not None:

@@ -128,6 +128,13 @@ def window_energy(t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, terms:
     big = gaps_dt > 1.5 * period_s
     lost = int(np.sum(np.round(gaps_dt[big] / period_s) - 1)) if big.any() else 0
     lost_s = float((gaps_dt[big] - period_s).max() * speed) if big.any() else 0.0
+    # a ReadingTime that stops moving: no reading covers the window's end (the meter waited a period past it),
+    # so each period of the window after the last fresh reading is a reading never shown, as inside a gap
+    stale_s = t1_s - max(float(t[-1]), t0_s)
+    stale = round(stale_s / period_s) if terms.timed and stale_s > 0 else 0
+    if stale:
+        lost += stale
+        lost_s = max(lost_s, stale_s * speed)
     if not terms.timed:   # no ReadingTime: each change of value is placed to within a poll
         dw = np.abs(np.diff(w))[inside[1:] & inside[:-1]] if w.size > 1 else np.zeros(0)
         err += u_host * speed * float(dw.sum())
@@ -148,7 +155,7 @@ def window_energy(t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, terms:
     if failed:
         warnings.append(f"{failed} poll(s) failed ({last_failure})")
     mean = energy / dur if dur > 0 else float("nan")
-    return WindowEnergy(energy, err, mean, n, int(big.sum()), lost, lost_s, expected, warnings)
+    return WindowEnergy(energy, err, mean, n, int(big.sum()) + (stale > 0), lost, lost_s, expected, warnings)
 
 
 def breakpoints(s: Samples, terms: BoundTerms) -> tuple[np.ndarray, np.ndarray]:

@@ -222,6 +222,9 @@ class BmcMeter(CounterMeter):
         url = getattr(self.client, "url", None)
         if url:
             out["url"] = url
+        describe = getattr(self.client, "describe", None)
+        if callable(describe):                # which Redfish resource the readings came from
+            out["source"] = describe()
         if self.sensor is not None:
             out["sensor_model"] = dataclasses.asdict(self.sensor)
         return out
@@ -260,7 +263,7 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
     if spec.kind == "ipmi":
         from archline.powermon.bmc.ipmi import DcmiClient
 
-        ipmi = DcmiClient(_url(spec), spec.username, _password(spec), sha1=kw.pop("sha1", False))
+        ipmi = DcmiClient(_url(spec), spec.username, _password(spec), spec.cipher_suite)
         rail, device = _channel(spec)
         return BmcMeter(ipmi, rail, device, update_period_s=update_period_s or DEFAULT_PERIOD_S, lag_s=lag_s,
                         window_s=window_s, quantum_w=1.0, name=name or spec.name, emulated=ipmi.emulated, **kw)
@@ -317,7 +320,9 @@ def list_meters() -> list[dict[str, Any]]:
     """`archline meter list`'s rows for these kinds: a BMC is named in a profile, never discovered."""
     return [{"kind": "redfish", "name": "-", "available": False,
              "detail": "a node's BMC: give [[meters]] kind = \"redfish\", url = \"https://BMC\", username, "
-                       "password_env (or --meter redfish:https://BMC)"},
+                       "password_env (or --meter redfish:https://BMC); reads the first of EnvironmentMetrics."
+                       "PowerWatts, a Power Sensor, PowerSubsystem supply input, Power.PowerControl (meter record "
+                       "says which)"},
             {"kind": "ipmi", "name": "-", "available": False,
              "detail": "a node's BMC over IPMI DCMI: give [[meters]] kind = \"ipmi\", url = \"ipmi://BMC\", "
                        "username, password_env (or --meter ipmi:ipmi://BMC)"}]

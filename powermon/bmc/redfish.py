@@ -1,11 +1,19 @@
 """A Redfish client for node power (docs: ../shared/reference/bmc_power.md): standard library HTTP only.
 
-It finds the chassis (``spec.chassis`` or the first member of ``/redfish/v1/Chassis`` with a ``Power`` or
-``EnvironmentMetrics`` link), then reads ``Power.PowerControl[0].PowerConsumedWatts`` (with
-``PowerMetrics.IntervalInMin`` / ``AverageConsumedWatts`` where given). Where the chassis names a power Sensor
-(``EnvironmentMetrics.PowerWatts.DataSourceUri``) it reads that instead: its ``ReadingTime`` tells one reading from
-the next exactly, and its ``SensingInterval`` is the update period. Credentials go by HTTP Basic on every request
-(no session to leak on a BMC with few session slots); the service root needs none.
+It finds the chassis (``spec.chassis`` or the first member of ``/redfish/v1/Chassis`` that has a power reading) and
+its power source, trying on each chassis, in this order (current schemas first, then the deprecated one):
+
+1. ``EnvironmentMetrics.PowerWatts``: the Sensor its ``DataSourceUri`` names, else its inline ``Reading``;
+2. ``Sensors``: the member of ``ReadingType`` ``Power`` whose ``PhysicalContext`` is the chassis (else the only
+   power sensor that names no part);
+3. ``PowerSubsystem``: the sum of ``PowerSupplies/*/Metrics`` ``InputPowerWatts`` over every supply present
+   (refused where a present supply has no Metrics: the sum would not be the node's power);
+4. ``Power.PowerControl[0].PowerConsumedWatts`` (with ``PowerMetrics`` where given).
+
+A Sensor's ``ReadingTime`` tells one reading from the next exactly, and its ``SensingInterval`` is the update period;
+the other shapes carry no time. Which one is read is :attr:`RedfishClient.source` (said in ``meter record``'s summary
+and a recording's sidecar). Credentials go by HTTP Basic on every request (no session to leak on a BMC with few
+session slots); the service root needs none.
 """
 
 from __future__ import annotations
@@ -28,6 +36,10 @@ from archline.powermon.errors import DeviceError, MeterError
 
 class BmcUnavailable(DeviceError):
     """The BMC answered 5xx or did not answer in time: one lost poll, not a dead meter."""
+
+
+class ResourceMissing(DeviceError):
+    """HTTP 404: a link that leads nowhere (discovery tries the next power source)."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +114,25 @@ def iso_time_s(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+#: the power sources, in the order discovery tries them on a chassis
+SHAPES = ("EnvironmentMetrics", "Sensors", "PowerSubsystem", "Power")
+SOURCE_ENV_SENSOR = "EnvironmentMetrics.PowerWatts.DataSourceUri"     # the Sensor it names (with ReadingTime)
+SOURCE_ENV_INLINE = "EnvironmentMetrics.PowerWatts"                   # its inline Reading (no time)
+SOURCE_SENSOR = "Sensors"                                             # a Sensor of ReadingType Power
+SOURCE_SUBSYSTEM = "PowerSubsystem"                                   # the supplies' InputPowerWatts, summed
+SOURCE_POWER = "Power.PowerControl"                                   # PowerControl[0].PowerConsumedWatts
+#: a Sensor PhysicalContext naming a part of the node, not the node (its power is not the node's)
+_PART_CONTEXTS = {"CPU", "Memory", "GPU", "Accelerator", "StorageDevice", "NetworkingDevice", "Fan", "VoltageRegulator",
+                  "PowerSupply", "Battery", "ASIC", "FPGA", "Backplane", "Board", "SystemBoard", "CPUSubsystem",
+                  "ComputeBay", "StorageBay", "PowerSubsystem", "Transceiver", "Transformer", "Rectifier"}
+
+
 class RedfishClient:
     """One Redfish service: ``url`` is its root host (``http://127.0.0.1:8000``)."""
 
     def __init__(self, url: str, username: str | None = None, password: str | None = None,
-                 chassis: str | None = None, timeout_s: float = 5.0, verify: bool | str = True) -> None:
+                 chassis: str | None = None, timeout_s: float = 5.0, verify: bool | str = True,
+                 shape: str | None = None) -> None:
         shown = mask_url(url)
         if not url.startswith(("http://", "https://")):
             raise MeterError(f"redfish: {shown!r} is not an http:// or https:// address")
@@ -130,9 +156,16 @@ class RedfishClient:
             if verify is False:
                 self._ctx.check_hostname = False
                 self._ctx.verify_mode = ssl.CERT_NONE
+        if shape is not None and shape not in SHAPES:
+            raise MeterError(f"redfish: shape {shape!r} is not one of {', '.join(SHAPES)}")
+        self.shape = shape                  # only this source (tests, and a BMC whose first source is wrong)
         self.chassis_id = chassis
         self.power_uri: str | None = None
         self.sensor_uri: str | None = None
+        self.env_uri: str | None = None
+        self.psu_metrics: list[str] = []
+        self.source: str | None = None      #: which source is read (a SOURCE_* name), set by discover()
+        self.source_uri: str | None = None  #: the resource read on each poll (the first supply's for PowerSubsystem)
         self.sensing_interval_s: float | None = None
         self.interval_min: float | None = None
         self.emulated = False
@@ -150,6 +183,8 @@ class RedfishClient:
             if e.code in (401, 403):
                 raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code} (check username and the password in "
                                   "the environment variable named by password_env)") from None
+            if e.code == 404:
+                raise ResourceMissing(f"redfish {self.url}{path}: HTTP 404") from None
             raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code}") from None
         except (http.client.InvalidURL, ValueError) as e:     # an address http.client cannot use
             raise MeterError(f"redfish {self.url}{path}: not a valid address ({e})") from None
@@ -170,7 +205,8 @@ class RedfishClient:
         return v.get("@odata.id") if isinstance(v, dict) and isinstance(v.get("@odata.id"), str) else None
 
     def discover(self) -> RedfishClient:
-        """Find the chassis, its Power resource and any power Sensor; DeviceError when there is none."""
+        """Find the chassis and its power source (the module docstring's order); DeviceError when there is none,
+        naming what each chassis lacked."""
         root = self.get("/redfish/v1/")
         # archline's own emulated BMC says so in its service root's Name: its readings are labelled emulated
         self.emulated = "emulated" in str(root.get("Name", "")).lower()
@@ -180,26 +216,120 @@ class RedfishClient:
             members = [u for u in members if isinstance(u, str) and u.rstrip("/").split("/")[-1] == self.chassis_id]
             if not members:
                 raise DeviceError(f"redfish {self.url}: no chassis {self.chassis_id!r} (see {coll_uri})")
+        why: list[str] = []
         for uri in members:
             if not isinstance(uri, str):
                 continue
             ch = self.get(uri)
-            power, env = self._link(ch, "Power"), self._link(ch, "EnvironmentMetrics")
-            if power is None and env is None:
+            cid = uri.rstrip("/").split("/")[-1]
+            self.power_uri = self._link(ch, "Power")
+            lacks = []
+            for shape in SHAPES if self.shape is None else (self.shape,):
+                try:
+                    found = getattr(self, f"_find_{shape.lower()}")(ch)
+                except ResourceMissing as e:        # a link to nothing: this source is not there
+                    found = str(e)
+                if found is None:
+                    self.chassis_id = cid
+                    return self
+                lacks.append(found)
+            why.append(f"{cid}: {'; '.join(lacks)}")
+        raise DeviceError(f"redfish {self.url}: no chassis with a power reading ({' | '.join(why) or 'no chassis'})")
+
+    # each _find_* sets the source and returns None, or returns what this chassis lacks for it
+    def _find_environmentmetrics(self, ch: dict[str, Any]) -> str | None:
+        env = self._link(ch, "EnvironmentMetrics")
+        if env is None:
+            return "no EnvironmentMetrics"
+        pw = self.get(env).get("PowerWatts")
+        if not isinstance(pw, dict):
+            return "EnvironmentMetrics has no PowerWatts"
+        src = pw.get("DataSourceUri")
+        if isinstance(src, str):
+            try:
+                self._use_sensor(src, self.get(src), SOURCE_ENV_SENSOR)
+                return None
+            except ResourceMissing:
+                if "Reading" not in pw:
+                    return f"EnvironmentMetrics.PowerWatts.DataSourceUri {src} is missing"
+        if "Reading" not in pw:
+            return "EnvironmentMetrics.PowerWatts has no Reading"
+        self.env_uri, self.source, self.source_uri = env, SOURCE_ENV_INLINE, env
+        return None
+
+    def _find_sensors(self, ch: dict[str, Any]) -> str | None:
+        coll = self._link(ch, "Sensors")
+        if coll is None:
+            return "no Sensors"
+        power: list[tuple[str, dict[str, Any]]] = []
+        for m in self.get(coll).get("Members", []):
+            uri = m.get("@odata.id") if isinstance(m, dict) else None
+            if isinstance(uri, str):
+                s = self.get(uri)
+                if s.get("ReadingType") == "Power":
+                    power.append((uri, s))
+        # the node's own sensor: PhysicalContext Chassis (ElectricalContext Total first), else the one power
+        # sensor that names no part of the node (a CPU's or a supply's power is not the node's)
+        chassis = sorted((p for p in power if p[1].get("PhysicalContext") == "Chassis"),
+                         key=lambda p: p[1].get("ElectricalContext") != "Total")
+        whole = [p for p in power if p[1].get("PhysicalContext") not in _PART_CONTEXTS]
+        pick = chassis[0] if chassis else whole[0] if len(whole) == 1 else None
+        if pick is None:
+            names = ", ".join(u.rstrip("/").split("/")[-1] for u, _ in power) or "none"
+            return f"no Sensor of ReadingType Power for the chassis (power sensors: {names})"
+        self._use_sensor(pick[0], pick[1], SOURCE_SENSOR)
+        return None
+
+    def _find_powersubsystem(self, ch: dict[str, Any]) -> str | None:
+        sub = self._link(ch, "PowerSubsystem")
+        if sub is None:
+            return "no PowerSubsystem"
+        psus = self._link(self.get(sub), "PowerSupplies")
+        if psus is None:
+            return "PowerSubsystem has no PowerSupplies"
+        metrics: list[str] = []
+        for m in self.get(psus).get("Members", []):
+            uri = m.get("@odata.id") if isinstance(m, dict) else None
+            if not isinstance(uri, str):
                 continue
-            self.chassis_id = uri.rstrip("/").split("/")[-1]
-            self.power_uri = power
-            if env is not None:
-                src = self.get(env).get("PowerWatts") or {}
-                if isinstance(src, dict) and isinstance(src.get("DataSourceUri"), str):
-                    self.sensor_uri = src["DataSourceUri"]
-                    sensor = self.get(self.sensor_uri)
-                    if isinstance(sensor.get("SensingInterval"), str):
-                        self.sensing_interval_s = iso_duration_s(sensor["SensingInterval"])
-            if self.power_uri is None and self.sensor_uri is None:
+            psu = self.get(uri)
+            state = (psu.get("Status") or {}).get("State") if isinstance(psu.get("Status"), dict) else None
+            if state == "Absent":                 # an empty bay draws nothing
                 continue
-            return self
-        raise DeviceError(f"redfish {self.url}: no chassis with a Power resource or a power sensor")
+            link = self._link(psu, "Metrics")
+            if link is None:                      # a present supply we cannot read: the sum would fall short
+                return f"power supply {uri.rstrip('/').split('/')[-1]} is present but has no Metrics"
+            metrics.append(link)
+        if not metrics:
+            return "PowerSubsystem has no power supply present"
+        for link in metrics:
+            if not isinstance(self.get(link).get("InputPowerWatts"), dict):
+                return f"{link} has no InputPowerWatts"
+        self.psu_metrics, self.source, self.source_uri = metrics, SOURCE_SUBSYSTEM, metrics[0]
+        return None
+
+    def _find_power(self, ch: dict[str, Any]) -> str | None:
+        if self.power_uri is None:
+            return "no Power"
+        pc = self.get(self.power_uri).get("PowerControl")
+        # a well-formed member without the key is a BMC that meters no total here (OpenBMC's bmcweb without a total
+        # power sensor): another chassis may; a malformed PowerControl is taken, and read() says it misbehaves
+        if isinstance(pc, list) and pc and isinstance(pc[0], dict) and "PowerConsumedWatts" not in pc[0]:
+            return "Power.PowerControl[0] has no PowerConsumedWatts"
+        self.source, self.source_uri = SOURCE_POWER, self.power_uri
+        return None
+
+    def _use_sensor(self, uri: str, sensor: dict[str, Any], source: str) -> None:
+        self.sensor_uri, self.source, self.source_uri = uri, source, uri
+        if isinstance(sensor.get("SensingInterval"), str):
+            self.sensing_interval_s = iso_duration_s(sensor["SensingInterval"])
+
+    def describe(self) -> dict[str, Any]:
+        """Which source is read, for summaries and sidecars: ``source``, its ``uri`` (every supply's metrics for
+        PowerSubsystem), the chassis, and whether the readings carry a ReadingTime."""
+        uris = self.psu_metrics if self.source == SOURCE_SUBSYSTEM else [self.source_uri]
+        return {"source": self.source, "uri": uris if len(uris) > 1 else uris[0], "chassis": self.chassis_id,
+                "reading_time": self.sensor_uri is not None}
 
     def read_power_control(self) -> PowerReading:
         """``Power.PowerControl[0]``: PowerConsumedWatts (and its PowerMetrics)."""
@@ -220,10 +350,21 @@ class RedfishClient:
                             float(iv) if isinstance(iv, (int, float)) else None)
 
     def read(self) -> PowerReading:
-        """The node's power now: from the power Sensor (with its ReadingTime) where there is one, else Power."""
-        if self.sensor_uri is None:
-            return self.read_power_control()
-        s = self.get(self.sensor_uri)
-        w = watts(s.get("Reading"), f"redfish {self.url}{self.sensor_uri}: Reading")
-        rt = s.get("ReadingTime")
-        return PowerReading(w, iso_time_s(rt) if isinstance(rt, str) else None)
+        """The node's power now, from the source discover() found."""
+        if self.sensor_uri is not None:
+            s = self.get(self.sensor_uri)
+            w = watts(s.get("Reading"), f"redfish {self.url}{self.sensor_uri}: Reading")
+            rt = s.get("ReadingTime")
+            return PowerReading(w, iso_time_s(rt) if isinstance(rt, str) else None)
+        if self.source == SOURCE_ENV_INLINE and self.env_uri is not None:
+            pw = self.get(self.env_uri).get("PowerWatts")
+            return PowerReading(watts(pw.get("Reading") if isinstance(pw, dict) else pw,
+                                      f"redfish {self.url}{self.env_uri}: PowerWatts.Reading"))
+        if self.source == SOURCE_SUBSYSTEM:
+            total = 0.0
+            for link in self.psu_metrics:
+                ip = self.get(link).get("InputPowerWatts")
+                total += watts(ip.get("Reading") if isinstance(ip, dict) else ip,
+                               f"redfish {self.url}{link}: InputPowerWatts.Reading")
+            return PowerReading(total)
+        return self.read_power_control()

@@ -4,15 +4,22 @@
 - credentials: the password only from the environment variable a profile names, 401 without it;
 - ``archline meter record --meter redfish:http://127.0.0.1:PORT`` end to end;
 - a Recorder window's energy within the meter's stated bound of the true energy, for a constant and a stepped power;
-- the emulator's faults (HTTP 503, a stale reading) counted: failed polls reported, missed readings lost.
+- the emulator's faults (HTTP 503, a stale reading) counted: failed polls reported, missed readings lost;
+- sushy-tools' ``sushy-static`` serving DMTF's public-rackmount1 (tests/data/real/redfish) and the derived newer-schema
+  mockups (tests/data/derived/redfish): each power source read, its watts checked against the mockup's JSON, and
+  the mockup's ReadingTime that never moves (2019) counted as lost readings.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +32,16 @@ from support.powermon_helpers import threads_back
 from archline.cli.meter import meter as meter_cli
 from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults, StaticRedfish
 from archline.powermon.bmc.meter import BmcMeter, emulate_from_spec, open_from_spec
-from archline.powermon.bmc.redfish import RedfishClient, iso_duration_s, iso_time_s
+from archline.powermon.bmc.redfish import (
+    SOURCE_ENV_INLINE,
+    SOURCE_ENV_SENSOR,
+    SOURCE_POWER,
+    SOURCE_SENSOR,
+    SOURCE_SUBSYSTEM,
+    RedfishClient,
+    iso_duration_s,
+    iso_time_s,
+)
 from archline.powermon.counters.emulated import Timeline
 from archline.powermon.emulator.power import Script
 from archline.powermon.emulator.sensor import SensorModel
@@ -215,3 +231,140 @@ def test_meter_record_end_to_end(tmp_path: Path) -> None:
     assert summary["emulated"] is True                         # the service root says it is archline's emulator
     assert r["lost_samples"] == 0 and r["gaps"] == 0 and r["n_samples"] >= 7
     assert abs(r["energy_j"] - 250.0 * r["duration_s"]) <= r["energy_err_j"]
+
+
+# --- sushy-tools' sushy-static serving real DMTF mockups -------------------------------------------------------------
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+RACKMOUNT1 = DATA / "real" / "redfish" / "public-rackmount1"
+DERIVED = DATA / "derived" / "redfish"
+
+
+def _load(root: Path, rel: str) -> Any:
+    return json.loads((root / rel / "index.json").read_text())
+
+
+@contextmanager
+def sushy_static(root: Path) -> Iterator[str]:
+    """sushy-tools' own ``sushy-static`` serving ``root`` (a DMTF mockup: service root at ``root/index.json``) on a
+    free localhost port; stopped (and reaped) when the block ends."""
+    pytest.importorskip("sushy_tools.static.main", reason="sushy-tools is not installed (pip install -e .[test])")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-c", "from sushy_tools.static.main import main; main()",
+                             "-i", "127.0.0.1", "-p", str(port), "-m", str(root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)     # it prints every request
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/redfish/v1/", timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"sushy-static did not start (exit {proc.poll()})") from None
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _psu_input_w(root: Path) -> float:
+    """The mockup's own sum of InputPowerWatts over the supplies present (an absent bay draws nothing)."""
+    total = 0.0
+    for m in _load(root, "Chassis/1U/PowerSubsystem/PowerSupplies")["Members"]:
+        rel = m["@odata.id"].removeprefix("/redfish/v1/")
+        if _load(root, rel)["Status"]["State"] != "Absent":
+            total += _load(root, rel + "/Metrics")["InputPowerWatts"]["Reading"]
+    return total
+
+
+TOTAL_POWER = "Chassis/1U/Sensors/TotalPower"
+SHAPES_SERVED = [
+    # (mockup, shape forced or None, source expected, the mockup's own value, the resource read)
+    (RACKMOUNT1, None, SOURCE_ENV_SENSOR, lambda r: _load(r, TOTAL_POWER)["Reading"], TOTAL_POWER),
+    (RACKMOUNT1, "Sensors", SOURCE_SENSOR, lambda r: _load(r, TOTAL_POWER)["Reading"], TOTAL_POWER),
+    (RACKMOUNT1, "PowerSubsystem", SOURCE_SUBSYSTEM, _psu_input_w,
+     "Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics"),
+    (RACKMOUNT1, "Power", SOURCE_POWER,
+     lambda r: _load(r, "Chassis/1U/Power")["PowerControl"][0]["PowerConsumedWatts"], "Chassis/1U/Power"),
+    (DERIVED / "environment-inline", None, SOURCE_ENV_INLINE,
+     lambda r: _load(r, "Chassis/1U/EnvironmentMetrics")["PowerWatts"]["Reading"], "Chassis/1U/EnvironmentMetrics"),
+    (DERIVED / "subsystem-and-sensors", None, SOURCE_SENSOR, lambda r: _load(r, TOTAL_POWER)["Reading"],
+     TOTAL_POWER),
+    (DERIVED / "subsystem-only", None, SOURCE_SUBSYSTEM, _psu_input_w,
+     ["Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics", "Chassis/1U/PowerSubsystem/PowerSupplies/Bay2/Metrics"]),
+]
+
+
+@pytest.mark.parametrize(("root", "shape", "source", "truth", "uri"), SHAPES_SERVED,
+                         ids=["rackmount1", "rackmount1-sensors", "rackmount1-subsystem", "rackmount1-power",
+                              "environment-inline", "subsystem-and-sensors", "subsystem-only"])
+def test_sushy_static_serves_each_power_shape(root: Path, shape: str | None, source: str, truth: Any,
+                                              uri: str | list[str]) -> None:
+    with sushy_static(root) as url:
+        c = RedfishClient(url, shape=shape).discover()
+        r = c.read()
+    assert c.chassis_id == "1U" and c.source == source and not c.emulated
+    assert r.power_w == pytest.approx(truth(root), abs=1e-9)
+    uris = [f"/redfish/v1/{u}" for u in ([uri] if isinstance(uri, str) else uri)]
+    assert c.describe() == {"source": source, "uri": uris if len(uris) > 1 else uris[0], "chassis": "1U",
+                            "reading_time": source in (SOURCE_ENV_SENSOR, SOURCE_SENSOR)}
+    if source in (SOURCE_ENV_SENSOR, SOURCE_SENSOR):           # the Sensor's own time and interval
+        sensor = _load(root, TOTAL_POWER)
+        assert r.reading_time_s == iso_time_s(sensor["ReadingTime"])
+        assert c.sensing_interval_s == iso_duration_s(sensor["SensingInterval"])
+    else:
+        assert r.reading_time_s is None
+
+
+def test_sushy_static_refuses_what_a_mockup_lacks() -> None:
+    """Each shape a chassis lacks is named, and the read is refused (exit 4), never a made-up zero."""
+    with sushy_static(DERIVED / "environment-inline") as url:
+        for shape, why in [("Sensors", "1U: no Sensors"), ("PowerSubsystem", "1U: no PowerSubsystem"),
+                           ("Power", "1U: no Power")]:
+            with pytest.raises(DeviceError, match=f"no chassis with a power reading \\({why}\\)") as e:
+                RedfishClient(url, shape=shape).discover()
+            assert e.value.exit_code == 4
+
+
+def _stale_window(url: str, length_s: float) -> Any:
+    meter = open_from_spec(MeterSpec(name="bmc", kind="redfish", url=url))
+    return meter, _window(meter, 0.3, length_s)
+
+
+def test_a_reading_time_that_never_moves_is_lost() -> None:
+    """public-rackmount1's TotalPower says 2019-08-13T04:14:33+06:00 on every GET (SensingInterval PT0.25S): after
+    the first sighting no fresh reading ever comes, so every period of a window is a reading lost (docs/meters.md)."""
+    with sushy_static(RACKMOUNT1) as url:
+        meter, r = _stale_window(url, 2.0)
+    period_s = iso_duration_s(_load(RACKMOUNT1, TOTAL_POWER)["SensingInterval"])
+    assert meter.update_period_s == period_s == 0.25
+    assert r.expected_samples == round(r.duration_s / period_s)       # 8 for 2 s
+    assert r.n_samples == 0 and r.lost_samples == r.expected_samples and r.gaps == 1
+    assert any(f"{r.expected_samples} BMC reading(s) never shown" in w for w in r.warnings)
+    assert meter.info()["readings"] == 1                                # one distinct ReadingTime in 3 s of polls
+    assert meter.info()["source"]["source"] == SOURCE_ENV_SENSOR
+
+
+def test_meter_record_says_which_source(tmp_path: Path) -> None:
+    """``meter record`` against sushy-static: the summary and the trace's sidecar name the resource read; a mockup
+    whose reading has no ReadingTime cannot go stale (an unchanged value is a new reading once a period passed)."""
+    root = DERIVED / "environment-inline"
+    with sushy_static(root) as url:
+        out = tmp_path / "t.csv"
+        res = CliRunner().invoke(meter_cli, ["record", "--meter", f"redfish:{url}", "--duration", "2",
+                                             "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout[: res.stdout.rindex("}") + 1])
+    want = {"source": SOURCE_ENV_INLINE, "uri": "/redfish/v1/Chassis/1U/EnvironmentMetrics", "chassis": "1U",
+            "reading_time": False}
+    assert summary["source"] == want
+    assert json.loads(Path(f"{out}.json").read_text())["info"]["source"] == want
+    assert summary["emulated"] is False and summary["redfish"]["lost_samples"] == 0
+    with open(out, newline="") as f:
+        watts_read = {float(row["power_w"]) for row in csv.DictReader(f)}
+    assert watts_read == {_load(root, "Chassis/1U/EnvironmentMetrics")["PowerWatts"]["Reading"]}
