@@ -102,3 +102,117 @@ def test_cpu_errors_name_file_line_and_what(tmp_path: Path, tool: str, body: str
 def test_unknown_tool() -> None:
     with pytest.raises(CountersFormatError, match="unknown counter tool 'vtune'"):
         read_counters("vtune", DATA / "perf_intel.csv")
+
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+#: the real files archline refuses, with the words of the reason (true of the file: see SOURCES.md)
+REFUSED = {
+    "cloudlab_PerfStat.Ins.Overhead.linux_silo_iter0.csv": "only cpu-clock",       # instructions, cycles only
+    "hperf_perf_result.tsv": "only cpu-clock, duration_time",     # raw r08d1, imc/event=0x04,... not decoded
+    "rapl_validation_stream.perf.1": "perf stat's table output",  # perf stat without -x,
+    "likwid-optimization_L3_128.log": "group L3",                  # L2_LINES_IN_ALL, L2_TRANS_L2_WB only
+    "likwid_readme_L2.txt": "group L2",                            # L1D_REPLACEMENT, L1D_M_EVICT only
+}
+
+
+def _real(tool: str) -> list[Path]:
+    return sorted(p for p in (REAL / tool).iterdir() if p.is_file())
+
+
+class TestRealCpuExports:
+    """Every real perf / likwid-perfctr file (tests/data/real/SOURCES.md): read, or refused in one line naming the
+    file and a reason true of it; a file added later is read or refused the same way."""
+
+    @pytest.mark.parametrize("path", [*_real("perf"), *_real("likwid")], ids=lambda p: p.name)
+    def test_read_or_refused_for_its_reason(self, path: Path) -> None:
+        tool = path.parent.name
+        if path.name in REFUSED:
+            with pytest.raises(CountersFormatError) as e:
+                read_counters(tool, path)
+            text = str(e.value)
+            assert REFUSED[path.name] in text and str(path) in text and "\n" not in text
+            return
+        try:
+            found = read_counters(tool, path)
+        except CountersFormatError as e:                 # a file added later without its expected reason here
+            assert str(path) in str(e) and "\n" not in str(e)
+            pytest.fail(f"{path.name} is refused ({e}): add it to REFUSED with its reason, or read it")
+        for c in found:
+            assert c.counts or c.energy_j is not None, "a read program has counts or a measured energy"
+            assert c.time_s is None or c.time_s > 0
+
+    def test_perf_energy_and_wall_time_by_hand(self) -> None:
+        # perf stat -a -e instructions,cycles,ref-cycles,power/energy-pkg/,cpu-clock -x, (2 sockets, 32 CPUs):
+        # 2263.95,Joules,power/energy-pkg/ -> 2263.95 J; 1443020.41,msec,cpu-clock,...,31.999,CPUs utilized
+        # -> wall = 1443.02041 s / 31.999 = 45.0958 s (the energy's own /sec metric: 2263.95 / 1443.02 = 1.569)
+        (c,) = read_counters("perf", REAL / "perf" / "cloudlab_PerfStat.linux_mcd_qps200000_iter0.csv")
+        assert c.counts == {} and c.energy_j == pytest.approx(2263.95, rel=1e-12)
+        assert c.time_s == pytest.approx(1443020.41e-3 / 31.999, rel=1e-12)
+        assert "power/energy-pkg/" in c.energy_source and not c.scaled
+
+    def test_perf_interval_cgroup_multiplexed_flops_by_hand(self) -> None:
+        # issue 35's file: -I 1000 -G task_test_min, one interval; flops_dp = 6335375 x 1 (scalar_double)
+        # + 0 x 2 + 0 x 4 + 0 x 8; flops_sp = 0; the events ran 32.52-34.22% of the time: +-(1 - 0.3252) = 67.48%
+        (c,) = read_counters("perf", REAL / "perf" / "cpu-bops_readme_bops_x86_test_min.txt")
+        assert c.counts == {"flops_dp": 6_335_375.0, "flops_sp": 0.0}
+        assert c.scaled and c.count_rel_err == pytest.approx(1 - 0.3252, rel=1e-12)
+        text = " | ".join(c.notes)
+        assert "scalar_double ran 34.22% of the time" in text and "cgroup task_test_min" in text
+        assert c.time_s is None and "no measured time" in text
+
+    def test_perf3_two_field_llc_bytes_by_hand(self) -> None:
+        # perf 3.x value,event lines: bytes_mem = LLC-load-misses 79486 x 64 = 5087104 B;
+        # bytes_l3 = (LLC-loads 2845364 + LLC-stores 2757204 - 79486) x 64 = 5523082 x 64 = 353477248 B;
+        # time = task-clock 59978.957348 ms (CPU time: a single spinning thread)
+        (c,) = read_counters("perf", REAL / "perf" / "firmament_cpu_spin.60s.hogun-baseline-0.perf")
+        assert c.counts == {"bytes_mem": 5_087_104.0, "bytes_l3": 353_477_248.0}
+        assert c.time_s == pytest.approx(59.978957348, rel=1e-12)
+        assert any("CPU time" in n for n in c.notes) and any("perf 3.x" in n for n in c.notes)
+
+    def test_likwid_text_two_runs_mem_dp_and_flops_dp_by_hand(self) -> None:
+        # two likwid-perfctr runs (MEM_DP, then FLOPS_DP) of one program, AMD Zen 2, marker regions:
+        # <function_a>: RETIRED_SSE_AVX_FLOPS_ALL 200000000 in both -> flops_dp 2e8;
+        # bytes_mem = (DRAM_CHANNEL_0 6386432 + DRAM_CHANNEL_1 6385763) x 64 = 817420480 B (0.8174 GB: its metric);
+        # time = (0.093733 + 0.094029) / 2 = 0.093881 s
+        regions = {c.name: c for c in read_counters("likwid", REAL / "likwid" / "pm_gpu_number_crunching_likwid.out")}
+        assert list(regions) == ["<init_datastructures>", "<function_a>"]
+        a = regions["<function_a>"]
+        assert a.counts == {"flops_dp": 200_000_000.0, "bytes_mem": 817_420_480.0}
+        assert a.time_s == pytest.approx(0.093881, rel=1e-12)
+        # <init_datastructures>: flops (12 + 10) / 2 = 11; bytes (12638820 + 12637860) x 64 = 1617707520
+        assert regions["<init_datastructures>"].counts == {"flops_dp": 11.0, "bytes_mem": 1_617_707_520.0}
+        assert not any(n.startswith("no memory event") for n in a.notes), "MEM_DP's run counted the bytes"
+
+    def test_likwid_text_flops_sp_and_a_gpu_region_left_out_by_hand(self) -> None:
+        # saxpy_cpu, FLOPS_SP, Cascade Lake: 111 x 1 (SCALAR_SINGLE) + 0 x 4 + 25000000 x 8 (256B) + 0 x 16
+        # = 200000111 flops; RDTSC Runtime 0.090796 s; saxpy_gpu has only NVIDIA SMSP_* events
+        (c,) = read_counters("likwid", REAL / "likwid" / "likwid_jl_saxpy.out")
+        assert c.name == "saxpy_cpu" and c.counts == {"flops_sp": 200_000_111.0}
+        assert c.time_s == pytest.approx(0.090796, rel=1e-12)
+        assert any("region 'saxpy_gpu' left out" in n and "SMSP_SASS" in n for n in c.notes)
+
+    def test_likwid_csv_core_columns_by_hand(self) -> None:
+        # likwid 4 -O, "Core 3" columns, marker regions: multMatMat_NAO_OTIM FP_ARITH_INST_RETIRED_SCALAR_DOUBLE
+        # 4194314 x 1 (the packed events 0) = 4194314 flops; Runtime (RDTSC) [s] 0.0019 (the metric table's)
+        found = {c.name: c for c in read_counters("likwid", REAL / "likwid" / "likwid-optimization_FLOPS_DP_128.log")}
+        assert found["multMatMat_NAO_OTIM"].counts == {"flops_dp": 4_194_314.0}
+        assert found["multMatMat_NAO_OTIM"].time_s == pytest.approx(0.0019, rel=1e-12)
+        assert found["multMatVet_NAO_OTIM"].time_s == pytest.approx(1.548999e-05, rel=1e-12)
+
+
+def test_perf_multiplexed_under_the_threshold_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "thin.csv"        # perf's documented -x, line; the event ran 8% of the time (< 10%)
+    f.write_text("1000,,fp_arith_inst_retired.scalar_double,80,8.00,,\n1000000,ns,duration_time,1000000,100.00,,\n")
+    with pytest.raises(CountersFormatError, match=r"scalar_double ran 8.00% of the time .*below 10% running"):
+        read_counters("perf", f)
+
+
+def test_perf_per_core_columns_and_energy_ram_added(tmp_path: Path) -> None:
+    f = tmp_path / "per_core.csv"    # --per-core -I: interval, core id, CPUs in it, then the event line
+    f.write_text("1.0,S0-D0-C0,2,100,,fp_arith_inst_retired.256b_packed_double,10,100.00,,\n"
+                 "1.0,S0-D0-C1,2,50,,fp_arith_inst_retired.256b_packed_double,10,100.00,,\n"
+                 "1.0,S0,1,3.5,Joules,power/energy-pkg/,10,100.00,,\n1.0,S0,1,0.5,Joules,power/energy-ram/,10,100.00,,\n"
+                 "1.0,S0,1,0.25,Joules,power/energy-cores/,10,100.00,,\n")
+    (c,) = read_counters("perf", f)
+    assert c.counts == {"flops_dp": (100 + 50) * 4}
+    assert c.energy_j == 4.0, "package + DRAM; the cores lie inside the package"

@@ -75,3 +75,33 @@ def test_predict_counters_usage(run_cli: Callable[..., Any], args: list[str]) ->
 def test_predict_wrong_tool_is_one_line(run_cli: Callable[..., Any]) -> None:
     r = run_cli("predict", "--counters", str(DATA / "perf_intel.csv"), "--tool", "ncu", "--costs", "gtx580")
     assert r.exit_code == 2 and "no ncu --csv header" in r.stderr and r.stderr.count("\n") == 1
+
+
+REAL = REPO / "tests" / "data" / "real"
+
+
+def test_predict_says_the_multiplexing_and_refuses_an_energy_only_file(run_cli: Callable[..., Any]) -> None:
+    r = run_cli("predict", "--counters", str(REAL / "perf" / "cpu-bops_readme_bops_x86_test_min.txt"), "--tool",
+                "perf", "--costs", "i7-950")
+    assert r.exit_code == 0, r.stderr
+    assert "each count +-67% (1 - the share it ran)" in r.stdout
+    joules = REAL / "perf" / "cloudlab_PerfStat.Joules.Overhead.linux_silo_iter0.csv"
+    r = run_cli("predict", "--counters", str(joules), "--tool", "perf", "--costs", "i7-950")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert "no counts and no time (only a measured energy, 1423.5 J)" in r.stderr
+
+
+def test_multiplexed_counts_widen_the_predicted_energy_uncertainty() -> None:
+    import math
+
+    from archline.fit.analyses.choi.app_predict import CONSTANT_TERM
+    from archline.fit.analyses.placement import place_program
+    from archline.fit.io.counters import Counts
+
+    counts = {"flops_dp": 2e9, "bytes_mem": 4e8}
+    exact = place_program(str(GTX580_FIT), Counts("p", dict(counts)), 0.5, 60.0)
+    rough = place_program(str(GTX580_FIT), Counts("p", dict(counts), count_rel_err=0.5, scaled=True), 0.5, 60.0)
+    dynamic_j = sum(v for k, v in rough.terms_j.items() if k != CONSTANT_TERM)
+    base = 0.0 if math.isnan(exact.predicted_energy_err_j) else exact.predicted_energy_err_j ** 2
+    assert rough.predicted_energy_err_j ** 2 == pytest.approx(base + (0.5 * dynamic_j) ** 2, rel=1e-12)
+    assert any("counts' +-50% (multiplexed)" in n for n in rough.notes)

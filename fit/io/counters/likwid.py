@@ -44,7 +44,7 @@ for _w, _dp, _sp in (("SCALAR", 1.0, 1.0), ("128B_PACKED", 2.0, 4.0), ("256B_PAC
     FLOP_EVENTS[f"FP_ARITH_INST_RETIRED_{_w}_DOUBLE"] = ("flops_dp", _dp)
     FLOP_EVENTS[f"FP_ARITH_INST_RETIRED_{_w}_SINGLE"] = ("flops_sp", _sp)
 AMD_FLOPS = "RETIRED_SSE_AVX_FLOPS_ALL"
-DRAM = re.compile(r"CAS_COUNT_(RD|WR)|DRAM_CHANNEL_\d+")
+DRAM = re.compile(r"CAS_COUNT_(RD|WR)|DRAM_CHANNEL_\d+|DRAM_(READS|WRITES)")
 RUNTIME = "Runtime (RDTSC) [s]"
 VOLUME = "Memory data volume [GBytes]"
 _TABLE = re.compile(r"TABLE,(?:Region (?P<region>[^,]*),)?Group (?P<g>\d+) (?P<kind>Raw STAT|Raw|Metric STAT|Metric),"
@@ -60,6 +60,7 @@ class _Group:
     metrics: dict[str, float] = field(default_factory=dict)
     runtime_s: float | None = None
     run: int = 0                                     # which likwid-perfctr run of the file
+    unmeasured: list[str] = field(default_factory=list)   # '-' cells: likwid could not read that counter
 
 
 #: the columns of one measured unit: likwid 5 "HWThread N", likwid 4 "Core N", NVIDIA groups "GPU N"
@@ -115,15 +116,23 @@ def read(path: Path) -> list[Counts]:
 
 def _what_it_had(groups: list[_Group]) -> str:
     names = list(dict.fromkeys(e for g in groups for e in g.events))
+    if not names:
+        return f"group {', '.join(dict.fromkeys(g.name for g in groups))}: no event rows (cut off?)"
     return (f"group {', '.join(dict.fromkeys(g.name for g in groups))}: " + ", ".join(names[:3])
             + (" ..." if len(names) > 3 else ""))
 
 
-def _numbers(r: list[str], cols: list[int], where: str, strict: bool) -> list[float] | None:
-    """The row's values in the thread columns; a metric likwid could not compute ('nan', '-') is None."""
+def _numbers(r: list[str], cols: list[int], where: str, strict: bool,
+             g: _Group | None = None) -> list[float] | None:
+    """The row's values in the thread columns; a metric likwid could not compute ('nan', '-') is None. An event
+    cell '-' (likwid >= 4.3: the counter was not measured) is left out and named in the group's ``unmeasured``."""
     out = []
     for j in cols:
         if j >= len(r) or not r[j]:
+            continue
+        if r[j] == "-" and strict and g is not None:
+            if r[0] not in g.unmeasured:
+                g.unmeasured.append(r[0])
             continue
         try:
             out.append(number(r[j], where))
@@ -173,7 +182,7 @@ def _read_csv(lines: list[str], where: str) -> list[_Group]:
             raise CountersFormatError(f"{where}: line {i + 2}: expected the header '{first},"
                                       f"{'Counter,' if first == 'Event' else ''}HWThread 0,...' under the TABLE line")
         for k, r in _table(rows, i, int(m["rows"]), where, m["kind"]):
-            vals = _numbers(r, threads, f"{where}: line {k}: {r[0]}", strict=m["kind"] == "Raw")
+            vals = _numbers(r, threads, f"{where}: line {k}: {r[0]}", strict=m["kind"] == "Raw", g=g)
             if vals is None:
                 continue
             if r[0] == RUNTIME:
@@ -210,7 +219,7 @@ def _read_plain(lines: list[str], where: str) -> list[_Group]:
         threads = _columns(head)
         if not threads:
             continue
-        vals = _numbers(cells, threads, f"{where}: line {k}: {cells[0]}", strict=head[0] == "Event")
+        vals = _numbers(cells, threads, f"{where}: line {k}: {cells[0]}", strict=head[0] == "Event", g=g)
         if vals is None:
             continue
         if head[0] == "Region Info":
@@ -254,7 +263,7 @@ def _runs(name: str, groups: list[_Group], path: Path) -> Counts:
     c.note(f"{len(parts)} likwid-perfctr runs in the file: each count is the mean over the runs that counted it, "
            "the time the mean of their times")
     # a run of FLOPS_DP said "no memory event", one of MEM_DP counted it: only what the merge still lacks is said
-    stale = ("no flop event",) if any(k.startswith("flops") for k in c.counts) else ()
+    stale: tuple[str, ...] = ("no flop event",) if any(k.startswith("flops") for k in c.counts) else ()
     stale += ("no memory event",) if "bytes_mem" in c.counts else ()
     c.notes = [n for n in c.notes if not n.startswith(stale)] if stale else c.notes
     return c
@@ -272,6 +281,8 @@ def _counts(name: str, groups: list[_Group], path: Path) -> Counts:
             c.note(f"group {g.name} ran {g.runtime_s:.6g} s of {total_s:.6g} s: its counts scaled by {scale:.4g}")
         elif len(groups) > 1:
             c.note(f"group {g.name}: no runtime, so its counts cover only the part of the run it was measured")
+        if g.unmeasured:
+            c.note(f"group {g.name}: {', '.join(g.unmeasured)} not measured on some threads ('-'): those add nothing")
         for ev, v in g.events.items():
             c.raw[f"{g.name}:{ev}"] = v
             if ev in FLOP_EVENTS:
