@@ -109,3 +109,78 @@ def test_enospc_anywhere_is_exit_7(tmp_path: Path, run_cli: Callable[..., Any],
     r = run_cli("fit", results, "--format", "json", "--out", str(tmp_path / "costs.json"))
     assert r.exit_code == EXIT_WRITE and "no space left" in r.stderr and r.stderr.count("\n") == 1
     assert os.listdir(tmp_path) == []
+
+
+# --- folded from test_breaker_results.py, F13 (a review round's regression tests) --------------------------------
+# Regression tests for the hostile tester's findings on results, sweeps and the lab (F4, F5, F8, F13, F14, F20):
+# each test is the tester's reproducer, asserting the contract (one line, the documented exit code, no input
+# destroyed, nothing half-written left).
+
+
+RunCli = Callable[..., Any]
+
+
+
+# --- F13: bench run on a full disk: one line, nothing half-written ---------------------------------------------
+
+
+def _tmpfs(mnt: Path, size: str, fill_kib: int) -> None:
+    import subprocess
+
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or 'not root'}); the injected test covers it")
+    if fill_kib:
+        (mnt / "fill").write_bytes(b"\0" * (fill_kib << 10))
+
+
+@pytest.mark.parametrize("size, fill_kib", [("64k", 62), ("64k", 58), ("400k", 0)],
+                         ids=["full-at-once", "raw-capture-fails", "full-after-some-points"])
+def test_f13_bench_run_on_a_full_disk(tmp_path: Path, size: str, fill_kib: int) -> None:
+    import subprocess
+    import sys
+
+    mnt = tmp_path / "full"
+    _tmpfs(mnt, size, fill_kib)
+    try:
+        r = subprocess.run([sys.executable, "-m", "archline.cli", "bench", "run", "--platform", "gtx580",
+                            "--emulate", "--quick", "--out", str(mnt / "R")], capture_output=True, text=True,
+                           timeout=300)
+        left = sorted(str(p.relative_to(mnt)) for p in mnt.rglob("*") if p.name != "fill")
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], check=False)
+    assert r.returncode == 7, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if "error" in ln or "while closing" in ln]
+    assert len(errors) == 1 and errors[0].startswith("archline: error:"), r.stderr
+    assert "no space left" in errors[0]
+    assert left == []        # no .csv.partial naming captures never written, no capture directory
+
+
+def test_f13_capture_that_cannot_be_finished_discards_the_run(tmp_path: Path, run_cli: RunCli,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a mount: every point measured, then the recorder's capture cannot be finished (ENOSPC while the
+    session closes). The rows would name a capture that was never written: the run's files go, one line, exit 7;
+    an earlier run's file in the same directory stays."""
+    import errno
+
+    from archline.powermon.record.recorder import Recorder
+
+    out = tmp_path / "R"
+    out.mkdir()
+    (out / "older.csv").write_text("kept\n")
+    real_stop = Recorder.stop
+
+    def stop(self: Recorder, *a: Any, **k: Any) -> Any:
+        real_stop(self, *a, **k)
+        raise OSError(errno.ENOSPC, "No space left on device", str(out / "x" / "powermon-0000.raw"))
+
+    monkeypatch.setattr(Recorder, "stop", stop)
+    res = run_cli("bench", "run", "--platform", "gtx580", "--emulate", "--quick", "--kernel", "intensity",
+                  "--precision", "sp", "--out", str(out))
+    assert res.exit_code == 7, res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if "error" in ln or "while closing" in ln]
+    assert len(errors) == 1 and errors[0].startswith("archline: error:") and "no space left" in errors[0]
+    assert sorted(p.name for p in out.iterdir()) == ["older.csv"]

@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,3 +169,79 @@ def test_runner_sigterm_exits_130_and_keeps_rows(tmp_path: Path) -> None:
     assert "interrupted" in err and "Traceback" not in err
     assert len(_check_results(results)) >= 1
     assert "interrupted; finished rows are kept" in (tmp_path / "out" / "sweep.log").read_text()
+
+
+# --- folded from test_breaker_results.py, F8 (a review round's regression tests) ---------------------------------
+# Regression tests for the hostile tester's findings on results, sweeps and the lab (F4, F5, F8, F13, F14, F20):
+# each test is the tester's reproducer, asserting the contract (one line, the documented exit code, no input
+# destroyed, nothing half-written left).
+
+
+RunCli = Callable[..., Any]
+
+
+def _one_line_error(res: Any, code: int = 2) -> str:
+    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
+    err = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("archline: error:"), res.stderr
+    assert "Traceback" not in res.stderr
+    return err[0]
+
+
+
+# --- F8: a sweep never writes over its own config -------------------------------------------------------------
+
+
+def _sweep_config(out: str) -> str:
+    return ('[sweep]\nplatform="gtx580"\nkernels=["intensity"]\nprecisions=["sp"]\nquick=true\nemulate=true\n'
+            f'out="{out}"\n')
+
+
+@pytest.mark.parametrize("name", [".sweep.lock", "sweep.log", "results.csv", "traces"])
+def test_f8_sweep_refuses_its_config_as_an_output(tmp_path: Path, run_cli: RunCli, name: str) -> None:
+    out = tmp_path / "o"
+    out.mkdir()
+    config = out / name
+    text = _sweep_config(str(out))
+    config.write_text(text)
+    line = _one_line_error(run_cli("bench", "sweep", str(config)))
+    assert "is an input" in line
+    assert config.read_text() == text
+    assert sorted(p.name for p in out.iterdir()) == [name]     # no lock, log, results or traces made
+
+
+def test_f8_sweep_refuses_a_log_that_links_to_its_config(tmp_path: Path, run_cli: RunCli) -> None:
+    out = tmp_path / "o2"
+    out.mkdir()
+    config = out / "sweep.log"
+    text = _sweep_config(".")
+    config.write_text(text)
+    _one_line_error(run_cli("bench", "sweep", str(config)))
+    assert config.read_text() == text
+    linked = tmp_path / "o3"
+    linked.mkdir()
+    cfg2 = tmp_path / "cfg.toml"
+    cfg2.write_text(_sweep_config(str(linked)))
+    (linked / "sweep.log").symlink_to(cfg2)
+    _one_line_error(run_cli("bench", "sweep", str(cfg2)))
+    assert cfg2.read_text() == _sweep_config(str(linked))
+
+
+def test_f8_sweep_module_entry_point_refuses_too(tmp_path: Path) -> None:
+    from archline.bench.run.sweep import main
+    from archline.common.outputs import reset
+
+    out = tmp_path / "o"
+    out.mkdir()
+    config = out / ".sweep.lock"
+    config.write_text(_sweep_config(str(out)))
+    said: list[str] = []
+    reset()
+    try:
+        assert main([str(config)], echo=said.append) == 2
+    finally:
+        reset()
+    assert len(said) == 1 and "is an input" in said[0]
+    assert config.read_text() == _sweep_config(str(out))
+
+

@@ -1,5 +1,5 @@
 """--version's commit (archline.common.version): a modified checkout says (dirty); a stamped build says which commit
-it was built from. And the README states the units rule the JSON outputs really follow."""
+it was built from. And the README states the units rule the JSON outputs really follow. (Issue 26's review round.)"""
 
 from __future__ import annotations
 
