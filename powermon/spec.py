@@ -95,6 +95,7 @@ class MeterSpec(Strict):
     password_env: str | None = None
     chassis: str | None = None
     sensors: tuple[str, ...] = ()
+    cipher_suite: Literal[3, 17] | None = None      #: ipmi: force RMCP+ cipher suite 17 or 3 (else the best offered)
     calibration: dict[str, float | bool] | None = None     #: bool: only "emulated" (meter calibrate --emulate)
     sensor_profile: str | None = None
 
@@ -121,6 +122,8 @@ class MeterSpec(Strict):
         if self.password_env is not None and not self.password_env.replace("_", "").isalnum():
             raise ValueError("password_env: give the NAME of an environment variable (letters, digits, _), "
                              "never the password")
+        if self.cipher_suite is not None and self.kind != "ipmi":
+            raise ValueError(f"cipher_suite: only an ipmi meter has one, not a {self.kind} meter")
         ids = [c.id for c in self.channels]
         if len(set(ids)) != len(ids):
             raise ValueError(f"channels: channel id used twice ({sorted(ids)})")

@@ -2,8 +2,10 @@
 Get Power Reading (a ``pyghmi.ipmi.bmc.Bmc`` on 127.0.0.1) run as a process of its own (``ipmi_serve``): pyghmi
 keeps one I/O dispatcher per process, and a server and a client sharing it hung in the login about one run in ten.
 
-pyghmi's 1.6.19 client proposes SHA-256 first and fails on a BMC that answers with cipher suite 3 (HMAC-SHA1), as
-pyghmi's own server does (bmc_power.md); ``sha1=True`` starts the client at SHA-1.
+The login uses RMCP+ cipher suite 17 (RAKP-HMAC-SHA256, HMAC-SHA256-128, AES-CBC-128) or 3 (the same with SHA-1):
+the best of them the BMC lists in Get Channel Cipher Suites, or the one a profile's ``cipher_suite`` forces
+(``rmcp.py``: pyghmi implements both but proposes 17 blindly, falls back to 3 silently and takes the BMC's answer
+for granted; archline pins its proposal and checks the answer). The suite used is in the meter's info.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from archline.powermon.bmc import dcmi
+from archline.powermon.bmc import dcmi, rmcp
 from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading, mask_url
 from archline.powermon.errors import DeviceError, MeterError
 
@@ -56,29 +59,17 @@ def url_credentials(url: str) -> tuple[str | None, str | None]:
         return None, None
 
 
-class _Sha256Refused(Exception):
-    """pyghmi's SHA-256 login met a BMC answering SHA-1 (``pack expected 32 items ... (got 20)``)."""
-
-
-def _sha1_patch(session_cls: Any) -> None:
-    """Start pyghmi's RMCP+ handshake at SHA-1 for the hosts in ``Session._archline_sha1_hosts`` only (see the
-    module docstring); patched once per process."""
-    if getattr(session_cls, "_archline_sha1_hosts", None) is not None:
-        return
-    orig = session_cls._open_rmcpplus_request
-    hosts: set[tuple[str, int]] = set()
-
-    def open_rmcpplus(sess: Any) -> Any:
-        if (sess.bmc, sess.port) in hosts:
-            sess.attemptedhash = 1
-        return orig(sess)
-
-    session_cls._open_rmcpplus_request = open_rmcpplus
-    session_cls._archline_sha1_hosts = hosts
+def _forget(session_cls: Any, host: str, port: int) -> None:
+    """Drop pyghmi's cached half-made sessions to ``host:port``: 1.6.19 files them under the str user and password
+    but removes them under the encoded ones, so a broken or logged-out session stays and is handed, broken, to the
+    next login with the same credentials (a second client, or suite 3 after a refused 17)."""
+    for key in [k for k in session_cls.initting_sessions if k[0] == host and k[3] == port]:
+        session_cls.initting_sessions.pop(key, None)
 
 
 def _login(command: Any, host: str, port: int, username: str, password: str) -> Any:
     """pyghmi's ``Command`` (a blocking login) within LOGIN_TIMEOUT_S: DeviceError (exit 4) naming why, else."""
+    _forget(command.session.Session, host, port)
     out: dict[str, Any] = {}
 
     def run() -> None:
@@ -94,8 +85,6 @@ def _login(command: Any, host: str, port: int, username: str, password: str) -> 
                           "on UDP? check the address and port)")
     if "error" in out:
         e = out["error"]
-        if "expected 32 items" in str(e):
-            raise _Sha256Refused(str(e))
         why = str(e) or type(e).__name__
         if why == "None":
             why = "no answer, or the username or password was refused"
@@ -104,8 +93,7 @@ def _login(command: Any, host: str, port: int, username: str, password: str) -> 
     cmd = out["cmd"]
     sess = getattr(cmd, "ipmi_session", None)
     if sess is not None and (getattr(sess, "broken", False) or not getattr(sess, "logged", 1)):
-        # pyghmi returns a broken session, not an error, when the BMC refuses the password at SHA-1 (and its cached
-        # broken session when the same login is tried again)
+        # pyghmi returns a broken session, not an error, when the BMC refuses the password at SHA-1
         raise DeviceError(f"ipmi {host}:{port}: cannot log in (no answer, or the username or password was refused); "
                           "check the address, the username and the password in the environment variable "
                           "password_env names")
@@ -113,9 +101,12 @@ def _login(command: Any, host: str, port: int, username: str, password: str) -> 
 
 
 class DcmiClient:
-    """One BMC's DCMI power reading over IPMI LAN (pyghmi ``Command.raw_command``)."""
+    """One BMC's DCMI power reading over IPMI LAN (pyghmi ``Command.raw_command``), logged in with cipher suite
+    ``cipher_suite`` (17 or 3; None: the best the BMC offers); ``.cipher_suite`` says which was used,
+    ``.capabilities`` what Get DCMI Capabilities Info said (None where the BMC does not answer it) and ``.last`` the
+    last reading as decoded (its ``timestamp`` the BMC's clock)."""
 
-    def __init__(self, url: str, username: str | None, password: str | None, sha1: bool = False,
+    def __init__(self, url: str, username: str | None, password: str | None, cipher_suite: int | None = None,
                  period_s: int | None = None) -> None:
         try:
             from pyghmi.ipmi import command
@@ -128,22 +119,65 @@ class DcmiClient:
         if not username and url_user:
             username, password = url_user, password if password is not None else url_password
         self.period_s = period_s
+        self.last: dcmi.DcmiPowerReading | None = None
         if not username:
             # pyghmi then tries a nameless login that a BMC never grants, for up to a minute: refuse at once
             raise MeterError(f"ipmi {mask_url(url)}: no username: give the profile's [[meters]] username and "
                              "password_env (or ipmi://USER:PASSWORD@HOST for a test BMC)")
-        _sha1_patch(ipmisession.Session)
-        hosts = ipmisession.Session._archline_sha1_hosts
-        if sha1:
-            hosts.add((self.host, self.port))
+        offered = rmcp.offered_suites(self.host, self.port)
+        self.suites_offered = sorted(offered) if offered is not None else None
         try:
-            self.cmd = _login(command, self.host, self.port, username, password or "")
-        except _Sha256Refused:
-            # pyghmi proposes SHA-256 and crashes on a BMC that answers SHA-1 (pyghmi's own server): again at SHA-1
-            hosts.add((self.host, self.port))
-            self.cmd = _login(command, self.host, self.port, username, password or "")
+            order = rmcp.choose(offered, cipher_suite)
+        except ValueError as e:
+            raise DeviceError(f"ipmi {self.host}:{self.port}: {e}; set the meter's cipher_suite to one it "
+                              "offers, or enable suite 17 or 3 on the BMC") from None
+        pinned = rmcp.pin_suites(ipmisession.Session)
+        for k, suite in enumerate(order):
+            pinned[(self.host, self.port)] = suite
+            try:
+                self.cmd = _login(command, self.host, self.port, username, password or "")
+                break
+            except DeviceError as e:
+                # a BMC that did not list its suites and refused 17 (or answered another) gets 3; silence or a
+                # refused password does not
+                if k + 1 == len(order) or "cipher suite" not in str(e):
+                    raise
+        self.cipher_suite = suite
         #: archline's own emulated BMC (ipmi_serve) says so in its Get Device ID: its readings are labelled emulated
         self.emulated = self._is_emulator()
+        self.capabilities = self._capabilities()
+        if self.capabilities is not None and not self.capabilities.power_management:
+            raise DeviceError(f"ipmi {self.host}:{self.port}: the BMC says it has no DCMI power management (Get DCMI "
+                              "Capabilities, parameter 1); read this node's power over Redfish instead")
+        if (period_s is not None and self.capabilities is not None
+                and period_s not in self.capabilities.rolling_periods_s):
+            raise MeterError(f"ipmi {self.host}:{self.port}: the BMC keeps no {period_s} s rolling average (it "
+                             f"offers {list(self.capabilities.rolling_periods_s) or 'none'} s)")
+
+    def _capabilities(self) -> dcmi.DcmiCapabilities | None:
+        replies: list[bytes | None] = []
+        for param in (dcmi.PARAM_SUPPORTED, dcmi.PARAM_POWER_STATISTICS):
+            try:
+                rsp = self.cmd.raw_command(netfn=dcmi.NETFN_GROUP, command=dcmi.CMD_GET_DCMI_CAPABILITIES,
+                                           data=[dcmi.DCMI_GROUP, param])
+            except Exception:             # a BMC that does not answer it: its readings will say
+                return None
+            replies.append(None if rsp.get("code") else bytes(rsp.get("data") or b""))
+        if replies[0] is None:
+            return None
+        try:
+            return dcmi.decode_capabilities(replies[0], replies[1])
+        except ValueError as e:
+            raise DeviceError(f"ipmi {self.host}:{self.port}: Get DCMI Capabilities: {e}") from None
+
+    def describe(self) -> dict[str, Any]:
+        """Which source is read and how (the meter's info ``source``, kept in a trace's sidecar and said by
+        ``meter record``), as the Redfish client's: the command, the cipher suite of the login and those the BMC
+        listed (None: it did not answer Get Channel Cipher Suites), its DCMI version (None: no capabilities)."""
+        caps = self.capabilities
+        return {"source": "DCMI Get Power Reading", "cipher_suite": self.cipher_suite,
+                "cipher": rmcp.SUITE_NAMES[self.cipher_suite], "cipher_suites_offered": self.suites_offered,
+                "dcmi_version": f"{caps.version[0]}.{caps.version[1]}" if caps else None, "reading_time": False}
 
     def _is_emulator(self) -> bool:
         try:
@@ -163,7 +197,7 @@ class DcmiClient:
         if rsp.get("code"):
             raise DeviceError(f"ipmi {self.host}:{self.port}: Get Power Reading answered completion code "
                               f"0x{rsp['code']:02X} (no DCMI power support?)")
-        r = dcmi.decode(bytes(rsp["data"]))
+        r = self.last = dcmi.decode(bytes(rsp["data"]))
         if not r.active:
             raise BmcUnavailable(f"ipmi {self.host}:{self.port}: power measurement not active")
         return PowerReading(float(r.current_w), None, float(r.average_w), r.period_ms / 60000.0)
@@ -301,6 +335,7 @@ def emulate_node(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, 
     server = dcmi_bmc(lambda: reading(), {"archline": "emulated"})   # its process (~1 s) first, then the clock
     try:
         timeline = Timeline(speed)
+        clock0_s = time.time() - timeline.emulated_time_s() / speed      # the BMC's clock at device time 0
         pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
         model = RedfishEmulator(pw, sensor, timeline, faults or RedfishFaults())   # the readings, not its server
         lock = threading.Lock()
@@ -315,10 +350,9 @@ def emulate_node(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, 
                 return None
             w, tk, stale = model.reading(timeline.emulated_time_s())
             model.stale_served += int(stale)
-            watts = min(max(0, round(w)), 0xFFFF)       # DCMI's 16 bits
-            return dcmi.DcmiPowerReading(watts, watts, watts, watts, int(tk), round(sensor.window_s * 1000), True)
+            return dcmi.emulated_reading(w, tk, clock0_s, sensor.window_s)
 
-        client = DcmiClient(f"ipmi://127.0.0.1:{server.port}", "archline", "emulated", sha1=True)
+        client = DcmiClient(f"ipmi://127.0.0.1:{server.port}", "archline", "emulated")
         rail, device = _channel(spec)
         meter = BmcMeter(client, rail, device, update_period_s=sensor.update_period_s, lag_s=sensor.lag_s,
                          window_s=sensor.window_s, quantum_w=1.0, speed=speed,

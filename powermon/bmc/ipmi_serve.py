@@ -7,14 +7,18 @@
 The first line on stdout is the UDP port, printed once the socket is bound (``--address``, 127.0.0.1 by default);
 it then serves until SIGTERM or SIGINT, or until its stdin closes (a parent that dies takes it along; run it
 detached as ``sleep infinity | python -m ...``). Login: ``--user`` (archline) with the password in the environment
-variable ``--password-env`` names (``emulated`` when none is named). Other IPMI commands: pyghmi's defaults.
+variable ``--password-env`` names (``emulated`` when none is named), over RMCP+ cipher suite 17 or 3, whichever the
+client proposes (``--cipher-suites 3`` offers only 3, as older BMCs and pyghmi's own server do); Get Channel Cipher
+Suites lists them. Get DCMI Capabilities Info answers parameters 1-5 (``dcmi.capabilities_data``). Other IPMI
+commands: pyghmi's defaults.
 
 Why a process: pyghmi keeps one I/O dispatcher per process; an emulated BMC and a client in one process share it,
 and about one login in ten hung in the RMCP+ handshake. Here the server's dispatcher is the only one in its process.
 
 Readings: ``--power-w`` a constant; ``--script`` a power script (``Script.load``: JSON or TOML steps, summed over
 its channels) through a sensor that shows, every ``--update-period-s`` device seconds, the mean of the last
-``--window-s``, in whole watts, the timestamp field the reading's device second; ``--ask``: for each request the
+``--window-s``, in whole watts, the timestamp field the BMC clock's second of the reading (seconds since 1970: the
+wall clock when the device clock started, or ``--clock-s``, plus the device seconds); ``--ask``: for each request the
 server writes ``? SEQ`` on stdout and takes the reply line ``SEQ HEX`` (the 18 data bytes, ``dcmi.encode``) or
 ``SEQ busy`` from stdin (no reply within 2 s: busy). Faults (not with ``--ask``, whose parent answers busy itself):
 ``--busy-every N`` answers every Nth Get Power Reading with completion code 0xC0 (node busy); ``--stale A:B`` (device
@@ -30,11 +34,12 @@ import queue
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
 from archline.common.exits import EXIT_DEVICE, EXIT_INPUT, EXIT_OK
-from archline.powermon.bmc import dcmi
+from archline.powermon.bmc import dcmi, rmcp
 
 Reading = Callable[[], "dcmi.DcmiPowerReading | None"]
 ASK_TIMEOUT_S = 2.0
@@ -42,24 +47,49 @@ DEFAULT_USER = "archline"
 DEFAULT_PASSWORD = "emulated"
 
 
-def make_server(reading: Reading, credentials: dict[str, str], address: str = "127.0.0.1", port: int = 0) -> Any:
-    """A pyghmi ``Bmc`` bound to ``address:port`` (0: the kernel picks; ``.port`` says which) answering DCMI Get
-    Power Reading with ``reading()`` (None: completion code 0xC0, busy); a wrong DCMI group id: 0xC1. It is served
+def make_server(reading: Reading, credentials: dict[str, str], address: str = "127.0.0.1", port: int = 0,
+                suites: tuple[int, ...] = rmcp.PREFERENCE, list_suites: bool = True) -> Any:
+    """A pyghmi ``Bmc`` bound to ``address:port`` (0: the kernel picks; ``.port`` says which) offering the RMCP+
+    cipher ``suites`` (17 and 3 by default; pyghmi's own server offers only 3), answering Get Channel Cipher Suites
+    with them, DCMI Get Power Reading with ``reading()`` (None: completion code 0xC0, busy; a wrong DCMI group id:
+    0xC1; mode 0x02: 0xCC, no rolling averages are kept) and Get DCMI Capabilities Info parameters 1-5. It is served
     by :func:`serve` in this process: never run a client in the same process (see the module docstring)."""
     from pyghmi.ipmi import bmc
 
+    session_cls = suite_session_class(suites)
+
     class DcmiBmc(bmc.Bmc):   # type: ignore[misc]
+        def sessionless_data(self, data: bytes, sockaddr: Any) -> None:
+            pkt = bytes(data)
+            if pkt[:4] == rmcp.RMCP_HEADER and len(pkt) > 16 and pkt[4] == 0x06 and pkt[5] & 0x3F == 0x10:
+                session_cls(self.authdata, self.kg, sockaddr, self.serversocket, bytearray(pkt[16:]), self.uuid,
+                            bmc=self)           # an RMCP+ Open Session Request: a session that offers ``suites``
+                return
+            reply = rmcp.reply_packet(pkt, suites)
+            if reply is not None:
+                if list_suites:
+                    self.serversocket.sendto(reply, sockaddr)
+                return
+            super().sessionless_data(data, sockaddr)
+
         def handle_raw_request(self, request: dict[str, Any], session: Any) -> None:
             data = bytes(request.get("data", b""))
-            if request["netfn"] == dcmi.NETFN_GROUP and request["command"] == dcmi.CMD_GET_POWER_READING:
+            if request["netfn"] == dcmi.NETFN_GROUP and request["command"] in (dcmi.CMD_GET_POWER_READING,
+                                                                                dcmi.CMD_GET_DCMI_CAPABILITIES):
                 if data[:1] != bytes([dcmi.DCMI_GROUP]):
                     session.send_ipmi_response(code=0xC1)
-                    return
-                r = reading()
-                if r is None:       # a fault: the BMC is busy
-                    session.send_ipmi_response(code=0xC0)
-                    return
-                session.send_ipmi_response(data=list(dcmi.encode(r)))
+                elif request["command"] == dcmi.CMD_GET_DCMI_CAPABILITIES:
+                    caps = dcmi.capabilities_data(data[1]) if len(data) > 1 else None
+                    session.send_ipmi_response(code=0xCC) if caps is None else \
+                        session.send_ipmi_response(data=list(caps))
+                elif data[1:2] == bytes([dcmi.MODE_ENHANCED]):     # parameter 5 lists no rolling periods
+                    session.send_ipmi_response(code=0xCC)
+                else:
+                    r = reading()
+                    if r is None:       # a fault: the BMC is busy
+                        session.send_ipmi_response(code=0xC0)
+                    else:
+                        session.send_ipmi_response(data=list(dcmi.encode(r)))
                 return
             super().handle_raw_request(request, session)
 
@@ -70,6 +100,83 @@ def make_server(reading: Reading, credentials: dict[str, str], address: str = "1
     server = DcmiBmc(credentials, port=port, address=address)
     server.port = server.serversocket.getsockname()[1]
     return server
+
+
+def suite_session_class(suites: tuple[int, ...]) -> Any:
+    """pyghmi's server session (which always answers cipher suite 3 and hashes with SHA-1) made to take the client's
+    proposal where it is one of ``suites`` (RMCP+ status 0x11, no match, else) and to run RAKP and the session's
+    integrity with that suite's hash: HMAC-SHA256 and a 16-byte HMAC-SHA256-128 check value for 17, HMAC-SHA1 and
+    HMAC-SHA1-96 for 3 (IPMI 2.0 sections 13.28-13.31). Its three RAKP steps follow pyghmi's, with the hash a
+    variable."""
+    import hashlib
+    import hmac
+    import struct
+
+    from pyghmi.ipmi.private import constants, serversession
+
+    class SuiteSession(serversession.ServerSession):  # type: ignore[misc]
+        suite = 3
+
+        def create_open_session_response(self, request: bytearray) -> bytearray:
+            self.clientsessionid = request[4:8]
+            self.managedsessionid = os.urandom(4)
+            self.privlevel = 4
+            proposal = rmcp.open_session_proposal(request) if len(request) >= 32 else None
+            match = [s for s in suites if rmcp.SUITES[s] == proposal]
+            if not match:         # status 0x11: no cipher suite matches the proposed algorithms
+                return bytearray([request[0], 0x11, 0, 0]) + self.clientsessionid
+            self.suite = match[0]
+            self.currhashlib = hashlib.sha256 if self.suite == 17 else hashlib.sha1
+            self.currhashlen = 16 if self.suite == 17 else 12
+            a, i, c = rmcp.SUITES[self.suite]
+            return (bytearray([request[0], 0, self.privlevel, 0]) + self.clientsessionid + self.managedsessionid
+                    + bytearray([0, 0, 0, 8, a, 0, 0, 0, 1, 0, 0, 8, i, 0, 0, 0, 2, 0, 0, 8, c, 0, 0, 0]))
+
+        def _got_rakp1(self, data: bytearray) -> None:
+            self.Rm = data[8:24]
+            self.rolem = data[24]
+            self.maxpriv = self.rolem & 0b111
+            if data[27] == 0:                   # no name: ignored, as pyghmi does
+                return
+            self.username = bytes(data[28:])
+            password = self.authdata.get(self.username.decode("utf-8"))
+            if password is None:                # an unknown user gets no answer, as pyghmi's server does
+                return
+            self.uuiddata = self.uuid.bytes
+            self.Rc = os.urandom(16)
+            self.kuid = password.encode("utf-8")
+            if getattr(self, "kg", None) is None:     # no BMC key (Kg): the user's key, as pyghmi's server
+                self.kg = self.kuid
+            hmacdata = (self.clientsessionid + self.managedsessionid + self.Rm + self.Rc + self.uuiddata
+                        + bytearray([self.rolem, len(self.username)]) + self.username)
+            authcode = hmac.new(self.kuid, bytes(hmacdata), self.currhashlib).digest()
+            self.send_payload(bytearray([data[0], 0, 0, 0]) + self.clientsessionid + self.Rc + self.uuiddata
+                              + authcode, constants.payload_types["rakp2"], retry=False)
+
+        def _got_rakp3(self, data: bytearray) -> None:
+            who = struct.pack("2B", self.rolem, len(self.username)) + self.username
+            self.sik = hmac.new(self.kg, bytes(self.Rm + self.Rc) + who, self.currhashlib).digest()
+            self.k1 = hmac.new(self.sik, b"\x01" * 20, self.currhashlib).digest()
+            self.k2 = hmac.new(self.sik, b"\x02" * 20, self.currhashlib).digest()
+            self.aeskey = self.k2[0:16]
+            expected = hmac.new(self.kuid, bytes(self.Rc + self.clientsessionid) + who, self.currhashlib).digest()
+            if bytes(data[8:]) != expected or data[1] != 0:   # a wrong password: no RAKP 4, as pyghmi's server
+                return
+            self.localsid = struct.unpack("<I", self.managedsessionid)[0]
+            self.ipmicallback = self.handle_client_request
+            self._send_rakp4(data[0], 0)
+
+        def _send_rakp4(self, tagvalue: int, statuscode: int) -> None:
+            icv = hmac.new(self.sik, bytes(self.Rm + self.managedsessionid + self.uuiddata),
+                           self.currhashlib).digest()[:self.currhashlen]
+            self.send_payload(bytearray([tagvalue, statuscode, 0, 0]) + self.clientsessionid + icv,
+                              constants.payload_types["rakp4"], retry=False)
+            self.confalgo = "aes"
+            self.integrityalgo = self.suite       # truthy: pyghmi then signs with currhashlib, currhashlen
+            self.sequencenumber = 1
+            self.sessionid = struct.unpack("<I", bytes(self.clientsessionid))[0]
+
+    return SuiteSession
 
 
 def serve(server: Any, stop: threading.Event) -> None:
@@ -95,22 +202,22 @@ def busy_every(reading: Reading, n: int) -> Reading:
 
 
 def model_reading(power_w: Callable[[Any], Any], speed: float, update_period_s: float, window_s: float,
-                  stale: tuple[tuple[float, float], ...] = ()) -> Reading:
+                  stale: tuple[tuple[float, float], ...] = (), clock_s: float | None = None) -> Reading:
     """Device power through the emulated BMC's sensor model (the Redfish emulator's readings and stale spans, not its
-    HTTP server), from now on at ``speed`` device seconds per host second: whole watts, the timestamp field the
-    reading's device second."""
+    HTTP server), from now on at ``speed`` device seconds per host second: whole watts, the timestamp field the BMC
+    clock's second of the reading, ``clock_s`` (seconds since 1970; None: the wall clock now) at device time 0."""
     from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
     from archline.powermon.counters.emulated import Timeline
     from archline.powermon.emulator.sensor import SensorModel
 
     timeline = Timeline(speed)
+    clock0_s = time.time() - timeline.emulated_time_s() / speed if clock_s is None else clock_s
     sensor = SensorModel(update_period_s=update_period_s, window_s=window_s)
     model = RedfishEmulator(power_w, sensor, timeline, RedfishFaults(stale=stale))
 
     def r() -> dcmi.DcmiPowerReading:
         w, tk, _ = model.reading(timeline.emulated_time_s())
-        watts = min(max(0, round(w)), 0xFFFF)       # DCMI's 16 bits
-        return dcmi.DcmiPowerReading(watts, watts, watts, watts, int(tk), round(window_s * 1000), True)
+        return dcmi.emulated_reading(w, tk, clock0_s, window_s)
     return r
 
 
@@ -178,10 +285,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--speed", type=float, default=1.0, help="device seconds per host second")
     p.add_argument("--update-period-s", type=float, default=1.0, help="a new reading every this many device s")
     p.add_argument("--window-s", type=float, default=1.0, help="each reading the mean of this many device s")
+    p.add_argument("--clock-s", type=float, help="the BMC clock at device time 0, seconds since 1970 (default: now)")
+    p.add_argument("--cipher-suites", default="17,3", metavar="LIST",
+                   help="the RMCP+ cipher suites offered, of 17 and 3 (default: 17,3)")
+    p.add_argument("--unlisted", action="store_true",
+                   help="leave Get Channel Cipher Suites unanswered (as BMCs older than it)")
     p.add_argument("--busy-every", type=int, default=0, metavar="N", help="every Nth reading answered 0xC0 busy")
     p.add_argument("--stale", type=_stale_span, action="append", default=[], metavar="A:B",
                    help="device seconds A to B show the reading of A (repeatable)")
     return p
+
+
+def _suites(text: str) -> tuple[int, ...] | None:
+    try:
+        suites = tuple(dict.fromkeys(int(x) for x in text.split(",")))
+    except ValueError:
+        return None
+    return suites if suites and all(x in rmcp.SUITES for x in suites) else None
 
 
 def _error(msg: str, code: int) -> int:
@@ -195,6 +315,11 @@ def main(argv: list[str] | None = None) -> int:
             and a.busy_every >= 0 and (a.power_w is None or 0 <= a.power_w < 65536)):
         return _error("--speed and --update-period-s must be finite and > 0, --window-s and --busy-every >= 0, "
                       "--power-w 0 to 65535 (DCMI's 16 bits)", EXIT_INPUT)
+    suites = _suites(a.cipher_suites)
+    if suites is None:
+        return _error(f"--cipher-suites {a.cipher_suites!r}: give 17, 3 or both (17,3)", EXIT_INPUT)
+    if a.clock_s is not None and not dcmi.TIMESTAMP_SINCE_INIT_MAX < a.clock_s < dcmi.TIMESTAMP_UNSPECIFIED - 2**24:
+        return _error("--clock-s: seconds since 1970 after 1987 (an IPMI date), e.g. 1767225600", EXIT_INPUT)
     password = DEFAULT_PASSWORD
     if a.password_env:
         if a.password_env not in os.environ:
@@ -225,10 +350,10 @@ def main(argv: list[str] | None = None) -> int:
                 import numpy as np
 
                 return np.full(np.shape(t), a.power_w)
-        reading = busy_every(model_reading(power_w, a.speed, a.update_period_s, a.window_s, tuple(a.stale)),
-                             a.busy_every)
+        reading = busy_every(model_reading(power_w, a.speed, a.update_period_s, a.window_s, tuple(a.stale),
+                                           a.clock_s), a.busy_every)
     try:
-        server = make_server(reading, {a.user: password}, a.address, a.port)
+        server = make_server(reading, {a.user: password}, a.address, a.port, suites, not a.unlisted)
     except OSError as e:
         return _error(f"cannot serve on UDP {a.address}:{a.port} ({e.strerror or e}): choose another --port",
                       EXIT_DEVICE)
