@@ -4,49 +4,131 @@
 It follows Kernel Tuner's observer protocol (kernel_tuner.observers.observer.BenchmarkObserver): per configuration
 ``register_configuration(params)``; per iteration ``before_start`` / ``after_start`` (the kernel was launched) /
 ``during`` (while it runs) / ``after_finish``; then ``get_results()`` once, returning averages over the iterations.
-Each iteration is one archline window, from ``after_start`` to ``after_finish`` as Kernel Tuner's own external
-meter observer (PowerSensorObserver) measures, so the meter's thread samples while the kernel runs and ``during``
-has nothing to do.
+
+Two modes, as Kernel Tuner's own NVML and PMT observers have (docs/counters.md):
+
+* **iteration**: each iteration is one archline window, from ``after_start`` to ``after_finish`` as Kernel Tuner's
+  PowerSensorObserver measures. ``after_finish`` only marks the window's end (microseconds); the meters' samples are
+  waited for and integrated in ``get_results``, after Kernel Tuner's timed loop.
+* **continuous**: Kernel Tuner's continuous loop (``benchmark_continuous``: the kernel launched back to back for at
+  least ``continuous_duration`` seconds, then synchronised) is one window, from the loop's ``before_start`` to its
+  ``after_finish``, and its energy is divided over the iterations in proportion to their time: power = the
+  window's mean power, energy = power x Kernel Tuner's mean kernel time (``results["time"]``), as its
+  ContinuousObserver and PMTContinuousObserver do. The observer hands Kernel Tuner that loop through its
+  ``continuous_observer`` attribute.
+
+``auto`` (the default) measures both and reports the continuous values for a configuration whose kernel is
+shorter than the meter resolves: :data:`RESOLVE_PERIODS` of its sample periods (:func:`resolution_s`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.powermon.monitor import Measurement, Monitor
+from archline.powermon.monitor import Measurement, Monitor, PendingWindow
+from archline.powermon.record.period import sample_period_s
 
-#: what ``get_results`` can report (Kernel Tuner result keys, prefixed): mean J, mean W, mean bound (J)
+log = logging.getLogger("archline.bench")
+
+#: what ``get_results`` can report (Kernel Tuner result keys, prefixed): mean J, mean W, mean bound (J), lost samples
 OBSERVABLES = ("energy", "power", "energy_err", "lost_samples")
+MODES = ("auto", "iteration", "continuous")
+
+#: a window the meter resolves lasts at least this many of its sample periods. Each edge of a window is placed
+#: between two samples, so a power step there moves up to about one period of the power swing across it (the
+#: integration's edge term, plus the clock's placement): two periods in all. Twenty periods keep the edges within
+#: 10% of the window, the share sensor windows are held to (powermon/record/integrate.SensorLimits.max_edge_share).
+#: At the PowerMon 2's 128 Hz that is 156 ms, at NVML's 50 Hz 400 ms, at a PowerSensor3's 20 kHz 1 ms.
+RESOLVE_PERIODS = 20
+
+
+def resolution_s(monitor: Monitor) -> float:
+    """The shortest window ``monitor``'s meters resolve (host seconds): :data:`RESOLVE_PERIODS` of the slowest
+    meter's sample period; 0 when no meter has a cadence (the null meter)."""
+    periods = [p[1] for m in monitor.meters if (p := sample_period_s(m)) is not None]
+    return RESOLVE_PERIODS * max(periods) if periods else 0.0
+
+
+class ContinuousEnergy:
+    """Kernel Tuner's continuous observer for an :class:`EnergyObserver` (its ``continuous_observer``): Kernel Tuner
+    sets ``results`` (with ``time``, the mean kernel time in ms) before its continuous loop and reads
+    ``continuous_duration`` (seconds) to size it."""
+
+    def __init__(self, parent: EnergyObserver, continuous_duration_s: float) -> None:
+        self.parent = parent
+        self.continuous_duration = continuous_duration_s
+        self.results: dict[str, Any] | None = None
+
+    def register_device(self, dev: Any) -> None:
+        self.dev = dev
+
+    def register_configuration(self, params: dict[str, Any]) -> None:
+        """Kernel Tuner registers configurations with the parent only."""
+
+    def before_start(self) -> None:
+        self.parent._begin("continuous")
+
+    def after_start(self) -> None:
+        """The kernels are queued; the window opened before the first launch."""
+
+    def during(self) -> None:
+        """The meter samples on its own thread."""
+
+    def after_finish(self) -> None:
+        self.parent._end()
+
+    def get_results(self) -> dict[str, Any]:
+        return self.parent._continuous_results(self.results)
 
 
 class EnergyObserver:
-    """Reports ``<prefix>_energy`` (J per iteration, the mean) and ``<prefix>_power`` (W, the mean) of each
-    configuration, measured in archline windows on ``monitor`` (or, without one, on ``open_monitor(platform,
-    emulate=emulate)``, started here and stopped by :meth:`close`). Without a meter the values are NaN and
-    ``<prefix>_reason`` says why; an emulated meter adds ``<prefix>_emulated: True``."""
+    """Reports ``<prefix>_energy`` (J per iteration) and ``<prefix>_power`` (W) of each configuration, measured in
+    archline windows on ``monitor`` (or, without one, on ``open_monitor(platform, emulate=emulate, meter=meter)``,
+    started here, so that a meter that cannot be opened is said now, and stopped by :meth:`close`).
+
+    Every result also carries ``<prefix>_mode`` (iteration or continuous), ``<prefix>_samples`` (the meter samples
+    behind the value, every channel's), ``<prefix>_short_window`` (True: a window was shorter than the meter
+    resolves, :func:`resolution_s`) and ``<prefix>_unresolved`` (True: the value's bound is as large as the value);
+    a flagged result adds ``<prefix>_note`` saying why. Without a meter the values are NaN and ``<prefix>_reason``
+    says why; an emulated meter adds ``<prefix>_emulated: True``. ``mode``: see the module; an unknown mode or
+    observable raises ValueError, as Kernel Tuner's observers do."""
+
+    #: the continuous observer handed to Kernel Tuner (archline.kernel_tuner makes it Kernel Tuner's type)
+    continuous_class: type[ContinuousEnergy] = ContinuousEnergy
 
     def __init__(self, monitor: Monitor | None = None, *, platform: str = "localhost", emulate: bool = False,
-                 observables: tuple[str, ...] | list[str] | None = None, prefix: str = "archline") -> None:
+                 meter: str | None = None, observables: tuple[str, ...] | list[str] | None = None,
+                 prefix: str = "archline", mode: str = "auto", continuous_duration_s: float = 1.0) -> None:
         wanted = list(observables) if observables is not None else ["energy", "power"]
         for o in wanted:
             if o.removeprefix(f"{prefix}_") not in OBSERVABLES:
-                raise BenchError(f"observable '{o}' is not one archline reports (known: {', '.join(OBSERVABLES)})")
+                raise ValueError(f"observable '{o}' is not one archline reports (known: {', '.join(OBSERVABLES)})")
+        if mode not in MODES:
+            raise ValueError(f"mode '{mode}' is not one of {', '.join(MODES)}")
+        if not (math.isfinite(continuous_duration_s) and continuous_duration_s > 0):
+            raise ValueError(f"continuous_duration_s must be a positive number of seconds, got {continuous_duration_s}")
         self.observables = [o.removeprefix(f"{prefix}_") for o in wanted]
         self.prefix = prefix
+        self.mode = mode
         self._own = monitor is None
         if monitor is None:
-            from archline.bench.monitor import open_monitor
-
-            monitor = open_monitor(platform, emulate=emulate)
+            monitor = _open_own(platform, emulate, meter)
         self.monitor = monitor
+        self.resolution_s = resolution_s(monitor)
+        if mode != "iteration":   # Kernel Tuner runs its continuous loop for observers that have one
+            self.continuous_observer = self.continuous_class(self, continuous_duration_s)
         self.params: dict[str, Any] = {}
-        self.iterations: list[Measurement] = []
+        self._pending: list[PendingWindow] = []
         #: every configuration measured so far: (params, its iterations' measurements)
         self.history: list[tuple[dict[str, Any], list[Measurement]]] = []
+        #: every continuous loop measured so far: (params, its window's measurement, the kernel time in s)
+        self.continuous_history: list[tuple[dict[str, Any], Measurement, float]] = []
         self._config = 0
         self._window: str | None = None
+        self._short_iterations = False
 
     # --- Kernel Tuner's protocol ---
     def register_device(self, dev: Any) -> None:
@@ -57,42 +139,107 @@ class EnergyObserver:
         self.monitor.start()
         self._config += 1
         self.params = dict(params)
-        self.iterations = []
+        self._pending = []
 
     def before_start(self) -> None:
         self._cancel()
 
     def after_start(self) -> None:
-        self.monitor.start()
-        self._window = f"config{self._config}/iteration{len(self.iterations) + 1}"
-        self.monitor.begin_window(self._window)
+        if self.mode != "continuous":
+            self._begin(f"iteration{len(self._pending) + 1}")
 
     def during(self) -> None:
         """The meter samples on its own thread: nothing to do while the kernel runs."""
 
     def after_finish(self) -> None:
+        if self.mode != "continuous":
+            self._end()
+
+    def get_results(self) -> dict[str, Any]:
+        """The iterations' means (integrated now: the samples past each window's end have arrived meanwhile).
+        In continuous mode the values come from the continuous loop's results instead (:class:`ContinuousEnergy`)."""
+        self._cancel()
+        pending, self._pending = self._pending, []
+        if self.mode == "continuous":
+            return {}
+        ms = [p.measurement() for p in pending]
+        self.history.append((self.params, ms))
+        self._short_iterations = any(m.time_s < self.resolution_s for m in ms)
+        # in auto mode Kernel Tuner's continuous loop follows and replaces short iterations' values: no warning yet
+        return self._values(ms, [m.energy_j for m in ms], [m.mean_power_w for m in ms],
+                            [m.energy_err_j for m in ms], "iteration", quiet=self.mode == "auto")
+
+    # --- the windows ---
+    def _begin(self, what: str) -> None:
+        self._cancel()
+        self.monitor.start()
+        self._window = f"config{self._config}/{what}"
+        self.monitor.begin_window(self._window)
+
+    def _end(self) -> None:
         if self._window is None:
             raise BenchError("after_finish without after_start: the observer was called out of Kernel Tuner's order")
         name, self._window = self._window, None
-        self.iterations.append(self.monitor.end_window(name))
+        self._pending.append(self.monitor.end_window_later(name))   # microseconds: no wait for samples here
 
-    def get_results(self) -> dict[str, Any]:
+    def _continuous_results(self, kt_results: dict[str, Any] | None) -> dict[str, Any]:
+        """The continuous loop's window, divided over its iterations by Kernel Tuner's mean kernel time."""
         self._cancel()
-        ms, self.iterations = self.iterations, []
-        self.history.append((self.params, ms))
+        pending, self._pending = self._pending, []
+        if not pending:
+            return {}
+        m = pending[-1].measurement()
+        kernel_ms = (kt_results or {}).get("time")
+        if not isinstance(kernel_ms, (int, float)) or not (math.isfinite(kernel_ms) and kernel_ms > 0):
+            log.warning("Kernel Tuner gave no kernel time for the continuous loop: its energy is not divided")
+            return {}
+        kernel_s = float(kernel_ms) / 1e3
+        self.continuous_history.append((self.params, m, kernel_s))
+        if self.mode == "auto" and kernel_s >= self.resolution_s and not self._short_iterations:
+            return {}      # long enough kernels: the iterations' own windows stand
+        out = self._values([m], [m.mean_power_w * kernel_s], [m.mean_power_w], [m.mean_power_err_w * kernel_s],
+                           "continuous")
+        out[f"{self.prefix}_continuous_s"] = m.time_s
+        return out
+
+    def _values(self, ms: list[Measurement], energy_j: list[float], power_w: list[float], err_j: list[float],
+                mode: str, quiet: bool = False) -> dict[str, Any]:
+        p = self.prefix
+        values = {"energy": energy_j, "power": power_w, "energy_err": err_j,
+                  "lost_samples": [float(m.lost_samples) for m in ms]}
         out: dict[str, Any] = {}
-        values = {"energy": [m.energy_j for m in ms], "power": [m.mean_power_w for m in ms],
-                  "energy_err": [m.energy_err_j for m in ms], "lost_samples": [float(m.lost_samples) for m in ms]}
         for o in self.observables:
             v = values[o]
-            out[f"{self.prefix}_{o}"] = sum(v) / len(v) if v else math.nan
+            out[f"{p}_{o}"] = sum(v) / len(v) if v else math.nan
+        out[f"{p}_mode"] = mode
+        out[f"{p}_note"] = ""       # always set: the continuous loop's results replace the iterations' whole
         reasons = sorted({m.reason for m in ms if not m.has_energy and m.reason}) or (
             [self.monitor.reason] if not ms and self.monitor.reason else [])
         if reasons:
-            out[f"{self.prefix}_reason"] = "; ".join(reasons)
+            out[f"{p}_reason"] = "; ".join(reasons)
         if any(m.emulated for m in ms):
-            out[f"{self.prefix}_emulated"] = True
+            out[f"{p}_emulated"] = True
+        if not ms or not all(m.has_energy for m in ms):
+            return out
+        e = sum(energy_j) / len(energy_j)
+        err = sum(err_j) / len(err_j)
+        shortest = min(m.time_s for m in ms)
+        out[f"{p}_samples"] = sum(m.n_samples for m in ms)
+        out[f"{p}_short_window"] = shortest < self.resolution_s
+        out[f"{p}_unresolved"] = not err < abs(e)
+        notes = []
+        if out[f"{p}_short_window"]:
+            notes.append(self._short_note(shortest, f"{mode} window"))
+        if out[f"{p}_unresolved"]:
+            notes.append(f"energy {e:.4g} J is inside a bound of {err:.4g} J, larger than itself")
+        out[f"{p}_note"] = "; ".join(notes)
+        if notes and not quiet:
+            log.warning("%s %s: %s", p, self.params, out[f"{p}_note"])
         return out
+
+    def _short_note(self, shortest_s: float, what: str) -> str:
+        return (f"{what} of {shortest_s * 1e3:.3g} ms, shorter than the {self.resolution_s * 1e3:.3g} ms the meter "
+                f"resolves ({RESOLVE_PERIODS} sample periods)")
 
     # --- life cycle ---
     def _cancel(self) -> None:
@@ -112,3 +259,27 @@ class EnergyObserver:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _open_own(platform: str, emulate: bool, meter: str | None) -> Monitor:
+    """The observer's own monitor, started now (a meter that cannot be opened is an error here, not at the first
+    configuration). Of a profile with several meters on one device only one is opened, the first as ``bench run``
+    takes it (several would add the same rails' energy twice): ``meter`` names another."""
+    from archline.bench.config.profile import load_bench_profile
+    from archline.bench.monitor import open_monitor
+    from archline.powermon.errors import MeterError
+
+    prof = load_bench_profile(platform)
+    if meter is None and not emulate and len(prof.meters) > 1:
+        meter = prof.meters[0].name
+        log.info("platform '%s' has %d meters: the observer reads '%s' (meter= picks another)", prof.name,
+                 len(prof.meters), meter)
+    mon = open_monitor(prof, emulate=emulate, meter=meter)
+    try:
+        mon.start()
+    except MeterError as e:
+        mon.stop()
+        hint = "" if emulate else (f"; ArchlineObserver(platform='{prof.name}', emulate=True) measures with its "
+                                   "emulated meter (results say archline_emulated)")
+        raise BenchError(f"the observer's meter on platform '{prof.name}' cannot start: {e}{hint}") from None
+    return mon

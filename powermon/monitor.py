@@ -150,6 +150,21 @@ class Window:
         return f"Window({self.name!r}, {self.measurement!r})"
 
 
+class PendingWindow:
+    """A window whose edges are taken and whose integration waits for :meth:`measurement` (Monitor.end_window_later)."""
+
+    def __init__(self, monitor: Monitor, name: str, t0_s: float, t1_s: float) -> None:
+        self.monitor, self.name, self.t0_s, self.t1_s = monitor, name, t0_s, t1_s
+        self._measurement: Measurement | None = None
+
+    def measurement(self, *, strict: bool = False, max_lost: float | None = None) -> Measurement:
+        if self._measurement is None:
+            region = self.monitor.recorder.integrate(self.name, self.t0_s, self.t1_s, strict=strict,
+                                                     max_lost=max_lost)
+            self._measurement = self.monitor._measurement(region)
+        return self._measurement
+
+
 class Monitor:
     """Meters (or the null meter with its reason) and named windows on the host monotonic clock.
 
@@ -243,6 +258,11 @@ class Monitor:
     def end_region(self, name: str, *, cancel: bool = False, t0_s: float | None = None, t1_s: float | None = None,
                    strict: bool = False, max_lost: float | None = None) -> Region:
         """Close window ``name`` and return the recorder's Region (what the bench runner builds rows from)."""
+        t0, t1 = self._close(name, cancel, t0_s, t1_s)
+        return self.recorder.integrate(name, t0, t1, cancel, strict=strict, max_lost=max_lost)
+
+    def _close(self, name: str, cancel: bool, t0_s: float | None, t1_s: float | None) -> tuple[float, float]:
+        """The window's end edge (hooks, marks), without waiting for samples: the (t0, t1) to integrate."""
         if name not in self.recorder._open:
             raise MeterError(f"window {name!r} was never begun (open: {sorted(self.recorder._open)})")
         t_hook = self._edge("end", name)
@@ -251,7 +271,14 @@ class Monitor:
             t0_s, t1_s = t0, t_hook
         elif t0_s is None and t1_s is None and t0 != self.recorder._open[name]:
             t0_s, t1_s = t0, self.recorder.clock()
-        return self.recorder.end(name, cancel, t0_s=t0_s, t1_s=t1_s, strict=strict, max_lost=max_lost)
+        return self.recorder.close(name, cancel, t0_s=t0_s, t1_s=t1_s)
+
+    def end_window_later(self, name: str) -> PendingWindow:
+        """Close window ``name`` now without waiting for the meters (its end edge is taken here, in
+        microseconds); ``.measurement()`` on what it returns waits for the samples past the edge and integrates,
+        once. For a caller inside a timed loop (a tuner's iterations) that reads the energies afterwards."""
+        t0, t1 = self._close(name, False, None, None)
+        return PendingWindow(self, name, t0, t1)
 
     def end_window(self, name: str, *, t0_s: float | None = None, t1_s: float | None = None, strict: bool = False,
                    max_lost: float | None = None) -> Measurement:
@@ -265,7 +292,8 @@ class Monitor:
                                        {m.name: fs for m in self.meters if (fs := full_scale_w(m)) is not None})
 
     def cancel_window(self, name: str) -> None:
-        self.end_region(name, cancel=True)
+        """Drop window ``name``: its edge is marked (and its hooks see it), nothing is integrated or waited for."""
+        self._close(name, True, None, None)
 
     def window_between(self, name: str, t0_s: float, t1_s: float) -> Measurement:
         """A window whose edges were taken elsewhere (marks a child process sent), measured now."""

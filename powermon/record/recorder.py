@@ -144,6 +144,13 @@ class Recorder:
         or a failed meter raises DeviceError instead of a warning. ``max_lost``: a meter that lost more than this
         share of the window's samples raises SamplesLostError (the loss is always in the region and its
         warnings)."""
+        t0, t1 = self.close(name, cancel, t0_s=t0_s, t1_s=t1_s)
+        return self.integrate(name, t0, t1, cancel, strict=strict, max_lost=max_lost)
+
+    def close(self, name: str, cancel: bool = False, *, t0_s: float | None = None, t1_s: float | None = None
+              ) -> tuple[float, float]:
+        """The first half of :meth:`end`, which never waits: mark the end of window ``name`` and return the
+        (t0, t1) it is to be integrated on. :meth:`integrate` (later, e.g. off a tuner's timed loop) does the rest."""
         if name not in self._open:
             raise MeterError(f"region {name!r} was never begun (open: {sorted(self._open)})")
         t1 = self.clock()
@@ -160,6 +167,11 @@ class Recorder:
                 begin_mark.t_s = t0_s
             end_mark.t_s = t1_s
             t0, t1 = t0_s, t1_s
+        return t0, t1
+
+    def integrate(self, name: str, t0: float, t1: float, cancel: bool = False, *, strict: bool = False,
+                  max_lost: float | None = None) -> Region:
+        """The second half of :meth:`end`: wait for each meter's samples past ``t1`` and integrate [t0, t1]."""
         results: dict[str, MeterRegion] = {}
         warnings: list[str] = []
         for m in self.meters:

@@ -1,6 +1,8 @@
 """archline.kernel_tuner: the observer driven in Kernel Tuner's order (core.py of kernel_tuner 1.5: per
 configuration register_configuration; per iteration before_start, after_start, during..., after_finish; then
-get_results) by a fake tuning loop, on the emulated GTX 580 meter whose device draws a known power inside windows."""
+get_results; then, for an observer with a ``continuous_observer``, benchmark_continuous: before_start, the
+launches, after_start, during..., after_finish, get_results) by a fake tuning loop, and by Kernel Tuner itself on
+PoCL, on the emulated GTX 580 meter (PowerMon 2, 128 Hz) whose device draws a known power inside windows."""
 
 from __future__ import annotations
 
@@ -23,20 +25,36 @@ BUSY_W, IDLE_W = 180.0, 40.0
 KERNEL_S = {"block_size_x": {64: 0.2, 256: 0.1}}   # each configuration's kernel time (emulated): >= 12 samples
 
 
-def _tune(obs: Any, configs: list[dict[str, int]], iterations: int = 2) -> list[dict[str, Any]]:
-    """Kernel Tuner's benchmark loop, as core.py calls the observers."""
+def _tune(obs: Any, configs: list[dict[str, int]], iterations: int = 2, kernel_s: float | None = None,
+          continuous_s: float = 0.3) -> list[dict[str, Any]]:
+    """Kernel Tuner's benchmark loop, as core.py calls the observers (its continuous loop too when the observer
+    has one, ``continuous_s`` long instead of Kernel Tuner's 1 s)."""
     results = []
     for params in configs:
+        k_s = kernel_s if kernel_s is not None else KERNEL_S["block_size_x"][params["block_size_x"]]
         obs.register_configuration(params)
+        result: dict[str, Any] = {"time": 1e3 * k_s}       # Kernel Tuner's mean kernel time (ms)
         for _ in range(iterations):
             obs.before_start()
-            t_end = time.monotonic() + KERNEL_S["block_size_x"][params["block_size_x"]]   # "launch" the kernel
+            t_end = time.monotonic() + k_s          # "launch" the kernel
             obs.after_start()
             while time.monotonic() < t_end:
                 obs.during()
                 time.sleep(0.002)
             obs.after_finish()
-        results.append({**params, **obs.get_results()})
+        result.update(obs.get_results())
+        cont = getattr(obs, "continuous_observer", None)
+        if cont is not None:
+            cont.results = result
+            cont.before_start()
+            t_end = time.monotonic() + max(continuous_s, k_s)     # the kernels launched back to back
+            cont.after_start()
+            while time.monotonic() < t_end:
+                cont.during()
+                time.sleep(0.002)
+            cont.after_finish()
+            result.update(cont.get_results())
+        results.append({**params, **result})
     return results
 
 
@@ -51,7 +69,9 @@ def monitor() -> Iterator[Any]:
 
 
 def test_energy_and_power_per_configuration(monitor: Any) -> None:
-    obs = EnergyObserver(monitor, observables=["archline_energy", "archline_power", "archline_energy_err"])
+    obs = EnergyObserver(monitor, observables=["archline_energy", "archline_power", "archline_energy_err"],
+                         mode="iteration")
+    assert not hasattr(obs, "continuous_observer")      # so Kernel Tuner runs no continuous loop for it
     res = _tune(obs, [{"block_size_x": 64}, {"block_size_x": 256}])
     assert [r["block_size_x"] for r in res] == [64, 256]
     for r, (params, ms) in zip(res, obs.history, strict=True):
@@ -66,6 +86,13 @@ def test_energy_and_power_per_configuration(monitor: Any) -> None:
         for m in ms:
             assert abs(m.mean_power_w - BUSY_W) <= m.mean_power_err_w * (1 + 1e-9) + 1e-9
         assert r["archline_emulated"] is True and "archline_reason" not in r
+        assert r["archline_mode"] == "iteration" and r["archline_samples"] == sum(m.n_samples for m in ms) > 0
+        # 156 ms resolve at 128 Hz (20 periods): the 0.1 s windows are flagged, the 0.2 s ones are not
+        assert obs.resolution_s == pytest.approx(20 / 128)
+        assert r["archline_short_window"] is (min(m.time_s for m in ms) < 20 / 128)
+        assert r["archline_unresolved"] is False
+    assert res[0]["archline_short_window"] is False and res[1]["archline_short_window"] is True
+    assert "shorter than the 156 ms the meter resolves" in res[1]["archline_note"] and res[0]["archline_note"] == ""
     # the longer kernel took about twice the energy
     assert res[0]["archline_energy"] / res[1]["archline_energy"] == pytest.approx(2.0, rel=0.25)
 
@@ -88,15 +115,98 @@ def test_without_a_meter_the_values_are_nan_with_the_reason() -> None:
     assert r["archline_reason"]
 
 
-def test_unknown_observable() -> None:
-    with pytest.raises(BenchError, match="observable 'nvml_energy'"):
+def test_unknown_observable_or_mode_is_a_value_error() -> None:
+    """Kernel Tuner's observers raise ValueError for an observable they do not know."""
+    with pytest.raises(ValueError, match="observable 'nvml_energy'"):
         EnergyObserver(archline.Monitor(), observables=["nvml_energy"])
+    with pytest.raises(ValueError, match="mode 'always'"):
+        EnergyObserver(archline.Monitor(), mode="always")
+    with pytest.raises(ValueError, match="continuous_duration_s"):
+        EnergyObserver(archline.Monitor(), continuous_duration_s=0.0)
+
+
+def test_after_finish_only_marks_the_edge_integration_waits_for_get_results(monitor: Any) -> None:
+    """after_finish takes the window's end edge and returns (no wait for the meter's samples past it: that wait
+    was ~61 ms per iteration inside Kernel Tuner's loop); get_results integrates every iteration's window."""
+    obs = EnergyObserver(monitor, mode="iteration")
+    obs.register_configuration({"block_size_x": 64})
+    for _ in range(3):
+        obs.before_start()
+        obs.after_start()
+        time.sleep(0.01)
+        obs.after_finish()
+    pending = list(obs._pending)
+    assert len(pending) == 3 and all(p._measurement is None for p in pending)
+    assert not any(name in monitor.recorder.regions for name in (p.name for p in pending))  # not integrated yet
+    assert [m.kind for m in monitor.recorder.marks[-6:]] == ["begin", "end"] * 3            # edges taken
+    r = obs.get_results()
+    ms = obs.history[-1][1]
+    assert [p._measurement for p in pending] == ms and len(ms) == 3
+    assert all(m.t_end_s == p.t1_s and m.has_energy for m, p in zip(ms, pending, strict=True))
+    assert r["archline_energy"] == pytest.approx(sum(m.energy_j for m in ms) / 3, rel=1e-12)
+    for m in ms:      # 10 ms windows: two samples at most, a bound larger than the value, said
+        assert abs(m.energy_j - monitor.power.energy_j(m.t_start_s, m.t_end_s)) <= m.energy_err_j
+    assert r["archline_short_window"] is True and r["archline_unresolved"] is True
+    assert "larger than itself" in r["archline_note"]
+
+
+def test_continuous_mode_divides_one_window_over_the_iterations(monitor: Any) -> None:
+    """Millisecond kernels: Kernel Tuner's continuous loop is one window; energy per iteration = its mean power
+    x the kernel time, within the bound of the truth (the device draws BUSY_W throughout)."""
+    obs = EnergyObserver(monitor, observables=["energy", "power", "energy_err", "lost_samples"], mode="continuous")
+    res = _tune(obs, [{"block_size_x": 64}, {"block_size_x": 256}], iterations=3, kernel_s=0.002)
+    assert obs.history == []                              # no iteration windows in continuous mode
+    assert len(obs.continuous_history) == 2
+    for r, (params, m, kernel_s) in zip(res, obs.continuous_history, strict=True):
+        assert params["block_size_x"] == r["block_size_x"] and kernel_s == pytest.approx(0.002)
+        assert r["archline_mode"] == "continuous" and r["archline_continuous_s"] == m.time_s >= 0.3
+        truth_j = monitor.power.energy_j(m.t_start_s, m.t_end_s) * kernel_s / m.time_s
+        assert truth_j == pytest.approx(BUSY_W * kernel_s, rel=1e-9)
+        assert r["archline_energy"] == pytest.approx(m.mean_power_w * kernel_s, rel=1e-12)
+        assert r["archline_energy_err"] == pytest.approx(m.mean_power_err_w * kernel_s, rel=1e-12)
+        assert abs(r["archline_energy"] - truth_j) <= r["archline_energy_err"]
+        assert abs(r["archline_power"] - BUSY_W) <= m.mean_power_err_w
+        assert r["archline_samples"] == m.n_samples >= 4 * 30     # 4 channels at 128 Hz over >= 0.3 s
+        assert r["archline_lost_samples"] == m.lost_samples == 0
+        assert r["archline_short_window"] is False and r["archline_unresolved"] is False
+        assert r["archline_note"] == "" and r["archline_emulated"] is True
+
+
+def test_auto_mode_uses_the_continuous_loop_only_for_kernels_the_meter_cannot_resolve(monitor: Any) -> None:
+    obs = EnergyObserver(monitor, observables=["energy", "energy_err"])
+    assert obs.mode == "auto" and obs.continuous_observer.continuous_duration == 1.0
+    (short,) = _tune(obs, [{"block_size_x": 64}], iterations=2, kernel_s=0.003)
+    assert len(obs.continuous_history) == 1
+    assert short["archline_mode"] == "continuous" and short["archline_short_window"] is False
+    assert abs(short["archline_energy"] - BUSY_W * 0.003) <= short["archline_energy_err"]
+    # a kernel longer than the 156 ms the meter resolves: the iterations' own windows stand
+    (long,) = _tune(obs, [{"block_size_x": 256}], iterations=2, kernel_s=0.2)
+    ms = obs.history[-1][1]
+    assert long["archline_mode"] == "iteration" and long["archline_short_window"] is False
+    assert long["archline_energy"] == pytest.approx(sum(x.energy_j for x in ms) / 2, rel=1e-12)
+    assert len(obs.continuous_history) == 2          # measured all the same (Kernel Tuner ran the loop)
+
+
+def test_docstring_example_emulated_and_a_missing_meter_said_when_made(tmp_path: Any) -> None:
+    """The module docstring's ArchlineObserver(platform="gtx580", emulate=True) measures without the meter and says
+    it is emulated; without emulate=True and without the meter the observer is refused when it is made (naming
+    the port and emulate=True), not at the first configuration."""
+    import os
+
+    with EnergyObserver(platform="gtx580", emulate=True, mode="iteration") as obs:
+        assert obs.monitor.emulated and len(obs.monitor.meters) == 1
+        (r,) = _tune(obs, [{"block_size_x": 256}], iterations=1)
+    assert r["archline_emulated"] is True and r["archline_energy"] > 0
+    if os.path.exists("/dev/ttyUSB0"):
+        pytest.skip("a serial device is at gtx580's PowerMon 2 port here")
+    with pytest.raises(BenchError, match=r"/dev/ttyUSB0 does not exist.*emulate=True"):
+        EnergyObserver(platform="gtx580")
 
 
 def test_is_a_kernel_tuner_benchmark_observer(monkeypatch: pytest.MonkeyPatch, monitor: Any) -> None:
     """With Kernel Tuner installed, ArchlineObserver subclasses its BenchmarkObserver (an ABC whose get_results is
-    abstract), so instantiate_observer accepts it. Kernel Tuner is not a test dependency: its base class is
-    stood in by a module with the same shape."""
+    abstract), so instantiate_observer accepts it, and its continuous observer Kernel Tuner's ContinuousObserver.
+    Stood in by a module of the same shape, so that this holds for any Kernel Tuner (the real one: below)."""
     base = types.ModuleType("kernel_tuner.observers.observer")
 
     class BenchmarkObserver(abc.ABC):
@@ -106,7 +216,12 @@ def test_is_a_kernel_tuner_benchmark_observer(monkeypatch: pytest.MonkeyPatch, m
         @abc.abstractmethod
         def get_results(self) -> dict[str, Any]: ...
 
+    class ContinuousObserver(BenchmarkObserver):
+        def __init__(self, *args: Any) -> None:
+            raise AssertionError("archline's continuous observer does not call Kernel Tuner's __init__")
+
     base.BenchmarkObserver = BenchmarkObserver  # type: ignore[attr-defined]
+    base.ContinuousObserver = ContinuousObserver  # type: ignore[attr-defined]
     for name in ("kernel_tuner", "kernel_tuner.observers"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "kernel_tuner.observers.observer", base)
@@ -114,11 +229,62 @@ def test_is_a_kernel_tuner_benchmark_observer(monkeypatch: pytest.MonkeyPatch, m
     kt = importlib.import_module("archline.kernel_tuner")
     try:
         assert kt.HAVE_KERNEL_TUNER
-        obs = kt.ArchlineObserver(monitor)
+        obs = kt.ArchlineObserver(monitor, mode="iteration")
         assert isinstance(obs, BenchmarkObserver)
+        assert isinstance(kt.ArchlineObserver(monitor).continuous_observer, ContinuousObserver)
         (r,) = _tune(obs, [{"block_size_x": 256}], iterations=2)
         ms = obs.history[0][1]
         assert r["archline_energy"] == pytest.approx(sum(m.energy_j for m in ms) / 2, rel=1e-12)
         assert all(abs(m.energy_j - BUSY_W * (m.t_end_s - m.t_start_s)) <= m.energy_err_j for m in ms)
     finally:
         sys.modules.pop("archline.kernel_tuner", None)
+
+
+KT_KERNEL = """
+__kernel void fma_loop(__global float *out, __global const float *a, const int n) {
+    int i = get_global_id(0);
+    for (int w = 0; w < work_per_thread; w++) {
+        int j = i * work_per_thread + w;
+        if (j < n) {
+            float x = a[j];
+            for (int k = 0; k < 16; k++) x = x * 0.999f + 0.001f;
+            out[j] = x;
+        }
+    }
+}
+"""
+
+
+def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(monitor: Any) -> None:
+    """Kernel Tuner itself (OpenCL on PoCL, 2 tunable parameters, millisecond kernels) with the observer on the
+    emulated meter: each configuration's energy comes from Kernel Tuner's continuous loop (auto mode), within its
+    bound of the truth (BUSY_W x Kernel Tuner's kernel time), with the samples behind it and no flag; the
+    kernel's output is checked by Kernel Tuner against the answer. The benchmark is
+    benchmarks/kernel_tuner_overhead.py (overhead per iteration, more configurations)."""
+    kt = pytest.importorskip("kernel_tuner")
+    import numpy as np
+
+    from archline.kernel_tuner import ArchlineObserver
+
+    n = 1 << 18      # a few ms per launch: a few hundred launches fill Kernel Tuner's 1 s continuous loop
+    a = np.random.default_rng(0).random(n).astype(np.float32)
+    want = a.copy()
+    for _ in range(16):
+        want = want * np.float32(0.999) + np.float32(0.001)
+    obs = ArchlineObserver(monitor, observables=["energy", "power", "energy_err"])
+    tune_params = {"block_size_x": [64], "work_per_thread": [2]}    # one configuration: each costs a 1 s loop
+    res, _ = kt.tune_kernel("fma_loop", KT_KERNEL, n, [np.zeros_like(a), a, np.int32(n)], tune_params,
+                            lang="OpenCL", observers=[obs], grid_div_x=["block_size_x", "work_per_thread"],
+                            iterations=3, answer=[want, None, None], atol=1e-5, verbose=False, quiet=True,
+                            cache=None)
+    assert [(r["block_size_x"], r["work_per_thread"]) for r in res] == [(64, 2)]
+    cont = {tuple(sorted(p.items())): (m, k_s) for p, m, k_s in obs.continuous_history}
+    for r in res:
+        m, kernel_s = cont[(("block_size_x", r["block_size_x"]), ("work_per_thread", 2))]
+        assert kernel_s == pytest.approx(r["time"] / 1e3, rel=1e-12)
+        assert r["archline_mode"] == "continuous" and r["archline_emulated"] is True
+        truth_j = monitor.power.energy_j(m.t_start_s, m.t_end_s) * kernel_s / m.time_s
+        assert truth_j == pytest.approx(BUSY_W * kernel_s, rel=1e-9)
+        assert abs(r["archline_energy"] - truth_j) <= r["archline_energy_err"] < 0.05 * truth_j
+        assert r["archline_samples"] == m.n_samples > 0 and m.time_s > obs.resolution_s   # about 1 s
+        assert r["archline_short_window"] is False and r["archline_unresolved"] is False
