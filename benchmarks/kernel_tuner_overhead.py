@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             params = {k: r[k] for k in TUNE_PARAMS}
             key = tuple(sorted(params.items()))
-            ms = iterations[key]
+            ms = iterations.get(key, [])       # none in continuous mode
             kernel_s = r["time"] / 1e3
             if r.get("archline_mode") == "continuous" and key in continuous:
                 m, _ = continuous[key]
