@@ -1,6 +1,6 @@
 """Nsight Compute exports (``ncu --csv``): the default "details" page (one row per kernel launch and metric:
-Kernel Name, Metric Name, Metric Unit, Metric Value) and ``--page raw`` (one row per launch, metric names as
-columns, a units row under the header). Launches of one kernel are summed.
+Kernel Name, Metric Name, Metric Unit, Metric Value, in sections) and ``--page raw`` (one row per launch, metric
+names as columns, a units row under the header). Launches of one kernel are summed.
 
 Rules (Nsight Compute metric names; each byte charged once, at the level that served it):
 
@@ -12,16 +12,35 @@ Rules (Nsight Compute metric names; each byte charged once, at the level that se
     bytes_l1   l1tex__t_bytes.sum less lts__t_bytes.sum (L1 traffic that L1 served)
     bytes_shared l1tex__data_pipe_lsu_wavefronts_mem_shared.sum x 128 B (one warp-wide 4-byte wavefront, the
                convention of the nvprof reader)
-    time_s     gpu__time_duration.sum
+    time_s     gpu__time_duration.sum; else the sections' "Duration" (GPU Speed Of Light); else
+               sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (NERSC's roofline recipe), per launch
 
-Half-precision instructions (hadd, hmul, hfma) are read but not charged: the model has no fp16 cost.
+``sm__sass_thread_inst_executed_op_*`` (the NERSC scripts' spelling) is the same count as ``smsp__...`` (both
+.sum over the whole GPU); a launch that has both is counted once. Half-precision instructions (hadd, hmul, hfma)
+are read but not charged: the model has no fp16 cost.
+
+What real exports hold beside the table, and how it is read: ``==PROF==``/``==ERROR==`` lines and the program's
+own output before the header are skipped (an ``==ERROR==`` is named in every kernel's notes: a kernel ncu failed
+to profile is missing); newer ncu writes Rule columns (Rule Name, Rule Type, Rule Description, Estimated
+Speedup...) that metric rows leave out, so a row may be shorter than the header by those columns; rule rows (a
+Rule Name, no Metric Name) are skipped; values may carry thousands separators ("1,024") and any unit ncu prints.
+A file with no flop or byte metric at all is refused, saying what it holds.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from archline.fit.io.counters.base import CountersFormatError, Counts, csv_rows, number, read_lines, unit_factor
+from archline.fit.io.counters.base import (
+    CountersFormatError,
+    Counts,
+    csv_rows,
+    number,
+    read_lines,
+    show_path,
+    unit_factor,
+)
+from archline.fit.io.counters.kernels import kernel_name
 
 _OP = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
 #: metric -> (count column or a pseudo column, units per count)
@@ -38,98 +57,213 @@ RULES: dict[str, tuple[str, float]] = {
     "lts__t_bytes.sum": ("l2_traffic", 1.0),
     "l1tex__t_bytes.sum": ("l1_traffic", 1.0),
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": ("bytes_shared", 128.0),
-    "gpu__time_duration.sum": ("time", 1.0),
 }
+#: time metrics, by preference: one launch's duration, or cycles over cycles per second
+DURATION = "gpu__time_duration.sum"
+SECTION_DURATION = "Duration"
+CYCLES = (("sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second"),
+          ("smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.avg.per_second"))
+TIME_METRICS = (DURATION, SECTION_DURATION, *(m for pair in CYCLES for m in pair))
 IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
             "Grid Size", "Device", "CC", "Section Name", "Kernel Time")
+RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
+#: what to collect, named in a refusal
+COLLECT = ("ncu --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
+           "smsp__sass_thread_inst_executed_op_{d,f}{add,mul,fma}_pred_on.sum")
 
 
-def _kernel(name: str) -> str:
-    return name.split("(", 1)[0].strip() or name.strip()
+def canonical(metric: str) -> str:
+    """NERSC's ``sm__sass_thread_inst_executed_op_*`` spelling as the ``smsp__`` one (the same .sum)."""
+    if metric.startswith("sm__sass_thread_inst_executed_op_"):
+        return "smsp__" + metric[len("sm__"):]
+    return metric
 
 
-def _header(rows: list[list[str]], where: str) -> int:
+def _rate_factor(unit: str, where: str) -> float:
+    """Cycles per second from a rate's unit: "cycle/second", ncu's scaled "cycle/nsecond", or "Ghz"/"Mhz"."""
+    u = unit.strip().lower()
+    if u.endswith("hz"):
+        return {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}.get(u) or unit_factor(unit, where)
+    if "/" not in u:
+        return unit_factor(unit, where)
+    top, bottom = u.split("/", 1)
+    return unit_factor(top, where) / unit_factor(bottom, where)
+
+
+def _header(rows: list[list[str]]) -> int | None:
     for i, r in enumerate(rows):
         if r and r[0].strip() == "ID" and "Kernel Name" in r:
             return i
-    raise CountersFormatError(f"{where}: no ncu --csv header (a line starting \"ID\",...,\"Kernel Name\"); "
-                              "export with ncu --csv [--page raw]")
+    return None
+
+
+def _said(lines: list[str], kinds: tuple[str, ...]) -> list[str]:
+    """ncu's own ==ERROR==/==WARNING== lines, verbatim (why a kernel or the whole table is missing)."""
+    return [ln.strip() for ln in lines if ln.startswith(kinds)]
+
+
+class _Launches:
+    """Metric values per (kernel, launch), already in base units; a metric is taken once per launch."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], dict[str, float]] = {}
+        self.spelled: dict[tuple[str, str, str], str] = {}
+        self.order: list[str] = []
+        self.seen: set[str] = set()            # every metric name the file holds (for a refusal)
+        self.sections: set[str] = set()
+        self.double_spelled = False
+
+    def launch(self, kernel: str, launch: str) -> dict[str, float]:
+        if kernel not in self.order:
+            self.order.append(kernel)
+        return self.values.setdefault((kernel, launch), {})
+
+    def put(self, kernel: str, launch: str, metric: str, value: float) -> None:
+        got = self.launch(kernel, launch)
+        key = canonical(metric)
+        if key in got:                         # listed twice (two sections, or both sm__ and smsp__): once
+            self.double_spelled = self.double_spelled or self.spelled[(kernel, launch, key)] != metric
+            return
+        got[key] = value
+        self.spelled[(kernel, launch, key)] = metric
 
 
 def read(path: Path) -> list[Counts]:
-    where = str(path)
+    where = show_path(path)
     lines = read_lines(path, "ncu export")
     rows = csv_rows(lines)
-    h = _header(rows, where)
+    h = _header(rows)
+    if h is None:
+        said = _said(lines, ("==ERROR==", "==WARNING=="))
+        because = f"; ncu said: {' / '.join(said[:3])}" if said else ""
+        raise CountersFormatError(f"{where}: no ncu --csv header (a line starting \"ID\",...,\"Kernel Name\")"
+                                  f"{because}; export with ncu --csv [--page raw]")
     head = [c.strip() for c in rows[h]]
-    totals: dict[str, dict[str, float]] = {}
-    launches: dict[str, int] = {}
-    order: list[str] = []
-
-    def put(kernel: str, metric: str, value: float) -> None:
-        if kernel not in totals:
-            totals[kernel], launches[kernel] = {}, 0
-            order.append(kernel)
-        totals[kernel][metric] = totals[kernel].get(metric, 0.0) + value
-
-    if "Metric Name" in head:                       # the details page
-        col = {c: head.index(c) for c in ("Kernel Name", "Metric Name", "Metric Unit", "Metric Value", "ID")
-               if c in head}
-        missing = [c for c in ("Metric Unit", "Metric Value") if c not in col]
-        if missing:
-            raise CountersFormatError(f"{where}: line {h + 1}: no column '{missing[0]}' in the ncu header")
-        seen: set[tuple[str, str]] = set()
-        for k, r in enumerate(rows[h + 1:], start=h + 2):
-            if not r or lines[k - 1].startswith("=="):
-                continue
-            if len(r) != len(head):
-                raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)}")
-            kernel, metric = _kernel(r[col["Kernel Name"]]), r[col["Metric Name"]].strip()
-            launch = r[col["ID"]] if "ID" in col else str(k)
-            if (launch, kernel) not in seen:
-                seen.add((launch, kernel))
-                put(kernel, "", 0.0)
-                launches[kernel] += 1
-            value = r[col["Metric Value"]].strip()
-            if metric in RULES and value not in ("", "n/a"):
-                f = unit_factor(r[col["Metric Unit"]], f"{where}: line {k}: {metric}")
-                put(kernel, metric, number(value, f"{where}: line {k}: {metric}") * f)
-    else:                                           # --page raw: a units row under the header
-        if len(rows) <= h + 1:
-            raise CountersFormatError(f"{where}: line {h + 2}: missing the units row under the ncu --page raw header")
-        units = rows[h + 1]
-        if len(units) != len(head) or units[head.index("Kernel Name")].strip():
-            raise CountersFormatError(f"{where}: line {h + 2}: expected the units row (empty identity columns, "
-                                      "then one unit per metric) under the ncu --page raw header")
-        known = [i for i, c in enumerate(head) if c in RULES]
-        for k, r in enumerate(rows[h + 2:], start=h + 3):
-            if not r or lines[k - 1].startswith("=="):
-                continue
-            if len(r) != len(head):
-                raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)}")
-            kernel = _kernel(r[head.index("Kernel Name")])
-            put(kernel, "", 0.0)
-            launches[kernel] += 1
-            for i in known:
-                if r[i].strip() in ("", "n/a"):
-                    continue
-                f = unit_factor(units[i], f"{where}: line {h + 2}: unit of {head[i]}")
-                put(kernel, head[i], number(r[i], f"{where}: line {k}: {head[i]}") * f)
-    if not order:
+    got = _Launches()
+    rules: list[str] = []
+    if "Metric Name" in head:
+        _details(rows, lines, head, h, where, got, rules)
+    else:
+        _raw(rows, lines, head, h, where, got)
+    if not got.order:
         raise CountersFormatError(f"{where}: no kernel rows after the ncu header (line {h + 1})")
-    return [_counts(kernel, totals[kernel], launches[kernel], path) for kernel in order]
+    errors = _said(lines, ("==ERROR==",))
+    if not any(canonical(m) in RULES for m in got.seen):
+        raise CountersFormatError(f"{where}: no flop or byte metric in this file ({_holds(got, rules)}); collect "
+                                  f"with {COLLECT}")
+    return [_counts(k, [v for (kn, _), v in got.values.items() if kn == k], path, errors, got.double_spelled)
+            for k in got.order]
 
 
-def _counts(kernel: str, metrics: dict[str, float], n_launches: int, path: Path) -> Counts:
-    metrics = {m: v for m, v in metrics.items() if m}
-    where = f"{path}: kernel '{kernel}'"
-    if not metrics:
-        raise CountersFormatError(f"{where}: none of the metrics archline reads ({', '.join(RULES)}); profile "
-                                  "with ncu --metrics naming them")
+def _details(rows: list[list[str]], lines: list[str], head: list[str], h: int, where: str, got: _Launches,
+             rules: list[str]) -> None:
+    col = {c: head.index(c) for c in ("Kernel Name", "Metric Name", "Metric Unit", "Metric Value", "ID",
+                                      "Section Name", "Rule Name") if c in head}
+    missing = [c for c in ("Metric Unit", "Metric Value") if c not in col]
+    if missing:
+        raise CountersFormatError(f"{where}: line {h + 1}: no column '{missing[0]}' in the ncu header")
+    # newer ncu: Rule columns close the header, and metric rows leave them out (a 20-column header over 16-field
+    # rows); the shortest valid row ends at the first Rule column
+    shortest = min([head.index(c) for c in RULE_COLUMNS if c in head] or [len(head)])
+    shortest = max(shortest, col["Metric Value"] + 1)
+    for k, r in enumerate(rows[h + 1:], start=h + 2):
+        if not r or lines[k - 1].startswith("=="):
+            continue
+        if not shortest <= len(r) <= len(head):
+            span = f"{shortest} to {len(head)}" if shortest < len(head) else f"{len(head)}"
+            raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)} (rows "
+                                      f"have {span})")
+        kernel, metric = kernel_name(r[col["Kernel Name"]]), r[col["Metric Name"]].strip()
+        launch = r[col["ID"]].strip() if "ID" in col else str(k)
+        if not metric:
+            rule = r[col["Rule Name"]].strip() if "Rule Name" in col and len(r) > col["Rule Name"] else ""
+            if rule:                             # a rule's verdict, no value
+                section = r[col["Section Name"]].strip() if "Section Name" in col else ""
+                rules.append(f"{rule} ({section})" if section else rule)
+                got.launch(kernel, launch)
+                continue
+            raise CountersFormatError(f"{where}: line {k}: no Metric Name and no Rule Name")
+        got.launch(kernel, launch)
+        got.seen.add(metric)
+        if "Section Name" in col:
+            got.sections.add(r[col["Section Name"]].strip())
+        value = r[col["Metric Value"]].strip()
+        if value in ("", "n/a"):
+            continue
+        unit = r[col["Metric Unit"]]
+        at = f"{where}: line {k}: {metric}"
+        if canonical(metric) in RULES or metric in (DURATION, SECTION_DURATION, CYCLES[0][0], CYCLES[1][0]):
+            got.put(kernel, launch, metric, number(value, at) * unit_factor(unit, at))
+        elif metric in (CYCLES[0][1], CYCLES[1][1]):
+            got.put(kernel, launch, metric, number(value, at) * _rate_factor(unit, at))
+
+
+def _raw(rows: list[list[str]], lines: list[str], head: list[str], h: int, where: str, got: _Launches) -> None:
+    """``--page raw``: a units row under the header, then one row per launch."""
+    if len(rows) <= h + 1:
+        raise CountersFormatError(f"{where}: line {h + 2}: missing the units row under the ncu --page raw header")
+    units = rows[h + 1]
+    if len(units) != len(head) or units[head.index("Kernel Name")].strip():
+        raise CountersFormatError(f"{where}: line {h + 2}: expected the units row (empty identity columns, "
+                                  "then one unit per metric) under the ncu --page raw header")
+    rates = {m for _, m in CYCLES}
+    known = [i for i, c in enumerate(head) if canonical(c) in RULES or c in TIME_METRICS]
+    got.seen.update(c for c in head if "__" in c)
+    for k, r in enumerate(rows[h + 2:], start=h + 3):
+        if not r or lines[k - 1].startswith("=="):
+            continue
+        if len(r) != len(head):
+            raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)}")
+        kernel = kernel_name(r[head.index("Kernel Name")])
+        launch = r[head.index("ID")].strip() if "ID" in head else str(k)
+        got.launch(kernel, launch)
+        for i in known:
+            if r[i].strip() in ("", "n/a"):
+                continue
+            at = f"{where}: line {h + 2}: unit of {head[i]}"
+            f = _rate_factor(units[i], at) if head[i] in rates else unit_factor(units[i], at)
+            got.put(kernel, launch, head[i], number(r[i], f"{where}: line {k}: {head[i]}") * f)
+
+
+def _holds(got: _Launches, rules: list[str]) -> str:
+    """What a refused file holds instead, in a few words true of it."""
+    metrics = sorted(got.seen)
+    sections = f"; sections {', '.join(sorted(got.sections))}" if got.sections else ""
+    if not metrics and rules:
+        return f"only rule results: {', '.join(dict.fromkeys(rules))}"
+    timed = [m for m in metrics if m in TIME_METRICS]
+    if timed:
+        return f"time ({', '.join(timed)}) among its {len(metrics)} metrics{sections}"
+    shown = ", ".join(metrics[:4]) + (f" and {len(metrics) - 4} more" if len(metrics) > 4 else "")
+    return f"its {len(metrics)} metrics: {shown}{sections}"
+
+
+def _launch_time(m: dict[str, float]) -> tuple[float | None, str]:
+    if DURATION in m:
+        return m[DURATION], DURATION
+    if SECTION_DURATION in m:
+        return m[SECTION_DURATION], "the section metric Duration"
+    for cycles, rate in CYCLES:
+        if cycles in m and m.get(rate, 0.0) > 0:
+            return m[cycles] / m[rate], f"{cycles} / {rate}"
+    return None, ""
+
+
+def _counts(kernel: str, launches: list[dict[str, float]], path: Path, errors: list[str],
+            double_spelled: bool) -> Counts:
+    metrics: dict[str, float] = {}
+    for launch in launches:
+        for name, v in launch.items():
+            metrics[name] = metrics.get(name, 0.0) + v
+    counted = {m: v for m, v in metrics.items() if m in RULES}
+    where = f"{show_path(path)}: kernel '{kernel}'"
+    if not counted:
+        raise CountersFormatError(f"{where}: no flop or byte metric for this kernel (other kernels have them); "
+                                  f"collect with {COLLECT}")
     c = Counts(kernel, {}, source=f"ncu {path}", raw=dict(metrics))
     part: dict[str, float] = {}
-    for m, v in metrics.items():
-        column, scale = RULES[m]
+    for name, v in counted.items():
+        column, scale = RULES[name]
         part[column] = part.get(column, 0.0) + v * scale
     if "dram_total" in part and "dram" in part:
         raise CountersFormatError(f"{where}: dram__bytes.sum and dram__bytes_read/write.sum both given: the DRAM "
@@ -145,16 +279,29 @@ def _counts(kernel: str, metrics: dict[str, float], n_launches: int, path: Path)
     if "l2_traffic" in part:
         c.add("bytes_l2", max(part["l2_traffic"] - dram, 0.0))
         c.note("bytes_l2 = lts__t_bytes.sum - DRAM bytes (L2 traffic that L2 served)")
+        if part["l2_traffic"] < dram:
+            c.note("lts__t_bytes.sum is below the DRAM bytes: bytes_l2 taken as 0")
     if "l1_traffic" in part:
         c.add("bytes_l1", max(part["l1_traffic"] - part.get("l2_traffic", 0.0), 0.0))
         c.note("bytes_l1 = l1tex__t_bytes.sum - lts__t_bytes.sum (L1 traffic that L1 served)")
+        if part["l1_traffic"] < part.get("l2_traffic", 0.0):
+            c.note("l1tex__t_bytes.sum is below lts__t_bytes.sum: bytes_l1 taken as 0")
     if "bytes_shared" in part:
         c.note("bytes_shared = shared-memory wavefronts x 128 B")
     if part.get("flops_hp"):
         c.note(f"{part['flops_hp']:.6g} half-precision flops read but not charged (no fp16 cost in the model)")
     if not flops_seen:
         c.note("no flop metric (smsp__sass_thread_inst_executed_op_{d,f}{add,mul,fma}_pred_on.sum): flops not counted")
-    if "time" in part:
-        c.time_s = part["time"]
-    c.note(f"{n_launches} launch(es) summed")
+    if double_spelled:
+        c.note("both sm__ and smsp__sass_thread_inst_executed_op_* given: each launch's count taken once")
+    times = [_launch_time(m) for m in launches]
+    if all(t is not None for t, _ in times):
+        c.time_s = sum(t for t, _ in times if t is not None)
+        c.note(f"time_s from {', '.join(dict.fromkeys(s for _, s in times))}")
+    else:
+        c.note(f"no time metric ({DURATION}, Duration or sm__cycles_elapsed.avg[.per_second]) for every launch: "
+               "no measured time")
+    for e in errors[:2]:
+        c.note(f"ncu reported {e!r}: a kernel it could not profile is not in this file")
+    c.note(f"{len(launches)} launch(es) summed")
     return c

@@ -8,9 +8,15 @@ Rules (AMD's counter definitions, as omniperf/rocprof-compute turns them into fl
     flops_sp   the same with F32
     int_ops    wave x (SQ_INSTS_VALU_INT32 + SQ_INSTS_VALU_INT64)
     bytes_mem  FETCH_SIZE + WRITE_SIZE (kilobytes, x 1024), or TCC_EA_RDREQ_sum x 64 B (less 32 B for each
-               TCC_EA_RDREQ_32B_sum) + TCC_EA_WRREQ_64B_sum x 64 B + the rest of TCC_EA_WRREQ_sum x 32 B
+               TCC_EA_RDREQ_32B_sum; 128 B for each TCC_BUBBLE_sum, MI300's 128-byte reads) + TCC_EA_WRREQ_64B_sum
+               x 64 B + the rest of TCC_EA_WRREQ_sum x 32 B; MI300's TCC_EA0_* are the same counters
     bytes_l2   TCC_HIT_sum x 128 B (an L2 line; hits are what L2 served)
     time_s     EndNs - BeginNs (v1), End_Timestamp - Start_Timestamp (v2/v3), nanoseconds
+
+A counter given per instance (``TCC_EA_RDREQ[0]`` ... ``[31]``, rocprof v1 without omniperf's ``_sum``) is summed
+over its instances. omniperf/rocprof-compute's pmc_perf.csv (rocprof's columns renamed: Kernel_Name,
+Start_Timestamp ...) reads as v2. A file with no flop or byte counter (a kernel trace, or other counters) is
+refused, naming what it holds.
 
 VALU counters count wave instructions: ``wave`` is the dispatch's wave_size (Wave_Size) column, else 64 (CDNA),
 and assumes every lane active (the counters do not see the execution mask).
@@ -18,9 +24,11 @@ and assumes every lane active (the counters do not see the execution mask).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from archline.fit.io.counters.base import CountersFormatError, Counts, csv_rows, number, read_lines
+from archline.fit.io.counters.base import CountersFormatError, Counts, csv_rows, number, read_lines, show_path
+from archline.fit.io.counters.kernels import kernel_name
 
 VALU: dict[str, tuple[str, float]] = {}
 for _p, _col in (("F64", "flops_dp"), ("F32", "flops_sp")):
@@ -30,19 +38,47 @@ VALU["SQ_INSTS_VALU_INT32"] = ("int_ops", 1.0)
 VALU["SQ_INSTS_VALU_INT64"] = ("int_ops", 1.0)
 MFMA = {"SQ_INSTS_VALU_MFMA_MOPS_F64": ("flops_dp", 512.0), "SQ_INSTS_VALU_MFMA_MOPS_F32": ("flops_sp", 512.0)}
 BYTES = ("FETCH_SIZE", "WRITE_SIZE", "TCC_EA_RDREQ_sum", "TCC_EA_RDREQ_32B_sum", "TCC_EA_WRREQ_sum",
-         "TCC_EA_WRREQ_64B_sum", "TCC_HIT_sum")
+         "TCC_EA_WRREQ_64B_sum", "TCC_HIT_sum", "TCC_BUBBLE_sum")
+#: MI300 (gfx94x) names of the same L2-to-fabric request counters
+ALIASES = {f"TCC_EA0_{n}_sum": f"TCC_EA_{n}_sum" for n in ("RDREQ", "RDREQ_32B", "WRREQ", "WRREQ_64B")}
 KNOWN = (*VALU, *MFMA, *BYTES)
+#: columns that describe a dispatch, not a counter (v1, v2/v3 and omniperf's renamed spellings)
+IDENTITY = {"Index", "KernelName", "Kernel_Name", "Kernel-Name", "gpu-id", "GPU_ID", "queue-id", "queue-index",
+            "pid", "tid", "grd", "wgr", "lds", "scr", "vgpr", "arch_vgpr", "accum_vgpr", "sgpr", "fbar", "sig", "obj",
+            "wave_size", "Wave_Size", "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "Dispatch_Id", "Dispatch_ID",
+            "Correlation_Id", "Correlation_ID", "Agent_Id", "Queue_Id", "Process_Id", "Thread_Id", "Grid_Size",
+            "Kernel_Id", "Workgroup_Size", "LDS_Block_Size", "LDS_Per_Workgroup", "Scratch_Size",
+            "Scratch_Per_Workitem", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Arch_VGPR", "Accum_VGPR", "SGPR",
+            "Start_Timestamp", "End_Timestamp", "Counter_Name", "Counter_Value", "XCC_Index", "Node_Id",
+            "Stream_Id", "Private_Segment_Size", "Group_Segment_Size", "Workgroup_Size_X", "Workgroup_Size_Y",
+            "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"}
 NAME_COLS = ("KernelName", "Kernel_Name", "Kernel-Name")
 TIME_COLS = (("BeginNs", "EndNs"), ("Start_Timestamp", "End_Timestamp"))
 WAVE_COLS = ("wave_size", "Wave_Size")
 
 
-def _name(s: str) -> str:
-    return s.strip().strip('"').split("(", 1)[0].strip() or s.strip()
+_INSTANCE = re.compile(r"(\w+)\[\d+\]")
+
+
+def counter_key(name: str, given: set[str] | frozenset[str] = frozenset()) -> tuple[str | None, bool]:
+    """The counter archline reads under ``name`` (KNOWN's spelling) and whether it is one instance of it:
+    ``TCC_EA0_RDREQ_sum`` (MI300) is ``TCC_EA_RDREQ_sum``; ``TCC_EA_RDREQ[3]`` is an instance of
+    ``TCC_EA_RDREQ_sum`` unless the file also gives the sum (``given``); rocprofv3's ``TCC_HIT`` is the sum over
+    instances already."""
+    name = name.strip()
+    m = _INSTANCE.fullmatch(name)
+    base = m.group(1) if m else name
+    total = base if base in KNOWN or base in ALIASES else f"{base}_sum"
+    total = ALIASES.get(total, total)
+    if total not in KNOWN:
+        return None, False
+    if m and any(ALIASES.get(g, g) == total for g in given):
+        return None, False                       # the file has the sum too: the instances would count twice
+    return total, m is not None
 
 
 def read(path: Path) -> list[Counts]:
-    where = str(path)
+    where = show_path(path)
     lines = read_lines(path, "rocprof output")
     rows = csv_rows(lines)
     h = next((i for i, r in enumerate(rows) if any(c.strip() in NAME_COLS for c in r)), None)
@@ -59,12 +95,21 @@ def read(path: Path) -> list[Counts]:
     t_cols = next(((head.index(a), head.index(b)) for a, b in TIME_COLS if a in head and b in head), None)
     wave_i = next((head.index(c) for c in WAVE_COLS if c in head), None)
     disp_i = next((head.index(c) for c in ("Dispatch_Id", "Dispatch_ID", "Index") if c in head), None)
+    seen: dict[str, None] = {}                   # the counters the file holds, in order (for a refusal)
+    keys: dict[int, str] = {}
+    if not long_form:
+        seen.update((c, None) for c in head if c not in IDENTITY and not re.fullmatch(r".+_\d+", c))
+        given = set(head)
+        for i, c in enumerate(head):
+            key, _ = counter_key(c, given)
+            if key is not None and (key not in keys.values() or _INSTANCE.fullmatch(c)):
+                keys[i] = key
     for k, r in enumerate(rows[h + 1:], start=h + 2):
         if not r or not "".join(r).strip():
             continue
         if len(r) != len(head):
             raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)}")
-        kernel = _name(r[name_i])
+        kernel = kernel_name(r[name_i])
         t = totals.setdefault(kernel, {})
         dispatch = r[disp_i].strip() if disp_i is not None else str(k)
         first = dispatch not in dispatches.setdefault(kernel, set())
@@ -83,25 +128,34 @@ def read(path: Path) -> list[Counts]:
             times[kernel] = times.get(kernel, 0.0) + (e - b) * 1e-9
         if long_form:
             name = r[head.index("Counter_Name")].strip()
-            if name in KNOWN:
+            seen[name] = None
+            key, _ = counter_key(name)
+            if key is not None:
                 v = number(r[head.index("Counter_Value")], f"{where}: line {k}: {name}")
-                t[name] = t.get(name, 0.0) + v
+                t[key] = t.get(key, 0.0) + v
         else:
-            for i, c in enumerate(head):
-                if c in KNOWN and r[i].strip():
-                    t[c] = t.get(c, 0.0) + number(r[i], f"{where}: line {k}: {c}")
+            for i, key in keys.items():
+                if r[i].strip():
+                    t[key] = t.get(key, 0.0) + number(r[i], f"{where}: line {k}: {head[i]}")
     if not totals:
         raise CountersFormatError(f"{where}: no dispatch rows after the rocprof header (line {h + 1})")
+    if not any(totals.values()):
+        names = list(seen)
+        held = (f"counters: {', '.join(names[:4])}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+                if names else "no counter columns: a kernel trace, time only")
+        raise CountersFormatError(f"{where}: no flop or byte counter in this file ({held}); collect with rocprof "
+                                  "--pmc SQ_INSTS_VALU_FMA_F64 SQ_INSTS_VALU_FMA_F32 ... FETCH_SIZE WRITE_SIZE (or "
+                                  "TCC_EA_RDREQ_sum TCC_EA_WRREQ_sum)")
     return [_counts(kn, totals[kn], times.get(kn), waves.get(kn, set()), len(dispatches[kn]), path)
             for kn in totals]
 
 
 def _counts(kernel: str, raw: dict[str, float], time_s: float | None, wave: set[float], n: int,
             path: Path) -> Counts:
-    where = f"{path}: kernel '{kernel}'"
+    where = f"{show_path(path)}: kernel '{kernel}'"
     if not raw:
-        raise CountersFormatError(f"{where}: none of the counters archline reads ({', '.join(KNOWN)}); list them "
-                                  "in rocprof's input file (pmc: ...)")
+        raise CountersFormatError(f"{where}: no flop or byte counter for this kernel (other kernels have them); "
+                                  "list them in rocprof's input file (pmc: ...)")
     if len(wave) > 1:
         raise CountersFormatError(f"{where}: dispatches with different wave sizes {sorted(wave)}: give one per file")
     w = next(iter(wave), 64.0)
@@ -122,12 +176,19 @@ def _counts(kernel: str, raw: dict[str, float], time_s: float | None, wave: set[
     elif "TCC_EA_RDREQ_sum" in raw or "TCC_EA_WRREQ_sum" in raw:
         rd = raw.get("TCC_EA_RDREQ_sum", 0.0)
         rd32 = raw.get("TCC_EA_RDREQ_32B_sum", 0.0)
+        rd128 = raw.get("TCC_BUBBLE_sum", 0.0)          # MI300: 128-byte reads (rocprof-compute's HBM read bytes)
         wr = raw.get("TCC_EA_WRREQ_sum", 0.0)
         wr64 = raw.get("TCC_EA_WRREQ_64B_sum", 0.0)
-        if rd32 > rd or wr64 > wr:
-            raise CountersFormatError(f"{where}: a 32B/64B request count exceeds its total (TCC_EA_*REQ_sum)")
-        c.add("bytes_mem", 64.0 * (rd - rd32) + 32.0 * rd32 + 64.0 * wr64 + 32.0 * (wr - wr64))
-        c.note("bytes_mem from TCC_EA read/write requests (64 B, 32 B where the 32B/64B counters say so)")
+        if rd32 + rd128 > rd or wr64 > wr:
+            raise CountersFormatError(f"{where}: a 32B/64B/128B request count exceeds its total (TCC_EA_*REQ_sum)")
+        c.add("bytes_mem", 128.0 * rd128 + 64.0 * (rd - rd32 - rd128) + 32.0 * rd32 + 64.0 * wr64
+              + 32.0 * (wr - wr64))
+        c.note("bytes_mem from TCC_EA read/write requests (64 B; 32 B and 128 B where TCC_EA_RDREQ_32B, "
+               "TCC_BUBBLE and TCC_EA_WRREQ_64B say so)")
+        for have, lack, what in (("TCC_EA_RDREQ_sum", "TCC_EA_WRREQ_sum", "writes"),
+                                 ("TCC_EA_WRREQ_sum", "TCC_EA_RDREQ_sum", "reads")):
+            if have in raw and lack not in raw:
+                c.note(f"{lack.removesuffix('_sum')} not in this file: DRAM {what} not counted")
     if "TCC_HIT_sum" in raw:
         c.add("bytes_l2", raw["TCC_HIT_sum"] * 128.0)
         c.note("bytes_l2 = TCC_HIT_sum x 128 B (an L2 line)")
