@@ -229,6 +229,14 @@ def export_ert_cmd(results: tuple[Path, ...], out: Path, fmt: str) -> None:
     """Write the Empirical Roofline Toolkit's roofline.json (peak GFLOP/s, GB/s per level) from results CSVs.
 
     \b
+    As ERT writes it: "empirical" (ceilings named "FP64 GFLOPs", "FP32 GFLOPs",
+    levels L1, L2, L3, DRAM in that order) and "spec" (the nominal peaks of
+    the rows' platform profile; empty lists where archline has none). Emulated
+    rows: every ceiling's name ends in " (emulated)", which ERT's plots show.
+    The other way, an ERT roofline.json is a platform for model and plot:
+      archline model show Results.mymachine/roofline.json
+
+    \b
     Examples:
       archline bench export-ert results/*.csv --out roofline.json
       archline bench export-ert results/*.csv --out roofline.json --format json

@@ -51,7 +51,10 @@ def model() -> None:
 
     \b
     NAME_OR_COSTS is a platform name (`archline platforms list`), a profile
-    .toml, or a cost table .json written by `archline fit`.
+    .toml, a cost table .json written by `archline fit`, or the roofline.json
+    of the Empirical Roofline Toolkit (ERT): its measured ceilings become the
+    time constants (tau = 1/rate; no energy: no meter stands behind it):
+      archline model show Results.mymachine/roofline.json
     The capped model (S1 eq.32-38) is used whenever delta_pi is known;
     otherwise the free model (S0 eq.1-8).
     """

@@ -30,9 +30,10 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     """Draw the model of platforms or cost tables, with measured results over it.
 
     \b
-    FILES_OR_COSTS mixes platform names, profile .toml, cost-table .json and
-    results (archline.results/1: .csv, .parquet, or a data set directory
-    from `archline lab collect`). Results are drawn as points over
+    FILES_OR_COSTS mixes platform names, profile .toml, cost-table .json, ERT
+    roofline.json (the Empirical Roofline Toolkit's measured ceilings, drawn
+    as a time roofline) and results (archline.results/1: .csv, .parquet, or a
+    data set directory from `archline lab collect`). Results are drawn as points over
     the model of the platform named in their rows (or over the given costs).
     With --kind ceilings, a .toml holding [[ceiling]] tables is your own
     table of ceilings (docs/model.md shows the format), and result rows of
@@ -45,6 +46,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
       archline plot results/run1/results.csv costs.json --kind all --out fit.png
       archline plot lab-dataset/ gtx580 --where host=node03 --out node03.png
       archline plot gtx580 --kind ceilings --out gtx580-power-roofline.png
+      archline plot Results.mymachine/roofline.json --kind roofline --out ert.png
       archline plot R/*.csv costs.json my-ceilings.toml --kind ceilings --out ceilings.png
       archline plot gtx580 --out gtx580.png --format json     the file written and what it shows, as JSON
     """

@@ -16,16 +16,10 @@ from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state, 
 from archline.common.files import unique_inputs
 from archline.common.outputs import show
 from archline.fit.io import schema
-from archline.fit.io.ert_roofline import cpu_model, figure_name
+from archline.fit.io.ert_roofline import MAX_GB_PER_S, MAX_GFLOP_PER_S, cpu_model, figure_name
 from archline.fit.io.results_file import ResultsFile
 
 log = logging.getLogger("archline.bench")
-
-#: above any device's rate (S4's GPUs peak near 10 TFLOP/s; today's largest near 100 TFLOP/s in fp64): a row that
-#: implies more is a unit slip or a corrupted time, refused as non-physical
-MAX_GFLOP_PER_S = 1e7
-#: above any level's bandwidth (a GPU's aggregate L1 is tens of TB/s)
-MAX_GB_PER_S = 1e6
 
 
 class NonPhysicalError(BenchError):
@@ -110,17 +104,49 @@ def export_roofline(out: Path, rows: Sequence[dict[str, str]], names: Sequence[s
 
     check_one_machine(rows)
     summ = summarize(rows)
-    write_ert(out, _roofline(summ, {"results": list(names)}))
+    write_ert(out, _roofline(summ, {"results": list(names)}, str(rows[0].get("platform") or "") if rows else ""))
     return summ
 
 
-def _roofline(summ: dict[str, Any], metadata: dict[str, Any]) -> Any:
+def _roofline(summ: dict[str, Any], metadata: dict[str, Any], platform: str = "") -> Any:
     from archline.fit.io.ert_roofline import ErtRoofline
 
+    spec_flops, spec_bytes, spec_source = nominal_peaks(platform)
     return ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
                                     {**metadata, "emulated": summ["emulated"], "checksums": summ["checksums"],
                                      **({"energy_source": summ["energy_source"]} if summ.get("energy_source") else {}),
-                                     "figures": summ["figures"], "not_trusted": summ["not_trusted"]})
+                                     "figures": summ["figures"], "not_trusted": summ["not_trusted"],
+                                     "spec_source": spec_source},
+                                    spec_flops, spec_bytes)
+
+
+def nominal_peaks(platform: str) -> tuple[dict[str, float], dict[str, float], str]:
+    """ERT's ``spec`` (nominal peaks) from the shipped or user profile named ``platform``: its
+    ``peak_flop_per_s_sp``/``_dp`` (GFLOP/s) and ``peak_byte_per_s`` (GB/s, as DRAM), and where they come from;
+    none (empty, as ERT writes a spec it was not given) for a platform without a profile (localhost) or peaks."""
+    from archline.fit.errors import ArchlineFitError
+    from archline.fit.platforms.profiles import find_profile, load_profile
+
+    found = find_profile(platform) if platform else None
+    if found is None:
+        return {}, {}, f"none: platform {platform or '?'!r} has no profile with nominal peaks"
+    try:
+        pl = load_profile(found)
+    except ArchlineFitError as e:
+        return {}, {}, f"none: profile {platform!r} could not be read ({e})"
+    flops = {p: v / 1e9 for p in ("sp", "dp") if (v := _value(pl, f"peak_flop_per_s_{p}"))}
+    gbytes = {"DRAM": v / 1e9} if (v := _value(pl, "peak_byte_per_s")) else {}
+    if not flops and not gbytes:
+        return {}, {}, f"none: profile {platform!r} gives no nominal peak"
+    srcs = sorted({c.source for k in ("peak_flop_per_s_sp", "peak_flop_per_s_dp", "peak_byte_per_s")
+                   if (c := pl.constants.get(k)) is not None and c.value and c.source})
+    return flops, gbytes, f"profile {platform}" + (f" ({'; '.join(srcs)})" if srcs else "")
+
+
+def _value(pl: Any, key: str) -> float | None:
+    """A profile constant as given (not derived from its inverse: a nominal peak is a peak the profile states)."""
+    c = pl.constants.get(key)
+    return c.value if c is not None else None
 
 
 def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], results: Path) -> Path | None:
@@ -144,7 +170,7 @@ def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], re
     meta = {"run_id": run_id, "results_csv": str(results.resolve()),
             "created_utc": utc_iso(), "hostname": str(rows[0].get("host") or ""), "cpu_model": cpu_model(),
             "results": [results.name]}
-    roof = _roofline(summ, meta)
+    roof = _roofline(summ, meta, "localhost")
     for fig in roof.metadata["figures"].values():
         fig["run_id"] = run_id
     kept = _keep_unmeasured(roof, path)

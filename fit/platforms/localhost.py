@@ -101,14 +101,12 @@ MAX_LOCALHOST_GB_PER_S = 1e5
 
 
 def _check_rate(path: Path, name: str, rate: float) -> None:
-    """A rate of localhost's copy that is not positive, not finite or above the bounds: one line naming the file,
-    the key and the value (exit 2), never a figure silently dropped or believed."""
-    flops = name.endswith("GFLOPs")
-    bound, unit = (MAX_LOCALHOST_GFLOP_PER_S, "GFLOP/s") if flops else (MAX_LOCALHOST_GB_PER_S, "GB/s")
-    if not (math.isfinite(rate) and 0 < rate < bound):
-        raise ProfileFormatError(f"{show(path)}: {name} = {rate!r} is not a rate this machine has (a positive "
-                                 f"finite {unit} below {bound:g}); run `archline bench run --platform localhost "
-                                 "--quick` again to rewrite it")
+    """A rate of localhost's copy that is not positive, not finite or above a CPU's bounds: one line naming the
+    file, the key and the value (exit 2; the format owner's check), never a figure silently dropped or believed."""
+    from archline.fit.io.ert_roofline import check_rate
+
+    check_rate(show(path), name, rate, name.endswith("GFLOPs"), "run `archline bench run --platform localhost "
+               "--quick` again to rewrite it", (MAX_LOCALHOST_GFLOP_PER_S, MAX_LOCALHOST_GB_PER_S))
 
 
 def _stale_host(meta: dict[str, Any], path: Path) -> list[str]:

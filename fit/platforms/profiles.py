@@ -26,6 +26,7 @@ from archline.fit.errors import ArchlineFitError, MissingValueError, PlatformNot
 from archline.fit.io.costs import COSTS_SCHEMA as COSTS_SCHEMA  # the owner's; re-exported
 from archline.fit.io.costs import CostTable
 from archline.fit.io.costs_units import implausible
+from archline.fit.io.ert_roofline import names_ert_roofline
 from archline.fit.model.machine import Machine
 
 PROFILE_SCHEMA = "archline.platform/1"
@@ -226,8 +227,26 @@ def load_any(path: Path) -> Platform:
     text = read_text(path, error=ProfileFormatError, what="profile or cost table", not_found=PlatformNotFoundError)
     if text.lstrip().startswith("{"):
         data = parse_json(text, path, error=ProfileFormatError)
+        if names_ert_roofline(text[:4096].encode()):      # an ERT user's roofline.json (fit/platforms/ert_file.py)
+            from archline.fit.io.ert_roofline import ErtRoofline
+
+            return _ert_platform(path, ErtRoofline.from_doc(data, show(path)))
         return platform_of_costs(CostTable.from_doc(data, show(path), error=ProfileFormatError))
     return _profile_of(parse_toml(text, path, error=ProfileFormatError), path)
+
+
+def _is_ert(p: Path) -> bool:
+    """A peek at a regular .json file's head: an ERT roofline.json rather than a cost table."""
+    if not p.is_file():
+        return False
+    with p.open("rb") as fh:
+        return names_ert_roofline(fh.read(4096))
+
+
+def _ert_platform(p: Path, roof: Any = None) -> Platform:
+    from archline.fit.platforms.ert_file import ert_platform
+
+    return ert_platform(p, roof)
 
 
 def search_dirs() -> list[Path]:
@@ -278,11 +297,12 @@ def find_profile(name: str) -> Path | None:
 
 
 def load_platform(name_or_path: str) -> Platform:
-    """A profile by name, a profile .toml path, or a cost-table .json path; ``localhost`` (unless a user's
+    """A profile by name, a profile .toml path, a cost-table .json path or an ERT roofline.json (an ERT user's
+    measured ceilings, :func:`archline.fit.platforms.ert_file.ert_platform`); ``localhost`` (unless a user's
     localhost.toml shadows it) is this host as its last measured run found it (:func:`localhost_platform`)."""
     p = Path(name_or_path)
     if p.suffix == ".json":
-        return load_costs(p)
+        return _ert_platform(p) if _is_ert(p) else load_costs(p)
     if p.suffix == ".toml":
         return load_profile(p)
     if p.suffix.lower() in (".csv", ".parquet", ".gz", ".png", ".pdf", ".svg"):

@@ -214,6 +214,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         (sb / name).write_text("#!/bin/sh\nsleep 0.1\n")
         (sb / name).chmod(0o755)
     put(REPO / "fit" / "analyses" / "data" / "mix-fmmu.toml", "mymix.toml")
+    # an ERT user's roofline.json (a real ERT 1.1.0 file), which model and plot take as a platform
+    put(REPO / "tests" / "data" / "real" / "ert" / "roofline.edison.nersc.gov.01.json",
+        "Results.mymachine/roofline.json")
     (sb / "my-ceilings.toml").write_text('[[ceiling]]\nlabel = "FMA+ILP"\nkind = "compute"\nrate_per_s = 3.4e12\n'
                                          'peak_power_w = 148.0\n[[ceiling]]\nlabel = "strided"\nkind = "memory"\n'
                                          'rate_per_s = 4.0e10\n')
