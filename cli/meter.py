@@ -159,6 +159,13 @@ def _record_table(summary: dict[str, Any], err: bool = False) -> None:
     echo_table(["meter", "channel", "energy_j", "err_j", "mean_power_w", "samples", "lost"], rows, err=err)
     click.echo(f"{summary.get('time_s', 0):.4g} s recorded; trace {summary.get('trace')}"
                + (f", raw capture {summary['raw']}" if summary.get("raw") else ""), err=err)
+    src = summary.get("source")
+    if isinstance(src, dict) and src.get("source"):        # a BMC: which resource the readings came from
+        uri = src.get("uri")
+        said = [", ".join(uri) if isinstance(uri, list) else str(uri)] if uri else []
+        said += [f"chassis {src['chassis']}"] if src.get("chassis") else []
+        said += ["no ReadingTime"] if src.get("reading_time") is False else []
+        click.echo(f"read from {src['source']}" + (f" ({'; '.join(said)})" if said else ""), err=err)
 
 
 @meter.command("decode")

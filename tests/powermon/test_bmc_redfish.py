@@ -356,12 +356,12 @@ def test_meter_record_says_which_source(tmp_path: Path) -> None:
     root = DERIVED / "environment-inline"
     with sushy_static(root) as url:
         out = tmp_path / "t.csv"
-        res = CliRunner().invoke(meter_cli, ["record", "--meter", f"redfish:{url}", "--duration", "2",
+        res = CliRunner().invoke(meter_cli, ["record", "--meter", f"redfish:{url}", "--duration", "1",
                                              "--out", str(out)])
         table = CliRunner().invoke(meter_cli, ["record", "--meter", f"redfish:{url}", "--duration", "1",
                                                "--out", str(tmp_path / "u.csv"), "--format", "table"])
     assert table.exit_code == 0, table.output
-    assert ("read from EnvironmentMetrics.PowerWatts (/redfish/v1/Chassis/1U/EnvironmentMetrics, chassis 1U; "
+    assert ("read from EnvironmentMetrics.PowerWatts (/redfish/v1/Chassis/1U/EnvironmentMetrics; chassis 1U; "
             "no ReadingTime)") in table.output
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout[: res.stdout.rindex("}") + 1])
