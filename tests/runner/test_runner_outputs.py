@@ -1,7 +1,7 @@
-"""Breaker 23, ``bench run`` on the OpenCL path (PoCL here): bad requests refused before any work with nothing
-written; per-run ``<run_id>.roofline.json`` (a second run never replaces the first's); every output checked before
-the first point; a write error after the rows keeps the complete CSV and names what failed; a run with no row
-leaves no ``.partial`` and no directory."""
+"""``bench run``'s outputs on the OpenCL path (PoCL here; issue 23's review round): bad requests refused before any work
+with nothing written; per-run ``<run_id>.roofline.json`` (a second run never replaces the first's); every output
+checked before the first point; a write error after the rows keeps the complete CSV and names what failed; a run with
+no row leaves no ``.partial`` and no directory."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Breaker 24 (third pass), ``archline measure``: a sensor-profiled meter's refusal comes before the command when it
-can be known then, and a run or phase too short for the sensor is measured over a widened window (not thrown away);
-every warning reaches stderr in table mode too; without --meter every meter of the profile that opens here measures
-(help and behaviour agree); --out and ``platform`` use the profile's own name."""
+"""``archline measure`` with a profile's meters (issue 24's third review pass): a sensor-profiled meter's refusal comes
+before the command when it can be known then, and a run or phase too short for the sensor is measured over a widened
+window (not thrown away); every warning reaches stderr in table mode too; without --meter every meter of the profile
+that opens here measures (help and behaviour agree); --out and ``platform`` use the profile's own name."""
 
 from __future__ import annotations
 
