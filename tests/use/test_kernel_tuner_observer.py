@@ -25,6 +25,17 @@ BUSY_W, IDLE_W = 180.0, 40.0
 KERNEL_S = {"block_size_x": {64: 0.2, 256: 0.1}}   # each configuration's kernel time (emulated): >= 12 samples
 
 
+def _run(obs: Any, seconds: float) -> None:
+    """One pass of core.py's loop: before_start, the launch(es), after_start, during... until done, after_finish."""
+    obs.before_start()
+    t_end = time.monotonic() + seconds          # "launch" the kernel(s)
+    obs.after_start()
+    while time.monotonic() < t_end:
+        obs.during()
+        time.sleep(0.002)
+    obs.after_finish()
+
+
 def _tune(obs: Any, configs: list[dict[str, int]], iterations: int = 2, kernel_s: float | None = None,
           continuous_s: float = 0.3) -> list[dict[str, Any]]:
     """Kernel Tuner's benchmark loop, as core.py calls the observers (its continuous loop too when the observer
@@ -35,24 +46,12 @@ def _tune(obs: Any, configs: list[dict[str, int]], iterations: int = 2, kernel_s
         obs.register_configuration(params)
         result: dict[str, Any] = {"time": 1e3 * k_s}       # Kernel Tuner's mean kernel time (ms)
         for _ in range(iterations):
-            obs.before_start()
-            t_end = time.monotonic() + k_s          # "launch" the kernel
-            obs.after_start()
-            while time.monotonic() < t_end:
-                obs.during()
-                time.sleep(0.002)
-            obs.after_finish()
+            _run(obs, k_s)
         result.update(obs.get_results())
         cont = getattr(obs, "continuous_observer", None)
         if cont is not None:
             cont.results = result
-            cont.before_start()
-            t_end = time.monotonic() + max(continuous_s, k_s)     # the kernels launched back to back
-            cont.after_start()
-            while time.monotonic() < t_end:
-                cont.during()
-                time.sleep(0.002)
-            cont.after_finish()
+            _run(cont, max(continuous_s, k_s))              # the kernels launched back to back
             result.update(cont.get_results())
         results.append({**params, **result})
     return results
@@ -240,19 +239,17 @@ def test_is_a_kernel_tuner_benchmark_observer(monkeypatch: pytest.MonkeyPatch, m
         sys.modules.pop("archline.kernel_tuner", None)
 
 
-KT_KERNEL = """
-__kernel void fma_loop(__global float *out, __global const float *a, const int n) {
-    int i = get_global_id(0);
-    for (int w = 0; w < work_per_thread; w++) {
-        int j = i * work_per_thread + w;
-        if (j < n) {
-            float x = a[j];
-            for (int k = 0; k < 16; k++) x = x * 0.999f + 0.001f;
-            out[j] = x;
-        }
-    }
-}
-"""
+def _benchmark_module() -> Any:
+    """benchmarks/kernel_tuner_overhead.py, whose kernel this test tunes (one kernel for the test and the benchmark)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "kernel_tuner_overhead.py"
+    spec = importlib.util.spec_from_file_location("kernel_tuner_overhead", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(monitor: Any) -> None:
@@ -266,14 +263,15 @@ def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(mo
 
     from archline.kernel_tuner import ArchlineObserver
 
+    bm = _benchmark_module()
     n = 1 << 18      # a few ms per launch: a few hundred launches fill Kernel Tuner's 1 s continuous loop
     a = np.random.default_rng(0).random(n).astype(np.float32)
     want = a.copy()
-    for _ in range(16):
+    for _ in range(bm.LOOPS):
         want = want * np.float32(0.999) + np.float32(0.001)
     obs = ArchlineObserver(monitor, observables=["energy", "power", "energy_err"])
     tune_params = {"block_size_x": [64], "work_per_thread": [2]}    # one configuration: each costs a 1 s loop
-    res, _ = kt.tune_kernel("fma_loop", KT_KERNEL, n, [np.zeros_like(a), a, np.int32(n)], tune_params,
+    res, _ = kt.tune_kernel("fma_loop", bm.KERNEL, n, [np.zeros_like(a), a, np.int32(n)], tune_params,
                             lang="OpenCL", observers=[obs], grid_div_x=["block_size_x", "work_per_thread"],
                             iterations=3, answer=[want, None, None], atol=1e-5, verbose=False, quiet=True,
                             cache=None)
