@@ -121,7 +121,17 @@ def _setup(meter: str, emulate: bool, kw: dict[str, Any]) -> tuple[Any, Any, Any
     pair = emulated_bmc_pair if kw["redfish"] else emulated_pair
     ref, sensor = pair(SensorModel(**given), PhasePowerSource(schedule, REFERENCE_SPEC),
                        speed=kw["speed"], seed=kw["seed"], name=meter)
+    _say_source(meter, sensor)
     return ref, sensor, EdgeLoad(schedule.edge), given
+
+
+def _say_source(meter: str, sensor: Any) -> None:
+    """A BMC meter: which resource its readings come from (the Redfish source discovery chose)."""
+    describe = getattr(getattr(sensor, "client", None), "describe", None)
+    if callable(describe):
+        src = describe()
+        click.echo(f"meter {meter} reads {src.get('source')}" + (f" ({src['uri']})" if src.get("uri") else ""),
+                   err=True)
 
 
 def _real_setup(meter: str, kw: dict[str, Any]) -> tuple[Any, Any, Any, None]:
@@ -153,6 +163,7 @@ def _real_setup(meter: str, kw: dict[str, Any]) -> tuple[Any, Any, Any, None]:
                     cpus=cpus, device=kw["device"], poll_s=kw["poll_s"])
     click.echo(f"step load: {rp.load.label}; reference: {rp.reference_spec.name} ({rp.reference_spec.kind})",
                err=True)
+    _say_source(meter, rp.sensor)
     where = f"of platform '{rp.platform}'"     # a meter that cannot start is named, not only its port
     kw["labels"] = {rp.reference.name: f"meter {meter}'s reference meter '{rp.reference_spec.name}' "
                                        f"({rp.reference_spec.kind}) {where}",

@@ -57,6 +57,9 @@ def test_probe_recovers_the_emulated_redfish_bmc(tmp_path: Path) -> None:
     assert d["quantum_w"] == pytest.approx(1.0, abs=1e-9)
     saved = json.loads(prof.read_text())
     assert saved["emulated"] is True and saved["meter"] == "bmc"
+    # the probe says which Redfish source it read (issue 35): the emulated service's TotalPower sensor
+    assert "meter bmc reads EnvironmentMetrics.PowerWatts.DataSourceUri (/redfish/v1/Chassis/1U/Sensors/TotalPower)" \
+        in res.stderr
 
 
 @pytest.mark.slow
