@@ -107,8 +107,6 @@ def test_unknown_tool() -> None:
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 #: the real files archline refuses, with the words of the reason (true of the file: see SOURCES.md)
 REFUSED = {
-    "cloudlab_PerfStat.Ins.Overhead.linux_silo_iter0.csv": "only cpu-clock",       # instructions, cycles only
-    "hperf_perf_result.tsv": "only cpu-clock, duration_time",     # raw r08d1, imc/event=0x04,... not decoded
     "rapl_validation_stream.perf.1": "perf stat's table output",  # perf stat without -x,
     "likwid-optimization_L3_128.log": "group L3",                  # L2_LINES_IN_ALL, L2_TRANS_L2_WB only
     "likwid_readme_L2.txt": "group L2",                            # L1D_REPLACEMENT, L1D_M_EVICT only
@@ -138,7 +136,7 @@ class TestRealCpuExports:
             assert str(path) in str(e) and "\n" not in str(e)
             pytest.fail(f"{path.name} is refused ({e}): add it to REFUSED with its reason, or read it")
         for c in found:
-            assert c.counts or c.energy_j is not None, "a read program has counts or a measured energy"
+            assert c.counts or c.energy_j is not None or c.time_s, "a read program has counts, energy or time"
             assert c.time_s is None or c.time_s > 0
 
     def test_perf_energy_and_wall_time_by_hand(self) -> None:
@@ -159,6 +157,18 @@ class TestRealCpuExports:
         text = " | ".join(c.notes)
         assert "scalar_double ran 34.22% of the time" in text and "cgroup task_test_min" in text
         assert c.time_s is None and "no measured time" in text
+
+    def test_perf_time_alone_is_read(self) -> None:
+        # -C 0-30 -e instructions,cycles,ref-cycles,cpu-clock: 1087626.11 ms / 30.999 CPUs utilized = 35.0858 s
+        (c,) = read_counters("perf", REAL / "perf" / "cloudlab_PerfStat.Ins.Overhead.linux_silo_iter0.csv")
+        assert c.counts == {} and c.energy_j is None
+        assert c.time_s == pytest.approx(1087626.11e-3 / 30.999, rel=1e-12)
+        assert "no flop, memory or energy event: only the time is read" in c.notes
+        # -A -a -I 1000, tab-separated, 64 CPUs: duration_time printed once per interval (CPU0); its 10 values
+        # (1001047559 ns, ...) sum to 10001503519 ns
+        (h,) = read_counters("perf", REAL / "perf" / "hperf_perf_result.tsv")
+        assert h.counts == {} and h.time_s == pytest.approx(10.001503519, rel=1e-12)
+        assert "-I: 10 intervals summed" in h.notes and any("imc/event=0x04,umask=0x0f/" in n for n in h.notes)
 
     def test_perf3_two_field_llc_bytes_by_hand(self) -> None:
         # perf 3.x value,event lines: bytes_mem = LLC-load-misses 79486 x 64 = 5087104 B;

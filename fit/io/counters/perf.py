@@ -98,6 +98,8 @@ def event_key(name: str) -> str:
     """``cpu_core/fp_arith_inst_retired.scalar_double/u`` or ``LLC-loads:u`` -> the bare lower-case name;
     ``uncore_imc_0/cas_count_read/`` -> ``cas_count_read``; ``power/energy-pkg/`` -> ``energy-pkg``."""
     n = name.strip()
+    if "/" in n and "=" in n:
+        return n.lower()                                   # a raw encoding (cha/event=0x34,umask=0x1/): kept whole
     if "/" in n:
         parts = [p for p in n.split("/") if p]
         n = parts[1] if len(parts) > 1 else parts[0]
@@ -184,15 +186,17 @@ def _counts(seen: _Seen, path: Path) -> Counts:
     missing = {k: why for k, why in seen.missing.items() if k not in ev}
     used = [k for k in ev if k in COUNT_EVENTS]
     energy = [k for k in ENERGY_EVENTS if k in ev] or ([ENERGY_PSYS] if ENERGY_PSYS in ev else [])
-    if not used and not energy:
+    timed = [k for k in ev if k in (TIME_EVENT, *CLOCK_EVENTS)]
+    if not used and not energy and not timed:      # time alone is read: a VM's perf counts duration_time only
         what = "; ".join(f"{k}: {why}" for k, why in missing.items())
-        has = [k for k in ev if k in (TIME_EVENT, *CLOCK_EVENTS, *ENERGY_INSIDE)]
+        has = [k for k in ev if k in ENERGY_INSIDE]
         others = f"; {len(seen.ignored)} other events are not used by the model ({', '.join(seen.ignored[:4])}" \
                  f"{' ...' if len(seen.ignored) > 4 else ''})" if seen.ignored else ""
         raise CountersFormatError(
-            f"{path}: no flop, memory or energy event has a count ("
+            f"{path}: no flop, memory, energy or time event has a count ("
             + (what or (f"only {', '.join(has)}" if has else "none of them was measured")) + others
-            + "); count e.g. fp_arith_inst_retired.scalar_double, LLC-load-misses, power/energy-pkg/")
+            + "); count e.g. fp_arith_inst_retired.scalar_double, LLC-load-misses, power/energy-pkg/, "
+            "duration_time")
     thin = {k: p for k, p in seen.partial.items() if k in used or k in energy}
     too_thin = {k: p for k, p in thin.items() if p < MIN_RUNNING_PCT}
     if too_thin:
@@ -232,6 +236,8 @@ def _counts(seen: _Seen, path: Path) -> Counts:
         c.note(f"-G: cgroup {', '.join(seen.cgroups)} (counts summed over them)")
     if used and not any(k.startswith("flops") for k in c.counts):
         c.note("no flop event counted: flops not counted")
+    if not used and not energy:
+        c.note("no flop, memory or energy event: only the time is read")
     if seen.ignored:
         c.note(f"not used by the model: {', '.join(seen.ignored)}")
     return c
