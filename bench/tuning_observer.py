@@ -23,6 +23,7 @@ shorter than the meter resolves: :data:`RESOLVE_PERIODS` of its sample periods (
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from typing import Any
@@ -91,10 +92,10 @@ class EnergyObserver:
 
     Every result also carries ``<prefix>_mode`` (iteration or continuous), ``<prefix>_samples`` (the meter samples
     behind the value, every channel's), ``<prefix>_short_window`` (True: a window was shorter than the meter
-    resolves, :func:`resolution_s`) and ``<prefix>_unresolved`` (True: the value's bound is as large as the value);
-    a flagged result adds ``<prefix>_note`` saying why. Without a meter the values are NaN and ``<prefix>_reason``
-    says why; an emulated meter adds ``<prefix>_emulated: True``. ``mode``: see the module; an unknown mode or
-    observable raises ValueError, as Kernel Tuner's observers do."""
+    resolves, :func:`resolution_s`) and ``<prefix>_unresolved`` (True: the value's bound is as large as the value),
+    and ``<prefix>_note`` saying why ('' when nothing is flagged; a flag is also logged as a warning). Without a
+    meter the values are NaN and ``<prefix>_reason`` says why; an emulated meter adds ``<prefix>_emulated: True``.
+    ``mode``: see the module; an unknown mode or observable raises ValueError, as Kernel Tuner's observers do."""
 
     #: the continuous observer handed to Kernel Tuner (archline.kernel_tuner makes it Kernel Tuner's type)
     continuous_class: type[ContinuousEnergy] = ContinuousEnergy
@@ -162,7 +163,7 @@ class EnergyObserver:
         pending, self._pending = self._pending, []
         if self.mode == "continuous":
             return {}
-        ms = [p.measurement() for p in pending]
+        ms = [self._integrate(p) for p in pending]
         self.history.append((self.params, ms))
         self._short_iterations = any(m.time_s < self.resolution_s for m in ms)
         # in auto mode Kernel Tuner's continuous loop follows and replaces short iterations' values: no warning yet
@@ -182,13 +183,20 @@ class EnergyObserver:
         name, self._window = self._window, None
         self._pending.append(self.monitor.end_window_later(name))   # microseconds: no wait for samples here
 
+    def _integrate(self, pending: PendingWindow) -> Measurement:
+        """The window's measurement without its samples: a tuning run of thousands of configurations keeps only
+        numbers (the recorder's copy of the region, which holds them, is dropped too)."""
+        m = pending.measurement()
+        self.monitor.recorder.regions.pop(pending.name, None)
+        return dataclasses.replace(m, region=None)
+
     def _continuous_results(self, kt_results: dict[str, Any] | None) -> dict[str, Any]:
         """The continuous loop's window, divided over its iterations by Kernel Tuner's mean kernel time."""
         self._cancel()
         pending, self._pending = self._pending, []
         if not pending:
             return {}
-        m = pending[-1].measurement()
+        m = self._integrate(pending[-1])
         kernel_ms = (kt_results or {}).get("time")
         if not isinstance(kernel_ms, (int, float)) or not (math.isfinite(kernel_ms) and kernel_ms > 0):
             log.warning("Kernel Tuner gave no kernel time for the continuous loop: its energy is not divided")

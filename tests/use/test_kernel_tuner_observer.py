@@ -140,7 +140,8 @@ def test_after_finish_only_marks_the_edge_integration_waits_for_get_results(moni
     assert [m.kind for m in monitor.recorder.marks[-6:]] == ["begin", "end"] * 3            # edges taken
     r = obs.get_results()
     ms = obs.history[-1][1]
-    assert [p._measurement for p in pending] == ms and len(ms) == 3
+    assert [p._measurement for p in pending] == ms and len(ms) == 3      # (== leaves the samples out)
+    assert all(m.region is None for m in ms) and not monitor.recorder.regions     # numbers kept, not samples
     assert all(m.t_end_s == p.t1_s and m.has_energy for m, p in zip(ms, pending, strict=True))
     assert r["archline_energy"] == pytest.approx(sum(m.energy_j for m in ms) / 3, rel=1e-12)
     for m in ms:      # 10 ms windows: two samples at most, a bound larger than the value, said
