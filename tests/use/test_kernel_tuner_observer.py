@@ -193,14 +193,16 @@ def test_docstring_example_emulated_and_a_missing_meter_said_when_made(tmp_path:
     the port and emulate=True), not at the first configuration."""
     import os
 
-    with EnergyObserver(platform="gtx580", emulate=True, mode="iteration") as obs:
+    from archline.kernel_tuner import ArchlineObserver
+
+    with ArchlineObserver(platform="gtx580", emulate=True) as obs:      # as the docstring writes it
         assert obs.monitor.emulated and len(obs.monitor.meters) == 1
         (r,) = _tune(obs, [{"block_size_x": 256}], iterations=1)
-    assert r["archline_emulated"] is True and r["archline_energy"] > 0
+    assert r["archline_emulated"] is True and r["archline_energy"] > 0 and r["archline_mode"] == "continuous"
     if os.path.exists("/dev/ttyUSB0"):
         pytest.skip("a serial device is at gtx580's PowerMon 2 port here")
     with pytest.raises(BenchError, match=r"/dev/ttyUSB0 does not exist.*emulate=True"):
-        EnergyObserver(platform="gtx580")
+        ArchlineObserver(platform="gtx580")
 
 
 def test_is_a_kernel_tuner_benchmark_observer(monkeypatch: pytest.MonkeyPatch, monitor: Any) -> None:
