@@ -1,6 +1,7 @@
 """Nsight Compute exports (``ncu --csv``): the default "details" page (one row per kernel launch and metric:
-Kernel Name, Metric Name, Metric Unit, Metric Value, in sections) and ``--page raw`` (one row per launch, metric
-names as columns, a units row under the header). Launches of one kernel are summed.
+Kernel Name, Metric Name, Metric Unit, Metric Value, in sections), ``--page raw`` (one row per launch, metric
+names as columns, a units row under the header) and ``--print-summary per-kernel`` (one row per kernel and metric,
+no ID: Invocations, Minimum, Maximum, Average; a count is Average x Invocations). Launches of one kernel are summed.
 
 Rules (Nsight Compute metric names; each byte charged once, at the level that served it):
 
@@ -12,7 +13,10 @@ Rules (Nsight Compute metric names; each byte charged once, at the level that se
     bytes_l1   l1tex__t_bytes.sum less lts__t_bytes.sum (L1 traffic that L1 served)
     bytes_shared l1tex__data_pipe_lsu_wavefronts_mem_shared.sum x 128 B (one warp-wide 4-byte wavefront, the
                convention of the nvprof reader)
-    time_s     gpu__time_duration.sum; else the sections' "Duration" (GPU Speed Of Light); else
+    (sectors)  dram__sectors_{read,write}.sum, lts__t_sectors.sum ... x 32 B as their bytes metrics; where only the
+               parts are given, lts__t_sectors_op_{read,write,atom,red}.sum, l1tex__t_sectors_pipe_lsu_mem_global_op_
+               {ld,st}.sum (global only, noted) and the shared op_{ld,st,atom} wavefronts are summed into the total
+    time_s     gpu__time_duration.sum (or gpu__time_active); else the sections' "Duration" (GPU Speed Of Light); else
                sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (NERSC's roofline recipe), per launch
 
 ``sm__sass_thread_inst_executed_op_*`` (the NERSC scripts' spelling) is the same count as ``smsp__...`` (both
@@ -58,12 +62,26 @@ RULES: dict[str, tuple[str, float]] = {
     "l1tex__t_bytes.sum": ("l1_traffic", 1.0),
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": ("bytes_shared", 128.0),
 }
+SECTOR_B = 32.0                                  # an L2/DRAM sector
+#: the same quantities counted in 32-byte sectors
+SECTORS = {"dram__sectors_read.sum": "dram__bytes_read.sum", "dram__sectors_write.sum": "dram__bytes_write.sum",
+           "dram__sectors.sum": "dram__bytes.sum", "lts__t_sectors.sum": "lts__t_bytes.sum",
+           "l1tex__t_sectors.sum": "l1tex__t_bytes.sum"}
+#: parts of a total, summed (x factor) where the file has the parts and not the total
+PARTS: dict[str, tuple[str, float]] = {
+    **{f"lts__t_sectors_op_{op}.sum": ("lts__t_bytes.sum", SECTOR_B) for op in ("read", "write", "atom", "red")},
+    **{f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum": ("l1tex__t_bytes.sum", SECTOR_B) for op in ("ld", "st")},
+    **{f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+                                                                  1.0) for op in ("ld", "st", "atom")},
+}
 #: time metrics, by preference: one launch's duration, or cycles over cycles per second
 DURATION = "gpu__time_duration.sum"
+ACTIVE = ("gpu__time_active.sum", "gpu__time_active.avg")    # the GPU's active time: one kernel's, serialized
 SECTION_DURATION = "Duration"
 CYCLES = (("sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second"),
           ("smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.avg.per_second"))
-TIME_METRICS = (DURATION, SECTION_DURATION, *(m for pair in CYCLES for m in pair))
+RATES = {rate for _, rate in CYCLES}
+TIME_METRICS = (DURATION, *ACTIVE, SECTION_DURATION, *(m for pair in CYCLES for m in pair))
 IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
             "Grid Size", "Device", "CC", "Section Name", "Kernel Time")
 RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
@@ -73,10 +91,20 @@ COLLECT = ("ncu --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram
 
 
 def canonical(metric: str) -> str:
-    """NERSC's ``sm__sass_thread_inst_executed_op_*`` spelling as the ``smsp__`` one (the same .sum)."""
+    """NERSC's ``sm__sass_thread_inst_executed_op_*`` spelling as the ``smsp__`` one (the same .sum); a sector
+    count as its bytes metric (x 32 B, :func:`scale_of`)."""
     if metric.startswith("sm__sass_thread_inst_executed_op_"):
         return "smsp__" + metric[len("sm__"):]
-    return metric
+    return SECTORS.get(metric, metric)
+
+
+def scale_of(metric: str) -> float:
+    return SECTOR_B if metric in SECTORS else 1.0
+
+
+def wanted(metric: str) -> bool:
+    """A metric the counts or the time are made of."""
+    return canonical(metric) in RULES or metric in PARTS or metric in TIME_METRICS
 
 
 def _rate_factor(unit: str, where: str) -> float:
@@ -91,8 +119,10 @@ def _rate_factor(unit: str, where: str) -> float:
 
 
 def _header(rows: list[list[str]]) -> int | None:
+    """The table's header: "ID",...,"Kernel Name" (details, raw), or --print-summary per-kernel's "Kernel Name",
+    "Invocations", ..."Metric Name" (no ID)."""
     for i, r in enumerate(rows):
-        if r and r[0].strip() == "ID" and "Kernel Name" in r:
+        if r and "Kernel Name" in r and (r[0].strip() == "ID" or ("Invocations" in r and "Metric Name" in r)):
             return i
     return None
 
@@ -111,7 +141,9 @@ class _Launches:
         self.order: list[str] = []
         self.seen: set[str] = set()            # every metric name the file holds (for a refusal)
         self.sections: set[str] = set()
+        self.invocations: dict[str, int] = {}   # --print-summary per-kernel: launches behind one summary row
         self.double_spelled = False
+        self.notes: dict[str, None] = {}        # said of every kernel (in order, once)
 
     def launch(self, kernel: str, launch: str) -> dict[str, float]:
         if kernel not in self.order:
@@ -124,8 +156,10 @@ class _Launches:
         if key in got:                         # listed twice (two sections, or both sm__ and smsp__): once
             self.double_spelled = self.double_spelled or self.spelled[(kernel, launch, key)] != metric
             return
-        got[key] = value
+        got[key] = value * scale_of(metric)
         self.spelled[(kernel, launch, key)] = metric
+        if metric in SECTORS:
+            self.notes[f"{key} = {metric} x 32 B"] = None
 
 
 def read(path: Path) -> list[Counts]:
@@ -148,17 +182,24 @@ def read(path: Path) -> list[Counts]:
     if not got.order:
         raise CountersFormatError(f"{where}: no kernel rows after the ncu header (line {h + 1})")
     errors = _said(lines, ("==ERROR==",))
-    if not any(canonical(m) in RULES for m in got.seen):
+    if not any(canonical(m) in RULES or m in PARTS for m in got.seen):
         raise CountersFormatError(f"{where}: no flop or byte metric in this file ({_holds(got, rules)}); collect "
                                   f"with {COLLECT}")
-    return [_counts(k, [v for (kn, _), v in got.values.items() if kn == k], path, errors, got.double_spelled)
-            for k in got.order]
+    if got.double_spelled:
+        got.notes["both sm__ and smsp__sass_thread_inst_executed_op_* given: each launch's count taken once"] = None
+    got.notes.update((f"ncu reported {e!r}: a kernel it could not profile is not in this file", None)
+                     for e in errors[:2])
+    return [_counts(k, [v for (kn, _), v in got.values.items() if kn == k], path, list(got.notes),
+                    got.invocations.get(k)) for k in got.order]
 
 
 def _details(rows: list[list[str]], lines: list[str], head: list[str], h: int, where: str, got: _Launches,
              rules: list[str]) -> None:
     col = {c: head.index(c) for c in ("Kernel Name", "Metric Name", "Metric Unit", "Metric Value", "ID",
-                                      "Section Name", "Rule Name") if c in head}
+                                      "Section Name", "Rule Name", "Invocations", "Average") if c in head}
+    summary = "Metric Value" not in col and "Invocations" in col and "Average" in col
+    if summary:                                  # per-kernel summary: the mean of Invocations launches
+        col["Metric Value"] = col["Average"]
     missing = [c for c in ("Metric Unit", "Metric Value") if c not in col]
     if missing:
         raise CountersFormatError(f"{where}: line {h + 1}: no column '{missing[0]}' in the ncu header")
@@ -174,7 +215,11 @@ def _details(rows: list[list[str]], lines: list[str], head: list[str], h: int, w
             raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)} (rows "
                                       f"have {span})")
         kernel, metric = kernel_name(r[col["Kernel Name"]]), r[col["Metric Name"]].strip()
-        launch = r[col["ID"]].strip() if "ID" in col else str(k)
+        launch = r[col["ID"]].strip() if "ID" in col else ("summary" if summary else str(k))
+        n = 1.0
+        if summary:
+            n = number(r[col["Invocations"]], f"{where}: line {k}: Invocations")
+            got.invocations[kernel] = int(n)
         if not metric:
             rule = r[col["Rule Name"]].strip() if "Rule Name" in col and len(r) > col["Rule Name"] else ""
             if rule:                             # a rule's verdict, no value
@@ -192,10 +237,10 @@ def _details(rows: list[list[str]], lines: list[str], head: list[str], h: int, w
             continue
         unit = r[col["Metric Unit"]]
         at = f"{where}: line {k}: {metric}"
-        if canonical(metric) in RULES or metric in (DURATION, SECTION_DURATION, CYCLES[0][0], CYCLES[1][0]):
-            got.put(kernel, launch, metric, number(value, at) * unit_factor(unit, at))
-        elif metric in (CYCLES[0][1], CYCLES[1][1]):
+        if metric in RATES:                      # a rate is not summed over launches
             got.put(kernel, launch, metric, number(value, at) * _rate_factor(unit, at))
+        elif wanted(metric):
+            got.put(kernel, launch, metric, number(value, at) * unit_factor(unit, at) * n)
 
 
 def _raw(rows: list[list[str]], lines: list[str], head: list[str], h: int, where: str, got: _Launches) -> None:
@@ -206,8 +251,7 @@ def _raw(rows: list[list[str]], lines: list[str], head: list[str], h: int, where
     if len(units) != len(head) or units[head.index("Kernel Name")].strip():
         raise CountersFormatError(f"{where}: line {h + 2}: expected the units row (empty identity columns, "
                                   "then one unit per metric) under the ncu --page raw header")
-    rates = {m for _, m in CYCLES}
-    known = [i for i, c in enumerate(head) if canonical(c) in RULES or c in TIME_METRICS]
+    known = [i for i, c in enumerate(head) if wanted(c)]
     got.seen.update(c for c in head if "__" in c)
     for k, r in enumerate(rows[h + 2:], start=h + 3):
         if not r or lines[k - 1].startswith("=="):
@@ -221,7 +265,7 @@ def _raw(rows: list[list[str]], lines: list[str], head: list[str], h: int, where
             if r[i].strip() in ("", "n/a"):
                 continue
             at = f"{where}: line {h + 2}: unit of {head[i]}"
-            f = _rate_factor(units[i], at) if head[i] in rates else unit_factor(units[i], at)
+            f = _rate_factor(units[i], at) if head[i] in RATES else unit_factor(units[i], at)
             got.put(kernel, launch, head[i], number(r[i], f"{where}: line {k}: {head[i]}") * f)
 
 
@@ -241,6 +285,9 @@ def _holds(got: _Launches, rules: list[str]) -> str:
 def _launch_time(m: dict[str, float]) -> tuple[float | None, str]:
     if DURATION in m:
         return m[DURATION], DURATION
+    for active in ACTIVE:
+        if active in m:
+            return m[active], active
     if SECTION_DURATION in m:
         return m[SECTION_DURATION], "the section metric Duration"
     for cycles, rate in CYCLES:
@@ -249,9 +296,17 @@ def _launch_time(m: dict[str, float]) -> tuple[float | None, str]:
     return None, ""
 
 
-def _counts(kernel: str, launches: list[dict[str, float]], path: Path, errors: list[str],
-            double_spelled: bool) -> Counts:
+def _counts(kernel: str, launches: list[dict[str, float]], path: Path, file_notes: list[str],
+            invocations: int | None) -> Counts:
     metrics: dict[str, float] = {}
+    from_parts: set[str] = set()
+    for launch in launches:                      # a total made of its parts where the file has only those
+        made = {total: 0.0 for p, (total, _) in PARTS.items() if p in launch and total not in launch}
+        for p, v in launch.items():
+            if p in PARTS and PARTS[p][0] in made:
+                made[PARTS[p][0]] += v * PARTS[p][1]
+        launch.update(made)
+        from_parts.update(made)
     for launch in launches:
         for name, v in launch.items():
             metrics[name] = metrics.get(name, 0.0) + v
@@ -292,8 +347,6 @@ def _counts(kernel: str, launches: list[dict[str, float]], path: Path, errors: l
         c.note(f"{part['flops_hp']:.6g} half-precision flops read but not charged (no fp16 cost in the model)")
     if not flops_seen:
         c.note("no flop metric (smsp__sass_thread_inst_executed_op_{d,f}{add,mul,fma}_pred_on.sum): flops not counted")
-    if double_spelled:
-        c.note("both sm__ and smsp__sass_thread_inst_executed_op_* given: each launch's count taken once")
     times = [_launch_time(m) for m in launches]
     if all(t is not None for t, _ in times):
         c.time_s = sum(t for t, _ in times if t is not None)
@@ -301,7 +354,14 @@ def _counts(kernel: str, launches: list[dict[str, float]], path: Path, errors: l
     else:
         c.note(f"no time metric ({DURATION}, Duration or sm__cycles_elapsed.avg[.per_second]) for every launch: "
                "no measured time")
-    for e in errors[:2]:
-        c.note(f"ncu reported {e!r}: a kernel it could not profile is not in this file")
-    c.note(f"{len(launches)} launch(es) summed")
+    for n in file_notes:
+        c.note(n)
+    for total in sorted(from_parts):
+        parts = [p for p, (t, _) in PARTS.items() if t == total and p in metrics]
+        c.note(f"{total} = {' + '.join(parts)}" + (" x 32 B" if PARTS[parts[0]][1] == SECTOR_B else "")
+               + (" (global loads and stores only)" if "global" in parts[0] else ""))
+    if invocations is not None:
+        c.note(f"{invocations} launch(es) summed (ncu's per-kernel summary: Average x Invocations)")
+    else:
+        c.note(f"{len(launches)} launch(es) summed")
     return c

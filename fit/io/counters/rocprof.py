@@ -51,7 +51,7 @@ IDENTITY = {"Index", "KernelName", "Kernel_Name", "Kernel-Name", "gpu-id", "GPU_
             "Scratch_Per_Workitem", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Arch_VGPR", "Accum_VGPR", "SGPR",
             "Start_Timestamp", "End_Timestamp", "Counter_Name", "Counter_Value", "XCC_Index", "Node_Id",
             "Stream_Id", "Private_Segment_Size", "Group_Segment_Size", "Workgroup_Size_X", "Workgroup_Size_Y",
-            "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"}
+            "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z", "Kind"}
 NAME_COLS = ("KernelName", "Kernel_Name", "Kernel-Name")
 TIME_COLS = (("BeginNs", "EndNs"), ("Start_Timestamp", "End_Timestamp"))
 WAVE_COLS = ("wave_size", "Wave_Size")
