@@ -207,29 +207,17 @@ def test_a_real_ert_spec_section_is_read() -> None:
     assert read_ert(REAL / "hpcl_roofline.json").spec_gflops == {}
 
 
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
-    def run(*args: str) -> tuple[int, str, str]:
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = int(e.code or 0)
-        got = capsys.readouterr()
-        return code, got.out, got.err
-    return run
-
-
-def test_model_show_and_plot_draw_an_ert_file(cli: Any, tmp_path: Path) -> None:
+def test_model_show_and_plot_draw_an_ert_file(run_cli: Any, tmp_path: Path) -> None:
     real = str(REAL / "roofline.edison.nersc.gov.01.json")
-    code, out, err = cli("model", "show", real, "--precision", "dp", "--format", "json")
-    assert code == 0, err
-    assert json.loads(out)["dp"]["peak_flop_per_s"] == pytest.approx(355.79e9)
+    r = run_cli("model", "show", real, "--precision", "dp", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["dp"]["peak_flop_per_s"] == pytest.approx(355.79e9)
     png = tmp_path / "ert.png"
-    code, out, err = cli("plot", real, str(REAL / "hpcl_roofline_cascadelake_DP.json"), "--kind", "roofline",
-                         "--out", str(png), "--format", "json")
-    assert code == 0, err
-    assert png.stat().st_size > 0 and "roofline.edison.nersc.gov.01" in out
-    assert err.count("left out:") == 1 and "'FP64 Scalar GFLOPs' (a lower double precision ceiling" in err
+    r = run_cli("plot", real, str(REAL / "hpcl_roofline_cascadelake_DP.json"), "--kind", "roofline", "--out",
+                str(png), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    assert png.stat().st_size > 0 and "roofline.edison.nersc.gov.01" in r.stdout
+    assert r.stderr.count("left out:") == 1 and "'FP64 Scalar GFLOPs' (a lower double precision ceiling" in r.stderr
 
 
 @pytest.mark.parametrize(("doc", "says"), [
@@ -243,13 +231,13 @@ def test_model_show_and_plot_draw_an_ert_file(cli: Any, tmp_path: Path) -> None:
      "DRAM = 1000000000.0 is not a rate"),
     ({"spec": {}, "empirical": []}, "not an ERT roofline.json"),
 ])
-def test_a_file_that_is_no_usable_ert_roofline_is_refused_in_one_line(cli: Any, tmp_path: Path, doc: Any,
+def test_a_file_that_is_no_usable_ert_roofline_is_refused_in_one_line(run_cli: Any, tmp_path: Path, doc: Any,
                                                                       says: str) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
-    code, out, err = cli("model", "show", str(bad))
-    assert code == 2 and out == "", err
-    assert err.startswith("archline: error: ") and err.count("\n") == 1 and says in err, err
+    r = run_cli("model", "show", str(bad))
+    assert r.exit_code == 2 and r.stdout == "", r.stderr
+    assert r.stderr.startswith("archline: error: ") and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
 
 
 #: ERT's level names and their order, as the real files write them
