@@ -3,8 +3,11 @@
 It serves a small DMTF-style mockup (service root, Chassis collection, one chassis ``1U`` with ``Power``,
 ``EnvironmentMetrics`` and a ``Sensors/TotalPower`` sensor) whose power reading is the emulated node's power seen
 through a :class:`~archline.powermon.emulator.sensor.SensorModel` (a new reading every update period, each the mean
-over its window, lagged). Faults: a share of requests answered HTTP 503, and stale stretches where the BMC keeps
-serving its last reading. Its ``Name`` fields say emulated.
+over its window, lagged). ``shape`` serves one of the power sources a current BMC may offer instead (the chassis
+links only that one): ``EnvironmentMetrics`` (``PowerWatts.Reading`` inline, no ``DataSourceUri``), ``Sensors``
+(``TotalPower`` beside a CPU power sensor), ``PowerSubsystem`` (two supplies sharing the node's power, a third bay
+absent), ``Power`` (``PowerControl`` alone). Faults: a share of requests answered HTTP 503, and stale stretches
+where the BMC keeps serving its last reading. Its ``Name`` fields say emulated.
 """
 
 from __future__ import annotations
@@ -39,9 +42,59 @@ class RedfishFaults:
     http_503_spans: tuple[tuple[float, float], ...] = ()
 
 
-def mockup(reading_w: float | None, reading_time: str | None, interval: str, average_w: float | None
-           ) -> dict[str, dict[str, Any]]:
-    """The resources by path (without a trailing slash)."""
+#: the power sources the emulated chassis can serve alone (None: the default, Power + EnvironmentMetrics + Sensors)
+SHAPES = ("EnvironmentMetrics", "Sensors", "PowerSubsystem", "Power")
+#: the share of the node's power each emulated supply's InputPowerWatts carries (PowerSubsystem), and the CPU
+#: sensor's share (Sensors: a part's power beside the node's, which the client must not take)
+PSU_SHARES = (0.55, 0.45)
+CPU_SHARE = 0.4
+
+
+def mockup(reading_w: float | None, reading_time: str | None, interval: str, average_w: float | None,
+           shape: str | None = None) -> dict[str, dict[str, Any]]:
+    """The resources by path (without a trailing slash); ``shape``: only that power source is linked."""
+    res = _classic(reading_w, reading_time, interval, average_w)
+    if shape is None:
+        return res
+    base = "/redfish/v1"
+    ch = f"{base}/Chassis/{CHASSIS}"
+    links = {"EnvironmentMetrics": "EnvironmentMetrics", "Sensors": "Sensors", "PowerSubsystem": "PowerSubsystem",
+             "Power": "Power"}
+    for key in links:
+        if key != shape:
+            res[ch].pop(key, None)
+    if shape == "EnvironmentMetrics":         # the Reading inline: no Sensor behind it
+        res[f"{ch}/EnvironmentMetrics"]["PowerWatts"].pop("DataSourceUri")
+    elif shape == "Sensors":
+        cpu = None if reading_w is None else round(CPU_SHARE * reading_w, 3)
+        res[f"{ch}/Sensors"]["Members"].insert(0, {"@odata.id": f"{ch}/Sensors/CPU1Power"})
+        res[f"{ch}/Sensors"]["Members@odata.count"] = 2
+        res[f"{ch}/Sensors/CPU1Power"] = {**res[f"{ch}/Sensors/TotalPower"], "@odata.id": f"{ch}/Sensors/CPU1Power",
+                                          "Id": "CPU1Power", "Name": "CPU 1 power (emulated)", "Reading": cpu,
+                                          "PhysicalContext": "CPU"}
+    elif shape == "PowerSubsystem":
+        ps = f"{ch}/PowerSubsystem"
+        res[ch]["PowerSubsystem"] = {"@odata.id": ps}
+        res[ps] = {"@odata.id": ps, "@odata.type": "#PowerSubsystem.v1_1_0.PowerSubsystem", "Id": "PowerSubsystem",
+                   "Name": "Power subsystem (emulated)", "PowerSupplies": {"@odata.id": f"{ps}/PowerSupplies"}}
+        bays = [f"{ps}/PowerSupplies/Bay{k + 1}" for k in range(len(PSU_SHARES) + 1)]
+        res[f"{ps}/PowerSupplies"] = {"@odata.id": f"{ps}/PowerSupplies", "Name": "Power supplies",
+                                      "Members@odata.count": len(bays), "Members": [{"@odata.id": b} for b in bays]}
+        for k, bay in enumerate(bays):
+            present = k < len(PSU_SHARES)
+            res[bay] = {"@odata.id": bay, "@odata.type": "#PowerSupply.v1_5_0.PowerSupply", "Id": f"Bay{k + 1}",
+                        "Status": {"State": "Enabled" if present else "Absent"},
+                        **({"Metrics": {"@odata.id": f"{bay}/Metrics"}} if present else {})}
+            if present:
+                w = None if reading_w is None else round(PSU_SHARES[k] * reading_w, 3)
+                res[f"{bay}/Metrics"] = {"@odata.id": f"{bay}/Metrics", "Id": "Metrics",
+                                         "@odata.type": "#PowerSupplyMetrics.v1_0_1.PowerSupplyMetrics",
+                                         "InputPowerWatts": {"Reading": w}}
+    return res
+
+
+def _classic(reading_w: float | None, reading_time: str | None, interval: str, average_w: float | None
+             ) -> dict[str, dict[str, Any]]:
     base = "/redfish/v1"
     ch = f"{base}/Chassis/{CHASSIS}"
     return {
@@ -88,7 +141,11 @@ class RedfishEmulator:
     a speed other than 1 is told the speed and converts to host seconds itself (``BmcMeter(speed=...)``)."""
 
     def __init__(self, power_w: Callable[[Any], Any], sensor: SensorModel, timeline: Timeline,
-                 faults: RedfishFaults | None = None, credentials: dict[str, str] | None = None) -> None:
+                 faults: RedfishFaults | None = None, credentials: dict[str, str] | None = None,
+                 shape: str | None = None) -> None:
+        if shape is not None and shape not in SHAPES:
+            raise ValueError(f"shape {shape!r} is not one of {', '.join(SHAPES)}")
+        self.shape = shape
         self.power_w, self.sensor, self.timeline = power_w, sensor, timeline
         self.faults = faults or RedfishFaults()
         self.credentials = credentials
@@ -112,7 +169,8 @@ class RedfishEmulator:
 
     def resource(self, path: str) -> tuple[int, dict[str, Any] | None]:
         path = path.split("?", 1)[0].rstrip("/") or "/"
-        dynamic = path.endswith(("/Power", "/EnvironmentMetrics", "/Sensors/TotalPower"))
+        dynamic = path.endswith(("/Power", "/EnvironmentMetrics", "/Sensors/TotalPower", "/Sensors/CPU1Power",
+                                 "/Metrics"))
         w: float | None = None
         rt: str | None = None
         avg: float | None = None
@@ -133,7 +191,7 @@ class RedfishEmulator:
                     self.stale_served += 1
             rt = (EPOCH + timedelta(seconds=tk)).isoformat()
             avg = w
-        res = mockup(w, rt, _iso_duration(self.sensor.update_period_s), avg).get(path)
+        res = mockup(w, rt, _iso_duration(self.sensor.update_period_s), avg, self.shape).get(path)
         return (200, res) if res is not None else (404, {"error": {"code": "Base.1.0.ResourceMissingAtURI",
                                                                    "message": path}})
 

@@ -283,11 +283,12 @@ DEFAULT_SENSOR = SensorModel(update_period_s=1.0, window_s=1.0)
 def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, speed: float = 1.0,
                       seed: int = 0, raw_dir: str | Path | None = None, faults: RedfishFaults | None = None,
                       sensor: SensorModel = DEFAULT_SENSOR, name: str | None = None, timeline: Any = None,
-                      **kw: Any) -> BmcMeter:
+                      shape: str | None = None, **kw: Any) -> BmcMeter:
     """An emulated node: ``power`` (summed over the spec's channels) through ``sensor`` on a real Redfish server on
     127.0.0.1, read by the real client; the server stops when the meter stops. Labelled emulated; ``seed`` unused.
     ``timeline``: a device clock to share (``emulated_time_s()``, ``speed``; e.g. a reference emulator's core, so
-    that ``meter probe`` compares both on one device timeline); else a new one at ``speed``."""
+    that ``meter probe`` compares both on one device timeline); else a new one at ``speed``. ``shape``: the one
+    power source the emulated chassis serves (``emulator.SHAPES``; None: Power, EnvironmentMetrics and a Sensor)."""
     from archline.powermon.bmc.emulator import RedfishEmulator
 
     if spec.kind == "ipmi":
@@ -300,7 +301,7 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
         timeline = Timeline(speed)
     speed = float(timeline.speed)
     pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
-    server = RedfishEmulator(pw, sensor, timeline, faults).start()
+    server = RedfishEmulator(pw, sensor, timeline, faults, shape=shape).start()
     try:
         client = RedfishClient(server.url, chassis=spec.chassis).discover()
     except Exception:

@@ -198,6 +198,26 @@ def test_averaging_and_lag_are_in_the_bound(sensor: SensorModel) -> None:
     assert r.energy_err_j < 0.25 * truth
 
 
+@pytest.mark.parametrize(("shape", "source"), [("EnvironmentMetrics", SOURCE_ENV_INLINE), ("Sensors", SOURCE_SENSOR),
+                                                ("PowerSubsystem", SOURCE_SUBSYSTEM), ("Power", SOURCE_POWER)])
+def test_each_power_source_of_the_emulated_bmc_within_the_bound(shape: str, source: str) -> None:
+    """archline's own server serving one source alone, the power stepping 240 -> 480 -> 180 W: the client finds that
+    source (the node's TotalPower, not the CPU sensor beside it; both supplies summed, the absent bay skipped) and
+    the window's energy is within its bound of the truth, with or without a ReadingTime."""
+    script = Script([(0.0, {0: (12.0, 20.0)}), (4.0, {0: (12.0, 40.0)}), (6.5, {0: (12.0, 15.0)})])
+    meter = emulate_from_spec(MeterSpec(name="node", kind="redfish"), script, speed=SPEED, shape=shape)
+    r = _window(meter, 0.4, 1.6)
+    truth = _truth(meter, script, r)
+    src = meter.info()["source"]
+    assert src["source"] == source and src["reading_time"] == (source == SOURCE_SENSOR)
+    if source == SOURCE_SENSOR:
+        assert src["uri"].endswith("/Sensors/TotalPower")
+    if source == SOURCE_SUBSYSTEM:
+        assert [u.rsplit("/", 2)[-2] for u in src["uri"]] == ["Bay1", "Bay2"]
+    assert r.emulated and r.lost_samples == 0
+    assert abs(r.energy_j - truth) <= r.energy_err_j, (r.energy_j, truth, r.energy_err_j)
+
+
 def test_faults_are_counted() -> None:
     script = Script([(0.0, {0: (12.0, 25.0)})])
     faults = RedfishFaults(http_503_every=3, stale=((4.0, 6.0),))     # no new reading at 5 s device time
