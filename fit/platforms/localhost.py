@@ -11,14 +11,8 @@ from typing import Any
 
 from archline.common.outputs import show
 from archline.fit.errors import PlatformNotFoundError, ProfileFormatError
+from archline.fit.platforms.ert_file import ENERGY_KEYS as _ENERGY_KEYS  # what a roofline.json cannot give
 from archline.fit.platforms.profiles import LOCALHOST, Constant, Platform, _check_value
-
-#: ERT names of the roofline.json ``bench run --platform localhost`` keeps -> the constant of their time (tau = 1/peak)
-_ERT_TAU: dict[str, tuple[str, float]] = {"FP64 GFLOPs": ("tau_flop_dp", 1e9), "FP32 GFLOPs": ("tau_flop_sp", 1e9),
-                                          "DRAM": ("tau_mem", 1e9), "L1": ("tau_l1", 1e9), "L2": ("tau_l2", 1e9),
-                                          "L3": ("tau_l3", 1e9)}
-#: the energy constants a roofline.json cannot give (it holds rates only)
-_ENERGY_KEYS = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0")
 
 
 class HostRooflineMissingError(PlatformNotFoundError):
@@ -32,7 +26,7 @@ def localhost_platform() -> Platform:
     (metadata ``figures``) gives the stderr (half its points' relative spread) and, when not trusted, says so in
     the source. Energy constants are absent: no meter
     stands behind a roofline.json. Labelled emulated when the file says so, and named by the run it came from."""
-    from archline.fit.io.ert_roofline import figure_name, host_roofline_path, read_ert
+    from archline.fit.io.ert_roofline import ceiling_key, figure_name, host_roofline_path, read_ert
 
     path = host_roofline_path()
     if not path.is_file():
@@ -54,12 +48,11 @@ def localhost_platform() -> Platform:
     runs: dict[str, list[str]] = {}         # run -> the figures it gave
     not_trusted: list[str] = []
     for name, rate in [*roof.gflops.items(), *roof.gbytes.items()]:
-        key_factor = _ERT_TAU.get(name)
-        if key_factor is None:
+        key = ceiling_key(name, name in roof.gflops)[0]    # the owner's names -> the constant of their time
+        if key is None:
             continue
         _check_rate(path, name, rate)
-        key, factor = key_factor
-        tau = 1.0 / (rate * factor)
+        tau = 1.0 / (rate * 1e9)
         fig_name = figure_name(name)
         fig = figures.get(fig_name)
         fig = fig if isinstance(fig, dict) else {}
