@@ -15,7 +15,11 @@ of milliseconds hold few or no samples); the default ``auto`` switches to one co
 shorter than the meter resolves. On a code base whose observer has no ``mode`` (before issue 35) the script runs
 the only mode there is.
 
-    python benchmarks/kernel_tuner_overhead.py [--mode auto|iteration|continuous] [--iterations 7] [--json out.json]
+    python benchmarks/kernel_tuner_overhead.py [--mode auto|iteration|continuous] [--blocking] [--iterations 7]
+                                               [--json out.json]
+
+``--mode iteration --blocking`` integrates each window inside ``after_finish``, as ``end_window`` did before issue 35
+(waiting for the meter's samples past the edge): the "before" figure on today's code.
 
 Timings depend on the machine's load (Kernel Tuner, PoCL and the emulator share its cores): rerun on a quiet one.
 """
@@ -55,8 +59,9 @@ TUNE_PARAMS = {"block_size_x": [32, 128], "work_per_thread": [1, 4]}
 class CallTimer:
     """Wraps an observer's per-iteration calls and adds up the host time spent in them, per iteration."""
 
-    def __init__(self, obs: Any) -> None:
+    def __init__(self, obs: Any, blocking: bool = False) -> None:
         self.obs = obs
+        self.blocking = blocking
         self.per_iteration_s: list[float] = []
         self.after_finish_s: list[float] = []
         self._now = 0.0
@@ -67,6 +72,8 @@ class CallTimer:
         def timed() -> None:
             t0 = time.perf_counter()
             fn()
+            if self.blocking and name == "after_finish" and getattr(self.obs, "_pending", None):
+                self.obs._pending[-1].measurement()   # integrate at once, as end_window did before issue 35
             dt = time.perf_counter() - t0
             if name == "before_start":
                 self._now = 0.0
@@ -99,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=7, help="Kernel Tuner's iterations per configuration")
     ap.add_argument("--busy-w", type=float, default=200.0)
     ap.add_argument("--idle-w", type=float, default=40.0)
+    ap.add_argument("--blocking", action="store_true",
+                    help="integrate each window inside after_finish, as before issue 35 (the 'before' figure)")
     ap.add_argument("--json", default=None, help="also write the numbers here")
     a = ap.parse_args(argv)
 
@@ -113,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     with mon:
         obs = ArchlineObserver(mon, observables=observables, **kw)
-        timer = CallTimer(obs)
+        timer = CallTimer(obs, a.blocking)
         results = tune(obs, a.iterations)
         wall_s = time.perf_counter() - t_start
         continuous = {tuple(sorted(p.items())): (m, t) for p, m, t in getattr(obs, "continuous_history", [])}
@@ -136,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
                          "samples": r.get("archline_samples"), "short_window": r.get("archline_short_window"),
                          "unresolved": r.get("archline_unresolved"), "emulated": r.get("archline_emulated")})
     out = {"emulated": True, "meter": "gtx580 PowerMon 2 (emulated, 128 Hz)", "busy_w": a.busy_w,
-           "mode": a.mode if has_mode else "iteration (no mode: before issue 35)", "iterations": a.iterations,
+           "mode": (a.mode if has_mode else "iteration (no mode: before issue 35)")
+           + (" blocking" if a.blocking else ""),
+           "iterations": a.iterations,
            "observer_ms_per_iteration": {"median": 1e3 * pct(timer.per_iteration_s, 50),
                                          "p95": 1e3 * pct(timer.per_iteration_s, 95),
                                          "max": 1e3 * max(timer.per_iteration_s, default=float("nan")),
