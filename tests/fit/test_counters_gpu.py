@@ -75,9 +75,9 @@ def test_gpu_errors_name_file_line_and_what(tmp_path: Path, tool: str, body: str
 
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
-#: every real file (tests/data/real/{ncu,rocprof}, origins in SOURCES.md): the kernels read, or the refusal's
-#: reason (true of the file). A file added later fails here until its outcome is stated.
-REAL_OUTCOME: dict[str, list[str] | str] = {
+#: every real file (tests/data/real/{ncu,rocprof}, origins in SOURCES.md): the kernels read (their names, or how
+#: many), or the refusal's reason (true of the file). A file added later fails here until its outcome is stated.
+REAL_OUTCOME: dict[str, list[str] | int | str] = {
     "ncu/a100_gemm_details_thousands.csv": ["void randomInit<float>", "void gemm_v0<float>"],
     "ncu/a100_share_tile_failed_kernel.csv": ["void randomInit<float>", "void gemm_v0<float>"],
     "ncu/ampere_conv2d_ragged_rules.csv": ["void implicit_convolve_sgemm<float, float, (int)128, (int)5, (int)5, "
@@ -100,6 +100,7 @@ REAL_OUTCOME: dict[str, list[str] | str] = {
                                                    "_Z9k_fma_f32ILi16EEviPf", "_Z6k_exp2ILi8EEviPf",
                                                    "_Z10k_lds_readiPf"],
     "rocprof/mi200_omniperf_pmc_perf.csv": ["vecCopy"],
+    "rocprof/mi100_omniperf2022_tcc_v1_results.csv": 167,        # mixbench: 167 kernels, one dispatch each
     "rocprof/mi300x_omniperf_pmc_perf.csv": ["vecCopy"],
     "rocprof/mi200_omniperf_timestamps.csv": "no flop or byte counter in this file (no counter columns: a kernel "
                                              "trace, time only)",
@@ -134,7 +135,7 @@ class TestRealNcuRocprof:
             assert want in msg and rel.split("/", 1)[1] in msg and "\n" not in msg
             return
         got = _read(rel)
-        assert [c.name for c in got] == want
+        assert (len(got) if isinstance(want, int) else [c.name for c in got]) == want
         for c in got:
             assert c.counts and all(math.isfinite(v) and v >= 0 for v in c.counts.values())
             assert (c.time_s is not None and c.time_s > 0) or any("no measured time" in n for n in c.notes)
@@ -210,6 +211,15 @@ class TestRealNcuRocprof:
         # TCC_HIT_sum 66,160 + 65,536 + 65,536 = 197,232 x 128; (INT32 49,152 + INT64 32,768) x 64 x 3
         assert copy.counts["bytes_l2"] == 25_245_696 and copy.counts["int_ops"] == 15_728_640
         assert copy.time_s == pytest.approx((16_160 + 13_680 + 14_160) * 1e-9, rel=1e-9)
+
+    def test_rocprof_v1_templated_names_and_exact_stamps(self) -> None:
+        """rocprof v1 on an MI100 (2022): "void benchmark_func<float, 256, 8u, 0u>(float, float*) [clone .kd]"."""
+        got = {c.name: c for c in _read("rocprof/mi100_omniperf2022_tcc_v1_results.csv")}
+        k = got["void benchmark_func<float, 256, 8u, 0u>"]
+        # line 4: TCC_EA_RDREQ_sum 2,101,790 x 64 B (no 32B, no writes); TCC_HIT_sum 423 x 128 B
+        assert k.counts == {"bytes_mem": 134_514_560, "bytes_l2": 54_144}
+        # EndNs 12,075,177,954,570,549 - BeginNs 12,075,177,954,432,950 = 137,599 ns (past 2**53: exact as ints)
+        assert k.time_s == pytest.approx(137_599e-9, rel=1e-12)
 
     def test_rocprof_v1_per_instance_counters_summed(self) -> None:
         read, *_ = _read("rocprof/gfx936_v1_results_per_instance.csv")

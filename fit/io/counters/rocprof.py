@@ -77,6 +77,13 @@ def counter_key(name: str, given: set[str] | frozenset[str] = frozenset()) -> tu
     return total, m is not None
 
 
+def _stamp_ns(text: str, where: str) -> float:
+    """A time stamp in ns, as an int where it is one: stamps since boot pass 2**53 (1.2e16 ns on a real MI100),
+    past which a float drops nanoseconds from the difference."""
+    t = text.strip()
+    return int(t) if t.isdigit() else number(t, where)
+
+
 def read(path: Path) -> list[Counts]:
     where = show_path(path)
     lines = read_lines(path, "rocprof output")
@@ -121,8 +128,8 @@ def read(path: Path) -> list[Counts]:
                                           "lanes (the flops would be counted as 0)")
             waves.setdefault(kernel, set()).add(wave)
         if t_cols is not None and first:
-            b = number(r[t_cols[0]], f"{where}: line {k}: {head[t_cols[0]]}")
-            e = number(r[t_cols[1]], f"{where}: line {k}: {head[t_cols[1]]}")
+            b = _stamp_ns(r[t_cols[0]], f"{where}: line {k}: {head[t_cols[0]]}")
+            e = _stamp_ns(r[t_cols[1]], f"{where}: line {k}: {head[t_cols[1]]}")
             if e < b:
                 raise CountersFormatError(f"{where}: line {k}: {head[t_cols[1]]} before {head[t_cols[0]]}")
             times[kernel] = times.get(kernel, 0.0) + (e - b) * 1e-9
