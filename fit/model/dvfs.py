@@ -17,11 +17,6 @@ DVFS_COEFFICIENTS: tuple[str, ...] = (
 )
 
 
-def dynamic_power_w(c0_f_per_v2_hz: ArrayLike, volt_v: ArrayLike, freq_hz: ArrayLike) -> FloatArray:
-    """P_dyn = C0 * V^2 * f   (eq.41)."""
-    return np.asarray(c0_f_per_v2_hz, dtype=np.float64) * np.asarray(volt_v) ** 2 * np.asarray(freq_hz)
-
-
 def tau_flop_s(n_cores: ArrayLike, core_hz: ArrayLike) -> FloatArray:
     """tau_flop = 1/(2*N_cores*f_core): one FMA per core per cycle (S1 §5, below eq.47)."""
     return 1.0 / (2.0 * np.asarray(n_cores, dtype=np.float64) * np.asarray(core_hz, dtype=np.float64))

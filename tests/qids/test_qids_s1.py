@@ -10,6 +10,7 @@ import pytest
 from archline.fit.analyses.choi import keckler as kk
 from archline.fit.analyses.choi import printed, throttling
 from archline.fit.model import tradeoffs
+from archline.fit.model.machine import Machine
 from archline.fit.platforms.profiles import iter_profiles, load_platform
 
 PJ = 1e-12
@@ -22,8 +23,10 @@ def test_q006_greenup_extra_work_bound() -> None:
     m = load_platform("fermi-sample").machine("dp")
     bound = 1 + m.B_eps / m.B_tau
     assert bound == pytest.approx(5.0, abs=0.05)
-    f = tradeoffs.greenup_max_extra_work(m.B_tau, 1.0, 1e12, m.B_tau, m.B_eps)
-    assert float(f) == pytest.approx(bound, rel=1e-6)
+    # the greenup of eq.26 that `archline tradeoff` reports crosses 1 there (m = 1e12: arbitrarily less traffic)
+    assert float(tradeoffs.greenup(m.B_tau, bound, 1e12, m.B_tau, m.B_eps)) == pytest.approx(1.0, rel=1e-6)
+    assert float(tradeoffs.greenup(m.B_tau, 0.999 * bound, 1e12, m.B_tau, m.B_eps)) > 1
+    assert float(tradeoffs.greenup(m.B_tau, 1.001 * bound, 1e12, m.B_tau, m.B_eps)) < 1
 
 
 def test_q029_sram_and_wire_are_a_small_part_of_cache_costs() -> None:
@@ -31,8 +34,12 @@ def test_q029_sram_and_wire_are_a_small_part_of_cache_costs() -> None:
     the fitted eps_L1 = 149 and eps_L2 = 257 pJ/B (S1 §3.4.1, Table 5): 85-92% and 92-95%."""
     assert kk.KECKLER_WIRE_J_PER_BYTE == (10 * PJ, 20 * PJ)
     p = load_platform("gtx580")
-    lo1, hi1 = kk.cache_overhead_share(p.require("eps_l1", "t"))
-    lo2, _ = kk.cache_overhead_share(p.require("eps_l2", "t"))
+
+    def share(eps_cache: float) -> tuple[float, float]:      # (low, high) over the wire's range
+        lo = 1 - (kk.KECKLER_SRAM_J_PER_BYTE + kk.KECKLER_WIRE_J_PER_BYTE[1]) / eps_cache
+        return lo, 1 - (kk.KECKLER_SRAM_J_PER_BYTE + kk.KECKLER_WIRE_J_PER_BYTE[0]) / eps_cache
+    lo1, hi1 = share(p.require("eps_l1", "t"))
+    lo2, _ = share(p.require("eps_l2", "t"))
     assert lo1 == pytest.approx(1 - 21.75 / 149) and hi1 == pytest.approx(1 - 11.75 / 149)
     assert min(lo1, lo2) > 0.5
 
@@ -125,7 +132,10 @@ def test_q097_titan_balances() -> None:
     """Q097: time balance 4.7 TFLOP/s / 288 GB/s = 16.3 ~ 16; energy balance ~ 8: eps_flop is not given, but
     tau_mem*pi0 = 515 pJ/B (Q080) gives pi0 = 515 pJ/B x 288 GB/s = 148 W, and the 16 GFLOP/J peak (Q071)
     gives eps_flop = 1/16 GFLOP/J - pi0*tau_flop = 62.5 - 31.6 = 30.9 pJ, so B_eps = 267/30.9 = 8.6 ~ 8."""
-    m = printed.machine_from_platform(load_platform("titan"), peak_flop_per_j=16e9)
+    t = load_platform("titan")
+    tau_flop, tau_mem = t.require("tau_flop_sp", "Q097"), t.require("tau_mem", "Q097")
+    pi0 = t.require("const_energy_per_byte", "Q097") / tau_mem
+    m = Machine(tau_flop, tau_mem, 1 / 16e9 - pi0 * tau_flop, t.require("eps_mem", "Q097"), pi0)
     assert m.B_tau == pytest.approx(16.3, abs=0.05)
     assert m.pi0_w == pytest.approx(148.3, abs=0.1) and m.eps_flop_j / PJ == pytest.approx(30.9, abs=0.1)
     assert m.B_eps == pytest.approx(8.6, abs=0.1)

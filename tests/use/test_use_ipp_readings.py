@@ -129,8 +129,11 @@ def test_q143_to_q145_savings_as_the_model_predicts(name: str) -> None:
 
 
 def test_q146_power_gating_per_sm() -> None:
-    """Q146 (S3 §6.4.2): 30 SMs drawing 120 W in all is 4 W per SM with per-core power gating."""
-    assert rep.power_per_sm_gated_w(120.0, 30) == pytest.approx(4.0)
+    """Q146 (S3 §6.4.2): 30 SMs drawing 120 W in all is 4 W per SM with per-core power gating: `archline ipp
+    savings`' power-gating saving (``report.savings``) of one SM gated at an unchanged time is 1/30 of 120 W."""
+    n = list(range(1, 31))
+    sw = rep.Sweep("flat", True, n, [1.0] * 30, [1.0] * 30, [120.0] * 30)
+    assert rep.savings(sw, 29)["power_gating"] * 120.0 == pytest.approx(4.0)
 
 
 def test_sweep_all_table4_kernels() -> None:

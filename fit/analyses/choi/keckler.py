@@ -65,11 +65,3 @@ def keckler_comparison(platform: Platform) -> Keckler:
     total = (mem[0] + sram, mem[1] + sram)
     return Keckler(platform.name, eps_d, eps_mem, eps_d / KECKLER_FLOP_J, overhead, per_byte, mem, sram, total,
                    (eps_mem - total[1], eps_mem - total[0]))
-
-
-def cache_overhead_share(eps_cache_j_per_byte: float) -> tuple[float, float]:
-    """S1 §3.4.1: of a fitted cache cost (eps_L1, eps_L2), the share not explained by an SRAM read (1.75 pJ/B)
-    and the wire (10-20 pJ/B), i.e. instruction overhead, "most of the cost". (low, high) over the wire range."""
-    lo = 1 - (KECKLER_SRAM_J_PER_BYTE + KECKLER_WIRE_J_PER_BYTE[1]) / eps_cache_j_per_byte
-    hi = 1 - (KECKLER_SRAM_J_PER_BYTE + KECKLER_WIRE_J_PER_BYTE[0]) / eps_cache_j_per_byte
-    return lo, hi

@@ -221,28 +221,10 @@ def temperature_decay_degc(t_s: float, decay_temp_degc: float, gpu: GpuParams) -
     return gpu.idle_temp_degc + (decay_temp_degc - gpu.idle_temp_degc) * math.exp(-t_s / gpu.rc_decay_s)
 
 
-def static_power_per_degc(power_rise_w: float, fan_w: float, temp_rise_degc: float) -> tuple[float, float]:
-    """S3 §3.6: of a measured runtime-power rise over a run, the fan's share is not static power; the rest over
-    the temperature rise is sigma (eq.22). Returns (static power rise W, sigma W/degC); S3's GTX 280: 14 W,
-    4 W of fan, 22 degC give 10 W and 10/22 W/degC."""
-    if not temp_rise_degc > 0:
-        raise IppInputError("the temperature rise must be positive to give sigma")
-    static_w = power_rise_w - fan_w
-    if static_w < 0:
-        raise IppInputError(f"the fan's {fan_w:g} W exceed the measured power rise of {power_rise_w:g} W")
-    return static_w, static_w / temp_rise_degc
-
-
-def static_power_increase_w(temp_degc: float, gpu: GpuParams) -> float:
-    """eq.22: sigma*(temp - Idle_temp), the static power a kernel at ``temp_degc`` adds over a cold start."""
-    return gpu.sigma_w_per_degc * (temp_degc - gpu.idle_temp_degc)
-
-
-def saturation_time_s(fraction: float, gpu: GpuParams) -> float:
-    """The time eq.17 takes to reach ``fraction`` of its rise: -RC_Rise*ln(1 - fraction)."""
-    if not 0 < fraction < 1:
-        raise IppInputError("the fraction of the temperature rise must lie in (0, 1)")
-    return -gpu.rc_rise_s * math.log1p(-fraction)
+def static_power_increase_w(delta_temp_degc: float, gpu: GpuParams) -> float:
+    """eq.22: sigma*Delta_temp, the static power a kernel ``delta_temp_degc`` above Idle_temp adds over a cold
+    start (S3's GTX 280: 10 W over its 22 degC rise, sigma = 10/22 W/degC)."""
+    return gpu.sigma_w_per_degc * delta_temp_degc
 
 
 def runtime_power_at_w(t_s: float, runtime_power0_w: float, mem_intensity: float, gpu: GpuParams) -> float:

@@ -120,13 +120,13 @@ def temperature(k: Kernel, gpu: GpuParams, times_s: Sequence[float]) -> dict[str
     for t in times_s:
         d = ipp.temperature_rise_degc(t, rise, gpu)
         rows.append({"time_s": t, "temperature_degc": gpu.idle_temp_degc + d, "delta_temp_degc": d,
-                     "static_power_increase_w": gpu.sigma_w_per_degc * d,
-                     "runtime_power_w": p0.runtime_power_w + gpu.sigma_w_per_degc * d,
-                     "gpu_power_w": p0.gpu_power_w + gpu.sigma_w_per_degc * d})
+                     "static_power_increase_w": ipp.static_power_increase_w(d, gpu),
+                     "runtime_power_w": p0.runtime_power_w + ipp.static_power_increase_w(d, gpu),
+                     "gpu_power_w": p0.gpu_power_w + ipp.static_power_increase_w(d, gpu)})
     return {"kernel": k.name, "runtime_power0_w": p0.runtime_power_w, "mem_access_intensity": mi,
             "max_temp_rise_degc": rise, "max_temp_degc": gpu.idle_temp_degc + rise,
             "idle_temp_degc": gpu.idle_temp_degc, "sigma_w_per_degc": gpu.sigma_w_per_degc,
-            "max_static_power_increase_w": gpu.sigma_w_per_degc * rise, "over_time": rows}
+            "max_static_power_increase_w": ipp.static_power_increase_w(rise, gpu), "over_time": rows}
 
 
 # --- timing and the optimal SM count (S3 eq.24-34) ---------------------------------------------------------
@@ -263,8 +263,3 @@ def savings(sw: Sweep, n_opt: int, runtime_power_w: float | None = None,
         out["runtime+idle"] = 1 - (idle_power_w + runtime_power_w * f_ratio) * t_ratio / (idle_power_w
                                                                                           + runtime_power_w)
     return out
-
-
-def power_per_sm_gated_w(gpu_power_all_sms_w: float, num_sms: int) -> float:
-    """S3 §6.4.2: with per-core power gating, each active SM draws the all-SM power over Num_SMs."""
-    return gpu_power_all_sms_w / num_sms
