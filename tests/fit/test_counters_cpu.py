@@ -226,3 +226,15 @@ def test_perf_per_core_columns_and_energy_ram_added(tmp_path: Path) -> None:
     (c,) = read_counters("perf", f)
     assert c.counts == {"flops_dp": (100 + 50) * 4}
     assert c.energy_j == 4.0, "package + DRAM; the cores lie inside the package"
+
+
+def test_perf_per_thread_ids_and_metric_only_lines(tmp_path: Path) -> None:
+    f = tmp_path / "per_thread.csv"   # --per-thread: comm-pid first; perf >= 5.x adds metric-only lines
+    f.write_text("worker-a-101,1000,,fp_arith_inst_retired.scalar_double,100,100.00,,\n"
+                 "worker-a-101,,,,,,,0.40,insn per cycle\n"
+                 "worker-b-202,3000,,fp_arith_inst_retired.scalar_double,100,100.00,,\n"
+                 "worker-b-202,100.00,msec,task-clock,100,100.00,0.5,CPUs utilized\n")
+    (c,) = read_counters("perf", f)
+    assert c.counts == {"flops_dp": 4000.0}
+    assert c.time_s == pytest.approx(0.2, rel=1e-12), "100 ms of CPU time at 0.5 CPUs utilized: 0.2 s wall"
+    assert any(n.startswith("--per-thread") for n in c.notes)

@@ -5,10 +5,12 @@
 
 The separator is what ``-x`` named (a comma, or a tab: a line with a tab is split on tabs). The leading columns:
 ``-I`` puts the interval's end time first; ``-A`` (``--no-aggr``) a ``CPUn`` id; ``--per-core``/``--per-die``/
-``--per-socket``/``--per-node`` an ``S0-D0-C0``/``S0-D0``/``S0``/``N0`` id and the number of CPUs in it; ``-G``
-the cgroup's name after the event. Every line of an event is summed: over the intervals (each interval's count
-covers only that interval), the CPUs, cores, sockets and cgroups. Files of perf 3.x (``value,event`` or
-``value,unit,event``, no run time or percentage) are read too; whether those were multiplexed cannot be told.
+``--per-socket``/``--per-node`` an ``S0-D0-C0``/``S0-D0``/``S0``/``N0`` id and the number of CPUs in it;
+``--per-thread`` the thread's ``comm-pid``; ``-G`` the cgroup's name after the event. A line with neither value
+nor event (a second metric of the line above) is skipped. Every line of an event is summed: over the intervals
+(each interval's count covers only that interval), the CPUs, cores, sockets, threads and cgroups. Files of perf
+3.x (``value,event`` or ``value,unit,event``, no run time or percentage) are read too; whether those were
+multiplexed cannot be told.
 
 ``<not counted>`` and ``<not supported>`` values are events without a count (their term is left out and said so).
 
@@ -131,6 +133,14 @@ def _line(seen: _Seen, f: list[str], k: int, where: str) -> None:
     if f and _AGGR.fullmatch(f[0]):
         seen.aggregated = "-A" if f[0].startswith("CPU") else "--per-core/--per-socket"
         f = f[1:] if f[0].startswith("CPU") else f[2:]     # --per-*: the id, then the number of CPUs in it
+    elif len(f) >= 5 and f[0] and not is_number(f[0]) and f[0] not in NOT_COUNTED:
+        if is_number(f[1]) or f[1] in NOT_COUNTED:
+            seen.aggregated = "--per-thread"               # comm-pid first
+            f = f[1:]
+        elif not any(f[1:-2]):
+            return                                         # --per-thread: a metric's continuation line
+    if len(f) >= 3 and not f[0] and not f[2]:
+        return                                             # a metric's continuation line: no value, no event
     if len(f) in (2, 3) and not any(is_number(x) for x in f[1:]):
         # perf 3.x: value,event or value,unit,event; no run time, no percentage
         value, unit, event = f[0], (f[1] if len(f) == 3 else ""), f[-1]
@@ -231,7 +241,7 @@ def _counts(seen: _Seen, path: Path) -> Counts:
     if len(seen.intervals) > 1:
         c.note(f"-I: {len(seen.intervals)} intervals summed")
     if seen.aggregated:
-        c.note(f"{seen.aggregated}: the CPUs' (cores', sockets') counts summed")
+        c.note(f"{seen.aggregated}: the CPUs' (cores', sockets', threads') counts summed")
     if seen.cgroups:
         c.note(f"-G: cgroup {', '.join(seen.cgroups)} (counts summed over them)")
     if used and not any(k.startswith("flops") for k in c.counts):
