@@ -88,8 +88,9 @@ def _login(command: Any, host: str, port: int, username: str, password: str) -> 
         why = str(e) or type(e).__name__
         if why == "None":
             why = "no answer, or the username or password was refused"
-        raise DeviceError(f"ipmi {host}:{port}: cannot log in ({why}); check the address, the username and the "
-                          "password in the environment variable password_env names")
+        hint = ("set the meter's cipher_suite to one the BMC accepts" if "cipher suite" in why else
+                "check the address, the username and the password in the environment variable password_env names")
+        raise DeviceError(f"ipmi {host}:{port}: cannot log in ({why}); {hint}")
     cmd = out["cmd"]
     sess = getattr(cmd, "ipmi_session", None)
     if sess is not None and (getattr(sess, "broken", False) or not getattr(sess, "logged", 1)):
