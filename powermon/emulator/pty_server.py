@@ -17,6 +17,10 @@ from types import TracebackType
 from archline.powermon.emulator.device import PowerMon2Core
 from archline.powermon.errors import MeterError
 
+#: the core's output is taken only while less than this waits for the pty (a device's queue is bounded: an
+#: emulator that keeps one, as the PowerSensor3's does, loses frames when the reader stops reading)
+PULL_BELOW_BYTES = 4096
+
 
 class PtyServer:
     def __init__(self, core: PowerMon2Core, batch_s: float = 0.002) -> None:
@@ -61,7 +65,8 @@ class PtyServer:
                     break
                 if data:
                     core.write(data)
-            self._pending += core.read_available()
+            if len(self._pending) < PULL_BELOW_BYTES:      # a reader that does not read fills the core's own queue
+                self._pending += core.read_available()
             if self._pending:
                 try:
                     n = os.write(self._master, self._pending)

@@ -1,9 +1,12 @@
 """The PowerSensor3 host driver over pyserial: open sequence (X, wait for the sentinel or silence, flush, V, R with
 per-record acknowledgements), S to stream, M for markers, X to stop (the sentinel honoured only then, and the
-frame that may trail it flushed)."""
+frame that may trail it flushed). Before X it waits for the markers it asked for to come back (at most
+:data:`MARKER_WAIT_S`), as the reference host does: firmware 1.5.0 on blocks for good on an X that arrives while
+a marker is pending."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
@@ -22,6 +25,10 @@ from archline.powermon.powersensor3.protocol import (
 from archline.powermon.stream.driver import StreamDriver, register_handler
 
 register_handler("archline.powermon.powersensor3")
+log = logging.getLogger("archline.powermon")
+
+#: how long stopping waits for the pending markers (host s): the reference host's waitForMarkers(500) ("ms")
+MARKER_WAIT_S = 0.5
 
 
 class PowerSensor3(StreamDriver):
@@ -73,6 +80,26 @@ class PowerSensor3(StreamDriver):
 
     def start_stream(self) -> None:
         self.write(b"S")
+
+    def stop(self) -> None:
+        self.wait_for_markers(MARKER_WAIT_S)
+        super().stop()
+
+    def wait_for_markers(self, timeout_s: float) -> bool:
+        """Wait (the reader still running) until every marker asked for has come back, at most ``timeout_s``;
+        whether they all did. One that never does is left to the stop: its frame was lost, or the device hangs."""
+        deadline = self.clock() + timeout_s
+        while True:
+            with self._lock:
+                pending = len(self._marks_sent)
+            if pending == 0:
+                return True
+            alive = self._thread is not None and self._thread.is_alive() and self.error is None
+            if not alive or self.clock() >= deadline:
+                log.warning("%s: %d marker(s) not back after %.2g s; stopping anyway", self.name, pending,
+                            timeout_s)
+                return False
+            time.sleep(0.002)
 
     def stop_stream(self) -> None:
         self.write(b"X")

@@ -27,6 +27,14 @@ ADC_V = 3.3
 LEVELS = 1023
 REAL_RATE_HZ = 20_000.0            #: frames per second of the F411 firmware
 VERSION = "F411-1.6.1"
+#: how late a stamp can be (µs): the firmware reads micros() in the DMA interrupt, which outranks USB
+#: (``NVIC_SetPriority(DMA2_Stream0_IRQn, OTG_FS priority - 1)``) and runs a fixed path before the read, so only the
+#: entry latency and a short SysTick handler vary it (docs/meters.md, PowerSensor3 "Timestamps")
+LATE_MAX_US = 1.0
+#: a step's stamp difference lies within less than this of its cadence (µs): each stamp is truncated to a whole µs
+#: (0 to 1 under the true time) and is 0 to LATE_MAX_US late, and the frame period is exact in micros() units (the
+#: ADC and SysTick run off one PLL), so two stamps differ from the true span by less than 1 + LATE_MAX_US
+TOL_US = 1.0 + LATE_MAX_US
 #: psconfig's sensor types (stored as V/A)
 MLX_SENS_V_PER_A = {"MLX10": 0.120, "MLX20": 0.0625, "MLX50": 0.025, "MLX75": 0.01667}
 
@@ -75,9 +83,12 @@ def level_from_value(value: np.ndarray, vref_v: np.ndarray, sens: np.ndarray) ->
     return np.clip(lvl, 0, LEVELS).astype(np.int64)
 
 
-def timestamp_us(k: np.ndarray, rate_hz: float) -> np.ndarray:
-    """The 10-bit microsecond stamp of frame ``k`` of a stream started at 0 µs."""
-    return np.floor(np.asarray(k, np.float64) * (1e6 / rate_hz) + 1e-6).astype(np.int64) % TS_MOD
+def timestamp_us(k: np.ndarray, rate_hz: float, first_us: float = 0.0, late_us: np.ndarray | float = 0.0
+                 ) -> np.ndarray:
+    """The 10-bit microsecond stamp of frame ``k`` of a stream whose frame 0 the device clock put at ``first_us``,
+    each stamp ``late_us`` late (micros() truncates)."""
+    t = first_us + np.asarray(k, np.float64) * (1e6 / rate_hz) + late_us
+    return np.floor(t + 1e-6).astype(np.int64) % TS_MOD
 
 
 def encode_frames(ts_us: np.ndarray, levels: np.ndarray, marker: np.ndarray) -> bytes:
@@ -95,19 +106,31 @@ def encode_frames(ts_us: np.ndarray, levels: np.ndarray, marker: np.ndarray) -> 
     return out.tobytes()
 
 
+#: frames whose stamp offsets bound the next one's: the offsets do not drift (the ADC's cadence and micros() run off
+#: one clock), so this only bounds the memory kept
+GRID_HISTORY = 4096
+#: frames seen before the grid is trusted over the pairwise step
+MIN_GRID_FRAMES = 16
+
+
 def repeat_frames(period_us: float, tol_us: float) -> int:
-    """The fewest frames whose span is a whole number of stamp periods (1024 µs) to within ``tol_us``: steps that
-    differ by it look the same in the stamps (32 at 1250 Hz, 512 at 20 kHz; 384 at 3 kHz, whose period is not a
-    whole µs: counting 1024 there left a 128 ms stall unseen)."""
+    """The fewest frames whose span is a whole number of stamp periods (1024 µs) to within less than ``tol_us``:
+    steps that differ by it look the same in the stamps (32 at 1250 Hz, 512 at 20 kHz; 384 at 3 kHz, whose period is
+    not a whole µs: counting 1024 there left a 128 ms stall unseen)."""
     m = np.arange(1, 64 * TS_MOD + 1, dtype=np.float64)
-    hit = np.flatnonzero(np.abs((m * period_us + TS_MOD / 2) % TS_MOD - TS_MOD / 2) <= tol_us)
+    hit = np.flatnonzero(np.abs((m * period_us + TS_MOD / 2) % TS_MOD - TS_MOD / 2) < tol_us)
     return int(m[hit[0]]) if hit.size else 64 * TS_MOD
 
 
 class Decoder:
-    """Stateful: bytes in (any chunking), whole frames out with their index on the cadence of ``rate_hz``."""
+    """Stateful: bytes in (any chunking), whole frames out with their index on the cadence of ``rate_hz``.
 
-    def __init__(self, config: tuple[SensorConfig, ...], rate_hz: float, tol_us: float = 1.5) -> None:
+    Indices are relative to the first whole frame (the device's clock free-runs: the first stamp says nothing of
+    frames before it); the first frame is 0, or one more per 18 bytes (or part) of garbage before it (the remains of
+    frames cut off). Each later step is the fewest frames whose span matches the stamps' difference to within less
+    than ``tol_us`` (:data:`TOL_US`)."""
+
+    def __init__(self, config: tuple[SensorConfig, ...], rate_hz: float, tol_us: float = TOL_US) -> None:
         self.vref, self.sens = cal_arrays(config)
         self.in_use = np.array([config[2 * p].in_use and config[2 * p + 1].in_use for p in range(N_PAIRS)])
         self.rate_hz = rate_hz
@@ -122,14 +145,70 @@ class Decoder:
         self._consumed = 0
         self._k_prev = -1
         self._t_prev = 0
+        self._u_ref: float | None = None          #: the first frame's offset from the cadence (µs)
+        self._w_hist = np.zeros(0)                #: offsets of the last GRID_HISTORY frames, relative to it
 
     def _steps(self, d: np.ndarray) -> np.ndarray:
         """Smallest m >= 1 frames whose span is ``d`` µs modulo 1024 (0: none fits, the timestamp is bad)."""
-        m = np.arange(1, self.cycle + 1, dtype=np.float64)
-        err = (m[None, :] * self.period_us - d[:, None] + TS_MOD / 2) % TS_MOD - TS_MOD / 2
-        ok = np.abs(err) <= self.tol_us
-        first = np.argmax(ok, axis=1) + 1
-        return np.where(ok.any(axis=1), first, 0)
+        d = np.asarray(d, np.float64)
+        one = np.abs((self.period_us - d + TS_MOD / 2) % TS_MOD - TS_MOD / 2) < self.tol_us
+        out = np.where(one, 1, 0)
+        rest = np.flatnonzero(~one)          # the few steps that are not one frame: try every count
+        if rest.size:
+            m = np.arange(1, self.cycle + 1, dtype=np.float64)
+            err = (m[None, :] * self.period_us - d[rest, None] + TS_MOD / 2) % TS_MOD - TS_MOD / 2
+            ok = np.abs(err) < self.tol_us
+            out[rest] = np.where(ok.any(axis=1), np.argmax(ok, axis=1) + 1, 0)
+        return out
+
+    def _offsets(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Each frame's stamp less its place on the cadence, relative to the first frame's (µs, in -512..512)."""
+        ref = self._u_ref or 0.0
+        return (t - k * self.period_us - ref + TS_MOD / 2) % TS_MOD - TS_MOD / 2
+
+    def _on_grid(self, t: np.ndarray, steps: np.ndarray, first_known: bool) -> np.ndarray:
+        """Steps checked against the whole grid, not only the previous stamp. Every stamp lies within less than
+        ``tol_us`` of one offset from the cadence (truncated: up to 1 µs under; late: up to LATE_MAX_US over), so
+        the offsets of the last :data:`GRID_HISTORY` frames span less than ``tol_us``. A step whose frame leaves that
+        span (a gap the stamp pair explains by a nearer count, 41 frames off at 20 kHz when the pair is 1 µs apart)
+        gets the fewest frames that keep it; where none does, or the history is too short or already wider (a
+        device off the cadence), the pairwise step stays."""
+        steps = steps.copy()
+        k = self._k_prev + np.cumsum(steps)
+        if self._u_ref is None:
+            self._u_ref = float(t[0] - k[0] * self.period_us)
+        start = 0 if first_known else 1
+        handled = start
+        while True:
+            w = self._offsets(t, k)
+            allw = np.concatenate([self._w_hist, w])
+            n_h = len(self._w_hist)
+            # the span of the offsets before each frame
+            lo = np.concatenate([[np.inf], np.minimum.accumulate(allw)])[n_h:n_h + len(w)]
+            hi = np.concatenate([[-np.inf], np.maximum.accumulate(allw)])[n_h:n_h + len(w)]
+            off = (np.maximum(hi, w) - np.minimum(lo, w)) >= self.tol_us
+            known = (np.arange(len(w)) + n_h) >= MIN_GRID_FRAMES
+            cand = np.flatnonzero(((steps > 1) | off) & known & (np.arange(len(w)) >= handled))
+            if not cand.size:
+                break
+            i = int(cand[0])
+            handled = i + 1
+            if hi[i] - lo[i] >= self.tol_us:       # already wider: so is every later frame's history
+                break
+            k_before = int(k[i - 1]) if i else self._k_prev
+            m = np.arange(1, self.cycle + 1)
+            wm = self._offsets(np.full(len(m), float(t[i])), k_before + m)
+            ok = (np.maximum(hi[i], wm) - np.minimum(lo[i], wm)) < self.tol_us
+            if not ok.any():
+                continue
+            wraps = (int(steps[i]) - 1) // self.cycle
+            new = int(m[np.argmax(ok)]) + wraps * self.cycle
+            if new != steps[i]:
+                steps[i] = new
+                k = self._k_prev + np.cumsum(steps)
+        w = self._offsets(t, k)
+        self._w_hist = np.concatenate([self._w_hist, w])[-GRID_HISTORY:]
+        return steps
 
     def feed(self, data: bytes, k_hint: float | None = None) -> Decoded:
         d = self._feed(data, k_hint)
@@ -169,6 +248,7 @@ class Decoder:
         elif b[-1] >= 0x80:
             keep_from = len(buf) - 1
         self._tail = bytes(buf[keep_from:])
+        base = self._consumed             # where this chunk's buffer starts in the stream
         self._consumed += keep_from
         if len(jw) == 0:
             return Decoded.empty()
@@ -179,15 +259,10 @@ class Decoder:
         prev = np.concatenate([[self._t_prev], t[:-1]])
         steps = self._steps((t - prev) % TS_MOD)
         first_known = self._k_prev >= 0
-        if not first_known:          # the first frame: the smallest index its stamp allows (0 for a clean start)
-            m0 = self._steps(np.array([float(t[0])]))[0] if t[0] else 0
-            steps[0] = m0 + 1        # relative to k = -1
-        if k_hint is not None and first_known:
-            # the hint is late, never early (the chunk's arrival less the least arrival lag seen): whole wraps are
-            # added where it is at least 3/4 of one past what the stamps say, so a lag of up to 3/4 wrap adds none
-            target = k_hint - (len(jw) - 1) - self._k_prev
-            if steps[0] and target > steps[0] + 0.75 * self.cycle:
-                steps[0] += math.floor(float(target - steps[0]) / self.cycle + 0.25) * self.cycle
+        # the first frame: 0, or one per frame's worth (or part) of bytes before it (a frame cut short)
+        k_first = -(-(base + int(starts[jw[0]])) // FRAME_BYTES)
+        if not first_known:
+            steps[0] = k_first + 1   # relative to k = -1
         bad = steps == 0
         if bad.any():                 # a stamp no cadence explains: drop the frame, count it
             self.stats.frames_discarded += int(bad.sum())
@@ -197,8 +272,15 @@ class Decoder:
                 return Decoded.empty()
             steps = self._steps((t - np.concatenate([[self._t_prev], t[:-1]])) % TS_MOD)
             if not first_known:
-                steps[0] = (self._steps(np.array([float(t[0])]))[0] if t[0] else 0) + 1
+                steps[0] = k_first + 1
             steps[steps == 0] = 1
+        steps = self._on_grid(t, steps, first_known)
+        if k_hint is not None and first_known:
+            # the hint is late, never early (the chunk's arrival less the least arrival lag seen): whole wraps are
+            # added where it is at least 3/4 of one past what the stamps say, so a lag of up to 3/4 wrap adds none
+            target = k_hint - (len(t) - 1) - self._k_prev
+            if steps[0] and target > steps[0] + 0.75 * self.cycle:
+                steps[0] += math.floor(float(target - steps[0]) / self.cycle + 0.25) * self.cycle
         k = self._k_prev + np.cumsum(steps)
         self.stats.frames_missing += int(np.sum(steps - 1))
         self._k_prev = int(k[-1])

@@ -4,6 +4,7 @@ clock aligned to in-band markers (with the alignment error with and without them
 
 from __future__ import annotations
 
+import struct
 import time
 
 import numpy as np
@@ -89,8 +90,29 @@ def test_a_lost_byte_costs_one_frame_and_a_saturated_sensor7_is_data() -> None:
     assert np.all(d.volts[:, 3] == value_from_level(np.array(1023), 0.0, 0.09))
 
 
+class FakeClock:
+    """Host seconds that move only when told (the emulator's timing, checked exactly)."""
+
+    def __init__(self) -> None:
+        self.t_s = 100.0
+
+    def __call__(self) -> float:
+        return self.t_s
+
+
+def _core(rate_hz: float = 1000.0, **kw: object) -> tuple[PowerSensor3Core, FakeClock]:
+    clock = FakeClock()
+    return PowerSensor3Core(lambda t_s: POWER, rate_hz, clock=clock, **kw), clock    # type: ignore[arg-type]
+
+
+def _stamps(b: bytes) -> np.ndarray:
+    f = np.frombuffer(b, np.uint8).reshape(-1, 18).astype(np.int64)
+    assert np.all(f[:, 0] >> 4 == 0xF) and np.all(f[:, 1] >> 6 == 1)       # the timestamp packet
+    return ((f[:, 0] & 0x0F) << 6) | (f[:, 1] & 0x3F)
+
+
 def test_emulator_commands_version_config_and_count() -> None:
-    core = PowerSensor3Core(lambda t_s: POWER, 1000.0)
+    core, clock = _core()
     core.write(b"V")
     assert core.read_available() == b"F411-1.6.1\r\n"
     core.write(b"R")
@@ -106,12 +128,96 @@ def test_emulator_commands_version_config_and_count() -> None:
     for rec in new:
         core.write(rec.pack())
     assert core.read_available() == b"S" * 8 + b"D" and core.config[0].type == "MLX50"
-    core.write(b"X")                                   # not streaming: the sentinel alone
+    core.write(b"X")                                   # not streaming: the sentinel alone, after delay(100)
+    assert core.read_available() == b""
+    clock.t_s += 0.1
     assert core.read_available() == b"\xff\x3f\xff\x3f"
     core.write(b"I")
     assert len(core.read_available()) == 18
+
+
+def test_emulator_clock_free_runs_and_q_keeps_counting() -> None:
+    """The first stamp after S is wherever the free-running micros() is (not 0), each stamp 0-1 us late; Q counts 8
+    conversions per frame since the last S, streaming or not."""
+    core, clock = _core(20_000.0)
+    firsts, lates = [], []
+    for _ in range(5):
+        core.write(b"S")
+        t_first = core._first_us                        # device us of frame 0 (free-running, unwrapped)
+        clock.t_s += 0.01                               # 200 frames
+        st = _stamps(core.read_available())
+        assert len(st) == 200
+        firsts.append(int(st[0]))
+        true = np.floor(t_first + np.arange(200) * 50.0)          # the stamp with no lateness
+        late = (st - true.astype(np.int64)) % 1024
+        assert set(late.tolist()) <= {0, 1}
+        lates.append(late.mean())
+        assert core.conversions() == 8 * 200
+        core.write(b"X")
+        clock.t_s += 0.1
+        tail = core.read_available()
+        assert tail[:4] == b"\xff\x3f\xff\x3f" and len(tail) == 4 + 18      # one frame trails the sentinel
+        assert core.conversions() == 8 * (200 + 2000)                     # it counted on while stopped
+        clock.t_s += 0.0123
+    assert len(set(firsts)) == 5 and 0 < float(np.mean(lates)) < 1         # random phase; late by 0-1 us
     core.write(b"Q")
-    assert core.read_available() == (8).to_bytes(4, "little")
+    assert core.read_available() == struct.pack("<I", core.conversions())
+
+
+def test_emulator_x_waits_100ms_and_hangs_on_a_pending_marker() -> None:
+    core, clock = _core()
+    core.write(b"S")
+    clock.t_s += 0.01
+    core.read_available()
+    core.write(b"XV")                                   # V waits in the USB buffer while the firmware is in delay()
+    clock.t_s += 0.099
+    assert core.read_available() == b""
+    clock.t_s += 0.001
+    out = core.read_available()
+    assert out[:4] == b"\xff\x3f\xff\x3f" and out[4 + 18:] == b"F411-1.6.1\r\n"
+    core.write(b"SM")
+    core.write(b"X")                                    # a marker still pending: the firmware never returns
+    clock.t_s += 1.0
+    core.write(b"VS")
+    assert core.hung and core.read_available() == b""
+
+
+def test_emulator_output_queue_is_bounded() -> None:
+    """A host that stops reading: frames that find the queue full are lost whole and counted; when it reads again
+    the decoder counts exactly those (a gap under one stamp wrap)."""
+    core, clock = _core(20_000.0, queue_bytes=18 * 100)
+    dec = Decoder(default_config(), 20_000.0)
+    core.write(b"S")
+    clock.t_s += 0.005                                   # 100 frames, read
+    first = dec.feed(core.read_available())
+    clock.t_s += 0.0075                                  # 150 frames unread: 100 fit the queue, 50 are lost
+    queued = dec.feed(core.read_available())
+    assert core.frames_overflowed == 50 and core.truth.frames_stalled == 50
+    clock.t_s += 0.005                                   # read on time again: nothing more lost
+    after = dec.feed(core.read_available())
+    assert (first.k.size, queued.k.size, after.k.size) == (100, 100, 100)
+    assert dec.stats.frames_missing == 50 and int(after.k[0]) == 100 + 150
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_free_running_late_stamps_count_no_loss_and_real_gaps_exactly(seed: int) -> None:
+    """At 20 kHz: a first stamp anywhere and every stamp 0-1 us late (as the firmware's interrupt makes them) give 0
+    frames missing; frames dropped (a run of 37 and one of 700, more than a stamp wrap) are counted exactly."""
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    k = np.arange(n)
+    first_us = float(rng.uniform(0, 2 ** 32))
+    ts = timestamp_us(k, 20_000.0, first_us % 1024, rng.uniform(0, 1.0, n))
+    lv = np.tile(np.arange(8) * 100 + 3, (n, 1))
+    b = encode_frames(ts, lv, np.zeros(n, bool))
+    dec = Decoder(default_config(), 20_000.0)
+    d = dec.feed(b)
+    assert d.k.tolist() == list(range(n)) and dec.stats.frames_missing == 0
+    keep = ~(((k >= 5000) & (k < 5037)) | ((k >= 12000) & (k < 12700)))
+    dec = Decoder(default_config(), 20_000.0)
+    got = dec.feed(encode_frames(ts[keep], lv[keep], np.zeros(int(keep.sum()), bool)))
+    # 700 frames is 1 wrap (512) and 188: the stamps alone see 188; the driver's arrival times see the wrap
+    assert dec.stats.frames_missing == 37 + 188 and got.k[-1] == n - 1 - 512
 
 
 def test_driver_reads_config_and_values_on_the_pty() -> None:
@@ -150,6 +256,18 @@ def test_disconnect_is_reported_and_the_rest_counted_lost() -> None:
     assert any("disconnected" in w for w in mr.warnings)
     got = mr.expected_samples - mr.lost_samples
     assert mr.lost_samples > 0 and got <= 2 * (round(0.3 * 2000) + 1)
+
+
+def test_stop_waits_for_pending_markers_so_the_firmware_does_not_hang() -> None:
+    """A mark asked just before the stop: the driver sends X only once its marker came back (a frame every 10 ms
+    here), so the firmware is not caught waiting for it; the sentinel comes after the firmware's 100 ms delay."""
+    meter = emulate_meter(spec_of("powersensor3", rate_hz=100.0), lambda t_s: POWER, speed=1.0, seed=0)
+    meter.start()
+    t_mark = time.monotonic()
+    meter.mark(t_mark)
+    meter.stop()
+    assert not meter.core.hung and meter.core.pending_markers == 0 and meter.error is None
+    assert len(meter.driver.markers()) == 1 and meter.core.truth.markers_sent == 1
 
 
 def test_markers_align_the_clock() -> None:

@@ -40,6 +40,23 @@ def test_meter_record_powersensor3_counts_faults(tmp_path: Path) -> None:
     assert m["lost_samples"] == 2 * 101 and any("lost 202" in w for w in m["warnings"])
 
 
+@pytest.mark.slow
+def test_meter_record_at_20khz_free_running_clock_loses_nothing_and_counts_real_gaps(tmp_path: Path) -> None:
+    """Issue 35's acceptance: a device whose first stamp is wherever its clock is and whose stamps land 0-1 us late
+    (the emulator's default), at the real 20 kHz: 0 frames counted lost in 10 recordings; a dropped byte (1 frame)
+    and a 25.6 ms stall (512 frames, exactly one stamp wrap) still counted to the frame."""
+    with registered("ps3-e2e-20k") as name:
+        for seed in range(10):
+            rc, summary, _, _ = record("powersensor3", f"powersensor3://{name}?rate=20000&seed={seed}",
+                                       tmp_path / f"t{seed}.csv")
+            m = summary["powersensor3"]
+            assert (rc, summary["decoder"]["frames_missing"], m["lost_samples"], m["warnings"]) == (0, 0, 0, []), seed
+        rc, summary, _, _ = record("powersensor3", f"powersensor3://{name}?rate=20000&seed=3&drop=18005"
+                                   "&stall=0.08:0.0256", tmp_path / "gap.csv")
+    assert summary["decoder"]["frames_missing"] == 1 + 512 and summary["decoder"]["bytes_skipped"] == 17
+    assert summary["powersensor3"]["lost_samples"] == 2 * 513 and rc == 6
+
+
 def test_bench_run_emulate_gtx580_through_powersensor3_recovers_table4(tmp_path: Path) -> None:
     """At the profile's own time compression (50x) and the ps3 meter's 250 frames per second."""
     rows, got = run_and_fit(RunOptions(platform="gtx580", emulate=True, meter="ps3", kernels=("intensity",),
