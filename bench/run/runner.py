@@ -2,7 +2,7 @@
 once the confidence interval is tight, and build one ``archline.results/1`` row plus its raw trace. Time only is
 the same loop over powermon's null meter.
 
-Per point (model.md §7.5, §8; DESIGN.md §5):
+Per point (model.md §7.5, §8; docs/design.md §5):
 
 1. apply the point's cap / clocks; restart the meter's stream (each point its own capture);
 2. prepare the kernel; calibration runs (growing until one lasts 5% of a region) give the time of one rep;

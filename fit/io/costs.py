@@ -1,4 +1,4 @@
-"""The one owner of the cost table, ``archline.costs/1`` (DESIGN.md §4): :class:`CostTable` reads it
+"""The one owner of the cost table, ``archline.costs/1`` (docs/design.md §4): :class:`CostTable` reads it
 (:meth:`CostTable.load`) and writes it (:meth:`CostTable.dump`), like pyperf's Benchmark with its format version.
 
 Reading honours each coefficient's ``unit`` (``pJ/flop`` becomes J/flop; a unit of another dimension or one not

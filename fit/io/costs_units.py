@@ -1,7 +1,7 @@
 """Units of the cost table (``archline.costs/1``): the SI unit of every coefficient, and the reading of a ``unit``
 field written by a person (``pJ/flop``, ``nJ/B``, ``mW``, ``ps/flop``) as a factor to SI, or a refusal.
 
-The JSON is SI throughout (DESIGN.md §4); :func:`si_factor` lets a hand-written table say ``"unit": "pJ/flop"`` and
+The JSON is SI throughout (docs/design.md §4); :func:`si_factor` lets a hand-written table say ``"unit": "pJ/flop"`` and
 still be read right, and refuses a unit of another dimension (``"W"`` on ``eps_mem``) or one it does not know.
 """
 

@@ -1,4 +1,4 @@
-"""Read and validate ``archline.results/1`` rows (DESIGN.md §3) for the fit: CSV files, Parquet files and
+"""Read and validate ``archline.results/1`` rows (docs/design.md §3) for the fit: CSV files, Parquet files and
 hive-partitioned Parquet data sets (:mod:`archline.fit.io.sources`), checked vectorised with pyarrow and
 numpy, batch by batch, and reduced at once to configurations (:mod:`archline.fit.io.configs`).
 

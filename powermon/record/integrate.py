@@ -2,7 +2,7 @@
 
 Inside the region, power is interpolated linearly at ``t0`` and ``t1`` from the neighbouring samples (the
 partial samples at the edges). The error bound adds, per interval, half the power swing times the interval
-(the distance from the trapezoid to either rectangle: the sample period × power swing of DESIGN.md §5) and, when
+(the distance from the trapezoid to either rectangle: the sample period × power swing of docs/design.md §5) and, when
 given, the per-sample measurement bound (e.g. half an ADC step) times the duration.
 
 Lost samples are never silent: a hole in the cadence (longer than 1.5 sample periods) or an edge of the region with

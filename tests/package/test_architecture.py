@@ -157,6 +157,16 @@ def test_contributing_points_here_and_restates_nothing() -> None:
     assert not restated, f"CONTRIBUTING.md restates import rules {restated}: point at this file instead"
 
 
+def test_design_page_shows_the_import_rule() -> None:
+    """docs/design.md §6 shows ``ALLOWED`` as a table for readers; it must say what this file checks."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text.split("## 6. Import rules", 1)[1].split("\n## ", 1)[0]
+    shown = {m.group(1): tuple(re.findall(r"`([\w.]+)`", m.group(2)))
+             for m in re.finditer(r"^\| (\w+) \| (`.*) \|$", section, re.M)}
+    assert shown == {room: tuple(x for x in allowed if x != "archline._version") for room, allowed in ALLOWED.items()}
+    assert "`archline._version`" in section
+
+
 def test_import_rule_catches_a_violation(tmp_path: Path) -> None:
     """The checker itself: a fit module importing bench, even inside a function, is caught."""
     bad = tmp_path / "mod.py"

@@ -48,7 +48,7 @@ class Setting:
 
 
 def settings_of(platform: Platform) -> list[Setting]:
-    """The ``settings`` list of an archline.costs/1 DVFS table (DESIGN.md §4)."""
+    """The ``settings`` list of an archline.costs/1 DVFS table (docs/design.md §4)."""
     raw = platform.dvfs.get("settings") or []
     if not raw:
         raise MissingValueError(
