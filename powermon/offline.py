@@ -282,11 +282,14 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     period_s = 1.0 / (side.rate_hz * speed) if side is not None and side.rate_hz else None
     window = side.window_s if side is not None else None
     recorded = t0_s is None and t1_s is None and window is not None
+    # a BMC whose ReadingTime stopped moving: its window may lie past its last reading (docs/meters.md), when the
+    # sidecar counts exactly the readings the trace holds (else it is another recording's)
+    stale_ok = info.get("type") == "bmc" and info.get("timed") is True and info.get("readings") == len(s)
     if window is not None and recorded:
         t0_s, t1_s = window[0], window[1]
-        _check_belongs(path, s, window, stats)
+        _check_belongs(path, s, window, stats, stale_ok)
     if info.get("type") == "bmc":
-        bmc = _integrate_bmc(path, s, side, info, t0_s, t1_s)
+        bmc = _integrate_bmc(path, s, side, info, t0_s, t1_s, stale_ok and recorded)
         if bmc is not None:
             return _trace_warnings(bmc, path, side)
     overflows = stats.get("overflows", side.overflows if side is not None else None)
@@ -335,16 +338,18 @@ def _trace_warnings(res: Integration, path: str | Path, side: Any) -> Integratio
     return res
 
 
-def _check_belongs(path: str | Path, s: Samples, window: list[float], stats: dict[str, Any]) -> None:
+def _check_belongs(path: str | Path, s: Samples, window: list[float], stats: dict[str, Any],
+                   stale_ok: bool = False) -> None:
     """A sidecar of another recording beside these samples (copied or renamed with another trace): its recorded
     window misses the samples altogether, or it lists fewer rows than the file holds. One line saying the sidecar
-    does not match, rather than blaming the meter for samples it never lost."""
+    does not match, rather than blaming the meter for samples it never lost. ``stale_ok``: a window after the last
+    sample is a stale BMC's (its readings lost), not another recording's."""
     if len(s) == 0:
         return
     lo, hi = float(np.min(s.t_s)), float(np.max(s.t_s))
     records = stats.get("sample_records")
     why = ""
-    if window[1] < lo or window[0] > hi:
+    if window[1] < lo or (window[0] > hi and not stale_ok):
         why = (f"its recorded window {window[0]:.9g} .. {window[1]:.9g} s lies wholly outside the samples "
                f"({lo:.9g} .. {hi:.9g} s)")
     elif isinstance(records, int) and not isinstance(records, bool) and records < s.t_s.size:
@@ -356,10 +361,11 @@ def _check_belongs(path: str | Path, s: Samples, window: list[float], stats: dic
 
 
 def _integrate_bmc(path: str | Path, s: Samples, side: Any, info: dict[str, Any], t0_s: float | None,
-                   t1_s: float | None) -> Integration | None:
+                   t1_s: float | None, stale_ok: bool = False) -> Integration | None:
     """A BMC trace integrated as its recording was (the readings' step function and the BMC bound,
     :func:`archline.powermon.bmc.bound.window_energy`), so ``meter integrate`` states ``meter record``'s energy and
-    bound; None (the generic integration, with a warning) when the sidecar lacks the bound's terms."""
+    bound; None (the generic integration, with a warning) when the sidecar lacks the bound's terms. ``stale_ok``:
+    the recorded window may run past the last reading (a ReadingTime that stopped moving: those periods are lost)."""
     from archline.powermon.bmc.bound import BoundTerms, breakpoints, window_energy
     from archline.powermon.record.integrate import ChannelEnergy, Integration, check_power
 
@@ -374,7 +380,7 @@ def _integrate_bmc(path: str | Path, s: Samples, side: Any, info: dict[str, Any]
     b = float(t[-1]) if t1_s is None else float(t1_s)
     if not (math.isfinite(a) and math.isfinite(b) and b > a):
         raise MeterError(f"{show(path)}: the region {a:g} .. {b:g} s is empty or reversed; give --start before --end")
-    if a < t[0] - terms.period_s or b > t[-1] + terms.period_s:
+    if a < t[0] - terms.period_s or (b > t[-1] + terms.period_s and not stale_ok):
         raise MeterError(f"{show(path)}: the region {a:.9g} .. {b:.9g} s lies outside the samples "
                          f"({float(t[0]):.9g} .. {float(t[-1]):.9g} s); give --start and --end inside them")
     failed_at = info.get("failed_poll_s")

@@ -7,7 +7,7 @@
 - the emulator's faults (HTTP 503, a stale reading) counted: failed polls reported, missed readings lost;
 - sushy-tools' ``sushy-static`` serving DMTF's public-rackmount1 (tests/data/real/redfish) and the derived newer-schema
   mockups (tests/data/derived/redfish): each power source read, its watts checked against the mockup's JSON, and
-  the mockup's ReadingTime that never moves (2019) counted as lost readings.
+  the mockup's ReadingTime that never moves (2019) counted as lost readings, live and by `meter integrate`.
 """
 
 from __future__ import annotations
@@ -351,23 +351,28 @@ def test_sushy_static_refuses_what_a_mockup_lacks() -> None:
             assert e.value.exit_code == 4
 
 
-def _stale_window(url: str, length_s: float) -> Any:
-    meter = open_from_spec(MeterSpec(name="bmc", kind="redfish", url=url))
-    return meter, _window(meter, 0.3, length_s)
-
-
-def test_a_reading_time_that_never_moves_is_lost() -> None:
+def test_a_reading_time_that_never_moves_is_lost(tmp_path: Path, run_cli: Any) -> None:
     """public-rackmount1's TotalPower says 2019-08-13T04:14:33+06:00 on every GET (SensingInterval PT0.25S): after
-    the first sighting no fresh reading ever comes, so every period of a window is a reading lost (docs/meters.md)."""
+    the first sighting no fresh reading ever comes, so every period of a window is a reading lost (docs/meters.md),
+    live (``meter record``, exit 6: more than --max-lost) and offline (``meter integrate`` of its trace, the same)."""
+    out = tmp_path / "stale.csv"
     with sushy_static(RACKMOUNT1) as url:
-        meter, r = _stale_window(url, 2.0)
+        res = run_cli("meter", "record", "--meter", f"redfish:{url}", "--duration", "2", "--out", str(out))
+    assert res.exit_code == 6, res.stderr            # more than --max-lost: the documented exit, after the summary
+    assert "lost 8 of 8 samples" in res.stderr
+    r = json.loads(res.stdout[: res.stdout.rindex("}") + 1])["redfish"]
     period_s = iso_duration_s(_load(RACKMOUNT1, TOTAL_POWER)["SensingInterval"])
-    assert meter.update_period_s == period_s == 0.25
-    assert r.expected_samples == round(r.duration_s / period_s)       # 8 for 2 s
-    assert r.n_samples == 0 and r.lost_samples == r.expected_samples and r.gaps == 1
-    assert any(f"{r.expected_samples} BMC reading(s) never shown" in w for w in r.warnings)
-    assert meter.info()["readings"] == 1                                # one distinct ReadingTime in 3 s of polls
-    assert meter.info()["source"]["source"] == SOURCE_ENV_SENSOR
+    assert r["expected_samples"] == round(r["duration_s"] / period_s) == 8
+    assert r["n_samples"] == 0 and r["lost_samples"] == r["expected_samples"] and r["gaps"] == 1
+    assert any("8 BMC reading(s) never shown" in w for w in r["warnings"])
+    info = json.loads(Path(f"{out}.json").read_text())["info"]
+    assert info["readings"] == 1 and info["timed"] is True            # one distinct ReadingTime in 2 s of polls
+    assert info["source"]["source"] == SOURCE_ENV_SENSOR
+    again = run_cli("meter", "integrate", str(out), "--format", "json")
+    assert again.exit_code == 6, again.stderr
+    offline = json.loads(again.stdout[: again.stdout.rindex("}") + 1])
+    assert (offline["lost_samples"], offline["lost_share"], offline["channels"]["0"]["n_samples"]) == (8, 1.0, 0)
+    assert "lost 8 of 8 samples" in again.stderr
 
 
 def test_meter_record_says_which_source(tmp_path: Path) -> None:
