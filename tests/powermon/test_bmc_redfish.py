@@ -115,6 +115,64 @@ def test_decodes_a_fixed_mockup_exactly(tmp_path: Path) -> None:
             RedfishClient(srv.url, chassis="Nope").discover()
 
 
+def _chassis_with(root: Path, links: dict[str, Any], resources: dict[str, dict[str, Any]]) -> None:
+    """A service with one chassis ``N`` linking ``links``; ``resources`` by path below the chassis."""
+    base = "/redfish/v1"
+    node = f"{base}/Chassis/N"
+    _write(root, base, {"@odata.id": f"{base}/", "Chassis": {"@odata.id": f"{base}/Chassis"}})
+    _write(root, f"{base}/Chassis", {"Members": [{"@odata.id": node}]})
+    _write(root, node, {"Id": "N", **{k: {"@odata.id": f"{node}/{v}"} for k, v in links.items()}})
+    for rel, obj in resources.items():
+        _write(root, f"{node}/{rel}", obj)
+
+
+def _power_sensor(context: str | None, w: float) -> dict[str, Any]:
+    return {"ReadingType": "Power", "Reading": w, **({"PhysicalContext": context} if context else {})}
+
+
+@pytest.mark.parametrize(("sensors", "picked"), [
+    ({"CPU0": _power_sensor("CPU", 90.0), "Node": _power_sensor("Chassis", 410.0)}, "Node"),
+    ({"CPU0": _power_sensor("CPU", 90.0), "HSC0_Input_Power": _power_sensor(None, 241.6)}, "HSC0_Input_Power"),
+    ({"A": _power_sensor(None, 200.0), "B": _power_sensor(None, 240.0)}, None),   # which is the node's? refused
+    ({"PS1": _power_sensor("PowerSupply", 300.0), "CPU0": _power_sensor("CPU", 90.0)}, None),
+], ids=["chassis-context", "the-one-without-a-part", "two-without-context", "parts-only"])
+def test_sensors_take_the_node_power_sensor_or_refuse(tmp_path: Path, sensors: dict[str, Any],
+                                                      picked: str | None) -> None:
+    members = {"Members": [{"@odata.id": f"/redfish/v1/Chassis/N/Sensors/{k}"} for k in sensors]}
+    _chassis_with(tmp_path, {"Sensors": "Sensors"}, {"Sensors": members, **{f"Sensors/{k}": v
+                                                                              for k, v in sensors.items()}})
+    with static_server(tmp_path) as srv:
+        if picked is None:
+            with pytest.raises(DeviceError, match=f"no Sensor of ReadingType Power for the chassis \\(power "
+                                                  f"sensors: {', '.join(sensors)}\\)"):
+                RedfishClient(srv.url).discover()
+        else:
+            c = RedfishClient(srv.url).discover()
+            assert c.source == SOURCE_SENSOR and c.sensor_uri.endswith(f"/Sensors/{picked}")  # type: ignore[union-attr]
+            assert c.read().power_w == sensors[picked]["Reading"]
+
+
+def test_power_subsystem_with_a_present_supply_unread_is_refused(tmp_path: Path) -> None:
+    """Summing the supplies that report is the node's power only if every supply present reports: a present one
+    without Metrics rules the source out (named), an absent bay does not."""
+    ps = "/redfish/v1/Chassis/N/PowerSubsystem/PowerSupplies"
+    bays = {"Bay1": {"Status": {"State": "Enabled"}, "Metrics": {"@odata.id": f"{ps}/Bay1/Metrics"}},
+            "Bay2": {"Status": {"State": "Enabled"}},
+            "Bay3": {"Status": {"State": "Absent"}}}
+    res: dict[str, dict[str, Any]] = {"PowerSubsystem": {"PowerSupplies": {"@odata.id": ps}},
+           "PowerSubsystem/PowerSupplies": {"Members": [{"@odata.id": f"{ps}/{b}"} for b in bays]},
+           "PowerSubsystem/PowerSupplies/Bay1/Metrics": {"InputPowerWatts": {"Reading": 321.5}},
+           **{f"PowerSubsystem/PowerSupplies/{b}": v for b, v in bays.items()}}
+    _chassis_with(tmp_path, {"PowerSubsystem": "PowerSubsystem"}, res)
+    with static_server(tmp_path) as srv:
+        with pytest.raises(DeviceError, match="; power supply Bay2 is present but has no Metrics;"):
+            RedfishClient(srv.url).discover()
+        bays["Bay2"]["Status"] = {"State": "Absent"}
+        _write(tmp_path, f"{ps}/Bay2", bays["Bay2"])
+        c = RedfishClient(srv.url).discover()
+        assert c.source == SOURCE_SUBSYSTEM and c.read().power_w == 321.5
+
+
 def test_iso_durations() -> None:
     assert iso_duration_s("PT0.25S") == 0.25
     assert iso_duration_s("PT1M30S") == 90.0
