@@ -15,7 +15,8 @@ validated once, and :func:`open_meter`, which turns an entry into a recorder met
     url = "http://127.0.0.1:8000"    # redfish (service root host) or "ipmi://host:port"
     username = "admin"               # redfish / ipmi
     password_env = "BMC_PASSWORD"    # the NAME of the environment variable holding the password (never the password)
-    chassis = "1U"                   # redfish: chassis id (default: the first with a Power resource)
+    chassis = "1U"                   # redfish: chassis id (default: the first with a power reading)
+    power_source = "PowerSubsystem"  # redfish: read only this source (default: the first found, docs/meters.md)
     sensors = ["hwmon3/energy1_input"]  # hwmon entries (default: every energy input)
     calibration = { gain = 1.07, offset_w = -3.5, lag_s = 0.1 }   # written by `archline meter calibrate`
     sensor_profile = "sensors/nvml0.json"  # written by `archline meter probe`
@@ -96,6 +97,8 @@ class MeterSpec(Strict):
     chassis: str | None = None
     sensors: tuple[str, ...] = ()
     cipher_suite: Literal[3, 17] | None = None      #: ipmi: force RMCP+ cipher suite 17 or 3 (else the best offered)
+    #: redfish: read only this power source (else the first of these discovery finds, in this order)
+    power_source: Literal["EnvironmentMetrics", "Sensors", "PowerSubsystem", "Power"] | None = None
     calibration: dict[str, float | bool] | None = None     #: bool: only "emulated" (meter calibrate --emulate)
     sensor_profile: str | None = None
 
@@ -124,6 +127,8 @@ class MeterSpec(Strict):
                              "never the password")
         if self.cipher_suite is not None and self.kind != "ipmi":
             raise ValueError(f"cipher_suite: only an ipmi meter has one, not a {self.kind} meter")
+        if self.power_source is not None and self.kind != "redfish":
+            raise ValueError(f"power_source: only a redfish meter has one, not a {self.kind} meter")
         ids = [c.id for c in self.channels]
         if len(set(ids)) != len(ids):
             raise ValueError(f"channels: channel id used twice ({sorted(ids)})")

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from archline.powermon.bmc.redfish import SHAPES  # the power sources the emulated chassis can serve alone
 from archline.powermon.counters.emulated import Timeline
 from archline.powermon.emulator.sensor import SensorModel
 
@@ -42,8 +43,6 @@ class RedfishFaults:
     http_503_spans: tuple[tuple[float, float], ...] = ()
 
 
-#: the power sources the emulated chassis can serve alone (None: the default, Power + EnvironmentMetrics + Sensors)
-SHAPES = ("EnvironmentMetrics", "Sensors", "PowerSubsystem", "Power")
 #: the share of the node's power each emulated supply's InputPowerWatts carries (PowerSubsystem), and the CPU
 #: sensor's share (Sensors: a part's power beside the node's, which the client must not take)
 PSU_SHARES = (0.55, 0.45)

@@ -269,7 +269,8 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
                         window_s=window_s, quantum_w=1.0, name=name or spec.name, emulated=ipmi.emulated, **kw)
     if spec.kind != "redfish":
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
-    client = RedfishClient(_url(spec), spec.username, _password(spec), spec.chassis, verify=verify).discover()
+    client = RedfishClient(_url(spec), spec.username, _password(spec), spec.chassis, verify=verify,
+                           shape=spec.power_source).discover()
     period = update_period_s or client.sensing_interval_s or DEFAULT_PERIOD_S
     rail, device = _channel(spec)
     return BmcMeter(client, rail, device, update_period_s=period, lag_s=lag_s, window_s=window_s,
@@ -301,9 +302,10 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
         timeline = Timeline(speed)
     speed = float(timeline.speed)
     pw = device_power(power, [c.id for c in spec.channels] or [0], timeline)
+    shape = shape or spec.power_source         # a profile's source is the one its emulated chassis serves
     server = RedfishEmulator(pw, sensor, timeline, faults, shape=shape).start()
     try:
-        client = RedfishClient(server.url, chassis=spec.chassis).discover()
+        client = RedfishClient(server.url, chassis=spec.chassis, shape=shape).discover()
     except Exception:
         server.stop()
         raise

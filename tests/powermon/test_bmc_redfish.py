@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import typing
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from archline.cli.meter import meter as meter_cli
 from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults, StaticRedfish
 from archline.powermon.bmc.meter import BmcMeter, emulate_from_spec, open_from_spec
 from archline.powermon.bmc.redfish import (
+    SHAPES,
     SOURCE_ENV_INLINE,
     SOURCE_ENV_SENSOR,
     SOURCE_POWER,
@@ -397,6 +399,19 @@ def test_sushy_static_serves_each_power_shape(root: Path, shape: str | None, sou
         assert c.sensing_interval_s == iso_duration_s(sensor["SensingInterval"])
     else:
         assert r.reading_time_s is None
+
+
+def test_a_profile_chooses_the_power_source() -> None:
+    """``power_source`` in a profile's [[meters]] reads that source only (public-rackmount1 offers all four), is
+    refused for other kinds, and names exactly the sources discovery knows."""
+    assert typing.get_args(MeterSpec.model_fields["power_source"].annotation)[0] == typing.Literal[SHAPES]
+    with sushy_static(RACKMOUNT1) as url:
+        m = open_from_spec(MeterSpec(name="bmc", kind="redfish", url=url, power_source="PowerSubsystem"))
+        assert m.info()["source"]["source"] == SOURCE_SUBSYSTEM and m.update_period_s == 1.0   # no SensingInterval
+    with pytest.raises(ValueError, match="power_source: only a redfish meter has one, not a ipmi meter"):
+        MeterSpec(name="bmc", kind="ipmi", url="ipmi://h", power_source="Power")
+    with pytest.raises(ValueError, match="power_source"):
+        MeterSpec(name="bmc", kind="redfish", url=url, power_source="Thermal")
 
 
 def test_sushy_static_refuses_what_a_mockup_lacks() -> None:
