@@ -22,7 +22,9 @@ MAX_FAILED_KEPT = 1000
 @dataclass(frozen=True)
 class BoundTerms:
     """What a BMC window's bound needs: ``update_period_s``, ``window_s`` device seconds; ``poll_s`` host seconds;
-    ``timed``: every reading carried a ReadingTime (else each change of value is placed to within a poll)."""
+    ``timed``: every reading carried a ReadingTime (else each change of value is placed to within a poll);
+    ``summed``: each reading is a sum of readings the BMC updates apart (Redfish PowerSubsystem: one per supply), so
+    a change of the sum may belong to a period that ended up to a period earlier: it is placed to within a period."""
 
     update_period_s: float
     speed: float = 1.0
@@ -30,6 +32,7 @@ class BoundTerms:
     window_s: float | None = None
     quantum_w: float = 0.0
     timed: bool = True
+    summed: bool = False
 
     @property
     def period_s(self) -> float:           # host seconds
@@ -42,14 +45,16 @@ class BoundTerms:
         period, speed, poll = _positive(info.get("update_period_s")), _positive(info.get("speed")), \
             _positive(info.get("poll_s"))
         window, quantum, timed = info.get("window_s"), info.get("quantum_w"), info.get("timed")
-        if period is None or speed is None or poll is None or not isinstance(timed, bool):
+        summed = info.get("summed", False)                  # absent from sidecars before issue 35
+        if period is None or speed is None or poll is None or not isinstance(timed, bool) \
+                or not isinstance(summed, bool):
             return None
         if window is not None and _positive(window) is None:
             return None
         if isinstance(quantum, bool) or not isinstance(quantum, (int, float)) or not (math.isfinite(quantum)
                                                                                       and quantum >= 0):
             return None
-        return cls(period, speed, poll, None if window is None else float(window), float(quantum), timed)
+        return cls(period, speed, poll, None if window is None else float(window), float(quantum), timed, summed)
 
 
 @dataclass
@@ -135,9 +140,9 @@ def window_energy(t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, terms:
     if stale:
         lost += stale
         lost_s = max(lost_s, stale_s * speed)
-    if not terms.timed:   # no ReadingTime: each change of value is placed to within a poll
+    if not terms.timed:   # no ReadingTime: each change of value is placed to within a poll (a sum's: a period)
         dw = np.abs(np.diff(w))[inside[1:] & inside[:-1]] if w.size > 1 else np.zeros(0)
-        err += u_host * speed * float(dw.sum())
+        err += (period_s if terms.summed else u_host) * speed * float(dw.sum())
     if big.any():
         # a stretch without a fresh reading beyond one period: the power there may have been anything the node
         # draws (docs/errors.md), from zero to the most seen, so the stretch (clipped to the window) costs its

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.powermon.bmc.bound import MAX_FAILED_KEPT, RESOLUTION_W, BoundTerms, window_energy
-from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading, RedfishClient
+from archline.powermon.bmc.redfish import SOURCE_SUBSYSTEM, BmcUnavailable, PowerReading, RedfishClient
 from archline.powermon.counters.base import CounterMeter
 from archline.powermon.counters.emulated import Timeline, device_power
 from archline.powermon.emulator.sensor import SensorModel
@@ -79,6 +79,8 @@ class BmcMeter(CounterMeter):
         self._seen: list[tuple[float, float | None, float]] = []     # (host time first seen, ReadingTime, watts)
         self._by_age: list[bool] = []       # taken as new for its age alone (no ReadingTime, value unchanged)
         self._timed = True                  # every reading carried a ReadingTime
+        # a sum of readings the BMC updates apart (Redfish PowerSubsystem's supplies): see BoundTerms.summed
+        self._summed = getattr(client, "source", None) == SOURCE_SUBSYSTEM
         self._prev_poll_s: float | None = None
         self.polls = 0
         self.failed_polls = 0                # HTTP 5xx / no answer: reported
@@ -190,7 +192,8 @@ class BmcMeter(CounterMeter):
 
     def bound_terms(self) -> BoundTerms:
         """What this meter's window bound needs, as a trace's sidecar keeps it (``info``) for ``meter integrate``."""
-        return BoundTerms(self.update_period_s, self.speed, self.poll_s, self.window_s, self.quantum_w, self._timed)
+        return BoundTerms(self.update_period_s, self.speed, self.poll_s, self.window_s, self.quantum_w, self._timed,
+                          self._summed)
 
     def reading_samples(self, clock_zero_s: float = 0.0) -> Samples:
         """Every distinct reading once, at the instant the BMC says it was taken: ``meta['t_dev_s']`` is its
@@ -218,7 +221,8 @@ class BmcMeter(CounterMeter):
         out.update({"type": "bmc", "update_period_s": self.update_period_s, "lag_s": self.lag_s,
                     "window_s": self.window_s, "quantum_w": self.quantum_w, "speed": self.speed,
                     "readings": len(self._seen), "polls": self.polls, "failed_polls": self.failed_polls,
-                    "timed": self._timed, "failed_poll_s": list(self._failed_at[-MAX_FAILED_KEPT:])})
+                    "timed": self._timed, "summed": self._summed,
+                    "failed_poll_s": list(self._failed_at[-MAX_FAILED_KEPT:])})
         url = getattr(self.client, "url", None)
         if url:
             out["url"] = url

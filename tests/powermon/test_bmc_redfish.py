@@ -263,7 +263,9 @@ def test_averaging_and_lag_are_in_the_bound(sensor: SensorModel) -> None:
 def test_each_power_source_of_the_emulated_bmc_within_the_bound(shape: str, source: str) -> None:
     """archline's own server serving one source alone, the power stepping 240 -> 480 -> 180 W: the client finds that
     source (the node's TotalPower, not the CPU sensor beside it; both supplies summed, the absent bay skipped) and
-    the window's energy is within its bound of the truth, with or without a ReadingTime."""
+    the window's energy is within its bound of the truth, with or without a ReadingTime. A sum of supplies read by
+    separate GETs can mix two updates (the emulator's supplies update together; a real BMC's apart), so its changes
+    are placed to within a period (was a poll: 2482 J against 2313 J true, outside a 6% bound, 1 run in 8)."""
     script = Script([(0.0, {0: (12.0, 20.0)}), (4.0, {0: (12.0, 40.0)}), (6.5, {0: (12.0, 15.0)})])
     meter = emulate_from_spec(MeterSpec(name="node", kind="redfish"), script, speed=SPEED, shape=shape)
     r = _window(meter, 0.4, 1.6)
@@ -274,7 +276,8 @@ def test_each_power_source_of_the_emulated_bmc_within_the_bound(shape: str, sour
         assert src["uri"].endswith("/Sensors/TotalPower")
     if source == SOURCE_SUBSYSTEM:
         assert [u.rsplit("/", 2)[-2] for u in src["uri"]] == ["Bay1", "Bay2"]
-    assert r.emulated and r.lost_samples == 0
+    # (no count of lost readings: at 5x a busy host can miss one of 0.2 s, as test_faults_are_counted says)
+    assert r.emulated and meter.info()["summed"] == (source == SOURCE_SUBSYSTEM)
     assert abs(r.energy_j - truth) <= r.energy_err_j, (r.energy_j, truth, r.energy_err_j)
 
 
