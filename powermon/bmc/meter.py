@@ -328,8 +328,8 @@ def list_meters() -> list[dict[str, Any]]:
     return [{"kind": "redfish", "name": "-", "available": False,
              "detail": "a node's BMC: give [[meters]] kind = \"redfish\", url = \"https://BMC\", username, "
                        "password_env (or --meter redfish:https://BMC); reads the first of EnvironmentMetrics."
-                       "PowerWatts, a Power Sensor, PowerSubsystem supply input, Power.PowerControl (meter record "
-                       "says which)"},
+                       "PowerWatts, a Power Sensor, PowerSubsystem supply input, Power.PowerControl (power_source "
+                       "picks one; meter record says which)"},
             {"kind": "ipmi", "name": "-", "available": False,
              "detail": "a node's BMC over IPMI DCMI: give [[meters]] kind = \"ipmi\", url = \"ipmi://BMC\", "
                        "username, password_env (or --meter ipmi:ipmi://BMC)"}]
