@@ -16,6 +16,7 @@ CONTRIBUTING.md names this file as the statement and restates none of it (checke
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def _package(path: Path) -> list[str]:
     return ["archline", *rel.parts][:-1]   # the package a module (or an __init__) sits in
 
 
+@functools.cache       # the rule and the sub-folder check read the same ~300 modules: parse each once
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, dotted name) of everything ``path`` imports, relative imports resolved; ``from a import b`` gives
     ``a.b`` (b may be a module)."""
