@@ -20,6 +20,9 @@ QUICK_REGION_S = 0.03
 #: CI can fire (3 regions need a spread under ~1% for a 2% CI; 8 allow ~2.4%) and a noisy point still ends soon
 ROOFLINE_REGION_S = 0.03
 ROOFLINE_REGIONS = (4, 12)
+#: ... but its peak and DRAM points (the intensity kernel) get 100 ms regions: at 30 ms the DP peak read 0.89x
+#: likwid-bench on the quiet 2-core Zen 3 VM, with 100 ms regions 95.3 against 90-97 GFLOP/s (issue 34)
+ROOFLINE_INTENSITY_REGION_S = 0.1
 
 
 @dataclass
@@ -38,6 +41,7 @@ class RunSettings:
     idle_s: float = 2.0
     traces: bool = True
     max_lost: float = MAX_LOST_SHARE     #: a region whose meter lost more than this share of its samples fails
+    intensity_region_s: float | None = None  #: the quick roofline's intensity points' region (None: min_region_s)
 
     @classmethod
     def from_section(cls, b: BenchSection, *, quick: bool = False, reps: int | None = None,
@@ -57,7 +61,9 @@ class RunSettings:
             if roofline:
                 s.min_region_s = ROOFLINE_REGION_S
                 s.min_regions, s.max_regions = ROOFLINE_REGIONS
-        if min_time_s is not None:
+                s.intensity_region_s = ROOFLINE_INTENSITY_REGION_S
+        if min_time_s is not None:   # --min-time rules every point
+            s.intensity_region_s = None
             s.min_region_s = min_time_s
             s.max_region_s = max(s.max_region_s, min_time_s)
         return s

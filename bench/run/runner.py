@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.config.options import MAX_REPS
-from archline.bench.kernels import Backend, PreparedKernel, RunResult
+from archline.bench.kernels import Backend, KernelSpec, PreparedKernel, RunResult
 from archline.bench.run.points import Point, RunSettings
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, Region, RunContext, build_row, ci_halfwidth_rel
@@ -124,20 +124,24 @@ class Runner:
         _, power_w = self._window(name)  # type: ignore[misc]
         return power_w
 
-    def region_target_s(self) -> float:
-        """A region lasts --min-time; on a meter also long enough for min_samples samples (not on --emulate's
-        schedule, whose energy is busy_w x time_s by construction: its samples only bound the integration, and
-        the quick roofline keeps its 30 ms regions, as measured)."""
+    def region_target_s(self, spec: KernelSpec | None = None) -> float:
+        """A region lasts --min-time (the quick roofline's intensity points: its longer ``intensity_region_s``);
+        on a meter also long enough for min_samples samples (not on --emulate's schedule, whose energy is
+        busy_w x time_s by construction: its samples only bound the integration, and the quick roofline keeps its
+        short regions, as measured)."""
+        base_s = self.s.min_region_s
+        if spec is not None and spec.kernel == "intensity" and self.s.intensity_region_s is not None:
+            base_s = max(base_s, self.s.intensity_region_s)
         if self.meter.sample_hz and not self.timed_windows:
-            return max(self.s.min_region_s, self.s.min_samples / self.meter.sample_hz)
-        return self.s.min_region_s
+            return max(base_s, self.s.min_samples / self.meter.sample_hz)
+        return base_s
 
-    def region_reps(self, t_rep_s: float) -> int:
+    def region_reps(self, t_rep_s: float, spec: KernelSpec | None = None) -> int:
         if self.s.fixed_reps is not None:
             return self.s.fixed_reps
         # a real meter's window holds [bench] reps (S0: 100); a schedule (timed_windows) needs no floor
         floor = self.s.reps if self.meter.sample_hz and not self.timed_windows else 1
-        reps = max(floor, math.ceil(self.region_target_s() / t_rep_s))
+        reps = max(floor, math.ceil(self.region_target_s(spec) / t_rep_s))
         if reps * t_rep_s > self.s.max_region_s:
             reps = max(1, int(self.s.max_region_s / t_rep_s))
         return reps
@@ -158,9 +162,9 @@ class Runner:
                 calib = kern.run(1)
                 pre_ok = calib.checksum_ok
             else:
-                calib, pre_ok = calibration_run(kern, self.region_target_s())
+                calib, pre_ok = calibration_run(kern, self.region_target_s(spec))
             t_rep = max(calib.time_s / calib.reps, 1e-9)
-            reps = self.region_reps(t_rep)
+            reps = self.region_reps(t_rep, spec)
             edge_s = EDGE_SAMPLES / self.meter.sample_hz if self.meter.sample_hz else 0.0
             warm = max(self.s.warmup_reps, math.ceil(edge_s / t_rep))
             pre_ok = pre_ok and (kern.run(warm).checksum_ok if warm else True)

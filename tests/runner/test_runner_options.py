@@ -292,6 +292,27 @@ def test_schedule_path_takes_the_quick_roofline(env: Path, monkeypatch: pytest.M
         s.close()
 
 
+
+def test_quick_roofline_gives_its_intensity_points_longer_regions(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34 #1: the quick roofline's peak and DRAM points (the intensity kernel) run 100 ms regions, its cache
+    points 30 ms; --min-time rules every point alike."""
+    from archline.bench.run.points import ROOFLINE_INTENSITY_REGION_S, ROOFLINE_REGION_S
+    from archline.bench.run.runner import Runner
+
+    _powercap(env, "time-only", monkeypatch)
+    for min_time_s, intensity_s, cache_s in ((None, ROOFLINE_INTENSITY_REGION_S, ROOFLINE_REGION_S),
+                                             (0.05, 0.05, 0.05)):
+        s = open_session(RunOptions(platform="localhost", emulate=True, quick=True, tdp_w=65.0,
+                                    min_time_s=min_time_s), restore_file=env / "restore.json")
+        try:
+            runner = Runner(s.backend, s.recorder, s.meter, s.ctx, s.settings, timed_windows=True)
+            by_kernel = {p.spec.kernel: p.spec for p in s.points}
+            assert runner.region_target_s(by_kernel["intensity"]) == pytest.approx(intensity_s)
+            assert runner.region_target_s(by_kernel["cache"]) == pytest.approx(cache_s)
+            assert runner.region_reps(0.001, by_kernel["intensity"]) == round(intensity_s / 0.001)
+        finally:
+            s.close()
+
 def test_schedule_path_refusals(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _powercap(env, "time-only", monkeypatch)
     for kw, says in (({}, "give --busy-w W and --idle-w W (or --tdp-w W)"),
