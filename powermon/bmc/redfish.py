@@ -285,8 +285,8 @@ class RedfishClient:
         if sub is None:
             return "no PowerSubsystem"
         psus = self._link(self.get(sub), "PowerSupplies")
-        if psus is None:
-            return "PowerSubsystem has no PowerSupplies"
+        if psus is None:                      # DMTF's public-power-shelf links its Sensors collection here
+            return f"PowerSubsystem {sub} has no PowerSupplies"
         metrics: list[str] = []
         for m in self.get(psus).get("Members", []):
             uri = m.get("@odata.id") if isinstance(m, dict) else None
@@ -311,9 +311,13 @@ class RedfishClient:
     def _find_power(self, ch: dict[str, Any]) -> str | None:
         if self.power_uri is None:
             return "no Power"
-        pc = self.get(self.power_uri).get("PowerControl")
-        # a well-formed member without the key is a BMC that meters no total here (OpenBMC's bmcweb without a total
-        # power sensor): another chassis may; a malformed PowerControl is taken, and read() says it misbehaves
+        power = self.get(self.power_uri)
+        # no PowerControl (DMTF's public-bladed enclosure lists only its supplies), or a well-formed member without
+        # the key (OpenBMC's bmcweb without a total power sensor): no total here, another chassis may have one; a
+        # malformed PowerControl is taken, and read() says the BMC misbehaves
+        if "PowerControl" not in power:
+            return "Power has no PowerControl"
+        pc = power["PowerControl"]
         if isinstance(pc, list) and pc and isinstance(pc[0], dict) and "PowerConsumedWatts" not in pc[0]:
             return "Power.PowerControl[0] has no PowerConsumedWatts"
         self.source, self.source_uri = SOURCE_POWER, self.power_uri

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -319,7 +320,11 @@ def test_meter_record_end_to_end(tmp_path: Path) -> None:
 # --- sushy-tools' sushy-static serving real DMTF mockups -------------------------------------------------------------
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-RACKMOUNT1 = DATA / "real" / "redfish" / "public-rackmount1"
+REAL = DATA / "real" / "redfish"
+RACKMOUNT1 = REAL / "public-rackmount1"
+LIQUID = REAL / "public-liquid-cooled-server"       # EnvironmentMetrics, Sensors, PowerSubsystem; no Power
+SHELF = REAL / "public-power-shelf"                 # no PowerWatts; its PowerSubsystem link leads to its Sensors
+BLADED = REAL / "public-bladed"                     # the enclosure's Power lists supplies only: no power reading
 DERIVED = DATA / "derived" / "redfish"
 
 
@@ -355,53 +360,85 @@ def sushy_static(root: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def _psu_input_w(root: Path) -> float:
+def _psu_input_w(root: Path, chassis: str) -> float:
     """The mockup's own sum of InputPowerWatts over the supplies present (an absent bay draws nothing)."""
     total = 0.0
-    for m in _load(root, "Chassis/1U/PowerSubsystem/PowerSupplies")["Members"]:
+    for m in _load(root, f"Chassis/{chassis}/PowerSubsystem/PowerSupplies")["Members"]:
         rel = m["@odata.id"].removeprefix("/redfish/v1/")
         if _load(root, rel)["Status"]["State"] != "Absent":
             total += _load(root, rel + "/Metrics")["InputPowerWatts"]["Reading"]
     return total
 
 
+def _sensor_w(root: Path, chassis: str) -> float:
+    return float(_load(root, f"Chassis/{chassis}/Sensors/TotalPower")["Reading"])
+
+
+def _power_control_w(root: Path, chassis: str) -> float:
+    return float(_load(root, f"Chassis/{chassis}/Power")["PowerControl"][0]["PowerConsumedWatts"])
+
+
+def _inline_w(root: Path, chassis: str) -> float:
+    return float(_load(root, f"Chassis/{chassis}/EnvironmentMetrics")["PowerWatts"]["Reading"])
+
+
 TOTAL_POWER = "Chassis/1U/Sensors/TotalPower"
+BAY1 = "PowerSubsystem/PowerSupplies/Bay1/Metrics"
 SHAPES_SERVED = [
-    # (mockup, shape forced or None, source expected, the mockup's own value, the resource read)
-    (RACKMOUNT1, None, SOURCE_ENV_SENSOR, lambda r: _load(r, TOTAL_POWER)["Reading"], TOTAL_POWER),
-    (RACKMOUNT1, "Sensors", SOURCE_SENSOR, lambda r: _load(r, TOTAL_POWER)["Reading"], TOTAL_POWER),
-    (RACKMOUNT1, "PowerSubsystem", SOURCE_SUBSYSTEM, _psu_input_w,
-     "Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics"),
-    (RACKMOUNT1, "Power", SOURCE_POWER,
-     lambda r: _load(r, "Chassis/1U/Power")["PowerControl"][0]["PowerConsumedWatts"], "Chassis/1U/Power"),
-    (DERIVED / "environment-inline", None, SOURCE_ENV_INLINE,
-     lambda r: _load(r, "Chassis/1U/EnvironmentMetrics")["PowerWatts"]["Reading"], "Chassis/1U/EnvironmentMetrics"),
-    (DERIVED / "subsystem-and-sensors", None, SOURCE_SENSOR, lambda r: _load(r, TOTAL_POWER)["Reading"],
-     TOTAL_POWER),
-    (DERIVED / "subsystem-only", None, SOURCE_SUBSYSTEM, _psu_input_w,
-     ["Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics", "Chassis/1U/PowerSubsystem/PowerSupplies/Bay2/Metrics"]),
+    # (mockup, its chassis, shape forced or None, source expected, the mockup's own value, the resources read)
+    (RACKMOUNT1, "1U", None, SOURCE_ENV_SENSOR, _sensor_w, "Sensors/TotalPower"),
+    (RACKMOUNT1, "1U", "Sensors", SOURCE_SENSOR, _sensor_w, "Sensors/TotalPower"),
+    (RACKMOUNT1, "1U", "PowerSubsystem", SOURCE_SUBSYSTEM, _psu_input_w, BAY1),
+    (RACKMOUNT1, "1U", "Power", SOURCE_POWER, _power_control_w, "Power"),
+    (LIQUID, "1U", None, SOURCE_ENV_SENSOR, _sensor_w, "Sensors/TotalPower"),
+    (LIQUID, "1U", "PowerSubsystem", SOURCE_SUBSYSTEM, _psu_input_w, BAY1),
+    (DERIVED / "environment-inline", "1U", None, SOURCE_ENV_INLINE, _inline_w, "EnvironmentMetrics"),
+    (DERIVED / "subsystem-and-sensors", "1U", None, SOURCE_SENSOR, _sensor_w, "Sensors/TotalPower"),
+    (DERIVED / "subsystem-only", "1U", None, SOURCE_SUBSYSTEM, _psu_input_w,
+     [BAY1, "PowerSubsystem/PowerSupplies/Bay2/Metrics"]),
 ]
 
 
-@pytest.mark.parametrize(("root", "shape", "source", "truth", "uri"), SHAPES_SERVED,
+@pytest.mark.parametrize(("root", "chassis", "shape", "source", "truth", "uri"), SHAPES_SERVED,
                          ids=["rackmount1", "rackmount1-sensors", "rackmount1-subsystem", "rackmount1-power",
-                              "environment-inline", "subsystem-and-sensors", "subsystem-only"])
-def test_sushy_static_serves_each_power_shape(root: Path, shape: str | None, source: str, truth: Any,
+                              "liquid-cooled", "liquid-cooled-subsystem", "environment-inline",
+                              "subsystem-and-sensors", "subsystem-only"])
+def test_sushy_static_serves_each_power_shape(root: Path, chassis: str, shape: str | None, source: str, truth: Any,
                                               uri: str | list[str]) -> None:
     with sushy_static(root) as url:
         c = RedfishClient(url, shape=shape).discover()
         r = c.read()
-    assert c.chassis_id == "1U" and c.source == source and not c.emulated
-    assert r.power_w == pytest.approx(truth(root), abs=1e-9)
-    uris = [f"/redfish/v1/{u}" for u in ([uri] if isinstance(uri, str) else uri)]
-    assert c.describe() == {"source": source, "uri": uris if len(uris) > 1 else uris[0], "chassis": "1U",
+    assert c.chassis_id == chassis and c.source == source and not c.emulated
+    assert r.power_w == pytest.approx(truth(root, chassis), abs=1e-9)
+    uris = [f"/redfish/v1/Chassis/{chassis}/{u}" for u in ([uri] if isinstance(uri, str) else uri)]
+    assert c.describe() == {"source": source, "uri": uris if len(uris) > 1 else uris[0], "chassis": chassis,
                             "reading_time": source in (SOURCE_ENV_SENSOR, SOURCE_SENSOR)}
     if source in (SOURCE_ENV_SENSOR, SOURCE_SENSOR):           # the Sensor's own time and interval
-        sensor = _load(root, TOTAL_POWER)
+        sensor = _load(root, f"Chassis/{chassis}/Sensors/TotalPower")
         assert r.reading_time_s == iso_time_s(sensor["ReadingTime"])
         assert c.sensing_interval_s == iso_duration_s(sensor["SensingInterval"])
     else:
         assert r.reading_time_s is None
+
+
+@pytest.mark.parametrize(("root", "shape", "why"), [
+    # DMTF's bladed enclosure: its Power lists the supplies, no PowerControl; the blades link no power at all
+    (BLADED, None, "MultiBladeEncl: no EnvironmentMetrics; no Sensors; no PowerSubsystem; Power has no PowerControl "
+                   "| Blade1: no EnvironmentMetrics; no Sensors; no PowerSubsystem; no Power | Blade2: "),
+    # DMTF's power shelf: no PowerWatts, and its chassis' PowerSubsystem link names its Sensors collection
+    (SHELF, None, "PowerShelf: EnvironmentMetrics has no PowerWatts; no Sensors; PowerSubsystem "
+                  "/redfish/v1/Chassis/PowerShelf/Sensors has no PowerSupplies; no Power)"),
+    (LIQUID, "Power", "1U: no Power"),
+    (DERIVED / "environment-inline", "Sensors", "1U: no Sensors"),
+    (DERIVED / "environment-inline", "PowerSubsystem", "1U: no PowerSubsystem"),
+], ids=["bladed", "power-shelf", "liquid-cooled-power", "inline-sensors", "inline-subsystem"])
+def test_sushy_static_refuses_what_a_mockup_lacks(root: Path, shape: str | None, why: str) -> None:
+    """Each source a chassis lacks is named, true of the mockup, and the meter is refused (exit 4), never a
+    made-up zero."""
+    with sushy_static(root) as url:
+        with pytest.raises(DeviceError, match=f"no chassis with a power reading \\({re.escape(why)}") as e:
+            RedfishClient(url, shape=shape).discover()
+    assert e.value.exit_code == 4
 
 
 def test_a_profile_chooses_the_power_source() -> None:
@@ -415,16 +452,6 @@ def test_a_profile_chooses_the_power_source() -> None:
         MeterSpec(name="bmc", kind="ipmi", url="ipmi://h", power_source="Power")
     with pytest.raises(ValueError, match="power_source"):
         MeterSpec(name="bmc", kind="redfish", url=url, power_source="Thermal")
-
-
-def test_sushy_static_refuses_what_a_mockup_lacks() -> None:
-    """Each shape a chassis lacks is named, and the read is refused (exit 4), never a made-up zero."""
-    with sushy_static(DERIVED / "environment-inline") as url:
-        for shape, why in [("Sensors", "1U: no Sensors"), ("PowerSubsystem", "1U: no PowerSubsystem"),
-                           ("Power", "1U: no Power")]:
-            with pytest.raises(DeviceError, match=f"no chassis with a power reading \\({why}\\)") as e:
-                RedfishClient(url, shape=shape).discover()
-            assert e.value.exit_code == 4
 
 
 def test_a_reading_time_that_never_moves_is_lost(tmp_path: Path, run_cli: Any) -> None:
