@@ -282,8 +282,7 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     period_s = 1.0 / (side.rate_hz * speed) if side is not None and side.rate_hz else None
     window = side.window_s if side is not None else None
     recorded = t0_s is None and t1_s is None and window is not None
-    # a BMC whose ReadingTime stopped moving: its window may lie past its last reading (docs/meters.md), when the
-    # sidecar counts exactly the readings the trace holds (else it is another recording's)
+    # a stale BMC (docs/meters.md): a window past its last reading (periods lost), if the sidecar counts its rows
     stale_ok = info.get("type") == "bmc" and info.get("timed") is True and info.get("readings") == len(s)
     if window is not None and recorded:
         t0_s, t1_s = window[0], window[1]
@@ -338,18 +337,16 @@ def _trace_warnings(res: Integration, path: str | Path, side: Any) -> Integratio
     return res
 
 
-def _check_belongs(path: str | Path, s: Samples, window: list[float], stats: dict[str, Any],
-                   stale_ok: bool = False) -> None:
+def _check_belongs(path: str | Path, s: Samples, window: list[float], stats: dict[str, Any], stale: bool) -> None:
     """A sidecar of another recording beside these samples (copied or renamed with another trace): its recorded
     window misses the samples altogether, or it lists fewer rows than the file holds. One line saying the sidecar
-    does not match, rather than blaming the meter for samples it never lost. ``stale_ok``: a window after the last
-    sample is a stale BMC's (its readings lost), not another recording's."""
+    does not match, rather than blaming the meter for samples it never lost (``stale``: a window after them is ok)."""
     if len(s) == 0:
         return
     lo, hi = float(np.min(s.t_s)), float(np.max(s.t_s))
     records = stats.get("sample_records")
     why = ""
-    if window[1] < lo or (window[0] > hi and not stale_ok):
+    if window[1] < lo or (window[0] > hi and not stale):
         why = (f"its recorded window {window[0]:.9g} .. {window[1]:.9g} s lies wholly outside the samples "
                f"({lo:.9g} .. {hi:.9g} s)")
     elif isinstance(records, int) and not isinstance(records, bool) and records < s.t_s.size:
@@ -364,8 +361,7 @@ def _integrate_bmc(path: str | Path, s: Samples, side: Any, info: dict[str, Any]
                    t1_s: float | None, stale_ok: bool = False) -> Integration | None:
     """A BMC trace integrated as its recording was (the readings' step function and the BMC bound,
     :func:`archline.powermon.bmc.bound.window_energy`), so ``meter integrate`` states ``meter record``'s energy and
-    bound; None (the generic integration, with a warning) when the sidecar lacks the bound's terms. ``stale_ok``:
-    the recorded window may run past the last reading (a ReadingTime that stopped moving: those periods are lost)."""
+    bound; None (the generic integration, with a warning) when the sidecar lacks the bound's terms."""
     from archline.powermon.bmc.bound import BoundTerms, breakpoints, window_energy
     from archline.powermon.record.integrate import ChannelEnergy, Integration, check_power
 
