@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,20 @@ class Counts:
                 "count_rel_err": self.count_rel_err}
 
 
+#: a number with thousands separators as ncu prints them ("1,024", "34,359,738,368,000.00")
+_GROUPED = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?([eE][+-]?\d+)?")
+
+
 def number(text: str, where: str) -> float:
-    """A counter value: thousands separators (ncu prints "1,024") and spaces dropped; finite and >= 0."""
-    t = text.strip().replace(",", "").replace(" ", "")
+    """A counter value: thousands separators (ncu prints "1,024") and spaces dropped; finite and >= 0. A comma
+    that does not group three digits ("117,34") is a decimal comma (a German or French locale): refused, never
+    read as 11734."""
+    t = text.strip().replace(" ", "")
+    if "," in t:
+        if not _GROUPED.fullmatch(t):
+            raise CountersFormatError(f"{where}: '{text.strip()}' has a decimal comma (a non-English locale): "
+                                      "re-export with a C/English locale (LC_ALL=C)")
+        t = t.replace(",", "")
     try:
         v = float(t)
     except ValueError:
@@ -102,17 +114,39 @@ UNIT_FACTOR: dict[str, float] = {
 }
 
 
-def unit_factor(unit: str, where: str) -> float:
+#: what each unit measures, for a metric whose dimension is known (a time given in cycles or bytes is refused)
+UNIT_DIMENSION: dict[str, str] = {
+    **{u: "time" for u in ("nsecond", "usecond", "msecond", "second", "ns", "us", "msec", "ms", "s", "sec")},
+    **{u: "bytes" for u in ("byte", "bytes", "b", "kbyte", "mbyte", "gbyte", "tbyte", "kibyte", "mibyte",
+                            "gibyte", "tibyte", "kib", "mib", "gib", "kb", "mb", "gb")},
+    **{u: "count" for u in ("cycle", "inst", "warp", "sector", "request", "kinst", "minst", "ginst")},
+    "joules": "energy", "j": "energy",
+}
+
+
+def unit_factor(unit: str, where: str, dimension: str | None = None) -> float:
+    """The factor to base units (bytes, seconds, counts); with ``dimension`` ("time", "bytes", "count"), a unit
+    of another dimension is refused (a blank unit passes as a plain count only)."""
     u = unit.strip().strip('"').lower()
+    if dimension is not None and UNIT_DIMENSION.get(u, "count" if u == "" else None) != dimension:
+        shown = f"'{unit.strip()}'" if u else "no unit"
+        raise CountersFormatError(f"{where}: {shown} is not a unit of {dimension}: check the export's units "
+                                  "(a units row or Metric Unit column that does not match the metric)")
     if u in UNIT_FACTOR:
         return UNIT_FACTOR[u]
     known = ", ".join(k for k in UNIT_FACTOR if k)
     raise CountersFormatError(f"{where}: unknown unit '{unit.strip()}' (known: {known})")
 
 
-def read_lines(path: Path, what: str) -> list[str]:
-    """The file's lines (through the one input boundary), kept with their numbers by the callers."""
-    text = read_text(path, error=CountersFormatError, what=what)
+#: A multiplexed event the model uses that ran less than this share (percent) of the run is refused: more than
+#: 90% of its count would be the tool's extrapolation (perf's scaled counts, likwid's groups; docs/counters.md).
+MIN_RUNNING_PCT = 10.0
+
+
+def read_lines(path: Path, what: str, lines: bool = False) -> list[str]:
+    """The file's lines (through the one input boundary), kept with their numbers by the callers; ``lines``: a
+    line-oriented export must end with a newline, else its last line was cut off."""
+    text = read_text(path, error=CountersFormatError, what=what, lines=lines)
     return text.splitlines()
 
 
