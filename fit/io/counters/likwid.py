@@ -10,7 +10,8 @@
 
 Columns may be named ``HWThread N`` (likwid 5), ``Core N`` (likwid 4) or ``GPU N`` (NVIDIA groups: no event
 archline reads, so such a region is left out and said so). Events are summed over the columns; ``Runtime (RDTSC)
-[s]`` (the largest over the threads) is the time.
+[s]`` (the largest over the threads) is the time, from the place that prints it with the most digits (a marker
+region's Region Info, the Event table's row or the Metric table's: each rounds it its own way).
 
 Rules (likwid's own group formulas):
 
@@ -19,14 +20,18 @@ Rules (likwid's own group formulas):
                AMD RETIRED_SSE_AVX_FLOPS_ALL: flops of the group's precision (FLOPS_DP/MEM_DP or FLOPS_SP/MEM_SP)
     bytes_mem  CAS_COUNT_RD + CAS_COUNT_WR (Intel MBOX*) or DRAM_CHANNEL_* (AMD DFC*) x 64 B; else the Metric
                table's "Memory data volume [GBytes]" x 1e9
-    time_s     the Metric table's "Runtime (RDTSC) [s]" (the largest over the threads; in the text form the
-               Region Info's, which has more digits)
+    time_s     "Runtime (RDTSC) [s]" / "RDTSC Runtime [s]" (the largest over the threads; see above)
+    energy_j   PWR_PKG_ENERGY (+ PWR_DRAM_ENERGY), Joules (RAPL, the ENERGY group): the whole package(s), every
+               process on them; PWR_PLATFORM_ENERGY only without PWR_PKG_ENERGY; PWR_DRAM_ENERGY alone is not
+               the package's and is not used (said so); PWR_PP0/PP1_ENERGY lie inside the package
 
 Several groups in one run are measured one after the other (likwid multiplexes groups): each group's counts
 cover only its own runtime and are scaled by (sum of the groups' runtimes) / (its runtime), and flagged as
-estimates. Several runs in one file (a group number of a region seen again: ``likwid-perfctr`` run once per
-group, its outputs concatenated) each measured the whole region: a count is the mean over the runs that counted
-it, the time the mean of their times.
+estimates: as perf's multiplexed counts, a group that ran a share f of the time gives its counts an uncertainty
+of +-(1 - f), and one that ran under MIN_RUNNING_PCT % of the time is refused.
+Several runs in one file (a group number of a region seen again: ``likwid-perfctr`` run once per group, its
+outputs concatenated) each measured the whole region: a count is the mean over the runs that counted it, the time
+(and energy) the mean of theirs.
 """
 
 from __future__ import annotations
@@ -35,7 +40,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archline.fit.io.counters.base import CountersFormatError, Counts, csv_rows, number, read_lines
+from archline.fit.io.counters.base import (
+    MIN_RUNNING_PCT,
+    CountersFormatError,
+    Counts,
+    csv_rows,
+    number,
+    read_lines,
+)
 
 LINE_BYTES = 64.0
 FLOP_EVENTS: dict[str, tuple[str, float]] = {}
@@ -46,9 +58,15 @@ for _w, _dp, _sp in (("SCALAR", 1.0, 1.0), ("128B_PACKED", 2.0, 4.0), ("256B_PAC
 AMD_FLOPS = "RETIRED_SSE_AVX_FLOPS_ALL"
 DRAM = re.compile(r"CAS_COUNT_(RD|WR)|DRAM_CHANNEL_\d+|DRAM_(READS|WRITES)")
 RUNTIME = "Runtime (RDTSC) [s]"
+ENERGY_PKG, ENERGY_DRAM, ENERGY_PLATFORM = "PWR_PKG_ENERGY", "PWR_DRAM_ENERGY", "PWR_PLATFORM_ENERGY"
+_MANTISSA = re.compile(r"[-+]?0*\.?0*(?P<d>[\d.]*)")
 VOLUME = "Memory data volume [GBytes]"
 _TABLE = re.compile(r"TABLE,(?:Region (?P<region>[^,]*),)?Group (?P<g>\d+) (?P<kind>Raw STAT|Raw|Metric STAT|Metric),"
                     r"(?P<group>[^,]*),(?P<rows>\d+)")
+
+
+class _NothingRead(CountersFormatError):
+    """A region or run with no event archline reads (left out while another one has some)."""
 
 
 @dataclass
@@ -59,8 +77,17 @@ class _Group:
     events: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     runtime_s: float | None = None
+    runtime_digits: int = -1                         # significant digits of the runtime given (-1: none yet)
     run: int = 0                                     # which likwid-perfctr run of the file
     unmeasured: list[str] = field(default_factory=list)   # '-' cells: likwid could not read that counter
+
+    def runtime(self, vals: list[float], cells: list[str]) -> None:
+        """The group's runtime, kept from the place that printed it with the most digits: likwid prints it in the
+        Region Info, the Event table and the Metric table, each rounded its own way (0.0014 beside 1.400006e-03)."""
+        m = (_MANTISSA.match(c.lower().split("e")[0]) for c in cells)
+        digits = max((len(x["d"].replace(".", "")) for x in m if x), default=0)
+        if digits > self.runtime_digits:
+            self.runtime_s, self.runtime_digits = max(vals, default=0.0), digits
 
 
 #: the columns of one measured unit: likwid 5 "HWThread N", likwid 4 "Core N", NVIDIA groups "GPU N"
@@ -101,7 +128,7 @@ def read(path: Path) -> list[Counts]:
     for region, gs in by_region.items():
         try:
             found.append(_runs(region or "program", gs, path))
-        except CountersFormatError:
+        except _NothingRead:
             left_out[region or "program"] = _what_it_had(gs)
     if not found:
         regions = ", ".join(f"'{r}'" for r in left_out)
@@ -173,7 +200,7 @@ def _read_csv(lines: list[str], where: str) -> list[_Group]:
         if m["kind"] == "Raw" and i + 3 < len(rows) and rows[i + 1][:1] == ["Region Info"]:
             # marker API: a region's info block (Region Info / RDTSC Runtime [s] / call count) before the events
             info = [x.strip() for x in rows[i + 2]]
-            g.runtime_s = max((number(v, f"{where}: line {i + 3}: {info[0]}") for v in info[1:] if v), default=None)
+            g.runtime([number(v, f"{where}: line {i + 3}: {info[0]}") for v in info[1:] if v], info[1:])
             i += 3
         head = [x.strip() for x in rows[i + 1]] if i + 1 < len(rows) else []
         threads = _columns(head)
@@ -186,7 +213,7 @@ def _read_csv(lines: list[str], where: str) -> list[_Group]:
             if vals is None:
                 continue
             if r[0] == RUNTIME:
-                g.runtime_s = max(vals, default=0.0)
+                g.runtime(vals, [r[j] for j in threads if j < len(r)])
             elif m["kind"] == "Raw":
                 g.events[r[0]] = g.events.get(r[0], 0.0) + sum(vals)
             else:
@@ -224,12 +251,11 @@ def _read_plain(lines: list[str], where: str) -> list[_Group]:
             continue
         if head[0] == "Region Info":
             if cells[0] == "RDTSC Runtime [s]":
-                g.runtime_s = max(vals, default=0.0)        # more digits than the Metric table's
+                g.runtime(vals, [cells[j] for j in threads if j < len(cells)])
+        elif cells[0] == RUNTIME:
+            g.runtime(vals, [cells[j] for j in threads if j < len(cells)])
         elif head[0] == "Event":
             g.events[cells[0]] = g.events.get(cells[0], 0.0) + sum(vals)
-        elif cells[0] == RUNTIME:
-            if g.runtime_s is None:
-                g.runtime_s = max(vals, default=0.0)
         else:
             g.metrics[cells[0]] = sum(vals)
     return groups
@@ -246,7 +272,7 @@ def _runs(name: str, groups: list[_Group], path: Path) -> Counts:
     for gs in runs.values():
         try:
             parts.append(_counts(name, gs, path))
-        except CountersFormatError:
+        except _NothingRead:
             continue                                        # a run of a group archline does not read
     if not parts:
         return _counts(name, groups, path)                  # raises, naming every group
@@ -256,6 +282,11 @@ def _runs(name: str, groups: list[_Group], path: Path) -> Counts:
         c.add(col, sum(have) / len(have))
     times = [p.time_s for p in parts if p.time_s is not None]
     c.time_s = sum(times) / len(times) if times else None
+    c.count_rel_err = max(p.count_rel_err for p in parts)
+    energies = [p for p in parts if p.energy_j is not None]
+    if energies:
+        c.energy_j = sum(p.energy_j for p in energies if p.energy_j is not None) / len(energies)
+        c.energy_source = energies[0].energy_source
     for i, p in enumerate(parts):
         c.raw.update({f"run {i + 1}:{k}": v for k, v in p.raw.items()})
         for n in p.notes:
@@ -273,12 +304,22 @@ def _counts(name: str, groups: list[_Group], path: Path) -> Counts:
     c = Counts(name, {}, source=f"likwid-perfctr {path}")
     times = [g.runtime_s for g in groups if g.runtime_s is not None]
     total_s = sum(times) if len(groups) > 1 and len(times) == len(groups) else None
+    energy: dict[str, float] = {}
     for g in groups:
         scale = 1.0
         if total_s is not None and g.runtime_s:
             scale = total_s / g.runtime_s
+            share = g.runtime_s / total_s
+            if share * 100.0 < MIN_RUNNING_PCT and _reads(g):
+                raise CountersFormatError(f"{path}: region '{name}': group {g.name} ran {g.runtime_s:.6g} s of "
+                                          f"{total_s:.6g} s ({100 * share:.2f}%, multiplexed): more than "
+                                          f"{100 - MIN_RUNNING_PCT:.0f}% of its counts would be an extrapolation; "
+                                          "measure fewer groups at once (docs/counters.md)")
             c.scaled = True
-            c.note(f"group {g.name} ran {g.runtime_s:.6g} s of {total_s:.6g} s: its counts scaled by {scale:.4g}")
+            if _reads(g):
+                c.count_rel_err = max(c.count_rel_err, 1.0 - share)
+            c.note(f"group {g.name} ran {g.runtime_s:.6g} s of {total_s:.6g} s: its counts scaled by {scale:.4g} "
+                   f"(+-{100 * (1.0 - share):.0f}%, 1 - the share it ran)")
         elif len(groups) > 1:
             c.note(f"group {g.name}: no runtime, so its counts cover only the part of the run it was measured")
         if g.unmeasured:
@@ -291,7 +332,11 @@ def _counts(name: str, groups: list[_Group], path: Path) -> Counts:
             elif ev == AMD_FLOPS:
                 col = "flops_sp" if g.name.upper().endswith("_SP") else "flops_dp"
                 c.add(col, v * scale)
-                c.note(f"{AMD_FLOPS} counted as {col} (the precision of group {g.name})")
+                c.note(f"{AMD_FLOPS} counted as {col} (the precision of group {g.name})"
+                       if g.name.upper().endswith(("_SP", "_DP")) else
+                       f"{AMD_FLOPS} in group {g.name}, which names no precision: counted as flops_dp")
+            elif ev in (ENERGY_PKG, ENERGY_DRAM, ENERGY_PLATFORM):
+                energy[ev] = energy.get(ev, 0.0) + v * scale
         dram = [v for ev, v in g.events.items() if DRAM.fullmatch(ev)]
         if dram:
             c.add("bytes_mem", sum(dram) * LINE_BYTES * scale)
@@ -302,11 +347,38 @@ def _counts(name: str, groups: list[_Group], path: Path) -> Counts:
     c.time_s = total_s if total_s is not None else (times[0] if times else None)
     if c.time_s is None:
         c.note(f"no '{RUNTIME}' row: no measured time")
+    _energy(c, energy)
     if not c.counts:
-        raise CountersFormatError(f"{path}: region '{name}': no event archline reads (groups "
+        raise _NothingRead(f"{path}: region '{name}': no event archline reads (groups "
                                   f"{', '.join(g.name for g in groups)}); measure FLOPS_DP, FLOPS_SP or MEM")
     if not any(k.startswith("flops") for k in c.counts):
         c.note("no flop event (FLOPS_DP / FLOPS_SP group): flops not counted")
     if "bytes_mem" not in c.counts:
         c.note("no memory event (MEM group): DRAM bytes not counted, so a prediction leaves out the DRAM term")
     return c
+
+
+def _reads(g: _Group) -> bool:
+    """The group has an event archline turns into a count or an energy."""
+    return any(ev in FLOP_EVENTS or ev == AMD_FLOPS or DRAM.fullmatch(ev) or ev.startswith("PWR_")
+               for ev in g.events) or VOLUME in g.metrics
+
+
+def _energy(c: Counts, energy: dict[str, float]) -> None:
+    """likwid's RAPL events as the measured energy, perf's rule (fit/io/counters/perf.py): package + DRAM."""
+    if ENERGY_PKG in energy:
+        used = [k for k in (ENERGY_PKG, ENERGY_DRAM) if k in energy]
+        what = "the whole package(s)" + (" and their DRAM" if ENERGY_DRAM in energy else "")
+        if ENERGY_PLATFORM in energy:
+            c.note(f"{ENERGY_PLATFORM} ({energy[ENERGY_PLATFORM]:.6g} J) holds the package's: not added")
+    elif ENERGY_PLATFORM in energy:
+        used, what = [ENERGY_PLATFORM], "the platform (packages, DRAM and more)"
+    else:
+        if ENERGY_DRAM in energy:
+            c.note(f"{ENERGY_DRAM} alone ({energy[ENERGY_DRAM]:.6g} J) is the DRAM's energy, not the package's: not "
+                   f"used as the measured energy (measure {ENERGY_PKG} with it)")
+        return
+    c.energy_j = sum(energy[k] for k in used)
+    c.energy_source = f"likwid {' + '.join(used)} (RAPL)"
+    c.note(f"measured energy {c.energy_j:.6g} J from {' + '.join(used)} (RAPL: {what}, every process on them, "
+           "not the program alone)")
