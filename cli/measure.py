@@ -138,9 +138,9 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
     if costs is not None and counters is None and counts_file is None and not hand:
         raise BenchError("--costs places the program by its counts: give them by hand (--flops-dp N --bytes-mem "
                          "N ...), with --counts-file, or --counters perf|likwid")
-    if costs is None and (hand or (counts_file is not None and counts_tool is None)):
-        raise BenchError("counts given by hand or in a counts CSV place the program on a roofline: add --costs "
-                         "(a platform name or a cost table .json)")
+    if costs is None and (hand or counts_file is not None):
+        raise BenchError("counts given by hand or in a counts file (--counts-file) place the program on a roofline: "
+                         "add --costs (a platform name or a cost table .json)")
     hooks = _Hooks(counters, counts_file, counts_tool, costs, figure, hand)
     outcome = run_measure(MeasureOptions(command=command, platform=platform, emulate=emulate, meter=meter, out=out,
                                          repeat=repeat, baseline_s=baseline_s, subtract_idle=subtract_idle,
@@ -338,7 +338,8 @@ def _placed_text(label: str, pl: dict[str, Any], said: str | None) -> str:
             f"roofline {pr['model_time_s']:.4g} s, {attain or float('nan'):.4g} GFLOP/s attainable{share}")
     if m["energy_j"] is None or pr["energy_j"] is None:
         got = f"measured {m['energy_j']:.4g} J, " if m["energy_j"] is not None else "measured -, "
-        got += f"predicted {pr['energy_j']:.4g} J" if pr["energy_j"] is not None else "predicted -"
+        err = "" if pr.get("energy_err_j") is None else f" +- {pr['energy_err_j']:.2g}"
+        got += f"predicted {pr['energy_j']:.4g}{err} J" if pr["energy_j"] is not None else "predicted -"
         why = "as above" if pl["energy_reason"] == said else pl["energy_reason"]
         energy = f"    energy: {got} (note: {why})"
     else:
@@ -350,6 +351,6 @@ def _placed_text(label: str, pl: dict[str, Any], said: str | None) -> str:
         if pl.get("energy_source"):
             energy += f" ({pl['energy_source']})"
     fig = f"\n    figure {pl['figure']}" if pl.get("figure") else ""
-    notes = "".join(f"\n    note: {n}" for n in pl.get("notes", []) if n.startswith(("no figure", "measured faster",
-                                                                                      "model time leaves")))
+    # every note, as the JSON has them (the counts' own: multiplexing, the tool's measured energy ...)
+    notes = "".join(f"\n    note: {n}" for n in pl.get("notes", []) if n != pl.get("energy_reason"))
     return head + "\n" + energy + fig + notes

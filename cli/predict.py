@@ -105,6 +105,8 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
                 for p in preds])
     for note in dict.fromkeys(n for p in preds for n in p.notes):
         click.echo(f"note: {note}")
+        if note.startswith("measured faster"):          # as archline measure warns of it
+            click.echo(f"archline: warning: {note}", err=True)
     for why in dict.fromkeys(p.energy_missing for p in preds if p.energy_j is None):
         click.echo(f"note: E and P: - ({why})")
     if any(p.time_source == "model" for p in preds):

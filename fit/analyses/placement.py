@@ -155,10 +155,13 @@ def counts_rows(counts: Sequence[Counts]) -> list[ap.CountsRow]:
     """Counter imports as the rows ``archline predict`` takes (their source and notes kept)."""
     out = []
     for c in counts:
-        if not c.counts and c.time_s is None:      # e.g. perf stat -e power/energy-pkg/ alone: E only, no N, no T
-            have = f" (only a measured energy, {c.energy_j:.6g} J)" if c.energy_j is not None else ""
-            raise CountersFormatError(f"{c.source or c.name}: no counts and no time{have}: nothing to predict "
-                                      "from; count flops or bytes, or add duration_time")
+        if not c.counts:                  # a time or an energy alone: E would be pi0 x T, no N_i eps_i
+            have = [f"a time, {c.time_s:.6g} s"] if c.time_s is not None else []
+            have += [f"a measured energy, {c.energy_j:.6g} J"] if c.energy_j is not None else []
+            raise CountersFormatError(f"{c.source or c.name}: no flop or byte count (only "
+                                      f"{' and '.join(have) or 'events the model does not use'}): nothing to "
+                                      "predict from (E would be pi0 x T alone); count flops or bytes "
+                                      "(docs/counters.md)")
         notes = [f"counts from {c.source}"] if c.source else []
         out.append(ap.CountsRow(c.name, dict(c.counts), c.time_s, notes=[*notes, *c.notes]))
     return out

@@ -88,7 +88,7 @@ def test_predict_says_the_multiplexing_and_refuses_an_energy_only_file(run_cli: 
     joules = REAL / "perf" / "cloudlab_PerfStat.Joules.Overhead.linux_silo_iter0.csv"
     r = run_cli("predict", "--counters", str(joules), "--tool", "perf", "--costs", "i7-950")
     assert r.exit_code == 2 and r.stderr.count("\n") == 1
-    assert "no counts and no time (only a measured energy, 1423.5 J)" in r.stderr
+    assert "no flop or byte count (only a measured energy, 1423.5 J)" in r.stderr
 
 
 def test_multiplexed_counts_widen_the_predicted_energy_uncertainty() -> None:

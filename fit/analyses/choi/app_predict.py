@@ -293,6 +293,16 @@ def _row_time(row: CountsRow, costs: Mapping[str, float], platform_name: str,
               used: dict[str, float]) -> tuple[float, str, list[str]]:
     """The measured time_s, else the model time (:func:`model_time`)."""
     if row.time_s is not None:
+        try:
+            least_s, _ = model_time(row.counts, costs, platform_name, row.name)
+        except MissingValueError:                 # no taus: the roofline cannot be checked
+            least_s = 0.0
+        if row.time_s < least_s:
+            # as place_program says it: the counts or the table are wrong, and so is every energy from them
+            return row.time_s, "measured", [
+                f"measured faster than the roofline allows ({least_s / row.time_s:.3g}x its attainable rate: "
+                f"measured {row.time_s:.4g} s, least model time {least_s:.4g} s): the counts or the cost table "
+                "must be wrong"]
         return row.time_s, "measured", []
     t, notes = model_time(row.counts, costs, platform_name, row.name, used)
     return t, "model", notes
