@@ -128,14 +128,14 @@ def unit_factor(unit: str, where: str, dimension: str | None = None) -> float:
     """The factor to base units (bytes, seconds, counts); with ``dimension`` ("time", "bytes", "count"), a unit
     of another dimension is refused (a blank unit passes as a plain count only)."""
     u = unit.strip().strip('"').lower()
+    if u not in UNIT_FACTOR:
+        known = ", ".join(k for k in UNIT_FACTOR if k)
+        raise CountersFormatError(f"{where}: unknown unit '{unit.strip()}' (known: {known})")
     if dimension is not None and UNIT_DIMENSION.get(u, "count" if u == "" else None) != dimension:
-        shown = f"'{unit.strip()}'" if u else "no unit"
-        raise CountersFormatError(f"{where}: {shown} is not a unit of {dimension}: check the export's units "
-                                  "(a units row or Metric Unit column that does not match the metric)")
-    if u in UNIT_FACTOR:
-        return UNIT_FACTOR[u]
-    known = ", ".join(k for k in UNIT_FACTOR if k)
-    raise CountersFormatError(f"{where}: unknown unit '{unit.strip()}' (known: {known})")
+        shown = f"unit '{unit.strip()}' is not a unit of {dimension}" if u else f"no unit (a {dimension} needs one)"
+        raise CountersFormatError(f"{where}: {shown}: check the export's units (its units row or Metric Unit "
+                                  "column)")
+    return UNIT_FACTOR[u]
 
 
 #: A multiplexed event the model uses that ran less than this share (percent) of the run is refused: more than
@@ -146,7 +146,18 @@ MIN_RUNNING_PCT = 10.0
 def read_lines(path: Path, what: str, lines: bool = False) -> list[str]:
     """The file's lines (through the one input boundary), kept with their numbers by the callers; ``lines``: a
     line-oriented export must end with a newline, else its last line was cut off."""
-    text = read_text(path, error=CountersFormatError, what=what, lines=lines)
+    try:
+        text = read_text(path, error=CountersFormatError, what=what, lines=lines)
+    except CountersFormatError:
+        try:
+            with open(path, "rb") as f:
+                utf16 = f.read(2) in (b"\xff\xfe", b"\xfe\xff")
+        except OSError:
+            utf16 = False
+        if utf16:                # Windows' "Unicode" save: not binary, but not what the readers take
+            raise CountersFormatError(f"{what} {show_path(path)} is UTF-16 text (its byte-order mark says so): "
+                                      "re-save it as UTF-8") from None
+        raise
     return text.splitlines()
 
 

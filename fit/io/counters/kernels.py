@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
+#: an operator's name: ``operator()``, ``operator<<``, ``operator new[]`` (its "(" or "<" is not a parameter list)
+_OPERATOR = re.compile(r"operator\s*(\(\)|\[\]|new\[\]|delete\[\]|new|delete|[-+*/%^&|~!=<>,]+)")
+
 
 def kernel_name(text: str) -> str:
     """``void k<float, (int)128>(float*, int) [clone .kd]`` -> ``void k<float, (int)128>``: the parameter list
-    is the first "(" outside template brackets (a template argument may hold "(int)128", a cast)."""
+    is the first "(" outside template brackets (a template argument may hold "(int)128", a cast); an
+    ``operator()`` keeps its "()"."""
     s = text.strip().strip('"').strip()
     depth = 0
     skip = 0
@@ -14,6 +20,9 @@ def kernel_name(text: str) -> str:
             continue
         if s.startswith("(anonymous namespace)", i):      # part of the name, not its parameters
             skip = i + len("(anonymous namespace)")
+        elif s.startswith("operator", i) and (i == 0 or not (s[i - 1].isalnum() or s[i - 1] == "_")) and (
+                m := _OPERATOR.match(s, i)):
+            skip = m.end()
         elif ch == "<":
             depth += 1
         elif ch == ">" and depth:
@@ -21,3 +30,13 @@ def kernel_name(text: str) -> str:
         elif ch == "(" and depth == 0 and i > 0:
             return s[:i].strip() or s
     return s
+
+
+def display_names(keys: list[str]) -> dict[str, str]:
+    """Each kernel's full name (its key: overloads ``k(float*)`` and ``k(double*)`` are two kernels) -> the name
+    shown: the short :func:`kernel_name`, or the full one where two kernels share the short one."""
+    short = {k: kernel_name(k) for k in keys}
+    taken: dict[str, int] = {}
+    for s in short.values():
+        taken[s] = taken.get(s, 0) + 1
+    return {k: (s if taken[s] == 1 else k.strip().strip('"').strip()) for k, s in short.items()}

@@ -33,6 +33,8 @@ A file with no flop or byte metric at all is refused, saying what it holds.
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 from archline.fit.io.counters.base import (
@@ -44,7 +46,7 @@ from archline.fit.io.counters.base import (
     show_path,
     unit_factor,
 )
-from archline.fit.io.counters.kernels import kernel_name
+from archline.fit.io.counters.kernels import display_names
 
 _OP = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
 #: metric -> (count column or a pseudo column, units per count)
@@ -74,20 +76,27 @@ PARTS: dict[str, tuple[str, float]] = {
     **{f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
                                                                   1.0) for op in ("ld", "st", "atom")},
 }
-#: time metrics, by preference: one launch's duration, or cycles over cycles per second
-DURATION = "gpu__time_duration.sum"
+#: time metrics, by preference: one launch's duration (.sum and .avg are the same over one launch), or cycles
+#: over cycles per second
+DURATIONS = ("gpu__time_duration.sum", "gpu__time_duration.avg")
+DURATION = DURATIONS[0]
 ACTIVE = ("gpu__time_active.sum", "gpu__time_active.avg")    # the GPU's active time: one kernel's, serialized
 SECTION_DURATION = "Duration"
 CYCLES = (("sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second"),
           ("smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.avg.per_second"))
 RATES = {rate for _, rate in CYCLES}
-TIME_METRICS = (DURATION, *ACTIVE, SECTION_DURATION, *(m for pair in CYCLES for m in pair))
+TIME_METRICS = (*DURATIONS, *ACTIVE, SECTION_DURATION, *(m for pair in CYCLES for m in pair))
+SECONDS = (*DURATIONS, *ACTIVE, SECTION_DURATION)              # in a unit of time
+#: tensor-core (MMA) instructions: their flops depend on the shape and type of each MMA, which the counter does
+#: not say; read and named, not charged
+TENSOR = re.compile(r"(sm|smsp)__(sass_)?inst_executed_pipe_tensor\w*\.sum")
 IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
             "Grid Size", "Device", "CC", "Section Name", "Kernel Time")
 RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
 #: what to collect, named in a refusal
 COLLECT = ("ncu --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
-           "smsp__sass_thread_inst_executed_op_{d,f}{add,mul,fma}_pred_on.sum")
+           + ",".join(_OP.format(p + op) for p in "df" for op in ("add", "mul", "fma")))
+FLOP_METRICS = "smsp__sass_thread_inst_executed_op_{d,f}{add,mul,fma}_pred_on.sum"
 
 
 def canonical(metric: str) -> str:
@@ -102,20 +111,34 @@ def scale_of(metric: str) -> float:
     return SECTOR_B if metric in SECTORS else 1.0
 
 
+def is_tensor(metric: str) -> bool:
+    return TENSOR.fullmatch(metric) is not None
+
+
 def wanted(metric: str) -> bool:
-    """A metric the counts or the time are made of."""
-    return canonical(metric) in RULES or metric in PARTS or metric in TIME_METRICS
+    """A metric the counts or the time are made of (or one named in the notes: tensor-core instructions)."""
+    return canonical(metric) in RULES or metric in PARTS or metric in TIME_METRICS or is_tensor(metric)
+
+
+def dimension(metric: str) -> str:
+    """What a wanted metric's unit must measure: a time, bytes, or a plain count (instructions, sectors, cycles)."""
+    if metric in SECONDS:
+        return "time"
+    return "bytes" if "bytes" in metric else "count"
 
 
 def _rate_factor(unit: str, where: str) -> float:
     """Cycles per second from a rate's unit: "cycle/second", ncu's scaled "cycle/nsecond", or "Ghz"/"Mhz"."""
     u = unit.strip().lower()
-    if u.endswith("hz"):
-        return {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}.get(u) or unit_factor(unit, where)
+    hz = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+    if u in hz:
+        return hz[u]
     if "/" not in u:
-        return unit_factor(unit, where)
+        shown = f"'{unit.strip()}'" if u else "no unit"
+        raise CountersFormatError(f"{where}: {shown} is not a unit of frequency (cycle/second, cycle/nsecond, Ghz): "
+                                  "check the export's units")
     top, bottom = u.split("/", 1)
-    return unit_factor(top, where) / unit_factor(bottom, where)
+    return unit_factor(top, where, "count") / unit_factor(bottom, where, "time")
 
 
 def _header(rows: list[list[str]]) -> int | None:
@@ -132,34 +155,64 @@ def _said(lines: list[str], kinds: tuple[str, ...]) -> list[str]:
     return [ln.strip() for ln in lines if ln.startswith(kinds)]
 
 
+#: two spellings of one count in one launch (sm__/smsp__, sectors x 32 B and bytes, two sections) agree within
+#: ncu's printed precision (3-4 digits of an auto-scaled unit); more apart, they are a conflict, refused
+AGREE_REL = 1e-2
+
+
 class _Launches:
-    """Metric values per (kernel, launch), already in base units; a metric is taken once per launch."""
+    """Metric values per (kernel, launch), already in base units; a metric is taken once per launch. A kernel is
+    keyed by its full name as ncu prints it (overloads k(float*) and k(double*) are two kernels); a launch by
+    its process and ID (IDs restart in each process), or, in a per-kernel summary, by its identity columns."""
 
     def __init__(self) -> None:
         self.values: dict[tuple[str, str], dict[str, float]] = {}
         self.spelled: dict[tuple[str, str, str], str] = {}
         self.order: list[str] = []
         self.seen: set[str] = set()            # every metric name the file holds (for a refusal)
+        self.valued: set[str] = set()          # ... and those with a value in some launch
         self.sections: set[str] = set()
-        self.invocations: dict[str, int] = {}   # --print-summary per-kernel: launches behind one summary row
-        self.double_spelled = False
+        self.invocations: dict[tuple[str, str], int] = {}   # --print-summary per-kernel: launches behind a row
+        self.processes: dict[str, set[str]] = {}
+        self.missing: dict[str, dict[str, int]] = {}        # kernel -> metric -> launches with no value
         self.notes: dict[str, None] = {}        # said of every kernel (in order, once)
+        self.kernel_notes: dict[str, dict[str, None]] = {}
 
-    def launch(self, kernel: str, launch: str) -> dict[str, float]:
+    def launch(self, kernel: str, launch: str, process: str = "") -> dict[str, float]:
         if kernel not in self.order:
             self.order.append(kernel)
+        self.processes.setdefault(kernel, set()).add(process)
         return self.values.setdefault((kernel, launch), {})
 
-    def put(self, kernel: str, launch: str, metric: str, value: float) -> None:
+    def put(self, kernel: str, launch: str, metric: str, value: float, where: str) -> None:
         got = self.launch(kernel, launch)
         key = canonical(metric)
-        if key in got:                         # listed twice (two sections, or both sm__ and smsp__): once
-            self.double_spelled = self.double_spelled or self.spelled[(kernel, launch, key)] != metric
+        v = value * scale_of(metric)
+        self.valued.add(metric)
+        if key not in got:
+            got[key] = v
+            self.spelled[(kernel, launch, key)] = metric
+            if metric in SECTORS:
+                self.notes[f"{key} = {metric} x 32 B"] = None
             return
-        got[key] = value * scale_of(metric)
-        self.spelled[(kernel, launch, key)] = metric
-        if metric in SECTORS:
-            self.notes[f"{key} = {metric} x 32 B"] = None
+        first, old = self.spelled[(kernel, launch, key)], got[key]
+        if not math.isclose(old, v, rel_tol=AGREE_REL):
+            also = "twice" if first == metric else f"beside {first}"
+            raise CountersFormatError(f"{where} = {v:.6g} given {also} ({old:.6g}) for one launch ({_shown(launch)}) "
+                                      f"of kernel '{kernel}': conflicting values; give each launch's metric once "
+                                      "(one export per run)")
+        if first != metric:
+            note = self.kernel_notes.setdefault(kernel, {})
+            note[f"{first} and {metric} both given, equal: counted once"] = None
+            if metric == key:                  # the exact spelling (bytes, not sectors x 32 B) kept
+                got[key], self.spelled[(kernel, launch, key)] = v, metric
+
+
+def _shown(launch: str) -> str:
+    pid, _, ident = launch.partition("\x1f")
+    if ident.startswith("summary"):
+        return f"process {pid}, " + ident.removeprefix("summary ") if pid else ident
+    return f"ID {ident}, process {pid}" if pid else f"ID {ident}"
 
 
 def read(path: Path) -> list[Counts]:
@@ -182,27 +235,29 @@ def read(path: Path) -> list[Counts]:
     if not got.order:
         raise CountersFormatError(f"{where}: no kernel rows after the ncu header (line {h + 1})")
     errors = _said(lines, ("==ERROR==",))
-    if not any(canonical(m) in RULES or m in PARTS for m in got.seen):
+    if not any(canonical(m) in RULES or m in PARTS for m in got.valued):
         raise CountersFormatError(f"{where}: no flop or byte metric in this file ({_holds(got, rules)}); collect "
                                   f"with {COLLECT}")
-    if got.double_spelled:
-        got.notes["both sm__ and smsp__sass_thread_inst_executed_op_* given: each launch's count taken once"] = None
     got.notes.update((f"ncu reported {e!r}: a kernel it could not profile is not in this file", None)
                      for e in errors[:2])
-    return [_counts(k, [v for (kn, _), v in got.values.items() if kn == k], path, list(got.notes),
-                    got.invocations.get(k)) for k in got.order]
+    shown = display_names(got.order)
+    return [_counts(k, shown[k], got, path) for k in got.order]
 
 
 def _details(rows: list[list[str]], lines: list[str], head: list[str], h: int, where: str, got: _Launches,
              rules: list[str]) -> None:
     col = {c: head.index(c) for c in ("Kernel Name", "Metric Name", "Metric Unit", "Metric Value", "ID",
-                                      "Section Name", "Rule Name", "Invocations", "Average") if c in head}
+                                      "Process ID", "Section Name", "Rule Name", "Invocations", "Average")
+           if c in head}
     summary = "Metric Value" not in col and "Invocations" in col and "Average" in col
     if summary:                                  # per-kernel summary: the mean of Invocations launches
         col["Metric Value"] = col["Average"]
     missing = [c for c in ("Metric Unit", "Metric Value") if c not in col]
     if missing:
         raise CountersFormatError(f"{where}: line {h + 1}: no column '{missing[0]}' in the ncu header")
+    # a summary row's launches: every identity column but the kernel's name (launch shape, device, process)
+    shape = [i for i, c in enumerate(head) if c in IDENTITY and c not in ("Kernel Name", "Section Name",
+                                                                          "Process ID", "Process Name")]
     # newer ncu: Rule columns close the header, and metric rows leave them out (a 20-column header over 16-field
     # rows); the shortest valid row ends at the first Rule column
     shortest = min([head.index(c) for c in RULE_COLUMNS if c in head] or [len(head)])
@@ -210,37 +265,53 @@ def _details(rows: list[list[str]], lines: list[str], head: list[str], h: int, w
     for k, r in enumerate(rows[h + 1:], start=h + 2):
         if not r or lines[k - 1].startswith("=="):
             continue
+        if [c.strip() for c in r] == head:       # two exports joined: the header again
+            got.notes[f"the header repeats at line {k} (two exports joined): read as one file"] = None
+            continue
         if not shortest <= len(r) <= len(head):
             span = f"{shortest} to {len(head)}" if shortest < len(head) else f"{len(head)}"
             raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)} (rows "
                                       f"have {span})")
-        kernel, metric = kernel_name(r[col["Kernel Name"]]), r[col["Metric Name"]].strip()
-        launch = r[col["ID"]].strip() if "ID" in col else ("summary" if summary else str(k))
+        kernel, metric = r[col["Kernel Name"]].strip(), r[col["Metric Name"]].strip()
+        pid = r[col["Process ID"]].strip() if "Process ID" in col else ""
+        if summary:
+            launch = pid + "\x1f" + "summary " + "; ".join(f"{head[i]} {r[i].strip()}" for i in shape if i < len(r))
+        else:
+            launch = pid + "\x1f" + (r[col["ID"]].strip() if "ID" in col else str(k))
         n = 1.0
         if summary:
             n = number(r[col["Invocations"]], f"{where}: line {k}: Invocations")
-            got.invocations[kernel] = int(n)
+            got.invocations[(kernel, launch)] = int(n)
         if not metric:
             rule = r[col["Rule Name"]].strip() if "Rule Name" in col and len(r) > col["Rule Name"] else ""
             if rule:                             # a rule's verdict, no value
                 section = r[col["Section Name"]].strip() if "Section Name" in col else ""
                 rules.append(f"{rule} ({section})" if section else rule)
-                got.launch(kernel, launch)
+                got.launch(kernel, launch, pid)
                 continue
             raise CountersFormatError(f"{where}: line {k}: no Metric Name and no Rule Name")
-        got.launch(kernel, launch)
+        got.launch(kernel, launch, pid)
         got.seen.add(metric)
         if "Section Name" in col:
             got.sections.add(r[col["Section Name"]].strip())
+        if not wanted(metric) and metric not in RATES:
+            continue
         value = r[col["Metric Value"]].strip()
         if value in ("", "n/a"):
+            _no_value(got, kernel, metric)
             continue
         unit = r[col["Metric Unit"]]
         at = f"{where}: line {k}: {metric}"
         if metric in RATES:                      # a rate is not summed over launches
-            got.put(kernel, launch, metric, number(value, at) * _rate_factor(unit, at))
-        elif wanted(metric):
-            got.put(kernel, launch, metric, number(value, at) * unit_factor(unit, at) * n)
+            got.put(kernel, launch, metric, number(value, at) * _rate_factor(unit, at), at)
+        else:
+            got.put(kernel, launch, metric, number(value, at) * unit_factor(unit, at, dimension(metric)) * n, at)
+
+
+def _no_value(got: _Launches, kernel: str, metric: str) -> None:
+    """An "n/a" or empty value: counted as missing (named in the notes), never as 0."""
+    per = got.missing.setdefault(kernel, {})
+    per[metric] = per.get(metric, 0) + 1
 
 
 def _raw(rows: list[list[str]], lines: list[str], head: list[str], h: int, where: str, got: _Launches) -> None:
@@ -253,20 +324,30 @@ def _raw(rows: list[list[str]], lines: list[str], head: list[str], h: int, where
                                   "then one unit per metric) under the ncu --page raw header")
     known = [i for i, c in enumerate(head) if wanted(c)]
     got.seen.update(c for c in head if "__" in c)
+    factor: dict[int, float] = {}
+    for i in known:
+        at = f"{where}: line {h + 2}: unit of {head[i]}"
+        factor[i] = _rate_factor(units[i], at) if head[i] in RATES else unit_factor(units[i], at, dimension(head[i]))
+    skip = 0
     for k, r in enumerate(rows[h + 2:], start=h + 3):
-        if not r or lines[k - 1].startswith("=="):
+        if k <= skip or not r or lines[k - 1].startswith("=="):
+            continue
+        if [c.strip() for c in r] == head:      # two exports joined: the header and its units row again
+            got.notes[f"the header repeats at line {k} (two exports joined): read as one file"] = None
+            skip = k + 1
             continue
         if len(r) != len(head):
             raise CountersFormatError(f"{where}: line {k}: {len(r)} fields, the header has {len(head)}")
-        kernel = kernel_name(r[head.index("Kernel Name")])
-        launch = r[head.index("ID")].strip() if "ID" in head else str(k)
-        got.launch(kernel, launch)
+        kernel = r[head.index("Kernel Name")].strip()
+        pid = r[head.index("Process ID")].strip() if "Process ID" in head else ""
+        launch = pid + "\x1f" + (r[head.index("ID")].strip() if "ID" in head else str(k))
+        got.launch(kernel, launch, pid)
         for i in known:
             if r[i].strip() in ("", "n/a"):
+                _no_value(got, kernel, head[i])
                 continue
-            at = f"{where}: line {h + 2}: unit of {head[i]}"
-            f = _rate_factor(units[i], at) if head[i] in RATES else unit_factor(units[i], at)
-            got.put(kernel, launch, head[i], number(r[i], f"{where}: line {k}: {head[i]}") * f)
+            at = f"{where}: line {k}: {head[i]}"
+            got.put(kernel, launch, head[i], number(r[i], at) * factor[i], at)
 
 
 def _holds(got: _Launches, rules: list[str]) -> str:
@@ -275,6 +356,9 @@ def _holds(got: _Launches, rules: list[str]) -> str:
     sections = f"; sections {', '.join(sorted(got.sections))}" if got.sections else ""
     if not metrics and rules:
         return f"only rule results: {', '.join(dict.fromkeys(rules))}"
+    empty = sorted(m for m in metrics if (canonical(m) in RULES or m in PARTS) and m not in got.valued)
+    if empty:
+        return f"{', '.join(empty)} with no value (n/a or empty) in every launch"
     timed = [m for m in metrics if m in TIME_METRICS]
     if timed:
         return f"time ({', '.join(timed)}) among its {len(metrics)} metrics{sections}"
@@ -283,11 +367,9 @@ def _holds(got: _Launches, rules: list[str]) -> str:
 
 
 def _launch_time(m: dict[str, float]) -> tuple[float | None, str]:
-    if DURATION in m:
-        return m[DURATION], DURATION
-    for active in ACTIVE:
-        if active in m:
-            return m[active], active
+    for duration in (*DURATIONS, *ACTIVE):
+        if duration in m:
+            return m[duration], duration
     if SECTION_DURATION in m:
         return m[SECTION_DURATION], "the section metric Duration"
     for cycles, rate in CYCLES:
@@ -296,8 +378,8 @@ def _launch_time(m: dict[str, float]) -> tuple[float | None, str]:
     return None, ""
 
 
-def _counts(kernel: str, launches: list[dict[str, float]], path: Path, file_notes: list[str],
-            invocations: int | None) -> Counts:
+def _counts(key: str, kernel: str, got: _Launches, path: Path) -> Counts:
+    launches = [v for (kn, _), v in got.values.items() if kn == key]
     metrics: dict[str, float] = {}
     from_parts: set[str] = set()
     for launch in launches:                      # a total made of its parts where the file has only those
@@ -313,8 +395,8 @@ def _counts(kernel: str, launches: list[dict[str, float]], path: Path, file_note
     counted = {m: v for m, v in metrics.items() if m in RULES}
     where = f"{show_path(path)}: kernel '{kernel}'"
     if not counted:
-        raise CountersFormatError(f"{where}: no flop or byte metric for this kernel (other kernels have them); "
-                                  f"collect with {COLLECT}")
+        raise CountersFormatError(f"{where}: no flop or byte metric with a value for this kernel (other kernels "
+                                  f"have them); collect with {COLLECT}")
     c = Counts(kernel, {}, source=f"ncu {path}", raw=dict(metrics))
     part: dict[str, float] = {}
     for name, v in counted.items():
@@ -345,8 +427,14 @@ def _counts(kernel: str, launches: list[dict[str, float]], path: Path, file_note
         c.note("bytes_shared = shared-memory wavefronts x 128 B")
     if part.get("flops_hp"):
         c.note(f"{part['flops_hp']:.6g} half-precision flops read but not charged (no fp16 cost in the model)")
+    for name in sorted(m for m in metrics if is_tensor(m) and metrics[m] > 0):
+        c.note(f"{name} = {metrics[name]:.6g} tensor-core instructions read but not charged (an MMA's flops depend "
+               "on its shape and type, which the counter does not give): the flops are low")
+    if "dram" in part and not {"dram__bytes_read.sum", "dram__bytes_write.sum"} <= set(metrics):
+        lack = "writes" if "dram__bytes_read.sum" in metrics else "reads"
+        c.note(f"only DRAM {'reads' if lack == 'writes' else 'writes'} in this file: DRAM {lack} not counted")
     if not flops_seen:
-        c.note("no flop metric (smsp__sass_thread_inst_executed_op_{d,f}{add,mul,fma}_pred_on.sum): flops not counted")
+        c.note(f"no flop metric ({FLOP_METRICS}): flops not counted")
     times = [_launch_time(m) for m in launches]
     if all(t is not None for t, _ in times):
         c.time_s = sum(t for t, _ in times if t is not None)
@@ -354,14 +442,21 @@ def _counts(kernel: str, launches: list[dict[str, float]], path: Path, file_note
     else:
         c.note(f"no time metric ({DURATION}, Duration or sm__cycles_elapsed.avg[.per_second]) for every launch: "
                "no measured time")
-    for n in file_notes:
+    for name, m in got.missing.get(key, {}).items():
+        c.note(f"{name} has no value (n/a or empty) in {m} launch(es): not counted there, so its total is low"
+               if name not in TIME_METRICS else f"{name} has no value (n/a or empty) in {m} launch(es)")
+    for n in (*got.notes, *got.kernel_notes.get(key, {})):
         c.note(n)
     for total in sorted(from_parts):
         parts = [p for p, (t, _) in PARTS.items() if t == total and p in metrics]
         c.note(f"{total} = {' + '.join(parts)}" + (" x 32 B" if PARTS[parts[0]][1] == SECTOR_B else "")
                + (" (global loads and stores only)" if "global" in parts[0] else ""))
-    if invocations is not None:
-        c.note(f"{invocations} launch(es) summed (ncu's per-kernel summary: Average x Invocations)")
+    procs = len(got.processes.get(key, set()) - {""})
+    of = f" of {procs} processes" if procs > 1 else ""
+    calls = [n for (kn, _), n in got.invocations.items() if kn == key]
+    if calls:
+        c.note(f"{sum(calls)} launch(es){of} summed (ncu's per-kernel summary: Average x Invocations"
+               + (f", {len(calls)} launch shapes" if len(calls) > 1 else "") + ")")
     else:
-        c.note(f"{len(launches)} launch(es) summed")
+        c.note(f"{len(launches)} launch(es){of} summed")
     return c
