@@ -241,16 +241,25 @@ def export_ert_cmd(results: tuple[Path, ...], out: Path, fmt: str) -> None:
       archline bench export-ert results/*.csv --out roofline.json
       archline bench export-ert results/*.csv --out roofline.json --format json
     """
-    from archline.bench.run.export import export_roofline, read_rows
+    from archline.bench.run.export import export_roofline, export_warnings, read_rows, warning
     from archline.fit.io.ert_roofline import check_ert_path
+    from archline.powermon.record.output_files import writes_stdout
 
     check_ert_path(out)
-    summ = export_roofline(out, read_rows(results), list(dict.fromkeys(r.name for r in results)))
+    err = writes_stdout(out)      # the file is on stdout: the report goes to stderr, never into the JSON
+    rows = read_rows(results)
+    summ = export_roofline(out, rows, list(dict.fromkeys(r.name for r in results)), require_figure=True)
+    for line in export_warnings(summ, rows):
+        warning(line)
     if fmt == "json":
-        echo_files(fmt, [(out, "ERT roofline.json: peak GFLOP/s per precision and GB/s per memory level")],
-                   **summ)
+        import contextlib
+        import sys
+
+        with contextlib.redirect_stdout(sys.stderr) if err else contextlib.nullcontext():
+            echo_files(fmt, [(out, "ERT roofline.json: peak GFLOP/s per precision and GB/s per memory level")],
+                       **summ)
         return
-    click.echo(str(out))
+    click.echo(str(out), err=err)
 
 
 @bench.command("sweep")

@@ -156,7 +156,25 @@ def robust_figure(samples: list[tuple[float, Mapping[str, Any]]]) -> Figure | No
                   regions_spread_rel=regions_spread)
 
 
+#: the ``level`` cell of a row aimed at each figure's level
+LEVEL_CELLS = {"DRAM": "mem", "L3": "l3", "L2": "l2", "L1": "l1"}
+
+
+def _aims_at(row: Mapping[str, Any], level: str) -> bool:
+    """Whether ``row`` measures ``level``'s bandwidth: its ``level`` cell names it (a row without one counts for
+    every level it moved bytes at, as rows written before the column did), and for a cache level it is no peak
+    kernel's row (the quick roofline's peak points run on L1-resident data: their L1 loads, 1 GB/s beside the
+    cache kernel's 70, are incidental to the flops, not L1's bandwidth)."""
+    cell = str(row.get("level") or "").strip().lower()
+    if level != "DRAM" and row.get("kernel") in PEAK_KERNELS:
+        return False
+    return cell in ("", LEVEL_CELLS[level])
+
+
 def row_figures(rows: list[Mapping[str, Any]]) -> tuple[dict[str, Figure], dict[str, Figure]]:
+    """Peaks from the peak kernels' rows; each level's bandwidth from the rows that measure it (:func:`_aims_at`).
+    A cache level not faster than the level outside it, or slower than DRAM (non-physical), is not trusted, with
+    the reason."""
     peaks: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
     bws: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
     for row in rows:
@@ -171,18 +189,25 @@ def row_figures(rows: list[Mapping[str, Any]]) -> tuple[dict[str, Figure], dict[
             continue
         for col, level in LEVELS:
             b = _num(row, col)
-            if b > 0:
+            if b > 0 and _aims_at(row, level):
                 bws.setdefault(level, []).append((b / time_s / 1e9, row))
     peak_figs = {p: fig for p in ("sp", "dp") if (fig := robust_figure(peaks.get(p, [])))}
     bw_figs = {lvl: fig for _, lvl in LEVELS if (fig := robust_figure(bws.get(lvl, [])))}
     outer = None     # DRAM, then L3, L2, L1: each cache level must beat the level outside it
+    dram = bw_figs.get("DRAM")
     for _, lvl in LEVELS:
         fig = bw_figs.get(lvl)
         if fig is None:
             continue
-        if outer is not None and fig.value < bw_figs[outer].value * (1 + DISTINCT_REL) and not fig.why_not_trusted:
+        why = ""
+        if dram is not None and lvl != "DRAM" and fig.value < dram.value:
+            why = (f"slower than DRAM ({dram.value:.4g} GB/s), which no cache is: non-physical (a noisy or "
+                   "misplaced run)")
+        elif outer is not None and fig.value < bw_figs[outer].value * (1 + DISTINCT_REL):
+            why = (f"not faster than {outer} ({bw_figs[outer].value:.4g} GB/s): the working set did not stay in "
+                   "this cache")
+        if why:
             bw_figs[lvl] = dataclasses.replace(
-                fig, why_not_trusted=f"not faster than {outer} ({bw_figs[outer].value:.4g} GB/s): the working set "
-                "did not stay in this cache")
+                fig, why_not_trusted="; ".join(w for w in (fig.why_not_trusted, why) if w))
         outer = lvl
     return peak_figs, bw_figs

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from archline.bench.errors import BenchError
 from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state, summarize
 from archline.common.files import unique_inputs
 from archline.common.outputs import show
+from archline.common.peaks import TRUE_WORDS
 from archline.fit.io import schema
 from archline.fit.io.ert_roofline import MAX_GB_PER_S, MAX_GFLOP_PER_S, cpu_model, figure_name
 from archline.fit.io.results_file import ResultsFile
@@ -39,43 +40,116 @@ def _float(v: str | None) -> float | None:
         return math.nan
 
 
+def _bad(v: float) -> str:
+    """Why a count or rate is not one, in words: negative, not a number, infinite, or too large."""
+    if math.isnan(v):
+        return "not a number"
+    if math.isinf(v):
+        return "infinite"
+    return "negative" if v < 0 else ""
+
+
 def check_row(row: dict[str, str], where: str) -> None:
-    """Refuse ``row`` (at ``where``: ``file:line``) when its time is not a positive finite number of seconds or it
-    implies a rate above :data:`MAX_GFLOP_PER_S` / :data:`MAX_GB_PER_S`."""
+    """Refuse ``row`` (at ``where``: ``file:line``) when its time is not a positive finite number of seconds, a count
+    is negative or not a number, or it implies a rate above :data:`MAX_GFLOP_PER_S` / :data:`MAX_GB_PER_S`."""
     t = _float(row.get("time_s"))
     if t is None or not (math.isfinite(t) and t > 0):
         raise NonPhysicalError(f"{where}: time_s = {row.get('time_s')!r} is not a positive number of seconds; "
                                "fix or remove the row")
-    for _, col in PRECISION_FLOPS:
-        f = _float(row.get(col))
-        if f is not None and (not math.isfinite(f) or f < 0 or f / t / 1e9 > MAX_GFLOP_PER_S):
-            raise NonPhysicalError(f"{where}: {col} = {row.get(col)} in time_s = {t:g} is {f / t / 1e9:.3g} GFLOP/s, "
-                                   f"more than any machine (limit {MAX_GFLOP_PER_S:g}); fix or remove the row")
-    for col, _ in LEVELS:
-        b = _float(row.get(col))
-        if b is not None and (not math.isfinite(b) or b < 0 or b / t / 1e9 > MAX_GB_PER_S):
-            raise NonPhysicalError(f"{where}: {col} = {row.get(col)} in time_s = {t:g} is {b / t / 1e9:.3g} GB/s, "
-                                   f"more than any machine (limit {MAX_GB_PER_S:g}); fix or remove the row")
+    checks = [(col, "GFLOP/s", MAX_GFLOP_PER_S) for _, col in PRECISION_FLOPS] + [
+        (col, "GB/s", MAX_GB_PER_S) for col, _ in LEVELS]
+    for col, unit, bound in checks:
+        v = _float(row.get(col))
+        if v is None:
+            continue
+        if why := _bad(v):
+            raise NonPhysicalError(f"{where}: {col} = {row.get(col)} is {why}, not a count; fix or remove the row")
+        if v / t / 1e9 > bound:
+            raise NonPhysicalError(f"{where}: {col} = {row.get(col)} in time_s = {t:g} is {v / t / 1e9:.3g} {unit}, "
+                                   f"more than any machine (limit {bound:g}); fix or remove the row")
+
+
+def warning(message: str) -> None:
+    """A warning of the export, printed as ``archline: warning: ...`` on stderr."""
+    log.warning(f"archline: warning: {message}")
+
+
+def _file_rows(p: Path) -> tuple[list[dict[str, str]], str]:
+    """The rows of one results file as text cells, and how its rows are named (``line`` for a CSV, whose header is
+    line 1; ``row`` for Parquet): a CSV through its owner (:class:`ResultsFile`), a Parquet file or data set as the
+    fit reads it (:func:`archline.fit.io.dataset.read_dataset_table`)."""
+    from archline.fit.io.dataset import PARQUET_SUFFIXES, DatasetError, read_dataset_table
+    from archline.fit.io.sources import is_results_csv
+
+    if p.is_dir() or (p.suffix.lower() in PARQUET_SUFFIXES and not is_results_csv(str(p))):
+        try:
+            table = read_dataset_table(p)
+        except DatasetError as e:
+            raise BenchError(str(e)) from None
+        missing = [c for c in schema.REQUIRED_FOR_FIT if c not in table.column_names]
+        if missing:
+            raise BenchError(f"{show(p)}: not an {schema.SCHEMA} file: missing column(s) {', '.join(missing)}")
+        return [{k: schema.cell(v) for k, v in r.items()} for r in table.to_pylist()], "row"
+    with ResultsFile.open(p) as rf:
+        rf.check_schema(schema.REQUIRED_FOR_FIT)
+        return list(rf.rows()), "line"
+
+
+def _check_contract(rows: Sequence[dict[str, str]], p: Path, first: int) -> None:
+    """The checks the fit makes of every row (schema version, precision and level words, numbers, counts >= 0: the
+    same code, :func:`archline.fit.io.results.from_frame`), so a file ``fit`` refuses is not exported either."""
+    import numpy as np
+    import pandas as pd
+
+    from archline.fit.io.results import ResultsError, from_frame
+
+    # a failed checksum is a row the export counts (and the fit drops): checked here as any other row
+    frame = pd.DataFrame([{**r, "checksum_ok": ""} if str(r.get("checksum_ok") or "").strip().lower()
+                          in schema.FALSE_WORDS
+                          else r for r in rows])
+    frame["_file"] = show(p)
+    frame["_line"] = np.arange(first, first + len(rows), dtype=np.int64)
+    try:
+        from_frame(frame)
+    except ResultsError as e:
+        raise BenchError(str(e)) from None
+
+
+def _mark_emulated(rows: Sequence[dict[str, str]], name: str, say: Callable[[str], None]) -> None:
+    """Rows of the emulated back end are emulated, whatever their ``emulated`` cell says (as the fit reads them:
+    fit/io/results.py); an absent or false cell on such rows is said once."""
+    odd = [r for r in rows if str(r.get("backend") or "").strip().lower() == "emulated"
+           and str(r.get("emulated") or "").strip().lower() not in TRUE_WORDS]
+    if odd:
+        cell = "has no emulated column" if "emulated" not in rows[0] else "says emulated=false"
+        say(f"{name}: {len(odd)} row(s) of the emulated back end {cell}; they are emulated (as `archline fit` "
+            "reads them) and exported so")
+        for r in odd:
+            r["emulated"] = "true"
 
 
 def read_rows(paths: Sequence[Path], warn: Callable[[str], None] | None = None) -> list[dict[str, str]]:
-    """Every row of ``paths`` (each file once), checked; warnings (a file named twice, failed checksums) go to
-    ``warn`` (default: the bench logger)."""
-    say = warn or log.warning
+    """Every row of ``paths`` (each file once; CSV, Parquet or a data set directory), checked as the fit checks
+    them and for rates no machine has; warnings (a file named twice, failed checksums, emulated rows not marked so)
+    go to ``warn`` (default: ``archline: warning:`` lines on stderr)."""
+    say = warn or warning
     rows: list[dict[str, str]] = []
     for p in unique_inputs(paths, say):
-        with ResultsFile.open(p) as rf:
-            rf.check_schema(schema.REQUIRED)
-            failed: list[int] = []
-            for i, row in enumerate(rf.rows()):
-                line = i + 2                       # the header is line 1
-                check_row(row, f"{show(p)}:{line}")
-                if checksum_state(row) is False:
-                    failed.append(line)
-                rows.append(row)
+        got, unit = _file_rows(p)
+        first = 2 if unit == "line" else 1
+        failed: list[int] = []
+        for i, row in enumerate(got):
+            pos = i + first
+            check_row(row, f"{show(p)}:{pos}" if unit == "line" else f"{show(p)}, row {pos}")
+            if checksum_state(row) is False:
+                failed.append(pos)
+        if got:
+            _check_contract(got, p, first)
+            _mark_emulated(got, show(p), say)
+        rows.extend(got)
         if failed:
             lines = ", ".join(map(str, failed[:10])) + (" ..." if len(failed) > 10 else "")
-            say(f"{show(p)}: {len(failed)} row(s) failed their checksum (line(s) {lines}); they are left out of "
+            say(f"{show(p)}: {len(failed)} row(s) failed their checksum ({unit}(s) {lines}); they are left out of "
                 "the peaks and bandwidths and counted in the checksum status")
     if not rows:        # a header only: a roofline of no measurement would pass for one (docs/errors.md)
         names = ", ".join(show(p) for p in paths)
@@ -92,20 +166,54 @@ def check_one_machine(rows: Sequence[dict[str, str]]) -> None:
         raise BenchError(f"the rows come from {len(machines)} machines ({'; '.join(machines[:4])}"
                          f"{' ...' if len(machines) > 4 else ''}): a roofline describes one; export each machine's "
                          "files on their own")
-    if len({str(r.get("emulated", "")).strip().lower() == "true" for r in rows}) > 1:
+    if len({str(r.get("emulated", "")).strip().lower() in TRUE_WORDS for r in rows}) > 1:
         raise BenchError("the rows mix emulated and measured results: a roofline describes one machine; export "
                          "them apart")
 
 
-def export_roofline(out: Path, rows: Sequence[dict[str, str]], names: Sequence[str]) -> dict[str, Any]:
+class NoFigureError(BenchError):
+    """Rows that give no peak and no bandwidth (every checksum failed, latency rows only): exit 2, nothing written."""
+
+
+def export_roofline(out: Path, rows: Sequence[dict[str, str]], names: Sequence[str],
+                    require_figure: bool = False) -> dict[str, Any]:
     """The summary of ``rows`` (one machine's), written to ``out`` as ERT's roofline.json, ``results`` always the
-    list of the files read, ``figures`` each figure's points and spread; the summary is returned for the report."""
+    list of the files read, ``figures`` each figure's points and spread; the summary is returned for the report.
+    With ``require_figure`` (``bench export-ert``), rows that give no figure are refused and nothing is written:
+    an empty roofline.json is no roofline (archline's own reader refuses it)."""
     from archline.fit.io.ert_roofline import write_ert
 
     check_one_machine(rows)
     summ = summarize(rows)
+    if require_figure and not (summ["peaks_gflop_per_s"] or summ["bandwidths_gb_per_s"]):
+        raise NoFigureError(f"{', '.join(names)}: {_why_no_figure(rows)}; nothing written")
     write_ert(out, _roofline(summ, {"results": list(names)}, str(rows[0].get("platform") or "") if rows else ""))
     return summ
+
+
+def _why_no_figure(rows: Sequence[dict[str, str]]) -> str:
+    if all(checksum_state(r) is False for r in rows):
+        return (f"every row ({len(rows)}) failed its checksum, so no peak or bandwidth is measured; rerun the points "
+                "(a wrong answer is not a measurement)")
+    kernels = ", ".join(sorted({str(r.get("kernel") or "?") for r in rows}))
+    return (f"the rows (kernel {kernels}) measure no peak GFLOP/s and no bandwidth; export rows of the intensity, "
+            "cache or ceiling kernels (chase measures latency)")
+
+
+def export_warnings(summ: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the terminal must say about an export besides the path: each figure NOT TRUSTED, with its reason (a
+    cache level slower than DRAM is non-physical), and rows of a level ERT's file has no name for (``shared``),
+    left out."""
+    figs = summ.get("figures") or {}
+    out = [f"{name} = {fig.get('gflop_per_s', fig.get('gb_per_s')):.4g} "
+           f"{'GFLOP/s' if 'gflop_per_s' in fig else 'GB/s'} is NOT TRUSTED: {fig.get('why_not_trusted')}"
+           for name, fig in figs.items() if not fig.get("trusted", True)]
+    if out and summ.get("advice"):
+        out.append(f"to measure the figures not trusted again: {summ['advice']}")
+    shared = sum(1 for r in rows if str(r.get("level") or "").strip().lower() == "shared")
+    if shared:
+        out.append(f"{shared} row(s) of level shared left out: ERT's roofline.json names L1, L2, L3 and DRAM only")
+    return out
 
 
 def _roofline(summ: dict[str, Any], metadata: dict[str, Any], platform: str = "") -> Any:

@@ -18,7 +18,9 @@ from archline.bench.run.summary import summarize, summary_rows
 from archline.cli.main import main
 
 BASE = {"schema": "archline.results/1", "platform": "p", "backend": "opencl", "precision": "dp", "level": "mem",
-        "emulated": "false"}
+        "emulated": "false", "energy_j": "",
+        **{c: "" for c in ("flops_sp", "flops_dp", "int_ops", "bytes_mem", "bytes_l1", "bytes_l2", "bytes_l3",
+                           "bytes_shared", "rand_accesses")}}
 
 
 def write_rows(path: Path, rows: list[dict[str, str]]) -> Path:
@@ -100,7 +102,8 @@ def test_out_suffix_other_than_json_refused(export: Any, tmp_path: Path) -> None
 
 
 def test_peak_from_compute_kernels_only_and_emulated_checksums_not_computed() -> None:
-    cache = {"kernel": "cache", "time_s": "1", "flops_dp": "9.122e9", "bytes_l1": "7.3e10", "checksum_ok": ""}
+    cache = {"kernel": "cache", "level": "l1", "time_s": "1", "flops_dp": "9.122e9", "bytes_l1": "7.3e10",
+             "checksum_ok": ""}
     s = summarize([{**BASE, **cache, "emulated": "true"}])
     assert s["peaks_gflop_per_s"] == {} and s["bandwidths_gb_per_s"] == {"L1": pytest.approx(73.0)}
     table = {q: v for q, v, _, _ in summary_rows(s)}

@@ -250,9 +250,11 @@ def test_export_ert_cli(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from archline.cli.main import cli
+    from archline.fit.io.schema import REQUIRED_FOR_FIT
 
-    src = tmp_path / "r.csv"
-    rows = [{"schema": "archline.results/1", "platform": "p", "precision": "dp", **r} for r in ROWS]
+    src = tmp_path / "r.csv"      # every column the contract requires (export-ert checks rows as fit does)
+    rows = [{**dict.fromkeys(REQUIRED_FOR_FIT, ""), "schema": "archline.results/1", "platform": "p",
+             "precision": "dp", **r} for r in ROWS]
     cols = sorted({k for r in rows for k in r})
     with src.open("w", newline="") as f:
         w = csv.DictWriter(f, cols)
