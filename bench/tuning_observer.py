@@ -10,15 +10,19 @@ Two modes, as Kernel Tuner's own NVML and PMT observers have (docs/counters.md):
 * **iteration**: each iteration is one archline window, from ``after_start`` to ``after_finish`` as Kernel Tuner's
   PowerSensorObserver measures. ``after_finish`` only marks the window's end (microseconds); the meters' samples are
   waited for and integrated in ``get_results``, after Kernel Tuner's timed loop.
-* **continuous**: Kernel Tuner's continuous loop (``benchmark_continuous``: the kernel launched back to back for at
-  least ``continuous_duration`` seconds, then synchronised) is one window, from the loop's ``before_start`` to its
-  ``after_finish``, and its energy is divided over the iterations in proportion to their time: power = the
-  window's mean power, energy = power x Kernel Tuner's mean kernel time (``results["time"]``), as its
-  ContinuousObserver and PMTContinuousObserver do. The observer hands Kernel Tuner that loop through its
-  ``continuous_observer`` attribute.
+* **continuous**: Kernel Tuner's continuous loop (``benchmark_continuous``: ceil(max(1 s, ``continuous_duration``) /
+  its mean kernel time) launches back to back, then synchronised; how long that takes is the launches' own cost,
+  docs/counters.md) is one window, from the loop's ``before_start`` to its ``after_finish``, and its energy is divided
+  over the iterations in proportion to their time: power = the window's mean power, energy = power x Kernel Tuner's
+  mean kernel time (``results["time"]``), as its ContinuousObserver and PMTContinuousObserver do. The observer
+  hands Kernel Tuner that loop through its ``continuous_observer`` attribute (only where a meter measures energy).
 
 ``auto`` (the default) measures both and reports the continuous values for a configuration whose kernel is
 shorter than the meter resolves: :data:`RESOLVE_PERIODS` of its sample periods (:func:`resolution_s`).
+
+A window whose meters lost samples says so (note and warning); one that lost more than ``max_lost`` of them
+(:data:`~archline.powermon.errors.MAX_LOST_SHARE`, as ``bench run --max-lost``) has no value (NaN, with the reason),
+and a meter that failed (disconnected) stops the tuning at the next configuration, naming it.
 """
 
 from __future__ import annotations
@@ -26,17 +30,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import weakref
 from typing import Any
 
 from archline.bench.errors import BenchError
+from archline.bench.tuning_args import MODES, OBSERVABLES, check_args
+from archline.powermon.errors import MAX_LOST_SHARE
 from archline.powermon.monitor import Measurement, Monitor, PendingWindow
 from archline.powermon.record.period import sample_period_s
 
 log = logging.getLogger("archline.bench")
 
-#: what ``get_results`` can report (Kernel Tuner result keys, prefixed): mean J, mean W, mean bound (J), lost samples
-OBSERVABLES = ("energy", "power", "energy_err", "lost_samples")
-MODES = ("auto", "iteration", "continuous")
+__all__ = ["MODES", "OBSERVABLES", "RESOLVE_PERIODS", "ContinuousEnergy", "EnergyObserver", "resolution_s"]
 
 #: a window the meter resolves lasts at least this many of its sample periods. Each edge of a window is placed
 #: between two samples, so a power step there moves up to about one period of the power swing across it (the
@@ -56,12 +61,20 @@ def resolution_s(monitor: Monitor) -> float:
 class ContinuousEnergy:
     """Kernel Tuner's continuous observer for an :class:`EnergyObserver` (its ``continuous_observer``): Kernel Tuner
     sets ``results`` (with ``time``, the mean kernel time in ms) before its continuous loop and reads
-    ``continuous_duration`` (seconds) to size it."""
+    ``continuous_duration`` (seconds) to size it. It holds its parent weakly, so that an observer dropped without
+    close() is collected and its finalizer stops the monitor it opened."""
 
     def __init__(self, parent: EnergyObserver, continuous_duration_s: float) -> None:
-        self.parent = parent
+        self._parent = weakref.ref(parent)
         self.continuous_duration = continuous_duration_s
         self.results: dict[str, Any] | None = None
+
+    @property
+    def parent(self) -> EnergyObserver:
+        p = self._parent()
+        if p is None:
+            raise BenchError("this continuous observer's ArchlineObserver is gone: keep the observer while tuning")
+        return p
 
     def register_device(self, dev: Any) -> None:
         self.dev = dev
@@ -88,38 +101,45 @@ class ContinuousEnergy:
 class EnergyObserver:
     """Reports ``<prefix>_energy`` (J per iteration) and ``<prefix>_power`` (W) of each configuration, measured in
     archline windows on ``monitor`` (or, without one, on ``open_monitor(platform, emulate=emulate, meter=meter)``,
-    started here, so that a meter that cannot be opened is said now, and stopped by :meth:`close`).
+    started here, so that a meter that cannot be opened is said now, and stopped by :meth:`close`, or when the
+    observer is collected).
 
-    Every result also carries ``<prefix>_mode`` (iteration or continuous), ``<prefix>_samples`` (the meter samples
-    behind the value, every channel's), ``<prefix>_short_window`` (True: a window was shorter than the meter
-    resolves, :func:`resolution_s`) and ``<prefix>_unresolved`` (True: the value's bound is as large as the value),
-    and ``<prefix>_note`` saying why ('' when nothing is flagged; a flag is also logged as a warning). Without a
-    meter the values are NaN and ``<prefix>_reason`` says why; an emulated meter adds ``<prefix>_emulated: True``.
-    ``mode``: see the module; an unknown mode or observable raises ValueError, as Kernel Tuner's observers do."""
+    Every result carries ``<prefix>_mode`` (iteration or continuous), ``<prefix>_samples`` and
+    ``<prefix>_lost_samples`` (totals over the configuration's windows, every channel's: the samples behind the
+    value and those that never arrived), ``<prefix>_short_window`` (True: a window was shorter than the meter
+    resolves, :func:`resolution_s`), ``<prefix>_unresolved`` (True: the value's bound is as large as the value, or
+    there is no value), ``<prefix>_emulated``, ``<prefix>_note`` saying what is flagged and ``<prefix>_reason`` why
+    there is no value ('' when there is nothing to say; a flag is also logged as a warning). No value is NaN.
+    ``prefix``: letters and digits, inner underscores (``archline``). ``mode``: see the module. A wrong argument
+    raises ValueError or TypeError naming it, as Kernel Tuner's observers do."""
 
     #: the continuous observer handed to Kernel Tuner (archline.kernel_tuner makes it Kernel Tuner's type)
     continuous_class: type[ContinuousEnergy] = ContinuousEnergy
 
-    def __init__(self, monitor: Monitor | None = None, *, platform: str = "localhost", emulate: bool = False,
+    def __init__(self, monitor: Monitor | None = None, *, platform: str | None = None, emulate: bool = False,
                  meter: str | None = None, observables: tuple[str, ...] | list[str] | None = None,
-                 prefix: str = "archline", mode: str = "auto", continuous_duration_s: float = 1.0) -> None:
-        wanted = list(observables) if observables is not None else ["energy", "power"]
-        for o in wanted:
-            if o.removeprefix(f"{prefix}_") not in OBSERVABLES:
-                raise ValueError(f"observable '{o}' is not one archline reports (known: {', '.join(OBSERVABLES)})")
-        if mode not in MODES:
-            raise ValueError(f"mode '{mode}' is not one of {', '.join(MODES)}")
-        if not (math.isfinite(continuous_duration_s) and continuous_duration_s > 0):
-            raise ValueError(f"continuous_duration_s must be a positive number of seconds, got {continuous_duration_s}")
-        self.observables = [o.removeprefix(f"{prefix}_") for o in wanted]
+                 prefix: str = "archline", mode: str = "auto", continuous_duration_s: float = 1.0,
+                 max_lost: float = MAX_LOST_SHARE) -> None:
+        self._closed = True            # until made: close() and the finalizer have nothing to do
+        self.observables = check_args(monitor, platform, emulate, meter, observables, prefix, mode,
+                                       continuous_duration_s, max_lost)
         self.prefix = prefix
-        self.mode = mode
+        self.max_lost = float(max_lost)
         self._own = monitor is None
         if monitor is None:
-            monitor = _open_own(platform, emulate, meter)
+            monitor = _open_own(platform or "localhost", emulate, meter)
+            # an observer dropped without close() still stops its meter's thread and port
+            self._finalizer = weakref.finalize(self, monitor.stop)
         self.monitor = monitor
+        self._closed = False
         self.resolution_s = resolution_s(monitor)
-        if mode != "iteration":   # Kernel Tuner runs its continuous loop for observers that have one
+        #: False with the null meter (time only): no continuous loop is offered to Kernel Tuner for it
+        self.metered = any(getattr(m, "kind", "") != "none" for m in monitor.meters)
+        if not self.metered and mode != "iteration":
+            log.info("%s: no meter measures energy (%s): iteration mode, no continuous loop", prefix,
+                     _reason_text(monitor.reason))
+        self.mode = mode if self.metered else "iteration"
+        if self.mode != "iteration":   # Kernel Tuner runs its continuous loop for observers that have one
             self.continuous_observer = self.continuous_class(self, continuous_duration_s)
         self.params: dict[str, Any] = {}
         self._pending: list[PendingWindow] = []
@@ -130,23 +150,35 @@ class EnergyObserver:
         self._config = 0
         self._window: str | None = None
         self._short_iterations = False
+        self._iteration_note = ""      # auto mode: said when the iterations' values stand
+        self._just_registered = False
 
     # --- Kernel Tuner's protocol ---
     def register_device(self, dev: Any) -> None:
         self.dev = dev
 
     def register_configuration(self, params: dict[str, Any]) -> None:
+        if self._just_registered and dict(params) == self.params:
+            raise BenchError(f"{self.prefix}: configuration {params} registered twice in a row: the observer is "
+                             "listed twice in observers= (list each ArchlineObserver once)")
+        self._check_open()
+        self._check_meters(params)
         self._cancel()
         self.monitor.start()
         self._config += 1
         self.params = dict(params)
         self._pending = []
+        self._just_registered = True
 
     def before_start(self) -> None:
+        self._just_registered = False
         self._cancel()
 
     def after_start(self) -> None:
         if self.mode != "continuous":
+            if self._window is not None:
+                raise BenchError(f"{self.prefix}: after_start twice without after_finish: the observer is listed "
+                                 "twice in observers= (list each ArchlineObserver once)")
             self._begin(f"iteration{len(self._pending) + 1}")
 
     def during(self) -> None:
@@ -166,9 +198,11 @@ class EnergyObserver:
         ms = [self._integrate(p) for p in pending]
         self.history.append((self.params, ms))
         self._short_iterations = any(m.time_s < self.resolution_s for m in ms)
-        # in auto mode Kernel Tuner's continuous loop follows and replaces short iterations' values: no warning yet
-        return self._values(ms, [m.energy_j for m in ms], [m.mean_power_w for m in ms],
-                            [m.energy_err_j for m in ms], "iteration", quiet=self.mode == "auto")
+        # in auto mode Kernel Tuner's continuous loop follows and may replace the iterations' values: said then
+        out = self._values(ms, [m.energy_j for m in ms], [m.mean_power_w for m in ms],
+                           [m.energy_err_j for m in ms], "iteration", quiet=self.mode == "auto")
+        self._iteration_note = out[f"{self.prefix}_note"]
+        return out
 
     # --- the windows ---
     def _begin(self, what: str) -> None:
@@ -204,7 +238,9 @@ class EnergyObserver:
         kernel_s = float(kernel_ms) / 1e3
         self.continuous_history.append((self.params, m, kernel_s))
         if self.mode == "auto" and kernel_s >= self.resolution_s and not self._short_iterations:
-            return {}      # long enough kernels: the iterations' own windows stand
+            if self._iteration_note:     # the iterations' values stand: their flags are said now
+                log.warning("%s %s: %s", self.prefix, self.params, self._iteration_note)
+            return {}
         out = self._values([m], [m.mean_power_w * kernel_s], [m.mean_power_w], [m.mean_power_err_w * kernel_s],
                            "continuous")
         out[f"{self.prefix}_continuous_s"] = m.time_s
@@ -213,43 +249,67 @@ class EnergyObserver:
     def _values(self, ms: list[Measurement], energy_j: list[float], power_w: list[float], err_j: list[float],
                 mode: str, quiet: bool = False) -> dict[str, Any]:
         p = self.prefix
-        values = {"energy": energy_j, "power": power_w, "energy_err": err_j,
-                  "lost_samples": [float(m.lost_samples) for m in ms]}
+        lost, expected = sum(m.lost_samples for m in ms), sum(m.expected_samples for m in ms)
+        too_lossy = [m for m in ms if m.lost_share > self.max_lost]
+        reasons = sorted({_reason_text(m.reason) for m in ms if not m.has_energy and m.reason}) or (
+            [_reason_text(self.monitor.reason)] if not ms and self.monitor.reason else [])
+        notes = []
+        if lost:
+            notes.append(f"the meter lost {lost} of {expected} samples ({100 * lost / max(expected, 1):.3g}%)")
+        if too_lossy:
+            worst = max(too_lossy, key=lambda m: m.lost_share)
+            reasons.append(f"window {worst.name} lost {100 * worst.lost_share:.3g}% of its samples, more than the "
+                           f"allowed {100 * self.max_lost:.3g}% (max_lost)" +
+                           "".join(f"; {e}" for e in self._meter_errors()))
+        has_value = bool(ms) and all(m.has_energy for m in ms) and not too_lossy
+        nan = math.nan
+        values = {"energy": energy_j, "power": power_w, "energy_err": err_j}
         out: dict[str, Any] = {}
         for o in self.observables:
-            v = values[o]
-            out[f"{p}_{o}"] = sum(v) / len(v) if v else math.nan
-        out[f"{p}_mode"] = mode
-        out[f"{p}_note"] = ""       # always set: the continuous loop's results replace the iterations' whole
-        reasons = sorted({m.reason for m in ms if not m.has_energy and m.reason}) or (
-            [self.monitor.reason] if not ms and self.monitor.reason else [])
-        if reasons:
-            out[f"{p}_reason"] = "; ".join(reasons)
-        if any(m.emulated for m in ms):
-            out[f"{p}_emulated"] = True
-        if not ms or not all(m.has_energy for m in ms):
-            return out
-        e = sum(energy_j) / len(energy_j)
-        err = sum(err_j) / len(err_j)
-        shortest = min(m.time_s for m in ms)
-        out[f"{p}_samples"] = sum(m.n_samples for m in ms)
-        out[f"{p}_short_window"] = shortest < self.resolution_s
-        out[f"{p}_unresolved"] = not err < abs(e)
-        notes = []
+            if o == "lost_samples":
+                out[f"{p}_{o}"] = lost
+            else:
+                out[f"{p}_{o}"] = sum(values[o]) / len(values[o]) if has_value else nan
+        shortest = min((m.time_s for m in ms), default=nan)
+        e = sum(energy_j) / len(energy_j) if has_value else nan
+        err = sum(err_j) / len(err_j) if has_value else nan
+        out.update({f"{p}_mode": mode, f"{p}_samples": sum(m.n_samples for m in ms), f"{p}_lost_samples": lost,
+                    f"{p}_short_window": bool(self.metered and shortest < self.resolution_s),
+                    f"{p}_unresolved": not err < abs(e), f"{p}_emulated": any(m.emulated for m in ms)})
         if out[f"{p}_short_window"]:
             notes.append(self._short_note(shortest, f"{mode} window"))
-        if out[f"{p}_unresolved"]:
+        if has_value and out[f"{p}_unresolved"]:
             notes.append(f"energy {e:.4g} J is inside a bound of {err:.4g} J, larger than itself")
+        if self.metered and not has_value:
+            notes.append("no value: " + "; ".join(reasons))
         out[f"{p}_note"] = "; ".join(notes)
-        if notes and not quiet:
+        out[f"{p}_reason"] = "" if has_value else "; ".join(reasons)
+        if self.metered and notes and not quiet:
             log.warning("%s %s: %s", p, self.params, out[f"{p}_note"])
         return out
+
+    def _meter_errors(self) -> list[str]:
+        return [f"{m.name}: {err}" for m in self.monitor.meters if (err := getattr(m, "error", None)) is not None]
 
     def _short_note(self, shortest_s: float, what: str) -> str:
         return (f"{what} of {shortest_s * 1e3:.3g} ms, shorter than the {self.resolution_s * 1e3:.3g} ms the meter "
                 f"resolves ({RESOLVE_PERIODS} sample periods)")
 
     # --- life cycle ---
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BenchError(f"{self.prefix}: this observer is closed (its monitor is stopped): make a new one")
+        if self.monitor.stopped:
+            raise BenchError(f"{self.prefix}: its monitor was stopped by its owner: pass a running monitor")
+
+    def _check_meters(self, params: dict[str, Any]) -> None:
+        """A meter that failed (disconnected) measures nothing more: the tuning stops here, naming it, rather than
+        going on with values that cannot be had."""
+        errors = self._meter_errors()
+        if errors:
+            raise BenchError(f"{self.prefix}: the meter failed during the tuning ({'; '.join(errors)}): no energy "
+                             f"can be measured from configuration {params} on; reconnect it and make a new observer")
+
     def _cancel(self) -> None:
         """A window left open (an iteration that failed before after_finish) is dropped, not measured."""
         if self._window is not None:
@@ -257,16 +317,27 @@ class EnergyObserver:
             self.monitor.cancel_window(name)
 
     def close(self) -> None:
-        """Stop the monitor this observer opened (one passed in stays the caller's)."""
-        self._cancel()
+        """Stop the monitor this observer opened (one passed in stays the caller's). Closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.monitor.stopped:
+            self._cancel()
         if self._own:
-            self.monitor.stop()
+            self._finalizer()
 
     def __enter__(self) -> EnergyObserver:
+        self._check_open()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _reason_text(reason: str) -> str:
+    """The null meter's reason without its prefix said twice ('time only: localhost: time only, no energy: ...')."""
+    rest = reason.removeprefix("time only: ")
+    return rest if "time only" in rest else reason
 
 
 def _open_own(platform: str, emulate: bool, meter: str | None) -> Monitor:

@@ -55,6 +55,7 @@ class Measurement:
     duration_s: float = math.nan          #: the window on the meter's timeline (an emulator may run faster)
     lost_samples: int = 0
     n_samples: int = 0
+    expected_samples: int = 0             #: what the meters' cadences promise in the window (0: no cadence)
     emulated: bool = False
     reason: str = ""                      #: why there is no energy ("time only: ...") or where it is
     warnings: tuple[str, ...] = ()
@@ -66,6 +67,11 @@ class Measurement:
     @property
     def has_energy(self) -> bool:
         return math.isfinite(self.energy_j)
+
+    @property
+    def lost_share(self) -> float:
+        """Lost samples over the samples the window should hold (0 without a cadence), as --max-lost reads it."""
+        return self.lost_samples / self.expected_samples if self.expected_samples else 0.0
 
     @property
     def mean_power_w(self) -> float:
@@ -108,6 +114,7 @@ class Measurement:
                    duration_s=metered[0].duration_s if metered else region.time_s,
                    lost_samples=sum(m.lost_samples for m in region.meters.values()),
                    n_samples=sum(m.n_samples for m in region.meters.values()),
+                   expected_samples=sum(m.expected_samples for m in region.meters.values()),
                    emulated=region.emulated, reason="" if metered else reason, warnings=tuple(warnings),
                    t_start_s=region.t_start_s, t_end_s=region.t_end_s, clock_err_j=clock_j, region=region)
 
@@ -121,7 +128,8 @@ class Measurement:
                 "mean_power_w": num(self.mean_power_w), "mean_power_err_w": num(self.mean_power_err_w),
                 "device_energy_j": self.device_energy_j, "device_energy_err_j": self.device_energy_err_j,
                 "rail_energy_j": self.rail_energy_j, "lost_samples": self.lost_samples,
-                "n_samples": self.n_samples, "clock_err_j": self.clock_err_j, "emulated": self.emulated,
+                "n_samples": self.n_samples, "expected_samples": self.expected_samples,
+                "clock_err_j": self.clock_err_j, "emulated": self.emulated,
                 "reason": self.reason or None,
                 "warnings": list(self.warnings), "t_start_s": self.t_start_s, "t_end_s": self.t_end_s}
 
@@ -210,6 +218,11 @@ class Monitor:
         return ", ".join(p for p in parts if p)
 
     # --- life cycle ---
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` ran: its meters are closed and it cannot measure again."""
+        return bool(getattr(self, "_stopped", False))
+
     def start(self) -> Monitor:
         if getattr(self, "_stopped", False):
             raise MeterError("this monitor is stopped (its meters are closed): make a new one to measure again")

@@ -84,7 +84,7 @@ def test_energy_and_power_per_configuration(monitor: Any) -> None:
         assert r["archline_power"] == pytest.approx(sum(m.mean_power_w for m in ms) / 2, rel=1e-12)
         for m in ms:
             assert abs(m.mean_power_w - BUSY_W) <= m.mean_power_err_w * (1 + 1e-9) + 1e-9
-        assert r["archline_emulated"] is True and "archline_reason" not in r
+        assert r["archline_emulated"] is True and r["archline_reason"] == "" and r["archline_lost_samples"] == 0
         assert r["archline_mode"] == "iteration" and r["archline_samples"] == sum(m.n_samples for m in ms) > 0
         # 156 ms resolve at 128 Hz (20 periods): the 0.1 s windows are flagged, the 0.2 s ones are not
         assert obs.resolution_s == pytest.approx(20 / 128)
@@ -107,11 +107,17 @@ def test_a_failed_iteration_is_dropped_not_measured(monitor: Any) -> None:
         obs.after_finish()
 
 
-def test_without_a_meter_the_values_are_nan_with_the_reason() -> None:
-    with EnergyObserver(platform="localhost") as obs:
+def test_without_a_meter_the_values_are_nan_with_the_reason_and_no_continuous_loop() -> None:
+    """Issue 35 #3: a meterless observer (time only) offers Kernel Tuner no continuous loop (it measured nothing
+    for ~1 s per configuration), reports iteration mode and every documented key, and says its reason once."""
+    with EnergyObserver(platform="localhost", observables=["energy", "power", "lost_samples"]) as obs:
+        assert not hasattr(obs, "continuous_observer") and obs.mode == "iteration" and not obs.metered
         (r,) = _tune(obs, [{"block_size_x": 256}], iterations=1)
     assert math.isnan(r["archline_energy"]) and math.isnan(r["archline_power"])
-    assert r["archline_reason"]
+    assert r["archline_mode"] == "iteration" and r["archline_samples"] == 0 and r["archline_lost_samples"] == 0
+    assert r["archline_short_window"] is False and r["archline_unresolved"] is True
+    assert r["archline_emulated"] is False and r["archline_note"] == ""
+    assert r["archline_reason"].count("time only") == 1, r["archline_reason"]
 
 
 def test_unknown_observable_or_mode_is_a_value_error() -> None:
@@ -122,6 +128,117 @@ def test_unknown_observable_or_mode_is_a_value_error() -> None:
         EnergyObserver(archline.Monitor(), mode="always")
     with pytest.raises(ValueError, match="continuous_duration_s"):
         EnergyObserver(archline.Monitor(), continuous_duration_s=0.0)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    # issue 35 #6: a platform name where the Monitor goes
+    ({"monitor": "gtx580", "emulate": True}, TypeError, r"first argument is an archline Monitor.*platform='gtx580'"),
+    ({"monitor": 3}, TypeError, "monitor must be an archline Monitor"),
+    # #7: a string where a list of names goes; a number given as a string
+    ({"observables": "energy"}, TypeError, "observables must be a list of names"),
+    ({"observables": ["energy", 3]}, ValueError, "observable 3 is not"),
+    ({"continuous_duration_s": "1"}, TypeError, "continuous_duration_s must be a number"),
+    # #4: Kernel Tuner runs its continuous loop for max(1 s, continuous_duration): a shorter one would be ignored
+    ({"continuous_duration_s": 0.1}, ValueError, r"continuous_duration_s must be at least 1 s"),
+    ({"max_lost": 2.0}, ValueError, "max_lost must be a share"),
+    # #8: results are named <prefix>_energy
+    ({"prefix": None}, ValueError, "prefix must be letters and digits"),
+    ({"prefix": ""}, ValueError, "prefix must be letters and digits"),
+    ({"prefix": "my_"}, ValueError, "prefix must be letters and digits"),
+    # #9: a monitor and the arguments that would open another
+    ({"platform": "gtx680", "emulate": True}, ValueError, "either a monitor or platform="),
+    ({"meter": "ps3"}, ValueError, "either a monitor or platform="),
+])
+def test_a_wrong_argument_is_named(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
+    kwargs = {"monitor": archline.Monitor(), **kwargs}
+    with pytest.raises(error, match=match):
+        EnergyObserver(kwargs.pop("monitor"), **kwargs)
+
+
+def test_prefix_names_the_keys_and_observables_are_deduplicated() -> None:
+    obs = EnergyObserver(archline.Monitor(), prefix="b2_run", observables=["energy", "b2_run_energy", "power"])
+    assert obs.observables == ["energy", "power"]
+    obs.register_configuration({"block_size_x": 1})
+    obs.before_start()
+    obs.after_start()
+    obs.after_finish()
+    r = obs.get_results()
+    assert {"b2_run_energy", "b2_run_power", "b2_run_mode", "b2_run_note", "b2_run_reason"} <= set(r)
+    assert not any(k.startswith("archline") for k in r)
+
+
+def test_a_stopped_monitor_or_a_closed_observer_is_refused() -> None:
+    """Issue 35 #9: a stopped monitor is refused when the observer is made, not mid-tuning; a closed observer
+    neither enters a ``with`` nor measures again; closing twice is harmless."""
+    mon = archline.Monitor().start()
+    mon.stop()
+    with pytest.raises(ValueError, match="monitor is stopped"):
+        EnergyObserver(mon)
+    obs = EnergyObserver(platform="gtx580", emulate=True, mode="iteration")
+    own = obs.monitor
+    obs.close()
+    obs.close()
+    assert own.stopped
+    with pytest.raises(BenchError, match="observer is closed"):
+        with obs:
+            pass
+    with pytest.raises(BenchError, match="observer is closed"):
+        obs.register_configuration({"block_size_x": 1})
+    lent = archline.Monitor().start()
+    obs = EnergyObserver(lent)
+    lent.stop()                       # by its owner, mid-tuning
+    with pytest.raises(BenchError, match="monitor was stopped by its owner"):
+        obs.register_configuration({"block_size_x": 1})
+
+
+def test_an_observer_listed_twice_is_named() -> None:
+    """Issue 35 #10: observers=[a, a] makes Kernel Tuner call each step twice; said as that, not as a call out of
+    order."""
+    obs = EnergyObserver(archline.Monitor(), mode="iteration")
+    obs.register_configuration({"block_size_x": 1})
+    with pytest.raises(BenchError, match="listed twice in observers="):
+        obs.register_configuration({"block_size_x": 1})
+    obs = EnergyObserver(archline.Monitor(), mode="iteration")
+    obs.register_configuration({"block_size_x": 1})
+    obs.before_start()
+    obs.before_start()
+    obs.after_start()
+    with pytest.raises(BenchError, match="listed twice in observers="):
+        obs.after_start()
+
+
+def test_an_observer_dropped_without_close_stops_its_monitor() -> None:
+    """Issue 35 #11: its finalizer stops the monitor it opened (the meter's thread and port); a lent monitor
+    stays its owner's."""
+    import gc
+    import threading
+
+    before = threading.active_count()
+    obs = EnergyObserver(platform="gtx580", emulate=True)
+    own = obs.monitor
+    assert threading.active_count() > before and not own.stopped
+    del obs
+    gc.collect()
+    assert own.stopped and threading.active_count() == before
+    lent = archline.Monitor().start()
+    obs = EnergyObserver(lent)
+    del obs
+    gc.collect()
+    assert not lent.stopped
+    lent.stop()
+
+
+def test_the_emulated_gtx580_draws_the_models_peak_power_and_its_idle_power() -> None:
+    """Issue 35 #12: what docs/counters.md and docs/api.md say the emulated GTX 580 draws: busy pi0 + eps_flop_sp x
+    the observed SP rate + eps_mem x the observed byte rate (S0 Table IV energies, the profile's [emulate] S0 Sec.
+    IV-B rates), idle the profile's idle_w (S0 Sec. V-A)."""
+    mon = archline.open_monitor("gtx580", emulate=True)
+    try:
+        busy_w = 122.0 + 99.7e-12 * 1398e9 + 513e-12 * 170e9
+        assert mon.power.busy_w == pytest.approx(busy_w, rel=1e-12) and round(busy_w, 2) == 348.59
+        assert mon.power.idle_w == 39.6
+    finally:
+        mon.stop()
 
 
 def test_after_finish_only_marks_the_edge_integration_waits_for_get_results(monitor: Any) -> None:
