@@ -214,17 +214,20 @@ def place_program(costs: str | Platform, counts: Counts | Mapping[str, float], m
     """The program counted in ``counts`` and measured (``measured_time_s``, ``measured_energy_j``, with the meter's
     bound ``measured_energy_err_j``) placed against ``costs`` (a cost table path, profile path or platform name, or
     a loaded Platform); ``out_png``: also draw it (time roofline, arch line, power line). ``emulated``: the
-    measurement did not come from real hardware (the placement says so). ``measured_energy_j`` None (or NaN): no
-    energy was measured, ``energy_reason`` says why; a table without energy costs (time-only) predicts none either:
-    the placement is then the time roofline's alone, its energy fields None with the reason. ``counts``: a Counts
-    or a plain mapping of count columns (``{"flops_dp": 2e9, "bytes_mem": 2.4e7}``). A measured time below the
-    model's least time is flagged (``above_roofline``, with a note): the counts or the table must be wrong."""
+    measurement did not come from real hardware (the placement says so). ``measured_energy_j`` None: no energy
+    was measured, ``energy_reason`` says why (a NaN, inf or value <= 0 is refused); a table without energy costs
+    (time-only) predicts none either: the placement is then the time roofline's alone, its energy fields None
+    with the reason. ``counts``: a Counts or a plain mapping of count columns (``{"flops_dp": 2e9, "bytes_mem":
+    2.4e7}``). A measured time below the model's least time is flagged (``above_roofline``, with a note): the
+    counts or the table must be wrong."""
     counts = as_counts(counts)
     ap.check_counts(counts.name, counts.counts)
     platform = load_platform(costs) if isinstance(costs, str) else costs
     t = _positive(measured_time_s, "measured_time_s")
-    no_meter = measured_energy_j is None or math.isnan(measured_energy_j)
-    e = None if no_meter else _positive(float(measured_energy_j), "measured_energy_j")  # type: ignore[arg-type]
+    # None is "no meter"; a NaN is a broken measurement, refused as any non-physical energy (not read as no meter)
+    no_meter = measured_energy_j is None
+    e = None if measured_energy_j is None else _positive(float(measured_energy_j), "measured_energy_j (None for no "
+                                                                                    "meter)")
     err = float(measured_energy_err_j)
     if not (math.isfinite(err) and err >= 0):
         raise PlacementError(f"measured_energy_err_j must be a finite number >= 0, got {measured_energy_err_j!r}")

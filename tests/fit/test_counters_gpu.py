@@ -95,11 +95,20 @@ REAL_OUTCOME: dict[str, list[str] | int | str] = {
                                               "smsp__thread_inst_executed.sum",
     "ncu/no_kernels_profiled.csv": "ncu said: ==ERROR== The application returned an error code (2). / "
                                    "==WARNING== No kernels were profiled.",
+    "ncu/a100_sgemm_details_thousands.csv": ["void randomInit<float>", "void gemm_v1<float>"],
+    "ncu/a100_cutlass_gemm_tensor_pipe.csv": 4,       # CUTLASS and cuBLAS fp16 GEMMs: tensor pipe named, not charged
+    "ncu/ncu_err_nvgpuctrperm.csv": "ncu said: ==ERROR== Error: ERR_NVGPUCTRPERM - The user does not have "
+                                    "permission to access NVIDIA GPU Performance Counters",
     "rocprof/gfx936_v1_results_per_instance.csv": ["_Z6k_readILi1EEvPKDv4_fmPf", "_Z7k_writeILi1EEvPDv4_fmf",
                                                    "_Z6k_copyILi1EEvPKDv4_fPS0_m", "_Z11k_mmac_bf16ILi8EEviPf",
                                                    "_Z9k_fma_f32ILi16EEviPf", "_Z6k_exp2ILi8EEviPf",
                                                    "_Z10k_lds_readiPf"],
     "rocprof/mi200_omniperf_pmc_perf.csv": ["vecCopy"],
+    "rocprof/mi200_omniperf_dispatch_0_1_pmc_perf.csv": ["vecCopy"],
+    "rocprof/mi200_omniperf_sq_pmc_perf.csv": ["vecCopy"],        # SQ block only: int ops, no flop, no bytes
+    "rocprof/mi100_omniperf_tcc_pmc_perf.csv": ["vecCopy"],
+    "rocprof/mi300x_omniperf_tcc_pmc_perf.csv": ["vecCopy"],
+    "rocprof/mi300a_omniperf_pmc_perf.csv": ["vecCopy"],
     "rocprof/mi100_omniperf2022_tcc_v1_results.csv": 167,        # mixbench: 167 kernels, one dispatch each
     "rocprof/mi300x_omniperf_pmc_perf.csv": ["vecCopy"],
     "rocprof/mi200_omniperf_timestamps.csv": "no flop or byte counter in this file (no counter columns: a kernel "

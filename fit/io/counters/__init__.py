@@ -14,16 +14,44 @@ READERS: dict[str, Callable[[Path], list[Counts]]] = {
     "ncu": ncu.read, "rocprof": rocprof.read, "perf": perf.read, "likwid": likwid.read,
 }
 TOOLS = tuple(READERS)
+#: a profiled program or kernel longer than a year is a wrong unit or a corrupt value, not a measurement
+MAX_TIME_S = 365.25 * 86400.0
 
 
 def read_counters(tool: str, path: str | Path) -> list[Counts]:
     """The programs, kernels or regions counted in ``path``, an export of ``tool`` (one of :data:`TOOLS`)."""
     if tool not in READERS:
         raise CountersFormatError(f"unknown counter tool '{tool}' (known: {', '.join(TOOLS)})")
+    other = _looks_like(Path(path))
+    if other is not None and other[0] != tool:
+        from archline.fit.io.counters.base import show_path
+
+        article = "an" if other[0][0] in "aeiou" else "a"
+        raise CountersFormatError(f"{show_path(Path(path))}: this looks like {article} {other[0]} export "
+                                  f"({other[1]}), not {tool}'s: give --tool {other[0]}")
     found = READERS[tool](Path(path))
     for c in found:
         _check_physical(c, Path(path))
     return found
+
+
+def _looks_like(path: Path) -> tuple[str, str] | None:
+    """The tool whose export this plainly is, by its header (ncu's "Kernel Name" table, rocprof's KernelName
+    column, likwid -O's TABLE lines), and why; None when it is none of them or cannot be read (the reader says)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = [f.readline() for _ in range(400)]
+    except OSError:
+        return None
+    for line in head:
+        if '"Kernel Name"' in line and ('"Metric Name"' in line or line.startswith('"ID"')):
+            return "ncu", 'a "Kernel Name" table'
+        cells = {c.strip().strip('"') for c in line.split(",")}
+        if cells & {"KernelName", "Kernel_Name", "Kernel-Name"}:
+            return "rocprof", "a KernelName column"
+        if line.startswith(("TABLE,Group", "STRUCT,Info")):
+            return "likwid", "likwid-perfctr -O tables"
+    return None
 
 
 def _check_physical(c: Counts, path: Path) -> None:
@@ -39,6 +67,9 @@ def _check_physical(c: Counts, path: Path) -> None:
     if c.time_s is not None and not (math.isfinite(c.time_s) and c.time_s > 0):
         raise CountersFormatError(f"{show_path(path)}: {c.name}: its time is {c.time_s:g} s; a kernel that ran "
                                   "takes time > 0 (re-export with the duration metric)")
+    if c.time_s is not None and c.time_s > MAX_TIME_S:
+        raise CountersFormatError(f"{show_path(path)}: {c.name}: its time is {c.time_s:g} s, more than a year: "
+                                  "check the export's time unit")
 
 
 __all__ = ["READERS", "TOOLS", "CountersFormatError", "Counts", "read_collected", "read_counters"]

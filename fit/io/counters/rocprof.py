@@ -85,10 +85,6 @@ def _stamp_ns(text: str, where: str) -> float:
     return int(t) if t.isdigit() else number(t, where)
 
 
-def _looks_like_ncu(rows: list[list[str]]) -> bool:
-    return any(r and "Kernel Name" in [c.strip() for c in r] for r in rows[:200])
-
-
 class _Dispatches:
     """Counter values per (kernel, dispatch) as the file gives them (a dispatch is its process and dispatch id:
     ids restart in each process), and what each dispatch's time is."""
@@ -132,8 +128,7 @@ def read(path: Path) -> list[Counts]:
     rows = csv_rows(lines)
     h = next((i for i, r in enumerate(rows) if any(c.strip() in NAME_COLS for c in r)), None)
     if h is None:
-        like = " (this looks like an ncu --csv export: use --tool ncu)" if _looks_like_ncu(rows) else ""
-        raise CountersFormatError(f"{where}: no rocprof header (a column {' or '.join(NAME_COLS)}){like}; give "
+        raise CountersFormatError(f"{where}: no rocprof header (a column {' or '.join(NAME_COLS)}); give "
                                   "rocprof's results.csv or rocprofv3's counter_collection.csv")
     head = [c.strip() for c in rows[h]]
     name_i = next(head.index(c) for c in NAME_COLS if c in head)
@@ -292,10 +287,10 @@ def _counts(kernel: str, raw: dict[str, float], got: _Dispatches, key: str, wave
         c.note(f"{name} has no value in {m} dispatch(es): not counted there, so its total is low")
     for note in got.notes.get(key, {}):
         c.note(note)
-    byte_like = [u for u in unused if re.search(r"(REQ|SIZE|BYTES|HIT|MISS)", u)]
-    if byte_like:
-        c.note(f"counters not used by the model: {', '.join(byte_like[:6])}"
-               + (f" and {len(byte_like) - 6} more" if len(byte_like) > 6 else ""))
+    other_l2 = [u for u in unused if re.match(r"GL2C_\w*(REQ|BYTES|HIT)", u)]   # RDNA's L2 (GL2C), not read
+    if other_l2:
+        c.note(f"RDNA L2 counters not used by the model (it reads CDNA's TCC_*): {', '.join(other_l2[:6])}"
+               + (f" and {len(other_l2) - 6} more" if len(other_l2) > 6 else "") + ": their bytes not counted")
     procs = len(got.processes.get(key, set()) - {""})
     c.note(f"{n} dispatch(es){f' of {procs} processes' if procs > 1 else ''} summed")
     return c
