@@ -228,6 +228,71 @@ def test_an_observer_dropped_without_close_stops_its_monitor() -> None:
     lent.stop()
 
 
+def _faulty_gtx580(tmp_path: Any, faults: str) -> str:
+    """A derived gtx580 profile (tests' copy, not a real file) whose PowerMon 2 port plays emulator faults."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "fit" / "platforms" / "gtx580.toml").read_text()
+    assert text.count('port = "/dev/ttyUSB0"') == 1
+    path = tmp_path / "gtx580-faults.toml"
+    path.write_text(text.replace('port = "/dev/ttyUSB0"', f'port = "powermon://default?{faults}"'))
+    return str(path)
+
+
+def test_lost_samples_are_said_and_past_max_lost_there_is_no_value(tmp_path: Any,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 35 #1 and #5: the meter stalls 0.3 s (4 channels x 128 Hz: 153.6 samples) inside the iterations'
+    windows. The loss is counted (a total, an int, as archline_samples), named in the note and logged; a window
+    that lost more than max_lost (1%, as bench run) has no value: NaN, unresolved, the reason naming the window."""
+    prof = _faulty_gtx580(tmp_path, "stall=0.5:0.3")
+    with EnergyObserver(platform=prof, emulate=True, mode="iteration",
+                        observables=["energy", "power", "energy_err", "lost_samples"]) as obs:
+        (r,) = _tune(obs, [{"block_size_x": 64}], iterations=3, kernel_s=0.4)
+    ms = obs.history[0][1]
+    lost = sum(m.lost_samples for m in ms)
+    assert isinstance(r["archline_lost_samples"], int) and r["archline_lost_samples"] == lost
+    assert abs(lost - 0.3 * 128 * 4) <= 4 * 2, lost        # two samples a channel at the stall's edges
+    assert r["archline_samples"] == sum(m.n_samples for m in ms)
+    assert f"the meter lost {lost} of {sum(m.expected_samples for m in ms)} samples" in r["archline_note"]
+    assert math.isnan(r["archline_energy"]) and math.isnan(r["archline_power"]) and r["archline_unresolved"]
+    worst = max(ms, key=lambda m: m.lost_share)
+    assert f"window {worst.name} lost" in r["archline_reason"] and "more than the allowed 1%" in r["archline_reason"]
+    assert any("the meter lost" in rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING")
+
+
+def test_lost_samples_within_max_lost_keep_the_value_inside_its_bound(tmp_path: Any) -> None:
+    """Issue 35 #1: the continuous window (about 1 s) loses 0.15 s; allowed (max_lost=0.5) the value stands, its
+    bound covering the loss and the truth, and the note still names the loss."""
+    prof = _faulty_gtx580(tmp_path, "stall=0.4:0.15")
+    with EnergyObserver(platform=prof, emulate=True, mode="continuous", max_lost=0.5,
+                        observables=["energy", "energy_err", "lost_samples"]) as obs:
+        (r,) = _tune(obs, [{"block_size_x": 64}], iterations=1, kernel_s=0.002, continuous_s=1.0)
+    (_, m, kernel_s), = obs.continuous_history
+    assert 0 < m.lost_share <= 0.5 and r["archline_lost_samples"] == m.lost_samples > 0.1 * 128 * 4
+    assert f"the meter lost {m.lost_samples} of {m.expected_samples} samples" in r["archline_note"]
+    assert r["archline_reason"] == "" and r["archline_mode"] == "continuous"
+    truth_j = obs.monitor.power.energy_j(m.t_start_s, m.t_end_s) * kernel_s / m.time_s
+    assert abs(r["archline_energy"] - truth_j) <= r["archline_energy_err"]
+
+
+def test_a_meter_that_disconnects_is_never_zero_watts(tmp_path: Any) -> None:
+    """Issue 35 #2: the PowerMon 2 vanishes 0.6 s in. The configuration before is measured; the one across it has
+    no value (NaN, the reason naming the meter, its port and the disconnect), not 0 W from no samples; the next
+    configuration stops the tuning, naming the meter."""
+    prof = _faulty_gtx580(tmp_path, "disconnect=0.6")
+    with EnergyObserver(platform=prof, emulate=True, mode="iteration") as obs:
+        (before,) = _tune(obs, [{"block_size_x": 64}], iterations=2, kernel_s=0.05)
+        (across,) = _tune(obs, [{"block_size_x": 256}], iterations=3, kernel_s=0.3)
+        with pytest.raises(BenchError, match=r"meter failed during the tuning \(powermon-emulated: PowerMon 2 on "
+                                             r".*disconnected.*configuration \{'block_size_x': 32\} on"):
+            obs.register_configuration({"block_size_x": 32})
+    assert before["archline_energy"] > 0 and before["archline_reason"] == ""
+    assert math.isnan(across["archline_energy"]) and math.isnan(across["archline_power"])
+    assert across["archline_unresolved"] is True and across["archline_lost_samples"] > 0
+    assert "powermon-emulated: PowerMon 2 on" in across["archline_reason"]
+    assert "disconnected" in across["archline_reason"]
+
+
 def test_the_emulated_gtx580_draws_the_models_peak_power_and_its_idle_power() -> None:
     """Issue 35 #12: what docs/counters.md and docs/api.md say the emulated GTX 580 draws: busy pi0 + eps_flop_sp x
     the observed SP rate + eps_mem x the observed byte rate (S0 Table IV energies, the profile's [emulate] S0 Sec.
@@ -406,3 +471,23 @@ def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(mo
         assert abs(r["archline_energy"] - truth_j) <= r["archline_energy_err"] < 0.05 * truth_j
         assert r["archline_samples"] == m.n_samples > 0 and m.time_s > obs.resolution_s   # about 1 s
         assert r["archline_short_window"] is False and r["archline_unresolved"] is False
+
+
+@pytest.mark.slow     # PoCL's compile: seconds; test_an_observer_listed_twice_is_named covers it in the default run
+def test_kernel_tuner_with_the_observer_listed_twice_is_told_so(monitor: Any) -> None:
+    """Issue 35 #10 through Kernel Tuner itself (PoCL): observers=[obs, obs] stops at the first configuration with
+    the duplicate named, not with 'after_finish without after_start'."""
+    kt = pytest.importorskip("kernel_tuner")
+    import numpy as np
+
+    from archline.kernel_tuner import ArchlineObserver
+
+    bm = _benchmark_module()
+    n = 1 << 10
+    a = np.ones(n, dtype=np.float32)
+    obs = ArchlineObserver(monitor, mode="iteration")
+    with pytest.raises(BenchError, match="listed twice in observers="):
+        kt.tune_kernel("fma_loop", bm.KERNEL, n, [np.zeros_like(a), a, np.int32(n)],
+                       {"block_size_x": [64], "work_per_thread": [2]}, lang="OpenCL", observers=[obs, obs],
+                       grid_div_x=["block_size_x", "work_per_thread"], iterations=1, verbose=False, quiet=True,
+                       cache=None)
