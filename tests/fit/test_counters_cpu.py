@@ -240,3 +240,141 @@ def test_perf_per_thread_ids_and_metric_only_lines(tmp_path: Path) -> None:
     assert c.counts == {"flops_dp": 4000.0}
     assert c.time_s == pytest.approx(0.2, rel=1e-12), "100 ms of CPU time at 0.5 CPUs utilized: 0.2 s wall"
     assert any(n.startswith("--per-thread") for n in c.notes)
+
+
+DERIVED = Path(__file__).resolve().parents[1] / "data" / "derived"   # hand-made (READMEs there say how)
+
+
+@pytest.mark.parametrize(("name", "needle"), [
+    ("loc.csv", "decimal comma"), ("loc2.csv", "decimal comma"), ("loc3.csv", "decimal comma"),   # issue 35 #1
+    ("loc4.csv", "LC_ALL=C"), ("loc5.csv", "LC_ALL=C"),
+    ("intel_new.csv", "fp_arith_inst_retired.vector (1e+09) counts vector instructions of every width"),   # #7
+    ("cg5.csv", "scalar_double ran 5.00% of the time"), ("cg6.csv", "scalar_double ran 5.00% of the time"),   # #3
+    ("mux.csv", "line 2: percentage of fp_arith_inst_retired.scalar_double"),                    # #11
+    ("llc3.csv", "llc-load-misses (2e+07) exceed llc-loads (1e+07)"),
+    ("enhi.csv", "12.5 J in 0.001 s is 1.25e+04 W"), ("enraw.csv", "line 1: power/energy-pkg/ in '', not Joules"),
+    ("cut1.csv", "ends in the middle of line 3"), ("cut4.csv", "ends in the middle of line 3"),  # #13
+    ("js.json", "line 1: perf stat -j's JSON output"),                                          # #14
+    ("cache.csv", "scalar_double ran 5.00% of the time"),
+])
+def test_perf_breaker_files_refused_for_their_reason(name: str, needle: str) -> None:
+    with pytest.raises(CountersFormatError) as e:
+        read_counters("perf", DERIVED / "perf" / name)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_perf_percentage_above_100_refused(tmp_path: Path) -> None:
+    f = tmp_path / "pct.csv"
+    f.write_text("1000,,fp_arith_inst_retired.scalar_double,10,150.00,,\n")
+    with pytest.raises(CountersFormatError, match=r"ran 150.00% of the time: a share of the run is 0 to 100%"):
+        read_counters("perf", f)
+
+
+def test_perf_runs_concatenated_are_averaged() -> None:
+    # cloudlab mcd.md's three runs: energy (485.05 + 475.98 + 481.46) / 3 = 480.83 J; wall time the mean of
+    # 450266.06 / 32.000, 450796.67 / 32.000, 450215.65 / 32.001 (ms / CPUs utilized)
+    (c,) = read_counters("perf", DERIVED / "perf" / "memc3.csv")
+    assert c.energy_j == pytest.approx(480.83, rel=1e-12)
+    walls = [450.26606 / 32.0, 450.79667 / 32.0, 450.21565 / 32.001]
+    assert c.time_s == pytest.approx(sum(walls) / 3, rel=1e-12)
+    assert any(n.startswith("3 runs of perf stat") for n in c.notes)
+    # one -I run twice: the mean of the two is the one run's 595.11 J, its 30 intervals
+    (i,) = read_counters("perf", DERIVED / "perf" / "int2.csv")
+    (one,) = read_counters("perf", REAL / "perf" / "peakler_kepler_idle_c220g1_energy_pkg_I1000.csv")
+    assert i.energy_j == pytest.approx(595.11, rel=1e-12) and one.energy_j == pytest.approx(595.11, rel=1e-12)
+    assert "-I: 30 intervals summed in each run" in i.notes and "-I: 30 intervals summed" in one.notes
+    # an event printed twice in one interval: the mean of its lines (5e8), not their sum
+    (d,) = read_counters("perf", DERIVED / "perf" / "dupI.csv")
+    assert d.counts["flops_dp"] == 500_000_000 and d.time_s == 1.0
+    assert any("printed more than once" in n for n in d.notes)
+
+
+def test_perf_intervals_missing_an_event_are_left_out() -> None:
+    # duration_time in intervals 1-3, the flop event in 1-2, LLC-load-misses in 1: only interval 1 is read
+    (c,) = read_counters("perf", DERIVED / "perf" / "Imiss.csv")
+    assert c.counts == {"flops_dp": 1e9, "bytes_mem": 1e6 * 64} and c.time_s == 1.0
+    assert any("in only 2" in n and "in only 1 of 3 intervals" in n and "only the 1 intervals" in n for n in c.notes)
+    # CPU-BOPs' README: interval 2 cut off before its flop lines: interval 1's 8693488 flops, said so
+    (r,) = read_counters("perf", REAL / "perf" / "cpu-bops_readme_ramp_test.txt")
+    assert r.counts["flops_dp"] == 8_693_488 and r.count_rel_err == pytest.approx(1 - 0.3315, rel=1e-12)
+    assert any("of 2 intervals" in n for n in r.notes) and not any("intervals summed" in n for n in r.notes)
+
+
+def test_perf_flop_event_families() -> None:
+    (a,) = read_counters("perf", DERIVED / "perf" / "amd3.csv")       # .all is the sum of the parts: 600, not 1200
+    assert a.counts == {"flops_dp": 600.0} and any("is the sum of its dp/sp parts" in n for n in a.notes)
+
+
+def test_perf_intel_scalar_without_precision(tmp_path: Path) -> None:
+    f = tmp_path / "scalar.csv"
+    f.write_text("700,,fp_arith_inst_retired.scalar,10,100.00,,\n0,,fp_arith_inst_retired.vector,10,100.00,,\n")
+    (c,) = read_counters("perf", f)
+    assert c.counts == {"flops_dp": 700.0} and any("gives no precision" in n for n in c.notes)
+
+
+def test_perf_columns_cgroup_number_cache_cluster_semicolon_raw(tmp_path: Path) -> None:
+    f = tmp_path / "cg.csv"          # -G 1000: the cgroup's name is a number; 50% running
+    f.write_text("500,,fp_arith_inst_retired.scalar_double,1000,1000000000,50.00,,\n"
+                 "2000.0,msec,task-clock,1000,1000000000,100.00,2.000,CPUs utilized\n")
+    (c,) = read_counters("perf", f)
+    assert c.counts == {"flops_dp": 500.0} and c.count_rel_err == 0.5 and c.time_s == 1.0
+    assert "-G: cgroup 1000 (counts summed over them)" in c.notes
+    (cl,) = read_counters("perf", DERIVED / "perf" / "cls.csv")    # --per-cluster: id and CPU count taken off
+    assert cl.counts == {"flops_dp": 500_000_000.0}
+    (n,) = read_counters("perf", REAL / "perf" / "netdata_issue3232_x_semicolon.csv")   # -x';' -A, 8 CPUs
+    walls = [1002.070440, 1002.110830, 1002.109677, 1002.110049, 1002.143965, 1002.187700, 1002.189881]
+    assert n.time_s == pytest.approx(max(max(walls) / 0.997, 1002.238780 / 0.998) * 1e-3, rel=1e-12)
+    (r,) = read_counters("perf", DERIVED / "perf" / "rawenc.csv")   # the commas inside the encoding
+    assert "not used by the model: cpu/event=0xc7,umask=0x01/" in r.notes and not any("-G" in x for x in r.notes)
+
+
+def test_perf_imc_lines_without_unit_and_llc_under_multiplexing(tmp_path: Path) -> None:
+    f = tmp_path / "imc.csv"
+    f.write_text("100.00,,uncore_imc/cas_count_read/,10,100.00,,\n")
+    (c,) = read_counters("perf", f)
+    assert c.counts == {"bytes_mem": 6400.0}, "no unit: 64-byte lines"
+    g = tmp_path / "llc.csv"
+    g.write_text("10,,LLC-loads,10,50.00,,\n20,,LLC-load-misses,10,100.00,,\n")
+    (d,) = read_counters("perf", g)
+    assert d.counts["bytes_l3"] == 0.0 and any("exceed llc-loads" in n for n in d.notes)
+
+
+def test_perf_notes_true_of_the_file() -> None:
+    (nc,) = read_counters("perf", DERIVED / "perf" / "nc2.csv")
+    assert any(n.startswith("the flop and memory events were not counted") for n in nc.notes)
+    assert not any(n.startswith("no flop, memory or energy event") for n in nc.notes)
+    (fo,) = read_counters("perf", DERIVED / "perf" / "fonly.csv")
+    assert any(n.startswith("no memory event") for n in fo.notes) and fo.time_s is None
+    (p,) = read_counters("perf", DERIVED / "perf" / "psys.csv")
+    assert p.energy_j == 10.0 and "psys" in p.energy_source
+    (r,) = read_counters("perf", DERIVED / "perf" / "ram.csv")
+    assert r.energy_j is None and any("is the DRAM's energy, not the package's" in n for n in r.notes)
+
+
+def test_likwid_runtime_from_the_event_table() -> None:
+    for name in ("lkcustom.txt", "lk1g.txt"):     # 1.400006e-03 in the Event table; 0.0014 in lk1g's Metric table
+        (c,) = read_counters("likwid", DERIVED / "likwid" / name)
+        assert c.time_s == pytest.approx(1.400006e-3, rel=1e-12) and not any("no measured" in n for n in c.notes)
+    # FLOPS_DP 1 s, MEM 3 s: flops (1e6 x (2 + 1 + 4)) x 4/1, bytes 2e6 x 64 x 4/3; +-(1 - 1/4)
+    (g,) = read_counters("likwid", DERIVED / "likwid" / "lk2g.txt")
+    assert g.counts == pytest.approx({"flops_dp": 28e6, "bytes_mem": 2e6 * 64 * 4 / 3}, rel=1e-12)
+    assert g.time_s == 4.0 and g.count_rel_err == pytest.approx(0.75)
+    (o,) = read_counters("likwid", DERIVED / "likwid" / "lkOc.csv")
+    assert o.time_s == 2.0
+
+
+def test_likwid_group_multiplexed_under_10_percent_refused_and_energy_read() -> None:
+    with pytest.raises(CountersFormatError, match=r"group FLOPS_DP ran 0.05 s of 1 s \(5.00%, multiplexed\)"):
+        read_counters("likwid", DERIVED / "likwid" / "lk2g5.txt")
+    (c,) = read_counters("likwid", DERIVED / "likwid" / "lkO.csv")
+    assert c.energy_j == 60.0 and "PWR_PKG_ENERGY + PWR_DRAM_ENERGY" in c.energy_source
+
+
+def test_likwid_group_naming_no_precision(tmp_path: Path) -> None:
+    f = tmp_path / "custom.txt"      # AMD's precisionless flops in a custom event set (likwid-perfctr -g EVENT:PMC)
+    f.write_text("Group 1: Custom\n| Event | Counter | HWThread 0 |\n| Runtime (RDTSC) [s] | TSC | 1.0e-01 |\n"
+                 "| RETIRED_SSE_AVX_FLOPS_ALL | PMC0 | 5000 |\n")
+    (c,) = read_counters("likwid", f)
+    assert c.counts == {"flops_dp": 5000.0} and c.time_s == 0.1
+    assert "RETIRED_SSE_AVX_FLOPS_ALL in group Custom, which names no precision: counted as flops_dp" in c.notes
+    assert not any("the precision of group" in n for n in c.notes)

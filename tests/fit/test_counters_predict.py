@@ -105,3 +105,35 @@ def test_multiplexed_counts_widen_the_predicted_energy_uncertainty() -> None:
     base = 0.0 if math.isnan(exact.predicted_energy_err_j) else exact.predicted_energy_err_j ** 2
     assert rough.predicted_energy_err_j ** 2 == pytest.approx(base + (0.5 * dynamic_j) ** 2, rel=1e-12)
     assert any("counts' +-50% (multiplexed)" in n for n in rough.notes)
+
+
+DERIVED = REPO / "tests" / "data" / "derived"
+
+
+@pytest.mark.parametrize(("path", "words"), [
+    (DERIVED / "perf" / "netdata_c.csv", "no flop or byte count (only a time, 1.00521 s)"),      # issue 35 #17
+    (REAL / "perf" / "cloudlab_mcd_md_loadonly_run1.csv", "(only a time, 14.0708 s and a measured energy, 485.05 J)"),
+    (DERIVED / "perf" / "nc2.csv", "no flop or byte count"),
+    (DERIVED / "perf" / "loc3.csv", "decimal comma"),                                           # #1: no traceback
+])
+def test_predict_refuses_what_it_cannot_predict_from(run_cli: Callable[..., Any], path: Path, words: str) -> None:
+    r = run_cli("predict", "--counters", str(path), "--tool", "perf", "--costs", "i7-950")
+    assert r.exit_code == 2 and words in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_predict_warns_of_a_time_faster_than_the_roofline(run_cli: Callable[..., Any]) -> None:
+    # 8e21 flops in 1 ms (hugeflops.csv): the roofline's least time is far longer, as measure warns
+    r = run_cli("predict", "--counters", str(DERIVED / "perf" / "hugeflops.csv"), "--tool", "perf", "--costs",
+                "i7-950")
+    assert r.exit_code == 0
+    assert "archline: warning: measured faster than the roofline allows" in r.stderr
+    assert "note: measured faster than the roofline allows" in r.stdout
+
+
+def test_predict_plot_makes_missing_directories_as_fit_out_does(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    # issue 35 #19, kept: every output (fit --out, predict --plot) makes its missing directories (docs/errors.md)
+    fig = tmp_path / "new" / "dir" / "x.png"
+    r = run_cli("predict", "--counters", str(DATA / "likwid_flops_mem.csv"), "--tool", "likwid", "--costs",
+                "i7-950", "--plot", str(fig))
+    assert r.exit_code == 0, r.stderr
+    assert fig.stat().st_size > 1000

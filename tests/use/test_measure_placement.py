@@ -5,6 +5,7 @@ hand; with no meter (energy null, said why) and with localhost's emulated schedu
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,7 @@ def test_placement_of_an_emulated_program_agrees_with_the_model(tmp_path: Path) 
     (["--counters", "perf", "--counts-file", str(NCU), "--counts-tool", "ncu"], "one way"),
     (["--counters", "perf", "--flops-dp", "1", "--costs", "gtx580"], "one way"),
     (["--flops-dp", "1e9"], "add --costs"),
+    (["--counts-file", str(NCU), "--counts-tool", "ncu"], "add --costs"),     # issue 35 #8: not ignored
     (["--bytes-mem", "1e9", "--costs", "gtx580"], "no flops"),
     (["--flops-dp", "-1", "--costs", "gtx580"], "--flops-dp"),
     (["--counts-file", str(NCU), "--counts-tool", "ncu", "--flops-dp", "1", "--costs", "gtx580"], "twice"),
@@ -221,3 +223,25 @@ def test_the_whole_commands_counts_given_twice_are_refused(tmp_path: Path) -> No
                  "touch", str(ran))
     assert r.returncode == 2 and "given twice" in r.stderr and len(r.stderr.splitlines()) == 1
     assert not ran.exists()
+
+
+def test_table_prints_the_counts_notes_and_the_predicted_uncertainty(tmp_path: Path) -> None:
+    """Issue 35 #9: the table says what the JSON says: the counts' notes (multiplexing, the tool's energy) and
+    the predicted energy's +- also where no energy was measured (the gtx580 profile's meter is not plugged in)."""
+    f = tmp_path / "perf.csv"       # perf stat -x, lines; the flop event ran half the time
+    f.write_text("1000000000,,fp_arith_inst_retired.scalar_double,1000,50.00,,\n100000,,LLC-load-misses,1000,"
+                 "100.00,,\n12.5,Joules,power/energy-pkg/,1000,100.00,,\n1000000000,ns,duration_time,1000,100.00,,\n")
+    args = ["measure", "--platform", "localhost", "--costs", str(COSTS), "--counts-file", str(f), "--counts-tool",
+            "perf"]
+    js = archline(*args, "--format", "json", "--", "sleep", "0.1")
+    assert js.returncode == 0, js.stderr
+    pl = json.loads(js.stdout)["placement"]
+    r = archline(*args, "--", "sleep", "0.1")
+    assert r.returncode == 0, r.stderr
+    err = pl["predicted"]["energy_err_j"]        # from the counts alone: the same in both runs
+    assert pl["measured"]["energy_j"] is None and err > 0
+    assert re.search(rf"energy: measured -, predicted [0-9.e+]+ \+- {err:.2g} J", r.stdout), r.stdout
+    for n in pl["notes"]:
+        if n != pl["energy_reason"] and not n.startswith("measured faster"):   # names the run's own time
+            assert f"note: {n}" in r.stdout
+    assert "note: multiplexed, counts scaled by perf" in r.stdout and "from power/energy-pkg/" in r.stdout
