@@ -17,8 +17,9 @@ from archline.common.outputs import show
 @click.option("--counters", "counters", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="hardware counters exported by a profiler (say which with --tool)")
 @click.option("--tool", type=click.Choice(["ncu", "rocprof", "perf", "likwid"]),
-              help="the profiler that wrote --counters: ncu --csv [--page raw], rocprof results.csv or rocprofv3 "
-                   "counter_collection.csv, perf stat -x, , likwid-perfctr -O")
+              help="the profiler that wrote --counters: ncu --csv (details, --page raw or --print-summary "
+                   "per-kernel), rocprof results.csv, rocprofv2 CSV, rocprofv3 counter_collection.csv or "
+                   "omniperf pmc_perf.csv, perf stat -x, , likwid-perfctr -O (docs/counters.md)")
 @click.option("--costs", required=True, metavar="COSTS",
               help="cost table (.json from archline fit), profile (.toml) or shipped platform name")
 @format_option
@@ -46,9 +47,11 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
 
     \b
     \b
-    --counters FILE --tool T reads today's profilers instead (docs: fit/io/counters/): Nsight Compute
-    (ncu --csv, details or --page raw), rocprof, perf stat -x, and likwid-perfctr -O; each kernel, region or
-    program is one row, with the tool's notes (multipliers, multiplexing, what was not counted).
+    --counters FILE --tool T reads today's profilers instead (docs/counters.md): Nsight Compute (ncu --csv:
+    details page with gpu__time_duration or the Duration section metric, --page raw, --print-summary
+    per-kernel), rocprof (v1 results.csv, rocprofv2, rocprofv3 counter_collection.csv, omniperf/rocprof-compute
+    pmc_perf.csv), perf stat -x, and likwid-perfctr -O; each kernel, region or program is one row, with the
+    tool's notes (multipliers, multiplexing, what was not counted) under it.
 
     \b
     Example:
@@ -98,13 +101,25 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     def num(v: float | None, spec: str) -> str:
         return "-" if v is None else format(v, spec)
 
+    from archline.fit.io.counters.kernels import short_labels
+
+    labels = short_labels([p.name for p in preds])         # a CUTLASS name runs to thousands of characters
     echo_table(["name", "E (J)", "T (s)", "P (W)", *terms],
-               [[p.name, num(p.energy_j, ".5g"), f"{p.time_s:.4g}" + ("" if p.time_source == "measured" else "*"),
+               [[label, num(p.energy_j, ".5g"), f"{p.time_s:.4g}" + ("" if p.time_source == "measured" else "*"),
                  num(p.power_w, ".4g"),
                  *[f"{100 * p.terms_j[t] / p.energy_j if t in p.terms_j and p.energy_j else 0:.1f}%" for t in terms]]
-                for p in preds])
-    for note in dict.fromkeys(n for p in preds for n in p.notes):
+                for label, p in zip(labels, preds, strict=True)])
+    # notes true of every row once; the others under the row they belong to
+    common = [n for n in dict.fromkeys(n for p in preds for n in p.notes) if all(n in p.notes for p in preds)]
+    for note in common:
         click.echo(f"note: {note}")
+    for label, p in zip(labels, preds, strict=True):
+        own = [n for n in p.notes if n not in common]
+        if own:
+            click.echo(f"{label}:")
+            for note in own:
+                click.echo(f"  note: {note}")
+    for note in dict.fromkeys(n for p in preds for n in p.notes):
         if note.startswith("measured faster"):          # as archline measure warns of it
             click.echo(f"archline: warning: {note}", err=True)
     for why in dict.fromkeys(p.energy_missing for p in preds if p.energy_j is None):

@@ -242,7 +242,7 @@ def test_placement_on_localhost_gives_time_and_says_why_no_energy(tmp_path: Path
 
     _src, peaks = _localhost_run(tmp_path)
     c = Counts("k", {"flops_dp": 4e9, "bytes_mem": 1e9})
-    p = place_program("localhost", c, 0.5, math.nan, energy_reason="no meter (RAPL unreadable)")
+    p = place_program("localhost", c, 0.5, None, energy_reason="no meter (RAPL unreadable)")
     assert p.model_time_s == pytest.approx(max(4e9 / peaks["tau_flop_dp"], 1e9 / peaks["tau_mem"]), rel=1e-12)
     assert math.isnan(p.predicted_energy_j) and p.energy_reason is not None
     assert "no meter (RAPL unreadable)" in p.energy_reason and "no energy constants" in p.energy_reason

@@ -370,7 +370,9 @@ def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str
     from archline.fit.plots.layout import legend_outside, save_figure
 
     terms = [t for t in [*TERMS, CONSTANT_TERM] if any(t in p.terms_j for p in predictions)]
-    names = [p.name for p in predictions]
+    from archline.fit.io.counters.kernels import short_labels
+
+    names = short_labels([p.name for p in predictions], width=40)   # a CUTLASS name would squeeze the axes to 0
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 3), 4.2), layout="constrained")
     bottom = [0.0] * len(predictions)
     for t in terms:

@@ -40,3 +40,57 @@ def display_names(keys: list[str]) -> dict[str, str]:
     for s in short.values():
         taken[s] = taken.get(s, 0) + 1
     return {k: (s if taken[s] == 1 else k.strip().strip('"').strip()) for k, s in short.items()}
+
+
+def _collapse(name: str, level: int) -> str:
+    """``name`` with the template arguments nested ``level`` deep or more shown as "<...>"."""
+    depth, kept = 0, []
+    for ch in name:
+        if ch == "<":
+            depth += 1
+            if depth <= level:
+                kept.append("<..." if depth == level else "<")
+        elif ch == ">" and depth:
+            if depth <= level:
+                kept.append(">")
+            depth -= 1
+        elif depth < level:
+            kept.append(ch)
+    return "".join(kept)
+
+
+def short_labels(names: list[str], width: int = 60) -> list[str]:
+    """Labels for a table or a chart: a name longer than ``width`` has its deepest template arguments shown as
+    "<...>" until it fits (CUTLASS names run to thousands of characters), else is cut with "..."; a label that
+    two names would share is the cut name instead, numbered if still equal."""
+    def cut(s: str) -> str:
+        return s if len(s) <= width else s[:width - 3] + "..."
+
+    def fit(name: str) -> str:
+        for level in range(_depth(name), 0, -1):
+            s = _collapse(name, level)
+            if len(s) <= width:
+                return s
+        return cut(_collapse(name, 1) if "<" in name else name)
+
+    out = [name if len(name) <= width else fit(name) for name in names]
+    shared = {s for s in out if out.count(s) > 1}
+    out = [cut(name) if s in shared else s for name, s in zip(names, out, strict=True)]
+    shared = {s for s in out if out.count(s) > 1}
+    numbered: dict[str, int] = {}
+    for i, s in enumerate(out):
+        if s in shared:
+            numbered[s] = numbered.get(s, 0) + 1
+            out[i] = f"{s} #{numbered[s]}"
+    return out
+
+
+def _depth(name: str) -> int:
+    depth = deepest = 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ">" and depth:
+            depth -= 1
+    return deepest
