@@ -10,17 +10,22 @@ meters (docs/counters.md). Optional dependency: ``pip install archline[kernel-tu
 
 With the meter plugged in, ``ArchlineObserver(platform="gtx580")`` reads it (the profile's first meter; ``meter=``
 names another); a meter that cannot be opened is an error when the observer is made, naming its port. Or pass
-your own ``archline.Monitor``: ``ArchlineObserver(monitor)``.
+your own ``archline.Monitor`` as the first argument: ``ArchlineObserver(monitor)`` (a platform goes in
+``platform=``, not both). The emulated GTX 580 draws 348.59 W inside windows and 39.6 W outside (its emulated
+model's peak power and its idle power: docs/api.md).
 
 ``mode="auto"`` (the default) measures each iteration as a window and, for a kernel shorter than the meter
 resolves (20 of its sample periods), Kernel Tuner's continuous loop as one window whose energy is divided over its
-iterations, as Kernel Tuner's own NVML and PMT observers do (``continuous_duration_s``, at least Kernel Tuner's
-1 s); ``"iteration"`` or ``"continuous"`` force one. ``get_results`` returns ``archline_energy`` (J per
-iteration) and ``archline_power`` (W), optionally ``archline_energy_err`` (the bound) and ``archline_lost_samples``,
-always ``archline_mode``, ``archline_samples``, ``archline_short_window``, ``archline_unresolved`` and
-``archline_note``. An unknown observable or mode raises ValueError. The logic is
-archline.bench.tuning_observer.EnergyObserver; this module only makes it Kernel Tuner's BenchmarkObserver and its
-continuous observer Kernel Tuner's ContinuousObserver.
+iterations, as Kernel Tuner's own NVML and PMT observers do; ``"iteration"`` or ``"continuous"`` force one. Kernel
+Tuner sizes that loop by count (ceil(max(1 s, ``continuous_duration_s``) / its mean kernel time) launches), so it
+lasts as long as those launches take: far more than 1 s for microsecond kernels (docs/counters.md).
+``get_results`` returns ``archline_energy`` (J per iteration) and ``archline_power`` (W), optionally
+``archline_energy_err`` (the bound), always ``archline_mode``, ``archline_samples`` and ``archline_lost_samples``
+(totals, integers), ``archline_short_window``, ``archline_unresolved``, ``archline_emulated``, ``archline_note``
+and ``archline_reason``. No value is NaN, never 0: no meter, or a window that lost more than ``max_lost`` (1%) of
+its samples; a meter that fails stops the tuning at the next configuration, naming it. A wrong argument raises
+ValueError or TypeError naming it. The logic is archline.bench.tuning_observer.EnergyObserver; this module only
+makes it Kernel Tuner's BenchmarkObserver and its continuous observer Kernel Tuner's ContinuousObserver.
 """
 
 from __future__ import annotations
