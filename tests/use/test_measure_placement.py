@@ -227,21 +227,19 @@ def test_the_whole_commands_counts_given_twice_are_refused(tmp_path: Path) -> No
 
 def test_table_prints_the_counts_notes_and_the_predicted_uncertainty(tmp_path: Path) -> None:
     """Issue 35 #9: the table says what the JSON says: the counts' notes (multiplexing, the tool's energy) and
-    the predicted energy's +- also where no energy was measured (the gtx580 profile's meter is not plugged in)."""
+    the predicted energy's +-, also where no energy was measured (localhost in a VM: no RAPL)."""
     f = tmp_path / "perf.csv"       # perf stat -x, lines; the flop event ran half the time
     f.write_text("1000000000,,fp_arith_inst_retired.scalar_double,1000,50.00,,\n100000,,LLC-load-misses,1000,"
                  "100.00,,\n12.5,Joules,power/energy-pkg/,1000,100.00,,\n1000000000,ns,duration_time,1000,100.00,,\n")
-    args = ["measure", "--platform", "localhost", "--costs", str(COSTS), "--counts-file", str(f), "--counts-tool",
-            "perf"]
-    js = archline(*args, "--format", "json", "--", "sleep", "0.1")
-    assert js.returncode == 0, js.stderr
-    pl = json.loads(js.stdout)["placement"]
-    r = archline(*args, "--", "sleep", "0.1")
+    r = archline("measure", "--platform", "localhost", "--costs", str(COSTS), "--counts-file", str(f),
+                 "--counts-tool", "perf", "--", "sleep", "0.1")
     assert r.returncode == 0, r.stderr
-    err = pl["predicted"]["energy_err_j"]        # from the counts alone: the same in both runs
-    assert pl["measured"]["energy_j"] is None and err > 0
-    assert re.search(rf"energy: measured -, predicted [0-9.e+]+ \+- {err:.2g} J", r.stdout), r.stdout
-    for n in pl["notes"]:
-        if n != pl["energy_reason"] and not n.startswith("measured faster"):   # names the run's own time
-            assert f"note: {n}" in r.stdout
-    assert "note: multiplexed, counts scaled by perf" in r.stdout and "from power/energy-pkg/" in r.stdout
+    # the +- of the counts: 50% of the count-driven energy (1e9 flops x eps_flop_dp + 6.4e6 B x eps_mem) at least
+    costs = json.loads(COSTS.read_text())["coefficients"]
+    dynamic_j = 1e9 * costs["eps_flop_dp"]["value"] + 6.4e6 * costs["eps_mem"]["value"]
+    m = re.search(r"energy: measured -, predicted [0-9.e+]+ \+- ([0-9.e+-]+) J", r.stdout)
+    assert m and float(m[1]) >= 0.5 * dynamic_j * 0.95, r.stdout     # printed to 2 digits
+    for note in ("multiplexed, counts scaled by perf: fp_arith_inst_retired.scalar_double ran 50.00% of the time",
+                 "measured energy 12.5 J from power/energy-pkg/", "predicted energy's uncertainty includes the "
+                 "counts' +-50% (multiplexed)"):
+        assert f"note: {note}" in r.stdout, r.stdout
