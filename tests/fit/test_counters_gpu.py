@@ -4,6 +4,7 @@ rocprofv3 counter_collection.csv), from fixtures in the tools' documented format
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,290 @@ class TestRealNcuRocprof:
         (k,) = read_counters("ncu", f)
         assert k.counts == {"flops_dp": 2 * 1_048_576, "bytes_mem": 1.05e6}
         assert k.time_s == pytest.approx(12.34e-6, rel=1e-12)
+
+
+# --- issue 35 (breaker's hostile files, made here: hand-made, not real exports) ---------------------------------
+
+_HEAD = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+         "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+_FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+_DUR = "gpu__time_duration.sum"
+
+
+def _ncu(tmp_path: Path, rows: list[tuple[str, ...]], name: str = "k(float*)", head: list[str] | None = None,
+         encoding: str = "utf-8") -> Path:
+    """A details page: rows of (ID, process, metric, unit, value[, kernel])."""
+    out = [head or _HEAD]
+    for r in rows:
+        ident, pid, metric, unit, value = r[:5]
+        kernel = r[5] if len(r) > 5 else name
+        out.append([ident, pid, "app", "h", kernel, "1", "7", "(256, 1, 1)", "(4096, 1, 1)", "0", "8.0",
+                    "Command line profiler metrics", metric, unit, value])
+    f = tmp_path / "ncu.csv"
+    f.write_text("".join(",".join(f'"{c}"' for c in r) + "\n" for r in out), encoding=encoding)
+    return f
+
+
+def _launch(ident: str, pid: str, dram_b: str, dur_us: str, ffma: str = "100") -> list[tuple[str, ...]]:
+    return [(ident, pid, "dram__bytes_read.sum", "byte", dram_b), (ident, pid, _DUR, "usecond", dur_us),
+            (ident, pid, _FFMA, "inst", ffma)]
+
+
+class TestHostileNcu:
+    """Issue 35's breaker (findings 1-5, 8, 13, 16-20): each case built here as the breaker's file had it."""
+
+    def test_launches_of_two_processes_both_summed(self, tmp_path: Path) -> None:
+        """#1: ID "0" in process 1 (1000 B, 10 us) and in process 2 (7000 B, 70 us): both, not the first."""
+        (k,) = read_counters("ncu", _ncu(tmp_path, _launch("0", "1", "1000", "10") + _launch("0", "2", "7000", "70")))
+        assert k.counts == {"flops_sp": 400.0, "bytes_mem": 8000.0}
+        assert k.time_s == pytest.approx(80e-6, rel=1e-12)
+        assert "2 launch(es) of 2 processes summed" in k.notes
+
+    def test_raw_page_launches_of_two_processes(self, tmp_path: Path) -> None:
+        f = tmp_path / "raw.csv"
+        f.write_text('"ID","Process ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum"\n'
+                     '"","","","byte","usecond"\n"0","111","k(float*)","1000","10"\n"0","222","k(float*)","7000","70"\n')
+        (k,) = read_counters("ncu", f)
+        assert k.counts == {"bytes_mem": 8000.0} and k.time_s == pytest.approx(80e-6, rel=1e-12)
+
+    def test_summary_rows_of_two_launch_shapes_and_two_processes(self, tmp_path: Path) -> None:
+        """#2: one kernel, 14 launches of one shape (4.10 MB, 2.94 us, 1,048,576 ffma) and 3 of another (10 KB,
+        1 us, 8,192 ffma): 14 x 2.94 + 3 x 1 = 44.16 us, 14 x 4.1e6 + 3 x 1e4 = 5.743e7 B, 2 x (14 x 1,048,576 +
+        3 x 8,192) = 29,409,280 flops."""
+        head = ["Process ID", "Process Name", "Host Name", "Kernel Name", "Block Size", "Grid Size", "Device", "CC",
+                "Invocations", "Section Name", "Metric Name", "Metric Unit", "Minimum", "Maximum", "Average"]
+
+        def rows(pid: str, block: str, n: str, b: tuple[str, str], t: str, ffma: str) -> list[list[str]]:
+            base = [pid, "app", "h", "saxpy(float, float*)", block, "(4096, 1, 1)", "0", "11.0", n,
+                    "Command line profiler metrics"]
+            return [[*base, "dram__bytes_read.sum", b[1], b[0], b[0], b[0]], [*base, _DUR, "usecond", t, t, t],
+                    [*base, _FFMA, "inst", ffma, ffma, ffma]]
+        body = [head, *rows("1", "(256, 1, 1)", "14", ("4.10", "Mbyte"), "2.94", "1,048,576"),
+                *rows("1", "(128, 1, 1)", "3", ("10", "Kbyte"), "1", "8,192")]
+        f = tmp_path / "summary.csv"
+        f.write_text("".join(",".join(f'"{c}"' for c in r) + "\n" for r in body))
+        (k,) = read_counters("ncu", f)
+        assert k.time_s == pytest.approx(44.16e-6, rel=1e-12)
+        assert k.counts == pytest.approx({"flops_sp": 29_409_280, "bytes_mem": 5.743e7}, rel=1e-12)
+        assert any(n.startswith("17 launch(es) summed") and "2 launch shapes" in n for n in k.notes)
+        body = [head, *rows("1", "(256, 1, 1)", "1,024", ("4.00", "Mbyte"), "1.5", "1,000"),
+                *rows("2", "(256, 1, 1)", "1,024", ("4.00", "Mbyte"), "1.5", "1,000")]
+        f.write_text("".join(",".join(f'"{c}"' for c in r) + "\n" for r in body))
+        (k,) = read_counters("ncu", f)
+        assert k.counts["bytes_mem"] == pytest.approx(2 * 1024 * 4e6, rel=1e-12)      # the second process too
+        assert k.time_s == pytest.approx(2 * 1024 * 1.5e-6, rel=1e-12)
+
+    @pytest.mark.parametrize("value", ["n/a", ""])
+    def test_a_missing_value_is_named_never_zero(self, tmp_path: Path, value: str) -> None:
+        """#3: an "n/a" or empty ffma in launch 0 of 2: the total is launch 1's, said so."""
+        rows = _launch("0", "1", "1000", "5", value) + _launch("1", "1", "1000", "5")
+        (k,) = read_counters("ncu", _ncu(tmp_path, rows))
+        assert k.counts["flops_sp"] == 200.0
+        assert f"{_FFMA} has no value (n/a or empty) in 1 launch(es): not counted there, so its total is low" \
+            in k.notes
+
+    def test_every_value_missing_is_refused_saying_so(self, tmp_path: Path) -> None:
+        f = _ncu(tmp_path, [("0", "1", "dram__bytes_read.sum", "byte", "n/a"), ("0", "1", _DUR, "usecond", "5")])
+        with pytest.raises(CountersFormatError, match=r"dram__bytes_read.sum with no value \(n/a or empty\) in "
+                                                      r"every launch") as e:
+            read_counters("ncu", f)
+        assert "other kernels" not in str(e.value)
+
+    @pytest.mark.parametrize(("metric", "unit", "needle"), [
+        (_DUR, "cycle", "unit 'cycle' is not a unit of time"),
+        ("Duration", "cycle", "unit 'cycle' is not a unit of time"),
+        (_DUR, "", "no unit (a time needs one)"),
+        (_DUR, "Kbyte", "unit 'Kbyte' is not a unit of time"),
+        ("dram__bytes_read.sum", "usecond", "unit 'usecond' is not a unit of bytes"),
+        (_FFMA, "Mbyte", "unit 'Mbyte' is not a unit of count"),
+        ("sm__cycles_elapsed.avg.per_second", "", "no unit is not a unit of frequency"),
+    ])
+    def test_a_unit_of_the_wrong_dimension_is_refused(self, tmp_path: Path, metric: str, unit: str,
+                                                      needle: str) -> None:
+        """#4: a time in cycles or bytes, bytes in microseconds, an instruction count in Mbyte: refused."""
+        rows = [("0", "1", "dram__bytes.sum", "byte", "1000"), ("0", "1", metric, unit, "10")]
+        with pytest.raises(CountersFormatError, match=re.escape(metric) + ".*" + re.escape(needle.split(" is")[0])):
+            read_counters("ncu", _ncu(tmp_path, rows))
+
+    def test_raw_page_with_a_blank_units_row_is_refused(self, tmp_path: Path) -> None:
+        f = tmp_path / "raw.csv"
+        f.write_text('"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum"\n"","","",""\n'
+                     '"0","k","2.00","1500000"\n')
+        with pytest.raises(CountersFormatError, match=r"line 2: unit of dram__bytes_read.sum: no unit \(a bytes"):
+            read_counters("ncu", f)
+
+    @pytest.mark.parametrize("value", ["117,34", "27,59", "1,0000", "1,000,00"])
+    def test_a_decimal_comma_is_refused(self, tmp_path: Path, value: str) -> None:
+        """#5: "117,34" usecond was read as 11734 us; a comma that does not group 3 digits is a decimal comma."""
+        rows = [("0", "1", _DUR, "usecond", value), ("0", "1", "dram__bytes.sum", "byte", "1000")]
+        with pytest.raises(CountersFormatError, match=r"decimal comma.*LC_ALL=C"):
+            read_counters("ncu", _ncu(tmp_path, rows))
+
+    @pytest.mark.parametrize(("rows", "needle"), [
+        ([*_launch("0", "1", "1000", "10"), ("0", "1", "dram__bytes_read.sum", "byte", "5000")],
+         "dram__bytes_read.sum = 5000 given twice (1000)"),
+        ([("0", "1", _DUR, "nsecond", "1000"), ("0", "1", _FFMA, "inst", "100"),
+          ("0", "1", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", "300")],
+         f"sm__sass_thread_inst_executed_op_ffma_pred_on.sum = 300 given beside {_FFMA} (100)"),
+        ([("0", "1", _DUR, "nsecond", "1000"), ("0", "1", "dram__sectors_read.sum", "sector", "10"),
+          ("0", "1", "dram__bytes_read.sum", "byte", "9999")],
+         "dram__bytes_read.sum = 9999 given beside dram__sectors_read.sum (320)"),
+    ])
+    def test_conflicting_values_for_one_launch_are_refused(self, tmp_path: Path, rows: list[tuple[str, ...]],
+                                                          needle: str) -> None:
+        """#8: one rule: a metric given twice for one launch (same ID and process; two spellings) is taken once
+        when the values agree, refused when they do not."""
+        with pytest.raises(CountersFormatError) as e:
+            read_counters("ncu", _ncu(tmp_path, rows))
+        assert needle in str(e.value) and "ID 0, process 1" in str(e.value)
+
+    def test_agreeing_spellings_taken_once_and_said(self, tmp_path: Path) -> None:
+        """#8, #17: sectors x 32 B equal to the bytes metric: counted once, the bytes spelling kept; no note about
+        sm__/smsp__ in a file without them."""
+        rows = [("0", "1", _DUR, "nsecond", "1000"), ("0", "1", "dram__sectors_read.sum", "sector", "10"),
+                ("0", "1", "dram__bytes_read.sum", "byte", "320")]
+        (k,) = read_counters("ncu", _ncu(tmp_path, rows))
+        assert k.counts["bytes_mem"] == 320.0
+        assert "dram__sectors_read.sum and dram__bytes_read.sum both given, equal: counted once" in k.notes
+        assert not any("sm__ and smsp__" in n for n in k.notes)
+
+    def test_gpu_time_duration_avg_is_a_time(self, tmp_path: Path) -> None:
+        """#13: gpu__time_duration.avg (one launch: the same as .sum) is read as gpu__time_active.avg is."""
+        rows = [("0", "1", "dram__bytes_read.sum", "byte", "1000"),
+                ("0", "1", "gpu__time_duration.avg", "usecond", "5")]
+        (k,) = read_counters("ncu", _ncu(tmp_path, rows))
+        assert k.time_s == pytest.approx(5e-6, rel=1e-12) and "time_s from gpu__time_duration.avg" in k.notes
+
+    def test_two_exports_joined_read_as_one_saying_so(self, tmp_path: Path) -> None:
+        """#16: the header repeated (two logs concatenated) was read as a kernel named 'Kernel Name'."""
+        second = _ncu(tmp_path, _launch("0", "2", "7000", "70")).read_text()
+        f = _ncu(tmp_path, _launch("0", "1", "1000", "10"))
+        f.write_text(f.read_text() + "==PROF== Disconnected\n" + second)
+        (k,) = read_counters("ncu", f)
+        assert k.name == "k" and k.counts["bytes_mem"] == 8000.0
+        assert "the header repeats at line 6 (two exports joined): read as one file" in k.notes
+
+    def test_overloads_kept_apart_and_operator_named(self, tmp_path: Path) -> None:
+        """#20: k(float*) and k(double*) are two kernels (full names shown where the short one is shared);
+        operator()(float*) is 'operator()', not 'operator'."""
+        rows = [(*r, "k(float*)") for r in _launch("0", "1", "1000", "10")] + \
+               [(*r, "k(double*)") for r in _launch("1", "1", "3000", "30")] + \
+               [(*r, "ns::F::operator()(float*)") for r in _launch("2", "1", "5000", "50")]
+        got = read_counters("ncu", _ncu(tmp_path, rows))
+        assert [(c.name, c.counts["bytes_mem"]) for c in got] == [("k(float*)", 1000.0), ("k(double*)", 3000.0),
+                                                                  ("ns::F::operator()", 5000.0)]
+
+    def test_the_suggested_metric_list_runs_as_pasted(self, tmp_path: Path) -> None:
+        """#18: the refusal's ncu command spells the metrics out (a shell brace list is not expanded by ncu)."""
+        with pytest.raises(CountersFormatError) as e:
+            read_counters("ncu", _ncu(tmp_path, [("0", "1", _DUR, "usecond", "5")]))
+        command = str(e.value).split("collect with ")[1]
+        assert "{" not in command and _FFMA in command and "dmul" in command
+
+    def test_utf16_export_named(self, tmp_path: Path) -> None:
+        """#19: a UTF-16 save (Windows' "Unicode") was called binary."""
+        f = _ncu(tmp_path, _launch("0", "1", "1000", "10"), encoding="utf-16")
+        with pytest.raises(CountersFormatError, match=r"is UTF-16 text .*re-save it as UTF-8"):
+            read_counters("ncu", f)
+
+    @pytest.mark.parametrize("tool", ["perf", "likwid", "rocprof"])
+    def test_an_ncu_file_given_as_another_tool_is_named(self, tmp_path: Path, tool: str) -> None:
+        """#20: --tool perf on an ncu file gave a meaningless note, --tool rocprof 'no rocprof header'."""
+        with pytest.raises(CountersFormatError, match=rf"looks like an ncu export .*not {tool}'s: give --tool ncu"):
+            read_counters(tool, _ncu(tmp_path, _launch("0", "1", "1000", "10")))
+
+    def test_tensor_pipe_instructions_named_not_charged(self) -> None:
+        """#11: CUTLASS's fp16 GEMM on an A100 (real): sm__inst_executed_pipe_tensor.sum named in the notes."""
+        got = {c.name: c for c in _read("ncu/a100_cutlass_gemm_tensor_pipe.csv")}
+        gemm = got["ampere_s16816gemm_fp16_256x128_ldg8_stages_64x3_nn"]
+        assert "flops_sp" not in gemm.counts
+        assert any(n.startswith("sm__inst_executed_pipe_tensor.sum = 4.1943e+09 tensor-core instructions read "
+                                "but not charged") for n in gemm.notes)
+
+
+_V3 = ("Correlation_Id,Dispatch_Id,Agent_Id,Queue_Id,Process_Id,Thread_Id,Grid_Size,Kernel_Id,Kernel_Name,"
+       "Workgroup_Size,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,Counter_Name,"
+       "Counter_Value,Start_Timestamp,End_Timestamp\n")
+
+
+def _v3(tmp_path: Path, counters: list[tuple[str, str]], pid: str = "1", dispatch: str = "1",
+        more: str = "") -> Path:
+    f = tmp_path / "counter_collection.csv"
+    f.write_text(_V3 + "".join(f'1,{dispatch},"Agent 1",1,{pid},1,1048576,10,"saxpy",64,0,0,8,0,16,"{n}",{v},1000,'
+                               "2000\n" for n, v in counters) + more)
+    return f
+
+
+class TestHostileRocprof:
+    """Issue 35's breaker (findings 3, 6-9, 11, 12) on rocprof files, made here."""
+
+    def test_write_requests_are_64_bytes_unless_the_64b_counter_says_otherwise(self, tmp_path: Path) -> None:
+        """#6: a copy of 16,777,216 floats (rocprof v1 on an MI100, from a public tutorial's metrics_copy.csv):
+        TCC_EA_WRREQ_sum 1,048,576 and RDREQ_sum 1,057,241 x 64 B = 134,772,288 B (was 101,217,856: writes x 32)."""
+        f = tmp_path / "metrics_copy.csv"
+        f.write_text("Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,vgpr,sgpr,fbar,sig,obj,"
+                     "TCC_EA_WRREQ_sum,TCC_EA_RDREQ_sum\n0,\"copy_kernel(float*, float*, int, int) [clone .kd]\",0,"
+                     "0,0,94670,94673,16777216,1024,0,0,4,24,0,0x0,0x7faee2c09880,1048576.0000000000,"
+                     "1057241.0000000000\n")
+        (copy,) = read_counters("rocprof", f)
+        assert copy.counts == {"bytes_mem": 134_772_288}
+        assert any(n.startswith("TCC_EA_WRREQ_64B not in this file: each write request taken as 64 B")
+                   for n in copy.notes)
+
+    @pytest.mark.parametrize("counters", [
+        [("TCC_HIT", "40"), ("TCC_HIT_sum", "40")],
+        [("TCC_HIT[0]", "10"), ("TCC_HIT[1]", "30"), ("TCC_HIT_sum", "40")],
+        [("TCC_HIT_sum", "40"), ("TCC_HIT_sum", "40")],
+    ])
+    def test_a_counter_given_whole_and_as_sum_counted_once(self, tmp_path: Path,
+                                                          counters: list[tuple[str, str]]) -> None:
+        """#7, #8: rocprofv3 long form: TCC_HIT and TCC_HIT_sum (or its instances, or the same line twice) in one
+        dispatch are one count of 40 x 128 B, not 80."""
+        (k,) = read_counters("rocprof", _v3(tmp_path, [("SQ_INSTS_VALU_FMA_F32", "1"), *counters]))
+        assert k.counts["bytes_l2"] == 40 * 128
+
+    @pytest.mark.parametrize(("counters", "needle"), [
+        ([("FETCH_SIZE", "40"), ("FETCH_SIZE", "50")], "FETCH_SIZE = 50 given twice for one dispatch"),
+        ([("TCC_HIT", "40"), ("TCC_HIT_sum", "50")], "TCC_HIT = 40 and TCC_HIT_sum = 50 in one dispatch"),
+    ])
+    def test_conflicting_counts_refused(self, tmp_path: Path, counters: list[tuple[str, str]], needle: str) -> None:
+        with pytest.raises(CountersFormatError, match=re.escape(needle)):
+            read_counters("rocprof", _v3(tmp_path, counters))
+
+    def test_dispatches_of_two_processes_timed_each(self, tmp_path: Path) -> None:
+        """#9: dispatch 1 of process 1 and dispatch 1 of process 2: counts and times both summed (1 us each)."""
+        f = _v3(tmp_path, [("FETCH_SIZE", "10")])
+        f.write_text(f.read_text() + '1,1,"Agent 1",1,2,2,1048576,10,"saxpy",64,0,0,8,0,16,"FETCH_SIZE",10,1000,2000\n')
+        (k,) = read_counters("rocprof", f)
+        assert k.counts == {"bytes_mem": 20 * 1024} and k.time_s == pytest.approx(2e-6, rel=1e-12)
+        assert "2 dispatch(es) of 2 processes summed" in k.notes
+        assert "WRITE_SIZE not in this file: DRAM writes not counted" in k.notes       # #12
+
+    def test_half_precision_mfma_and_rdna_l2_named(self, tmp_path: Path) -> None:
+        """#11, #12: MFMA F16/BF16 ops and RDNA's GL2C_EA requests are named, not silently dropped."""
+        (k,) = read_counters("rocprof", _v3(tmp_path, [("SQ_INSTS_VALU_MFMA_MOPS_F64", "10"),
+                                                      ("SQ_INSTS_VALU_MFMA_MOPS_F16", "10"),
+                                                      ("GL2C_EA_RDREQ_64B_sum", "1000")]))
+        assert k.counts == {"flops_dp": 5120.0}
+        assert any(n.startswith("SQ_INSTS_VALU_MFMA_MOPS_F16 = 10 (5120 half-precision flops) read but not "
+                                "charged") for n in k.notes)
+        assert any("GL2C_EA_RDREQ_64B_sum" in n and "not counted" in n for n in k.notes)
+
+    def test_an_empty_value_is_named(self, tmp_path: Path) -> None:
+        """#3: an empty Counter_Value is missing, said so, never 0."""
+        (k,) = read_counters("rocprof", _v3(tmp_path, [("SQ_INSTS_VALU_FMA_F32", "1.6384e+04"), ("FETCH_SIZE", "")]))
+        assert "FETCH_SIZE has no value in 1 dispatch(es): not counted there, so its total is low" in k.notes
+
+    def test_rocprof_file_given_as_ncu_is_named(self, tmp_path: Path) -> None:
+        with pytest.raises(CountersFormatError, match=r"looks like a rocprof export .*give --tool rocprof"):
+            read_counters("ncu", _v3(tmp_path, [("FETCH_SIZE", "10")]))
+
+    def test_omniperf_mi200_two_dispatches_hand_checked(self) -> None:
+        """A real omniperf run (MI200 vecCopy, dispatches 0 and 1), checked by hand: requests x 64 B (the 64B
+        counter equals WRREQ), TCC_HIT x 128 B, INT32 x wave 64, End - Start per dispatch."""
+        (k,) = _read("rocprof/mi200_omniperf_dispatch_0_1_pmc_perf.csv")
+        # RDREQ 131,081 + 131,073; WRREQ (all 64B) 131,072 + 91,078: (262,154 + 222,150) x 64 = 30,995,456
+        assert k.counts == {"flops_sp": 0.0, "flops_dp": 0.0, "int_ops": 2 * 114_688 * 64,
+                            "bytes_mem": 30_995_456, "bytes_l2": (73_417 + 69_917) * 128}
+        # (1,412,189,920,601,635 - ...581,155) + (...636,515 - ...620,835) = 20,480 + 15,680 ns
+        assert k.time_s == pytest.approx(36_160e-9, rel=1e-12)

@@ -26,7 +26,7 @@ def read_counters(tool: str, path: str | Path) -> list[Counts]:
     if other is not None and other[0] != tool:
         from archline.fit.io.counters.base import show_path
 
-        article = "an" if other[0][0] in "aeiou" else "a"
+        article = "an" if other[0] == "ncu" else "a"             # "an en-see-you"
         raise CountersFormatError(f"{show_path(Path(path))}: this looks like {article} {other[0]} export "
                                   f"({other[1]}), not {tool}'s: give --tool {other[0]}")
     found = READERS[tool](Path(path))
