@@ -187,7 +187,9 @@ def export_roofline(out: Path, rows: Sequence[dict[str, str]], names: Sequence[s
     summ = summarize(rows)
     if require_figure and not (summ["peaks_gflop_per_s"] or summ["bandwidths_gb_per_s"]):
         raise NoFigureError(f"{', '.join(names)}: {_why_no_figure(rows)}; nothing written")
-    write_ert(out, _roofline(summ, {"results": list(names)}, str(rows[0].get("platform") or "") if rows else ""))
+    hosts = sorted({str(r.get("host") or "") for r in rows} - {""})
+    meta: dict[str, Any] = {"results": list(names), **({"hostname": hosts[0]} if hosts else {})}
+    write_ert(out, _roofline(summ, meta, str(rows[0].get("platform") or "") if rows else ""))
     return summ
 
 

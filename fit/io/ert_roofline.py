@@ -33,6 +33,17 @@ EMULATED_TAG = " (emulated)"
 MAX_GFLOP_PER_S = 1e7
 #: above any level's bandwidth (a GPU's aggregate L1 is tens of TB/s)
 MAX_GB_PER_S = 1e6
+#: below any machine's rate (a MFLOP/s, a MB/s): a value below is a unit slip or a corrupted number, and its time
+#: (1/rate) would overflow or mean nothing (5e-324 GFLOP/s is tau = inf)
+MIN_RATE = 1e-3
+#: how many names a warning lists before "and N more" (a file of 20,000 ceilings is one short line)
+LIST_MAX = 10
+
+
+def capped(items: list[str], most: int = LIST_MAX) -> str:
+    """``items`` joined by "; ", the first ``most`` of them and "and N more" for the rest."""
+    more = len(items) - most
+    return "; ".join(items[:most]) + (f"; and {more:,} more" if more > 0 else "")
 
 
 def figure_name(ert_name: str) -> str:
@@ -53,6 +64,8 @@ class ErtRoofline:
     metadata: dict[str, Any] = field(default_factory=dict)
     spec_gflops: dict[str, float] = field(default_factory=dict)   # nominal peaks (ERT's "spec"); empty: not known
     spec_gbytes: dict[str, float] = field(default_factory=dict)
+    #: one phrase per name given twice in a section (the highest kept: a peak is the highest of its ceilings)
+    duplicates: tuple[str, ...] = ()
 
     @classmethod
     def from_summary(cls, peaks_gflop_per_s: Mapping[str, float], bandwidths_gb_per_s: Mapping[str, float],
@@ -95,7 +108,8 @@ class ErtRoofline:
                                  "roofline.json ERT wrote in its Results directory")
         spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
         tagged: list[bool] = []
-        got = {f"{sec}.{kind}": _entries(part.get(kind), f"{where}: {sec}.{kind}", tagged)
+        dups: list[str] = []
+        got = {f"{sec}.{kind}": _entries(part.get(kind), f"{where}: {sec}.{kind}", tagged, dups, f"{sec}.{kind}")
                for sec, part in (("empirical", emp), ("spec", spec)) for kind in ("gflops", "gbytes")}
         if not got["empirical.gflops"] and not got["empirical.gbytes"]:
             raise ErtFormatError(f"{where}: the ERT roofline.json holds no measured ceiling (empirical gflops and "
@@ -103,11 +117,46 @@ class ErtRoofline:
         meta = dict(emp["metadata"]) if isinstance(emp.get("metadata"), dict) else {}
         if any(tagged) and not meta.get("emulated"):
             meta["emulated"] = True
-        return cls(got["empirical.gflops"], got["empirical.gbytes"], meta, got["spec.gflops"], got["spec.gbytes"])
+        for key, value in _meta_lines(emp).items():     # HPCL's files keep ERT's META_DATA lines in gflops.metadata
+            meta.setdefault(key, value)
+        return cls(got["empirical.gflops"], got["empirical.gbytes"], meta, got["spec.gflops"], got["spec.gbytes"],
+                   tuple(dups))
 
 
-def _entries(part: Any, where: str, tagged: list[bool]) -> dict[str, float]:
-    """``{"data": [[name, value], ...]}`` as a dict; a missing section is empty (ERT 1.1.0 files without spec)."""
+def _meta_lines(emp: dict[str, Any]) -> dict[str, str]:
+    """HOSTNAME and ERT_VERSION from ERT's META_DATA text kept in a section's metadata (roofline_python's files:
+    ``{"": ["META_DATA", "ERT_VERSION  1.1.0", "HOSTNAME  ('apollo...', [], [...])", ...]}``) or as its keys."""
+    out: dict[str, str] = {}
+    for kind in ("gflops", "gbytes"):
+        part = emp.get(kind)
+        md = part.get("metadata") if isinstance(part, dict) else None
+        if not isinstance(md, dict):
+            continue
+        for key in ("HOSTNAME", "ERT_VERSION"):
+            if isinstance(md.get(key), (str, list)):
+                out.setdefault(key, md[key])
+        lines = [v for vs in md.values() if isinstance(vs, list) for v in vs if isinstance(v, str)]
+        for line in lines:
+            key, _, value = line.strip().partition(" ")
+            if key in ("HOSTNAME", "ERT_VERSION") and value.strip():
+                host = re.match(r"\(\s*'([^']*)'", value.strip())     # Python's gethostbyaddr triple, as text
+                out.setdefault(key, host.group(1) if host else value.strip())
+    return out
+
+
+def _rate(value: int | float) -> float:
+    """A JSON number as a float: an integer literal too large for one (1e400 written out) is infinite, refused
+    later as every non-finite rate is, never an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _entries(part: Any, where: str, tagged: list[bool], dups: list[str] | None = None,
+             section: str = "") -> dict[str, float]:
+    """``{"data": [[name, value], ...]}`` as a dict; a missing section is empty (ERT 1.1.0 files without spec). A
+    name given twice keeps its highest value (a peak is the highest of its ceilings), said in ``dups``."""
     if part is None:
         return {}
     data = part.get("data") if isinstance(part, dict) else None
@@ -121,7 +170,12 @@ def _entries(part: Any, where: str, tagged: list[bool]) -> dict[str, float]:
             raise ErtFormatError(f"{where}.data[{i}]: expected [name, number], got {json.dumps(e)[:60]}")
         name = e[0]
         tagged.append(name.endswith(EMULATED_TAG))
-        out[name.removesuffix(EMULATED_TAG)] = float(e[1])
+        key, value = name.removesuffix(EMULATED_TAG), _rate(e[1])
+        if key in out:
+            if dups is not None:
+                dups.append(f"{key!r} given twice in {section} ({out[key]:g} and {value:g}; the highest kept)")
+            value = max(out[key], value) if not (math.isnan(value) or math.isnan(out[key])) else math.nan
+        out[key] = value
     return out
 
 
@@ -157,7 +211,7 @@ def read_ert(path: str | Path) -> ErtRoofline:
     from archline.common.outputs import show
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")      # a BOM (a Windows editor's) is no content
     except (OSError, UnicodeDecodeError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else "not UTF-8 text"
         raise ErtFormatError(f"{show(path)}: cannot be read as an ERT roofline.json ({why})") from None
@@ -167,12 +221,17 @@ def read_ert(path: str | Path) -> ErtRoofline:
 def names_ert_roofline(head: bytes) -> bool:
     """Whether the first bytes of a JSON file are an ERT roofline.json's (a peek, for a reader choosing a format):
     ERT's top-level keys, ``"empirical"`` (Python 2's ERT put ``"spec"`` after it, 3's writes it first)."""
-    return re.match(rb'\s*\{\s*"(empirical|spec)"\s*:', head) is not None
+    return re.match(rb'(\xef\xbb\xbf)?\s*\{\s*"(empirical|spec)"\s*:', head) is not None
 
 
 #: an ERT name -> the archline constant of its time (tau = 1/rate); see :func:`ceiling_key`
 _LEVEL_KEYS = {"L1": "tau_l1", "L2": "tau_l2", "L3": "tau_l3", "DRAM": "tau_mem"}
 _MEMORY_WORDS = re.compile(r"DRAM|HBM|DDR|MCDRAM|MEM", re.IGNORECASE)
+#: on-chip memories that are no level of archline's model (a GPU's shared memory, AMD's LDS, a scratchpad)
+_ONCHIP_WORDS = frozenset({"SHARED", "SMEM", "LDS", "LOCAL", "SCRATCH", "SCRATCHPAD", "TEXTURE", "CONSTANT"})
+#: a unit in a name other than ERT's (its data are GFLOP/s and GB/s): read as written, it would be 1000x off
+_OTHER_UNITS = re.compile(r"\b([KMTPE]FLOP/?S?|[KMTPE]I?B/S|[KMTPE]I?BYTES?/?S?|GIB/S|FLOP/S|B/S)\b",
+                          re.IGNORECASE)
 
 
 def ceiling_key(name: str, flops: bool) -> tuple[str | None, str]:
@@ -181,6 +240,10 @@ def ceiling_key(name: str, flops: bool) -> tuple[str | None, str]:
     ``double``); a name is read by its words ("FP64 Vector GFLOPs FMA", "Peak SP Scalar GFlops" are renamed
     ERT ceilings), a memory level by its word (DRAM, HBM, DDR, MCDRAM, Mem)."""
     words = set(re.split(r"[^A-Za-z0-9]+", name.upper()))
+    unit = _OTHER_UNITS.search(name)
+    if unit is not None:
+        return None, (f"its name gives the unit {unit.group(0)}, and ERT's data are GFLOP/s and GB/s: give the "
+                      "value in those, named as ERT names it (\"FP64 GFLOPs\", \"DRAM\")")
     if flops:
         if name.strip() == "GFLOPs" or words & {"FP64", "DP", "DOUBLE"}:
             return "tau_flop_dp", "double precision"
@@ -192,6 +255,8 @@ def ceiling_key(name: str, flops: bool) -> tuple[str | None, str]:
     key = _LEVEL_KEYS.get(name.strip().upper())
     if key is not None:
         return key, name.strip().upper()
+    if words & _ONCHIP_WORDS:
+        return None, "an on-chip memory (shared, LDS, scratchpad), not a level archline models"
     if _MEMORY_WORDS.search(name):
         return "tau_mem", "main memory"
     return None, "not a level archline models (L1, L2, L3, DRAM or a memory: HBM, DDR, MCDRAM)"
@@ -231,10 +296,18 @@ def check_rate(where: str, name: str, rate: float, flops: bool, fix: str,
                bounds: tuple[float, float] = (MAX_GFLOP_PER_S, MAX_GB_PER_S)) -> None:
     """A rate that is not positive, not finite or above ``bounds`` (GFLOP/s, GB/s): one line naming the file, the
     key and the value and what to do (``fix``), never a figure silently dropped or believed."""
+    if (why := rate_problem(rate, flops, bounds)) is not None:
+        raise ErtFormatError(f"{where}: {name} = {rate!r} is not a rate a machine has ({why}); {fix}")
+
+
+def rate_problem(rate: float, flops: bool,
+                 bounds: tuple[float, float] = (MAX_GFLOP_PER_S, MAX_GB_PER_S)) -> str | None:
+    """Why ``rate`` (GFLOP/s or GB/s) is no machine's, in words, or None: it must be finite and between
+    :data:`MIN_RATE` and the bound."""
     bound, unit = (bounds[0], "GFLOP/s") if flops else (bounds[1], "GB/s")
-    if not (math.isfinite(rate) and 0 < rate < bound):
-        raise ErtFormatError(f"{where}: {name} = {rate!r} is not a rate a machine has (a positive finite {unit} "
-                             f"below {bound:g}); {fix}")
+    if math.isfinite(rate) and MIN_RATE <= rate < bound:
+        return None
+    return f"a finite {unit} from {MIN_RATE:g} to below {bound:g}"
 
 
 def host_roofline_path() -> Path:

@@ -26,7 +26,14 @@ def localhost_platform() -> Platform:
     (metadata ``figures``) gives the stderr (half its points' relative spread) and, when not trusted, says so in
     the source. Energy constants are absent: no meter
     stands behind a roofline.json. Labelled emulated when the file says so, and named by the run it came from."""
-    from archline.fit.io.ert_roofline import ceiling_key, figure_name, host_roofline_path, read_ert
+    from archline.fit.io.ert_roofline import (
+        ErtFormatError,
+        capped,
+        ceiling_key,
+        figure_name,
+        host_roofline_path,
+        read_ert,
+    )
 
     path = host_roofline_path()
     if not path.is_file():
@@ -35,10 +42,12 @@ def localhost_platform() -> Platform:
     try:
         roof = read_ert(path)
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ProfileFormatError(f"{show(path)}: not a readable ERT roofline.json ({type(e).__name__}: {e}); run "
-                                 "`archline bench run --platform localhost --quick` again to rewrite it") from None
+        why = str(e) if isinstance(e, ErtFormatError) else f"{show(path)}: not a readable ERT roofline.json ({e})"
+        raise ProfileFormatError(f"{why}; run `archline bench run --platform localhost --quick` again to rewrite "
+                                 "it") from None
     meta = roof.metadata
-    run = str(meta.get("run_id") or "") or ", ".join(str(r) for r in meta.get("results", [])) or "unknown run"
+    results = meta.get("results") if isinstance(meta.get("results"), list) else []
+    run = str(meta.get("run_id") or "") or ", ".join(str(r) for r in results) or "unknown"
     when = str(meta.get("created_utc") or "")
     emulated = bool(meta.get("emulated"))
     label = "emulated" if emulated else "measured"
@@ -74,15 +83,18 @@ def localhost_platform() -> Platform:
                 "run's rows (`archline fit`) and give the cost table for energy")
     for key in _ENERGY_KEYS:
         constants[key] = Constant(None, no_meter)
-    host = str(meta.get("hostname") or "this machine")
+    foreign = _foreign(meta, path)
+    host = str(meta.get("hostname") or "") or ("a machine it does not name" if foreign else "this machine")
     cpu = str(meta.get("cpu_model") or "")
     title = f"{host}{' (' + cpu + ')' if cpu else ''}, {label} by {by_run}" + (f" at {when}" if when else "")
-    cautions = _stale_host(meta, path) + ([
+    cautions = foreign + _stale_host(meta, path) + ([
         f"NOT TRUSTED (too noisy or too few points): {', '.join(not_trusted)} in {show(path)}; run "
         "`archline bench run --platform localhost --quick` at a quieter moment to replace them"]
         if not_trusted else [])
+    if roof.duplicates:
+        cautions.append(f"{show(path)}: {capped(list(roof.duplicates))}")
     for line in cautions:
-        logging.getLogger("archline.fit").warning(f"warning: localhost: {line}")
+        logging.getLogger("archline.fit").warning(f"archline: warning: localhost: {line}")
     return Platform(name=LOCALHOST, title=title, constants=constants, origin=str(path), kind="measured",
                     emulated=emulated, device_kind="cpu", notes=f"{label} by {by_run}, {where}",
                     raw={"name": LOCALHOST}, not_trusted=not_trusted, cautions=cautions)
@@ -100,6 +112,16 @@ def _check_rate(path: Path, name: str, rate: float) -> None:
 
     check_rate(show(path), name, rate, name.endswith("GFLOPs"), "run `archline bench run --platform localhost "
                "--quick` again to rewrite it", (MAX_LOCALHOST_GFLOP_PER_S, MAX_LOCALHOST_GB_PER_S))
+
+
+def _foreign(meta: dict[str, Any], path: Path) -> list[str]:
+    """One line when the copy was not written by ``bench run --platform localhost`` (it names no run_id and no
+    cpu_model: an ERT file or another machine's export copied there), whose figures are no run of this machine's."""
+    if meta.get("run_id") or meta.get("cpu_model"):
+        return []
+    return [f"{show(path)} was not written by `archline bench run --platform localhost` (it names no run_id and "
+            "cpu_model: a copied file?); its figures are not a run of this machine: run `archline bench run "
+            "--platform localhost --quick` to replace it"]
 
 
 def _stale_host(meta: dict[str, Any], path: Path) -> list[str]:
