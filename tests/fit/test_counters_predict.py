@@ -137,3 +137,35 @@ def test_predict_plot_makes_missing_directories_as_fit_out_does(run_cli: Callabl
                 "i7-950", "--plot", str(fig))
     assert r.exit_code == 0, r.stderr
     assert fig.stat().st_size > 1000
+
+
+def test_predict_table_keeps_long_names_short_and_notes_under_their_kernel(run_cli: Callable[..., Any]) -> None:
+    """Issue 35 FN #21: CUTLASS's kernel name (thousands of characters) made the table 4,881 characters wide;
+    notes true of one kernel are printed under it, those of every kernel once."""
+    r = run_cli("predict", "--counters", str(REAL / "ncu" / "a100_cutlass_gemm_tensor_pipe.csv"), "--tool", "ncu",
+                "--costs", "gtx580")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(len(ln) for ln in lines[:7]) < 160
+    assert any(ln.startswith("void cutlass::Kernel<cutlass::gemm::kernel::Gemm<...>>  ") for ln in lines)
+    at = lines.index("void cutlass::Kernel<cutlass::gemm::kernel::Gemm<...>>:")
+    assert lines[at + 1].startswith("  note: sm__inst_executed_pipe_tensor.sum = 5.03316e+10 tensor-core")
+    assert "note: time_s from sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second" in lines    # all four
+
+
+def test_predict_help_points_at_the_docs_and_names_the_exports(run_cli: Callable[..., Any]) -> None:
+    """Issue 35 FN #22: the help named a source directory (fit/io/counters/)."""
+    r = run_cli("predict", "--help")
+    text = " ".join(r.stdout.split())
+    assert "fit/io/counters" not in text and "docs/counters.md" in text
+    for needle in ("--print-summary per-kernel", "Duration", "rocprofv2", "omniperf"):
+        assert needle in text
+
+
+def test_predict_refuses_a_time_of_more_than_a_year(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """Issue 35 FN #10: gpu__time_duration.sum = 1e30 s (a wrong unit or a corrupt value) was placed."""
+    f = tmp_path / "huge.csv"
+    f.write_text('"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum"\n"","","byte","second"\n'
+                 '"0","k","100","1e30"\n')
+    r = run_cli("predict", "--counters", str(f), "--tool", "ncu", "--costs", "gtx580")
+    assert r.exit_code == 2 and "its time is 1e+30 s, more than a year" in r.stderr and r.stderr.count("\n") == 1
