@@ -127,7 +127,7 @@ class EnergyObserver:
         self.max_lost = float(max_lost)
         self._own = monitor is None
         if monitor is None:
-            monitor = _open_own(platform or "localhost", emulate, meter)
+            monitor = _open_own("localhost" if platform is None else platform, emulate, meter)
             # an observer dropped without close() still stops its meter's thread and port
             self._finalizer = weakref.finalize(self, monitor.stop)
         self.monitor = monitor
