@@ -68,10 +68,13 @@ def _count_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--counts-tool", type=click.Choice(["ncu", "rocprof", "perf", "likwid"]), default=None,
               help="The profiler that wrote --counts-file (none: archline's counts CSV).")
 @_count_options
-@click.option("--costs", default=None, help="Cost table (.json), profile or platform name: place the program's "
-              "measured point on its roofline beside the model's prediction for the counts (S1 Ch. 6).")
+@click.option("--costs", default=None, help="Cost table (.json), profile, platform name, localhost or an ERT "
+              "roofline.json: place the program's measured point on its roofline beside the model's prediction for "
+              "the counts (S1 Ch. 6).")
 @click.option("--figure", type=OutPath(suffixes=(".png", ".pdf", ".svg")), default=None,
-              help="With --costs: draw the placement (time roofline, arch line, power line).")
+              help="With --costs that has energy constants: draw the placement (time roofline, arch line, power "
+                   "line); with none (a time-only table, localhost, an ERT roofline.json) nothing is drawn and a "
+                   "warning says so.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, repeat: int, baseline_s: float,
@@ -304,10 +307,11 @@ def _flags(hand: dict[str, float]) -> str:
 
 
 def _placement_warnings(pl: dict[str, Any] | None) -> list[str]:
-    """A placement (or phase) measured faster than its roofline allows: the counts or the table are wrong."""
+    """A placement (or phase) measured faster than its roofline allows: the counts or the table are wrong; a
+    figure asked for and not drawn (the costs have no energy)."""
     if not pl:
         return []
-    out = []
+    out = [n for n in pl.get("notes", []) if n.startswith("no figure drawn")]     # --figure asked, none made
     for p in [pl, *pl.get("phases", [])]:
         if p.get("above_roofline"):
             label = "the command" if p is pl else f"phase '{p['name']}'"

@@ -32,7 +32,10 @@ def _precisions(platform_name: str, precision: str) -> list[str] | None:
 
 def _cautions(pl: Platform) -> dict[str, Any]:
     """JSON keys ``not_trusted`` (figure names) and ``cautions`` (one line each), where the platform has any."""
-    return {k: v for k, v in (("not_trusted", pl.not_trusted), ("cautions", pl.cautions)) if v}
+    out: dict[str, Any] = {k: v for k, v in (("not_trusted", pl.not_trusted), ("cautions", pl.cautions)) if v}
+    if "nominal (ERT spec)" in pl.notes:      # an ERT file's spec peaks
+        out["notes"] = pl.notes
+    return out
 
 
 def _stderr(pl: Platform, sym: str, precision: str) -> float | None:
@@ -103,8 +106,17 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
     else:
         click.echo("nothing can be computed from this profile's constants")
     if time_only(pl):     # every energy answer is absent for one reason: said once, not per symbol and precision
-        absent = sorted({s for p in precs for s in summary[p].get("missing", {})}, key=list(SYMBOLS).index)
+        untimed = {p: [s for s, why in summary[p].get("missing", {}).items() if str(why).startswith("needs tau_")]
+                   for p in precs}
+        for p, syms in untimed.items():    # a precision the source lacks (an ERT file of dp only): its own reason
+            if syms:
+                click.echo(f"no {p.upper()} time answers ({', '.join(syms)}): "
+                           f"{pl.source(f'tau_flop_{p}') or f'no tau_flop_{p}'}")
+        absent = sorted({s for p in precs for s in summary[p].get("missing", {}) if s not in untimed[p]},
+                        key=list(SYMBOLS).index)
         click.echo(f"no energy answers ({', '.join(absent)}): {pl.source('pi0') or 'no energy constants'}")
+    if "nominal (ERT spec)" in pl.notes:      # an ERT file's spec peaks (ert_file.py), beside its measured ones
+        click.echo(pl.notes[pl.notes.index("nominal (ERT spec)"):])
     for p in precs if not time_only(pl) else ():
         by_reason: dict[str, list[str]] = {}
         for sym, why in summary[p].get("missing", {}).items():

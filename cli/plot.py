@@ -75,6 +75,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     from archline.fit.plots.inputs import plot_plan
     from archline.fit.plots.rooflines import KINDS, plot_model
 
+    files_or_costs = _once(files_or_costs)
     plan = plot_plan(files_or_costs, precision, KINDS if kind in ("all", "compare") else (kind,), where)
     path = plot_model(plan.curves, out, kinds=plan.kinds, measured=plan.measured, notes=plan.notes)
     for note in plan.notes:
@@ -82,3 +83,26 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
     shows = f"{panels(plan.kinds)} of {', '.join(c.label for c in plan.curves) or 'no model'}" + (
         f", with measured points of {', '.join(m.label for m in plan.measured)}" if plan.measured else "")
     echo_files(fmt, [(path, shows)], kind=kind, notes=plan.notes)
+
+
+def _once(items: tuple[str, ...]) -> tuple[str, ...]:
+    """Each file once (the same file named twice, or through a link, is drawn once, with a warning, as every reader
+    says); a platform name, which is no file here, as given."""
+    import os
+
+    from archline.common.files import unique_inputs
+
+    def warn(line: str) -> None:
+        click.echo(f"archline: warning: {line}", err=True)
+
+    files = [i for i in items if os.path.isfile(i)]
+    kept = {os.fspath(p) for p in unique_inputs(files, warn)}
+    out, seen = [], set()
+    for i in items:
+        key = os.fspath(Path(i)) if os.path.isfile(i) else None
+        if key is None:
+            out.append(i)
+        elif key in kept and key not in seen:
+            seen.add(key)
+            out.append(i)
+    return tuple(out)

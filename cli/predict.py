@@ -21,7 +21,8 @@ from archline.common.outputs import show
                    "per-kernel), rocprof results.csv, rocprofv2 CSV, rocprofv3 counter_collection.csv or "
                    "omniperf pmc_perf.csv, perf stat -x, , likwid-perfctr -O (docs/counters.md)")
 @click.option("--costs", required=True, metavar="COSTS",
-              help="cost table (.json from archline fit), profile (.toml) or shipped platform name")
+              help="cost table (.json from archline fit), profile (.toml), shipped platform name, localhost, or an "
+                   "ERT roofline.json (its time constants only: no energy)")
 @format_option
 @click.option("--plot", "plot_path", type=OutPath(suffixes=FIGURE_SUFFIXES, path_type=Path), metavar="FIG.png",
               help="also draw the breakdown as a stacked bar chart")

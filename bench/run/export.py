@@ -79,9 +79,8 @@ def _file_rows(p: Path) -> tuple[list[dict[str, str]], str]:
     line 1; ``row`` for Parquet): a CSV through its owner (:class:`ResultsFile`), a Parquet file or data set as the
     fit reads it (:func:`archline.fit.io.dataset.read_dataset_table`)."""
     from archline.fit.io.dataset import PARQUET_SUFFIXES, DatasetError, read_dataset_table
-    from archline.fit.io.sources import is_results_csv
 
-    if p.is_dir() or (p.suffix.lower() in PARQUET_SUFFIXES and not is_results_csv(str(p))):
+    if p.is_dir() or p.suffix.lower() in PARQUET_SUFFIXES:
         try:
             table = read_dataset_table(p)
         except DatasetError as e:
@@ -95,23 +94,19 @@ def _file_rows(p: Path) -> tuple[list[dict[str, str]], str]:
         return list(rf.rows()), "line"
 
 
-def _check_contract(rows: Sequence[dict[str, str]], p: Path, first: int) -> None:
+def _check_contract(rows: Sequence[dict[str, str]], p: Path) -> None:
     """The checks the fit makes of every row (schema version, precision and level words, numbers, counts >= 0: the
-    same code, :func:`archline.fit.io.results.from_frame`), so a file ``fit`` refuses is not exported either."""
-    import numpy as np
-    import pandas as pd
+    same code, :func:`archline.fit.io.dataset.check_rows`), so a file ``fit`` refuses is not exported either."""
+    import pyarrow as pa
 
-    from archline.fit.io.results import ResultsError, from_frame
+    from archline.fit.io.dataset import DatasetError, check_rows
 
     # a failed checksum is a row the export counts (and the fit drops): checked here as any other row
-    frame = pd.DataFrame([{**r, "checksum_ok": ""} if str(r.get("checksum_ok") or "").strip().lower()
-                          in schema.FALSE_WORDS
-                          else r for r in rows])
-    frame["_file"] = show(p)
-    frame["_line"] = np.arange(first, first + len(rows), dtype=np.int64)
+    cells = [{**r, "checksum_ok": ""} if str(r.get("checksum_ok") or "").strip().lower() in schema.FALSE_WORDS
+             else r for r in rows]
     try:
-        from_frame(frame)
-    except ResultsError as e:
+        check_rows(pa.Table.from_pylist(cells), p)
+    except DatasetError as e:
         raise BenchError(str(e)) from None
 
 
@@ -140,11 +135,14 @@ def read_rows(paths: Sequence[Path], warn: Callable[[str], None] | None = None) 
         failed: list[int] = []
         for i, row in enumerate(got):
             pos = i + first
+            if None in row or None in row.values():     # csv.DictReader's mark of a row with more or fewer cells
+                raise BenchError(f"{show(p)}:{pos}: the row has {'more' if None in row else 'fewer'} cells than the "
+                                 "header; fix or remove the row")
             check_row(row, f"{show(p)}:{pos}" if unit == "line" else f"{show(p)}, row {pos}")
             if checksum_state(row) is False:
                 failed.append(pos)
         if got:
-            _check_contract(got, p, first)
+            _check_contract(got, p)
             _mark_emulated(got, show(p), say)
         rows.extend(got)
         if failed:
@@ -288,7 +286,7 @@ def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], re
         path.parent.mkdir(parents=True, exist_ok=True)
         written = write_ert(path, roof)
     except OSError as e:
-        log.warning(f"warning: could not keep this run's roofline as localhost's platform at {show(path)} "
+        log.warning(f"archline: warning: could not keep this run's roofline as localhost's platform at {show(path)} "
                     f"({e.strerror or e}); the run's own files are complete")
         return None
     mine = [figure_name(n) for n in [*roof.gflops, *roof.gbytes]

@@ -52,6 +52,10 @@ def ert_platform(path: str | Path, roof: ErtRoofline | None = None) -> Platform:
         unit = "GFLOP/s" if flops else "GB/s"
         constants[key] = Constant(_check_value(key, 1.0 / (rate * 1e9), f"{where}: {name}"),
                                   f"{label} by {by}: 1/{name!r} = 1/({rate:g} {unit}), {where}")
+    for prec, other, ert in (("sp", "dp", "FP32"), ("dp", "sp", "FP64")):    # a precision the file lacks: why
+        if f"tau_flop_{prec}" not in chosen:
+            use = f"give --precision {other}" if f"tau_flop_{other}" in chosen else "it holds no flop ceiling"
+            constants[f"tau_flop_{prec}"] = Constant(None, f"{where} holds no {ert} GFLOPs ceiling; {use}")
     no_meter = (f"no meter: {where} is an ERT roofline.json, which holds rates only; fit a metered run's rows "
                 "(`archline fit`) and give the cost table for energy")
     for key in ENERGY_KEYS:

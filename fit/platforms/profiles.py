@@ -89,6 +89,8 @@ class Platform:
         if v is None:
             c = self.constants.get(key)
             why = f" ({c.source})" if c is not None and c.source else ""
+            if why and self.kind == "measured":    # an ERT file says what it lacks and what to give instead
+                raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it")
             raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it "
                                     "(measure it with `archline bench run` and `archline fit`, and give the cost "
                                     "table instead)")
