@@ -5,8 +5,9 @@ summary (bench/run/summary.py) and the time cost table (fit/regress/timing.py) b
 peaks and its fitted taus agree.
 
 :func:`row_figures` applies it to result rows (the run summary's choice: peaks from the peak kernels' rows, each
-level's bandwidth from the rows that moved bytes at that level; noisy rows give way to clean ones): the run
-summary, roofline.json and `archline plot`'s observed roofline (fit/plots/inputs.py) all show its figures."""
+level's bandwidth from the rows aimed at that level, never a peak kernel's for a cache; noisy rows give way to
+clean ones): the run summary, roofline.json and `archline plot`'s observed roofline (fit/plots/inputs.py) all show
+its figures."""
 
 from __future__ import annotations
 
