@@ -276,11 +276,15 @@ class Decoder:
             steps[steps == 0] = 1
         steps = self._on_grid(t, steps, first_known)
         if k_hint is not None and first_known:
-            # the hint is late, never early (the chunk's arrival less the least arrival lag seen): whole wraps are
-            # added where it is at least 3/4 of one past what the stamps say, so a lag of up to 3/4 wrap adds none
-            target = k_hint - (len(t) - 1) - self._k_prev
-            if steps[0] and target > steps[0] + 0.75 * self.cycle:
-                steps[0] += math.floor(float(target - steps[0]) / self.cycle + 0.25) * self.cycle
+            # the index of the chunk's last frame (a capture's hint, where the arrivals showed whole wraps lost):
+            # the wraps go to the stamps' last discontinuity in the chunk (the frames before it were queued before
+            # the loss; the chunk the arrivals chose ends fresh), else to its first frame (a device that sent
+            # nothing for whole wraps); added where the hint is at least 3/4 of one past what the stamps say
+            irregular = np.flatnonzero(steps > 1)
+            i = int(irregular[-1]) if irregular.size else 0
+            target = k_hint - int(np.sum(steps[i + 1:])) - self._k_prev - int(np.sum(steps[:i]))
+            if steps[i] and target > steps[i] + 0.75 * self.cycle:
+                steps[i] += math.floor(float(target - steps[i]) / self.cycle + 0.25) * self.cycle
         k = self._k_prev + np.cumsum(steps)
         self.stats.frames_missing += int(np.sum(steps - 1))
         self._k_prev = int(k[-1])

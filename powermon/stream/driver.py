@@ -30,10 +30,6 @@ from archline.powermon.stream.serial_port import register_handler as register_ha
 
 log = logging.getLogger("archline.powermon")
 
-#: the shortest timestamp wrap (host s) the driver resolves from chunk arrival times: shorter ones are within the
-#: host's scheduling jitter
-MIN_WRAP_HOST_S = 0.04
-
 
 class StreamDriver:
     """Reader thread and frame store; a protocol subclass gives ``handshake``, ``start_stream``, ``stop_stream``
@@ -213,22 +209,6 @@ class StreamDriver:
             self._ser = None
 
     # ------------------------------------------------------------ stream
-    def _k_hint(self, t_host_s: float) -> float:
-        """The frame index the device is at by host time ``t_host_s`` (for a gap no timestamp can span)."""
-        return self.clock_map().to_device(t_host_s) * self.rate_hz
-
-    def _hint_after_s(self) -> float:
-        """The host silence after which a chunk is decoded with its frame index from its arrival time: the stall
-        threshold, or half the decoder's timestamp wrap (``wrap_frames``) where that is shorter, since a gap of
-        whole wrap periods leaves no trace in stamps that wrap (a PowerSensor3's: 128 ms at 1 or 2 kHz). Only a wrap
-        of :data:`MIN_WRAP_HOST_S` or more is resolved so (the arrival time is late by the transfer's jitter, which
-        must stay well under a wrap); a shorter one is left to the stall threshold."""
-        wrap = getattr(self.decoder, "wrap_frames", None)
-        wrap_host_s = wrap / (self.rate_hz * self.speed) if wrap else 0.0
-        if wrap_host_s < MIN_WRAP_HOST_S:
-            return self.stall_s
-        return min(self.stall_s, 0.5 * wrap_host_s)
-
     def _reader(self) -> None:
         ser = self._ser
         last_data = self.clock()
@@ -249,20 +229,19 @@ class StreamDriver:
                     continue
                 if now - last_data > self.stall_s and not quiet:    # a stall that ended between two empty reads
                     self.stalls += 1
-                # after a silence the device's timestamps may have wrapped whole periods: the host clock tells
-                quiet = quiet or now - last_data > self._hint_after_s()
                 more = ser.read(int(getattr(ser, "in_waiting", 0) or 0)) if getattr(ser, "in_waiting", 0) else b""
                 if more:                 # the chunk's last frame arrived with `more`: its arrival time is now, not
                     now = self.clock()   # the first read's (else the envelope offset can precede the truth)
-                chunk, hint = data + more, self._k_hint(now) if quiet else None
+                chunk = data + more
                 span = (self._captured, self._captured + len(chunk))
-                if self.capture is not None:         # captured before it is decoded, with the hint it was given
+                if self.capture is not None:         # captured before it is decoded
                     if not self.capture.write(chunk):
                         raise MeterError(f"cannot write the raw capture {self.capture.path}: {self.capture.error}")
-                    if hint is not None:        # the hint is of the chunk's last frame: keep the chunk's bounds
-                        self._hints.append((self._captured, self._captured + len(chunk), hint))
                     self._captured += len(chunk)
-                d = self.decoder.feed(chunk, hint)
+                # no index from the host clock here: after a silence of the reader (a stopped or loaded host) the
+                # chunk holds frames the device queued before it, not frames of now; whole wraps lost in a silence
+                # are placed at the stamps' discontinuity once the arrivals after it are seen (relocate)
+                d = self.decoder.feed(chunk)
                 quiet = False
                 last_data = now
                 self._store(d, now, span)

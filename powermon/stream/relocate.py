@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ MIN_WRAP_S = 0.01
 
 
 def wrap_deficits(host_s: np.ndarray, k_newest: np.ndarray, has_frames: np.ndarray, frames_per_host_s: float,
-                  wrap_frames: int, start: int, final: bool) -> tuple[list[tuple[int, int]], int]:
+                  wrap_frames: int, start: int, final: bool,
+                  first_jump: Callable[[int, int], int | None] | None = None) -> tuple[list[tuple[int, int]], int]:
     """Chunks after which whole wraps were lost: ([(chunk index g, wraps n)], the first chunk not yet judged).
 
     ``host_s``: each chunk's arrival; ``k_newest``: the newest frame index in hand with it (as decoded so far);
@@ -33,7 +35,13 @@ def wrap_deficits(host_s: np.ndarray, k_newest: np.ndarray, has_frames: np.ndarr
     arrivals reach ``WINDOW_S`` past it (``final``: the stream has ended, ``MIN_TAIL_S`` will do): ``n`` wraps where
     the least lag after it is ``n`` wraps past the least lag before it, to within 3/4 wrap late and 1/4 early (the
     decoder's rule for a hint). The indices found are returned as decoded: the caller moves chunks ``>= g`` by
-    ``n * wrap_frames`` (each ``n`` is of the lags once the earlier ones are applied)."""
+    ``n * wrap_frames`` (each ``n`` is of the lags once the earlier ones are applied). ``first_jump(c, hi)``: the
+    first chunk in ``c..hi-1`` whose frames hold a discontinuity of the stamps (or None). Losses are put at such a
+    discontinuity: after a stopped or loaded reader the first chunks hold frames the device queued before the loss
+    (arriving late by more than the floor after the silence, the oldest the most), so the loss follows the last
+    discontinuity of the first chunk that arrives as fresh as the frames after the gap (within a quarter wrap of
+    that floor), or the first one after it; only where the stamps show none (a device that sent nothing for whole
+    wraps) the first chunk that is not early (the old rule)."""
     n = len(host_s)
     wrap_s = wrap_frames / frames_per_host_s
     if n < 2 or wrap_s < MIN_WRAP_S:
@@ -62,6 +70,10 @@ def wrap_deficits(host_s: np.ndarray, k_newest: np.ndarray, has_frames: np.ndarr
         # first chunk with frames from there
         early = np.flatnonzero(lag[g:near] < after - 0.25 * wrap_s)
         at = g + (int(early[-1]) + 1 if early.size else 0)
+        fresh = np.flatnonzero(has_frames[g:hi] & (lag[g:hi] <= after + 0.25 * wrap_s))
+        jump = first_jump(g + int(fresh[0]), hi) if first_jump is not None and fresh.size else None
+        if jump is not None:
+            at = jump
         frames_from = np.flatnonzero(has_frames[at:])
         if not frames_from.size:
             continue
@@ -85,20 +97,38 @@ def relocate(drv: Any, final: bool = False) -> None:
     # lists are not copied on every call
     base = bisect.bisect_left(drv._pairs_host, drv._pairs_host[max(drv._judged - 1, 0)] - 2 * WINDOW_S) if n else 0
     has_frames = np.array([c[1] > 0 for c in drv._chunks[base:]], bool)
+
+    def compact() -> np.ndarray:
+        if len(drv._k) > 1:
+            drv._k, drv._v, drv._a = [np.concatenate(drv._k)], [np.concatenate(drv._v)], [np.concatenate(drv._a)]
+        return drv._k[0] if drv._k else np.zeros(0, np.int64)
+
+    def first_jump(g: int, hi: int) -> int | None:
+        k = compact()
+        for c in range(base + g, min(base + hi, len(drv._chunks))):
+            f0, nk = drv._chunks[c][0], drv._chunks[c][1]
+            if nk and np.any(np.diff(k[max(f0 - 1, 0):f0 + nk]) > 1):
+                return c - base
+        return None
+
     found, judged = wrap_deficits(np.asarray(drv._pairs_host[base:]), np.asarray(drv._pairs_k[base:], np.int64),
-                                  has_frames, drv.rate_hz * drv.speed, int(wrap), max(drv._judged - base, 0), final)
+                                  has_frames, drv.rate_hz * drv.speed, int(wrap), max(drv._judged - base, 0), final,
+                                  first_jump)
     drv._judged = base + judged
     for g, wraps in ((base + g, wraps) for g, wraps in found):
         add = wraps * int(wrap)
         f0, nk, lo, hi = drv._chunks[g]
-        if len(drv._k) > 1:
-            drv._k, drv._v, drv._a = [np.concatenate(drv._k)], [np.concatenate(drv._v)], [np.concatenate(drv._a)]
-        k_from = int(drv._k[0][f0])
-        drv._k[0][f0:] += add
-        drv._pairs_k[g:] = [k + add for k in drv._pairs_k[g:]]
+        k = compact()
+        # from the chunk's last discontinuity (the decoder's rule for a hint), else its first frame
+        prev = max(f0 - 1, 0)
+        jumps = np.flatnonzero(np.diff(k[prev:f0 + nk]) > 1)
+        f_at = prev + int(jumps[-1]) + 1 if jumps.size else f0
+        k_from = int(k[f_at])
+        k[f_at:] += add
+        drv._pairs_k[g:] = [kn + add for kn in drv._pairs_k[g:]]
         drv._marks = [(t, km + add if km >= k_from else km) for t, km in drv._marks]
         drv._last_k += add
         drv._shift += add
         drv.frames_relocated += add
         if drv.capture is not None and hi > lo:      # a decode feeds the chunk alone, told its last frame's index
-            drv._hints = sorted([h for h in drv._hints if h[0] != lo] + [(lo, hi, float(drv._k[0][f0 + nk - 1]))])
+            drv._hints = sorted([h for h in drv._hints if h[0] != lo] + [(lo, hi, float(k[f0 + nk - 1]))])

@@ -294,3 +294,50 @@ def test_markers_align_the_clock() -> None:
     assert max(with_m) < 5e-3                     # a few ms at most even on a loaded host
     print(f"clock offset error: with markers {1e6 * max(with_m):.0f} us (max of 3), "
           f"without {1e6 * max(without):.0f} us")
+
+
+# --- issue 35 (fixer FS): a stopped reader, the board's own clock rate, impossible calibration, old firmware ---------
+
+def _reader_stopped(rate_hz: float, drops: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+    """A reader that reads a chunk every 2 ms, is stopped for 0.5 s (kill -STOP), then reads on: the device queued
+    ``queue`` frames after the stop (with board drops of 3 frames at ``drops`` among them) and lost the rest of the
+    stop; fed to a driver as the reader feeds it: (true frame indices stored, decoded, frames truly lost)."""
+    from archline.powermon.powersensor3.driver import PowerSensor3
+    from archline.powermon.stream.relocate import relocate
+
+    per_chunk = max(int(rate_hz * 0.002), 1)
+    stop_at, stop_s, queue = 300 * per_chunk, 0.5, int(rate_hz * 0.18)
+    resume = stop_at + int(stop_s * rate_hz)
+    true_k = np.arange(resume + 400 * per_chunk)
+    lost = (true_k >= stop_at + queue) & (true_k < resume)
+    for d in drops:
+        lost |= (true_k >= stop_at + d) & (true_k < stop_at + d + 3)
+    sent = true_k[~lost]
+    b = encode_frames(timestamp_us(sent, rate_hz, 321.0), np.tile(np.arange(8) * 100 + 3, (len(sent), 1)),
+                      np.zeros(len(sent), bool))
+    drv = PowerSensor3("unused", rate_hz, name="ps3")
+    # chunks: per 2 ms before the stop; the whole queue in one read at the resume; per 2 ms after
+    cuts = [*range(0, stop_at, per_chunk), stop_at, int(np.searchsorted(sent, resume)),
+            *range(int(np.searchsorted(sent, resume)) + per_chunk, len(sent), per_chunk), len(sent)]
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        if hi <= lo:
+            continue
+        arrival = 10.0 + max(float(sent[hi - 1]) / rate_hz, resume / rate_hz if lo >= stop_at else 0.0) + 0.001
+        drv._store(drv.decoder.feed(b[18 * lo:18 * hi]), arrival, (18 * lo, 18 * hi))
+    with drv._lock:
+        relocate(drv, final=True)
+    k, _, _ = drv.frames()
+    return sent, k, int(lost.sum())
+
+
+@pytest.mark.parametrize(("rate_hz", "drops"), [(20000.0, ()), (20000.0, (100, 900)), (2000.0, (10, 200))])
+def test_a_stopped_reader_loses_frames_at_the_stamps_gap_not_at_the_silence(rate_hz: float,
+                                                                            drops: tuple[int, ...]) -> None:
+    """Issue 35 S#1: the frames queued before the loss stay before it (were placed a whole 0.33 s late), whole
+    wraps are added at the stamps' discontinuity only (the board's own drops among the queued frames keep theirs),
+    and the count is exact (was over by 1024 frames)."""
+    sent, k, lost = _reader_stopped(rate_hz, drops)
+    k = k - k[0] + sent[0]
+    assert len(k) == len(sent)
+    assert np.array_equal(k, sent)
+    assert int(k[-1] - k[0] + 1 - len(k)) == lost

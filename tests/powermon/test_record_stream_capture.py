@@ -84,19 +84,6 @@ def test_a_whole_wrap_stall_decodes_from_the_capture_as_it_did_live(run_cli: Any
     assert (tmp_path / "d.csv").read_bytes() == out.read_bytes()
 
 
-def test_the_driver_asks_the_host_clock_within_half_a_wrap() -> None:
-    """A PowerSensor3's stamps repeat every 128 ms at 2 kHz: the driver gives a chunk its index from its arrival
-    time after a silence of 64 ms (half a wrap), not only after the 0.25 s stall threshold; a wrap too short to
-    resolve against the host's jitter (8 ms of host time at 250 Hz and speed 16) is left to the stall threshold."""
-    from archline.powermon.powersensor3.driver import PowerSensor3
-
-    drv = PowerSensor3("powersensor3://default?rate=2000", 2000.0, name="ps3")
-    assert drv.decoder.wrap_frames == 256
-    assert drv._hint_after_s() == pytest.approx(0.064)
-    assert PowerSensor3("x", 1000.0, name="ps3")._hint_after_s() == pytest.approx(0.064)
-    assert PowerSensor3("x", 250.0, name="ps3", speed=16.0)._hint_after_s() == pytest.approx(0.25)
-
-
 def test_the_decoder_counts_whole_wraps_from_the_hint() -> None:
     """Frames 0-399, then 656-799 (a gap of exactly one 256-frame wrap): the stamps alone show no gap; with the
     index the host clock gives the chunk, 256 frames are missing."""
