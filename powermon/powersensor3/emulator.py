@@ -60,6 +60,7 @@ class PowerSensor3Core(StreamCore):
                  boot_us: float | None = None, queue_bytes: int = QUEUE_BYTES, **kw: Any) -> None:
         super().__init__(power, rate_hz, faults, speed=speed, seed=seed, **kw)
         self.config = config or default_config()
+        self.version = VERSION                #: what V answers (a test may play an older firmware's line)
         self.pending_markers = 0
         self.period_us = 1e6 / self.rate_hz
         self.late_us = float(late_us)
@@ -173,7 +174,7 @@ class PowerSensor3Core(StreamCore):
             elif ch == b"W" and not self.streaming:
                 self._writing, self._new = 0, []
             elif ch == b"V":
-                self.send(VERSION.encode() + b"\r\n")
+                self.send(self.version.encode() + b"\r\n")
             elif ch == b"Q":
                 self.send(struct.pack("<I", self.conversions()))
 

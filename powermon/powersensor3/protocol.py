@@ -9,11 +9,13 @@ ones voltages (sens a divider gain); pair p = sensors 2p (I) and 2p+1 (V).
 from __future__ import annotations
 
 import math
+import re
 import struct
 from dataclasses import dataclass
 
 import numpy as np
 
+from archline.powermon.errors import MeterError
 from archline.powermon.stream.driver import Decoded, StreamStats
 
 FRAME_BYTES = 18
@@ -35,6 +37,12 @@ LATE_MAX_US = 1.0
 #: (0 to 1 under the true time) and is 0 to LATE_MAX_US late, and the frame period is exact in micros() units (the
 #: ADC and SysTick run off one PLL), so two stamps differ from the true span by less than 1 + LATE_MAX_US
 TOL_US = 1.0 + LATE_MAX_US
+#: frames per second of each board (the MCU prefix of ``V``'s answer): the F411's 96 MHz gives 50 us per frame,
+#: the F401's 84 MHz the same 4800 core cycles in 57.14 us (the sheet's inference); the F407's dual ADC runs
+#: another cadence, not stated: only its stamps tell it
+MCU_RATE_HZ = {"F411": 20_000.0, "F401": 17_500.0}
+#: the oldest firmware whose protocol archline speaks (41-byte config records, markers that do not collapse)
+MIN_FIRMWARE = (1, 5, 0)
 #: psconfig's sensor types (stored as V/A)
 MLX_SENS_V_PER_A = {"MLX10": 0.120, "MLX20": 0.0625, "MLX50": 0.025, "MLX75": 0.01667}
 
@@ -59,6 +67,31 @@ class SensorConfig:
             return b.split(b"\0", 1)[0].decode("ascii", "replace") if b"\0" in b else "INVALID"
 
         return SensorConfig(name(t), name(n), float(vref), float(sens), bool(use))
+
+
+def parse_version(line: str) -> tuple[str | None, tuple[int, int, int] | None]:
+    """(MCU prefix or None, firmware version or None) of ``V``'s answer: ``F411-1.6.1`` (``-DEMO`` may follow),
+    or ``Firmware version: 1.4.1`` from firmware up to 1.4.1."""
+    m = re.match(r"^\s*(?:(F\d{3})-|Firmware version:\s*)?v?(\d+)\.(\d+)\.(\d+)", line)
+    if not m:
+        return None, None
+    return m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+
+
+def config_problem(config: tuple[SensorConfig, ...]) -> str | None:
+    """What makes a configuration impossible to measure with, or None: a sensor of a pair in use whose vref or
+    sensitivity is not a finite number (NaN: never configured, or erased flash, all FF), or whose sensitivity is 0
+    (every level would divide by it). A negative sensitivity is an inverted polarity (psconfig's), not a fault."""
+    for i, c in enumerate(config):
+        pair = i // 2
+        if not (config[2 * pair].in_use and config[2 * pair + 1].in_use):
+            continue
+        what = "current" if i % 2 == 0 else "voltage"
+        if not math.isfinite(c.vref_v) or not math.isfinite(c.sens) or c.sens == 0.0:
+            bad = ("vref", c.vref_v) if not math.isfinite(c.vref_v) else ("sensitivity", c.sens)
+            return (f"sensor {i} (pair {pair} {what}, type {c.type!r}) has {bad[0]} {bad[1]:g}"
+                    + (" (its flash looks erased)" if c.type == "INVALID" else ""))
+    return None
 
 
 def default_config(pair_names: tuple[str, ...] = ("pair0", "pair1", "pair2", "pair3")) -> tuple[SensorConfig, ...]:
@@ -111,6 +144,8 @@ def encode_frames(ts_us: np.ndarray, levels: np.ndarray, marker: np.ndarray) -> 
 GRID_HISTORY = 4096
 #: frames seen before the grid is trusted over the pairwise step
 MIN_GRID_FRAMES = 16
+#: the first stamps' steps judged for the cadence (:meth:`Decoder._check_cadence`)
+CADENCE_FRAMES = 32
 
 
 def repeat_frames(period_us: float, tol_us: float) -> int:
@@ -147,6 +182,8 @@ class Decoder:
         self._t_prev = 0
         self._u_ref: float | None = None          #: the first frame's offset from the cadence (µs)
         self._w_hist = np.zeros(0)                #: offsets of the last GRID_HISTORY frames, relative to it
+        self._cadence: list[np.ndarray] = []      #: the first stamps' steps, until CADENCE_FRAMES are judged
+        self._cadence_judged = False
 
     def _steps(self, d: np.ndarray) -> np.ndarray:
         """Smallest m >= 1 frames whose span is ``d`` µs modulo 1024 (0: none fits, the timestamp is bad)."""
@@ -210,6 +247,27 @@ class Decoder:
         self._w_hist = np.concatenate([self._w_hist, w])[-GRID_HISTORY:]
         return steps
 
+    def _check_cadence(self, d_us: np.ndarray) -> None:
+        """Refuse a stream whose stamps do not step by the period of ``rate_hz`` (a board told another rate than
+        its own: an F401 streams 17500 frames/s, not 20000; decoded so, 2 s became a 235 s window): once the first
+        :data:`CADENCE_FRAMES` steps are in, most must be one period."""
+        if self._cadence_judged:
+            return
+        self._cadence.append(np.asarray(d_us, np.float64))
+        d = np.concatenate(self._cadence)
+        if len(d) < CADENCE_FRAMES:
+            return
+        self._cadence_judged, self._cadence = True, []
+        one = np.abs((d - self.period_us + TS_MOD / 2) % TS_MOD - TS_MOD / 2) < self.tol_us
+        if one.mean() >= 0.5:
+            return
+        med = float(np.median(d))
+        near = d[np.abs(d - med) <= 3]
+        seen_hz = 1e6 / float(near.mean()) if near.size and near.mean() > 0 else float("nan")
+        raise MeterError(f"the PowerSensor3's stamps step {med:g} us per frame (about {seen_hz:.5g} frames/s), not "
+                         f"{self.period_us:.4g} us as rate {self.rate_hz:g} says: set rate_hz (or --rate) to the "
+                         "board's rate (an F411 streams 20000, an F401 17500)")
+
     def feed(self, data: bytes, k_hint: float | None = None) -> Decoded:
         d = self._feed(data, k_hint)
         # counted on every chunk, those that hold no frame too (garbage is skipped bytes, not nothing)
@@ -257,6 +315,7 @@ class Decoder:
         levels = lvl[rows]
         marker = mk[jw + 1].astype(bool)
         prev = np.concatenate([[self._t_prev], t[:-1]])
+        self._check_cadence((t[1:] - t[:-1]) % TS_MOD)
         steps = self._steps((t - prev) % TS_MOD)
         first_known = self._k_prev >= 0
         # the first frame: 0, or one per frame's worth (or part) of bytes before it (a frame cut short)

@@ -267,8 +267,16 @@ def decode_capture(driver: type[StreamDriver], data: bytes, side: dict[str, Any]
     rate = float(side["rate_hz"])
     drv = driver(str(side.get("port") or ""), rate, name=str(side.get("meter") or driver.kind),
                  speed=float(side.get("speed") or 1.0), emulated=bool(side.get("emulated")))
-    drv.replay(data, bytes.fromhex(str(side.get("config_hex") or "")),
-               [(int(lo), int(hi), float(h)) for lo, hi, h in side.get("hints") or []])
+    try:
+        config_raw = bytes.fromhex(str(side.get("config_hex") or ""))
+    except ValueError:
+        raise MeterError("the capture's sidecar key config_hex is not hex bytes; it was edited or damaged: "
+                         "restore it from the recording") from None
+    try:
+        drv.replay(data, config_raw, [(int(lo), int(hi), float(h)) for lo, hi, h in side.get("hints") or []])
+    except MeterError as e:
+        raise MeterError(f"the capture's sidecar key config_hex: {e}; it was edited or damaged (or the device was "
+                         "never configured: configure it with psconfig and record again)") from None
     k, v, a = drv.frames()
     clock = side.get("clock") or {}
     cm = ClockMap(float(clock.get("offset_s", 0.0)), float(clock.get("seconds_per_device_s", 1.0 / drv.speed)),

@@ -33,6 +33,8 @@ def note_rate(drv: Any) -> None:
     if note is None:
         return
     if not drv.emulated:       # the device's cadence is its own: frames would be placed on the wrong one
+        if getattr(drv, "checks_own_rate", False):      # its handshake checks it against the board it finds
+            return
         log.warning("%s%s: a real %s streams %g frames/s but this one is told %g (an emulator's rate, as gtx580's "
                     "ps3 entry has): set rate_hz = %g in its [[meters]] entry", WARNING, drv.name, drv.label,
                     drv.real_rate_hz, drv.rate_hz, drv.real_rate_hz)

@@ -4,6 +4,7 @@ clock aligned to in-band markers (with the alignment error with and without them
 
 from __future__ import annotations
 
+import itertools
 import struct
 import time
 
@@ -319,7 +320,7 @@ def _reader_stopped(rate_hz: float, drops: tuple[int, ...]) -> tuple[np.ndarray,
     # chunks: per 2 ms before the stop; the whole queue in one read at the resume; per 2 ms after
     cuts = [*range(0, stop_at, per_chunk), stop_at, int(np.searchsorted(sent, resume)),
             *range(int(np.searchsorted(sent, resume)) + per_chunk, len(sent), per_chunk), len(sent)]
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    for lo, hi in itertools.pairwise(cuts):
         if hi <= lo:
             continue
         arrival = 10.0 + max(float(sent[hi - 1]) / rate_hz, resume / rate_hz if lo >= stop_at else 0.0) + 0.001
@@ -341,3 +342,81 @@ def test_a_stopped_reader_loses_frames_at_the_stamps_gap_not_at_the_silence(rate
     assert len(k) == len(sent)
     assert np.array_equal(k, sent)
     assert int(k[-1] - k[0] + 1 - len(k)) == lost
+
+
+def _open_emulated(config: tuple[SensorConfig, ...] | None = None, version: str | None = None) -> str:
+    """Open an emulated board whose flash holds ``config`` and whose V answers ``version``: the error, or ''."""
+    from archline.powermon.errors import MeterError
+
+    meter = emulate_meter(spec_of("powersensor3", rate_hz=2000.0), lambda t_s: POWER, speed=1.0, seed=0)
+    if config is not None:
+        meter.core.config = config
+    if version is not None:
+        meter.core.version = version
+    try:
+        meter.start()
+    except MeterError as e:
+        return f"{e.exit_code}: {e}"
+    meter.stop()
+    return ""
+
+
+@pytest.mark.parametrize(("bad", "says"), [(dict(vref_v=float("nan"), sens=float("nan")), "vref nan"),
+                                           (dict(sens=0.0), "sensitivity 0"),
+                                           (dict(sens=float("inf")), "sensitivity inf")])
+def test_an_impossible_calibration_is_refused_at_open(bad: dict[str, float], says: str) -> None:
+    """Issue 35 S#3: NaN (never configured), 0 or infinite sensitivity were recorded (energy NaN, inf, exit 0):
+    refused at open, exit 4, naming the sensor and its value and psconfig; a negative one is a polarity."""
+    import dataclasses
+
+    cfg = list(default_config())
+    cfg[2] = dataclasses.replace(cfg[2], **bad)
+    err = _open_emulated(tuple(cfg))
+    assert err.startswith("4: ") and f"sensor 2 (pair 1 current, type 'MLX20') has {says}" in err
+    assert "configure it with psconfig" in err
+    cfg[2] = dataclasses.replace(default_config()[2], sens=-0.0625)
+    assert _open_emulated(tuple(cfg)) == ""
+
+
+def test_erased_flash_and_a_short_config_are_refused_by_decode_too() -> None:
+    """Issue 35 S#3/#5: a sidecar's config_hex of erased flash (ff x 328) wrote NaN rows; a short one crashed with a
+    struct.error traceback: both one line, exit 2, naming the sidecar key."""
+    from archline.powermon.errors import MeterError
+    from archline.powermon.powersensor3.driver import PowerSensor3
+    from archline.powermon.stream.meter import decode_capture
+
+    data = _frames(100, 2000.0)
+    for hexed, says in (("ff" * 328, "has vref nan (its flash looks erased)"), ("00" * 40, "is 40 bytes"),
+                        ("zz", "not hex")):
+        with pytest.raises(MeterError) as e:
+            decode_capture(PowerSensor3, data, {"rate_hz": 2000.0, "config_hex": hexed})
+        assert e.value.exit_code == 2 and "config_hex" in str(e.value) and says in str(e.value)
+
+
+@pytest.mark.parametrize("line", ["F411-1.4.1", "Firmware version: 1.4.1"])
+def test_firmware_before_1_5_is_refused(line: str) -> None:
+    """Issue 35 S#4: the docs say firmware before 1.5.0 is not supported; it was accepted silently."""
+    err = _open_emulated(version=line)
+    assert err.startswith("4: ") and "firmware 1.4.1" in err and "before 1.5.0 is not supported" in err
+
+
+def test_the_boards_own_rate_from_its_mcu_and_from_its_stamps() -> None:
+    """Issue 35 S#2: an F401 streams 17500 frames/s; told 20000 (the default) it was decoded into a 235 s window
+    for 2 s: refused from V's MCU (exit 2, naming the rate to set), and from the stamps where V does not say it."""
+    from archline.powermon.errors import MeterError
+    from archline.powermon.powersensor3.driver import PowerSensor3
+
+    drv = PowerSensor3("/dev/ttyACM0", 20000.0, name="ps3")
+    drv.version = "F401-1.6.1"
+    with pytest.raises(MeterError) as e:
+        drv.check_version()
+    assert e.value.exit_code == 2 and "set rate_hz = 17500" in str(e.value)
+    drv = PowerSensor3("/dev/ttyACM0", 17500.0, name="ps3")
+    drv.version = "F401-1.6.1"
+    drv.check_version()
+    assert drv.mcu == "F401"
+    dec = Decoder(default_config(), 20000.0)
+    with pytest.raises(MeterError, match=r"step 57 us per frame \(about 17[45]\d\d frames/s\)"):
+        dec.feed(_frames(200, 17500.0))
+    got = Decoder(default_config(), 17500.0).feed(_frames(200, 17500.0))
+    assert got.k.tolist() == list(range(200))
