@@ -79,6 +79,9 @@ def number(text: str, where: str) -> float:
     that does not group three digits ("117,34") is a decimal comma (a German or French locale): refused, never
     read as 11734."""
     t = text.strip().replace(" ", "")
+    if re.fullmatch(r"\d{1,3}(\.\d{3}){2,}(,\d*)?", t):    # "27.595.520": '.' groups thousands (de_DE)
+        raise CountersFormatError(f"{where}: '{text.strip()}' groups thousands with '.' (a non-English locale): "
+                                  "re-export with a C/English locale (LC_ALL=C)")
     if "," in t:
         if not _GROUPED.fullmatch(t):
             raise CountersFormatError(f"{where}: '{text.strip()}' has a decimal comma (a non-English locale): "
@@ -109,6 +112,8 @@ UNIT_FACTOR: dict[str, float] = {
     "kibyte": 2.0**10, "mibyte": 2.0**20, "gibyte": 2.0**30, "tibyte": 2.0**40,
     "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "kb": 1e3, "mb": 1e6, "gb": 1e9,
     "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "ns": 1e-9, "us": 1e-6, "msec": 1e-3,
+    "nanosecond": 1e-9, "microsecond": 1e-6, "millisecond": 1e-3, "usec": 1e-6, "nsec": 1e-9, "\u00b5s": 1e-6,
+    "\u03bcs": 1e-6,
     "ms": 1e-3, "s": 1.0, "sec": 1.0, "cycle": 1.0, "inst": 1.0, "warp": 1.0, "sector": 1.0, "request": 1.0,
     "kinst": 1e3, "minst": 1e6, "ginst": 1e9, "joules": 1.0, "j": 1.0,
 }
@@ -116,7 +121,8 @@ UNIT_FACTOR: dict[str, float] = {
 
 #: what each unit measures, for a metric whose dimension is known (a time given in cycles or bytes is refused)
 UNIT_DIMENSION: dict[str, str] = {
-    **{u: "time" for u in ("nsecond", "usecond", "msecond", "second", "ns", "us", "msec", "ms", "s", "sec")},
+    **{u: "time" for u in ("nsecond", "usecond", "msecond", "second", "ns", "us", "msec", "ms", "s", "sec",
+                           "nanosecond", "microsecond", "millisecond", "usec", "nsec", "\u00b5s", "\u03bcs")},
     **{u: "bytes" for u in ("byte", "bytes", "b", "kbyte", "mbyte", "gbyte", "tbyte", "kibyte", "mibyte",
                             "gibyte", "tibyte", "kib", "mib", "gib", "kb", "mb", "gb")},
     **{u: "count" for u in ("cycle", "inst", "warp", "sector", "request", "kinst", "minst", "ginst")},
@@ -132,7 +138,8 @@ def unit_factor(unit: str, where: str, dimension: str | None = None) -> float:
         known = ", ".join(k for k in UNIT_FACTOR if k)
         raise CountersFormatError(f"{where}: unknown unit '{unit.strip()}' (known: {known})")
     if dimension is not None and UNIT_DIMENSION.get(u, "count" if u == "" else None) != dimension:
-        shown = f"unit '{unit.strip()}' is not a unit of {dimension}" if u else f"no unit (a {dimension} needs one)"
+        noun = {"time": "a time", "bytes": "a byte count", "count": "a count"}.get(dimension, dimension)
+        shown = f"unit '{unit.strip()}' is not a unit of {dimension}" if u else f"no unit ({noun} needs one)"
         raise CountersFormatError(f"{where}: {shown}: check the export's units (its units row or Metric Unit "
                                   "column)")
     return UNIT_FACTOR[u]

@@ -289,6 +289,9 @@ def _holds(got: _Launches, rules: list[str]) -> str:
     empty = sorted(m for m in metrics if (canonical(m) in RULES or m in PARTS) and m not in got.valued)
     if empty:
         return f"{', '.join(empty)} with no value (n/a or empty) in every launch"
+    tensor = [m for m in metrics if is_tensor(m) and m in got.valued]
+    if tensor:
+        return f"tensor-core instructions only ({', '.join(tensor)}: not charged, their flops unknown){sections}"
     timed = [m for m in metrics if m in TIME_METRICS]
     if timed:
         return f"time ({', '.join(timed)}) among its {len(metrics)} metrics{sections}"

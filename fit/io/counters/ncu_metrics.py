@@ -93,8 +93,7 @@ def rate_factor(unit: str, where: str) -> float:
     if u in hz:
         return hz[u]
     if "/" not in u:
-        shown = f"'{unit.strip()}'" if u else "no unit"
-        raise CountersFormatError(f"{where}: {shown} is not a unit of frequency (cycle/second, cycle/nsecond, Ghz): "
-                                  "check the export's units")
+        shown = f"unit '{unit.strip()}' is not a unit of frequency" if u else "no unit (a frequency needs one)"
+        raise CountersFormatError(f"{where}: {shown} (cycle/second, cycle/nsecond, Ghz): check the export's units")
     top, bottom = u.split("/", 1)
     return unit_factor(top, where, "count") / unit_factor(bottom, where, "time")
