@@ -1,7 +1,8 @@
 """Nsight Compute exports (``ncu --csv``): the default "details" page (one row per kernel launch and metric:
 Kernel Name, Metric Name, Metric Unit, Metric Value, in sections), ``--page raw`` (one row per launch, metric
 names as columns, a units row under the header) and ``--print-summary per-kernel`` (one row per kernel and metric,
-no ID: Invocations, Minimum, Maximum, Average; a count is Average x Invocations). Launches of one kernel are summed.
+no ID: Invocations, Minimum, Maximum, Average; a count is Average x Invocations). Launches of one kernel are
+summed: a launch is its process and ID (IDs restart in each process), a summary row its process and launch shape.
 
 Rules (Nsight Compute metric names; each byte charged once, at the level that served it):
 
@@ -16,8 +17,8 @@ Rules (Nsight Compute metric names; each byte charged once, at the level that se
     (sectors)  dram__sectors_{read,write}.sum, lts__t_sectors.sum ... x 32 B as their bytes metrics; where only the
                parts are given, lts__t_sectors_op_{read,write,atom,red}.sum, l1tex__t_sectors_pipe_lsu_mem_global_op_
                {ld,st}.sum (global only, noted) and the shared op_{ld,st,atom} wavefronts are summed into the total
-    time_s     gpu__time_duration.sum (or gpu__time_active); else the sections' "Duration" (GPU Speed Of Light); else
-               sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (NERSC's roofline recipe), per launch
+    time_s     gpu__time_duration.sum or .avg (or gpu__time_active); else the sections' "Duration" (GPU Speed Of
+               Light); else sm__cycles_elapsed.avg / .avg.per_second (NERSC's roofline recipe), per launch
 
 ``sm__sass_thread_inst_executed_op_*`` (the NERSC scripts' spelling) is the same count as ``smsp__...`` (both
 .sum over the whole GPU); a launch that has both is counted once. Half-precision instructions (hadd, hmul, hfma)

@@ -1,6 +1,6 @@
 """rocprof output: ``rocprof -i input.txt`` results.csv and rocprofv2's counter CSV (one row per dispatch,
 counters as columns; KernelName or Kernel_Name), and rocprofv3's counter_collection.csv (one row per dispatch and
-counter: Counter_Name, Counter_Value). Dispatches of one kernel are summed.
+counter: Counter_Name, Counter_Value). Dispatches of one kernel are summed; a dispatch is its process and id.
 
 Rules (AMD's counter definitions, as omniperf/rocprof-compute turns them into flops and bytes):
 
@@ -9,7 +9,8 @@ Rules (AMD's counter definitions, as omniperf/rocprof-compute turns them into fl
     int_ops    wave x (SQ_INSTS_VALU_INT32 + SQ_INSTS_VALU_INT64)
     bytes_mem  FETCH_SIZE + WRITE_SIZE (kilobytes, x 1024), or TCC_EA_RDREQ_sum x 64 B (less 32 B for each
                TCC_EA_RDREQ_32B_sum; 128 B for each TCC_BUBBLE_sum, MI300's 128-byte reads) + TCC_EA_WRREQ_64B_sum
-               x 64 B + the rest of TCC_EA_WRREQ_sum x 32 B; MI300's TCC_EA0_* are the same counters
+               x 64 B + the rest of TCC_EA_WRREQ_sum x 32 B (rocprof-compute's rule; every write 64 B where
+               TCC_EA_WRREQ_64B is not given, noted); MI300's TCC_EA0_* are the same counters
     bytes_l2   TCC_HIT_sum x 128 B (an L2 line; hits are what L2 served)
     time_s     EndNs - BeginNs (v1), End_Timestamp - Start_Timestamp (v2/v3), nanoseconds
 
