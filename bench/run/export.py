@@ -279,6 +279,9 @@ def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], re
             "created_utc": utc_iso(), "hostname": str(rows[0].get("host") or ""), "cpu_model": cpu_model(),
             "results": [results.name]}
     roof = _roofline(summ, meta, "localhost")
+    # the copy's own figures: naming their run must not change the run's summary (its report, its roofline.json)
+    roof.metadata["figures"] = {k: dict(v) for k, v in roof.metadata["figures"].items()}
+    roof.metadata["not_trusted"] = list(roof.metadata["not_trusted"])
     for fig in roof.metadata["figures"].values():
         fig["run_id"] = run_id
     kept = _keep_unmeasured(roof, path)
