@@ -283,7 +283,7 @@ def integrate_file(path: str | Path, t0_s: float | None = None, t1_s: float | No
     window = side.window_s if side is not None else None
     recorded = t0_s is None and t1_s is None and window is not None
     # a stale BMC (docs/meters.md): a window past its last reading (periods lost), if the sidecar counts its rows
-    stale_ok = info.get("type") == "bmc" and info.get("timed") is True and info.get("readings") == len(s)
+    stale_ok = info.get("type") == "bmc" and info.get("readings") == len(s)
     if window is not None and recorded:
         t0_s, t1_s = window[0], window[1]
         _check_belongs(path, s, window, stats, stale_ok)
@@ -376,7 +376,7 @@ def _integrate_bmc(path: str | Path, s: Samples, side: Any, info: dict[str, Any]
     b = float(t[-1]) if t1_s is None else float(t1_s)
     if not (math.isfinite(a) and math.isfinite(b) and b > a):
         raise MeterError(f"{show(path)}: the region {a:g} .. {b:g} s is empty or reversed; give --start before --end")
-    if a < t[0] - terms.period_s or (b > t[-1] + terms.period_s and not stale_ok):
+    if not stale_ok and (a < t[0] - terms.period_s or b > t[-1] + terms.period_s):
         raise MeterError(f"{show(path)}: the region {a:.9g} .. {b:.9g} s lies outside the samples "
                          f"({float(t[0]):.9g} .. {float(t[-1]):.9g} s); give --start and --end inside them")
     failed_at = info.get("failed_poll_s")

@@ -95,7 +95,9 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         from archline.powermon.spec import MeterSpec
 
         if not arg:
-            raise MeterError(f"--meter {kind} needs the BMC's address: {kind}:https://bmc.example")
+            raise MeterError(f"--meter {kind} needs the BMC's address: " + ("ipmi:ipmi://USER:PASSWORD@bmc.example"
+                                                                            if kind == "ipmi" else
+                                                                            "redfish:https://bmc.example"))
         from archline.powermon.bmc.meter import refuse_record_options
 
         refuse_record_options(kind, channels, rate_hz)
@@ -109,7 +111,7 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
             raise MeterError(f"--meter nvml:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
         return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
     raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], "
-                     "rapl[:ZONES], nvml[:INDEX], redfish:URL)")
+                     "rapl[:ZONES], nvml[:INDEX], redfish:URL, ipmi:ipmi://USER:PASSWORD@HOST)")
 
 
 def _refuse_counter_options(kind: str, channels: Sequence[int] | None, rate_hz: float | None) -> None:
@@ -301,6 +303,8 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
             summary.setdefault("decoder" if key == "stats" else key, info[key])
     if getattr(meter, "raw_path", None) is not None:
         summary["raw"] = show(meter.raw_path)
+    for note in info.get("notes") or []:     # said on stderr when it happened (the stop): the summary keeps it
+        summary.get(mr.meter, {}).setdefault("warnings", []).append(note)
     warnings = [f"{w}" for w in region.warnings]
     st = info.get("stats") or {}
     skipped = st.get("skipped_bytes", st.get("bytes_skipped", 0))     # PowerMon 2's name, the stream meters'

@@ -16,6 +16,7 @@ validated once, and :func:`open_meter`, which turns an entry into a recorder met
     username = "admin"               # redfish / ipmi
     password_env = "BMC_PASSWORD"    # the NAME of the environment variable holding the password (never the password)
     chassis = "1U"                   # redfish: chassis id (default: the first with a power reading)
+    update_period_s = 5.0            # redfish / ipmi: the BMC's update period (default: what the BMC says, else 1 s)
     power_source = "PowerSubsystem"  # redfish: read only this source (default: the first found, docs/meters.md)
     sensors = ["hwmon3/energy1_input"]  # hwmon entries (default: every energy input)
     calibration = { gain = 1.07, offset_w = -3.5, lag_s = 0.1 }   # written by `archline meter calibrate`
@@ -97,6 +98,8 @@ class MeterSpec(Strict):
     chassis: str | None = None
     sensors: tuple[str, ...] = ()
     cipher_suite: Literal[3, 17] | None = None      #: ipmi: force RMCP+ cipher suite 17 or 3 (else the best offered)
+    #: redfish / ipmi: the BMC's update period, seconds (else its SensingInterval or DCMI statistics period, or 1 s)
+    update_period_s: float | None = Field(default=None, gt=0, le=3600)
     #: redfish: read only this power source (else the first of these discovery finds, in this order)
     power_source: Literal["EnvironmentMetrics", "Sensors", "PowerSubsystem", "Power"] | None = None
     calibration: dict[str, float | bool] | None = None     #: bool: only "emulated" (meter calibrate --emulate)
@@ -106,6 +109,8 @@ class MeterSpec(Strict):
     @classmethod
     def _whole_device_channel(cls, data: Any) -> Any:
         """A whole-device kind without ``channels`` reads one value: channel 0, rail = the kind."""
+        if isinstance(data, dict) and isinstance(data.get("cipher_suite"), bool):     # pydantic says "got True"
+            raise ValueError(f"cipher_suite: give 17 or 3, not TOML's `{str(data['cipher_suite']).lower()}`")
         if isinstance(data, dict) and data.get("kind") in WHOLE_DEVICE and not data.get("channels"):
             kind = data["kind"]
             data = {**data, "channels": ({"id": 0, "rail": kind, "device": WHOLE_DEVICE[kind]},)}
@@ -127,6 +132,15 @@ class MeterSpec(Strict):
                              "never the password")
         if self.cipher_suite is not None and self.kind != "ipmi":
             raise ValueError(f"cipher_suite: only an ipmi meter has one, not a {self.kind} meter")
+        if self.kind in ("redfish", "ipmi"):
+            if "rate_hz" in self.model_fields_set:
+                raise ValueError(f"rate_hz: a {self.kind} meter reads at the BMC's own update period; give "
+                                 "update_period_s (seconds) to state it")
+            if len(self.channels) > 1:
+                raise ValueError(f"channels: a {self.kind} meter has one whole-node reading: give one channel "
+                                 f"(got {len(self.channels)})")
+        elif self.update_period_s is not None:
+            raise ValueError(f"update_period_s: only a BMC (redfish, ipmi) meter has one, not a {self.kind} meter")
         if self.power_source is not None and self.kind != "redfish":
             raise ValueError(f"power_source: only a redfish meter has one, not a {self.kind} meter")
         ids = [c.id for c in self.channels]

@@ -33,6 +33,10 @@ class BoundTerms:
     quantum_w: float = 0.0
     timed: bool = True
     summed: bool = False
+    #: the readings a recording's window was integrated on (the sidecar's ``window_readings``): readings that
+    #: arrived later (while the meter stopped) are left out of a window they cover, so that ``meter integrate`` of
+    #: the trace states the recording's bound; None: every reading
+    readings: int | None = None
 
     @property
     def period_s(self) -> float:           # host seconds
@@ -54,7 +58,10 @@ class BoundTerms:
         if isinstance(quantum, bool) or not isinstance(quantum, (int, float)) or not (math.isfinite(quantum)
                                                                                       and quantum >= 0):
             return None
-        return cls(period, speed, poll, None if window is None else float(window), float(quantum), timed, summed)
+        used = info.get("window_readings")
+        used = used if isinstance(used, int) and not isinstance(used, bool) and used > 0 else None
+        return cls(period, speed, poll, None if window is None else float(window), float(quantum), timed, summed,
+                   used)
 
 
 @dataclass
@@ -95,6 +102,8 @@ def window_energy(t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, terms:
     part of each, a window shorter than a period is bounded by its whole energy, stretches without a fresh reading
     cost their length times the largest power seen."""
     speed, period_s = terms.speed, terms.period_s
+    if terms.readings is not None and terms.readings + 1 < t.size and t[terms.readings] >= t1_s:
+        t, e = t[:terms.readings + 1], e[:terms.readings + 1]     # as the recording saw them
     energy = _cum(t, e, t1_s) - _cum(t, e, t0_s)
     dur_host = t1_s - t0_s
     dur = dur_host * speed
@@ -128,18 +137,30 @@ def window_energy(t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, terms:
         warnings.append(f"no reading covers {uncovered * speed:.3g} s of the window; "
                         "the nearest reading was held there")
         err += max_w * uncovered * speed
-    # lost readings: stretches between consecutive readings longer than 1.5 periods
+    # lost readings: stretches between consecutive readings longer than 1.5 periods; the readings missing from one
+    # lie before its last period (the next reading covers that), and only those inside the window are the
+    # window's: a stretch running past an edge (a BMC that restarted) loses at most the window's share
     gaps_dt = np.diff(t)[inside]
     big = gaps_dt > 1.5 * period_s
-    lost = int(np.sum(np.round(gaps_dt[big] / period_s) - 1)) if big.any() else 0
-    lost_s = float((gaps_dt[big] - period_s).max() * speed) if big.any() else 0.0
-    # a ReadingTime that stops moving: no reading covers the window's end (the meter waited a period past it),
-    # so each period of the window after the last fresh reading is a reading never shown, as inside a gap
+    lost, lost_s, n_gaps = 0, 0.0, 0
+    for k in np.flatnonzero(inside)[big]:
+        miss = min(float(t[k + 1]) - period_s, t1_s) - max(float(t[k]), t0_s)
+        n_miss = round(miss / period_s) if miss > 0 else 0
+        if n_miss:
+            lost += n_miss
+            lost_s = max(lost_s, miss * speed)
+            n_gaps += 1
+    # no reading covers the window's end (the meter waited a period past it: a ReadingTime that stopped moving, or a
+    # BMC that stopped answering) or its start: each period of the window there is a reading never shown
     stale_s = t1_s - max(float(t[-1]), t0_s)
-    stale = round(stale_s / period_s) if terms.timed and stale_s > 0 else 0
-    if stale:
-        lost += stale
-        lost_s = max(lost_s, stale_s * speed)
+    stale = round(stale_s / period_s) if stale_s > 0 else 0
+    head_s = min(float(t[0]), t1_s) - t0_s
+    head = round(head_s / period_s) if head_s > 0 else 0
+    for n_lost, span_s in ((stale, stale_s), (head, head_s)):
+        if n_lost:
+            lost += n_lost
+            lost_s = max(lost_s, span_s * speed)
+            n_gaps += 1
     if not terms.timed:   # no ReadingTime: each change of value is placed to within a poll (a sum's: a period)
         dw = np.abs(np.diff(w))[inside[1:] & inside[:-1]] if w.size > 1 else np.zeros(0)
         err += (period_s if terms.summed else u_host) * speed * float(dw.sum())
@@ -154,13 +175,15 @@ def window_energy(t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, terms:
             err += max(0.0, min(span, float(t[k + 1] - t[k]) - period_s)) * speed * w_top
     n = int(np.count_nonzero(inside))
     expected = max(1, round(dur_host / period_s))
+    lost, lost_s = min(lost, expected), min(lost_s, dur)      # rounding per stretch: never more than the window
     if lost:
         warnings.append(f"{lost} BMC reading(s) never shown (stale or unanswered), up to "
                         f"{lost_s:.3g} s; the next reading was spread over the gap")
     if failed:
-        warnings.append(f"{failed} poll(s) failed ({last_failure})")
+        warnings.append(f"{failed} poll(s) inside the window failed ({last_failure}; the sidecar's polls and "
+                        "failed_polls count the whole recording)")
     mean = energy / dur if dur > 0 else float("nan")
-    return WindowEnergy(energy, err, mean, n, int(big.sum()) + (stale > 0), lost, lost_s, expected, warnings)
+    return WindowEnergy(energy, err, mean, n, n_gaps, lost, lost_s, expected, warnings)
 
 
 def breakpoints(s: Samples, terms: BoundTerms) -> tuple[np.ndarray, np.ndarray]:

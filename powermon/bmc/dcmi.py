@@ -44,10 +44,16 @@ class DcmiPowerReading:
     active: bool               #: "power measurement active"
 
 
+MAX_READING_W = 0xFFFF      #: a reading's 16 bits
+
+
 def emulated_reading(power_w: float, t_dev_s: float, clock0_s: float, window_s: float) -> DcmiPowerReading:
-    """What an emulated BMC shows for a reading of ``power_w`` taken at device second ``t_dev_s``: whole watts
-    within DCMI's 16 bits, stamped with its clock's second (``clock0_s``, seconds since 1970, at device time 0)."""
-    watts = min(max(0, round(power_w)), 0xFFFF)
+    """What an emulated BMC shows for a reading of ``power_w`` taken at device second ``t_dev_s``: whole watts,
+    stamped with its clock's second (``clock0_s``, seconds since 1970, at device time 0); below 0 W it shows 0.
+    ValueError for a power above DCMI's 16 bits, or NaN (never clipped to 65535 W in silence)."""
+    if not power_w < MAX_READING_W + 0.5:        # NaN too; a negative model power shows as 0 W, as a BMC's would
+        raise ValueError(f"{power_w:g} W is outside what a DCMI reading holds (0 to {MAX_READING_W} W)")
+    watts = max(0, round(power_w))
     return DcmiPowerReading(watts, watts, watts, watts, int(clock0_s + t_dev_s), round(window_s * 1000), True)
 
 

@@ -28,10 +28,12 @@ seconds, repeatable) keeps showing the reading of device second A until B. Every
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import queue
 import signal
+import socket
 import sys
 import threading
 import time
@@ -74,15 +76,29 @@ def make_server(reading: Reading, credentials: dict[str, str], address: str = "1
 
         def handle_raw_request(self, request: dict[str, Any], session: Any) -> None:
             data = bytes(request.get("data", b""))
+            if request["netfn"] == dcmi.NETFN_APP and request["command"] == rmcp.CMD_GET_CHANNEL_CIPHER_SUITES:
+                # inside a session as well as outside it (ipmitool's ``channel getciphers ipmi 1``)
+                if len(data) < 3:
+                    session.send_ipmi_response(code=0xC7)
+                    return
+                index = data[2] & 0x3F
+                chunk = rmcp.records(suites)[rmcp.RECORDS_PER_REPLY * index:rmcp.RECORDS_PER_REPLY * (index + 1)]
+                session.send_ipmi_response(data=[1, *chunk])
+                return
             if request["netfn"] == dcmi.NETFN_GROUP and request["command"] in (dcmi.CMD_GET_POWER_READING,
                                                                                 dcmi.CMD_GET_DCMI_CAPABILITIES):
-                if data[:1] != bytes([dcmi.DCMI_GROUP]):
+                need = 4 if request["command"] == dcmi.CMD_GET_POWER_READING else 2
+                if len(data) < need:           # 0xC7: request data length invalid
+                    session.send_ipmi_response(code=0xC7)
+                elif data[0] != dcmi.DCMI_GROUP:      # another group's extension: no such command here
                     session.send_ipmi_response(code=0xC1)
+                elif session_privilege(session) < PRIV_USER:   # DCMI: both need User privilege (0xD4: too low)
+                    session.send_ipmi_response(code=0xD4)
                 elif request["command"] == dcmi.CMD_GET_DCMI_CAPABILITIES:
-                    caps = dcmi.capabilities_data(data[1]) if len(data) > 1 else None
+                    caps = dcmi.capabilities_data(data[1])
                     session.send_ipmi_response(code=0xCC) if caps is None else \
                         session.send_ipmi_response(data=list(caps))
-                elif data[1:2] == bytes([dcmi.MODE_ENHANCED]):     # parameter 5 lists no rolling periods
+                elif data[1] != dcmi.MODE_SYSTEM:   # 0x02: parameter 5 lists no rolling periods; others reserved
                     session.send_ipmi_response(code=0xCC)
                 else:
                     r = reading()
@@ -100,6 +116,19 @@ def make_server(reading: Reading, credentials: dict[str, str], address: str = "1
     server = DcmiBmc(credentials, port=port, address=address)
     server.port = server.serversocket.getsockname()[1]
     return server
+
+
+PRIV_USER = 2      #: IPMI privilege levels: 1 callback, 2 user, 3 operator, 4 administrator
+
+
+def session_privilege(session: Any) -> int:
+    """The level a server session runs at: the one Set Session Privilege Level set, else User or the RAKP 1
+    maximum if lower (IPMI 2.0 section 13.17: a session starts at User)."""
+    priv = getattr(session, "clientpriv", None)
+    if isinstance(priv, int):
+        return priv
+    most = getattr(session, "maxpriv", 4) or 4
+    return min(int(most), PRIV_USER)
 
 
 def suite_session_class(suites: tuple[int, ...]) -> Any:
@@ -139,8 +168,11 @@ def suite_session_class(suites: tuple[int, ...]) -> Any:
             if data[27] == 0:                   # no name: ignored, as pyghmi does
                 return
             self.username = bytes(data[28:])
-            password = self.authdata.get(self.username.decode("utf-8"))
-            if password is None:                # an unknown user gets no answer, as pyghmi's server does
+            self.clientpriv = min(self.maxpriv or 4, PRIV_USER)     # Set Session Privilege Level may raise it
+            password = self.authdata.get(self.username.decode("utf-8", "replace"))
+            if password is None:                # RAKP 2 status 0x0D, "unauthorized name", as a BMC answers
+                self.send_payload(bytearray([data[0], 0x0D, 0, 0]) + self.clientsessionid,
+                                  constants.payload_types["rakp2"], retry=False)
                 return
             self.uuiddata = self.uuid.bytes
             self.Rc = os.urandom(16)
@@ -202,10 +234,14 @@ def busy_every(reading: Reading, n: int) -> Reading:
 
 
 def model_reading(power_w: Callable[[Any], Any], speed: float, update_period_s: float, window_s: float,
-                  stale: tuple[tuple[float, float], ...] = (), clock_s: float | None = None) -> Reading:
+                  stale: tuple[tuple[float, float], ...] = (), clock_s: float | None = None,
+                  energy_j: Callable[[float, float], float] | None = None) -> Reading:
     """Device power through the emulated BMC's sensor model (the Redfish emulator's readings and stale spans, not its
     HTTP server), from now on at ``speed`` device seconds per host second: whole watts, the timestamp field the BMC
-    clock's second of the reading, ``clock_s`` (seconds since 1970; None: the wall clock now) at device time 0."""
+    clock's second of the reading, ``clock_s`` (seconds since 1970; None: the wall clock now) at device time 0.
+    ``energy_j(t0, t1)``: the power's exact integral (a script's), so that each reading is the exact mean of its
+    window (the sensor model's 256-point rule is off by up to half a point's share of a step: 668 W where every 3 s
+    mean of a 0/1000 W square wave lies in 333.3-666.7 W)."""
     from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
     from archline.powermon.counters.emulated import Timeline
     from archline.powermon.emulator.sensor import SensorModel
@@ -217,6 +253,8 @@ def model_reading(power_w: Callable[[Any], Any], speed: float, update_period_s: 
 
     def r() -> dcmi.DcmiPowerReading:
         w, tk, _ = model.reading(timeline.emulated_time_s())
+        if energy_j is not None and window_s > 0:
+            w = energy_j(tk - window_s, tk) / window_s
         return dcmi.emulated_reading(w, tk, clock0_s, window_s)
     return r
 
@@ -274,7 +312,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m archline.powermon.bmc.ipmi_serve",
                                 description="An emulated BMC answering IPMI DCMI Get Power Reading (RMCP+, UDP); "
                                             "prints its port, serves until SIGTERM or stdin closes.")
-    p.add_argument("--port", type=int, default=0, help="UDP port (0: any free one; printed)")
+    p.add_argument("--port", type=int, default=0, help="UDP port, 1-65535 (0: any free one; printed)")
     p.add_argument("--address", default="127.0.0.1")
     p.add_argument("--user", default=DEFAULT_USER)
     p.add_argument("--password-env", help=f"environment variable holding the password (default: {DEFAULT_PASSWORD})")
@@ -309,22 +347,68 @@ def _error(msg: str, code: int) -> int:
     return code
 
 
+#: the --clock-s an IPMI date allows: after 0x20000000 (seconds since BMC start below), and 2**24 s (194 days of
+#: device time) short of 0xFFFFFFFF ("unspecified")
+CLOCK_MIN_S, CLOCK_MAX_S = dcmi.TIMESTAMP_SINCE_INIT_MAX + 1, dcmi.TIMESTAMP_UNSPECIFIED - 2**24 - 1
+
+
+def _check_options(a: argparse.Namespace) -> str | None:
+    """The first option out of range, as a message naming it; None when all are fine."""
+    for name, v, lo in (("--speed", a.speed, 0.0), ("--update-period-s", a.update_period_s, 0.0)):
+        if not (lo < v < math.inf):
+            return f"{name} {v:g}: give a finite number > 0"
+    if not 0 <= a.window_s < math.inf:
+        return f"--window-s {a.window_s:g}: give a finite number >= 0"
+    if a.busy_every < 0:
+        return f"--busy-every {a.busy_every}: give 0 (never) or more"
+    if not 0 <= a.port <= 65535:
+        return f"--port {a.port}: not a UDP port; give 1-65535, or 0 for any free one"
+    if a.power_w is not None and not 0 <= a.power_w <= dcmi.MAX_READING_W:
+        return f"--power-w {a.power_w:g}: a DCMI reading holds 0 to {dcmi.MAX_READING_W} W (16 bits)"
+    if a.clock_s is not None and not CLOCK_MIN_S <= a.clock_s <= CLOCK_MAX_S:
+        return (f"--clock-s {a.clock_s:.10g}: give seconds since 1970 from {CLOCK_MIN_S} (1987-01-05, an IPMI date) "
+                f"to {CLOCK_MAX_S} (2105-07-28), e.g. 1767225600")
+    return None
+
+
+def _script_peak_w(script: Any) -> float:
+    """The most the script's channels draw together in any step (inf where volts times amps overflow)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = (script.volts_v[:, script.channels] * script.amps_a[:, script.channels]).sum(axis=1)
+    return float(np.max(np.where(np.isfinite(p), p, np.inf)))
+
+
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
-    if not (0 < a.speed < math.inf and 0 < a.update_period_s < math.inf and 0 <= a.window_s < math.inf
-            and a.busy_every >= 0 and (a.power_w is None or 0 <= a.power_w < 65536)):
-        return _error("--speed and --update-period-s must be finite and > 0, --window-s and --busy-every >= 0, "
-                      "--power-w 0 to 65535 (DCMI's 16 bits)", EXIT_INPUT)
+    bad = _check_options(a)
+    if bad is not None:
+        return _error(bad, EXIT_INPUT)
     suites = _suites(a.cipher_suites)
     if suites is None:
         return _error(f"--cipher-suites {a.cipher_suites!r}: give 17, 3 or both (17,3)", EXIT_INPUT)
-    if a.clock_s is not None and not dcmi.TIMESTAMP_SINCE_INIT_MAX < a.clock_s < dcmi.TIMESTAMP_UNSPECIFIED - 2**24:
-        return _error("--clock-s: seconds since 1970 after 1987 (an IPMI date), e.g. 1767225600", EXIT_INPUT)
+    if a.power_w == 0:
+        print("ipmi_serve: warning: --power-w 0: no running node draws 0 W; the client warns of it", file=sys.stderr)
     password = DEFAULT_PASSWORD
     if a.password_env:
         if a.password_env not in os.environ:
             return _error(f"the environment variable {a.password_env} (--password-env) is not set", EXIT_INPUT)
         password = os.environ[a.password_env]
+    script: Any = None
+    if a.script is not None:
+        from archline.powermon.emulator.power import Script
+        from archline.powermon.errors import MeterError
+
+        try:
+            script = Script.load(a.script)
+        except MeterError as e:
+            return _error(str(e), EXIT_INPUT)
+        peak_w = _script_peak_w(script)
+        if not peak_w <= dcmi.MAX_READING_W:       # served as 65535 W, or an OverflowError at the first query
+            most = f"up to {peak_w:g} W" if math.isfinite(peak_w) else "more than a float holds (volts x amps)"
+            return _error(f"--script {a.script}: it draws {most}; a DCMI reading holds 0 to "
+                          f"{dcmi.MAX_READING_W} W (16 bits)", EXIT_INPUT)
     # stdout carries the protocol only: pyghmi prints stray messages, so print() goes to stderr from here on
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout = sys.stderr
@@ -335,28 +419,28 @@ def main(argv: list[str] | None = None) -> int:
         reading = parent = Parent(out, stop)
     else:
         if a.script is not None:
-            from archline.powermon.emulator.power import Script
-            from archline.powermon.errors import MeterError
-
-            try:
-                script = Script.load(a.script)
-            except MeterError as e:
-                return _error(str(e), EXIT_INPUT)
-
             def power_w(t: Any) -> Any:
                 return script.power_w(t, script.channels).sum(axis=-1)
+
+            def energy_j(t0: float, t1: float) -> float:
+                return script.energy_j(t0, t1)
         else:
             def power_w(t: Any) -> Any:
                 import numpy as np
 
                 return np.full(np.shape(t), a.power_w)
         reading = busy_every(model_reading(power_w, a.speed, a.update_period_s, a.window_s, tuple(a.stale),
-                                           a.clock_s), a.busy_every)
+                                           a.clock_s, energy_j if a.script is not None else None), a.busy_every)
     try:
         server = make_server(reading, {a.user: password}, a.address, a.port, suites, not a.unlisted)
     except OSError as e:
-        return _error(f"cannot serve on UDP {a.address}:{a.port} ({e.strerror or e}): choose another --port",
-                      EXIT_DEVICE)
+        if e.errno == errno.EADDRINUSE:
+            fix = "choose another --port"
+        elif e.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(e, socket.gaierror):
+            fix = "--address must be an address of this host (127.0.0.1 by default)"
+        else:
+            fix = "check --address and --port"
+        return _error(f"cannot serve on UDP {a.address}:{a.port} ({e.strerror or e}): {fix}", EXIT_DEVICE)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     threading.Thread(target=_watch_stdin, args=(stop, parent.on_line if parent else None), name="stdin",

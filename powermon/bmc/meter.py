@@ -48,8 +48,9 @@ def refuse_record_options(kind: str, channels: Any, rate_hz: float | None) -> No
     given = [opt for opt, v in (("--channels", channels), ("--rate", rate_hz)) if v is not None]
     if given:
         raise MeterError(f"--meter {kind}: a BMC gives one whole-node power reading at its own update period, so "
-                         f"{' and '.join(given)} cannot apply; leave {'them' if len(given) > 1 else 'it'} out (its "
-                         "period goes in a platform profile's [[meters]] update_period_s)")
+                         f"{' and '.join(given)} cannot apply; leave {'them' if len(given) > 1 else 'it'} out (the "
+                         "BMC's own period is used: Redfish's SensingInterval, DCMI's statistics period, else 1 s; "
+                         "to state it, give update_period_s in a platform profile's [[meters]] entry)")
 
 
 class BmcMeter(CounterMeter):
@@ -88,6 +89,7 @@ class BmcMeter(CounterMeter):
         self._failed_at: list[float] = []
         self._on_stop: list[Callable[[], None]] = []
         self.sensor: SensorModel | None = None
+        self._window_readings: int | None = None
 
     # --- polling ------------------------------------------------------------------------------------------------
     def poll(self) -> None:
@@ -96,6 +98,7 @@ class BmcMeter(CounterMeter):
             r: PowerReading = self.client.read()
         except BmcUnavailable as e:
             with self._lock:
+                self.polls += 1
                 self.failed_polls += 1
                 self.last_failure = str(e)
                 self._failed_at.append(t)
@@ -180,6 +183,7 @@ class BmcMeter(CounterMeter):
             raise DeviceError(f"{self.name}: no readings from the BMC ({self.last_failure or 'none arrived'})")
         with self._lock:
             failed = sum(1 for x in self._failed_at if t0_s <= x <= t1_s)
+        self._window_readings = t.size - 1             # the sidecar's window_readings: see BoundTerms.readings
         w = window_energy(t, e[:, 0], t0_s, t1_s, self.bound_terms(), failed, self.last_failure)
         chan = self.channel_names[0]
         chans = {chan: ChannelResult(w.energy_j, w.err_j, w.mean_power_w, w.n, chan)}
@@ -221,8 +225,9 @@ class BmcMeter(CounterMeter):
         out.update({"type": "bmc", "update_period_s": self.update_period_s, "lag_s": self.lag_s,
                     "window_s": self.window_s, "quantum_w": self.quantum_w, "speed": self.speed,
                     "readings": len(self._seen), "polls": self.polls, "failed_polls": self.failed_polls,
-                    "timed": self._timed, "summed": self._summed,
-                    "failed_poll_s": list(self._failed_at[-MAX_FAILED_KEPT:])})
+                    "timed": self._timed, "summed": self._summed, "window_readings": self._window_readings,
+                    # a mark's poll (the caller's thread) and the poll thread's can finish in either order
+                    "failed_poll_s": sorted(self._failed_at)[-MAX_FAILED_KEPT:]})
         url = getattr(self.client, "url", None)
         if url:
             out["url"] = url
@@ -267,15 +272,19 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
     if spec.kind == "ipmi":
         from archline.powermon.bmc.ipmi import DcmiClient
 
-        ipmi = DcmiClient(_url(spec), spec.username, _password(spec), spec.cipher_suite)
+        ipmi = DcmiClient(_url(spec), spec.username, _password(spec), spec.cipher_suite,
+                          password_from=f"the password in {spec.password_env} (password_env)"
+                          if spec.password_env else None)
+        # the period stated (profile's update_period_s), else the statistics period the BMC's reading gives
+        period = update_period_s or spec.update_period_s or ipmi.reported_period() or DEFAULT_PERIOD_S
         rail, device = _channel(spec)
-        return BmcMeter(ipmi, rail, device, update_period_s=update_period_s or DEFAULT_PERIOD_S, lag_s=lag_s,
+        return BmcMeter(ipmi, rail, device, update_period_s=period, lag_s=lag_s,
                         window_s=window_s, quantum_w=1.0, name=name or spec.name, emulated=ipmi.emulated, **kw)
     if spec.kind != "redfish":
         raise MeterError(f"meter '{spec.name}' is a {spec.kind} meter, not a BMC")
     client = RedfishClient(_url(spec), spec.username, _password(spec), spec.chassis, verify=verify,
                            shape=spec.power_source).discover()
-    period = update_period_s or client.sensing_interval_s or DEFAULT_PERIOD_S
+    period = update_period_s or spec.update_period_s or client.sensing_interval_s or DEFAULT_PERIOD_S
     rail, device = _channel(spec)
     return BmcMeter(client, rail, device, update_period_s=period, lag_s=lag_s, window_s=window_s,
                     name=name or spec.name, emulated=client.emulated, **kw)
@@ -332,4 +341,4 @@ def list_meters() -> list[dict[str, Any]]:
                        "picks one; meter record says which)"},
             {"kind": "ipmi", "name": "-", "available": False,
              "detail": "a node's BMC over IPMI DCMI: give [[meters]] kind = \"ipmi\", url = \"ipmi://BMC\", "
-                       "username, password_env (or --meter ipmi:ipmi://BMC)"}]
+                       "username, password_env (or --meter ipmi:ipmi://USER:PASSWORD@BMC[:PORT])"}]

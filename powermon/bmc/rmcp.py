@@ -131,7 +131,7 @@ def reply_packet(pkt: bytes, suites: list[int] | tuple[int, ...], channel: int =
 def offered_suites(host: str, port: int, timeout_s: float | None = None) -> dict[int, tuple[int, int, int]] | None:
     """The BMC's cipher suites ({suite: algorithms}) from Get Channel Cipher Suites, one UDP exchange per 16 bytes of
     records; None where it does not answer (no reply in ``timeout_s``, QUERY_TIMEOUT_S by default, twice) or
-    answers with an error code."""
+    answers with an error code; :class:`NothingListens` where the host says no process listens on the port."""
     timeout_s = QUERY_TIMEOUT_S if timeout_s is None else timeout_s
     data = b""
     try:
@@ -140,6 +140,10 @@ def offered_suites(host: str, port: int, timeout_s: float | None = None) -> dict
         return None
     with socket.socket(family, kind, proto) as s:
         s.settimeout(timeout_s)
+        try:
+            s.connect(addr)          # a connected socket hears ICMP port unreachable (NothingListens)
+        except OSError:
+            return None
         for index in range(64):                   # the list index is 6 bits
             reply = _exchange(s, addr, request_packet(index, index + 1))
             if reply is None:
@@ -159,6 +163,10 @@ def offered_suites(host: str, port: int, timeout_s: float | None = None) -> dict
         return None
 
 
+class NothingListens(Exception):
+    """ICMP port unreachable: no process listens on that UDP port (a BMC's firewall would stay silent)."""
+
+
 def _exchange(s: socket.socket, addr: Any, pkt: bytes, tries: int = 2) -> bytes | None:
     for _ in range(tries):
         try:
@@ -169,7 +177,9 @@ def _exchange(s: socket.socket, addr: Any, pkt: bytes, tries: int = 2) -> bytes 
                     return reply
         except TimeoutError:
             continue
-        except OSError:             # ICMP port unreachable on loopback: nothing listens
+        except ConnectionRefusedError:      # ICMP port unreachable (loopback, or a host that says so)
+            raise NothingListens(f"nothing listens on UDP {addr[0]}:{addr[1]}") from None
+        except OSError:
             return None
     return None
 

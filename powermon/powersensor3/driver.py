@@ -133,6 +133,13 @@ class PowerSensor3(StreamDriver):
     def stop(self) -> None:
         self.wait_for_markers(MARKER_WAIT_S)
         super().stop()
+        clipped = int(getattr(self.decoder.stats, "samples_clipped", 0))
+        if clipped:        # a saturated sensor reads its full scale whatever flows: the energy there is too low
+            note = (f"{self.name}: {clipped} pair sample(s) with a sensor at the ADC's full scale (clipped: the "
+                    "current or voltage was beyond the sensor's range, the energy there is too low); use a sensor "
+                    "with a larger range, or check its vref with psconfig")
+            log.warning("%s%s", WARNING, note)
+            self.notes.append(note)
 
     def wait_for_markers(self, timeout_s: float) -> bool:
         """Wait (the reader still running) until every marker asked for has come back, at most ``timeout_s``;
@@ -145,8 +152,10 @@ class PowerSensor3(StreamDriver):
                 return True
             alive = self._thread is not None and self._thread.is_alive() and self.error is None
             if not alive or self.clock() >= deadline:
-                log.warning("%s: %d marker(s) not back after %.2g s; stopping anyway", self.name, pending,
-                            timeout_s)
+                note = (f"{self.name}: {pending} marker(s) not back after {timeout_s:.2g} s (the device lost their "
+                        "frames, or ignores M); stopping anyway")
+                log.warning("%s%s", WARNING, note)
+                self.notes.append(note)      # the summary's warnings too (the stop comes after the window's)
                 return False
             time.sleep(0.002)
 

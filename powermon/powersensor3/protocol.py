@@ -157,6 +157,11 @@ def repeat_frames(period_us: float, tol_us: float) -> int:
     return int(m[hit[0]]) if hit.size else 64 * TS_MOD
 
 
+@dataclass
+class Ps3Stats(StreamStats):
+    samples_clipped: int = 0      #: pair samples with a sensor at the ADC's end (1023, or a current's 0): clipped
+
+
 class Decoder:
     """Stateful: bytes in (any chunking), whole frames out with their index on the cadence of ``rate_hz``.
 
@@ -175,7 +180,12 @@ class Decoder:
         #: frames after which the stamps repeat (128 ms at 2 or 1 kHz): a gap of whole such periods is invisible
         #: in them, so the driver gives a chunk after a silence of half of it its index from the host clock
         self.wrap_frames = self.cycle
-        self.stats = StreamStats()
+        self.stats = Ps3Stats()
+        #: which level clips each sensor of a pair in use: full scale for all, 0 for a current too (-26 A; a
+        #: voltage's 0 is 0 V)
+        use8 = np.repeat(self.in_use, 2)
+        self._clip_hi = use8
+        self._clip_lo = use8 & (np.arange(N_SENSORS) % 2 == 0)
         self._tail = b""
         self._consumed = 0
         self._k_prev = -1
@@ -351,6 +361,8 @@ class Decoder:
         self.stats.frames += len(k)
         self.stats.bytes_skipped = self._consumed - FRAME_BYTES * self.stats.frames
         self.stats.markers += int(marker.sum())
+        clipped = ((levels >= LEVELS) & self._clip_hi) | ((levels <= 0) & self._clip_lo)
+        self.stats.samples_clipped += int(np.count_nonzero(clipped[:, 0::2] | clipped[:, 1::2]))
         vals = value_from_level(levels, self.vref, self.sens)
         amps = vals[:, 0::2] * self.in_use
         volts = vals[:, 1::2] * self.in_use

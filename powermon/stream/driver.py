@@ -80,6 +80,8 @@ class StreamDriver:
         #: lower bound (then the caller assumes one)
         self.clock_bound_s: float | None = None
         self.rate_note: str | None = None           #: an emulator at another rate than the real device's
+        self.notes: list[str] = []                  #: warnings of the stop, after the window's were taken (meta)
+        self.rate_warning: str | None = None        #: the rate note, logged once the stream starts
         self.config: Any = self.default_config()
         self.config_raw = b""                       #: the configuration bytes the handshake read (for a capture)
         #: the raw capture (:class:`archline.powermon.powermon2.capture.RawCapture`, its one owner), or None
@@ -371,4 +373,5 @@ class StreamDriver:
                 "stats": {**stats, "frames_missing": stats["frames_missing"] + self.frames_relocated},
                 "stalls": self.stalls, "resolution": self.resolution(),
                 "error": None if self.error is None else str(self.error),
-                **({"rate_note": self.rate_note} if self.rate_note else {})}
+                **({"rate_note": self.rate_note} if self.rate_note else {}),
+                **({"notes": list(self.notes)} if self.notes else {})}

@@ -21,7 +21,7 @@ from archline.powermon.record.samples import Samples
 from archline.powermon.spec import MeterSpec
 from archline.powermon.stream.core import StreamFaults
 from archline.powermon.stream.driver import StreamDriver
-from archline.powermon.stream.rate_note import note_rate
+from archline.powermon.stream.rate_note import note_rate, say_rate_warning
 from archline.powermon.stream.url_rate import MAX_EMULATED_FRAMES_PER_S as MAX_EMULATED_FRAMES_PER_S  # re-exported
 from archline.powermon.stream.url_rate import StreamKind as StreamKind
 from archline.powermon.stream.url_rate import check_emulated_rate, rate_of, spec_port
@@ -124,6 +124,7 @@ class StreamMeter(DriverMeter):
             if not self.driver.wait_until(self.clock(), FIRST_FRAMES_TIMEOUT_S):
                 raise self.driver.error or DeviceError(f"{self.driver.label} on {self.driver.port} streams no "
                                                        "frames")
+            say_rate_warning(self.driver)
         except BaseException:
             if self.driver.capture is not None:   # a stream that never started leaves no capture (nor replaces one)
                 self.driver.capture.abandon()

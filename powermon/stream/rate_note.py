@@ -26,8 +26,9 @@ def emulated_rate_note(driver: type[Any], name: str, rate_hz: float) -> str | No
 
 
 def note_rate(drv: Any) -> None:
-    """An emulated driver at another rate: the note logged as a warning (``archline: warning: ...`` on stderr, from
-    ``bench run`` and ``meter record``) and kept as ``drv.rate_note`` (its info, so the trace's sidecar carries it);
+    """An emulated driver at another rate: the note kept as a warning to log when the stream starts
+    (:func:`say_rate_warning`: ``archline: warning: ...`` on stderr, from ``bench run`` and ``meter record``) and as
+    ``drv.rate_note`` (its info, so the trace's sidecar carries it);
     a real one told another rate than its own: a warning naming the setting to fix."""
     note = emulated_rate_note(type(drv), drv.name, drv.rate_hz)
     if note is None:
@@ -35,9 +36,17 @@ def note_rate(drv: Any) -> None:
     if not drv.emulated:       # the device's cadence is its own: frames would be placed on the wrong one
         if getattr(drv, "checks_own_rate", False):      # its handshake checks it against the board it finds
             return
-        log.warning("%s%s: a real %s streams %g frames/s but this one is told %g (an emulator's rate, as gtx580's "
-                    "ps3 entry has): set rate_hz = %g in its [[meters]] entry", WARNING, drv.name, drv.label,
-                    drv.real_rate_hz, drv.rate_hz, drv.real_rate_hz)
+        drv.rate_warning = (f"{drv.name}: a real {drv.label} streams {drv.real_rate_hz:g} frames/s but this one is "
+                            f"told {drv.rate_hz:g} (an emulator's rate, as gtx580's ps3 entry has): set rate_hz = "
+                            f"{drv.real_rate_hz:g} in its [[meters]] entry")
         return
-    log.warning("%s%s", WARNING, note)     # a warning like every other on stderr (the sidecar keeps it bare)
+    drv.rate_warning = note     # said once the stream starts: an error before it comes alone (issue 35 S#11)
     drv.rate_note = note
+
+
+def say_rate_warning(drv: Any) -> None:
+    """Log the driver's rate warning (``archline: warning: ...`` on stderr), once: called when its stream started."""
+    line = getattr(drv, "rate_warning", None)
+    if line:
+        log.warning("%s%s", WARNING, line)     # a warning like every other on stderr (the sidecar keeps it bare)
+        drv.rate_warning = None

@@ -33,6 +33,9 @@ def open_serial(port: str, label: str, baudrate: int, timeout_s: float,
             soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
             raise MeterError(f"cannot open {port}: this process is at its open-files limit (ulimit -n {soft}); "
                              "raise it (ulimit -n 1024) and rerun") from None
+        if err == errno.ENOTTY or "Inappropriate ioctl" in text:    # /dev/null, a regular file: the user's slip
+            raise MeterError(f"{port} is not a serial device (it takes no serial settings): give the {label}'s "
+                             "port, e.g. /dev/ttyACM0 (`archline meter list` shows the ports)") from None
         if err == errno.ENOENT or "No such file" in text:
             raise DeviceError(f"serial port {port} does not exist (is the {label} plugged in? "
                               "`archline meter list` shows the ports)") from None

@@ -3,6 +3,7 @@ kind's default; the port an emulator URL gets (the profile's rate appended), and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -58,6 +59,11 @@ def rate_of(spec: MeterSpec, scheme: str, default_hz: float) -> float:
     """Frames per second: an emulator URL's ``rate``, the profile's ``rate_hz``, or the meter's ``default_hz``."""
     url_rate = url_rate_hz(spec.port, scheme)
     if url_rate is not None:
+        given = spec.rate_hz if "rate_hz" in spec.model_fields_set else None
+        if given is not None and not math.isclose(given, url_rate, rel_tol=1e-9):
+            # two rates asked for (as --rate against ?rate=): neither may win silently
+            raise MeterError(f"meter '{spec.name}': rate_hz = {given:g} and its port's rate={url_rate:g} "
+                             f"({spec.port}) disagree: give the rate once (drop rate_hz or the URL's ?rate=)")
         return url_rate
     return spec.rate_hz if "rate_hz" in spec.model_fields_set else default_hz
 

@@ -349,19 +349,23 @@ def test_the_shipped_ps3_rate_is_said_to_be_the_emulators(run_cli: Any, tmp_path
     assert real_rate.exit_code == 0 and "frames/s" not in real_rate.stderr
 
 
-def test_a_real_powersensor3_told_an_emulators_rate_is_warned(caplog: pytest.LogCaptureFixture) -> None:
-    """A real PowerSensor3 streams 20 kHz whatever the profile says: the profile's 250 is a warning naming the fix."""
+def test_a_real_powersensor3_told_an_emulators_rate_is_refused(caplog: pytest.LogCaptureFixture) -> None:
+    """A real PowerSensor3 streams its MCU's rate whatever the profile says (an F411 20 kHz, an F401 17.5 kHz, issue
+    35 S#2): the profile's 250 is refused at open naming the fix, with no warning first (note_rate leaves it to the
+    handshake, which knows the board)."""
     import logging
 
+    from archline.powermon.errors import MeterError
     from archline.powermon.powersensor3.driver import PowerSensor3
     from archline.powermon.stream.rate_note import note_rate
 
     drv = PowerSensor3("/dev/ttyACM9", 250.0, name="ps3")            # constructed, never opened
     with caplog.at_level(logging.INFO, logger="archline.powermon"):
         note_rate(drv)
-    (rec,) = caplog.records
-    assert rec.levelno == logging.WARNING and "set rate_hz = 20000" in rec.getMessage()
-    assert drv.rate_note is None
+    assert caplog.records == [] and drv.rate_note is None and drv.rate_warning is None
+    drv.version = "F411-1.6.1"                                          # what V answers
+    with pytest.raises(MeterError, match="set rate_hz = 20000"):
+        drv.check_version()
 
 
 # --- folded from test_breaker24b_outputs.py (a review round's regression tests) ----------------------------------
@@ -668,18 +672,6 @@ def test_the_emulated_rate_note_is_a_prefixed_warning(run_cli: Any, tmp_path: Pa
     assert notes and all(ln.startswith("archline: warning: ") for ln in notes), r.stderr
     side = json.loads((tmp_path / "t.csv.json").read_text())
     assert side["info"]["rate_note"].startswith("powersensor3: the emulated")     # the sidecar keeps it bare
-
-
-def test_a_real_boards_rate_warning_is_prefixed(caplog: pytest.LogCaptureFixture) -> None:
-    import logging
-
-    from archline.powermon.powersensor3.driver import PowerSensor3
-    from archline.powermon.stream.rate_note import note_rate
-
-    with caplog.at_level(logging.INFO, logger="archline.powermon"):
-        note_rate(PowerSensor3("/dev/ttyACM9", 250.0, name="ps3"))       # a real one told 250: never opened
-    (rec,) = caplog.records
-    assert rec.getMessage().startswith("archline: warning: ps3: a real PowerSensor3")
 
 
 # (3) ------------------------------------------------------------------------------------------------------------

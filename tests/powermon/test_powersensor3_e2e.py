@@ -6,6 +6,7 @@ PowerMon 2 test allows (tests/runner/test_runner_emulated_e2e.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.stream_e2e import record, registered, run_and_fit
@@ -92,3 +93,62 @@ def test_bench_sweep_emulate_through_powersensor3(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert len(rows) == 11
     assert all("ps3:powersensor3-emulated" in r["meter"] and int(r["lost_samples"]) == 0 for r in rows)
+
+
+# --- issue 35 (fixer FS): errors alone, a profile's two rates, a non-serial port ----------------------------------
+
+@pytest.mark.parametrize(("meter", "says"), [
+    ("powersensor3:powersensor3://default?rate=1e-3", "--duration 1 s is shorter than"),
+    ("powersensor3:powersensor3://other?rate=1000", "no emulated device named 'other'"),
+    ("powersensor3:/dev/null", "/dev/null is not a serial device")])
+def test_an_error_comes_alone_and_a_non_serial_port_is_named(run_cli: Any, tmp_path: Path, meter: str,
+                                                           says: str) -> None:
+    """Issue 35 S#11/#12: the emulator's rate warning printed before an error (it is said once the stream starts);
+    /dev/null gave 'Could not configure port: (25, Inappropriate ioctl...)', exit 4: not a serial device, exit 2."""
+    r = run_cli("meter", "record", "--meter", meter, "--duration", "1", "--out", str(tmp_path / "t.csv"))
+    assert r.exit_code == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archline: error: ") and says in lines[0], lines
+
+
+def test_a_profiles_rate_hz_against_its_ports_rate_is_refused(tmp_path: Path) -> None:
+    """Issue 35 S#8: rate_hz = 2000 with port powersensor3://default?rate=1000 ran at 1000 silently."""
+    from archline.powermon.errors import MeterError
+    from archline.powermon.powersensor3.meter import rate_of
+    from archline.powermon.spec import MeterSpec
+
+    spec = MeterSpec(name="ps3", kind="powersensor3", port="powersensor3://default?rate=1000", rate_hz=2000,
+                     channels=[{"id": 0, "rail": "slot12"}])
+    with pytest.raises(MeterError, match=r"rate_hz = 2000 and its port's rate=1000 .* disagree") as e:
+        rate_of(spec)
+    assert e.value.exit_code == 2
+    same = spec.model_copy(update={"rate_hz": 1000.0})
+    assert rate_of(same) == 1000.0
+
+
+def test_a_marker_not_back_and_clipped_samples_are_warned_and_in_the_summary(caplog: Any) -> None:
+    """Issue 35 S#7/#13: 'powersensor3: 2 marker(s) not back ...' lacked the 'archline: warning:' prefix and the
+    summary; a sensor at full scale (1023) was integrated silently: both warned, kept as the driver's notes (the
+    summary's warnings), the clipped pair samples counted (samples_clipped)."""
+    import logging
+
+    import numpy as np
+    from support.stream_meters import POWER, spec_of
+
+    from archline.powermon.powersensor3.protocol import Decoder, default_config, encode_frames, timestamp_us
+    from archline.powermon.spec import emulate_meter
+
+    meter = emulate_meter(spec_of("powersensor3", rate_hz=500.0), lambda t_s: POWER, speed=1.0, seed=0)
+    meter.start()
+    meter.driver._marks_sent.append(0.0)          # a marker the device never got (its M lost)
+    with caplog.at_level(logging.WARNING, logger="archline.powermon"):
+        meter.stop()
+    (note,) = meter.driver.notes
+    assert "1 marker(s) not back after 0.5 s" in note and meter.info()["notes"] == [note]
+    assert any(r.getMessage() == f"archline: warning: {note}" for r in caplog.records)
+
+    k = np.arange(50)
+    lv = np.tile([600, 335, 1023, 335, 0, 335, 541, 0], (50, 1))   # pair 1 I at 1023, pair 2 I 0
+    dec = Decoder(default_config(), 2000.0)
+    dec.feed(encode_frames(timestamp_us(k, 2000.0), lv, k < 0))
+    assert dec.stats.samples_clipped == 2 * 50          # pair 3's voltage at 0 is 0 V, not clipped
