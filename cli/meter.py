@@ -94,7 +94,8 @@ def list_cmd(fmt: str) -> None:
 @meter.command("record")
 @click.option("--meter", "spec", required=True, shell_complete=record_specs,
               help="powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX] "
-                   "(powersensor3://default, pmd://default: their emulators)")
+                   "(powersensor3://default, pmd://default: their emulators), or a node's BMC: "
+                   "redfish:https://BMC[:PORT] or ipmi:ipmi://USER:PASSWORD@BMC[:PORT] (DCMI; UDP 623 by default)")
 @click.option("--channels", help="channels, e.g. 0,1,2,3 (default: PowerMon 2 0-7, PowerSensor3 / PMD-USB 0-3; a BMC "
               "has one whole-node reading and takes none)")
 @click.option("--rate", "rate_hz", type=POSITIVE, default=None,
