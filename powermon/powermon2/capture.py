@@ -109,10 +109,12 @@ class RawCapture:
         self._f: IO[bytes] | None = None
 
     def open(self) -> None:
-        """Start the temporary file beside the capture's real target (an input of the command is refused)."""
+        """Start the temporary file beside the capture's real target (an input of the command is refused); the
+        temporary files a killed recording of the same capture left (their process is gone) are removed."""
         self.target = check_output(self.path)
         check_output(sidecar_path(self.path))
         self.tmp = temp_name(self.target)     # the one temp-name rule (long and non-UTF-8 names too)
+        _remove_stale_temps(self.target)
         try:
             make_dirs(self.tmp.parent)
             self._f = open(self.tmp, "wb")
@@ -129,6 +131,17 @@ class RawCapture:
         except BaseException:
             self.abandon()
             raise
+
+    def note_open(self, meta: Callable[[], dict[str, Any]]) -> None:
+        """A stream meter's sidecar as the stream opens (``meta()``: configuration, rate, version), beside the
+        temporary file (``.NAME.PID.tmp.json``): a killed recording (kill -9) leaves a capture that ``meter decode
+        --partial`` can still read (without the final clock map and counts). Removed once the capture is kept."""
+        if self.sidecar_format is None or self._f is None:
+            return
+        side = {"format": self.sidecar_format, **meta(), "recovery": "written when the stream opened: the "
+                "recording did not finish (no final clock map, counts or hints)"}
+        with contextlib.suppress(OSError):        # a help for later, never a reason to fail the recording
+            write_atomic(sidecar_path(self.tmp), json.dumps(side, indent=1))
 
     def write(self, chunk: bytes) -> bool:
         """Append ``chunk``; False (and ``error`` set) when it could not be written."""
@@ -156,15 +169,18 @@ class RawCapture:
             os.replace(self.tmp, self.target)
             side = meta() if self.sidecar_format is None else {"format": self.sidecar_format, **meta()}
             write_atomic(sidecar_path(self.path), json.dumps(side, indent=1))
+            sidecar_path(self.tmp).unlink(missing_ok=True)
         except OSError as e:
             with contextlib.suppress(OSError):   # the buffered rest cannot be written either
                 f.close()
             self.tmp.unlink(missing_ok=True)
+            sidecar_path(self.tmp).unlink(missing_ok=True)
             raise OSError(e.errno, e.strerror, str(self.path)) from None
         except BaseException:                    # interrupted (a second Ctrl-C or SIGTERM): no temp file is left
             with contextlib.suppress(OSError):
                 f.close()
             self.tmp.unlink(missing_ok=True)
+            sidecar_path(self.tmp).unlink(missing_ok=True)
             raise
 
     def abandon(self) -> None:
@@ -174,12 +190,33 @@ class RawCapture:
             with contextlib.suppress(OSError):
                 f.close()
         self.tmp.unlink(missing_ok=True)
+        sidecar_path(self.tmp).unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Remove the capture and its sidecar (a stream that never delivered a sample)."""
         self.abandon()
         for p in (self.path, sidecar_path(self.path)):
             p.unlink(missing_ok=True)
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Remove ``.NAME.PID.tmp`` (and its ``.json``) beside ``target`` whose process no longer runs: what a killed
+    recording of the same capture left (a running one's are kept)."""
+    prefix = f".{target.name}."
+    try:
+        names = [p for p in target.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return
+    for p in names:
+        pid_text, _, rest = p.name[len(prefix):].partition(".")
+        if rest not in ("tmp", "tmp.json") or not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            p.unlink(missing_ok=True)
+        except OSError:
+            continue                          # alive, another user's: not ours to remove
 
 
 def stream_capture(kind: str, raw_dir: str | Path | None, raw_path: str | Path | None) -> RawCapture | None:

@@ -183,6 +183,8 @@ class StreamDriver:
             self.start_asked_host_s = self.clock()
             self.start_stream()
             self.started_host_s = self.clock()
+            if self.capture is not None:     # a killed recording keeps what decodes its capture (kill -9)
+                self.capture.note_open(self.capture_meta)
             self._closing.clear()
             self._thread = threading.Thread(target=self._reader, name=f"{self.kind} {self.port}", daemon=True)
             self._thread.start()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import struct
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -420,3 +421,38 @@ def test_the_boards_own_rate_from_its_mcu_and_from_its_stamps() -> None:
         dec.feed(_frames(200, 17500.0))
     got = Decoder(default_config(), 17500.0).feed(_frames(200, 17500.0))
     assert got.k.tolist() == list(range(200))
+
+
+def test_a_killed_recording_leaves_a_decodable_capture_and_a_later_one_cleans_it(tmp_path: Path) -> None:
+    """Issue 35 S#6: kill -9 left .k.raw.bin.PID.tmp without a sidecar (decode refused it, --partial too) and a
+    later record left it there: the sidecar is written beside the temp file as the stream opens, and a later
+    capture of the same name removes the temp files of a process that is gone."""
+    import json
+    import subprocess
+    import sys
+
+    from archline.powermon.powermon2.capture import STREAM_RAW_FORMAT, sidecar_path, stream_capture
+    from archline.powermon.powersensor3.meter import decode_capture
+
+    cap = stream_capture("powersensor3", None, tmp_path / "k.raw.bin")
+    assert cap is not None
+    cap.open()
+    cap.note_open(lambda: {"type": "powersensor3", "rate_hz": 2000.0, "config_hex": b"".join(
+        c.pack() for c in default_config()).hex(), "emulated": True})
+    cap.write(_frames(300, 2000.0) + b"\xf3")           # killed mid-frame: never finished
+    cap._f.flush()                                      # type: ignore[union-attr]
+    side = json.loads(sidecar_path(cap.tmp).read_text())
+    assert side["format"] == STREAM_RAW_FORMAT and "did not finish" in side["recovery"]
+    samples, stats = decode_capture(cap.tmp)
+    assert stats["frames"] == 300 and len(samples) == 4 * 300
+    # the process that wrote them is gone: a later capture of the same name removes both
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f".k.raw.bin.{int(dead.stdout)}.tmp"
+    cap.tmp.rename(stale)
+    sidecar_path(cap.tmp).rename(sidecar_path(stale))
+    cap._f = None
+    again = stream_capture("powersensor3", None, tmp_path / "k.raw.bin")
+    assert again is not None
+    again.open()
+    again.abandon()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
