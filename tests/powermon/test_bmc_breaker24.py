@@ -95,7 +95,7 @@ def test_a_lost_stretch_over_a_power_step_is_inside_the_bound() -> None:
     ("redfish:http://127.0.0.1:18123 x", 2, "is not a valid address"),
     ("redfish:http://admin:hunter2@127.0.0.1:x", 2, "admin:***@127.0.0.1:x"),
     ("redfish:http://admin:hunter2@127.0.0.1:9", 4, "no answer"),      # nothing listens on the discard port
-    ("ipmi:ipmi://admin:hunter2@127.0.0.1:x", 2, "admin:***@"),
+    ("ipmi:ipmi://admin:hunter2@127.0.0.1:x", 2, "ipmi://***@127.0.0.1:x"),    # the whole userinfo (issue 35 FI #8)
 ])
 def test_a_bad_or_credentialed_url_is_one_line_and_masked(run_cli: Any, tmp_path: Path, meter: str, code: int,
                                                           said: str) -> None:
