@@ -151,11 +151,13 @@ def window_energy(t: np.ndarray, e: np.ndarray, t0_s: float, t1_s: float, terms:
             lost_s = max(lost_s, miss * speed)
             n_gaps += 1
     # no reading covers the window's end (the meter waited a period past it: a ReadingTime that stopped moving, or a
-    # BMC that stopped answering) or its start: each period of the window there is a reading never shown
+    # BMC whose polls failed) or its start: each period of the window there is a reading never shown. Without a
+    # ReadingTime and with every poll answered, a late end is the host's delay, not a loss (the bound covers it)
+    shown = terms.timed or failed > 0
     stale_s = t1_s - max(float(t[-1]), t0_s)
-    stale = round(stale_s / period_s) if stale_s > 0 else 0
+    stale = round(stale_s / period_s) if stale_s > 0 and shown else 0
     head_s = min(float(t[0]), t1_s) - t0_s
-    head = round(head_s / period_s) if head_s > 0 else 0
+    head = round(head_s / period_s) if head_s > 0 and shown else 0
     for n_lost, span_s in ((stale, stale_s), (head, head_s)):
         if n_lost:
             lost += n_lost

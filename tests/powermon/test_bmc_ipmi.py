@@ -436,6 +436,10 @@ def test_lost_readings_are_the_windows_own() -> None:
     assert (w.lost, w.expected, w.lost_s, w.gaps) == (5, 8, 5.0, 1)
     assert w.energy_j == 1600.0 and w.err_j >= 5 * 200.0
     assert any("20 poll(s) inside the window failed (no answer" in x for x in w.warnings)
+    # #3: every poll answered, the end late (a loaded host): not a loss, but said and bounded
+    late = window_energy(t, e, 0.0, 3.6, _terms())                                       # type: ignore[arg-type]
+    assert (late.lost, late.gaps) == (0, 0) and any("no reading covers 0.6 s" in x for x in late.warnings)
+    assert late.err_j >= 0.6 * 200.0
     # #2: a stretch of 18.6 s (a BMC that restarted) from 2 s into the window: at most the window is lost
     t, e = _steps([1.0, 2.0, 20.6], [200.0, 200.0, 300.0])
     w = window_energy(t, e, 0.0, 8.0, _terms())                                           # type: ignore[arg-type]
