@@ -411,6 +411,20 @@ def test_ipmitool_reads_the_emulator_with_17_and_3() -> None:
         assert _ipmitool(old.port, "dcmi", "power", "reading", suite="17").returncode != 0
 
 
+@pytest.mark.skipif(IPMITOOL is None, reason="ipmitool is not installed")
+def test_ipmitool_gets_a_bmcs_answers() -> None:
+    # issue 35 FI #10: inside a session, the suites listed; a CALLBACK session refused the reading (0xD4), as a
+    # BMC does (DCMI needs User); a reserved mode 0xCC, no data 0xC7; an unknown user never gets a session
+    with BmcProcess(["--power-w", "412"]) as srv:
+        r = _ipmitool(srv.port, "channel", "getciphers", "ipmi", "1", suite="17")
+        assert r.returncode == 0 and [x.split()[:1] for x in r.stdout.splitlines()[1:]] == [["17"], ["3"]]
+        r = _ipmitool(srv.port, "-L", "CALLBACK", "dcmi", "power", "reading", suite="17")
+        assert r.returncode != 0 and "Insufficient privilege level (d4)" in r.stderr
+        assert "rsp=0xcc" in _ipmitool(srv.port, "raw", "0x2c", "0x02", "0xdc", "0x03", "0", "0", suite="17").stderr
+        assert "rsp=0xc7" in _ipmitool(srv.port, "raw", "0x2c", "0x02", suite="17").stderr
+        assert _ipmitool(srv.port, "dcmi", "power", "reading", suite="17", user="root").returncode != 0
+
+
 # --- issue 35 (fixer I): what a hostile user found in the IPMI meter and the emulated BMC ----------------------------
 
 def _terms(**kw: object) -> object:
