@@ -145,8 +145,11 @@ def integrate_series(t_s: F64, power_w: F64, t0_s: float | None = None, t1_s: fl
         err += lost_s * blind_w
     else:
         err += (max(t[0] - a, 0.0) + max(b - t[-1], 0.0)) * blind_w
-    return ChannelEnergy(energy, err, energy / duration, int(np.count_nonzero((t >= a) & (t <= b))), duration,
-                         gaps, lost, lost_s)
+    # a sample on an edge counts whichever way the trace rounded its time (a CSV keeps 10 ns: the first sample fell
+    # 3 ns before the recorded window and integrate counted 2000 where record counted 2001)
+    eps = 1e-3 * period_s if period_s else 0.0
+    return ChannelEnergy(energy, err, energy / duration, int(np.count_nonzero((t >= a - eps) & (t <= b + eps))),
+                         duration, gaps, lost, lost_s)
 
 
 @dataclass

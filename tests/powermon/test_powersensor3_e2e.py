@@ -152,3 +152,30 @@ def test_a_marker_not_back_and_clipped_samples_are_warned_and_in_the_summary(cap
     dec = Decoder(default_config(), 2000.0)
     dec.feed(encode_frames(timestamp_us(k, 2000.0), lv, k < 0))
     assert dec.stats.samples_clipped == 2 * 50          # pair 3's voltage at 0 is 0 V, not clipped
+
+
+def test_the_summary_the_sidecar_and_integrate_agree_on_the_window(run_cli: Any, tmp_path: Path) -> None:
+    """Issue 35 S#10/#16: the summary's time_s was the window asked (half a period more than duration_s and the
+    sidecar's window_s), and integrate of the CSV counted 2000 samples where record counted 2001 (the first one
+    3 ns before window_s[0] once rounded): one window, one count. A sample on an edge is counted within 1/1000 of
+    a period."""
+    import json
+
+    import numpy as np
+
+    from archline.powermon.record.integrate import integrate_series
+
+    out = tmp_path / "w.csv"
+    r = run_cli("meter", "record", "--meter", "powersensor3:powersensor3://default?rate=1000", "--duration", "0.5",
+                "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    summary, side = json.loads(r.stdout), json.loads(Path(f"{out}.json").read_text())
+    m = summary["powersensor3"]
+    assert summary["time_s"] == m["duration_s"] == side["window_s"][1] - side["window_s"][0]
+    got = run_cli("meter", "integrate", str(out), "--format", "json")
+    assert got.exit_code == 0, got.stderr
+    per_channel = {c["n_samples"] for c in json.loads(got.stdout)["channels"].values()}
+    assert per_channel == {m["n_samples"] // 4} and m["n_samples"] == m["expected_samples"]
+    t = 100.0 + np.arange(11) * 1e-3
+    assert integrate_series(t - 3e-9, np.ones(11), 100.0, 100.01, period_s=1e-3).n_samples == 11
+    assert integrate_series(t - 2e-6, np.ones(11), 100.0, 100.01, period_s=1e-3).n_samples == 10
