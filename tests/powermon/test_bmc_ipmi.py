@@ -674,6 +674,15 @@ def test_help_and_list_name_the_bmc_forms() -> None:
     assert "--meter ipmi:ipmi://USER:PASSWORD@BMC[:PORT]" in row["detail"]
 
 
+def _stop_then_restart(srv: BmcProcess, restart: bool, again: list[BmcProcess]) -> None:
+    time.sleep(1.5)
+    srv.proc.terminate()            # as the breaker's killtest.sh: SIGTERM (the fixture wants exit 0)
+    srv.proc.wait()
+    if restart:
+        time.sleep(1.0)
+        again.append(BmcProcess(["--power-w", "300"], port=srv.port))
+
+
 @pytest.mark.slow
 def test_a_bmc_that_dies_or_restarts_mid_recording(tmp_path: Path, run_cli: Any) -> None:
     """#1, #2: ``meter record`` of a BMC stopped 1.5 s into a 5 s recording (then, in the second run, restarted on the
@@ -685,15 +694,8 @@ def test_a_bmc_that_dies_or_restarts_mid_recording(tmp_path: Path, run_cli: Any)
         port = srv.port
         out = tmp_path / f"r{int(restart)}.csv"
 
-        def kill() -> None:
-            time.sleep(1.5)
-            srv.proc.terminate()            # as the breaker's killtest.sh: SIGTERM (the fixture wants exit 0)
-            srv.proc.wait()
-            if restart:
-                time.sleep(1.0)
-                again.append(BmcProcess(["--power-w", "300"], port=port))
         again: list[BmcProcess] = []
-        killer = threading.Thread(target=kill)
+        killer = threading.Thread(target=_stop_then_restart, args=(srv, restart, again))
         t0 = time.monotonic()
         killer.start()
         res = run_cli("meter", "record", "--meter", f"ipmi:ipmi://archline:emulated@127.0.0.1:{port}",
