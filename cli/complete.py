@@ -9,20 +9,20 @@ import glob
 import click
 from click.shell_completion import BashComplete, CompletionItem, FishComplete, ZshComplete, add_completion_class
 
-#: what ``meter record --meter`` takes before its argument (powermon.recording.meter_from_spec; a test checks that
-#: each is accepted there): kind -> help shown by shells that show it
-RECORD_SPECS: dict[str, str] = {
-    "powermon2:": "PowerMon 2 on a serial port (powermon2:/dev/ttyUSB0)",
-    "powersensor3:": "PowerSensor3 on a serial port, or powersensor3://default (emulated)",
-    "pmd:": "PMD-USB on a serial port, or pmd://default (emulated)",
-    "emulated": "an emulated PowerMon 2 (emulated:SPEED runs it faster)",
-    "rapl": "RAPL zones of this CPU (rapl:ZONE,...)",
-    "nvml": "an NVIDIA GPU through NVML (nvml:INDEX)",
-    "redfish:": "a BMC over Redfish (redfish:https://bmc)",
-    "ipmi:": "a BMC over IPMI (ipmi:HOST)",
-}
-#: serial kinds: after "KIND:" the ports this machine has are offered
-_SERIAL = ("powermon2:", "powersensor3:", "pmd:")
+
+def record_words() -> dict[str, str]:
+    """What ``meter record --meter`` takes before its argument, from the meter-kind registry (each kind's
+    ``record_words``, plugins' too; a test checks that each is accepted by powermon.recording.meter_from_spec):
+    word -> help shown by shells that show it."""
+    from archline.powermon import kinds
+
+    return {w: h for k in kinds.kinds() for w, h in k.record_words}
+
+
+def __getattr__(name: str) -> object:
+    if name == "RECORD_SPECS":      # the table this module held before the registry
+        return record_words()
+    raise AttributeError(f"module 'archline.cli.complete' has no attribute '{name}'")
 
 
 def platform_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
@@ -50,11 +50,18 @@ def profile_meters(ctx: click.Context, param: click.Parameter, incomplete: str) 
 
 def record_specs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Meter kinds for ``meter record --meter``, then this machine's serial ports after a serial kind."""
-    for kind in _SERIAL:
+    try:
+        from archline.powermon import kinds
+
+        words = record_words()
+        serial = [w for k in kinds.kinds() if k.serial for w, _ in k.record_words if w.endswith(":")]
+    except Exception:  # a registry that cannot be read offers nothing (completion never fails)
+        return []
+    for kind in serial:
         if incomplete.startswith(kind):
             ports = sorted(glob.glob("/dev/ttyUSB*") + glob.glob("/dev/ttyACM*"))
             return [CompletionItem(f"{kind}{p}") for p in ports if f"{kind}{p}".startswith(incomplete)]
-    return [CompletionItem(k, help=h) for k, h in RECORD_SPECS.items() if k.startswith(incomplete)]
+    return [CompletionItem(k, help=h) for k, h in words.items() if k.startswith(incomplete)]
 
 
 def kernel_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
@@ -62,6 +69,17 @@ def kernel_names(ctx: click.Context, param: click.Parameter, incomplete: str) ->
     from archline.bench.kernels import KERNELS
 
     return [CompletionItem(k) for k in (*KERNELS, "ceilings") if k.startswith(incomplete)]
+
+
+def backend_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Every registered back end (built-in folders and ``archline.backends`` plugins), with its help line."""
+    try:
+        from archline.bench.registry import backends
+
+        items = [(n, i.help) for n, i in backends().items()]
+    except Exception:  # a registry that cannot be read offers nothing (completion never fails)
+        items = []
+    return [CompletionItem(n, help=h) for n, h in items if n.startswith(incomplete)]
 
 
 

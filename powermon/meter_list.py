@@ -12,10 +12,12 @@ from archline.powermon.errors import MeterError
 
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None, perf_root: str | Path | None = None,
                 perf_reader: Any = None) -> list[dict[str, Any]]:
-    """Serial ports, RAPL zones (powercap and perf's power events) and NVML GPUs on this machine; an absent kind
-    comes with its reason. Every row has ``fix``: the one command that gives what is missing, where one exists;
-    where none can, why in words ("none here: a VM guest; measure on the host"); "" when nothing is missing."""
-    from archline.powermon.counters import nvml as nvml_mod
+    """Serial ports (a port whose USB id a kind declares named as that kind's), then every registered kind's rows
+    (powermon/kinds.py: RAPL zones from powercap and perf's power events, NVML GPUs, emulator URLs, the others);
+    an absent kind comes with its reason. Every row has ``fix``: the one command that gives what is missing, where
+    one exists; where none can, why in words ("none here: a VM guest; measure on the host"); "" when nothing is
+    missing."""
+    from archline.powermon import kinds
 
     rows: list[dict[str, Any]] = []
     try:
@@ -29,40 +31,34 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None, perf_
     except Exception as e:  # pragma: no cover - platform specific
         ports = []
         rows.append({"kind": "serial", "name": "-", "detail": f"cannot list serial ports: {e}", "available": False})
+    usb_kinds = {usb: k.name for k in kinds.kinds() for usb in k.usb_ids}
     for p in ports:
         denied = _port_denied(p.device)
         rows.append({"kind": "serial", "name": p.device, "available": not denied,
                      "detail": denied[0] if denied else p.description or "", "fix": denied[1] if denied else ""})
         usb = (getattr(p, "vid", None), getattr(p, "pid", None))
-        if usb in _SERIAL_IDS:
-            rows.append({"kind": _SERIAL_IDS[usb], "name": p.device, "available": not denied,
+        if usb in usb_kinds:
+            rows.append({"kind": usb_kinds[usb], "name": p.device, "available": not denied,
                          "detail": f"USB {usb[0]:04x}:{usb[1]:04x} ({p.description or 'serial'}); "
-                                   f"--meter {_SERIAL_IDS[usb]}:{p.device}", "fix": denied[1] if denied else ""})
+                                   f"--meter {usb_kinds[usb]}:{p.device}", "fix": denied[1] if denied else ""})
     if not ports:
         rows.append({"kind": "serial", "name": "-", "available": False,
                      "detail": "no serial ports (PowerMon 2 not plugged in?); `archline meter emulate` makes one"})
-    rows += rapl_rows(powercap_root, perf_root, perf_reader)
-    try:
-        for g in nvml_mod.list_gpus(nvml):
-            rows.append({"kind": "nvml", "name": f"gpu{g['index']}", "available": True,
-                         "detail": f"{g['name']}, total energy counter: {'yes' if g['total_energy'] else 'no'}, "
-                                   f"power scope {g['power_scope']}"})
-    except MeterError as e:
-        rows.append({"kind": "nvml", "name": "-", "detail": str(e), "available": False,
-                     "fix": "pip install nvidia-ml-py" if "not installed" in str(e) else ""})
-    rows += _other_kinds(rows)
+    options = {"powercap_root": powercap_root, "nvml": nvml, "perf_root": perf_root, "perf_reader": perf_reader}
+    seen = {r["kind"] for r in rows}
+    for k in kinds.kinds():
+        rows += _kind_rows(k, seen, options)
+    absent = {k.name: k.absent for k in kinds.kinds() if k.absent}
     for r in rows:
         r.setdefault("fix", "")
         if not r["available"] and not r["fix"]:     # no command can help: said in words, never an empty cell
-            r["fix"] = f"none here: {_NO_COMMAND.get(r['kind'], 'no command makes it readable (see detail)')}"
+            r["fix"] = f"none here: {absent.get(r['kind'], _NO_COMMAND.get(r['kind'], _NO_FIX))}"
     return rows
 
 
-#: why no command gives an absent kind, in words (the fix column where no command can help)
-_NO_COMMAND = {"serial": "plug a meter in", "powermon2": "plug one in; give its port", "powersensor3": "plug one in",
-               "pmd": "plug one in", "nvml": "no NVIDIA GPU or driver", "amdsmi": "no AMD GPU or ROCm",
-               "hwmon": "no energy sensor in this kernel's hwmon", "redfish": "a node's BMC, named in a profile",
-               "ipmi": "a node's BMC, named in a profile", "rapl": "no RAPL on this CPU or kernel"}
+_NO_FIX = "no command makes it readable (see detail)"
+#: why no command gives a serial port, in words (a kind's own reason is its ``absent``)
+_NO_COMMAND = {"serial": "plug a meter in"}
 
 
 def _port_denied(device: str) -> tuple[str, str] | None:
@@ -141,57 +137,36 @@ UDEV_FIX = ("echo 'ACTION==\"add\", SUBSYSTEM==\"powercap\", RUN+=\"/bin/chmod o
             "sudo tee /etc/udev/rules.d/99-archline-rapl.rules")
 
 
-#: USB IDs of the serial meters (PowerSensor3: the STM32 virtual COM port; PMD-USB: its CH340 bridge). Other
-#: devices share these IDs, so a row says the port may be one, not that it is.
-_SERIAL_IDS = {(0x0483, 0x5740): "powersensor3", (0x1A86, 0x7523): "pmd"}
-
-
-#: what an emulator's rate is beside the real device's, where a profile may set it lower so the emulator keeps up
-_EMULATED_RATE = {"powersensor3": "; streams 20000 frames/s as a real one does (?rate=N for fewer); a profile's "
-                                  "lower rate_hz (gtx580's ps3: 250) is the emulator's, not the hardware's"}
-
-
-def _other_kinds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A row for every kind the ``[[meters]]`` schema knows that the rows above do not show: its emulator URL, or
-    the kind's own listing (``list_meters()`` of its module), or how to configure it."""
-    from archline.powermon.spec import METER_KINDS, METER_MODULES
-
-    seen = {r["kind"] for r in rows}
-    out: list[dict[str, Any]] = []
-    emulators = {"powersensor3": "powersensor3://default", "pmd": "pmd://default"}
-    n_serial = sum(1 for r in rows if r["kind"] == "serial" and r["available"])
-    out.append({"kind": "powermon2", "name": "-", "available": False,
-                "detail": f"a PowerMon 2 has no USB ID to find it by: try the {n_serial} serial port(s) above "
-                          "(--meter powermon2:PORT)"})
-    out.append({"kind": "powermon2", "name": "powermon://default", "available": True,
-                "detail": "emulator (labelled emulated): --meter emulated[:SPEED], or `archline meter emulate`"})
-    for kind in METER_KINDS:
-        if kind in ("powermon2", "rapl", "nvml"):
-            continue
-        if kind in emulators:
-            if kind not in seen:
-                out.append({"kind": kind, "name": "-", "available": False,
-                            "detail": f"no {kind} on a USB port (plugged in?)"})
-            out.append({"kind": kind, "name": emulators[kind], "available": True,
-                        "detail": f"emulator (labelled emulated): --meter {kind}:{emulators[kind]}"
-                                  + _EMULATED_RATE.get(kind, "")})
-            continue
+def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str, Any]]:
+    """A kind's rows: its own ``lister``'s; else, for a kind with an emulator URL, whether one is on a USB port and
+    its emulator; else its module's ``list_meters()``; else how to configure it in a profile. A plugin's lister
+    that fails is one row saying so, never a crash of the listing."""
+    if k.lister is not None:
         try:
-            import importlib
+            return list(k.lister(**options))
+        except MeterError as e:
+            return [{"kind": k.name, "name": "-", "available": False, "detail": str(e)}]
+        except Exception as e:  # a plugin's bug: its row says so, the other kinds are still listed
+            return [{"kind": k.name, "name": "-", "available": False,
+                     "detail": f"its lister ({k.origin}) failed: {type(e).__name__}: {e}"}]
+    if k.emulator_url is not None:
+        out = [] if k.name in seen else [{"kind": k.name, "name": "-", "available": False,
+                                          "detail": f"no {k.name} on a USB port (plugged in?)"}]
+        return [*out, {"kind": k.name, "name": k.emulator_url, "available": True,
+                       "detail": f"emulator (labelled emulated): --meter {k.name}:{k.emulator_url}"
+                                 + k.emulator_note}]
+    lister = None
+    if k.module is not None:
+        import importlib
 
-            mod = importlib.import_module(METER_MODULES[kind])
+        try:
+            lister = getattr(importlib.import_module(k.module), "list_meters", None)
         except ImportError:
-            out.append({"kind": kind, "name": "-", "available": False,
-                        "detail": "its driver is not in this archline"})
-            continue
-        lister = getattr(mod, "list_meters", None)
-        if callable(lister):
-            try:
-                out += [r for r in lister() if r.get("kind") == kind]
-                continue
-            except MeterError as e:
-                out.append({"kind": kind, "name": "-", "available": False, "detail": str(e)})
-                continue
-        out.append({"kind": kind, "name": "-", "available": False,
-                    "detail": f"configure it in a platform profile's [[meters]] (kind = \"{kind}\")"})
-    return out
+            return [{"kind": k.name, "name": "-", "available": False, "detail": "its driver is not in this archline"}]
+    if callable(lister):
+        try:
+            return [r for r in lister() if r.get("kind") == k.name]
+        except MeterError as e:
+            return [{"kind": k.name, "name": "-", "available": False, "detail": str(e)}]
+    return [{"kind": k.name, "name": "-", "available": False,
+             "detail": f"configure it in a platform profile's [[meters]] (kind = \"{k.name}\")"}]

@@ -24,105 +24,60 @@ from archline.powermon.record.output_files import check_writable as check_writab
 from archline.powermon.record.output_files import writes_stdout as writes_stdout
 from archline.powermon.record.samples_file import SUFFIXES, check_samples_output, sidecar_of, write_samples
 
-#: a PowerMon 2's per-channel rate when --rate is not given
-POWERMON2_RATE_HZ = 128.0
-
-#: the meter kinds whose recording keeps a raw byte capture beside the trace (the others have no bytes of their own)
-CAPTURE_KINDS = ("powermon2", "powermon", "emulated", "powersensor3", "pmd")
-
 
 def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float | None = None,
                     raw_path: str | Path | None = None) -> Any:
-    """``powermon2:PORT``, ``powersensor3:PORT``, ``pmd:PORT`` (a ``powersensor3://`` / ``pmd://`` URL is an emulator),
-    ``emulated[:SPEED]``, ``rapl[:ZONE,...]``, ``nvml[:INDEX]``, ``redfish:URL`` or ``ipmi:URL`` as a recorder meter.
-    ``rate_hz`` None: the meter's own (a PowerMon 2: :data:`POWERMON2_RATE_HZ`)."""
-    from archline.powermon.spec import channels_spec, open_meter
+    """``KIND:ARG`` as a recorder meter, made as the kind the word names declares (powermon/kinds.py: its
+    ``record_words`` and ``record``): ``powermon2:PORT``, ``powersensor3:PORT``, ``pmd:PORT`` (an emulator URL such
+    as ``pmd://default`` alone is its kind's), ``emulated[:SPEED]``, ``rapl[:ZONE,...]``, ``nvml[:INDEX]``,
+    ``redfish:URL``, ``ipmi:URL``, and a plugin's kinds. ``rate_hz`` None: the meter's own."""
+    from archline.powermon import kinds
 
     bad = [c for c in channels or () if c < 0]
     if bad:     # caught here: a channel spec built from a negative number is a pydantic error, not one line
         raise MeterError(f"--channels takes channel numbers of 0 or more, got {bad[0]}")
-    kind, _, arg = spec.partition(":")
-    pm_rate_hz = POWERMON2_RATE_HZ if rate_hz is None else rate_hz
-    if arg.startswith("//") and kind in ("powersensor3", "pmd", "powermon"):   # a bare emulator URL: KIND://NAME
-        kind, arg = ("powermon2" if kind == "powermon" else kind), spec
-    if kind in ("powermon2", "powermon"):
-        if not arg:
-            raise MeterError("--meter powermon2 needs a port: powermon2:/dev/ttyUSB0")
-        return open_meter(channels_spec("powermon2", "powermon2", channels, port=arg, rate_hz=pm_rate_hz),
-                          raw_path=raw_path, speed=_url_speed(arg))
-    if kind == "emulated":
-        from archline.powermon.powermon2.meter import emulated_powermon
-
-        try:
-            speed = float(arg or 1.0)
-        except ValueError:
-            raise MeterError(f"--meter emulated:SPEED needs a number, got {arg!r}") from None
-        if not (math.isfinite(speed) and speed > 0):
-            raise MeterError(f"--meter emulated:SPEED needs a positive speed (emulated seconds per second), "
-                             f"got {arg!r}")
-        mspec = channels_spec("powermon2", "powermon2", channels, rate_hz=pm_rate_hz)
-        per_s = mspec.rate_hz * len(mspec.channels)
-        problem = emulator_speed_problem(speed, per_s)
-        if problem is not None:     # the pty cannot carry it: refused before an emulator starts (bench run's rule)
-            raise MeterError(f"--meter emulated:{arg}: {problem}; lower the speed to {max_emulator_speed(per_s)} or "
-                             "less (or record fewer channels, or at a lower --rate)")
-        return emulated_powermon(mspec, None, speed=speed, raw_path=raw_path)
-    if kind in ("powersensor3", "pmd"):
-        if not arg:
-            raise MeterError(f"--meter {kind} needs a port: {kind}:/dev/tty{'USB' if kind == 'pmd' else 'ACM'}0 or "
-                             f"{kind}://default (emulated)")
-        from archline.powermon.stream.meter import url_rate_hz
-
-        url_rate = url_rate_hz(arg, kind)
-        if rate_hz is not None and url_rate is not None and not math.isclose(rate_hz, url_rate, rel_tol=1e-9):
-            # two rates asked for: neither may win silently
-            raise MeterError(f"--rate {rate_hz:g} and the URL's rate={url_rate:g} ({spec}) disagree: give the rate "
-                             "once (drop --rate or the URL's ?rate=)")
-        extra = {} if rate_hz is None else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
-        mspec = channels_spec(kind, kind, channels, port=arg, **extra)
-        speed = _url_speed(arg)
-        if "://" in arg:             # an emulator: refused at a speed the pty cannot carry (bench run's rule)
-            import importlib
-
-            per_s = importlib.import_module(f"archline.powermon.{kind}.meter").KIND.records_per_device_s(mspec)
-            # real time is what the hardware streams and always allowed; faster must fit what the pty carries
-            problem = emulator_speed_problem(speed, per_s) if speed > 1 else None
-            if problem is not None:
-                raise MeterError(f"--meter {spec}: {problem}; lower ?speed= to "
-                                 f"{max(1, max_emulator_speed(per_s))} or less (or ?rate=)")
-        return open_meter(mspec, speed=speed, raw_path=raw_path)
-    if kind in ("redfish", "ipmi"):     # a BMC: redfish:http://HOST[:PORT] (credentials: a profile)
-        from archline.powermon.spec import MeterSpec
-
-        if not arg:
-            raise MeterError(f"--meter {kind} needs the BMC's address: " + ("ipmi:ipmi://USER:PASSWORD@bmc.example"
-                                                                            if kind == "ipmi" else
-                                                                            "redfish:https://bmc.example"))
-        from archline.powermon.bmc.meter import refuse_record_options
-
-        refuse_record_options(kind, channels, rate_hz)
-        return open_meter(MeterSpec(name=kind, kind=kind, url=arg))  # type: ignore[arg-type]
-    if kind in ("rapl", "nvml"):
-        _refuse_counter_options(kind, channels, rate_hz)
-    if kind == "rapl":
-        return open_meter(channels_spec("rapl", "rapl", [], zones=[z for z in arg.split(",") if z]))
-    if kind == "nvml":
-        if arg and not arg.isdigit():
-            raise MeterError(f"--meter nvml:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
-        return open_meter(channels_spec("nvml", "nvml", [], index=int(arg or 0)))
-    raise MeterError(f"unknown meter {spec!r} (use powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], "
-                     "rapl[:ZONES], nvml[:INDEX], redfish:URL, ipmi:ipmi://USER:PASSWORD@HOST)")
+    word, _, arg = spec.partition(":")
+    k = kinds.by_word(word)
+    if k is not None and arg.startswith("//") and k.scheme == word:     # a bare emulator URL: SCHEME://NAME
+        word, arg = k.name, spec
+    if k is None:
+        usage = ", ".join(w.rstrip(":") + (":..." if w.endswith(":") else "[:...]")
+                          for kk in kinds.kinds() for w, _ in kk.record_words)
+        raise MeterError(f"unknown meter {spec!r} (use {usage})")
+    record_fn = k.record or kinds.default_record
+    return record_fn(word, arg, channels, rate_hz, None if raw_path is None else Path(raw_path))
 
 
-def _refuse_counter_options(kind: str, channels: Sequence[int] | None, rate_hz: float | None) -> None:
-    """An energy counter has no channel numbers and no sample rate of ours: --channels and --rate were ignored."""
-    what = "zones go in the meter argument (rapl:package-0,dram)" if kind == "rapl" else \
-        "the GPU goes in the meter argument (nvml:INDEX)"
-    if channels is not None:
-        raise MeterError(f"--meter {kind}: --channels cannot apply to an energy counter; {what}")
-    if rate_hz is not None:
-        raise MeterError(f"--meter {kind}: --rate cannot apply to an energy counter, which is read at its own "
-                         "update period; leave --rate out")
+def record_stream_meter(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
+                        raw_path: Path | None, *, port_hint: str) -> Any:
+    """A byte-stream meter (PowerSensor3, PMD-USB) on its port or its emulator URL, at ``rate_hz`` frames per
+    second or the kind's own; the URL's ``?rate=`` and --rate must agree; an emulator is refused at a speed its pty
+    cannot carry."""
+    import importlib
+
+    from archline.powermon import kinds
+    from archline.powermon.spec import channels_spec, open_meter
+    from archline.powermon.stream.meter import url_rate_hz
+
+    kind = kinds.get(word)
+    if not arg:
+        raise MeterError(f"--meter {word} needs a port: {word}:{port_hint} or {kind.emulator_url} (emulated)")
+    url_rate = url_rate_hz(arg, word)
+    if rate_hz is not None and url_rate is not None and not math.isclose(rate_hz, url_rate, rel_tol=1e-9):
+        # two rates asked for: neither may win silently
+        raise MeterError(f"--rate {rate_hz:g} and the URL's rate={url_rate:g} ({word}:{arg}) disagree: give the rate "
+                         "once (drop --rate or the URL's ?rate=)")
+    extra = {} if rate_hz is None else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
+    mspec = channels_spec(word, word, channels, port=arg, **extra)
+    speed = url_speed(arg)
+    if "://" in arg and kind.module:     # an emulator: refused at a speed the pty cannot carry (bench run's rule)
+        per_s = importlib.import_module(kind.module).records_per_device_s(mspec)
+        # real time is what the hardware streams and always allowed; faster must fit what the pty carries
+        problem = emulator_speed_problem(speed, per_s) if speed > 1 else None
+        if problem is not None:
+            raise MeterError(f"--meter {arg}: {problem}; lower ?speed= to "
+                             f"{max(1, max_emulator_speed(per_s))} or less (or ?rate=)")
+    return open_meter(mspec, speed=speed, raw_path=raw_path)
 
 
 def raw_capture_path(out: Path) -> Path | None:
@@ -177,10 +132,12 @@ class Recording:
     interrupted: bool = False
 
 
-def _url_speed(port: str) -> float:
+def url_speed(port: str) -> float:
     """The time compression an in-process emulator URL asks for (``powermon://default?speed=4``), else 1."""
+    from archline.powermon import kinds
+
     scheme = port.partition("://")[0]
-    if "://" not in port or scheme not in ("powermon", "powersensor3", "pmd"):
+    if "://" not in port or kinds.by_scheme(scheme) is None:
         return 1.0
     from archline.powermon.emulator.serial_base import url_options
 
@@ -240,7 +197,10 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
         # the samples go through the link: its target names the sidecar and the raw capture, which sit beside it
         out_p = check_writable(out_p)
         check_samples_output(out_p)
-    raw = raw_capture_path(out_p) if spec.partition(":")[0] in CAPTURE_KINDS else None
+    from archline.powermon import kinds
+
+    kind = kinds.by_word(spec.partition(":")[0])
+    raw = raw_capture_path(out_p) if kind is not None and kind.captures else None
     outputs = [out_p, *filter(None, [sidecar_of(out_p)]), *([raw, _capture_sidecar(raw)] if raw else [])]
     for o in outputs:               # every file the record writes, writable, before the meter starts
         check_writable(o)

@@ -3,7 +3,7 @@ validated once, and :func:`open_meter`, which turns an entry into a recorder met
 
     [[meters]]
     name = "powermon"                # required, unique
-    kind = "powermon2"               # required: one of METER_KINDS
+    kind = "powermon2"               # required: a registered kind (powermon/kinds.py; plugins add more)
     port = "/dev/ttyUSB0"            # powermon2 / powersensor3 / pmd: serial device or pyserial URL
                                      # (powermon://, powersensor3://, pmd:// serve an emulator)
     rate_hz = 128                    # sampling kinds: per-channel samples per second
@@ -36,39 +36,44 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from archline.common.inputs import Strict, validate
 from archline.powermon.errors import MeterError
-from archline.powermon.powermon2.protocol import (
-    DEFAULT_R_SENSE_OHM,
-    MAX_CHANNELS,
-    SENSE_FULL_SCALE_V,
-    VOLTAGE_FULL_SCALE_V,
-)
+from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, SENSE_FULL_SCALE_V
 
-MeterKind = Literal["powermon2", "rapl", "nvml", "powersensor3", "pmd", "redfish", "ipmi", "amdsmi", "hwmon"]
-METER_KINDS: tuple[str, ...] = ("powermon2", "rapl", "nvml", "powersensor3", "pmd", "redfish", "ipmi", "amdsmi",
-                                "hwmon")
-#: channel ids each kind has (PowerMon 2: 16 channels; PowerSensor3: 4 current/voltage pairs; PMD-USB: PCIE1,
-#: PCIE2, EPS1, EPS2); kinds not named here take any id
-CHANNEL_IDS: dict[str, range] = {"powermon2": range(MAX_CHANNELS), "powersensor3": range(4), "pmd": range(4)}
-#: the highest voltage a channel of the kind can read (PMD-USB: 2047 x 7.568 mV)
-VOLTAGE_LIMIT_V: dict[str, float] = {"powermon2": VOLTAGE_FULL_SCALE_V, "pmd": 15.49}
-#: kinds that read one whole-device value -> the device their default channel feeds
-WHOLE_DEVICE: dict[str, str] = {"redfish": "node", "ipmi": "node", "amdsmi": "gpu", "hwmon": "cpu"}
-#: kinds with a byte stream on a serial port (``port`` required)
-SERIAL_KINDS = ("powermon2", "powersensor3", "pmd")
-#: kind -> the module whose ``open_from_spec`` / ``emulate_from_spec`` build its meter
-METER_MODULES: dict[str, str] = {
-    "powermon2": "archline.powermon.powermon2.meter",
-    "powersensor3": "archline.powermon.powersensor3.meter",
-    "pmd": "archline.powermon.pmd.meter",
-    "redfish": "archline.powermon.bmc.meter",
-    "ipmi": "archline.powermon.bmc.meter",
-    "amdsmi": "archline.powermon.counters.amdsmi",
-    "hwmon": "archline.powermon.counters.hwmon",
-}
+#: the keys only some kinds take: each kind's ``own_keys`` (powermon/kinds.py) says which of these it takes
+RESTRICTED_KEYS = ("cipher_suite", "update_period_s", "power_source")
+
+
+def _registry_view(name: str) -> Any:
+    """The tables this module held before the kind registry (powermon/kinds.py), read from it: METER_KINDS,
+    METER_MODULES, CHANNEL_IDS, VOLTAGE_LIMIT_V, WHOLE_DEVICE, SERIAL_KINDS."""
+    from archline.powermon import kinds
+
+    ks = kinds.kinds()
+    views: dict[str, Any] = {
+        "METER_KINDS": lambda: tuple(k.name for k in ks),
+        "METER_MODULES": lambda: {k.name: k.module for k in ks if k.module},
+        "CHANNEL_IDS": lambda: {k.name: k.channel_ids for k in ks if k.channel_ids is not None},
+        "VOLTAGE_LIMIT_V": lambda: {k.name: k.voltage_limit_v for k in ks if k.voltage_limit_v is not None},
+        "WHOLE_DEVICE": lambda: {k.name: k.whole_device for k in ks if k.whole_device},
+        "SERIAL_KINDS": lambda: tuple(k.name for k in ks if k.serial),
+    }
+    if name not in views:
+        raise AttributeError(f"module 'archline.powermon.spec' has no attribute '{name}'")
+    return views[name]()
+
+
+def __getattr__(name: str) -> Any:
+    return _registry_view(name)
+
+
+def _kind(name: Any) -> Any:
+    """The registered kind ``name`` (None when it is not one: the kind's own validator says so)."""
+    from archline.powermon import kinds
+
+    return kinds.find(name) if isinstance(name, str) else None
 
 
 class ChannelSpec(Strict):
@@ -86,7 +91,7 @@ class ChannelSpec(Strict):
 
 class MeterSpec(Strict):
     name: str
-    kind: MeterKind
+    kind: str                                       #: a registered meter kind (powermon/kinds.py)
     port: str | None = None
     rate_hz: float = Field(default=128.0, gt=0)
     channels: tuple[ChannelSpec, ...] = ()
@@ -111,15 +116,24 @@ class MeterSpec(Strict):
         """A whole-device kind without ``channels`` reads one value: channel 0, rail = the kind."""
         if isinstance(data, dict) and isinstance(data.get("cipher_suite"), bool):     # pydantic says "got True"
             raise ValueError(f"cipher_suite: give 17 or 3, not TOML's `{str(data['cipher_suite']).lower()}`")
-        if isinstance(data, dict) and data.get("kind") in WHOLE_DEVICE and not data.get("channels"):
-            kind = data["kind"]
-            data = {**data, "channels": ({"id": 0, "rail": kind, "device": WHOLE_DEVICE[kind]},)}
+        k = _kind(data.get("kind")) if isinstance(data, dict) else None
+        if k is not None and k.whole_device and not data.get("channels"):
+            data = {**data, "channels": ({"id": 0, "rail": k.name, "device": k.whole_device},)}
         return data
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        from archline.powermon import kinds
+
+        if kinds.find(v) is None:
+            raise ValueError(f"unknown meter kind '{v}': give one of {', '.join(kinds.names())}")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> MeterSpec:
-        ids_ok = CHANNEL_IDS.get(self.kind)
-        vmax = VOLTAGE_LIMIT_V.get(self.kind)
+        k = _kind(self.kind)
+        ids_ok, vmax = k.channel_ids, k.voltage_limit_v
         for c in self.channels:
             if ids_ok is not None and c.id not in ids_ok:
                 raise ValueError(f"channels: a {self.kind} meter has channels {ids_ok[0]}-{ids_ok[-1]}, "
@@ -130,26 +144,23 @@ class MeterSpec(Strict):
         if self.password_env is not None and not self.password_env.replace("_", "").isalnum():
             raise ValueError("password_env: give the NAME of an environment variable (letters, digits, _), "
                              "never the password")
-        if self.cipher_suite is not None and self.kind != "ipmi":
-            raise ValueError(f"cipher_suite: only an ipmi meter has one, not a {self.kind} meter")
-        if self.kind in ("redfish", "ipmi"):
+        for key in RESTRICTED_KEYS:
+            if getattr(self, key) is not None and key not in k.own_keys:
+                raise ValueError(f"{key}: only {_owners(key)} meter has one, not a {self.kind} meter")
+        if k.bmc:
             if "rate_hz" in self.model_fields_set:
                 raise ValueError(f"rate_hz: a {self.kind} meter reads at the BMC's own update period; give "
                                  "update_period_s (seconds) to state it")
             if len(self.channels) > 1:
                 raise ValueError(f"channels: a {self.kind} meter has one whole-node reading: give one channel "
                                  f"(got {len(self.channels)})")
-        elif self.update_period_s is not None:
-            raise ValueError(f"update_period_s: only a BMC (redfish, ipmi) meter has one, not a {self.kind} meter")
-        if self.power_source is not None and self.kind != "redfish":
-            raise ValueError(f"power_source: only a redfish meter has one, not a {self.kind} meter")
         ids = [c.id for c in self.channels]
         if len(set(ids)) != len(ids):
             raise ValueError(f"channels: channel id used twice ({sorted(ids)})")
         rails = [c.rail for c in self.channels]
         if len(set(rails)) != len(rails):
             raise ValueError(f"channels: a rail is measured by more than one channel ({sorted(rails)})")
-        if self.kind in CHANNEL_IDS and not self.channels:
+        if k.channel_ids is not None and not self.channels:
             raise ValueError(f"a {self.kind} meter needs 'channels' (channel -> rail -> device)")
         for dev in {c.device for c in self.channels}:
             shares = [c.share for c in self.channels if c.device == dev]
@@ -159,6 +170,8 @@ class MeterSpec(Strict):
                 tot = sum(s for s in shares if s is not None)
                 if abs(tot - 1.0) > 1e-6:
                     raise ValueError(f"the shares of device '{dev}' sum to {tot:g}, not 1")
+        if k.check is not None:
+            k.check(self)
         return self
 
     def r_sense(self) -> dict[int, float]:
@@ -183,6 +196,18 @@ class MeterSpec(Strict):
         return self.model_copy(update={"channels": chans})
 
 
+def _owners(key: str) -> str:
+    """Who takes ``key``: "an ipmi", "a redfish", "a BMC (redfish, ipmi)"."""
+    from archline.powermon import kinds
+
+    owners = [k for k in kinds.kinds() if key in k.own_keys]
+    if len(owners) == 1:
+        name = owners[0].name
+        return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    what = "BMC" if owners and all(k.bmc for k in owners) else "kind"
+    return f"a {what} ({', '.join(k.name for k in owners)})"
+
+
 def parse_meters(value: Any, origin: str, error: type[Exception] = MeterError) -> tuple[MeterSpec, ...]:
     """A profile's ``[[meters]]`` (a single ``[meters]`` table is a one-element list); names must be unique."""
     if isinstance(value, dict):
@@ -202,7 +227,9 @@ def parse_meters(value: Any, origin: str, error: type[Exception] = MeterError) -
 
 def channels_spec(name: str, kind: str, channels: Sequence[int] | None = None, **kw: Any) -> MeterSpec:
     """A meter entry for channels given by number only (``archline meter record``): rails named ``chN``."""
-    ids = CHANNEL_IDS.get(kind, range(1)) if channels is None else channels
+    k = _kind(kind)
+    ids = (k.channel_ids if k is not None and k.channel_ids is not None else range(1)) if channels is None \
+        else channels
     chans = [ChannelSpec(id=c, rail=f"ch{c}") for c in ids]
     return validate(MeterSpec, {"name": name, "kind": kind, "channels": chans, **kw}, f"meter {name}",
                     error=MeterError)
@@ -211,7 +238,7 @@ def channels_spec(name: str, kind: str, channels: Sequence[int] | None = None, *
 def _module(spec: MeterSpec) -> Any:
     import importlib
 
-    name = METER_MODULES.get(spec.kind)
+    name = _kind(spec.kind).module
     if name is None:
         raise MeterError(f"meter '{spec.name}': kind {spec.kind} has no driver module")
     try:
@@ -225,18 +252,13 @@ def _module(spec: MeterSpec) -> Any:
 
 def open_meter(spec: MeterSpec, *, raw_dir: str | Path | None = None, powercap_root: str | Path | None = None,
                nvml: Any = None, **kw: Any) -> Any:
-    """A recorder meter for ``spec`` on real hardware: RAPL zones, an NVML GPU, or the driver module of its kind
-    (:data:`METER_MODULES`, e.g. the PowerMon 2 on its port with raw captures under ``raw_dir``), through that
-    module's ``open_from_spec(spec, raw_dir=raw_dir, **kw)``. MeterError says why it cannot be opened."""
-    if spec.kind == "rapl":
-        from archline.powermon.counters.rapl import RaplMeter, default_root
-
-        meter = RaplMeter(list(spec.zones) or None, root=powercap_root or default_root(),
-                          devices={"cpu": list(spec.zones)} if spec.zones else None, name=spec.name, **kw)
-    elif spec.kind == "nvml":
-        from archline.powermon.counters.nvml import NvmlMeter
-
-        meter = NvmlMeter(spec.index, nvml=nvml, name=spec.name, **kw)
+    """A recorder meter for ``spec`` on real hardware, opened as its kind declares (powermon/kinds.py): the kind's
+    ``opener`` (RAPL zones under ``powercap_root``, an NVML GPU through ``nvml``), else its driver module's
+    ``open_from_spec(spec, raw_dir=raw_dir, **kw)`` (e.g. the PowerMon 2 on its port with raw captures under
+    ``raw_dir``). MeterError says why it cannot be opened."""
+    opener = _kind(spec.kind).opener
+    if opener is not None:
+        meter = opener(spec, raw_dir=raw_dir, powercap_root=powercap_root, nvml=nvml, **kw)
     else:
         meter = _module(spec).open_from_spec(spec, raw_dir=raw_dir, **kw)
     return _sensor_applied(meter, spec)
@@ -254,7 +276,7 @@ def _sensor_applied(meter: Any, spec: MeterSpec) -> Any:
 
 def can_emulate(spec: MeterSpec) -> bool:
     """Whether ``spec``'s kind has an emulator (its module provides ``emulate_from_spec``)."""
-    if spec.kind not in METER_MODULES:
+    if _kind(spec.kind).module is None:
         return False
     try:
         return callable(getattr(_module(spec), "emulate_from_spec", None))

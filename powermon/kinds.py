@@ -1,0 +1,193 @@
+"""The meter-kind registry: every kind a profile's ``[[meters]]`` (or ``meter record --meter``) may name, each
+declared once, in ONE record (:class:`MeterKind`) in its own folder's ``kind.py``: its name, its spec rules, how
+to open, emulate, list, complete, record, decode and bound it, and its ranges. Every other module reads this
+registry instead of spelling a kind (docs/design.md, "How to add a meter kind").
+
+Third parties add kinds through the entry-point group ``archline.meters``: each entry point loads to a
+:class:`MeterKind` (or a sequence of them, or a callable returning either). Discovery runs once per process
+(cached); a plugin that fails to load, or declares something else, is one warning line naming it and is left
+out, never a crash, and never replaces a kind archline declares.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: the entry-point group third-party meter kinds are declared in
+ENTRY_POINT_GROUP = "archline.meters"
+
+#: archline's own declaration modules (each has ``KINDS``), in the order meter list and the docs show them
+BUILTIN_MODULES = (
+    "archline.powermon.powermon2.kind",
+    "archline.powermon.counters.kind",
+    "archline.powermon.powersensor3.kind",
+    "archline.powermon.pmd.kind",
+    "archline.powermon.bmc.kind",
+)
+
+#: ``record(word, arg, channels, rate_hz, raw_path) -> meter``: ``meter record --meter WORD:ARG``
+RecordFn = Callable[[str, str, "Sequence[int] | None", "float | None", "Path | None"], Any]
+
+
+@dataclass(frozen=True)
+class MeterKind:
+    """One meter kind, declared once. Only ``name`` and ``title`` are required; a plugin usually gives ``module``
+    (with ``open_from_spec`` and, for ``--emulate``, ``emulate_from_spec``) and ``whole_device``."""
+
+    name: str                                   #: the ``kind`` of a ``[[meters]]`` entry
+    title: str                                  #: how people name it ("PowerMon 2")
+    #: the driver module: ``open_from_spec(spec, raw_dir=, **kw)``, optionally ``emulate_from_spec``,
+    #: ``list_meters()``, ``records_per_device_s(spec)``, ``decode_capture(raw, channels)``
+    module: str | None = None
+    #: opens a meter where the module has no ``open_from_spec``: ``opener(spec, raw_dir=, powercap_root=, nvml=,
+    #: **kw)``
+    opener: Callable[..., Any] | None = None
+    #: ``meter record --meter`` words and their help (shell completion offers them): ("powermon2:", "...")
+    record_words: tuple[tuple[str, str], ...] = ()
+    #: turns ``WORD:ARG`` into a meter; None (with ``record_words``): :func:`default_record`
+    record: RecordFn | None = None
+    #: ``meter list`` rows of this kind, ``lister(**options)`` (options: a test's roots and layers, ignore the
+    #: others); None: the module's ``list_meters()``, else a row saying to configure it in a profile
+    lister: Callable[..., list[dict[str, Any]]] | None = None
+    absent: str = ""                            #: why no command gives an absent one, in words (meter list)
+    emulator_url: str | None = None             #: a URL that serves its emulator (meter list shows it)
+    emulator_note: str = ""                     #: what the emulator's rate is beside the real device's
+    usb_ids: tuple[tuple[int, int], ...] = ()   #: USB (vendor, product) ids a port of this kind may have
+    channel_ids: range | None = None            #: the channel ids it has (None: any)
+    voltage_limit_v: float | None = None        #: the highest voltage a channel reads
+    whole_device: str | None = None             #: reads one whole-device value: the device its channel 0 feeds
+    device: str | None = None                   #: the device an on-board sensor of this kind measures
+    serial: bool = False                        #: a byte stream on a serial port (``port`` required)
+    scheme: str | None = None                   #: its emulator URL's scheme (``powermon``, ``pmd``)
+    bmc: bool = False                           #: a node's BMC, read at the BMC's own update period
+    counter: bool = False                       #: a cumulative energy counter, polled
+    reference: bool = False                     #: measures the rails themselves (a reference for a probe)
+    captures: bool = False                      #: ``meter record`` keeps a raw byte capture beside the trace
+    #: what its samples sidecar keeps for the resolution bound (``meter integrate``); None: no bound of its own
+    resolution: str | None = None
+    #: the ``[[meters]]`` keys only some kinds take (powermon/spec.py: RESTRICTED_KEYS) that this kind takes
+    own_keys: frozenset[str] = frozenset()
+    #: the kind's own rules on a validated entry: raises ValueError (the message names the key)
+    check: Callable[[Any], None] | None = None
+    origin: str = "archline"                    #: who declared it (a plugin: its distribution and entry point)
+
+
+def _warn(text: str) -> None:
+    print(f"archline: warning: {text}", file=sys.stderr)
+
+
+def _as_kinds(obj: Any) -> list[MeterKind]:
+    if callable(obj) and not isinstance(obj, MeterKind):
+        obj = obj()
+    items = [obj] if isinstance(obj, MeterKind) else list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    bad = [type(o).__name__ for o in items if not isinstance(o, MeterKind)]
+    if bad:
+        raise TypeError(f"declares a {bad[0]}, not an archline.powermon.kinds.MeterKind")
+    return items
+
+
+def _plugins(taken: set[str]) -> list[MeterKind]:
+    from importlib.metadata import entry_points
+
+    out: list[MeterKind] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+        who = f"meter plugin '{ep.name}' ({dist}, {ep.value})"
+        try:
+            found = _as_kinds(ep.load())
+        except Exception as e:  # a third party's bug: said in one line, archline goes on without it
+            _warn(f"{who} cannot be loaded and is left out: {type(e).__name__}: {e}")
+            continue
+        for k in found:
+            if k.name in taken or not k.name.isidentifier():
+                why = "is already declared" if k.name in taken else "is not a name (letters, digits, _)"
+                _warn(f"{who}: meter kind '{k.name}' {why}; left out")
+                continue
+            taken.add(k.name)
+            out.append(k if k.origin != "archline" else _with_origin(k, f"{dist} ({ep.name})"))
+    return out
+
+
+def _with_origin(k: MeterKind, origin: str) -> MeterKind:
+    from dataclasses import replace
+
+    return replace(k, origin=origin)
+
+
+@functools.cache
+def _registry() -> dict[str, MeterKind]:
+    reg: dict[str, MeterKind] = {}
+    for mod in BUILTIN_MODULES:
+        for k in importlib.import_module(mod).KINDS:
+            reg[k.name] = k
+    for k in _plugins(set(reg)):
+        reg[k.name] = k
+    return reg
+
+
+def kinds() -> tuple[MeterKind, ...]:
+    """Every meter kind: archline's own, then the plugins' (by entry-point name)."""
+    return tuple(_registry().values())
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_registry())
+
+
+def find(name: str) -> MeterKind | None:
+    return _registry().get(name)
+
+
+def get(name: str) -> MeterKind:
+    """The kind named ``name``; KeyError naming the kinds there are."""
+    k = _registry().get(name)
+    if k is None:
+        raise KeyError(f"unknown meter kind '{name}' (one of: {', '.join(names())})")
+    return k
+
+
+def where(**flags: Any) -> tuple[str, ...]:
+    """The names of the kinds whose fields equal ``flags`` (``where(serial=True)``)."""
+    return tuple(k.name for k in kinds() if all(getattr(k, f) == v for f, v in flags.items()))
+
+
+def by_word(word: str) -> MeterKind | None:
+    """The kind a ``meter record --meter WORD:...`` word names (its name or one of its ``record_words``)."""
+    return next((k for k in kinds() if any(w.rstrip(":") == word for w, _ in k.record_words)), None) \
+        or by_scheme(word)
+
+
+def by_scheme(scheme: str) -> MeterKind | None:
+    """The kind whose emulator URL has ``scheme``."""
+    return next((k for k in kinds() if k.scheme is not None and k.scheme == scheme), None)
+
+
+def default_record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
+                   raw_path: Path | None) -> Any:
+    """``meter record --meter KIND[:ADDRESS]`` of a kind that gives no ``record`` of its own: the entry
+    ``{name = KIND, kind = KIND, url = ADDRESS}`` opened as a profile's would be. It has no channel numbers or rate
+    of ours to set: --channels and --rate are refused, never ignored."""
+    from archline.powermon.errors import MeterError
+    from archline.powermon.spec import MeterSpec, open_meter
+
+    k = get(word)
+    given = [o for o, v in (("--channels", channels), ("--rate", rate_hz)) if v is not None]
+    if given:
+        raise MeterError(f"--meter {word}: a {k.title} meter is recorded as its profile entry would be, so "
+                         f"{' and '.join(given)} cannot apply; leave {'them' if len(given) > 1 else 'it'} out")
+    from archline.common.inputs import validate
+
+    spec = validate(MeterSpec, {"name": k.name, "kind": k.name, **({"url": arg} if arg else {})},
+                    f"--meter {word}", error=MeterError)
+    return open_meter(spec)
+
+
+def clear_cache() -> None:
+    """Forget the discovered kinds (a test that installs a plugin in-process)."""
+    _registry.cache_clear()
