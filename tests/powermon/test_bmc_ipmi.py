@@ -717,3 +717,36 @@ def test_a_bmc_that_dies_or_restarts_mid_recording(tmp_path: Path, run_cli: Any)
         o = json.loads(offline.stdout[: offline.stdout.rindex("}") + 1])
         assert (o["total_energy_j"], o["energy_err_j"], o["lost_samples"]) == \
             (pytest.approx(r["energy_j"]), pytest.approx(r["energy_err_j"]), r["lost_samples"])
+
+
+# --- folded from test_bmc_breaker24.py, IPMI (a review round's regression tests) ---------------------------------
+# Breaker 24 (BMC meters): impossible readings refused, lost stretches in the bound, bad URLs and credentials,
+# IPMI login. Every server runs on 127.0.0.1 and is stopped here.
+
+
+def test_ipmi_without_a_username_is_refused_at_once() -> None:
+    from archline.powermon.bmc.ipmi import DcmiClient
+    t0 = time.monotonic()
+    with pytest.raises(MeterError, match=r"no username: give the profile's .*username and password_env") as ei:
+        DcmiClient("ipmi://127.0.0.1:9", None, None)
+    assert type(ei.value) is MeterError and time.monotonic() - t0 < 5      # never pyghmi's minute of retries
+
+
+def test_ipmi_login_sha1_fallback_wrong_password_and_nothing_listening() -> None:
+    """Against the emulator (pyghmi's server answers SHA-1) the default client logs in all the same; a wrong
+    password and an address where nothing listens are one DeviceError (exit 4) each, in bounded time."""
+    from archline.powermon.bmc.ipmi import LOGIN_TIMEOUT_S, BmcProcess, DcmiClient
+    with BmcProcess(["--power-w", "412"], user="u", password="p") as srv:
+        url = f"ipmi://127.0.0.1:{srv.port}"
+        with pytest.raises(DeviceError, match="cannot log in") as ei:
+            DcmiClient(url, "u", "wrong")
+        assert ei.value.exit_code == 4 and "wrong" not in str(ei.value)
+        c = DcmiClient(url, "u", "p")                                  # sha1 not asked for: found by itself
+        try:
+            assert c.read().power_w == 412.0
+        finally:
+            c.close()
+    t0 = time.monotonic()
+    with pytest.raises(DeviceError, match=r"127\.0\.0\.1:9: (cannot log in|no login within)"):
+        DcmiClient("ipmi://u:p@127.0.0.1:9", None, None)
+    assert time.monotonic() - t0 < 2 * LOGIN_TIMEOUT_S + 5      # two login tries at most (SHA-256, SHA-1)
