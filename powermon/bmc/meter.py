@@ -31,6 +31,7 @@ from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
+from archline.powermon.stream.rate_note import WARNING, log
 
 if TYPE_CHECKING:
     from archline.powermon.bmc.emulator import RedfishFaults
@@ -39,6 +40,13 @@ if TYPE_CHECKING:
 
 DEFAULT_PERIOD_S = 1.0          # "poll no faster than 1 Hz" (bmc_power.md): a BMC that does not say updates ~1 s
 POLLS_PER_PERIOD = 4
+#: a real BMC is polled no faster than every MIN_POLL_S (a BMC serves a few requests a second at best), so a
+#: SensingInterval shorter than POLLS_PER_PERIOD polls is read as that period: each reading seen covers the time
+#: since the previous one seen, and readings the BMC replaced between two polls are not counted as lost
+MIN_POLL_S = 0.2
+MIN_PERIOD_S = POLLS_PER_PERIOD * MIN_POLL_S
+#: a BMC clock whose ReadingTime runs off the host's by more than this share is not used to place readings
+CLOCK_RATE_TOL = 0.05
 __all__ = ["RESOLUTION_W", "BmcMeter", "emulate_from_spec", "open_from_spec", "refuse_record_options"]
 
 
@@ -65,7 +73,7 @@ class BmcMeter(CounterMeter):
     def __init__(self, client: Any, channel: str = "node", device: str = "node", update_period_s: float = 1.0,
                  lag_s: float = 0.0, window_s: float | None = None, quantum_w: float = 0.0, speed: float = 1.0,
                  poll_s: float | None = None, name: str = "bmc", emulated: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, period_assumed: bool = False) -> None:
         if not (update_period_s > 0 and math.isfinite(update_period_s)):
             raise MeterError(f"{name}: the update period must be > 0 s, got {update_period_s}")
         self.client = client
@@ -78,6 +86,12 @@ class BmcMeter(CounterMeter):
         self.name, self.emulated = name, emulated
         self.update_hz = 1.0 / update_period_s
         self._seen: list[tuple[float, float | None, float]] = []     # (host time first seen, ReadingTime, watts)
+        self._prev_seen_at: list[float] = []     # each reading's lower bound: the host time of the poll before it
+        #: no period was stated or served (the 1 s default): the readings' own spacing replaces it when longer
+        self.period_assumed = period_assumed
+        self.notes: list[str] = []          # warnings said once and kept in each window's (the summary's) warnings
+        self.bad_readings = 0               # readings no meter can use (text, negative, a bad ReadingTime): failed
+        self._backwards = 0                 # ReadingTimes that stepped back: placed at host time
         self._by_age: list[bool] = []       # taken as new for its age alone (no ReadingTime, value unchanged)
         self._timed = True                  # every reading carried a ReadingTime
         # a sum of readings the BMC updates apart (Redfish PowerSubsystem's supplies): see BoundTerms.summed
@@ -92,11 +106,23 @@ class BmcMeter(CounterMeter):
         self._window_readings: int | None = None
 
     # --- polling ------------------------------------------------------------------------------------------------
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+            log.warning("%s%s", WARNING, text)
+
     def poll(self) -> None:
         t = self.clock()
         try:
             r: PowerReading = self.client.read()
-        except BmcUnavailable as e:
+        except (BmcUnavailable, DeviceError) as e:
+            # the first reading decides whether the meter can be read at all (one line, exit 4); later, one bad
+            # reading (text, -5 W, a ReadingTime no clock reads) is a failed poll: the recording keeps the rest
+            if not isinstance(e, BmcUnavailable):
+                if not self._seen and self.polls == 0:
+                    raise
+                self.bad_readings += 1
+                self._note(f"{self.name}: a reading the BMC served cannot be used ({e}); counted as a failed poll")
             with self._lock:
                 self.polls += 1
                 self.failed_polls += 1
@@ -108,9 +134,46 @@ class BmcMeter(CounterMeter):
         with self._lock:
             self.polls += 1
             if self._is_new(r, t_after):
+                if (r.reading_time_s is not None and self._seen and self._seen[-1][1] is not None
+                        and r.reading_time_s < self._seen[-1][1]):
+                    self._backwards += 1
+                    back_s = r.reading_time_s - self._seen[-1][1]
+                    self._note(f"{self.name}: the BMC's ReadingTime stepped back ({back_s:+.3g} s); such readings "
+                               "are placed at the host time they were seen")
+                self._prev_seen_at.append(self._seen[-1][0] if self._seen else t_after - self.period_s)
                 self._seen.append((t_after, r.reading_time_s, r.power_w))
                 self._by_age.append(bool(self._seen[:-1]) and r.power_w == self._seen[-2][2])
+                if self.period_assumed:
+                    self._infer_period()
             self._prev_poll_s = t
+
+    def _infer_period(self) -> None:
+        """No period stated or served: where the readings change (or their ReadingTimes step) no more often than
+        every 1.5 assumed periods, over three changes at least, that spacing is the BMC's update period."""
+        timed = [s[1] for s in self._seen if s[1] is not None]
+        if len(timed) == len(self._seen):
+            steps = np.diff(np.asarray(timed)) / self.speed
+        else:
+            changes = [s[0] for k, s in enumerate(self._seen) if k and s[2] != self._seen[k - 1][2]]
+            steps = np.diff(np.asarray(changes))
+        steps = steps[steps > 0]
+        if steps.size < 3:
+            return
+        step = float(steps.min()) * self.speed
+        if step > 1.5 * self.update_period_s:
+            period = round(step * 4) / 4            # host-timed changes are placed to within a poll
+            self._note(f"{self.name}: the BMC's readings change every {period:g} s, not the assumed "
+                       f"{self.update_period_s:g} s: taken as its update period (state update_period_s in a "
+                       "profile's [[meters]] entry)")
+            self.update_period_s = period
+            self.period_s = period / self.speed
+            self.update_hz = 1.0 / period
+            if self._by_age:        # readings taken for their age at the assumed period were repeats
+                keep = [k for k in range(len(self._seen)) if not self._by_age[k]]
+                self._seen = [self._seen[k] for k in keep]
+                self._by_age = [False for _ in keep]
+                self._prev_seen_at = [self._seen[k - 1][0] if k else self._prev_seen_at[0]
+                                      for k in range(len(self._seen))]
 
     def _is_new(self, r: PowerReading, t: float) -> bool:
         if not self._seen:
@@ -133,17 +196,45 @@ class BmcMeter(CounterMeter):
             return np.zeros(0), np.zeros((0, 1))
         t_seen = np.array([s[0] for s in seen])
         w = np.array([s[2] for s in seen])
-        self._timed = all(s[1] is not None for s in seen)
+        with self._lock:
+            lower = np.array(self._prev_seen_at[:len(seen)], dtype=np.float64)
+        self._timed = all(s[1] is not None for s in seen) and self._clock_usable(seen)
         if self._timed:
-            # the BMC's clock spaces readings exactly; its offset to the host clock is the earliest sighting
+            # the BMC's clock spaces readings exactly; its offset to the host clock is the earliest sighting among
+            # those near the typical one (a ReadingTime that jumped must not move every other reading)
             rt = np.array([s[1] for s in seen], dtype=np.float64) / self.speed
-            t_app = rt + float(np.min(t_seen - rt))
+            d = t_seen - rt
+            d_ok = d[d >= float(np.median(d)) - (self.period_s + self.poll_s)]
+            t_app = rt + float(np.min(d_ok))
+            # never outside the host window the reading appeared in: after the previous sighting, by its own
+            t_app = np.clip(t_app, lower, t_seen)
+            for k in range(1, t_app.size):          # a ReadingTime that stepped back: its host sighting
+                if t_app[k] <= t_app[k - 1]:
+                    t_app[k] = max(t_seen[k], t_app[k - 1] + 1e-6)
         else:
             t_app, w = self._rephase(t_seen - 0.5 * self.poll_s, w, by_age)   # first seen between two polls
         b = t_app - self.lag_host_s
         t = np.concatenate([[b[0] - self.period_s], b])
         e = np.concatenate([[0.0], np.cumsum(w * np.diff(t) * self.speed)])
         return t, e[:, None]
+
+    def _clock_usable(self, seen: list[tuple[float, float | None, float]]) -> bool:
+        """Whether the BMC's clock runs at the host's (over at least 4 periods): a clock running fast or slow would
+        stretch the timeline (a 2x clock invents losses), so its ReadingTimes are then not used, and said."""
+        if len(seen) < 3:
+            return True
+        dt_host = seen[-1][0] - seen[0][0]
+        dt_dev = (float(seen[-1][1]) - float(seen[0][1])) / self.speed   # type: ignore[arg-type]
+        if dt_host < 4 * self.period_s:
+            return True
+        rate = dt_dev / dt_host
+        # a reading may be seen up to a poll after it appeared, at either end
+        if abs(rate - 1) <= CLOCK_RATE_TOL + 2 * self.poll_s / dt_host:
+            return True
+        self._note(f"{self.name}: the BMC's ReadingTime advanced {dt_dev * self.speed:.3g} s in "
+                   f"{dt_host * self.speed:.3g} s of the host's: its clock is not used; readings are placed at the "
+                   "host time they were seen")
+        return False
 
     def _rephase(self, t_app: np.ndarray, w: np.ndarray, by_age: list[bool]) -> tuple[np.ndarray, np.ndarray]:
         """Without a ReadingTime an unchanged value is taken as new once a period has passed, at a phase that drifts;
@@ -185,6 +276,7 @@ class BmcMeter(CounterMeter):
             failed = sum(1 for x in self._failed_at if t0_s <= x <= t1_s)
         self._window_readings = t.size - 1             # the sidecar's window_readings: see BoundTerms.readings
         w = window_energy(t, e[:, 0], t0_s, t1_s, self.bound_terms(), failed, self.last_failure)
+        w.warnings[:0] = [*getattr(self.client, "notes", []), *self.notes]
         chan = self.channel_names[0]
         chans = {chan: ChannelResult(w.energy_j, w.err_j, w.mean_power_w, w.n, chan)}
         dur = (t1_s - t0_s) * self.speed
@@ -234,6 +326,12 @@ class BmcMeter(CounterMeter):
         describe = getattr(self.client, "describe", None)
         if callable(describe):                # which Redfish resource the readings came from
             out["source"] = describe()
+            if isinstance(out["source"], dict) and "reading_time" in out["source"]:
+                out["source"]["reading_time"] = self._timed     # the readings placed by ReadingTime, as info.timed
+        out["bad_readings"] = self.bad_readings
+        out["period_assumed"] = self.period_assumed
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.sensor is not None:
             out["sensor_model"] = dataclasses.asdict(self.sensor)
         return out
@@ -285,9 +383,19 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
     client = RedfishClient(_url(spec), spec.username, _password(spec), spec.chassis, verify=verify,
                            shape=spec.power_source).discover()
     period = update_period_s or spec.update_period_s or client.sensing_interval_s or DEFAULT_PERIOD_S
+    assumed = not (update_period_s or spec.update_period_s or client.sensing_interval_s)
+    if period < MIN_PERIOD_S:
+        # SensingInterval PT0.001S polled every 0.25 ms was ~530 GETs/s and 2998 of 3001 readings "lost"
+        client._note(f"redfish {client.url}: the BMC updates every {period:g} s; polled every {MIN_POLL_S:g} s at "
+                     f"most, so each reading seen covers the time since the last (read as a {MIN_PERIOD_S:g} s "
+                     "period)")
+        period = MIN_PERIOD_S
     rail, device = _channel(spec)
+    # a sum of supplies is good to a watt per supply
+    quantum = RESOLUTION_W * max(1, len(client.psu_metrics)) if client.source == SOURCE_SUBSYSTEM else 0.0
     return BmcMeter(client, rail, device, update_period_s=period, lag_s=lag_s, window_s=window_s,
-                    name=name or spec.name, emulated=client.emulated, **kw)
+                    quantum_w=quantum, name=name or spec.name, emulated=client.emulated, period_assumed=assumed,
+                    **kw)
 
 
 #: the emulated BMC: a new reading every second, the mean of the last second, shown at once

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import logging
 import math
 import re
 import ssl
@@ -29,9 +30,12 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.stream.rate_note import WARNING
+
+log = logging.getLogger("archline.powermon")
 
 
 class BmcUnavailable(DeviceError):
@@ -72,6 +76,23 @@ def watts(value: Any, where: str) -> float:
     return w
 
 
+#: ReadingUnits a power reading may carry (UCUM): the factor to watts
+_UNITS_W = {"W": 1.0, "kW": 1e3, "mW": 1e-3}
+
+
+def sensor_watts(sensor: dict[str, Any], where: str) -> float:
+    """A Sensor's ``Reading`` in watts, by its ``ReadingUnits`` (W, kW, mW; absent: W); another unit is refused
+    naming it (DeviceError: a power sensor in volts is no power)."""
+    units = sensor.get("ReadingUnits")
+    factor = 1.0 if units is None else _UNITS_W.get(units) if isinstance(units, str) else None
+    if factor is None:
+        raise DeviceError(f"{where}: ReadingUnits is {json.dumps(units)[:40]}, not W, kW or mW: the BMC misbehaves "
+                          "(or give power_source to read another source)")
+    w = watts(sensor.get("Reading"), f"{where}: Reading")
+    # the BMC's resolution: a kW reading of 0.374 is 374 W, not 374.00000000000006
+    return watts(round(w * factor, 6), f"{where}: Reading ({units})") if factor != 1.0 else w
+
+
 def mask_url(url: str) -> str:
     """``url`` fit to print: credentials in it (``http://user:pw@host``) become ``user:***@``; never echo a password."""
     scheme, sep, rest = url.partition("://")
@@ -110,8 +131,34 @@ def iso_duration_s(text: str) -> float:
 
 
 def iso_time_s(text: str) -> float:
-    """A Redfish DateTime (``2026-01-01T00:00:01.250+00:00`` or ``...Z``) -> seconds since the epoch."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """A Redfish DateTime (``2026-01-01T00:00:01.250+00:00`` or ``...Z``) -> seconds since the epoch; ValueError
+    for anything else (``yesterday``, ``""``)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"not an ISO 8601 time: {text!r}")
+    return datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp()
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``: where credentials may go."""
+    u = urlsplit(url)
+    port = u.port or {"http": 80, "https": 443}.get(u.scheme)
+    return u.scheme, (u.hostname or "").lower(), port
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the BMC's own origin: urllib would send the Authorization header (the BMC
+    password) to whatever host a redirect names."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        target = urljoin(req.full_url, newurl)
+        if origin(target) != origin(self.base):
+            raise DeviceError(f"redfish {mask_url(req.full_url)}: HTTP {code} redirects to another origin "
+                              f"({mask_url(target)}); refused, so the credentials go nowhere else: give that "
+                              "address as the meter's url if it is the BMC")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 #: the power sources, in the order discovery tries them on a chassis
@@ -121,6 +168,14 @@ SOURCE_ENV_INLINE = "EnvironmentMetrics.PowerWatts"                   # its inli
 SOURCE_SENSOR = "Sensors"                                             # a Sensor of ReadingType Power
 SOURCE_SUBSYSTEM = "PowerSubsystem"                                   # the supplies' InputPowerWatts, summed
 SOURCE_POWER = "Power.PowerControl"                                   # PowerControl[0].PowerConsumedWatts
+#: ChassisType of a chassis that is a node (or holds one): its power is the node's; another type (a Card, a
+#: Component, a Drawer of drives, a PowerStrip) is tried after every node chassis and said when read
+NODE_CHASSIS_TYPES = {"RackMount", "Blade", "StandAlone", "Enclosure", "Sled", "Module", "Shelf", "Zone",
+                      "Pod", "Rack", "RackGroup", "Cartridge", "Other"}
+#: DMTF Resource.State of a power supply that delivers no power (left out of a PowerSubsystem sum)
+_NO_POWER_STATES = {"Absent", "Disabled", "UnavailableOffline"}
+#: a PowerControl entry or Sensor PhysicalContext that is the whole node (absent: the same)
+_WHOLE_CONTEXTS = {None, "Chassis", "Rack", "Room", "Exterior"}
 #: a Sensor PhysicalContext naming a part of the node, not the node (its power is not the node's)
 _PART_CONTEXTS = {"CPU", "Memory", "GPU", "Accelerator", "StorageDevice", "NetworkingDevice", "Fan", "VoltageRegulator",
                   "PowerSupply", "Battery", "ASIC", "FPGA", "Backplane", "Board", "SystemBoard", "CPUSubsystem",
@@ -139,6 +194,9 @@ class RedfishClient:
         if any(c.isspace() or ord(c) < 32 for c in url):
             raise MeterError(f"redfish: {shown!r} is not a valid address (it holds a space or control character)")
         clean, url_user, url_password = split_credentials(url)
+        if urlsplit(clean).query or urlsplit(clean).fragment:     # it would be glued onto every resource's path
+            raise MeterError(f"redfish: {shown!r}: a Redfish address takes no query or fragment (?, #); give "
+                             "http[s]://[USER:PASSWORD@]HOST[:PORT], and the rest in a profile's [[meters]] entry")
         if username is None and url_user:           # credentials in the URL: used, never shown again
             username, password = url_user, password if password is not None else url_password
         self.url = clean.rstrip("/")
@@ -156,6 +214,10 @@ class RedfishClient:
             if verify is False:
                 self._ctx.check_hostname = False
                 self._ctx.verify_mode = ssl.CERT_NONE
+                log.warning("%sredfish %s: verify = false: the BMC's certificate is not checked (anyone between "
+                            "here and it could read the password); export SSL_CERT_FILE instead", WARNING, self.url)
+        self._opener = urllib.request.build_opener(_SameOriginRedirects(self.url),
+                                                   urllib.request.HTTPSHandler(context=self._ctx))
         if shape is not None and shape not in SHAPES:
             raise MeterError(f"redfish: shape {shape!r} is not one of {', '.join(SHAPES)}")
         self.shape = shape                  # only this source (tests, and a BMC whose first source is wrong)
@@ -168,21 +230,36 @@ class RedfishClient:
         self.source_uri: str | None = None  #: the resource read on each poll (the first supply's for PowerSubsystem)
         self.sensing_interval_s: float | None = None
         self.interval_min: float | None = None
+        self.power_index = 0                #: the PowerControl entry read (the node's, by PhysicalContext)
         self.emulated = False
+        self.notes: list[str] = []          #: what discovery warned about (said once; kept in the summary)
+        self.timed_reads: bool | None = None    #: every reading so far carried a ReadingTime (None: none read)
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+            log.warning("%s%s", WARNING, text)
 
     def get(self, path: str) -> dict[str, Any]:
-        req = urllib.request.Request(self.url + path, headers={"Accept": "application/json"})
+        # a link may be absolute (DataSourceUri "http://bmc/redfish/v1/..."): joined, never glued onto the base
+        full = urljoin(self.url + "/", path)
+        if origin(full) != origin(self.url):
+            raise DeviceError(f"redfish {self.url}: a link names another origin ({mask_url(full)}); not followed "
+                              "(the credentials go to the BMC only)")
+        path = urlsplit(full).path + (f"?{urlsplit(full).query}" if urlsplit(full).query else "")
+        req = urllib.request.Request(full, headers={"Accept": "application/json"})
         if self._auth is not None and path.rstrip("/") not in ("/redfish/v1", "/redfish"):
             req.add_header("Authorization", self._auth)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s, context=self._ctx) as r:
+            with self._opener.open(req, timeout=self.timeout_s) as r:
                 body = r.read()
         except urllib.error.HTTPError as e:
             if e.code >= 500:
                 raise BmcUnavailable(f"redfish {self.url}{path}: HTTP {e.code}") from None
             if e.code in (401, 403):
-                raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code} (check username and the password in "
-                                  "the environment variable named by password_env)") from None
+                raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code} (check the username and password: a "
+                                  "profile's [[meters]] username and the environment variable its password_env "
+                                  "names, or http://USER:PASSWORD@HOST in the address)") from None
             if e.code == 404:
                 raise ResourceMissing(f"redfish {self.url}{path}: HTTP 404") from None
             raise DeviceError(f"redfish {self.url}{path}: HTTP {e.code}") from None
@@ -190,13 +267,18 @@ class RedfishClient:
             raise MeterError(f"redfish {self.url}{path}: not a valid address ({e})") from None
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
+            if isinstance(reason, ssl.SSLCertVerificationError):     # no poll will fare better: say how to fix it
+                raise DeviceError(f"redfish {self.url}: the BMC's certificate failed verification "
+                                  f"({reason.verify_message}); export SSL_CERT_FILE=PATH naming a PEM file of the "
+                                  "BMC's certificate (or of the CA that signed it) and run again") from None
             raise BmcUnavailable(f"redfish {self.url}{path}: no answer ({reason})") from None
         try:
             out = json.loads(body)
         except ValueError:
-            raise MeterError(f"redfish {self.url}{path}: the reply is not JSON") from None
+            raise DeviceError(f"redfish {self.url}{path}: the reply is not JSON ({body[:40]!r}...): the BMC "
+                              "misbehaves, or the address is not its Redfish service (check the URL)") from None
         if not isinstance(out, dict):
-            raise MeterError(f"redfish {self.url}{path}: the reply is not a JSON object")
+            raise DeviceError(f"redfish {self.url}{path}: the reply is not a JSON object: the BMC misbehaves")
         return out
 
     @staticmethod
@@ -211,30 +293,73 @@ class RedfishClient:
         # archline's own emulated BMC says so in its service root's Name: its readings are labelled emulated
         self.emulated = "emulated" in str(root.get("Name", "")).lower()
         coll_uri = self._link(root, "Chassis") or "/redfish/v1/Chassis"
-        members = [m.get("@odata.id") for m in self.get(coll_uri).get("Members", []) if isinstance(m, dict)]
+        members: list[str] = [m["@odata.id"] for m in self.get(coll_uri).get("Members", [])
+                              if isinstance(m, dict) and isinstance(m.get("@odata.id"), str)]
         if self.chassis_id is not None:
-            members = [u for u in members if isinstance(u, str) and u.rstrip("/").split("/")[-1] == self.chassis_id]
-            if not members:
-                raise DeviceError(f"redfish {self.url}: no chassis {self.chassis_id!r} (see {coll_uri})")
-        why: list[str] = []
+            named = [u for u in members if u.rstrip("/").split("/")[-1] == self.chassis_id]
+            # a chassis the collection leaves out (a card under another chassis) may still be there
+            members = named or [f"{coll_uri.rstrip('/')}/{self.chassis_id}"]
+        chassis: list[tuple[str, dict[str, Any] | None, str]] = []
         for uri in members:
-            if not isinstance(uri, str):
-                continue
-            ch = self.get(uri)
+            try:
+                chassis.append((uri, self.get(uri), ""))
+            except (ResourceMissing, DeviceError) as e:   # a bad member is passed over, and said why
+                if isinstance(e, BmcUnavailable):
+                    raise
+                chassis.append((uri, None, str(e).rpartition(": ")[2]))
+        if self.chassis_id is not None and chassis[0][1] is None:
+            raise DeviceError(f"redfish {self.url}: no chassis {self.chassis_id!r} ({chassis[0][2]}; see "
+                              f"{coll_uri})")
+        # a node's chassis first (RackMount, Blade, ...): a card's or a drive drawer's power is not the node's
+        parts = [c for c in chassis if c[1] is not None and not self._is_node(c[1])]
+        order = [c for c in chassis if c not in parts] + parts
+        why: list[str] = []
+        for uri, ch, bad in order:
             cid = uri.rstrip("/").split("/")[-1]
-            self.power_uri = self._link(ch, "Power")
-            lacks = []
-            for shape in SHAPES if self.shape is None else (self.shape,):
-                try:
-                    found = getattr(self, f"_find_{shape.lower()}")(ch)
-                except ResourceMissing as e:        # a link to nothing: this source is not there
-                    found = str(e)
-                if found is None:
-                    self.chassis_id = cid
-                    return self
-                lacks.append(found)
+            if ch is None:
+                why.append(f"{cid}: {bad}")
+                continue
+            lacks = self._try_chassis(ch)
+            if lacks is None:
+                self.chassis_id = cid
+                if not self._is_node(ch):
+                    self._note(f"redfish {self.url}: chassis {cid} is a {ch.get('ChassisType')}, not a node; its "
+                               "power is read as the node's (no node chassis has a power reading; give chassis "
+                               "in a profile to choose)")
+                return self
             why.append(f"{cid}: {'; '.join(lacks)}")
         raise DeviceError(f"redfish {self.url}: no chassis with a power reading ({' | '.join(why) or 'no chassis'})")
+
+    @staticmethod
+    def _is_node(ch: dict[str, Any]) -> bool:
+        t = ch.get("ChassisType")
+        return t is None or t in NODE_CHASSIS_TYPES
+
+    def _try_chassis(self, ch: dict[str, Any]) -> list[str] | None:
+        """Each source on chassis ``ch`` in turn, each found one read once (a reading the BMC cannot give is
+        what that source lacks); None when one is found, else what each lacked."""
+        self.power_uri = self._link(ch, "Power")
+        self.sensor_uri = self.env_uri = None
+        self.psu_metrics = []
+        lacks = []
+        for shape in SHAPES if self.shape is None else (self.shape,):
+            try:
+                found = getattr(self, f"_find_{shape.lower()}")(ch)
+                if found is None:
+                    try:
+                        self.read()
+                    except BmcUnavailable:      # null now (host off?) or a 5xx: the polls count those
+                        pass
+                    self.timed_reads = None
+                    return None
+            except BmcUnavailable:
+                raise
+            except DeviceError as e:        # a link to nothing, a malformed resource: this source is not there
+                found = str(e)
+            self.sensor_uri = self.env_uri = None
+            self.psu_metrics = []
+            lacks.append(found)
+        return lacks
 
     # each _find_* sets the source and returns None, or returns what this chassis lacks for it
     def _find_environmentmetrics(self, ch: dict[str, Any]) -> str | None:
@@ -252,6 +377,8 @@ class RedfishClient:
             except ResourceMissing:
                 if "Reading" not in pw:
                     return f"EnvironmentMetrics.PowerWatts.DataSourceUri {src} is missing"
+                self._note(f"redfish {self.url}: EnvironmentMetrics.PowerWatts.DataSourceUri {src} is missing "
+                           "(HTTP 404); its inline Reading is read instead, without a ReadingTime")
         if "Reading" not in pw:
             return "EnvironmentMetrics.PowerWatts has no Reading"
         self.env_uri, self.source, self.source_uri = env, SOURCE_ENV_INLINE, env
@@ -275,8 +402,14 @@ class RedfishClient:
         whole = [p for p in power if p[1].get("PhysicalContext") not in _PART_CONTEXTS]
         pick = chassis[0] if chassis else whole[0] if len(whole) == 1 else None
         if pick is None:
-            names = ", ".join(u.rstrip("/").split("/")[-1] for u, _ in power) or "none"
+            names = ", ".join(f"{u.rstrip('/').split('/')[-1]} ({s.get('PhysicalContext', 'no context')})"
+                              for u, s in power) or "none"
             return f"no Sensor of ReadingType Power for the chassis (power sensors: {names})"
+        totals = [p for p in chassis if p[1].get("ElectricalContext") == pick[1].get("ElectricalContext")]
+        if len(totals) > 1:
+            self._note(f"redfish {self.url}: {len(totals)} chassis power sensors "
+                       f"({', '.join(u.rstrip('/').split('/')[-1] for u, _ in totals)}); the first, {pick[0]}, is "
+                       "read (give power_source or chassis in a profile to choose another)")
         self._use_sensor(pick[0], pick[1], SOURCE_SENSOR)
         return None
 
@@ -294,11 +427,22 @@ class RedfishClient:
                 continue
             psu = self.get(uri)
             state = (psu.get("Status") or {}).get("State") if isinstance(psu.get("Status"), dict) else None
-            if state == "Absent":                 # an empty bay draws nothing
+            name = uri.rstrip("/").split("/")[-1]
+            # DMTF Resource.State: an empty bay, a supply disabled or unavailable (offline) delivers nothing, so
+            # draws nothing worth a watt, and Metrics it still serves are stale: left out of the sum
+            if state in _NO_POWER_STATES:
+                if self._link(psu, "Metrics") is not None:
+                    self._note(f"redfish {self.url}: power supply {name} is {state}: its Metrics are left out "
+                               "of the node's power")
                 continue
             link = self._link(psu, "Metrics")
-            if link is None:                      # a present supply we cannot read: the sum would fall short
-                return f"power supply {uri.rstrip('/').split('/')[-1]} is present but has no Metrics"
+            if link is None:
+                if state in ("StandbyOffline", "StandbySpare"):   # a standby supply unread: it carries no load
+                    self._note(f"redfish {self.url}: power supply {name} is {state} and has no Metrics: "
+                               "left out of the node's power")
+                    continue
+                # a present, working supply we cannot read: the sum would fall short
+                return f"power supply {name} is present but has no Metrics"
             metrics.append(link)
         if not metrics:
             return "PowerSubsystem has no power supply present"
@@ -318,22 +462,42 @@ class RedfishClient:
         if "PowerControl" not in power:
             return "Power has no PowerControl"
         pc = power["PowerControl"]
-        if isinstance(pc, list) and pc and isinstance(pc[0], dict) and "PowerConsumedWatts" not in pc[0]:
-            return "Power.PowerControl[0] has no PowerConsumedWatts"
+        if not isinstance(pc, list) or not pc or not all(isinstance(x, dict) for x in pc):
+            return f"Power.PowerControl is {json.dumps(pc)[:40]}, no list of power readings"
+        # the node's entry: PhysicalContext Chassis or none (a CPU's or a supply's is a part's)
+        whole = [k for k, x in enumerate(pc) if x.get("PhysicalContext") in _WHOLE_CONTEXTS
+                 and "PowerConsumedWatts" in x]
+        if not whole:
+            ctx = ", ".join(str(x.get("PhysicalContext")) for x in pc)
+            return f"Power.PowerControl has no PowerConsumedWatts for the chassis (PhysicalContext: {ctx})"
+        self.power_index = whole[0]
         self.source, self.source_uri = SOURCE_POWER, self.power_uri
         return None
 
     def _use_sensor(self, uri: str, sensor: dict[str, Any], source: str) -> None:
         self.sensor_uri, self.source, self.source_uri = uri, source, uri
-        if isinstance(sensor.get("SensingInterval"), str):
-            self.sensing_interval_s = iso_duration_s(sensor["SensingInterval"])
+        si = sensor.get("SensingInterval")
+        self.sensing_interval_s = None
+        if si is not None:
+            try:
+                v = iso_duration_s(si) if isinstance(si, str) else math.nan
+            except ValueError:
+                v = math.nan
+            if math.isfinite(v) and v > 0:
+                self.sensing_interval_s = v
+            else:                           # "1s", "PT-1S", "PT0S", 5: no period; the meter assumes one
+                self._note(f"redfish {self.url}{uri}: SensingInterval {json.dumps(si)[:40]} is not a positive ISO "
+                           "8601 duration (PT1S); ignored (the update period is taken from update_period_s, "
+                           "else the readings, else 1 s)")
 
     def describe(self) -> dict[str, Any]:
         """Which source is read, for summaries and sidecars: ``source``, its ``uri`` (every supply's metrics for
         PowerSubsystem), the chassis, and whether the readings carry a ReadingTime."""
         uris = self.psu_metrics if self.source == SOURCE_SUBSYSTEM else [self.source_uri]
+        # true only where every reading read carried a ReadingTime (a Sensor may lack one: DMTF public-pdu)
+        timed = self.sensor_uri is not None and self.timed_reads is not False
         return {"source": self.source, "uri": uris if len(uris) > 1 else uris[0], "chassis": self.chassis_id,
-                "reading_time": self.sensor_uri is not None}
+                "reading_time": timed}
 
     def read_power_control(self) -> PowerReading:
         """``Power.PowerControl[0]``: PowerConsumedWatts (and its PowerMetrics)."""
@@ -344,8 +508,10 @@ class RedfishClient:
         if not (isinstance(pc, list) and pc and isinstance(pc[0], dict)):
             raise DeviceError(f"{where}: PowerControl is {json.dumps(pc)[:60]}, not a list of power readings: "
                               "the BMC misbehaves")
-        first = pc[0]
-        w = watts(first.get("PowerConsumedWatts"), f"{where}: PowerConsumedWatts")
+        first = pc[self.power_index] if self.power_index < len(pc) and isinstance(pc[self.power_index], dict) else None
+        if first is None:
+            raise DeviceError(f"{where}: PowerControl has no entry {self.power_index}: the BMC misbehaves")
+        w = watts(first.get("PowerConsumedWatts"), f"{where}: PowerControl[{self.power_index}].PowerConsumedWatts")
         metrics = first.get("PowerMetrics") or {}
         avg, iv = metrics.get("AverageConsumedWatts"), metrics.get("IntervalInMin")
         if isinstance(iv, (int, float)):
@@ -357,9 +523,18 @@ class RedfishClient:
         """The node's power now, from the source discover() found."""
         if self.sensor_uri is not None:
             s = self.get(self.sensor_uri)
-            w = watts(s.get("Reading"), f"redfish {self.url}{self.sensor_uri}: Reading")
+            where = f"redfish {self.url}{self.sensor_uri}"
+            w = sensor_watts(s, where)
             rt = s.get("ReadingTime")
-            return PowerReading(w, iso_time_s(rt) if isinstance(rt, str) else None)
+            t: float | None = None
+            if rt is not None:
+                try:
+                    t = iso_time_s(rt)
+                except (ValueError, TypeError, OverflowError):
+                    raise DeviceError(f"{where}: ReadingTime {json.dumps(rt)[:40]} is not an ISO 8601 time: the "
+                                      "BMC misbehaves") from None
+            self.timed_reads = (self.timed_reads is not False) and t is not None
+            return PowerReading(w, t)
         if self.source == SOURCE_ENV_INLINE and self.env_uri is not None:
             pw = self.get(self.env_uri).get("PowerWatts")
             return PowerReading(watts(pw.get("Reading") if isinstance(pw, dict) else pw,
@@ -368,7 +543,7 @@ class RedfishClient:
             total = 0.0
             for link in self.psu_metrics:
                 ip = self.get(link).get("InputPowerWatts")
-                total += watts(ip.get("Reading") if isinstance(ip, dict) else ip,
-                               f"redfish {self.url}{link}: InputPowerWatts.Reading")
-            return PowerReading(total)
+                total += (sensor_watts(ip, f"redfish {self.url}{link}: InputPowerWatts") if isinstance(ip, dict)
+                          else watts(ip, f"redfish {self.url}{link}: InputPowerWatts.Reading"))
+            return PowerReading(round(total, 6))     # 1037.4, not 1037.4000000000003
         return self.read_power_control()

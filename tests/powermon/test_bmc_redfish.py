@@ -33,7 +33,7 @@ from support.powermon_helpers import threads_back
 
 from archline.cli.meter import meter as meter_cli
 from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults, StaticRedfish
-from archline.powermon.bmc.meter import BmcMeter, emulate_from_spec, open_from_spec
+from archline.powermon.bmc.meter import MIN_PERIOD_S, BmcMeter, emulate_from_spec, open_from_spec
 from archline.powermon.bmc.redfish import (
     SHAPES,
     SOURCE_ENV_INLINE,
@@ -147,8 +147,10 @@ def test_sensors_take_the_node_power_sensor_or_refuse(tmp_path: Path, sensors: d
                                                                               for k, v in sensors.items()}})
     with static_server(tmp_path) as srv:
         if picked is None:
+            # #18: each power sensor named with its PhysicalContext (why it is not the node's)
+            said = ", ".join(f"{k} \\({v.get('PhysicalContext', 'no context')}\\)" for k, v in sensors.items())
             with pytest.raises(DeviceError, match=f"no Sensor of ReadingType Power for the chassis \\(power "
-                                                  f"sensors: {', '.join(sensors)}\\)"):
+                                                  f"sensors: {said}\\)"):
                 RedfishClient(srv.url).discover()
         else:
             c = RedfishClient(srv.url).discover()
@@ -187,7 +189,7 @@ def test_iso_durations() -> None:
 
 def test_password_only_from_the_named_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     tl = Timeline(1.0)
-    emu = RedfishEmulator(lambda t: t * 0 + 100.0, SensorModel(0.5, 0.5), tl, credentials={"admin": "s3cret"})
+    emu = RedfishEmulator(lambda t: t * 0 + 100.0, SensorModel(2.0, 2.0), tl, credentials={"admin": "s3cret"})
     emu.start()
     try:
         spec = MeterSpec(name="bmc", kind="redfish", url=emu.url, username="admin", password_env="ARCHLINE_T_BMC_PW")
@@ -199,7 +201,7 @@ def test_password_only_from_the_named_environment_variable(monkeypatch: pytest.M
             open_from_spec(spec)
         monkeypatch.setenv("ARCHLINE_T_BMC_PW", "s3cret")
         m = open_from_spec(spec)
-        assert m.update_period_s == 0.5                      # the served SensingInterval
+        assert m.update_period_s == 2.0                      # the served SensingInterval
         assert m.client.read().power_w == 100.0
         assert "s3cret" not in json.dumps(m.info())
     finally:
@@ -463,20 +465,22 @@ def test_a_reading_time_that_never_moves_is_lost(tmp_path: Path, run_cli: Any) -
     with sushy_static(RACKMOUNT1) as url:
         res = run_cli("meter", "record", "--meter", f"redfish:{url}", "--duration", "2", "--out", str(out))
     assert res.exit_code == 6, res.stderr            # more than --max-lost: the documented exit, after the summary
-    assert "lost 8 of 8 samples" in res.stderr
+    # #5: PT0.25S is faster than a BMC is polled (MIN_POLL_S): read as a MIN_PERIOD_S (0.8 s) period, said
+    assert iso_duration_s(_load(RACKMOUNT1, TOTAL_POWER)["SensingInterval"]) == 0.25
     r = json.loads(res.stdout[: res.stdout.rindex("}") + 1])["redfish"]
-    period_s = iso_duration_s(_load(RACKMOUNT1, TOTAL_POWER)["SensingInterval"])
-    assert r["expected_samples"] == round(r["duration_s"] / period_s) == 8
+    n = r["expected_samples"]
+    assert abs(n - r["duration_s"] / MIN_PERIOD_S) <= 0.6 and n in (2, 3)       # not 8 (every 0.25 s)
+    assert f"lost {n} of {n} samples" in res.stderr and "read as a 0.8 s period" in res.stderr
     assert r["n_samples"] == 0 and r["lost_samples"] == r["expected_samples"] and r["gaps"] == 1
-    assert any("8 BMC reading(s) never shown" in w for w in r["warnings"])
+    assert any(f"{n} BMC reading(s) never shown" in w for w in r["warnings"])
     info = json.loads(Path(f"{out}.json").read_text())["info"]
     assert info["readings"] == 1 and info["timed"] is True            # one distinct ReadingTime in 2 s of polls
     assert info["source"]["source"] == SOURCE_ENV_SENSOR
     again = run_cli("meter", "integrate", str(out), "--format", "json")
     assert again.exit_code == 6, again.stderr
     offline = json.loads(again.stdout[: again.stdout.rindex("}") + 1])
-    assert (offline["lost_samples"], offline["lost_share"], offline["channels"]["0"]["n_samples"]) == (8, 1.0, 0)
-    assert "lost 8 of 8 samples" in again.stderr
+    assert (offline["lost_samples"], offline["lost_share"], offline["channels"]["0"]["n_samples"]) == (n, 1.0, 0)
+    assert f"lost {n} of {n} samples" in again.stderr
 
 
 def test_meter_record_says_which_source(tmp_path: Path) -> None:
