@@ -1,14 +1,15 @@
 """The one kernel interface every back end implements (BabelStream-style), and the exact counts it reports.
 
-A back end (``cpu_asm``, ``opencl``, ``cuda``) describes which kernels it has, whether it can run here and why
-not, the default sweep points, and prepares a point for repeated runs. Only the runner times whole regions,
-repeats and records meters; a prepared kernel runs ``reps`` repetitions, times them inside the native code or with
-device events, and verifies its output against a reference computed from its parameters.
+A back end (one folder under ``bench/`` or a plugin, listed by :mod:`archline.bench.registry`) describes which
+kernels it has, whether it can run here and why not, the default sweep points, and prepares a point for repeated
+runs. Only the runner times whole regions, repeats and records meters; a prepared kernel runs ``reps`` repetitions,
+times them inside the native code or with device events, and verifies its output against a reference computed from
+its parameters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
@@ -84,7 +85,15 @@ class PreparedKernel(Protocol):
 
 
 class Backend(Protocol):
+    """Everything the runner, the session and the commands call on a back end. The optional capabilities (the last
+    six members) have defaults in :class:`BackendBase`, which every back end of archline derives from; a plugin
+    may derive from it too or spell them all."""
+
     name: str
+    #: ``--quick`` with no kernel named runs :meth:`roofline` (few points) instead of the intensity sweep
+    has_roofline: bool
+    #: :meth:`sweep` takes ``ranges=`` (the profile's ``[bench] ranges``; the emulated device sizes by them)
+    sweeps_profile_ranges: bool
 
     def availability(self) -> tuple[bool, str]:
         """(usable, reason): the reason says why not, or names the device/ISA when usable."""
@@ -101,3 +110,47 @@ class Backend(Protocol):
     def prepare(self, spec: KernelSpec, device: str | None = None) -> PreparedKernel:
         """Allocate, fill with random data and first-touch; raise BenchError subclasses for bad input."""
         ...
+
+    def kernel_precisions(self, kernel: str) -> tuple[str, ...] | None:
+        """The precisions ``kernel`` runs at; None: any the sweep takes (an unknown kernel: sweep says so)."""
+        ...
+
+    def check_device(self, device: str) -> str | None:
+        """Open the device ``--device`` (or the profile) names once, before any work; its summary (None: none)."""
+        ...
+
+    def check_plans(self, specs: list[KernelSpec], device: str | None) -> None:
+        """Refuse, before any work, a point the device cannot honour (one line, exit 2)."""
+        ...
+
+    def plan_notes(self) -> list[str]:
+        """Notes for the log on what the back end made of this machine (e.g. its cache topology)."""
+        ...
+
+    def roofline(self, precisions: Sequence[str], *, threads: int | None = None,
+                 cpus: Sequence[int] | None = None) -> list[KernelSpec]:
+        """``--quick``'s whole roofline in few points (only where :attr:`has_roofline`)."""
+        ...
+
+
+class BackendBase:
+    """The optional capabilities of :class:`Backend` with their defaults: a back end overrides those it has."""
+
+    has_roofline: bool = False
+    sweeps_profile_ranges: bool = False
+
+    def kernel_precisions(self, kernel: str) -> tuple[str, ...] | None:
+        return None
+
+    def check_device(self, device: str) -> str | None:
+        return None
+
+    def check_plans(self, specs: list[KernelSpec], device: str | None) -> None:
+        return None
+
+    def plan_notes(self) -> list[str]:
+        return []
+
+    def roofline(self, precisions: Sequence[str], *, threads: int | None = None,
+                 cpus: Sequence[int] | None = None) -> list[KernelSpec]:
+        raise NotImplementedError(f"{type(self).__name__} has no quick roofline (has_roofline is False)")

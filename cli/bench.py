@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from archline.cli.complete import kernel_names, platform_names, profile_meters
+from archline.cli.complete import backend_names, kernel_names, platform_names, profile_meters
 from archline.cli.output import echo_files, echo_json, echo_table, format_option, format_options
-from archline.cli.params import NON_NEGATIVE, POSITIVE, OutPath
+from archline.cli.params import NON_NEGATIVE, POSITIVE, BackendOption, OutPath
 from archline.common.exits import EXIT_INTERRUPTED
 
 
@@ -39,14 +39,14 @@ def list_cmd(fmt: str) -> None:
       archline bench list --format json
     """
     from archline.bench.errors import BenchError
-    from archline.bench.registry import BACKENDS, get_backend
+    from archline.bench.registry import backends
 
     out: list[dict[str, Any]] = []
-    for name in BACKENDS:
+    for name, info in backends().items():
         try:
-            be = get_backend(name)
+            be = info.open()
             ok, why = be.availability()
-            variants = be.describe() if ok or name == "cpu_asm" else []
+            variants = be.describe() if ok or info.describe_when_unusable else []
         except (BenchError, ImportError) as e:
             ok, why, variants = False, str(e), []
         out.append({"backend": name, "available": ok, "reason": why, "kernels": variants})
@@ -70,8 +70,9 @@ def _yes(ok: bool) -> str:
 @bench.command("run")
 @click.option("--platform", default="localhost", show_default=True, shell_complete=platform_names,
               help="Platform profile (name or .toml); the rows' platform column is the profile's name.")
-@click.option("--backend", default=None,
-              help="cpu_asm, opencl, cuda or hip (default: the profile's [bench] backend); emulated with --emulate.")
+@click.option("--backend", default=None, cls=BackendOption, shell_complete=backend_names,
+              help="{backends} (`archline bench list` says which run here; default: the profile's [bench] "
+                   "backend); emulated with --emulate.")
 @click.option("--kernel", default=None, shell_complete=kernel_names,
               help="intensity (default), cache, chase or int; opencl/cuda/hip also 'ceilings' (S4's optimisation "
                    "ceilings: ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`).")

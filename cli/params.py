@@ -182,3 +182,18 @@ def check_finite(rows: Sequence[dict[str, Any]], keys: Sequence[str], flag: str 
         if bad:
             raise click.BadParameter(f"the model gives no finite {', '.join(bad)} at {r['intensity']:g} flop/B",
                                      ctx=click.get_current_context(silent=True), param_hint=f"'{flag}'")
+
+
+class BackendOption(click.Option):
+    """An option whose help names the registered back ends where it says ``{backends}``, read when the help is
+    shown (plugins included), so that ``archline --help`` loads no back end."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        saved = self.help
+        try:
+            from archline.bench.registry import names
+
+            self.help = (saved or "").replace("{backends}", ", ".join(names(emulated=False)))
+            return super().get_help_record(ctx)
+        finally:
+            self.help = saved

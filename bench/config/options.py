@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 
 from archline.bench.config.profile import Kernel, Precision, check_power_caps
 from archline.bench.errors import BenchError
+from archline.bench.registry import backends, check_name, info_of, takers, taking
 from archline.common.inputs import Strict, validate
 from archline.common.sizes import parse_bytes
 
@@ -88,7 +89,7 @@ class RunOptions(Strict):
 
     platform: str = "localhost"
     emulate: bool = False
-    backend: Literal["cpu_asm", "opencl", "cuda", "hip", "emulated"] | None = None
+    backend: str | None = None                 #: a registered back end (archline.bench.registry)
     kernels: tuple[Kernel, ...] | None = None
     precisions: tuple[Precision, ...] | None = None
     all_kernels: bool = False
@@ -96,8 +97,8 @@ class RunOptions(Strict):
     reps: int | None = Field(default=None, ge=1, le=MAX_REPS)
     min_time_s: float | None = Field(default=None, gt=0, le=MAX_REGION_S, allow_inf_nan=False)
     isa: str | None = None
-    threads: tuple[int, ...] | None = None     #: cpu_asm: thread counts to sweep (one per core, first N cores)
-    cpus: tuple[int, ...] | None = None        #: cpu_asm: exactly these logical CPUs, one thread each (likwid -c)
+    threads: tuple[int, ...] | None = None     #: CPU back end: thread counts to sweep (one per core, first N cores)
+    cpus: tuple[int, ...] | None = None        #: CPU back end: exactly these logical CPUs, one thread each (likwid -c)
     working_set_bytes: int | None = Field(default=None, ge=1)
     store: Literal["nt", "none"] | None = None
     device: str | None = None
@@ -111,6 +112,11 @@ class RunOptions(Strict):
     busy_w: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     idle_w: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     tdp_w: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, v: str | None) -> str | None:
+        return check_name(v)
 
     @field_validator("threads", mode="after")
     @classmethod
@@ -183,16 +189,16 @@ def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -
         path = "metered"          # the real back end's options apply as on a metered run
     if path == "emulated":
         emu = "--emulate runs the emulated device, which"
-        if opts.backend not in (None, "emulated"):
+        if opts.backend is not None and not info_of(opts.backend).needs_emulate:
             no("--backend", f"--emulate runs the emulated back end, not '{opts.backend}'")
         if opts.isa is not None:
-            no("--isa", f"{emu} has no ISA variants (it is the cpu_asm back end's)")
+            no("--isa", f"{emu} has no ISA variants (it is {takers('isa')}'s)")
         if opts.threads is not None or opts.cpus is not None:
             no("--threads/--cpus", f"{emu} is one modelled device, not this CPU's cores")
         if opts.working_set_bytes is not None:
             no("--working-set", f"{emu} sizes each point by its model time, not by a working set")
         if opts.store is not None:
-            no("--store", f"{emu} has no store stream (it is the cpu_asm intensity kernel's)")
+            no("--store", f"{emu} has no store stream (it is {takers('store')}'s intensity kernel's)")
         if opts.device is not None:
             no("--device", f"{emu} is one device (--device picks an OpenCL or CUDA device)")
         if opts.dvfs_settings:
@@ -204,16 +210,18 @@ def check_applies(opts: RunOptions, *, path: str, backend: str, platform: str) -
         no("--meter", f"platform '{platform}' configures no meter")
     if path == "time-only" and opts.max_lost is not None:
         no("--max-lost", f"platform '{platform}' configures no meter, so no sample can be lost")
-    if opts.isa is not None and backend != "cpu_asm":
-        no("--isa", f"--isa applies to the cpu_asm back end, not '{backend}'")
-    if (opts.threads is not None or opts.cpus is not None) and backend != "cpu_asm":
-        no("--threads/--cpus", f"they pin the cpu_asm back end's threads, not '{backend}'")
+    if opts.isa is not None and backend not in taking("isa"):
+        no("--isa", f"--isa applies to {takers('isa')}, not '{backend}'")
+    if (opts.threads is not None or opts.cpus is not None) and backend not in taking("threads"):
+        no("--threads/--cpus", f"they pin {takers('threads')}'s threads, not '{backend}'")
     if opts.threads is not None and opts.cpus is not None:
         no("--threads with --cpus", "--cpus already says how many threads (one per CPU listed)")
     many = max(opts.threads or (1,)) > 1 or len(opts.cpus or ()) > 1
     if many and opts.kernels and set(opts.kernels) <= {"chase"}:
         no("--threads/--cpus", "the chase kernel walks one pointer chain on one thread (a latency, not a rate)")
-    if opts.store is not None and backend != "cpu_asm":
-        no("--store", f"--store applies to the cpu_asm back end, not '{backend}'")
-    if opts.device is not None and backend == "cpu_asm":
-        no("--device", "the cpu_asm back end runs on this CPU's cores (--device picks an OpenCL or CUDA device)")
+    if opts.store is not None and backend not in taking("store"):
+        no("--store", f"--store applies to {takers('store')}, not '{backend}'")
+    info = backends().get(backend)
+    if opts.device is not None and info is not None and not info.takes_device:
+        where = "runs on this CPU's cores" if info.device_kind == "cpu" else "has no device to pick"
+        no("--device", f"the {backend} back end {where} (--device picks an OpenCL or CUDA device)")

@@ -6,7 +6,7 @@ entries are powermon's schema (:mod:`archline.powermon.spec`); the model constan
 Schema (every key optional)::
 
     [bench]
-    backend = "cuda"                 # cpu_asm | opencl | cuda (what runs on real hardware; --emulate overrides)
+    backend = "cuda"                 # a back end that runs on real hardware (bench list); --emulate overrides
     device = "0"                     # back-end device selector
     kernels = ["intensity", "cache"] # which kernels a run covers (bench run --all-kernels)
     precisions = ["sp", "dp"]        # of the intensity sweep
@@ -46,16 +46,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from archline.bench.errors import BenchError
+from archline.bench.registry import check_name, of_kind
 from archline.common.inputs import Strict, validate
 from archline.fit.platforms.profiles import Constant, Platform, find_profile, load_platform, load_profile
 from archline.powermon.spec import MeterSpec, parse_meters
 
 Kernel = Literal["intensity", "cache", "chase", "int", "ceilings", "ceil_flop", "ceil_mem"]
 Precision = Literal["sp", "dp", "int32"]
-BackendName = Literal["cpu_asm", "opencl", "cuda", "hip"]
 
 
 class ProfileSectionError(BenchError):
@@ -128,8 +128,13 @@ def check_power_caps(caps: tuple[float, ...]) -> None:
 
 
 class BenchSection(Strict):
-    backend: BackendName | None = None
+    backend: str | None = None       #: a registered back end not chosen by --emulate (archline.bench.registry)
     device: str | None = None
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, v: str | None) -> str | None:
+        return check_name(v, emulated=False)
     kernels: tuple[Kernel, ...] = ("intensity",)
     precisions: tuple[Precision, ...] = ("sp", "dp")
     reps: int = Field(default=100, ge=1)
@@ -267,6 +272,7 @@ def localhost_profile(powercap_root: str | os.PathLike[str] | None = None) -> Be
     (said plainly). A user's ``localhost.toml`` among the platform profiles replaces it."""
     from archline.powermon.counters.rapl import readable_zones
 
+    cpu = of_kind("cpu")[0]   # the registry's first CPU back end runs this machine's kernels
     zones, rapl_reason = readable_zones(powercap_root)
     meters: tuple[MeterSpec, ...] = ()
     if zones:
@@ -279,8 +285,8 @@ def localhost_profile(powercap_root: str | os.PathLike[str] | None = None) -> Be
         name="localhost",
         title=f"this machine ({socket.gethostname()}, {_platform.machine()}, {os.cpu_count()} CPUs)",
         constants={"pi0": Constant(None, "unknown until fitted")}, origin="<detected>", device_kind="cpu",
-        notes=note.replace("localhost: ", "localhost: CPU kernels (cpu_asm); ", 1), raw={"name": "localhost"},
+        notes=note.replace("localhost: ", f"localhost: CPU kernels ({cpu}); ", 1), raw={"name": "localhost"},
     )
     # the intensity sweep in dp only: a user's localhost.toml (platforms dir) asks for sp as well
-    return BenchProfile(platform=plat, bench=BenchSection(backend="cpu_asm", precisions=("dp",)), meters=meters,
+    return BenchProfile(platform=plat, bench=BenchSection(backend=cpu, precisions=("dp",)), meters=meters,
                         emulate=EmulateSection(), dvfs=DvfsSection(), detected_note=note)

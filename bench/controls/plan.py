@@ -18,6 +18,7 @@ from archline.bench.controls.base import (
 )
 from archline.bench.controls.devices import CpuFreq, JetsonOverride, RaplPowerLimit
 from archline.bench.controls.gpu import AmdSmiClockRange, AmdSmiPowerCap, NvmlLockedClocks, NvmlPowerLimit
+from archline.bench.registry import backends, of_kind
 
 # --- a run's set of controls ---------------------------------------------------------------------------------
 
@@ -76,9 +77,10 @@ def _load_layer(vendor: str) -> Any:
 
 
 def _gpu_libs(backend: str, given: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The vendor libraries a GPU profile's controls may use, in the order tried (cuda: NVML, hip: AMD SMI,
-    anything else: both), each given or loaded; and why those that are not there are not."""
-    vendors = {"cuda": ("nvml",), "hip": ("amdsmi",)}.get(backend, ("nvml", "amdsmi"))
+    """The vendor libraries a GPU profile's controls may use, in the order tried (the back end's
+    ``control_vendors`` in the registry; else both), each given or loaded; and why those that are not there are not."""
+    info = backends().get(backend)
+    vendors = info.control_vendors if info is not None and info.control_vendors else ("nvml", "amdsmi")
     libs: dict[str, Any] = {}
     reasons: list[str] = []
     for v in vendors:
@@ -189,7 +191,7 @@ def open_controls(profile: Any, caps: Sequence[float], dvfs_ids: Sequence[str], 
     apply_pending_restore(rpath, nvml=nvml, amdsmi=amdsmi, log=log)
     backend, kind = str(profile.bench.backend or ""), profile.platform.device_kind
     # OpenCL on a CPU (PoCL) is a CPU: RAPL and cpufreq, not a GPU vendor's library
-    gpu = kind == "gpu" or (kind != "cpu" and backend in ("cuda", "hip", "opencl"))
+    gpu = kind == "gpu" or (kind != "cpu" and backend in of_kind("gpu"))
     cs = ControlSet(RestoreFile(rpath), log=log)
     libs: dict[str, Any] = {}
     lib_reason = ""

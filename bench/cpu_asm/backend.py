@@ -42,7 +42,7 @@ from archline.bench.cpu_asm.variants import (
     fma_per_trip_for_nt,
 )
 from archline.bench.errors import BackendUnavailableError, BenchError, UnsupportedError
-from archline.bench.kernels import Counts, KernelSpec
+from archline.bench.kernels import BackendBase, Counts, KernelSpec
 
 
 def intensity_targets(precision: str = "dp") -> list[float]:
@@ -60,8 +60,9 @@ def int_steps_sweep() -> list[int]:
     return sorted({max(0, round(2 ** (j / 4)) - 1) for j in range(33)})
 
 
-class CpuAsmBackend:
+class CpuAsmBackend(BackendBase):
     name = "cpu_asm"
+    has_roofline = True
 
     def __init__(self, isa: str | None = None) -> None:
         self._isa = isa

@@ -10,7 +10,7 @@ from archline.bench.config.profile import DEFAULT_RANGES, QUICK_RANGES, BenchPro
 from archline.bench.emulated.device import EmulatedDevice, check_range, rail_split, readings
 from archline.bench.emulated.model import EmulatedModel, EmulationError
 from archline.bench.errors import BenchError, UnsupportedError
-from archline.bench.kernels import Counts, KernelSpec, RunResult
+from archline.bench.kernels import BackendBase, Counts, KernelSpec, RunResult
 from archline.powermon.spec import MeterSpec
 
 if TYPE_CHECKING:
@@ -58,10 +58,11 @@ def intensity_counts(precision: str, intensity_flop_per_byte: float, bytes_per_r
     raise BenchError(f"unknown precision '{precision}'")
 
 
-class EmulatedBackend:
+class EmulatedBackend(BackendBase):
     """Back end ``emulated``: kernels that take the model's time on an emulated device."""
 
     name = BACKEND_NAME
+    sweeps_profile_ranges = True
 
     def __init__(self, profile: BenchProfile | str = "gtx580", *, power_cap_w: float | None = None,
                  time_compression: float | None = None, meter: MeterSpec | None = None, seed: int = 0,

@@ -19,7 +19,7 @@ from archline.bench.errors import BackendUnavailableError, BenchError, Unsupport
 from archline.bench.gpu import catalogue
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
-from archline.bench.kernels import Counts, KernelSpec, RunResult
+from archline.bench.kernels import BackendBase, Counts, KernelSpec, RunResult
 from archline.common.exits import EXIT_DEVICE
 
 
@@ -200,7 +200,7 @@ class DeviceMissingError(BackendUnavailableError):
     exit_code = EXIT_DEVICE
 
 
-class GpuBackend:
+class GpuBackend(BackendBase):
     """The back end every GPU driver gets: a subclass names its driver (``driver = OpenCLDriver()``)."""
 
     driver: ClassVar[Driver]

@@ -108,8 +108,7 @@ def _applicable(backend: Backend, opts: RunOptions, kernel: str, precs: tuple[st
     """``precs`` less those the back end's ``kernel`` cannot run. A ``--precision`` given for a kernel named with
     ``--kernel`` that does not run at it is refused before any work (a run whose every point fails, or a chase
     that silently runs int32 rows, says nothing useful); with ``--all-kernels`` it is left out with a note."""
-    allowed_of = getattr(backend, "kernel_precisions", None)
-    allowed = allowed_of(kernel) if callable(allowed_of) else None
+    allowed = backend.kernel_precisions(kernel)
     if not allowed or not opts.precisions:
         return precs
     bad = [p for p in precs if p not in allowed]
@@ -146,15 +145,14 @@ def make_points(backend: Backend, opts: RunOptions, profile: BenchProfile, power
     """The sweep's points, and notes on what was left out and why (a variant the device cannot run)."""
     specs: list[KernelSpec] = []
     notes: list[str] = []
-    roofline = getattr(backend, "roofline", None)
-    if quick_roofline(opts) and callable(roofline):
+    if quick_roofline(opts) and backend.has_roofline:
         for t in opts.threads or (None,):     # a sweep over thread counts: each count its own points
-            specs.extend(roofline(roofline_precisions(profile), threads=t, cpus=opts.cpus))
+            specs.extend(backend.roofline(roofline_precisions(profile), threads=t, cpus=opts.cpus))
         return [Point(s, cap, d) for d in dvfs_ids for cap in power_caps_w for s in specs], notes
     for kernel, precs in kernel_precisions(opts, profile.bench):
         for p in _applicable(backend, opts, kernel, precs, notes):
             kw: dict[str, Any] = {"quick": opts.quick}
-            if backend.name == "emulated":
+            if backend.sweeps_profile_ranges:
                 # --quick: never more points (nor a wider span) than the profile's own sweep
                 kw["ranges"] = quick_ranges(profile.bench.ranges) if opts.quick else dict(profile.bench.ranges)
             if opts.store is not None:

@@ -149,17 +149,15 @@ def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_d
 
 
 def _real_backend(prof: BenchProfile, opts: RunOptions) -> Backend:
-    from archline.bench.registry import get_backend
+    from archline.bench.registry import info_of
 
     name = opts.backend or prof.bench.backend
     if name is None:
         raise ProfileSectionError(f"platform '{prof.name}' names no [bench] backend; pass --backend")
-    if name == "emulated":
-        raise BenchError("--backend emulated needs --emulate (it runs the profile's model, not this machine)")
-    be: Any = get_backend(name)
-    if opts.isa is not None:
-        be = type(be)(isa=opts.isa)
-    return be  # type: ignore[no-any-return]
+    info = info_of(name)
+    if info.needs_emulate:
+        raise BenchError(f"--backend {name} needs --emulate (it runs the profile's model, not this machine)")
+    return info.open(**({} if opts.isa is None else {"isa": opts.isa}))
 
 
 @dataclass
@@ -184,7 +182,7 @@ def plan_session(opts: RunOptions) -> Plan:
     path = "metered" if prof.meters else "time-only"
     if opts.emulate:       # no power model (localhost before a fit): real kernels, an emulated power schedule
         path = "schedule" if needs_schedule(prof, True) else "emulated"
-    backend_name = "emulated" if path == "emulated" else (opts.backend or prof.bench.backend or "")
+    backend_name = opts.backend or prof.bench.backend or ""   # --emulate's path runs its own back end
     check_applies(opts, path=path, backend=backend_name, platform=prof.name)
     if path == "schedule":
         from archline.bench.emulated.schedule import schedule_w
@@ -241,9 +239,8 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
         if not ok:   # no driver, library or platform: a device missing (4); an --isa it cannot run: bad input (2)
             raise (BenchError if opts.isa else NoUsableDevice)(
                 f"backend '{s.backend.name}' {'is not usable' if opts.isa else 'has no usable device'} here: {why}")
-        check_device = getattr(s.backend, "check_device", None)
-        if callable(check_device) and s.device is not None:   # the device named, once, before any work
-            why = check_device(s.device)
+        if s.device is not None:   # the device named, once, before any work
+            why = s.backend.check_device(s.device) or why
         s.ctx = _safe_run_id(RunContext.new(prof.name, opts.device or prof.bench.device or why, s.backend.name,
                                             s.path == "schedule"))
         from archline.bench.controls import DEFAULT_RESTORE, apply_pending_restore, open_controls
@@ -281,13 +278,11 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     if s.trace_dir is not None:
         s.trace_dir = inside(s.trace_dir, s.trace_dir / s.ctx.run_id)
     s.points, s.notes = make_points(s.backend, opts, prof, caps or (None,), dvfs_ids or (None,))
-    if quick_roofline(opts) and callable(getattr(s.backend, "roofline", None)):   # its own region settings
+    if quick_roofline(opts) and s.backend.has_roofline:   # its own region settings
         s.settings = RunSettings.from_section(prof.bench, quick=True, reps=opts.reps, min_time_s=opts.min_time_s,
                                               max_lost=opts.max_lost, roofline=True)
-    getattr(s.backend, "check_plans", lambda *a: None)([p.spec for p in s.points], s.device)   # before any work
-    plan_notes = getattr(s.backend, "plan_notes", None)   # e.g. what the back end made of the topology
-    if callable(plan_notes):
-        s.notes += list(plan_notes())
+    s.backend.check_plans([p.spec for p in s.points], s.device)   # before any work
+    s.notes += list(s.backend.plan_notes())   # e.g. what the back end made of the topology
     if not s.points:
         raise BenchError(f"nothing to run on '{prof.name}': " + ("; ".join(s.notes) or "no points"))
     _fit_sensor_windows(s, meter)

@@ -3,7 +3,6 @@ platform profile's sensor and reference meter opened, and the step load for the 
 (:mod:`.load`: the loads; :mod:`.meters`: the set-up)."""
 
 from archline.bench.step_load.load import (
-    GPU_BACKENDS,
     ON_BOARD_DEVICE,
     KernelStepLoad,
     StepLoadUnavailable,
@@ -21,6 +20,6 @@ from archline.bench.step_load.meters import (
     pick_reference,
 )
 
-__all__ = ["COUNTER_KINDS", "GPU_BACKENDS", "ON_BOARD_DEVICE", "REFERENCE_KINDS", "KernelStepLoad",
+__all__ = ["COUNTER_KINDS", "ON_BOARD_DEVICE", "REFERENCE_KINDS", "KernelStepLoad",
            "ProbeMeterMissing", "RealProbe", "StepLoadUnavailable", "cpu_step_load", "device_of", "gpu_step_load",
            "open_probe", "pick_reference", "step_load_for"]

@@ -29,7 +29,6 @@ log = logging.getLogger("archline.bench")
 #: the device a meter kind measures when it is on board (external meters say it in their channels' ``device``)
 ON_BOARD_DEVICE: dict[str, str] = {"rapl": "cpu", "hwmon": "cpu", "redfish": "node", "ipmi": "node",
                                    "nvml": "gpu", "amdsmi": "gpu"}
-GPU_BACKENDS = ("cuda", "hip", "opencl")
 #: the CPU kernel: DP FMAs per trip for 64 flop/B (compute bound whatever the working set) on 32 KiB per thread
 CPU_INTENSITY_FLOP_PER_BYTE = 64.0
 CPU_WORKING_SET_PER_THREAD_BYTES = 32 * 1024
@@ -138,11 +137,11 @@ def cpu_step_load(*, threads: int | None = None, cpus: Sequence[int] | None = No
     be = CpuAsmBackend(isa)
     ok, why = be.availability()
     if not ok:
-        raise StepLoadUnavailable(f"step load on the CPU (backend cpu_asm): {why}")
+        raise StepLoadUnavailable(f"step load on the CPU (backend {be.name}): {why}")
     pin = pinning(threads, cpus)
     n = int(pin.get("threads") or len(topo.one_cpu_per_core()))
     isa_name = isa or best_isa()
-    spec = KernelSpec("cpu_asm", "intensity", "dp", "mem",
+    spec = KernelSpec(be.name, "intensity", "dp", "mem",
                       {"isa": isa_name, "store": "none", "intensity": CPU_INTENSITY_FLOP_PER_BYTE,
                        "working_set_bytes": CPU_WORKING_SET_PER_THREAD_BYTES * n, **pin})
     prepared = be.prepare(spec)
@@ -153,10 +152,10 @@ def cpu_step_load(*, threads: int | None = None, cpus: Sequence[int] | None = No
         raise
     extra = getattr(prepared, "extra", {})
     used = list(extra.get("cpus", pin.get("cpus", [])))
-    label = (f"cpu_asm intensity/dp ({extra.get('isa', isa_name)}, {CPU_INTENSITY_FLOP_PER_BYTE:g} flop/B, "
+    label = (f"{be.name} intensity/dp ({extra.get('isa', isa_name)}, {CPU_INTENSITY_FLOP_PER_BYTE:g} flop/B, "
              f"{CPU_WORKING_SET_PER_THREAD_BYTES // 1024} KiB per thread) on {n} thread(s), CPUs "
              f"{','.join(map(str, used))}")
-    return KernelStepLoad(prepared, reps, {"label": label, "backend": "cpu_asm", "kernel": "intensity",
+    return KernelStepLoad(prepared, reps, {"label": label, "backend": be.name, "kernel": "intensity",
                                            "precision": "dp", "isa": extra.get("isa", isa_name), "threads": n,
                                            "cpus": used, "fma_per_trip": extra.get("fma_per_trip")})
 
@@ -209,31 +208,35 @@ def step_load_for(spec: Any, *, backend: str | None = None, profile_backend: str
     """The step load for the device that meter ``spec`` measures: the CPU kernel for a CPU or node meter, the GPU
     back end (``backend``, else the profile's when it is a GPU one) for a GPU meter; refused in one line when the
     back end cannot run here or none is named."""
+    from archline.bench.registry import of_kind
+
+    # the CPU step load runs the registry's first CPU back end
+    gpus, cpu = tuple(sorted(of_kind("gpu"))), of_kind("cpu")[0]
     dev = device_of(spec)
     name = backend
     if name is None:
         if dev == "gpu":
-            name = profile_backend if profile_backend in GPU_BACKENDS else None
+            name = profile_backend if profile_backend in gpus else None
             if name is None:
                 raise BenchError(f"meter '{spec.name}' ({spec.kind}) measures a GPU: give --backend "
-                                 f"({'|'.join(GPU_BACKENDS)}) for its step load")
+                                 f"({'|'.join(gpus)}) for its step load")
         elif dev == "cpu":
-            name = "cpu_asm"
+            name = cpu
         else:
-            name = profile_backend or "cpu_asm"
-    if name == "cpu_asm":
+            name = profile_backend or cpu
+    if name == cpu:
         if dev == "gpu":
             raise BenchError(f"meter '{spec.name}' ({spec.kind}) measures a GPU; a CPU step load would not move it "
-                             f"(give --backend {'|'.join(GPU_BACKENDS)})")
+                             f"(give --backend {'|'.join(gpus)})")
         if device is not None:
             raise BenchError("--device picks a GPU back end's device; the CPU step load takes --threads or --cpus")
         return cpu_step_load(threads=threads, cpus=cpus, isa=isa)
-    if name in GPU_BACKENDS:
+    if name in gpus:
         if threads is not None or cpus is not None:
             raise BenchError("--threads and --cpus pin the CPU step load, not a GPU back end's")
         return gpu_step_load(name, device=device)
-    raise BenchError(f"backend '{name}' has no step load (cpu_asm, {', '.join(GPU_BACKENDS)} do)")
+    raise BenchError(f"backend '{name}' has no step load ({cpu}, {', '.join(gpus)} do)")
 
 
-__all__ = ["GPU_BACKENDS", "ON_BOARD_DEVICE", "KernelStepLoad", "StepLoadUnavailable", "cpu_step_load", "device_of",
+__all__ = ["ON_BOARD_DEVICE", "KernelStepLoad", "StepLoadUnavailable", "cpu_step_load", "device_of",
            "gpu_step_load", "step_load_for"]
