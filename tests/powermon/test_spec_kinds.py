@@ -3,10 +3,17 @@ of whole-device kinds, and open_meter / emulate_meter dispatching by kind."""
 
 from __future__ import annotations
 
+import csv as _csv
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from archline.fit.platforms.profiles import SHIPPED_DIR
 from archline.powermon import emulate_meter
 from archline.powermon.errors import MeterError
 from archline.powermon.record.recorder import Recorder
@@ -118,3 +125,121 @@ def test_bad_emulator_urls_are_one_line_errors(port: str, text: str) -> None:
     with pytest.raises(MeterError, match=text):
         meter = open_meter(channels_spec("m", kind, [0], port=port))
         meter.start()
+
+
+# A third party's meter kind (issue 37): a package "installed" inside the test (a module and its dist-info on a path
+# put on PYTHONPATH, which importlib.metadata discovers), used end to end with no change to archline.
+TOY_MODULE = '''"""A toy meter kind: a constant 42 W, labelled emulated."""
+from archline.powermon.counters.base import CounterMeter
+from archline.powermon.kinds import MeterKind
+
+POWER_W = 42.0
+
+
+class ToyMeter(CounterMeter):
+    kind = "toy"
+    emulated = True
+
+    def __init__(self, name, speed=1.0):
+        super().__init__(["toy"], {"node": ["toy"]}, poll_s=0.01)
+        self.name, self.speed = name, speed
+        self.t0_s = self.clock()
+
+    def _read(self):
+        return [POWER_W * (self.clock() - self.t0_s) * self.speed]
+
+
+def open_from_spec(spec, *, raw_dir=None, **kw):
+    return ToyMeter(spec.name)
+
+
+def emulate_from_spec(spec, power, *, speed=1.0, seed=0, raw_dir=None, faults=None, **kw):
+    return ToyMeter(spec.name + "-emulated", speed=speed)
+
+
+KIND = MeterKind(name="toy", title="Toy", module="toy_meter", whole_device="node", device="node",
+                 record_words=(("toy:", "a toy meter: 42 W, emulated"),))
+'''
+
+
+def _install_plugin(root: Path, entry_points: str, module: str = TOY_MODULE) -> Path:
+    (root / "toy_meter.py").write_text(module)
+    dist = root / "toy_meter-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-meter\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[archline.meters]\n{entry_points}\n")
+    return root
+
+
+def _archline(args: list[str], cwd: Path, plugin: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")]), **env}
+    return subprocess.run([sys.executable, "-c", "from archline.cli.main import main; main()", *args], cwd=cwd,
+                          env=full_env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_plugin_meter_kind_is_listed_recorded_benchmarked_and_completed(tmp_path: Path) -> None:
+    """meter list lists it, meter record records its 42 W, a profile with kind = "toy" runs bench run --emulate on
+    it, and completion offers it; archline itself is not changed."""
+    (tmp_path / "site").mkdir()
+    plugin = _install_plugin(tmp_path / "site", "toy = toy_meter:KIND")
+    listed = _archline(["meter", "list", "--format", "json"], tmp_path, plugin)
+    assert listed.returncode == 0, listed.stderr
+    assert "toy" in {r["kind"] for r in json.loads(listed.stdout)}
+
+    rec = _archline(["meter", "record", "--meter", "toy:", "--duration", "1", "--out", "t.csv"], tmp_path, plugin)
+    assert rec.returncode == 0, rec.stderr
+    rows = (tmp_path / "t.csv").read_text().splitlines()
+    power_w = [float(r.split(",")[-1]) for r in rows[1:]]
+    # each row is the counter's advance between two polls over their clock readings (a read a hair after its clock
+    # reading: each row off by up to a few ms of power); over the second, the toy's 42 W
+    assert len(power_w) >= 10 and abs(sum(power_w) / len(power_w) - 42.0) < 0.2
+    side = json.loads((tmp_path / "t.csv.json").read_text())
+    assert side["info"]["type"] == "toy" and side["info"]["emulated"] is True
+
+    profile = (SHIPPED_DIR / "emulated-node.toml").read_text()
+    for old, new in (('name = "emulated-node"', 'name = "toy-node"'),
+                     ('kind = "redfish"\nurl = "https://bmc.example"', 'kind = "toy"'),
+                     ("min_samples = 10", "min_samples = 2"), ("max_region_s = 10.0", "max_region_s = 0.5"),
+                     ("min_regions = 2", "min_regions = 1"), ("max_regions = 2", "max_regions = 1"),
+                     ("idle_s = 1.0", "idle_s = 0.1"), ("points = 5", "points = 2"),
+                     ("time_compression = 20.0", "time_compression = 1.0")):
+        assert old in profile, old          # the shipped profile changed: this derivation must follow it
+        profile = profile.replace(old, new)
+    (tmp_path / "toy-node.toml").write_text(profile)
+    run = _archline(["bench", "run", "--platform", "./toy-node.toml", "--emulate", "--quick", "--min-time", "0.01",
+                     "--out", "out"], tmp_path, plugin)
+    assert run.returncode == 0, run.stderr
+    (csv,) = (tmp_path / "out").glob("toy-node-*.csv")
+    with csv.open() as f:
+        results = list(_csv.DictReader(f))
+    assert results and {r["meter"] for r in results} == {"bmc:toy-emulated"}
+    assert all(abs(float(r["power_w"]) - 42.0) < 0.2 for r in results)     # the toy's power, not the model's
+
+    comp = _archline([], tmp_path, plugin, _ARCHLINE_COMPLETE="bash_complete",
+                     COMP_WORDS="archline meter record --meter to", COMP_CWORD="4")
+    assert comp.returncode == 0 and "plain,toy:" in comp.stdout.splitlines(), comp.stdout
+
+
+def test_a_broken_plugin_is_one_warning_line_never_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A plugin whose module is missing, one that declares something else, and one that takes a kind archline has:
+    one warning line each, naming it; archline's kinds stay, and are discovered once (cached)."""
+    from archline.powermon import kinds
+
+    _install_plugin(tmp_path, "gone = no_such_module:KIND\nodd = toy_meter:POWER_W\nclash = archline_clash:KIND",
+                    TOY_MODULE)
+    (tmp_path / "archline_clash.py").write_text(TOY_MODULE.replace('name="toy"', 'name="rapl"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kinds.clear_cache()
+    try:
+        before = kinds.get("rapl")
+        assert set(METER_KINDS) <= set(kinds.names()) and "toy" not in kinds.names()
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 3 and all(ln.startswith("archline: warning: meter plugin '") for ln in lines)
+        assert {ln.split("'")[1] for ln in lines} == {"gone", "odd", "clash"}
+        assert "already declared" in next(ln for ln in lines if "'clash'" in ln)
+        kinds.names()
+        assert capsys.readouterr().err == ""            # cached: said once
+        assert kinds.get("rapl") is before
+    finally:
+        kinds.clear_cache()
