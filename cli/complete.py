@@ -82,17 +82,6 @@ def backend_names(ctx: click.Context, param: click.Parameter, incomplete: str) -
     return [CompletionItem(n, help=h) for n, h in items if n.startswith(incomplete)]
 
 
-def backend_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """Every registered back end (built-in folders and ``archline.backends`` plugins), with its help line."""
-    try:
-        from archline.bench.registry import backends
-
-        items = [(n, i.help) for n, i in backends().items()]
-    except Exception:  # a registry that cannot be read offers nothing (completion never fails)
-        items = []
-    return [CompletionItem(n, help=h) for n, h in items if n.startswith(incomplete)]
-
-
 
 class _SafeComplete:
     """Mixin for click's shell classes: a completion request whose environment is missing or malformed
