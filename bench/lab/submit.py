@@ -114,7 +114,7 @@ def prepare(lab: Lab, machines: Sequence[Machine]) -> None:
             prof = load_bench_profile(cfg.options.platform)
             opts = cfg.options
             route = "emulated" if opts.emulate else "metered" if prof.meters else "time-only"
-            backend = "emulated" if opts.emulate else (opts.backend or prof.bench.backend or "")
+            backend = opts.backend or prof.bench.backend or ""   # --emulate's route runs its own back end
             check_applies(opts, path=route, backend=backend, platform=prof.name)
         except (BenchError, ArchlineFitError) as e:
             raise LabError(f"{lab.path}: machine '{m.name}': {e}") from None
