@@ -197,14 +197,14 @@ def steady_power_script(profile: BenchProfile | str, intensity_flop_per_byte: fl
             raise EmulationError(f"platform '{model.platform}' has no {precision} flop cost to emulate")
         power_w = model.power_w(counts)
         what = f"{precision} kernel at I = {intensity_flop_per_byte:g} flop/B, {power_w:.4g} W (capped model)"
-    meter = next((m for m in prof.meters if m.kind == "powermon2"), None)
+    from archline.powermon.powermon2.kind import NAME as POWERMON2  # meter emulate serves a PowerMon 2
+
+    meter = next((m for m in prof.meters if m.kind == POWERMON2), None)
     split = rail_split(meter, model.free_peak_power_w)
     check_range(split, power_w, model.platform)
     return Script([(0.0, readings(split, power_w))]), f"{model.platform} [emulated]: {what}"
 
 
-#: meter kinds read by HTTP/IPMI polls of an emulated BMC (no pty, no stream)
-BMC_KINDS = ("redfish", "ipmi")
 #: host seconds each BMC reading must stay on show for the meter's polls to see it: one poll round trip on a loaded
 #: host takes up to 50 ms (docs/meters.md, BMC section); at 100x a reading shows for 10 ms and readings are missed
 BMC_MIN_SHOW_HOST_S = 0.05
@@ -240,18 +240,18 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
     import importlib
 
     from archline.bench.emulated.device import ModelPowerSource
+    from archline.powermon import kinds
     from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, slower_advice
-    from archline.powermon.spec import METER_MODULES, SERIAL_KINDS
 
     spec = be.meter
+    kind = kinds.get(spec.kind)
     tc = be.device.time_compression
-    if spec.kind in BMC_KINDS:
+    if kind.bmc:        # read by HTTP/IPMI polls of an emulated BMC (no pty, no stream)
         _check_bmc_speed(spec, tc)
-    weigh = getattr(importlib.import_module(METER_MODULES[spec.kind]), "records_per_device_s", None) \
-        if spec.kind in METER_MODULES else None
+    weigh = getattr(importlib.import_module(kind.module), "records_per_device_s", None) if kind.module else None
     per_tc = float(weigh(spec)) if callable(weigh) else spec.rate_hz * len(spec.channels)
-    if spec.kind not in BMC_KINDS and per_tc * tc > MAX_EMULATED_RECORDS_PER_S:
-        over = "over the pty" if spec.kind in SERIAL_KINDS else "from its emulator"
+    if not kind.bmc and per_tc * tc > MAX_EMULATED_RECORDS_PER_S:
+        over = "over the pty" if kind.serial else "from its emulator"
         raise EmulationError(
             f"time compression {tc:g}x would stream {per_tc * tc:.0f} {spec.kind} records per second {over} "
             f"(limit {MAX_EMULATED_RECORDS_PER_S}); "
@@ -260,6 +260,5 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
 
     meter = emulate_entry(spec, ModelPowerSource(be.device), speed=tc, seed=seed, raw_dir=raw_dir, notes=notes)
     rails = ", ".join(f"{c.id}={c.rail}" for c in spec.channels)
-    title = {"powermon2": "PowerMon 2", "powersensor3": "PowerSensor3", "pmd": "PMD-USB"}.get(spec.kind, spec.kind)
-    how = "emulated on a pty" if spec.kind in SERIAL_KINDS else "emulated"
-    return meter, f"{spec.name}:{spec.kind}-emulated", f"{title} ({how}), channels {rails}"
+    how = "emulated on a pty" if kind.serial else "emulated"
+    return meter, f"{spec.name}:{spec.kind}-emulated", f"{kind.title} ({how}), channels {rails}"

@@ -16,8 +16,6 @@ from urllib.parse import parse_qs, urlsplit
 
 from archline.bench.emulated.model import EmulationError
 
-#: meter kind -> its emulator URL's scheme
-SCHEMES = {"powermon2": "powermon", "powersensor3": "powersensor3", "pmd": "pmd"}
 #: URL options that bench's own options replace under --emulate
 REPLACED = {"speed": "--time-compression", "seed": "the run's own seed"}
 
@@ -27,7 +25,10 @@ def port_faults(spec: Any, replaced: dict[str, str] | None = None) -> tuple[Any 
     is an :class:`EmulationError` (exit 2) naming the meter and the option. ``replaced``: the URL options the
     caller's own settings replace, and by what (default :data:`REPLACED`, bench's)."""
     replaced = REPLACED if replaced is None else replaced
-    scheme = SCHEMES.get(spec.kind)
+    from archline.powermon import kinds
+
+    kind = kinds.find(spec.kind)
+    scheme = None if kind is None else kind.scheme     # its emulator URL's (powermon/kinds.py)
     port = getattr(spec, "port", None) or ""
     if scheme is None or not port.startswith(f"{scheme}://"):
         return None, []

@@ -15,13 +15,14 @@ from typing import Any
 from archline.bench.errors import BenchError
 from archline.bench.step_load.load import KernelStepLoad, step_load_for
 from archline.common.exits import EXIT_DEVICE
+from archline.powermon import kinds
 from archline.powermon.errors import MeterError
 from archline.powermon.spec import MeterSpec
 
 #: meters that measure the rails themselves: what a reference is (the sensor is usually an on-board one)
-REFERENCE_KINDS = ("powermon2", "powersensor3", "pmd")
+REFERENCE_KINDS = kinds.where(reference=True)
 #: cumulative energy counters, polled: ``poll_s`` sets how often (a probe polls well inside the update period)
-COUNTER_KINDS = ("rapl", "nvml", "amdsmi", "hwmon")
+COUNTER_KINDS = kinds.where(counter=True)
 PROBE_POLL_S = 0.002
 
 

@@ -15,8 +15,14 @@ from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, half_lsb_w
 from archline.powermon.record.bounds import half_lsb_power_w
 from archline.powermon.record.samples import Samples
 
-#: meters whose samples carry a resolution bound the sidecar can restate (their steps or shunts)
-RESOLVED_KINDS = ("powermon2", "powersensor3", "pmd")
+
+def _resolution(kind: Any) -> str | None:
+    """What the sidecar of a ``kind`` meter keeps for its resolution bound (its kind's declaration, powermon/kinds.py:
+    "shunts (r_sense_ohm)" or "ADC steps (resolution)"); None: no bound of its own."""
+    from archline.powermon import kinds
+
+    k = kinds.find(kind) if isinstance(kind, str) else None
+    return None if k is None else k.resolution
 
 
 def resolution_w(s: Samples, info: dict[str, Any]) -> Any:
@@ -25,11 +31,11 @@ def resolution_w(s: Samples, info: dict[str, Any]) -> Any:
     PMD-USB trace, half a step of V and I from the sidecar's ``resolution`` (each pair's volts and amps per step,
     from the device's configuration). None where the sidecar does not say (then the bound covers the integration
     only: :func:`resolution_note`)."""
-    kind = info.get("type")
-    if kind in ("powersensor3", "pmd"):
+    what = _resolution(info.get("type"))
+    if what == "ADC steps (resolution)":
         return _stream_resolution_w(s, info.get("resolution"))
     r_lut = info.get("r_sense_ohm")
-    if kind != "powermon2" or not isinstance(r_lut, dict):
+    if what != "shunts (r_sense_ohm)" or not isinstance(r_lut, dict):
         return None
     try:
         r = np.array([float(r_lut.get(str(int(c)), DEFAULT_R_SENSE_OHM)) for c in s.channel], dtype=float)
@@ -72,11 +78,11 @@ def resolution_note(path: str | Path, info: dict[str, Any], has_sidecar: bool = 
     if not has_sidecar:
         return None
     kind = info.get("type")
-    if kind not in RESOLVED_KINDS:
+    what = _resolution(kind)
+    if what is None:
         what = f"a {kind} meter" if isinstance(kind, str) and kind else "a meter it does not name (no info.type)"
         return (f"{show(path)}: its sidecar gives no resolution for {what}: the energy bound excludes the meter's "
                 "resolution (and any averaging) and covers the integration only")
-    what = "shunts (r_sense_ohm)" if kind == "powermon2" else "ADC steps (resolution)"
     return (f"{show(path)}: its sidecar does not give the {kind}'s {what} (written by an older archline?): the "
             "energy bound excludes the meter's resolution and covers the integration only; `meter record` and "
             "`meter decode` of this archline keep them")
