@@ -104,8 +104,9 @@ def list_cmd(fmt: str) -> None:
 @click.option("--duration", "duration_s", type=DURATION, default=10.0, show_default=True,
               help="seconds; at least one of the meter's sample periods (shorter is refused). The recorded "
                    "window (the summary's time_s and energy) is this long, within one sample period; the trace and "
-                   "raw capture also keep the samples that arrived while the meter stopped (tens of ms past the "
-                   "window: the sidecar's rows_after_window; meter integrate uses the window)")
+                   "raw capture also keep the samples that arrived while the meter stopped (tens to hundreds of ms "
+                   "past the window, seconds on a loaded host: the sidecar's rows_after_window; meter integrate "
+                   "uses the window)")
 @click.option("--out", required=True, type=SamplesOut(),
               help="trace .parquet, .csv.gz or .csv (/dev/null: CSV as a stream, no raw capture)")
 @click.option("--max-lost", type=FiniteFloat(ge=0, le=1), default=MAX_LOST_SHARE, show_default=True,
@@ -115,7 +116,8 @@ def list_cmd(fmt: str) -> None:
                 "stdout; table: energy, bound, power and losses per meter for people")
 def record_cmd(spec: str, channels: str | None, rate_hz: float | None, duration_s: float, out: str, max_lost: float,
                fmt: str) -> None:
-    """Record a meter for a while into a tidy trace (a PowerMon 2 also keeps its raw capture beside it).
+    """Record a meter for a while into a tidy trace (a PowerMon 2, PowerSensor3 or PMD-USB also keeps its raw byte
+    capture beside it: OUT's stem .raw.bin and its sidecar, which meter decode reads).
 
     \b
     The summary (JSON on stdout) counts what the meter lost: lost_samples of expected_samples, lost_s, gaps,
@@ -190,8 +192,10 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
     power_w).
 
     \b
-    RAW may be a pipe (meter decode <(zcat c.raw.bin.gz) ...): it is read once, up to 1 GiB (a day of the meter's
-    fastest stream); its sidecar RAW.json, when there is one, says the channels, rate, shunts and clock.
+    RAW may be a pipe (meter decode <(zcat c.raw.bin.gz) ...): it is read once, up to 1 GiB (a day of a PowerMon
+    2's fastest stream; 50 minutes of a PowerSensor3's 360 kB/s: decode a longer one from a file); its sidecar
+    RAW.json, when there is one, says the channels, rate, shunts and clock. A recording that was killed leaves
+    .RAW.PID.tmp and its sidecar: pass --partial to decode it.
 
     \b
     Examples:
@@ -311,17 +315,25 @@ def _show_integration(res: Any, fmt: str) -> None:
               help="play this platform's model power on its profile's rails (idle unless --intensity is given)")
 @click.option("--intensity", type=POSITIVE, default=None, help="with --platform: a kernel at this flop/byte")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
+@click.option("--kind", type=click.Choice(["powermon2", "powersensor3"]), default="powermon2", show_default=True,
+              help="the device on the pty: a PowerMon 2, or a PowerSensor3 (firmware 1.6.1's protocol: psinfo, "
+                   "psrun or meter record can be pointed at the port)")
+@click.option("--rate", "rate_hz", type=POSITIVE, default=None,
+              help="--kind powersensor3: frames per second (default 20000, the F411 board's)")
 @format_options(help="table: the port alone on stdout (for $(...)); json: one JSON document with the port, speed "
                      "and what it plays, printed as soon as the port is open")
 def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float | None, port_file: str | None,
-                platform: str | None, intensity: float | None, precision: str, fmt: str) -> None:
-    """A PowerMon 2 (emulated) on a pseudo-terminal: prints the port to give to a driver or `meter record`.
+                platform: str | None, intensity: float | None, precision: str, kind: str, rate_hz: float | None,
+                fmt: str) -> None:
+    """A PowerMon 2 or PowerSensor3 (emulated) on a pseudo-terminal: prints the port to give to a driver or `meter
+    record`.
 
     \b
     Examples:
       archline meter emulate --script power.json
       archline meter emulate --platform gtx580 --intensity 8 --precision sp
       archline meter emulate --speed 2 --format json
+      archline meter emulate --kind powersensor3 --rate 2000 --duration 1
     """
 
     from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
@@ -329,11 +341,13 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
     from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
     from archline.powermon.powermon2.protocol import MAX_AGGREGATE_RECORDS_PER_S
 
-    # a client may ask for the device's fastest stream: the pty must carry that at this speed (bench run's rule)
-    problem = emulator_speed_problem(speed, MAX_AGGREGATE_RECORDS_PER_S)
+    # a client may ask for the device's fastest stream: the pty must carry that at this speed (bench run's rule;
+    # a PowerSensor3 streams its one rate, 18-byte frames in 4-byte record units)
+    per_s = MAX_AGGREGATE_RECORDS_PER_S if kind != "powersensor3" else (rate_hz or 20_000.0) * 18 / 4
+    problem = emulator_speed_problem(speed, per_s)
     if problem is not None:
-        raise MeterError(f"--speed {speed:g}: at the PowerMon 2's fastest stream, {problem}; lower --speed to "
-                         f"{max_emulator_speed(MAX_AGGREGATE_RECORDS_PER_S)} or less")
+        raise MeterError(f"--speed {speed:g}: at the {'PowerSensor3' if kind == 'powersensor3' else 'PowerMon 2'}'s"
+                         f" fastest stream, {problem}; lower --speed to {max_emulator_speed(per_s)} or less")
     if platform is not None and script is not None:
         raise click.UsageError("give --script or --platform, not both")
     if intensity is not None and platform is None:
@@ -345,11 +359,20 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
 
         power, what = steady_power_script(platform, intensity, precision)
         click.echo(what, err=True)
-    core = PowerMon2Core(power, speed=speed, seed=seed)
+    if rate_hz is not None and kind != "powersensor3":
+        raise click.UsageError("--rate is for --kind powersensor3 (a PowerMon 2's client sets its own rate)")
+    core: Any = PowerMon2Core(power, speed=speed, seed=seed)
+    label = "PowerMon 2"
+    if kind == "powersensor3":
+        from archline.powermon.powersensor3.emulator import PowerSensor3Core
+        from archline.powermon.powersensor3.protocol import REAL_RATE_HZ
+
+        core, label = PowerSensor3Core(power, REAL_RATE_HZ if rate_hz is None else rate_hz, speed=speed,
+                                       seed=seed), "PowerSensor3"
     with PtyServer(core) as srv:
         if fmt == "json":
-            echo_json({"port": srv.port, "meter": "powermon2", "emulated": True, "speed": speed, "seed": seed,
-                       "plays": what})
+            echo_json({"port": srv.port, "meter": kind, "emulated": True, "speed": speed, "seed": seed,
+                       "plays": what, **({"rate_hz": core.rate_hz} if kind == "powersensor3" else {})})
         else:
             click.echo(srv.port)
         sys.stdout.flush()      # the port now, not when the server stops: a script waits for it
@@ -357,7 +380,7 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
 
         # --port-file names the pty while it is open, and is removed when it closes (Ctrl-C, SIGTERM, --duration)
         with transient_file(port_file, srv.port + "\n") if port_file else contextlib.nullcontext():
-            click.echo(f"PowerMon 2 (emulated, speed {speed:g}) on {srv.port}; Ctrl-C to stop", err=True)
+            click.echo(f"{label} (emulated, speed {speed:g}) on {srv.port}; Ctrl-C to stop", err=True)
             t_end = None if duration_s is None else time.monotonic() + duration_s
             # Ctrl-C or SIGTERM: the pty server stops (leaving the with) and the command exits 130
             while (t_end is None or time.monotonic() < t_end) and not srv.closed:

@@ -60,7 +60,11 @@ class PowerSensor3Core(StreamCore):
                  boot_us: float | None = None, queue_bytes: int = QUEUE_BYTES, **kw: Any) -> None:
         super().__init__(power, rate_hz, faults, speed=speed, seed=seed, **kw)
         self.config = config or default_config()
-        self.version = VERSION                #: what V answers (a test may play an older firmware's line)
+        #: what V answers (a test may play an older firmware's line): the MCU whose rate it streams (F411 20 kHz,
+        #: F401 17.5 kHz), else the F407, whose cadence only its stamps tell, so that a driver on its pty (psinfo,
+        #: meter record on `meter emulate --kind powersensor3`) takes it at its rate
+        mcu = {20_000.0: "F411", 17_500.0: "F401"}.get(float(self.rate_hz), "F407")
+        self.version = VERSION.replace("F411", mcu)
         self.pending_markers = 0
         self.period_us = 1e6 / self.rate_hz
         self.late_us = float(late_us)

@@ -116,7 +116,9 @@ def _stamps(b: bytes) -> np.ndarray:
 def test_emulator_commands_version_config_and_count() -> None:
     core, clock = _core()
     core.write(b"V")
-    assert core.read_available() == b"F411-1.6.1\r\n"
+    # an F407 (whose cadence only its stamps tell) at 1 kHz; at 20 kHz an F411, at 17.5 kHz an F401
+    assert core.read_available() == b"F407-1.6.1\r\n"
+    assert [PowerSensor3Core(rate_hz=r).version for r in (20000.0, 17500.0)] == ["F411-1.6.1", "F401-1.6.1"]
     core.write(b"R")
     got = core.read_available()
     for _ in range(7):
@@ -176,7 +178,7 @@ def test_emulator_x_waits_100ms_and_hangs_on_a_pending_marker() -> None:
     assert core.read_available() == b""
     clock.t_s += 0.001
     out = core.read_available()
-    assert out[:4] == b"\xff\x3f\xff\x3f" and out[4 + 18:] == b"F411-1.6.1\r\n"
+    assert out[:4] == b"\xff\x3f\xff\x3f" and out[4 + 18:] == b"F407-1.6.1\r\n"
     core.write(b"SM")
     core.write(b"X")                                    # a marker still pending: the firmware never returns
     clock.t_s += 1.0

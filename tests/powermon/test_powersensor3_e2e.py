@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from support.stream_e2e import record, registered, run_and_fit
 
@@ -179,3 +180,36 @@ def test_the_summary_the_sidecar_and_integrate_agree_on_the_window(run_cli: Any,
     t = 100.0 + np.arange(11) * 1e-3
     assert integrate_series(t - 3e-9, np.ones(11), 100.0, 100.01, period_s=1e-3).n_samples == 11
     assert integrate_series(t - 2e-6, np.ones(11), 100.0, 100.01, period_s=1e-3).n_samples == 10
+
+
+def test_meter_emulate_puts_a_powersensor3_on_a_pty(tmp_path: Path) -> None:
+    """Issue 35 S#14: `meter emulate --kind powersensor3` serves the emulated board on a pseudo-terminal that the
+    real driver (or psinfo) can open: its V line names the MCU of its rate, its frames decode on that cadence."""
+    import subprocess
+    import sys
+    import time as _time
+
+    from archline.powermon.powersensor3.driver import PowerSensor3
+
+    pf = tmp_path / "port"
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from archline.cli.main import main; "
+                          "sys.exit(main(sys.argv[1:]))", "meter", "emulate", "--kind", "powersensor3",
+                          "--rate", "2000", "--duration", "5", "--port-file", str(pf)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = _time.monotonic() + 10
+        while not pf.exists() and _time.monotonic() < deadline:
+            _time.sleep(0.05)
+        drv = PowerSensor3(pf.read_text().strip(), 2000.0, name="ps3").open()
+        try:
+            assert drv.version == "F407-1.6.1" and drv.mcu == "F407"
+            drv.start()
+            _time.sleep(0.2)
+            drv.stop()
+            k, _, _ = drv.frames()
+            assert k.size >= 100 and np.array_equal(k, np.arange(k[0], k[0] + k.size))
+        finally:
+            drv.close()
+    finally:
+        p.terminate()
+        p.wait(5)
