@@ -51,8 +51,11 @@ class BackendInfo:
     control_vendors: tuple[str, ...] = ("nvml", "amdsmi")
     #: chosen by ``--emulate`` only (it runs a profile's model, not this machine), never a profile's [bench] backend
     needs_emulate: bool = False
-    #: ``bench backends`` lists its kernel variants even where it cannot run (e.g. the ISAs it was built for)
+    #: ``bench list`` lists its kernel variants even where it cannot run (e.g. the ISAs it was built for)
     describe_when_unusable: bool = False
+    #: a CPU back end's steady load for meter probe/calibrate, ``"module:function"`` taking (backend, threads=,
+    #: cpus=) and giving (prepared kernel, what it is); GPU back ends' step load is their highest-intensity SP sweep
+    step_load: str | None = None
 
     def open(self, **options: Any) -> Backend:
         opener = self.opener
@@ -63,6 +66,13 @@ class BackendInfo:
             except ImportError as e:
                 raise BackendUnavailableError(f"backend '{self.name}' cannot be loaded: {e}") from None
         return opener(**options)
+
+    def steady_load(self, backend: Backend, **options: Any) -> tuple[Any, dict[str, Any]]:
+        """This back end's ``step_load`` on ``backend`` (one it opened); BackendUnavailableError when it has none."""
+        if self.step_load is None:
+            raise BackendUnavailableError(f"backend '{self.name}' has no CPU step load")
+        module, _, attr = self.step_load.partition(":")
+        return cast("tuple[Any, dict[str, Any]]", getattr(importlib.import_module(module), attr)(backend, **options))
 
 
 @functools.cache

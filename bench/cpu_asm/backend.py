@@ -69,6 +69,11 @@ class CpuAsmBackend(BackendBase):
         #: an intensity point's input stream kept for the next point (spec param ``keep_buffer``), with its key
         self._kept: tuple[tuple[Any, ...], Any] | None = None
 
+    @property
+    def isa(self) -> str | None:
+        """The ISA asked for (None: the best this CPU runs)."""
+        return self._isa
+
     def stream(self, kern: Any, key: tuple[Any, ...]) -> Any:
         """The native intensity stream for ``key`` (kind, isa, elements, cpus, seed, period): the one the previous
         point kept where it is the same (allocated, filled and first-touched once: the quick roofline's three DRAM

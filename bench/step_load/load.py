@@ -4,8 +4,9 @@ powermon's probe drives any load with ``high()`` and ``low()`` (:class:`archline
 this module gives it one made of a bench back end's prepared kernel (the same :class:`PreparedKernel` the runner
 measures): while high, a worker thread calls ``run(reps)`` back to back, each call sized to last about ``call_s``;
 ``low()`` returns once the call in flight has ended, so the device is idle when it returns. No new kernel: the CPU
-load is cpu_asm's compute-bound intensity kernel (DP FMAs on an L1-resident working set, one OpenMP thread per
-core or per ``--cpus``), a GPU load the catalogue's highest-intensity SP kernel of the back end.
+load is the steady load the CPU back end's registry entry names (``step_load``: a compute-bound intensity kernel,
+DP FMAs on an L1-resident working set, one thread per core or per ``--cpus``), a GPU load the catalogue's
+highest-intensity SP kernel of the back end.
 
 Threads, not processes: nothing can outlive the process (a SIGTERM or a crash ends the worker with it), and
 :meth:`KernelStepLoad.close` (also the end of a ``with`` block, however it ends) stops the worker, joins it and frees
@@ -21,17 +22,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.kernels import KernelSpec, PreparedKernel
+from archline.bench.kernels import PreparedKernel
 from archline.common.exits import EXIT_DEVICE
+from archline.powermon import kinds
 
 log = logging.getLogger("archline.bench")
 
-#: the device a meter kind measures when it is on board (external meters say it in their channels' ``device``)
-ON_BOARD_DEVICE: dict[str, str] = {"rapl": "cpu", "hwmon": "cpu", "redfish": "node", "ipmi": "node",
-                                   "nvml": "gpu", "amdsmi": "gpu"}
-#: the CPU kernel: DP FMAs per trip for 64 flop/B (compute bound whatever the working set) on 32 KiB per thread
-CPU_INTENSITY_FLOP_PER_BYTE = 64.0
-CPU_WORKING_SET_PER_THREAD_BYTES = 32 * 1024
+#: the device a meter kind measures when it is on board (external meters say it in their channels' ``device``):
+#: each kind's ``device`` (powermon/kinds.py)
+ON_BOARD_DEVICE: dict[str, str] = {k.name: k.device for k in kinds.kinds() if k.device and not k.reference}
 
 
 class StepLoadUnavailable(BenchError):
@@ -128,36 +127,34 @@ def _sized(prepared: PreparedKernel, call_s: float) -> int:
     return max(1, math.floor(call_s / one_s))
 
 
+def cpu_load_backend() -> str:
+    """The back end of the CPU step load: the registry's first CPU back end with a ``step_load``."""
+    from archline.bench.registry import backends, of_kind
+
+    for name in of_kind("cpu"):
+        if backends()[name].step_load is not None:
+            return name
+    raise StepLoadUnavailable("step load on the CPU: no back end offers one")
+
+
 def cpu_step_load(*, threads: int | None = None, cpus: Sequence[int] | None = None, isa: str | None = None,
                   call_s: float = 0.002) -> KernelStepLoad:
-    """cpu_asm's intensity kernel (DP, 64 flop/B, L1-resident) on ``threads`` cores or exactly ``cpus``."""
-    from archline.bench.cpu_asm import topology as topo
-    from archline.bench.cpu_asm.backend import CpuAsmBackend, best_isa, pinning
+    """The CPU back end's steady load (its intensity kernel, DP, 64 flop/B, L1-resident) on ``threads`` cores or
+    exactly ``cpus``."""
+    from archline.bench.registry import info_of
 
-    be = CpuAsmBackend(isa)
+    info = info_of(cpu_load_backend())
+    be = info.open(**({} if isa is None else {"isa": isa}))
     ok, why = be.availability()
     if not ok:
         raise StepLoadUnavailable(f"step load on the CPU (backend {be.name}): {why}")
-    pin = pinning(threads, cpus)
-    n = int(pin.get("threads") or len(topo.one_cpu_per_core()))
-    isa_name = isa or best_isa()
-    spec = KernelSpec(be.name, "intensity", "dp", "mem",
-                      {"isa": isa_name, "store": "none", "intensity": CPU_INTENSITY_FLOP_PER_BYTE,
-                       "working_set_bytes": CPU_WORKING_SET_PER_THREAD_BYTES * n, **pin})
-    prepared = be.prepare(spec)
+    prepared, what = info.steady_load(be, threads=threads, cpus=cpus)
     try:
         reps = _sized(prepared, call_s)
     except BaseException:
         prepared.close()
         raise
-    extra = getattr(prepared, "extra", {})
-    used = list(extra.get("cpus", pin.get("cpus", [])))
-    label = (f"{be.name} intensity/dp ({extra.get('isa', isa_name)}, {CPU_INTENSITY_FLOP_PER_BYTE:g} flop/B, "
-             f"{CPU_WORKING_SET_PER_THREAD_BYTES // 1024} KiB per thread) on {n} thread(s), CPUs "
-             f"{','.join(map(str, used))}")
-    return KernelStepLoad(prepared, reps, {"label": label, "backend": be.name, "kernel": "intensity",
-                                           "precision": "dp", "isa": extra.get("isa", isa_name), "threads": n,
-                                           "cpus": used, "fma_per_trip": extra.get("fma_per_trip")})
+    return KernelStepLoad(prepared, reps, what)
 
 
 def gpu_step_load(backend: str, *, device: str | None = None, call_s: float = 0.02) -> KernelStepLoad:
@@ -210,8 +207,7 @@ def step_load_for(spec: Any, *, backend: str | None = None, profile_backend: str
     back end cannot run here or none is named."""
     from archline.bench.registry import of_kind
 
-    # the CPU step load runs the registry's first CPU back end
-    gpus, cpu = tuple(sorted(of_kind("gpu"))), of_kind("cpu")[0]
+    gpus, cpu = tuple(sorted(of_kind("gpu"))), cpu_load_backend()
     dev = device_of(spec)
     name = backend
     if name is None:
