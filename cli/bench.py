@@ -227,7 +227,12 @@ def _summary(results: Path, ert_path: Path) -> dict[str, Any]:
               help="The roofline.json to write (atomic; never one of the inputs).")
 @format_options(help="table: the path written; json: one JSON document with the file, the peaks and bandwidths")
 def export_ert_cmd(results: tuple[Path, ...], out: Path, fmt: str) -> None:
-    """Write the Empirical Roofline Toolkit's roofline.json (peak GFLOP/s, GB/s per level) from results CSVs.
+    """Write the Empirical Roofline Toolkit's roofline.json (peak GFLOP/s, GB/s per level) from results files.
+
+    \b
+    RESULTS are archline.results/1 CSV or Parquet files, checked as
+    `archline fit` checks them. Figures NOT TRUSTED are warnings on
+    stderr; with --out /dev/stdout the file is all of stdout.
 
     \b
     As ERT writes it: "empirical" (ceilings named "FP64 GFLOPs", "FP32 GFLOPs",

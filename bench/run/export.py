@@ -76,11 +76,11 @@ def warning(message: str) -> None:
 
 def _file_rows(p: Path) -> tuple[list[dict[str, str]], str]:
     """The rows of one results file as text cells, and how its rows are named (``line`` for a CSV, whose header is
-    line 1; ``row`` for Parquet): a CSV through its owner (:class:`ResultsFile`), a Parquet file or data set as the
-    fit reads it (:func:`archline.fit.io.dataset.read_dataset_table`)."""
+    line 1; ``row`` for Parquet): a CSV through its owner (:class:`ResultsFile`), a Parquet file through the data
+    set's (:func:`archline.fit.io.dataset.read_dataset_table`)."""
     from archline.fit.io.dataset import PARQUET_SUFFIXES, DatasetError, read_dataset_table
 
-    if p.is_dir() or p.suffix.lower() in PARQUET_SUFFIXES:
+    if p.suffix.lower() in PARQUET_SUFFIXES:
         try:
             table = read_dataset_table(p)
         except DatasetError as e:
@@ -124,7 +124,7 @@ def _mark_emulated(rows: Sequence[dict[str, str]], name: str, say: Callable[[str
 
 
 def read_rows(paths: Sequence[Path], warn: Callable[[str], None] | None = None) -> list[dict[str, str]]:
-    """Every row of ``paths`` (each file once; CSV, Parquet or a data set directory), checked as the fit checks
+    """Every row of ``paths`` (each file once; CSV or Parquet), checked as the fit checks
     them and for rates no machine has; warnings (a file named twice, failed checksums, emulated rows not marked so)
     go to ``warn`` (default: ``archline: warning:`` lines on stderr)."""
     say = warn or warning
