@@ -12,21 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# the memory rule every back end shares, named here too for this module's callers (prepared.py, the tests)
+from archline.bench.host_memory import MEM_MIN_BYTES as MEM_MIN_BYTES
+from archline.bench.host_memory import MEM_OVER_LLC as MEM_OVER_LLC
+from archline.bench.host_memory import MEM_QUICK_MAX_BYTES as MEM_QUICK_MAX_BYTES
+from archline.bench.host_memory import PLAUSIBLE_LLC_PER_CORE_BYTES as PLAUSIBLE_LLC_PER_CORE_BYTES
+from archline.bench.host_memory import mem_available_bytes as mem_available_bytes
+from archline.bench.host_memory import mem_working_set_bytes as mem_working_set_bytes
+from archline.bench.host_memory import plausible_llc_bytes as plausible_llc_bytes
 from archline.common.sizes import parse_bytes
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
-
-#: More last-level cache per core than any shipping CPU gives one core (AMD EPYC 9184X: 96 MiB L3 per 2-core CCD,
-#: 48 MiB per core). A larger share is not believed: a VM typically reports its host's whole L3 to a few vCPUs.
-PLAUSIBLE_LLC_PER_CORE_BYTES = 64 * MIB
-#: Memory points use at least this much (likwid-bench's stream_mem runs 1 GB) and at least MEM_OVER_LLC x the
-#: last-level cache the cores in use can fill. On the 2-vCPU Xeon VM that reports 480 MiB of L3, a streaming
-#: kernel measured within 0.5% of its 2 GiB bandwidth at 1 GiB, but 4-20% above it at 512 MiB and below.
-MEM_MIN_BYTES = GIB
-MEM_OVER_LLC = 8
-#: --quick caps the memory working set here: its compute-bound points cost time in proportion to it.
-MEM_QUICK_MAX_BYTES = 2 * GIB
 
 
 @dataclass(frozen=True)
@@ -46,20 +43,6 @@ class CacheShare:
     instance_bytes: int      # the instances the cores sit in, each capped where implausible for its core count
     share_bytes: int         # the part of them belonging to the cores in use (instance x our cores / its cores)
     note: str                # empty, or why a reported size was not believed
-
-
-def plausible_llc_bytes(reported_bytes: int, cores: int) -> int:
-    """A last-level cache as the working sets believe it: at most PLAUSIBLE_LLC_PER_CORE_BYTES per core sharing
-    it (the GPU back ends pass their compute units), never negative."""
-    return max(0, min(int(reported_bytes), PLAUSIBLE_LLC_PER_CORE_BYTES * max(int(cores), 1)))
-
-
-def mem_working_set_bytes(believed_llc_bytes: int, *, quick: bool = False) -> int:
-    """The memory level's working set past a last-level cache already through :func:`plausible_llc_bytes`:
-    max(MEM_MIN_BYTES, MEM_OVER_LLC x it), at most MEM_QUICK_MAX_BYTES with ``quick``. The one rule of every back
-    end (bench/gpu/working_set.py bounds it further by the device's and the host's memory)."""
-    mem = max(MEM_MIN_BYTES, MEM_OVER_LLC * max(int(believed_llc_bytes), 0))
-    return min(mem, MEM_QUICK_MAX_BYTES) if quick else mem
 
 
 def _cpu_list(text: str) -> list[int]:
@@ -143,16 +126,6 @@ def cache_shares(cpus: Sequence[int], root: Path = SYS_CPU) -> dict[int, CacheSh
         out[level] = CacheShare(level, reported, sum(s for s, _, _ in capped.values()),
                                 sum(s * min(o, c) // c for s, o, c in capped.values()), note)
     return out
-
-
-def mem_available_bytes() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
 def hugetlb_pages_free() -> int:

@@ -1,6 +1,6 @@
 """Default working sets of the GPU back ends (OpenCL, CUDA, HIP), as a pure function of what the device reports.
 
-The memory level follows the CPU path's one rule (:func:`archline.bench.cpu_asm.topology.mem_working_set_bytes`):
+The memory level follows the CPU path's one rule (:func:`archline.bench.host_memory.mem_working_set_bytes`):
 the reported last cache is believed only up to PLAUSIBLE_LLC_PER_CORE_BYTES per compute unit, and the working set
 is max(MEM_MIN_BYTES, MEM_OVER_LLC x that). It is then bounded by what the device and the host can hold: a quarter
 of the device's global memory, its largest allocation, and a quarter of the host's available memory (the host
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archline.bench.cpu_asm.topology import mem_working_set_bytes, plausible_llc_bytes
 from archline.bench.errors import BenchError
+from archline.bench.host_memory import mem_working_set_bytes, plausible_llc_bytes
 
 KIB, MIB = 1 << 10, 1 << 20
 #: a last cache the device does not report is taken as this (the old OpenCL default)

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from archline.bench.cpu_asm.topology import mem_available_bytes
 from archline.bench.errors import BackendUnavailableError, BenchError
 from archline.bench.gpu.catalogue import Offer
 from archline.bench.gpu.core import DeviceMissingError, GpuBackend, GpuDevice, Timing, parse_device
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry
 from archline.bench.gpu.working_set import DeviceCaches, default_working_set_bytes
+from archline.bench.host_memory import mem_available_bytes
 from archline.bench.kernels import KernelSpec
 
 NAME = "opencl"
