@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from archline.cli.complete import platform_names
-from archline.cli.params import NON_NEGATIVE, POSITIVE, FiniteFloat, OutPath
+from archline.cli.complete import backend_names, platform_names
+from archline.cli.params import NON_NEGATIVE, POSITIVE, BackendOption, FiniteFloat, OutPath
 from archline.common.outputs import show
 
 _SPEED = FiniteFloat(gt=0, le=50)
@@ -31,13 +31,13 @@ def _real_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--reference", default=None,
                      help="real hardware: the reference meter's name in the profile (default: its only "
                           "powermon2/powersensor3/pmd meter other than METER)"),
-        click.option("--backend", default=None,
-                     help="real hardware: the step load's back end (default: cpu_asm for a CPU or node meter, the "
-                          "profile's cuda/hip/opencl for a GPU one)"),
+        click.option("--backend", default=None, cls=BackendOption, shell_complete=backend_names,
+                     help="real hardware: the step load's back end, one of {backends} (default: the CPU back end "
+                          "for a CPU or node meter, the profile's GPU back end for a GPU one)"),
         click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="cpu_asm step load: threads on the first N cores (default: every core)"),
+                     help="CPU step load: threads on the first N cores (default: every core)"),
         click.option("--cpus", default=None, metavar="LIST",
-                     help="cpu_asm step load: one thread on each of these logical CPUs (0-3, 0,2,4)"),
+                     help="CPU step load: one thread on each of these logical CPUs (0-3, 0,2,4)"),
         click.option("--device", default=None, help="GPU step load: the device (as bench run --device)"),
         click.option("--poll", "poll_s", type=FiniteFloat(gt=0, le=1), default=None,
                      help="real counter sensors (rapl, nvml, amdsmi, hwmon): seconds between reads [default: "
