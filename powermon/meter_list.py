@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from archline.powermon.counters.kind import RAPL
 from archline.powermon.errors import MeterError
 
 
@@ -100,23 +101,23 @@ def rapl_rows(powercap_root: str | Path | None = None, perf_root: str | Path | N
     for z in zones:
         try:
             z.read_uj()
-            rows.append({"kind": "rapl", "name": z.name, "available": True,
+            rows.append({"kind": RAPL, "name": z.name, "available": True,
                          "detail": f"powercap {z.path} range {z.max_energy_range_uj} uJ"})
         except MeterError as e:
-            rows.append({"kind": "rapl", "name": z.name, "available": False, "fix": chmod,
+            rows.append({"kind": RAPL, "name": z.name, "available": False, "fix": chmod,
                          "detail": f"{e}; the fix lasts until reboot, a udev rule keeps it: `{UDEV_FIX}`"})
     proot = rapl_perf.default_root() if perf_root is None else Path(perf_root)
     pmu = rapl_perf.read_pmu(proot)
     if pmu is not None and pmu.events:
         try:
             src = rapl_perf.PerfSource(None, proot, perf_reader)
-            rows += [{"kind": "rapl", "name": f"perf:{z.name}", "available": True,
+            rows += [{"kind": RAPL, "name": f"perf:{z.name}", "available": True,
                       "detail": f"perf event power/{z.event.name}/ on CPU {z.cpu} (the RAPL meter's source where "
                                 "powercap is not readable)"} for z in src.zones]
             src.close()
         except MeterError as e:
             denied = "not permitted" in str(e)
-            rows.append({"kind": "rapl", "name": "perf:-", "available": False,
+            rows.append({"kind": RAPL, "name": "perf:-", "available": False,
                          "fix": rapl_perf.PARANOID_FIX if denied else "",
                          "detail": f"{e}" if not denied else
                          f"perf's power events {', '.join(ev.name for ev in pmu.events)} are not permitted "
@@ -124,7 +125,7 @@ def rapl_rows(powercap_root: str | Path | None = None, perf_root: str | Path | N
                          f"CAP_PERFMON: `{rapl_perf.CAPABILITY_FIX}`)"})
     if not zones and (pmu is None or not pmu.events):
         vm = _in_vm()
-        rows.append({"kind": "rapl", "name": "-", "available": False,
+        rows.append({"kind": RAPL, "name": "-", "available": False,
                      "fix": "none here: a VM guest; measure on the host" if vm else "sudo modprobe intel_rapl_msr",
                      "detail": f"no RAPL zones under {root} and no perf power events under {proot} ("
                                + ("a VM guest: RAPL is the host's, measure there" if vm else

@@ -13,6 +13,7 @@ from archline.common.outputs import show
 from archline.powermon.errors import MeterError, SamplesLostError
 from archline.powermon.meter_list import list_meters as list_meters  # re-exported: `meter list`'s rows
 from archline.powermon.powermon2.decode import StreamDecoder, guess_channels
+from archline.powermon.powermon2.kind import NAME as POWERMON2
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, TICK_HZ, period_for_rate
 from archline.powermon.record.resolution import resolution_note, resolution_w
 from archline.powermon.record.samples import Samples
@@ -79,7 +80,7 @@ def _prepare(raw_path: str | Path, channels: Sequence[int] | None, rate_hz: floa
         def t_of_event(ev: np.ndarray) -> np.ndarray:
             return ev * dt
         clock_name = "device_s"
-    fmt = RowFormat(r_lut, t_of_event, side.meter if side else "powermon2", side.emulated if side else
+    fmt = RowFormat(r_lut, t_of_event, side.meter if side else POWERMON2, side.emulated if side else
                     _emulated_bytes(data), clock_name)
     return data, chans, period, side, fmt
 
@@ -122,13 +123,12 @@ def _shunt_override(raw: str | Path, side: CaptureSidecar | None, chans: Sequenc
 def _not_a_stream_capture(raw: Path, data: bytes) -> None:
     """A capture without its sidecar whose bytes are a PowerSensor3's or PMD-USB's frames: say so (it cannot be
     decoded without the sidecar), rather than fail to find PowerMon 2 records in it."""
-    from archline.powermon.pmd.protocol import frame_share as pmd_share
-    from archline.powermon.powersensor3.protocol import frame_share as ps3_share
+    from archline.powermon import kinds
     from archline.powermon.stream.sniff import sniff_stream_kind
 
-    kind = sniff_stream_kind(data, [("powersensor3", ps3_share), ("pmd", pmd_share)])
+    kind = sniff_stream_kind(data, [(k.name, k.frame_share) for k in kinds.kinds() if k.frame_share is not None])
     if kind is not None:
-        label = {"powersensor3": "PowerSensor3", "pmd": "PMD-USB"}[kind]
+        label = kinds.get(kind).title
         raise MeterError(f"{show(raw)} looks like a {label} capture (its bytes are {label} frames), not a PowerMon 2 "
                          f"one, and its sidecar {show(str(raw) + '.json')} is missing"
                          f"{' (a pipe has none)' if not raw.is_file() else ''}: a {label} capture cannot be decoded "
@@ -221,7 +221,7 @@ def _decode(raw_path: str | Path, out: str | Path | None, channels: Sequence[int
         # the meter's kind and the shunts the samples were decoded with: what `meter integrate` needs to state
         # record's resolution bound (half an ADC step, :func:`archline.powermon.record.resolution.resolution_w`)
         shunts = {str(c): float(fmt.r_lut[c]) for c in chans}
-        return {"source": show(raw_path), "type": "powermon2", "r_sense_ohm": shunts,
+        return {"source": show(raw_path), "type": POWERMON2, "r_sense_ohm": shunts,
                 "channels": chans, "rate_hz": TICK_HZ / period, "stats": stats,
                 "overflows": stats["overflows"], "gaps": stats["gaps"], "lost_records": stats["lost_records"],
                 "speed": speed, "warnings": warnings}

@@ -30,6 +30,7 @@ from archline.powermon.formats import (
     emulator_speed_problem,
     max_emulator_speed,
 )
+from archline.powermon.powermon2.kind import NAME as POWERMON2
 from archline.powermon.powermon2.protocol import TICK_HZ
 
 S = TypeVar("S", bound="_Sidecar")
@@ -180,7 +181,7 @@ class CaptureSidecar(_Sidecar):
     FAMILY: ClassVar[str] = RAW_FORMAT.rpartition("/")[0]
     WHAT: ClassVar[str] = "capture sidecar"
 
-    meter: str = "powermon2"
+    meter: str = POWERMON2
     emulated: bool = False
     channels: list[int] | None = Field(default=None, min_length=1)
     r_sense_ohm: dict[str, float] = Field(default_factory=dict)

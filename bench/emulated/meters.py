@@ -29,7 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from archline.bench.emulated.model import EmulationError
-from archline.powermon.spec import METER_KINDS, METER_MODULES, SERIAL_KINDS, MeterSpec
+from archline.powermon import kinds
+from archline.powermon.powermon2.kind import NAME as POWERMON2
+from archline.powermon.spec import MeterSpec
 
 F64 = npt.NDArray[np.float64]
 
@@ -37,16 +39,15 @@ F64 = npt.NDArray[np.float64]
 def emulated_kinds() -> tuple[str, ...]:
     """The meter kinds ``--emulate`` can play: those whose driver module has ``emulate_from_spec``."""
     out = []
-    for kind in METER_KINDS:
-        name = METER_MODULES.get(kind)
-        if name is None:
+    for kind in kinds.kinds():
+        if kind.module is None:
             continue
         try:
-            mod = importlib.import_module(name)
+            mod = importlib.import_module(kind.module)
         except ImportError:
             continue
         if callable(getattr(mod, "emulate_from_spec", None)):
-            out.append(kind)
+            out.append(kind.name)
     return tuple(out)
 
 
@@ -70,7 +71,7 @@ def choose(prof: Any, meter: str | None) -> tuple[MeterSpec | None, list[str]]:
     if meter:
         return check_emulatable(prof.meter(meter), prof.name), []
     kinds = emulated_kinds()
-    spec = next((s for s in prof.meters if s.kind == "powermon2"), None) or \
+    spec = next((s for s in prof.meters if s.kind == POWERMON2), None) or \
         next((s for s in prof.meters if s.kind in kinds), None)
     if spec is not None:
         return spec, []
@@ -86,7 +87,8 @@ def choose(prof: Any, meter: str | None) -> tuple[MeterSpec | None, list[str]]:
 def has_shunt(kind: str) -> bool:
     """Whether a meter of ``kind`` reads its channels through shunts with a full scale (the serial meters); a
     counter or a BMC reads a whole device's power and has none."""
-    return kind in SERIAL_KINDS
+    found = kinds.find(kind)
+    return found is not None and found.serial
 
 
 def played_range_a(spec: MeterSpec, c: Any) -> tuple[float, float]:
@@ -94,7 +96,7 @@ def played_range_a(spec: MeterSpec, c: Any) -> tuple[float, float]:
     the shunt's full scale (ChannelSpec.full_scale_a); a PowerMon 2's codes stop at 0 A, the bipolar sensors'
     (PowerSensor3, PMD) at minus their full scale."""
     top = float(c.full_scale_a)
-    return (0.0 if spec.kind == "powermon2" else -top), top
+    return (-top if kinds.get(spec.kind).reads_negative_a else 0.0), top
 
 
 def played_w(spec: MeterSpec, c: Any, power_w: float) -> float:
@@ -177,6 +179,6 @@ def emulate_entry(spec: MeterSpec, source: Any, *, speed: float, seed: int, raw_
     faults, url_notes = port_faults(spec, replaced)
     if notes is not None:
         notes += url_notes
-    kw: dict[str, Any] = {"stall_error_s": 30.0} if spec.kind in SERIAL_KINDS else {}
+    kw: dict[str, Any] = {"stall_error_s": 30.0} if has_shunt(spec.kind) else {}
     # a calibrated entry's meter corrects what it reads: the emulator plays the sensor the calibration describes
     return emulate_meter(spec, played(source, spec), speed=speed, seed=seed, raw_dir=raw_dir, faults=faults, **kw)

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 def _devices(spec: Any) -> set[str]:
     """The devices a [[meters]] entry measures (its channels' devices, else its kind's whole device)."""
-    from archline.powermon.spec import WHOLE_DEVICE
+    from archline.powermon import kinds
 
     got = {c.device for c in spec.channels}
     if not got:
-        got = {WHOLE_DEVICE.get(spec.kind) or {"rapl": "cpu", "nvml": "gpu"}.get(spec.kind, spec.kind)}
+        kind = kinds.find(spec.kind)
+        got = {(kind.device if kind is not None else None) or spec.kind}
     return got
 
 

@@ -9,7 +9,8 @@ from typing import Any
 from archline.powermon.errors import MeterError
 from archline.powermon.kinds import MeterKind
 
-_HINT = {"redfish": "redfish:https://bmc.example", "ipmi": "ipmi:ipmi://USER:PASSWORD@bmc.example"}
+REDFISH, IPMI = "redfish", "ipmi"
+_HINT = {REDFISH: f"{REDFISH}:https://bmc.example", IPMI: f"{IPMI}:ipmi://USER:PASSWORD@bmc.example"}
 
 
 def _record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
@@ -28,9 +29,9 @@ _COMMON: dict[str, Any] = dict(module="archline.powermon.bmc.meter", record=_rec
                                device="node", bmc=True, absent="a node's BMC, named in a profile")
 
 KINDS = (
-    MeterKind(name="redfish", title="Redfish BMC", record_words=(("redfish:", "a BMC over Redfish "
-                                                                 "(redfish:https://bmc)"),),
+    MeterKind(name=REDFISH, title="Redfish BMC", record_words=((f"{REDFISH}:", "a BMC over Redfish "
+                                                                 f"({REDFISH}:https://bmc)"),),
               own_keys=frozenset({"update_period_s", "power_source"}), **_COMMON),
-    MeterKind(name="ipmi", title="IPMI DCMI BMC", record_words=(("ipmi:", "a BMC over IPMI (ipmi:HOST)"),),
+    MeterKind(name=IPMI, title="IPMI DCMI BMC", record_words=((f"{IPMI}:", f"a BMC over IPMI ({IPMI}:HOST)"),),
               own_keys=frozenset({"update_period_s", "cipher_suite"}), **_COMMON),
 )

@@ -10,8 +10,9 @@ from typing import Any
 from archline.powermon.errors import MeterError
 from archline.powermon.kinds import MeterKind
 
-_WHAT = {"rapl": "zones go in the meter argument (rapl:package-0,dram)",
-         "nvml": "the GPU goes in the meter argument (nvml:INDEX)"}
+RAPL, NVML, AMDSMI, HWMON = "rapl", "nvml", "amdsmi", "hwmon"
+_WHAT = {RAPL: f"zones go in the meter argument ({RAPL}:package-0,dram)",
+         NVML: f"the GPU goes in the meter argument ({NVML}:INDEX)"}
 
 
 def refuse_counter_options(word: str, channels: Sequence[int] | None, rate_hz: float | None) -> None:
@@ -30,7 +31,7 @@ def _record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float 
     from archline.powermon.spec import channels_spec, open_meter
 
     refuse_counter_options(word, channels, rate_hz)
-    if word == "rapl":
+    if word == RAPL:
         return open_meter(channels_spec(word, word, [], zones=[z for z in arg.split(",") if z]))
     if arg and not arg.isdigit():
         raise MeterError(f"--meter {word}:INDEX needs a GPU index (0, 1, ...), got {arg!r}")
@@ -66,23 +67,23 @@ def list_nvml(*, nvml: Any = None, **_: Any) -> list[dict[str, Any]]:
     from archline.powermon.counters import nvml as nvml_mod
 
     try:
-        return [{"kind": "nvml", "name": f"gpu{g['index']}", "available": True,
+        return [{"kind": NVML, "name": f"gpu{g['index']}", "available": True,
                  "detail": f"{g['name']}, total energy counter: {'yes' if g['total_energy'] else 'no'}, "
                            f"power scope {g['power_scope']}"} for g in nvml_mod.list_gpus(nvml)]
     except MeterError as e:
-        return [{"kind": "nvml", "name": "-", "detail": str(e), "available": False,
+        return [{"kind": NVML, "name": "-", "detail": str(e), "available": False,
                  "fix": "pip install nvidia-ml-py" if "not installed" in str(e) else ""}]
 
 
 KINDS = (
-    MeterKind(name="rapl", title="RAPL", opener=_open_rapl, record=_record, lister=_list_rapl,
-              record_words=(("rapl", "RAPL zones of this CPU (rapl:ZONE,...)"),),
+    MeterKind(name=RAPL, title="RAPL", opener=_open_rapl, record=_record, lister=_list_rapl,
+              record_words=((RAPL, f"RAPL zones of this CPU ({RAPL}:ZONE,...)"),),
               absent="no RAPL on this CPU or kernel", device="cpu", counter=True),
-    MeterKind(name="nvml", title="NVML", opener=_open_nvml, record=_record, lister=list_nvml,
-              record_words=(("nvml", "an NVIDIA GPU through NVML (nvml:INDEX)"),),
+    MeterKind(name=NVML, title="NVML", opener=_open_nvml, record=_record, lister=list_nvml,
+              record_words=((NVML, f"an NVIDIA GPU through NVML ({NVML}:INDEX)"),),
               absent="no NVIDIA GPU or driver", device="gpu", counter=True),
-    MeterKind(name="amdsmi", title="AMD SMI", module="archline.powermon.counters.amdsmi",
+    MeterKind(name=AMDSMI, title="AMD SMI", module="archline.powermon.counters.amdsmi",
               absent="no AMD GPU or ROCm", whole_device="gpu", device="gpu", counter=True),
-    MeterKind(name="hwmon", title="hwmon", module="archline.powermon.counters.hwmon",
+    MeterKind(name=HWMON, title="hwmon", module="archline.powermon.counters.hwmon",
               absent="no energy sensor in this kernel's hwmon", whole_device="cpu", device="cpu", counter=True),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from archline.powermon.kinds import MeterKind
+from archline.powermon.pmd.protocol import frame_share
 from archline.powermon.recording import record_stream_meter
 
 NAME = "pmd"
@@ -15,5 +16,5 @@ KINDS = (MeterKind(
     record=functools.partial(record_stream_meter, port_hint="/dev/ttyUSB0"), absent="plug one in",
     emulator_url=f"{NAME}://default",
     usb_ids=((0x1A86, 0x7523),),          # its CH340 bridge (other devices share it)
-    channel_ids=range(4), voltage_limit_v=15.49,     # 2047 x 7.568 mV
+    reads_negative_a=True, frame_share=frame_share, channel_ids=range(4), voltage_limit_v=15.49,     # 2047 x 7.568 mV
     serial=True, scheme=NAME, reference=True, captures=True, resolution="ADC steps (resolution)"),)

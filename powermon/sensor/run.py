@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from archline.powermon.bmc.kind import REDFISH
 from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.powermon2.kind import NAME as POWERMON2
 from archline.powermon.record.recorder import Recorder
 from archline.powermon.sensor.calibration import Calibration
 from archline.powermon.sensor.probe import (
@@ -55,7 +57,7 @@ class EdgeLoad:
 
 
 #: the emulated reference: one 12 V channel of the PowerMon 2 at its fastest per-channel rate (about 1 ms)
-REFERENCE_SPEC = MeterSpec(name="reference", kind="powermon2", rate_hz=1024.0,
+REFERENCE_SPEC = MeterSpec(name="reference", kind=POWERMON2, rate_hz=1024.0,
                            channels=(ChannelSpec(id=0, rail="device_12v", device="device", share=1.0),))
 
 
@@ -83,7 +85,7 @@ def emulated_bmc_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int =
     from archline.powermon.powermon2.meter import emulated_powermon
 
     ref = emulated_powermon(spec, power, speed=speed, seed=seed)
-    bmc = emulate_from_spec(MeterSpec(name=name, kind="redfish", channels=spec.channels), power, sensor=model,
+    bmc = emulate_from_spec(MeterSpec(name=name, kind=REDFISH, channels=spec.channels), power, sensor=model,
                             timeline=ref.core, name=name)
     bmc.clock_zero_s = EPOCH.timestamp()          # the emulated BMC's clock reads EPOCH at device time 0
     return ref, bmc
