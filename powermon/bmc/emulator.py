@@ -240,9 +240,12 @@ def serve_json(resource: Callable[[str], tuple[int, Any]], authorised: Callable[
             self._send(code, body)
 
         def _send(self, code: int, body: Any) -> None:
-            data = json.dumps(body).encode()
+            # bytes: served as they are (a BMC's HTML page); a 3xx: body {"Location": URL}, as a redirect
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             self.send_response(code)
-            self.send_header("Content-Type", "application/json")
+            if 300 <= code < 400 and isinstance(body, dict) and "Location" in body:
+                self.send_header("Location", body["Location"])
+            self.send_header("Content-Type", "text/html" if isinstance(body, bytes) else "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -271,7 +274,10 @@ class StaticRedfish:
         f = (self.root / rel / "index.json").resolve()
         if self.root.resolve() not in f.parents or not f.is_file():
             return 404, {"error": {"code": "Base.1.0.ResourceMissingAtURI", "message": path}}
-        return 200, json.loads(f.read_text())
+        try:
+            return 200, json.loads(f.read_text())
+        except ValueError:          # a page that is no JSON (a BMC's login page): served as it is
+            return 200, f.read_bytes()
 
     @property
     def url(self) -> str:

@@ -31,7 +31,6 @@ from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
 from archline.powermon.record.samples import Samples
-from archline.powermon.stream.rate_note import WARNING, log
 
 if TYPE_CHECKING:
     from archline.powermon.bmc.emulator import RedfishFaults
@@ -107,9 +106,9 @@ class BmcMeter(CounterMeter):
 
     # --- polling ------------------------------------------------------------------------------------------------
     def _note(self, text: str) -> None:
-        if text not in self.notes:
+        """Kept once per kind (its first words): each window's warnings carry it (printed by meter record)."""
+        if not any(n[:30] == text[:30] for n in self.notes):
             self.notes.append(text)
-            log.warning("%s%s", WARNING, text)
 
     def poll(self) -> None:
         t = self.clock()
@@ -122,7 +121,7 @@ class BmcMeter(CounterMeter):
                 if not self._seen and self.polls == 0:
                     raise
                 self.bad_readings += 1
-                self._note(f"{self.name}: a reading the BMC served cannot be used ({e}); counted as a failed poll")
+                self._note(f"a reading the BMC served cannot be used ({e}); counted as a failed poll")
             with self._lock:
                 self.polls += 1
                 self.failed_polls += 1
@@ -138,7 +137,7 @@ class BmcMeter(CounterMeter):
                         and r.reading_time_s < self._seen[-1][1]):
                     self._backwards += 1
                     back_s = r.reading_time_s - self._seen[-1][1]
-                    self._note(f"{self.name}: the BMC's ReadingTime stepped back ({back_s:+.3g} s); such readings "
+                    self._note(f"the BMC's ReadingTime stepped back ({back_s:+.3g} s); such readings "
                                "are placed at the host time they were seen")
                 self._prev_seen_at.append(self._seen[-1][0] if self._seen else t_after - self.period_s)
                 self._seen.append((t_after, r.reading_time_s, r.power_w))
@@ -151,21 +150,22 @@ class BmcMeter(CounterMeter):
         """No period stated or served: where the readings change (or their ReadingTimes step) no more often than
         every 1.5 assumed periods, over three changes at least, that spacing is the BMC's update period."""
         timed = [s[1] for s in self._seen if s[1] is not None]
-        if len(timed) == len(self._seen):
-            steps = np.diff(np.asarray(timed)) / self.speed
-        else:
+        if len(timed) == len(self._seen):       # ReadingTime steps: exact, two suffice
+            steps, need = np.diff(np.asarray(timed)) / self.speed, 2
+        else:                                   # changes of value, each placed to within a poll
             changes = [s[0] for k, s in enumerate(self._seen) if k and s[2] != self._seen[k - 1][2]]
-            steps = np.diff(np.asarray(changes))
+            steps, need = np.diff(np.asarray(changes)), 3
         steps = steps[steps > 0]
-        if steps.size < 3:
+        if steps.size < need:
             return
         step = float(steps.min()) * self.speed
         if step > 1.5 * self.update_period_s:
             period = round(step * 4) / 4            # host-timed changes are placed to within a poll
-            self._note(f"{self.name}: the BMC's readings change every {period:g} s, not the assumed "
+            self._note(f"the BMC's readings change every {period:g} s, not the assumed "
                        f"{self.update_period_s:g} s: taken as its update period (state update_period_s in a "
                        "profile's [[meters]] entry)")
             self.update_period_s = period
+            self.period_assumed = False
             self.period_s = period / self.speed
             self.update_hz = 1.0 / period
             if self._by_age:        # readings taken for their age at the assumed period were repeats
@@ -228,10 +228,10 @@ class BmcMeter(CounterMeter):
         if dt_host < 4 * self.period_s:
             return True
         rate = dt_dev / dt_host
-        # a reading may be seen up to a poll after it appeared, at either end
-        if abs(rate - 1) <= CLOCK_RATE_TOL + 2 * self.poll_s / dt_host:
+        # a reading may be seen up to a period and a poll after its ReadingTime (a coarse clock), at either end
+        if abs(rate - 1) <= CLOCK_RATE_TOL + 2 * (self.period_s + self.poll_s) / dt_host:
             return True
-        self._note(f"{self.name}: the BMC's ReadingTime advanced {dt_dev * self.speed:.3g} s in "
+        self._note(f"the BMC's ReadingTime advanced {dt_dev * self.speed:.3g} s in "
                    f"{dt_host * self.speed:.3g} s of the host's: its clock is not used; readings are placed at the "
                    "host time they were seen")
         return False
@@ -277,6 +277,10 @@ class BmcMeter(CounterMeter):
         self._window_readings = t.size - 1             # the sidecar's window_readings: see BoundTerms.readings
         w = window_energy(t, e[:, 0], t0_s, t1_s, self.bound_terms(), failed, self.last_failure)
         w.warnings[:0] = [*getattr(self.client, "notes", []), *self.notes]
+        if self.period_assumed:     # nothing said the period, and the readings did not show it: say so
+            w.warnings.append(f"the BMC states no update period: {self.update_period_s:g} s assumed (a BMC that "
+                              "updates slower, e.g. a 5 s mean, shifts energy by up to its period times each change, "
+                              "beyond this bound); state update_period_s in a profile's [[meters]] entry")
         chan = self.channel_names[0]
         chans = {chan: ChannelResult(w.energy_j, w.err_j, w.mean_power_w, w.n, chan)}
         dur = (t1_s - t0_s) * self.speed
@@ -330,8 +334,9 @@ class BmcMeter(CounterMeter):
                 out["source"]["reading_time"] = self._timed     # the readings placed by ReadingTime, as info.timed
         out["bad_readings"] = self.bad_readings
         out["period_assumed"] = self.period_assumed
-        if self.notes:
-            out["notes"] = list(self.notes)
+        notes = [*getattr(self.client, "notes", []), *self.notes]
+        if notes:
+            out["notes"] = notes
         if self.sensor is not None:
             out["sensor_model"] = dataclasses.asdict(self.sensor)
         return out

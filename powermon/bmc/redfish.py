@@ -236,9 +236,9 @@ class RedfishClient:
         self.timed_reads: bool | None = None    #: every reading so far carried a ReadingTime (None: none read)
 
     def _note(self, text: str) -> None:
+        """Kept once: a recording's window warnings carry it (meter record prints them, the summary keeps them)."""
         if text not in self.notes:
             self.notes.append(text)
-            log.warning("%s%s", WARNING, text)
 
     def get(self, path: str) -> dict[str, Any]:
         # a link may be absolute (DataSourceUri "http://bmc/redfish/v1/..."): joined, never glued onto the base
@@ -336,8 +336,9 @@ class RedfishClient:
         return t is None or t in NODE_CHASSIS_TYPES
 
     def _try_chassis(self, ch: dict[str, Any]) -> list[str] | None:
-        """Each source on chassis ``ch`` in turn, each found one read once (a reading the BMC cannot give is
-        what that source lacks); None when one is found, else what each lacked."""
+        """Each source on chassis ``ch`` in turn (a missing or malformed resource is what that source lacks); the
+        one found is read once (a reading no meter can use: DeviceError, one line at open); None when one is found,
+        else what each lacked."""
         self.power_uri = self._link(ch, "Power")
         self.sensor_uri = self.env_uri = None
         self.psu_metrics = []
@@ -345,17 +346,17 @@ class RedfishClient:
         for shape in SHAPES if self.shape is None else (self.shape,):
             try:
                 found = getattr(self, f"_find_{shape.lower()}")(ch)
-                if found is None:
-                    try:
-                        self.read()
-                    except BmcUnavailable:      # null now (host off?) or a 5xx: the polls count those
-                        pass
-                    self.timed_reads = None
-                    return None
             except BmcUnavailable:
                 raise
             except DeviceError as e:        # a link to nothing, a malformed resource: this source is not there
                 found = str(e)
+            if found is None:
+                try:     # one reading now: a reading no meter can use is one line at open, not mid-recording
+                    self.read()
+                except BmcUnavailable:          # null now (host off?) or a 5xx: the polls count those
+                    pass
+                self.timed_reads = None
+                return None
             self.sensor_uri = self.env_uri = None
             self.psu_metrics = []
             lacks.append(found)
@@ -404,7 +405,7 @@ class RedfishClient:
         if pick is None:
             names = ", ".join(f"{u.rstrip('/').split('/')[-1]} ({s.get('PhysicalContext', 'no context')})"
                               for u, s in power) or "none"
-            return f"no Sensor of ReadingType Power for the chassis (power sensors: {names})"
+            return f"no Sensor of ReadingType Power for the chassis (power sensors: {names}; {coll} lists them)"
         totals = [p for p in chassis if p[1].get("ElectricalContext") == pick[1].get("ElectricalContext")]
         if len(totals) > 1:
             self._note(f"redfish {self.url}: {len(totals)} chassis power sensors "

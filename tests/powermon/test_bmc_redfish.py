@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from support.powermon_helpers import threads_back
@@ -150,7 +151,7 @@ def test_sensors_take_the_node_power_sensor_or_refuse(tmp_path: Path, sensors: d
             # #18: each power sensor named with its PhysicalContext (why it is not the node's)
             said = ", ".join(f"{k} \\({v.get('PhysicalContext', 'no context')}\\)" for k, v in sensors.items())
             with pytest.raises(DeviceError, match=f"no Sensor of ReadingType Power for the chassis \\(power "
-                                                  f"sensors: {said}\\)"):
+                                                  f"sensors: {said}; /redfish/v1/Chassis/N/Sensors lists them\\)"):
                 RedfishClient(srv.url).discover()
         else:
             c = RedfishClient(srv.url).discover()
@@ -470,7 +471,7 @@ def test_a_reading_time_that_never_moves_is_lost(tmp_path: Path, run_cli: Any) -
     r = json.loads(res.stdout[: res.stdout.rindex("}") + 1])["redfish"]
     n = r["expected_samples"]
     assert abs(n - r["duration_s"] / MIN_PERIOD_S) <= 0.6 and n in (2, 3)       # not 8 (every 0.25 s)
-    assert f"lost {n} of {n} samples" in res.stderr and "read as a 0.8 s period" in res.stderr
+    assert f"lost {n} of {n} samples" in res.stderr and any("read as a 0.8 s period" in w for w in r["warnings"])
     assert r["n_samples"] == 0 and r["lost_samples"] == r["expected_samples"] and r["gaps"] == 1
     assert any(f"{n} BMC reading(s) never shown" in w for w in r["warnings"])
     info = json.loads(Path(f"{out}.json").read_text())["info"]
@@ -541,7 +542,7 @@ def _power_mockup(root: Path, power_control: Any) -> None:
 
 @pytest.mark.parametrize("power_control, err, said", [
     ([{"PowerConsumedWatts": "abc"}], DeviceError, 'PowerConsumedWatts is "abc", not a number'),
-    ([], DeviceError, "PowerControl is [], not a list"),
+    ([], DeviceError, "Power.PowerControl is [], no list of power readings"),     # FR #10: at discovery
     ([{"PowerConsumedWatts": None}], BmcUnavailable, "PowerConsumedWatts is null"),
     ([{"PowerConsumedWatts": 412}], None, ""),
 ])
@@ -549,6 +550,10 @@ def test_a_bad_power_field_says_what_was_there(tmp_path: Path, power_control: An
     _power_mockup(tmp_path, power_control)
     srv = StaticRedfish(tmp_path)
     try:
+        if err is DeviceError:      # FR #2/#4/#10: discovery reads once, so a reading no meter can use is refused there
+            with pytest.raises(DeviceError, match=re.escape(said)):
+                RedfishClient(srv.url).discover()
+            return
         c = RedfishClient(srv.url).discover()
         if err is None:
             assert c.read().power_w == 412.0
@@ -610,3 +615,252 @@ def test_credentials_in_the_url_are_used_and_never_kept_in_it() -> None:
         emu.stop()
 
 
+
+
+# --- issue 35 FR: what a hostile user found ---------------------------------------------------------------------------
+
+def test_a_redirect_to_another_origin_is_refused_and_gets_no_password() -> None:
+    """#1: a 301 to another host is refused before anything is sent there (urllib would forward the
+    Authorization header: 13 requests with admin:s3cret); a redirect within the BMC is followed."""
+    from archline.powermon.bmc.emulator import serve_json
+
+    seen: list[str] = []
+    other, other_thread = serve_json(lambda p: (200, {}), lambda h: seen.append(h) or True)
+    target = f"http://127.0.0.1:{other.server_address[1]}"
+
+    def bmc(path: str) -> tuple[int, Any]:
+        p = path.rstrip("/")
+        if p == "/redfish/v1":
+            return 200, {"Chassis": {"@odata.id": "/redfish/v1/Chassis"}}
+        if p == "/redfish/v1/Chassis":
+            return 301, {"Location": target + path}
+        return 301, {"Location": "/redfish/v1/Chassis"}       # same origin: followed, then sent away
+
+    srv, thread = serve_json(bmc)
+    try:
+        url = f"http://admin:s3cret@127.0.0.1:{srv.server_address[1]}"
+        for start in ("/redfish/v1/Chassis", "/redfish/v1/Old"):
+            with pytest.raises(DeviceError, match=r"HTTP 301 redirects to another origin \(http://127\.0\.0\.1:"
+                                                  r"\d+/redfish/v1/Chassis\); refused"):
+                RedfishClient(url).get(start)
+        assert seen == []                                     # nothing reached the other host
+    finally:
+        for s, t in ((srv, thread), (other, other_thread)):
+            s.shutdown()
+            s.server_close()
+            t.join(timeout=5)
+
+
+def _sensor_node(root: Path, sensor: dict[str, Any], **extra: dict[str, Any]) -> None:
+    base = {"ReadingType": "Power", "PhysicalContext": "Chassis", "Reading": 374.0, "ReadingUnits": "W",
+            "ReadingTime": "2026-03-01T12:00:01Z", "SensingInterval": "PT1S"}
+    _chassis_with(root, {"Sensors": "Sensors"}, {"Sensors": {"Members": [{"@odata.id": "/redfish/v1/Chassis/N/"
+                                                                                       "Sensors/Total"}]},
+                                                 "Sensors/Total": {**base, **sensor}, **extra})
+
+
+@pytest.mark.parametrize(("sensor", "said"), [
+    ({"ReadingTime": "yesterday"}, 'ReadingTime "yesterday" is not an ISO 8601 time'),
+    ({"ReadingTime": ""}, 'ReadingTime "" is not an ISO 8601 time'),
+    ({"Reading": -5}, "Reading is -5 W, not a power"),
+    ({"Reading": 5, "ReadingUnits": "V"}, 'ReadingUnits is "V", not W, kW or mW'),
+], ids=["time-garbage", "time-empty", "negative", "volts"])
+def test_a_reading_no_meter_can_use_is_one_line_at_open(tmp_path: Path, sensor: dict[str, Any], said: str) -> None:
+    """#2, #4, #12: at open, one line (DeviceError: exit 4) naming the field; never a traceback."""
+    _sensor_node(tmp_path, sensor)
+    with static_server(tmp_path) as srv:
+        with pytest.raises(DeviceError, match=re.escape(said)):
+            open_from_spec(MeterSpec(name="bmc", kind="redfish", url=srv.url))
+
+
+def test_units_interval_and_reading_time_flag(tmp_path: Path) -> None:
+    """#3: a malformed SensingInterval is warned and ignored (the 1 s default); #12: kW read as 1000 W;
+    #9: a Sensor without a ReadingTime says reading_time false, as info.timed does."""
+    _sensor_node(tmp_path, {"Reading": 0.374, "ReadingUnits": "kW", "SensingInterval": "1s", "ReadingTime": None})
+    with static_server(tmp_path) as srv:
+        m = open_from_spec(MeterSpec(name="bmc", kind="redfish", url=srv.url))
+        assert m.client.read().power_w == 374.0
+        assert m.update_period_s == 1.0 and m.period_assumed
+        assert any('SensingInterval "1s" is not a positive ISO 8601 duration' in n for n in m.client.notes)
+        m.poll()
+        info = m.info()
+        assert info["timed"] is False and info["source"]["reading_time"] is False
+        assert any("SensingInterval" in n for n in info["notes"])
+
+
+class _Scripted:
+    """A client whose reads follow a script: a (watts, ReadingTime) pair, or an exception to raise."""
+
+    def __init__(self, script: list[Any]) -> None:
+        self.script = list(script)
+
+    def read(self) -> Any:
+        from archline.powermon.bmc.redfish import PowerReading
+
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return PowerReading(step[0], step[1])
+
+
+def _polled(script: list[Any], dt_s: float = 1.0, period_s: float = 1.0, **kw: Any) -> BmcMeter:
+    """A meter polled once per step of ``script`` on a host clock that advances ``dt_s`` per poll."""
+    now = [100.0]
+    m = BmcMeter(_Scripted(script), update_period_s=period_s, clock=lambda: now[0], **kw)
+    for _ in range(len(script)):
+        m.poll()
+        now[0] += dt_s
+    return m
+
+
+def test_a_bad_reading_mid_recording_is_a_failed_poll() -> None:
+    """#2, #4: the first reading decides (raised: exit 4 at open); later a bad one is one failed poll, warned,
+    and the readings around it kept."""
+    with pytest.raises(DeviceError, match="ReadingTime"):
+        _polled([DeviceError("ReadingTime 'yesterday' is not an ISO 8601 time")])
+    m = _polled([(100.0, 0.0), (100.0, 1.0), DeviceError("Reading is -5 W"), (100.0, 3.0), (100.0, 4.0)])
+    assert (m.polls, m.failed_polls, m.bad_readings, len(m._seen)) == (5, 1, 1, 4)
+    assert m.notes == ["a reading the BMC served cannot be used (Reading is -5 W); counted as a failed poll"]
+    r = m.region(100.5, 104.0)
+    assert r.energy_j == pytest.approx(350.0)
+    assert any("cannot be used" in w for w in r.warnings)
+
+
+def test_reading_times_out_of_step_never_leave_the_host_window() -> None:
+    """#7: a ReadingTime stepping back is placed at its host sighting (t stays increasing, warned); #8: one
+    jumping 30 s ahead moves no other reading before the recording; a clock running 2x is not used (warned) and
+    invents no lost readings."""
+    back = _polled([(100.0, 10.0), (100.0, 11.0), (200.0, 12.0), (300.0, 9.0), (300.0, 14.0)])
+    t, _ = back._arrays()
+    assert np.all(np.diff(t) > 0) and back._backwards == 1
+    assert any("stepped back (-3 s)" in n for n in back.notes)
+    jump = _polled([(100.0, 10.0), (100.0, 11.0), (100.0, 42.0), (100.0, 43.0), (100.0, 44.0)])
+    t, _ = jump._arrays()
+    assert t[1] >= 100.0 - 1.0 and t[-1] <= 104.0            # first sighting at 100 s, last at 104 s (host)
+    fast = _polled([(100.0, 2.0 * k) for k in range(10)])
+    t, _ = fast._arrays()
+    assert fast._timed is False and any("advanced 18 s in 9 s" in n for n in fast.notes)
+    r = fast.region(101.0, 109.0)
+    assert r.lost_samples == 0 and r.energy_j == pytest.approx(800.0)
+
+
+def test_an_assumed_period_follows_the_readings() -> None:
+    """#6: no period stated or served: readings whose ReadingTime steps 5 s make the period 5 s (warned), and no
+    reading is lost; while nothing shows the period, the window says it was assumed."""
+    m = _polled([(100.0 * (1 + k // 5), 5.0 * (k // 5)) for k in range(16)], period_assumed=True)
+    assert m.update_period_s == 5.0 and not m.period_assumed
+    assert any("readings change every 5 s, not the assumed 1 s" in n for n in m.notes)
+    r = m.region(105.0, 115.0)
+    assert r.lost_samples == 0
+    flat = _polled([(100.0, None)] * 4, period_assumed=True)
+    assert any("states no update period: 1 s assumed" in w for w in flat.region(100.5, 103.0).warnings)
+
+
+def test_poll_floor_for_a_fast_sensing_interval(tmp_path: Path) -> None:
+    """#5: SensingInterval PT0.001S is read as a 0.8 s period polled every 0.2 s (was every 0.25 ms, and 2998 of
+    3001 readings counted lost)."""
+    from archline.powermon.bmc.meter import MIN_POLL_S
+
+    _sensor_node(tmp_path, {"SensingInterval": "PT0.001S"})
+    with static_server(tmp_path) as srv:
+        m = open_from_spec(MeterSpec(name="bmc", kind="redfish", url=srv.url))
+        assert (m.update_period_s, m.poll_s) == (MIN_PERIOD_S, MIN_POLL_S) == (0.8, 0.2)
+        assert any("updates every 0.001 s" in n for n in m.client.notes)
+
+
+def test_chassis_search_passes_over_bad_chassis_and_parts(tmp_path: Path) -> None:
+    """#10: a member that 404s and one whose PowerControl is [] are passed over, each said; #11: a Card chassis
+    listed first is tried after the node, and the PowerControl entry for the chassis (not the CPU's) read; #18: a
+    chassis the collection leaves out is found when a profile names it."""
+    base = "/redfish/v1"
+    _write(tmp_path, base, {"Chassis": {"@odata.id": f"{base}/Chassis"}})
+    names = ["Ghost", "Switch1", "NIC", "1U"]
+    _write(tmp_path, f"{base}/Chassis", {"Members": [{"@odata.id": f"{base}/Chassis/{n}"} for n in names]})
+    for n, ctype, pcs in (("Switch1", "RackMount", []), ("NIC", "Card", [{"PowerConsumedWatts": 25}]),
+                          ("1U", "RackMount", [{"PhysicalContext": "CPU", "PowerConsumedWatts": 90},
+                                               {"PhysicalContext": "Chassis", "PowerConsumedWatts": 344}]),
+                          ("Card2", "Card", [{"PowerConsumedWatts": 12}])):
+        _write(tmp_path, f"{base}/Chassis/{n}", {"ChassisType": ctype,
+                                                 "Power": {"@odata.id": f"{base}/Chassis/{n}/Power"}})
+        _write(tmp_path, f"{base}/Chassis/{n}/Power", {"PowerControl": pcs})
+    with static_server(tmp_path) as srv:
+        c = RedfishClient(srv.url).discover()
+        assert (c.chassis_id, c.power_index, c.read().power_w) == ("1U", 1, 344.0)
+        card = RedfishClient(srv.url, chassis="Card2").discover()
+        assert card.read().power_w == 12.0 and any("is a Card, not a node" in n for n in card.notes)
+        (tmp_path / "redfish/v1/Chassis/1U/Power/index.json").unlink()
+        (tmp_path / "redfish/v1/Chassis/NIC/Power/index.json").unlink()
+        with pytest.raises(DeviceError, match=r"Ghost: HTTP 404 \| Switch1: .*Power\.PowerControl is \[\], no list of "
+                                              r"power readings \| 1U: .*\| NIC: "):
+            RedfishClient(srv.url).discover()
+
+
+def test_links_replies_and_addresses(tmp_path: Path) -> None:
+    """#13: an absolute DataSourceUri is joined (not glued onto the base); a 404 one falls back to the inline
+    reading, warned; a query in the address is refused; #14: an HTML reply is exit 4, not 2."""
+    env = {"EnvironmentMetrics": "EnvironmentMetrics"}
+    _chassis_with(tmp_path, env, {"EnvironmentMetrics": {"PowerWatts": {"Reading": 374.0, "DataSourceUri": "X"}}})
+    with static_server(tmp_path) as srv:
+        sensor = f"{srv.url}/redfish/v1/Chassis/N/Sensors/Total"
+        _write(tmp_path, "/redfish/v1/Chassis/N/EnvironmentMetrics",
+               {"PowerWatts": {"Reading": 374.0, "DataSourceUri": sensor}})
+        _write(tmp_path, "/redfish/v1/Chassis/N/Sensors/Total",
+               {"Reading": 375.0, "ReadingTime": "2026-03-01T12:00:01Z"})
+        c = RedfishClient(srv.url).discover()
+        assert (c.source, c.read().power_w) == (SOURCE_ENV_SENSOR, 375.0)
+        (tmp_path / "redfish/v1/Chassis/N/Sensors/Total/index.json").write_text("<html>Login required</html>")
+        with pytest.raises(DeviceError, match="the reply is not JSON") as e:
+            c.read()
+        assert e.value.exit_code == 4
+        (tmp_path / "redfish/v1/Chassis/N/Sensors/Total/index.json").unlink()
+        c = RedfishClient(srv.url).discover()
+        assert (c.source, c.read().power_w) == (SOURCE_ENV_INLINE, 374.0)
+        assert any("DataSourceUri" in n and "HTTP 404" in n for n in c.notes)
+        with pytest.raises(MeterError, match="takes no query"):
+            RedfishClient(srv.url + "?x=1")
+
+
+def test_power_supply_states_and_a_sums_resolution(tmp_path: Path) -> None:
+    """#17: Disabled and UnavailableOffline supplies are left out (warned) with or without Metrics, a standby one
+    without Metrics too; the sum is rounded (1037.4, not 1037.4000000000003) and its quantum a watt per supply."""
+    ps = "/redfish/v1/Chassis/N/PowerSubsystem/PowerSupplies"
+    bays = {"Bay1": ("Enabled", 600.1), "Bay2": ("Enabled", 437.3), "Bay3": ("Disabled", 300.0),
+            "Bay4": ("UnavailableOffline", None), "Bay5": ("StandbySpare", None)}
+    res: dict[str, Any] = {"PowerSubsystem": {"PowerSupplies": {"@odata.id": ps}},
+                           "PowerSubsystem/PowerSupplies": {"Members": [{"@odata.id": f"{ps}/{b}"} for b in bays]}}
+    for b, (state, w) in bays.items():
+        res[f"PowerSubsystem/PowerSupplies/{b}"] = {"Status": {"State": state},
+                                                    **({"Metrics": {"@odata.id": f"{ps}/{b}/Metrics"}} if w else {})}
+        if w:
+            res[f"PowerSubsystem/PowerSupplies/{b}/Metrics"] = {"InputPowerWatts": {"Reading": w}}
+    _chassis_with(tmp_path, {"PowerSubsystem": "PowerSubsystem"}, res)
+    with static_server(tmp_path) as srv:
+        m = open_from_spec(MeterSpec(name="bmc", kind="redfish", url=srv.url))
+        assert m.client.read().power_w == 1037.4 and m.quantum_w == 2.0
+        assert len(m.client.psu_metrics) == 2
+        assert [n.split(": ", 1)[1] for n in m.client.notes] == [
+            "power supply Bay3 is Disabled: its Metrics are left out of the node's power",
+            "power supply Bay5 is StandbySpare and has no Metrics: left out of the node's power"]
+
+
+def test_certificate_failure_says_how_to_trust_the_bmc(tmp_path: Path) -> None:
+    """#15: a self-signed certificate is named as the cause, with SSL_CERT_FILE (was 'no answer (...)')."""
+    import ssl as ssl_mod
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
+                   check=True, capture_output=True)
+    srv = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    ctx = ssl_mod.SSLContext(ssl_mod.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(DeviceError, match=r"certificate failed verification .*SSL_CERT_FILE"):
+            RedfishClient(f"https://127.0.0.1:{srv.server_address[1]}").get("/redfish/v1/")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(timeout=5)
