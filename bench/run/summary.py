@@ -33,17 +33,18 @@ from archline.common.peaks import (  # noqa: F401  (the figures' rule lives ther
 from archline.common.peaks import TRUE_WORDS as _TRUE
 
 #: what to do about a figure not trusted: options `bench run` has (check cli/bench.py before naming another);
-#: ADVICE_CPUS only where every row's back end takes --cpus (bench/config/options.py check_applies: cpu_asm)
+#: ADVICE_CPUS only where every row's back end takes --cpus (the registry's BackendInfo.options)
 ADVICE = ("rerun at a quieter moment (other programs share these cores: `uptime` shows the load), with longer "
           "regions (--min-time 0.2)")
 ADVICE_CPUS = ", or pinned to cores nothing else uses (--cpus)"
-CPUS_BACKENDS = frozenset({"cpu_asm"})
 
 
 def advice(backends: Iterable[str]) -> str:
     """What to do about a figure not trusted, naming only options the run's back ends take."""
+    from archline.bench.registry import taking
+
     found = set(backends)
-    return ADVICE + (ADVICE_CPUS if found and found <= CPUS_BACKENDS else "")
+    return ADVICE + (ADVICE_CPUS if found and found <= set(taking("cpus")) else "")
 
 
 def summarize(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
