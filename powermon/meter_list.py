@@ -45,7 +45,7 @@ def list_meters(powercap_root: str | Path | None = None, nvml: Any = None, perf_
     if not ports:
         rows.append({"kind": "serial", "name": "-", "available": False,
                      "detail": "no serial ports (PowerMon 2 not plugged in?); `archline meter emulate` makes one"})
-    options = {"powercap_root": powercap_root, "nvml": nvml, "perf_root": perf_root, "perf_reader": perf_reader}
+    options = dict(powercap_root=powercap_root, nvml=nvml, perf_root=perf_root, perf_reader=perf_reader)
     seen = {r["kind"] for r in rows}
     for k in kinds.kinds():
         rows += _kind_rows(k, seen, options)

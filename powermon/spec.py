@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from archline.common.inputs import Strict, validate
 from archline.powermon.errors import MeterError
@@ -126,8 +127,10 @@ class MeterSpec(Strict):
     def _registered(cls, v: str) -> str:
         from archline.powermon import kinds
 
-        if kinds.find(v) is None:
-            raise ValueError(f"unknown meter kind '{v}': give one of {', '.join(kinds.names())}")
+        if kinds.find(v) is None:     # said as a Literal's error is: "kind must be one of ..., got ..."
+            *head, last = [repr(n) for n in kinds.names()]
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": f"{', '.join(head)} or {last}" if head else last})
         return v
 
     @model_validator(mode="after")

@@ -270,13 +270,14 @@ def load_bench_profile(name_or_path: str) -> BenchProfile:
 def localhost_profile(powercap_root: str | os.PathLike[str] | None = None) -> BenchProfile:
     """This machine: CPU kernels through cpu_asm (intensity in dp), RAPL if it is readable, otherwise time only
     (said plainly). A user's ``localhost.toml`` among the platform profiles replaces it."""
+    from archline.powermon.counters.kind import RAPL
     from archline.powermon.counters.rapl import readable_zones
 
     cpu = of_kind("cpu")[0]   # the registry's first CPU back end runs this machine's kernels
     zones, rapl_reason = readable_zones(powercap_root)
     meters: tuple[MeterSpec, ...] = ()
     if zones:
-        meters = (MeterSpec(name="rapl", kind="rapl", zones=tuple(zones)),)
+        meters = (MeterSpec(name=RAPL, kind=RAPL, zones=tuple(zones)),)
         note = f"localhost: energy from {rapl_reason}"
     else:
         note = f"localhost: time only, no energy: {rapl_reason}"
