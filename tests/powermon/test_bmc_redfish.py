@@ -329,6 +329,9 @@ RACKMOUNT1 = REAL / "public-rackmount1"
 LIQUID = REAL / "public-liquid-cooled-server"       # EnvironmentMetrics, Sensors, PowerSubsystem; no Power
 SHELF = REAL / "public-power-shelf"                 # no PowerWatts; its PowerSubsystem link leads to its Sensors
 BLADED = REAL / "public-bladed"                     # the enclosure's Power lists supplies only: no power reading
+SASFABRIC = REAL / "public-sasfabric"               # two switches, each Power.PowerControl []
+PDU = REAL / "public-pdu"                           # ACMainPower: no ReadingTime, SensingInterval PT0.1S
+SMARTNIC = REAL / "public-smartnic"                 # 1U, Card1 listed; Card2 (a Card) not in the collection
 DERIVED = DATA / "derived" / "redfish"
 
 
@@ -864,3 +867,34 @@ def test_certificate_failure_says_how_to_trust_the_bmc(tmp_path: Path) -> None:
         srv.shutdown()
         srv.server_close()
         thread.join(timeout=5)
+
+
+def test_sushy_static_serves_dmtf_pdu_sasfabric_and_smartnic(tmp_path: Path) -> None:
+    """Real DMTF mockups (tests/data/real/redfish): #10 public-sasfabric's Switch1 (PowerControl []) passed over and
+    Switch2 tried, each named; #9/#5 public-pdu's ACMainPower (no ReadingTime, PT0.1S) says reading_time false
+    and is read as a 0.8 s period; #18 public-smartnic's Card2, outside the Chassis collection, found when named,
+    and said to be a Card, while the node (1U) is what discovery picks."""
+    with sushy_static(SASFABRIC) as url:
+        with pytest.raises(DeviceError, match=r"\(Switch1: .*Power\.PowerControl is \[\], no list of power readings "
+                                              r"\| Switch2: .*Power\.PowerControl is \[\]") as e:
+            RedfishClient(url).discover()
+        assert e.value.exit_code == 4
+    sensor = _load(PDU, "Chassis/PDU/Sensors/ACMainPower")
+    with sushy_static(PDU) as url:
+        m = open_from_spec(MeterSpec(name="bmc", kind="redfish", url=url))
+        m.poll()
+        info = m.info()
+    assert (info["source"]["source"], info["source"]["chassis"]) == (SOURCE_SENSOR, "PDU")
+    assert info["source"]["reading_time"] is False and info["timed"] is False and "ReadingTime" not in sensor
+    assert m._seen[0][2] == float(sensor["Reading"]) == 28783.0
+    assert iso_duration_s(sensor["SensingInterval"]) == 0.1 and m.update_period_s == MIN_PERIOD_S
+    with sushy_static(SMARTNIC) as url:
+        node = RedfishClient(url).discover()
+        card = RedfishClient(url, chassis="Card2").discover()
+        card_w = card.read().power_w
+    assert node.chassis_id == "1U" and not node.notes
+    assert card.chassis_id == "Card2" and any("is a Card, not a node" in n for n in card.notes)
+    env = _load(SMARTNIC, "Chassis/Card2/EnvironmentMetrics")["PowerWatts"]
+    want = _load(SMARTNIC, env["DataSourceUri"].removeprefix("/redfish/v1/"))["Reading"] \
+        if "DataSourceUri" in env else env["Reading"]
+    assert card_w == float(want)
