@@ -56,6 +56,8 @@ class BackendInfo:
     #: a CPU back end's steady load for meter probe/calibrate, ``"module:function"`` taking (backend, threads=,
     #: cpus=) and giving (prepared kernel, what it is); GPU back ends' step load is their highest-intensity SP sweep
     step_load: str | None = None
+    #: ``"module:function"`` giving its line of ``archline --version`` (e.g. what its native code was built for)
+    version_line: str | None = None
 
     def open(self, **options: Any) -> Backend:
         opener = self.opener
@@ -66,6 +68,13 @@ class BackendInfo:
             except ImportError as e:
                 raise BackendUnavailableError(f"backend '{self.name}' cannot be loaded: {e}") from None
         return opener(**options)
+
+    def version_text(self) -> str | None:
+        """Its ``archline --version`` line (None: it has none)."""
+        if self.version_line is None:
+            return None
+        module, _, attr = self.version_line.partition(":")
+        return str(getattr(importlib.import_module(module), attr)())
 
     def steady_load(self, backend: Backend, **options: Any) -> tuple[Any, dict[str, Any]]:
         """This back end's ``step_load`` on ``backend`` (one it opened); BackendUnavailableError when it has none."""

@@ -78,20 +78,17 @@ _DEBUG = {"on": False}
 
 
 def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    """--version: the version, the git commit when run from a checkout, and the kernel module's compiled ISAs."""
+    """--version: the version, the git commit when run from a checkout, and each back end's line (the CPU kernel
+    module's compiled ISAs)."""
     if not value or ctx.resilient_parsing:
         return
     import archline
+    from archline.bench.registry import backends
     from archline.common.version import source_commit
 
     commit = source_commit()
-    try:
-        from archline.bench.cpu_asm.isas import native
-
-        isas = ", ".join(native().compiled_isas())
-    except ImportError as e:
-        isas = f"none (kernel module not built: {e})"
-    click.echo(f"archline {archline.__version__}\ncommit {commit}\ncompiled ISAs {isas}")
+    lines = [line for info in backends().values() if (line := info.version_text()) is not None]
+    click.echo("\n".join([f"archline {archline.__version__}", f"commit {commit}", *lines]))
     ctx.exit(0)
 
 

@@ -30,6 +30,14 @@ def native() -> Any:
     return _kernels
 
 
+def version_line() -> str:
+    """``archline --version``'s line on this back end: the ISAs the kernel module was compiled for."""
+    try:
+        return "compiled ISAs " + ", ".join(native().compiled_isas())
+    except ImportError as e:
+        return f"compiled ISAs none (kernel module not built: {e})"
+
+
 def isa_usable(v: IsaVariant) -> tuple[bool, str]:
     try:
         feats = features()
