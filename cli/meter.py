@@ -157,7 +157,9 @@ def _record_table(summary: dict[str, Any], err: bool = False) -> None:
                      f"{m['mean_power_w']:.4g}", m.get("n_samples", ""),
                      f"{m.get('lost_samples', 0)} of {m.get('expected_samples', '?')}"])
         for ch, c in (m.get("channels") or {}).items():
-            rows.append(["", f"{ch} {c.get('rail', '')}".strip(), f"{c['energy_j']:.6g}", f"{c['energy_err_j']:.3g}",
+            rail = c.get("rail", "")
+            label_ch = ch if rail in ("", ch) else f"{ch} {rail}"       # a BMC's one channel: "redfish", once
+            rows.append(["", label_ch, f"{c['energy_j']:.6g}", f"{c['energy_err_j']:.3g}",
                          f"{c['mean_power_w']:.4g}", c.get("n_samples", ""), ""])
     echo_table(["meter", "channel", "energy_j", "err_j", "mean_power_w", "samples", "lost"], rows, err=err)
     click.echo(f"{summary.get('time_s', 0):.4g} s recorded; trace {summary.get('trace')}"
