@@ -69,8 +69,9 @@ class MeterKind:
     counter: bool = False                       #: a cumulative energy counter, polled
     reference: bool = False                     #: measures the rails themselves (a reference for a probe)
     reads_negative_a: bool = False              #: its current codes go below 0 A (a bipolar sensor)
-    #: the share of a capture's bytes that are its frames (0..1): how a capture without its sidecar is recognised
-    frame_share: Callable[[bytes], float] | None = None
+    #: ``frame_share(bytes, min_frames)``: the share of a capture's bytes that are its frames (0..1), how a capture
+    #: without its sidecar is recognised (powermon/stream/sniff.py)
+    frame_share: Callable[[Any, int], float] | None = None
     captures: bool = False                      #: ``meter record`` keeps a raw byte capture beside the trace
     #: what its samples sidecar keeps for the resolution bound (``meter integrate``); None: no bound of its own
     resolution: str | None = None
