@@ -129,6 +129,8 @@ def record_cmd(spec: str, channels: str | None, rate_hz: float | None, duration_
       archline meter record --meter emulated:4 --duration 5 --out trace.parquet    an emulated PowerMon 2, 4x
       archline meter record --meter powermon2:/dev/ttyUSB0 --channels 0,1,2,3 --duration 10 --out t.parquet
       archline meter record --meter emulated:4 --duration 2 --out t.csv --format table
+      archline meter record --meter redfish:https://USER:PASSWORD@bmc.example --duration 30 --out node.csv
+                                     a node's BMC (SSL_CERT_FILE=bmc.pem for a self-signed certificate)
     """
     from archline.powermon.recording import record, writes_stdout
 
