@@ -433,6 +433,7 @@ def test_f2_a_gain_within_range_still_gives_the_truth(run: Any, tmp_path: Path) 
 def test_f3_measure_plays_the_ports_stall_and_says_so(run: Any, tmp_path: Path) -> None:
     text = re.sub(r'(?m)^name = "gtx580"', 'name = "stall"', GTX580.read_text(), count=1)
     text = text.replace('port = "/dev/ttyACM0"', 'port = "powersensor3://default?rate=2000&stall=0.4:0.128"')
+    text = text.replace("rate_hz = 250", "rate_hz = 2000")      # one rate (two that disagree are refused)
     prof = tmp_path / "stall.toml"
     prof.write_text(text)
     code, out, err = run("measure", "--platform", str(prof), "--emulate", "--meter", "ps3", "--format", "json",
