@@ -234,6 +234,7 @@ class RedfishClient:
         self.emulated = False
         self.notes: list[str] = []          #: what discovery warned about (said once; kept in the summary)
         self.timed_reads: bool | None = None    #: every reading so far carried a ReadingTime (None: none read)
+        self.open_failures = 0              #: discovery's own reading unanswered (5xx, null): not a poll
 
     def _note(self, text: str) -> None:
         """Kept once: a recording's window warnings carry it (meter record prints them, the summary keeps them)."""
@@ -353,8 +354,8 @@ class RedfishClient:
             if found is None:
                 try:     # one reading now: a reading no meter can use is one line at open, not mid-recording
                     self.read()
-                except BmcUnavailable:          # null now (host off?) or a 5xx: the polls count those
-                    pass
+                except BmcUnavailable:          # null now (host off?) or a 5xx: the polls count later ones
+                    self.open_failures += 1
                 self.timed_reads = None
                 return None
             self.sensor_uri = self.env_uri = None
