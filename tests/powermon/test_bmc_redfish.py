@@ -756,6 +756,11 @@ def test_an_assumed_period_follows_the_readings() -> None:
     assert any("readings change every 5 s, not the assumed 1 s" in n for n in m.notes)
     r = m.region(105.0, 115.0)
     assert r.lost_samples == 0
+    # without a ReadingTime: values changing every 5 s (each the mean of the 5 s before it), polled every 1 s
+    untimed = _polled([(100.0 * (1 + (k // 5) % 2), None) for k in range(26)], period_assumed=True)
+    assert untimed.update_period_s == 5.0 and len(untimed._seen) == 6        # the by-age repeats dropped
+    r = untimed.region(105.0, 125.0)           # (105,110] 100 W, (110,115] 200 W, ... as the readings say
+    assert r.lost_samples == 0 and abs(r.energy_j - 3000.0) <= min(r.energy_err_j, 0.01 * 3000.0)
     flat = _polled([(100.0, None)] * 4, period_assumed=True)
     assert any("states no update period: 1 s assumed" in w for w in flat.region(100.5, 103.0).warnings)
 
