@@ -135,3 +135,35 @@ def test_a_kept_buffer_serves_the_next_f_with_its_own_checksum(cpu_backend) -> N
     other = cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem", {**sizes, "fma_per_trip": fs[0]}))
     assert other._native is not natives[0] and other.run(1).checksum_ok
     other.close()
+
+
+def test_the_quick_roofline_spreads_its_dram_points_and_keeps_one_buffer(cpu_backend) -> None:
+    """Issue 34: the three DRAM points run at three moments (after the peaks, after L1, last), so a phase of other
+    guests' memory traffic weighs on one of them; only cache points (which take no stream) lie between them, so the
+    one memory buffer is kept across them, and a cache point prepared in between leaves it kept."""
+    specs = cpu_backend.roofline(("sp", "dp"))
+    mem = [i for i, s in enumerate(specs) if s.level == "mem"]
+    assert len(mem) == 3 and mem[-1] == len(specs) - 1 and mem[1] - mem[0] > 1 and mem[2] - mem[1] > 1
+    assert all(specs[i].kernel == "cache" for i in range(mem[0] + 1, mem[2]) if i not in mem)
+    assert all(s.kernel == "intensity" and s.level == "l1" for s in specs[:mem[0]])
+    assert [bool(specs[i].params.get("keep_buffer")) for i in mem] == [True, True, False]
+    assert [specs[i].params["fma_per_trip"] for i in mem] == sorted(specs[i].params["fma_per_trip"] for i in mem)
+    # kept across a cache point: the same native stream serves the next DRAM point
+    best = specs[0].params["isa"]
+    v = ISAS[best]
+    n = v.g_fp * v.lanes("dp") * 7
+    small = {"threads": 1, "working_set_bytes": n * 8 * 3 // 2, "isa": best, "store": "nt"}
+    p = cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem",
+                                       {**small, "fma_per_trip": v.g_fp // 2, "keep_buffer": True}))
+    first = p._native
+    assert p.run(1).checksum_ok
+    p.close()
+    c = cpu_backend.prepare(KernelSpec("cpu_asm", "cache", "dp", "l1",
+                                       {"isa": best, "mode": "load", "working_set_bytes": 16384, "threads": 1}))
+    assert c.run(1).checksum_ok
+    c.close()
+    assert cpu_backend._kept is not None
+    q = cpu_backend.prepare(KernelSpec("cpu_asm", "intensity", "dp", "mem", {**small, "fma_per_trip": v.g_fp}))
+    assert q._native is first and q.run(1).checksum_ok
+    q.close()
+    assert cpu_backend._kept is None
