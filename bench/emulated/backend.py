@@ -217,7 +217,8 @@ def bmc_max_time_compression(update_period_s: float) -> int:
 
 
 def _check_bmc_speed(spec: MeterSpec, tc: float) -> None:
-    from archline.powermon.bmc.meter import DEFAULT_SENSOR, POLLS_PER_PERIOD
+    from archline.powermon.bmc.bmc_meter import POLLS_PER_PERIOD
+    from archline.powermon.bmc.meter import DEFAULT_SENSOR
 
     period_s = DEFAULT_SENSOR.update_period_s       # what emulate_from_spec plays: a reading every 1 device s
     if period_s / tc >= BMC_MIN_SHOW_HOST_S - 1e-12:

@@ -1,5 +1,5 @@
 """A BMC window's energy and bound from its readings' step function: the one computation the live meter
-(:meth:`archline.powermon.bmc.meter.BmcMeter.region`) and ``meter integrate`` of its trace both use, so the two
+(:meth:`archline.powermon.bmc.bmc_meter.BmcMeter.region`) and ``meter integrate`` of its trace both use, so the two
 state the same bound (the terms travel in the trace's sidecar ``info``: update period, speed, poll, the BMC's
 averaging window, the watt quantum, whether readings carried a ReadingTime)."""
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from archline.powermon.bmc.redfish import SHAPES  # the power sources the emulated chassis can serve alone
+from archline.powermon.bmc.redfish_sources import SHAPES  # the power sources the emulated chassis can serve alone
 from archline.powermon.counters.emulated import Timeline
 from archline.powermon.emulator.sensor import SensorModel
 

@@ -19,12 +19,12 @@ from urllib.parse import unquote
 
 from archline.powermon.bmc import dcmi, rmcp
 from archline.powermon.bmc.ipmi_process import BmcProcess, dcmi_bmc
-from archline.powermon.bmc.redfish import BmcUnavailable, PowerReading
+from archline.powermon.bmc.reading import BmcUnavailable, PowerReading
 from archline.powermon.errors import DeviceError, MeterError
 
 if TYPE_CHECKING:
+    from archline.powermon.bmc.bmc_meter import BmcMeter
     from archline.powermon.bmc.emulator import RedfishFaults
-    from archline.powermon.bmc.meter import BmcMeter
     from archline.powermon.emulator.power import PowerCallable, PowerSource
     from archline.powermon.emulator.sensor import SensorModel
     from archline.powermon.spec import MeterSpec
@@ -337,8 +337,9 @@ def emulate_node(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, 
     127.0.0.1 answering DCMI Get Power Reading in whole watts, read by the real client; the readings are computed
     here (the Redfish emulator's sensor model). ``faults``: every Nth request answered 0xC0 (busy), stale stretches
     as for Redfish. ``meter.server``: that model (its ``served_503`` counts the busy answers)."""
+    from archline.powermon.bmc.bmc_meter import BmcMeter
     from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
-    from archline.powermon.bmc.meter import BmcMeter, _channel
+    from archline.powermon.bmc.meter import _channel
     from archline.powermon.counters.emulated import Timeline, device_power
 
     server = dcmi_bmc(lambda: reading(), {"archline": "emulated"})   # its process (~1 s) first, then the clock

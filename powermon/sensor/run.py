@@ -78,7 +78,7 @@ def emulated_bmc_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int =
                       spec: MeterSpec = REFERENCE_SPEC) -> tuple[Any, Any]:
     """(reference, BMC): the emulated PowerMon 2 as in :func:`emulated_pair`, and the node's BMC over Redfish: an
     emulated Redfish service on 127.0.0.1 serving ``model``'s readings of the same power on the reference's device
-    clock, read by the real Redfish client and :class:`~archline.powermon.bmc.meter.BmcMeter` (its poller, its
+    clock, read by the real Redfish client and :class:`~archline.powermon.bmc.bmc_meter.BmcMeter` (its poller, its
     ReadingTime handling). Its server stops when the meter stops. Start the reference first."""
     from archline.powermon.bmc.emulator import EPOCH
     from archline.powermon.bmc.meter import emulate_from_spec

@@ -30,7 +30,7 @@ from archline.powermon.bmc import dcmi, ipmi, rmcp
 from archline.powermon.bmc.emulator import RedfishFaults
 from archline.powermon.bmc.ipmi import BmcProcess, DcmiClient, dcmi_bmc, parse_url
 from archline.powermon.bmc.meter import emulate_from_spec
-from archline.powermon.bmc.redfish import BmcUnavailable
+from archline.powermon.bmc.reading import BmcUnavailable
 from archline.powermon.emulator.power import Script
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.recorder import Recorder
@@ -638,8 +638,8 @@ def test_emulator_readings_are_means_of_its_power(tmp_path: Path) -> None:
 
 
 def test_poll_counts_agree() -> None:
-    from archline.powermon.bmc.meter import BmcMeter
-    from archline.powermon.bmc.redfish import PowerReading
+    from archline.powermon.bmc.bmc_meter import BmcMeter
+    from archline.powermon.bmc.reading import PowerReading
 
     class EveryOtherBusy:
         n = 0

@@ -33,19 +33,18 @@ from click.testing import CliRunner
 from support.powermon_helpers import threads_back
 
 from archline.cli.meter import meter as meter_cli
+from archline.powermon.bmc.bmc_meter import BmcMeter
 from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults, StaticRedfish
-from archline.powermon.bmc.meter import MIN_PERIOD_S, BmcMeter, emulate_from_spec, open_from_spec
-from archline.powermon.bmc.redfish import (
+from archline.powermon.bmc.meter import MIN_PERIOD_S, emulate_from_spec, open_from_spec
+from archline.powermon.bmc.reading import BmcUnavailable, iso_duration_s, iso_time_s
+from archline.powermon.bmc.redfish import RedfishClient
+from archline.powermon.bmc.redfish_sources import (
     SHAPES,
     SOURCE_ENV_INLINE,
     SOURCE_ENV_SENSOR,
     SOURCE_POWER,
     SOURCE_SENSOR,
     SOURCE_SUBSYSTEM,
-    BmcUnavailable,
-    RedfishClient,
-    iso_duration_s,
-    iso_time_s,
 )
 from archline.powermon.counters.emulated import Timeline
 from archline.powermon.emulator.power import Script
@@ -699,7 +698,7 @@ class _Scripted:
         self.script = list(script)
 
     def read(self) -> Any:
-        from archline.powermon.bmc.redfish import PowerReading
+        from archline.powermon.bmc.reading import PowerReading
 
         step = self.script.pop(0)
         if isinstance(step, Exception):
