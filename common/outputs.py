@@ -85,11 +85,12 @@ def read_only(directory: str | os.PathLike[str]) -> bool:
 NAME_MAX = 255
 
 
-def temp_name(final: str | os.PathLike[str]) -> Path:
+def temp_name(final: str | os.PathLike[str], reserve: int = 0) -> Path:
     """The hidden temporary name beside ``final`` that a writer fills before renaming it onto ``final``:
     ``.NAME.PID.tmp``, shortened (with a hash of the name) where that would pass the file system's name limit and
     made UTF-8 where the name is not (pyarrow cannot open such a path): a name the user may give always has a
-    temporary name that can be made."""
+    temporary name that can be made. ``reserve``: bytes left free for a companion named after the temp (a
+    capture's ``.NAME.PID.tmp.json`` sidecar: 5)."""
     f = Path(final)
     tail = f".{os.getpid()}.tmp"
     try:
@@ -101,10 +102,10 @@ def temp_name(final: str | os.PathLike[str]) -> Path:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    if text is not None and len(raw) + 1 + len(tail) <= limit:
+    if text is not None and len(raw) + 1 + len(tail) + reserve <= limit:
         return f.with_name(f".{text}{tail}")
     digest = hashlib.sha1(raw).hexdigest()[:8]
-    room = max(1, limit - len(tail) - len(digest) - 2)
+    room = max(1, limit - reserve - len(tail) - len(digest) - 2)
     short = raw.decode("utf-8", errors="ignore").encode()[:room].decode("utf-8", errors="ignore")
     return f.with_name(f".{short}-{digest}{tail}")
 

@@ -15,6 +15,7 @@ refused), a pipe bounded by :data:`archline.powermon.formats.MAX_CAPTURE_STREAM_
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import stat
@@ -35,9 +36,12 @@ if TYPE_CHECKING:  # pragma: no cover
 STREAM_RAW_FORMAT = "archline.stream.raw/1"
 
 
+_JSON = ".json"     #: a capture's sidecar is its name plus this (the temporary file's too: room is kept for it)
+
+
 def sidecar_path(raw_path: str | Path) -> Path:
     p = Path(raw_path)
-    return p.with_name(p.name + ".json")
+    return p.with_name(p.name + _JSON)
 
 
 def _read_bytes(p: Path) -> bytes:
@@ -103,7 +107,7 @@ class RawCapture:
     def __init__(self, path: str | Path, sidecar_format: str | None = None) -> None:
         self.path = Path(path)
         self.sidecar_format = sidecar_format   #: written as the sidecar's ``format`` (a stream meter's)
-        self.tmp = temp_name(self.path)
+        self.tmp = temp_name(self.path, len(_JSON))
         self.target = self.path                #: the file the capture replaces (a symlink's target)
         self.error: OSError | None = None      #: a write that failed (full disk): the capture cannot be kept
         self._f: IO[bytes] | None = None
@@ -113,7 +117,8 @@ class RawCapture:
         temporary files a killed recording of the same capture left (their process is gone) are removed."""
         self.target = check_output(self.path)
         check_output(sidecar_path(self.path))
-        self.tmp = temp_name(self.target)     # the one temp-name rule (long and non-UTF-8 names too)
+        # the one temp-name rule (long and non-UTF-8 names too), with room for the temp's own sidecar (.json)
+        self.tmp = temp_name(self.target, len(_JSON))
         _remove_stale_temps(self.target)
         try:
             make_dirs(self.tmp.parent)
@@ -199,20 +204,33 @@ class RawCapture:
             p.unlink(missing_ok=True)
 
 
+def _temp_pid(name: str, target: Path) -> int | None:
+    """The process id in ``name`` where it is one of ``target``'s temporary files (``.NAME.PID.tmp`` or its
+    ``.json``, or the form ``temp_name`` shortens a long NAME to, ``.NA-HASH.PID.tmp``); else None."""
+    end = ".tmp.json" if name.endswith(".tmp.json") else ".tmp" if name.endswith(".tmp") else None
+    if end is None:
+        return None
+    head, _, pid_text = name[: -len(end)].rpartition(".")
+    if not pid_text.isdigit():
+        return None
+    digest = hashlib.sha1(os.fsencode(target.name)).hexdigest()[:8]
+    if head == f".{target.name}" or (head.startswith(".") and head.endswith(f"-{digest}")):
+        return int(pid_text)
+    return None
+
+
 def _remove_stale_temps(target: Path) -> None:
     """Remove ``.NAME.PID.tmp`` (and its ``.json``) beside ``target`` whose process no longer runs: what a killed
     recording of the same capture left (a running one's are kept)."""
-    prefix = f".{target.name}."
     try:
-        names = [p for p in target.parent.iterdir() if p.name.startswith(prefix)]
+        found = [(p, _temp_pid(p.name, target)) for p in target.parent.iterdir() if p.name.startswith(".")]
     except OSError:
         return
-    for p in names:
-        pid_text, _, rest = p.name[len(prefix):].partition(".")
-        if rest not in ("tmp", "tmp.json") or not pid_text.isdigit() or int(pid_text) == os.getpid():
+    for p, pid in found:
+        if pid is None or pid == os.getpid():
             continue
         try:
-            os.kill(int(pid_text), 0)
+            os.kill(pid, 0)
         except ProcessLookupError:
             p.unlink(missing_ok=True)
         except OSError:

@@ -300,3 +300,55 @@ def test_a_link_without_a_suffix_takes_the_format_of_its_target(run_cli: Any, tm
     assert code == 0, err
     assert link.is_symlink() and (tmp_path / target).read_bytes().startswith(magic)
     assert summary["trace"].endswith(target)
+
+
+def test_the_longest_legal_out_records_and_leaves_no_temp(run_cli: Any, tmp_path: Path) -> None:
+    """SP (877c612): a legal long --out failed 'file name too long' (exit 2): the capture's temp name was shortened
+    to the name limit, and its sidecar .NAME.PID.tmp.json passed it. Here t.raw.bin.json is exactly 255 bytes."""
+    stem = "n" * (255 - len(".raw.bin.json"))
+    out = tmp_path / f"{stem}.csv"
+    r = run_cli("meter", "record", "--meter", "powersensor3://default", "--duration", "0.3", "--out", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted([out.name, f"{out.name}.json", f"{stem}.raw.bin",
+                                                   f"{stem}.raw.bin.json"])
+
+
+def test_a_250_byte_capture_keeps_its_recovery_sidecar_and_cleans_a_killed_ones(tmp_path: Path) -> None:
+    """A 250-byte capture name (its sidecar 255): the temp name is shortened with room for its own .json, so a
+    killed recording still leaves a sidecar for meter decode --partial; a finished one leaves no temp, and a later
+    capture removes a killed one's shortened temp files (their process gone)."""
+    import subprocess
+    import sys
+
+    from archline.powermon.powermon2.capture import sidecar_path, stream_capture
+
+    name = "k" * (250 - len(".raw.bin")) + ".raw.bin"
+    meta = {"type": "powersensor3", "rate_hz": 2000.0, "emulated": True}
+
+    def capture():  # type: ignore[no-untyped-def]
+        cap = stream_capture("powersensor3", None, tmp_path / name)
+        assert cap is not None
+        cap.open()
+        cap.note_open(lambda: dict(meta))
+        assert cap.write(b"\x00" * 64)
+        return cap
+
+    done = capture()
+    assert len(os.fsencode(sidecar_path(done.tmp).name)) <= 255
+    assert "did not finish" in json.loads(sidecar_path(done.tmp).read_text())["recovery"]
+    done.finish(lambda: dict(meta))
+    kept = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert sorted(kept) == [name, name + ".json"] and kept[name] == b"\x00" * 64
+
+    killed = capture()
+    killed._f.flush()                                   # type: ignore[union-attr]
+    killed._f = None                                    # kill -9: nothing closes it
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = killed.tmp.with_name(killed.tmp.name.replace(f".{os.getpid()}.tmp", f".{int(dead.stdout)}.tmp"))
+    assert stale != killed.tmp and not stale.name.startswith(f".{name}")      # the shortened (hashed) form
+    killed.tmp.rename(stale)
+    sidecar_path(killed.tmp).rename(sidecar_path(stale))
+    again = capture()
+    assert not stale.exists() and not sidecar_path(stale).exists()
+    again.abandon()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == kept
