@@ -26,6 +26,9 @@ SKIP: dict[str, str] = {
                                 "path runs in tests/powermon/test_probe_real_wiring.py against an emulated node)",
     r"meter (probe|calibrate) \S+ --platform gtx580 .*--backend cuda": "a real GTX 580 with its meters: cupy and an "
                                                                        "NVIDIA GPU, neither here",
+    r"--meter redfish:https://USER:PASSWORD@bmc\.example": "a real BMC at the reader's address (the Redfish meter runs "
+                                                           "against sushy-static's DMTF mockups and archline's "
+                                                           "emulated service in tests/powermon/test_bmc_redfish.py)",
 }
 
 
