@@ -7,7 +7,8 @@ Two rounds. First the 38 tests of 4.9 s or more (pytest --durations on a 2-vCPU 
 (under load: 1830 s for 2938 tests; /tmp/dur/default.txt, node ids of folded review-round files mapped to their
 topic files), except that every parametrized test keeps its cheapest case and every test file its cheapest test
 in the default run, so each feature a slow test covers keeps a fast test there. Third, the tests of 3.5 s or more
-that issue 35's and 37's work added the same day (the default run's --durations=30 at 13:10, under load). ``tests/conftest.py`` marks these
+that issue 35's and 37's work added the same day (the default run's --durations=30 at 13:10, under load).
+``tests/conftest.py`` marks these
 node ids; ``tests/package/test_slow_list.py`` keeps the list honest (every id names a test that exists).
 """
 
