@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.cli_errors import one_line_error
 from support.datasets import fit_json, part_csv
 from support.pipes import pipe_of
 
@@ -476,12 +477,7 @@ SAMPLE = REPO / "results" / "sample" / "gtx580-20261123T010316Z-16c5ec.csv"
 RunCli = Callable[..., Any]
 
 
-def _one_line_error(res: Any, code: int = 2) -> str:
-    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
-    err = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(err) == 1 and err[0].startswith("archline: error:"), res.stderr
-    assert "Traceback" not in res.stderr
-    return err[0]
+_one_line_error = one_line_error
 
 
 

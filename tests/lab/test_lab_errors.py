@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli_errors import one_line_error
 from support.labs import write_lab
 
 GPU = {"name": "gpu01", "platform": "gtx580", "precisions": ["sp"]}
@@ -105,12 +106,7 @@ def test_lab_unreachable_results_is_an_error_not_an_empty_dataset(tmp_path: Path
 RunCli = Callable[..., Any]
 
 
-def _one_line_error(res: Any, code: int = 2) -> str:
-    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
-    err = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(err) == 1 and err[0].startswith("archline: error:"), res.stderr
-    assert "Traceback" not in res.stderr
-    return err[0]
+_one_line_error = one_line_error
 
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli_errors import one_line_error
 
 from archline.bench.run.sweep import EXIT_CONFIG, EXIT_LOCKED, EXIT_MORE_TO_DO, EXIT_OK, RESULTS_NAME, load_config
 
@@ -180,12 +181,7 @@ def test_runner_sigterm_exits_130_and_keeps_rows(tmp_path: Path) -> None:
 RunCli = Callable[..., Any]
 
 
-def _one_line_error(res: Any, code: int = 2) -> str:
-    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
-    err = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(err) == 1 and err[0].startswith("archline: error:"), res.stderr
-    assert "Traceback" not in res.stderr
-    return err[0]
+_one_line_error = one_line_error
 
 
 
