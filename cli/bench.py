@@ -146,7 +146,7 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     Examples:
       archline bench run --platform gtx580 --emulate --out results/emu     the whole GTX 580 sweep, emulated
       archline bench run --platform localhost --quick                       the main job: this CPU's kernels, quick
-      archline bench run --platform localhost --emulate --tdp-w 65 --quick  no meter: energy = 65 W schedule x time
+      archline bench run --platform localhost --emulate --tdp-w 65 --quick  no meter: energy = a TDP schedule x time
     """
     from archline.bench.config.options import RunOptions
     from archline.bench.errors import PointsFailedError
