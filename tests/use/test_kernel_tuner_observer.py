@@ -13,6 +13,7 @@ import sys
 import time
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -437,7 +438,8 @@ def _benchmark_module() -> Any:
     return mod
 
 
-def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(monitor: Any) -> None:
+def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(monitor: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Kernel Tuner itself (OpenCL on PoCL, 2 tunable parameters, millisecond kernels) with the observer on the
     emulated meter: each configuration's energy comes from Kernel Tuner's continuous loop (auto mode), within its
     bound of the truth (BUSY_W x Kernel Tuner's kernel time), with the samples behind it and no flag; the
@@ -445,6 +447,8 @@ def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(mo
     benchmarks/kernel_tuner_overhead.py (overhead per iteration, more configurations)."""
     kt = pytest.importorskip("kernel_tuner")
     import numpy as np
+
+    monkeypatch.chdir(tmp_path)     # Kernel Tuner writes temp_*.c in the working directory, kept on an error
 
     from archline.kernel_tuner import ArchlineObserver
 
@@ -474,11 +478,14 @@ def test_kernel_tuner_on_pocl_continuous_energy_within_the_bound_of_the_truth(mo
 
 
 @pytest.mark.slow     # PoCL's compile: seconds; test_an_observer_listed_twice_is_named covers it in the default run
-def test_kernel_tuner_with_the_observer_listed_twice_is_told_so(monitor: Any) -> None:
+def test_kernel_tuner_with_the_observer_listed_twice_is_told_so(monitor: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 35 #10 through Kernel Tuner itself (PoCL): observers=[obs, obs] stops at the first configuration with
     the duplicate named, not with 'after_finish without after_start'."""
     kt = pytest.importorskip("kernel_tuner")
     import numpy as np
+
+    monkeypatch.chdir(tmp_path)     # Kernel Tuner writes temp_*.c in the working directory, kept on an error
 
     from archline.kernel_tuner import ArchlineObserver
 
