@@ -149,6 +149,12 @@ def unit_factor(unit: str, where: str, dimension: str | None = None) -> float:
 #: 90% of its count would be the tool's extrapolation (perf's scaled counts, likwid's groups; docs/counters.md).
 MIN_RUNNING_PCT = 10.0
 
+#: bytes per cache line, for counters that count lines (LLC misses, CAS commands)
+LINE_BYTES = 64.0
+#: Intel's FP_ARITH_INST_RETIRED widths: (width, DP flops, SP flops per instruction), as perf and likwid name them
+FP_ARITH_WIDTHS = (("scalar", 1.0, 1.0), ("128b_packed", 2.0, 4.0), ("256b_packed", 4.0, 8.0),
+                   ("512b_packed", 8.0, 16.0))
+
 
 def read_lines(path: Path, what: str, lines: bool = False) -> list[str]:
     """The file's lines (through the one input boundary), kept with their numbers by the callers; ``lines``: a

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from archline.fit.io.counters.base import (
+    FP_ARITH_WIDTHS,
+    LINE_BYTES,
     MIN_RUNNING_PCT,
     CountersFormatError,
     Counts,
@@ -49,12 +51,10 @@ from archline.fit.io.counters.base import (
     read_lines,
 )
 
-LINE_BYTES = 64.0
 FLOP_EVENTS: dict[str, tuple[str, float]] = {}
-for _w, _dp, _sp in (("SCALAR", 1.0, 1.0), ("128B_PACKED", 2.0, 4.0), ("256B_PACKED", 4.0, 8.0),
-                     ("512B_PACKED", 8.0, 16.0)):
-    FLOP_EVENTS[f"FP_ARITH_INST_RETIRED_{_w}_DOUBLE"] = ("flops_dp", _dp)
-    FLOP_EVENTS[f"FP_ARITH_INST_RETIRED_{_w}_SINGLE"] = ("flops_sp", _sp)
+for _w, _dp, _sp in FP_ARITH_WIDTHS:
+    FLOP_EVENTS[f"FP_ARITH_INST_RETIRED_{_w.upper()}_DOUBLE"] = ("flops_dp", _dp)
+    FLOP_EVENTS[f"FP_ARITH_INST_RETIRED_{_w.upper()}_SINGLE"] = ("flops_sp", _sp)
 AMD_FLOPS = "RETIRED_SSE_AVX_FLOPS_ALL"
 DRAM = re.compile(r"CAS_COUNT_(RD|WR)|DRAM_CHANNEL_\d+|DRAM_(READS|WRITES)")
 RUNTIME = "Runtime (RDTSC) [s]"

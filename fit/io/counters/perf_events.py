@@ -33,12 +33,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archline.fit.io.counters.base import CountersFormatError, Counts
+from archline.fit.io.counters.base import FP_ARITH_WIDTHS, LINE_BYTES, CountersFormatError, Counts
 
-LINE_BYTES = 64.0
 FLOP_EVENTS: dict[str, tuple[str, float]] = {}
-for _w, _dp, _sp in (("scalar", 1.0, 1.0), ("128b_packed", 2.0, 4.0), ("256b_packed", 4.0, 8.0),
-                     ("512b_packed", 8.0, 16.0)):
+for _w, _dp, _sp in FP_ARITH_WIDTHS:
     FLOP_EVENTS[f"fp_arith_inst_retired.{_w}_double"] = ("flops_dp", _dp)
     FLOP_EVENTS[f"fp_arith_inst_retired.{_w}_single"] = ("flops_sp", _sp)
 for _p in ("dp", "sp"):
