@@ -82,6 +82,24 @@ class MeterKind:
     origin: str = "archline"                    #: who declared it (a plugin: its distribution and entry point)
 
 
+def stream_recorder(port_hint: str) -> Callable[..., Any]:
+    """``meter record`` for a serial stream meter (PowerSensor3, PMD-USB), ``port_hint`` named when no port is
+    given. The recording module is imported when used: the registry is read on every command."""
+    def record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
+               raw_path: Path | None) -> Any:
+        from archline.powermon.recording import record_stream_meter
+
+        return record_stream_meter(word, arg, channels, rate_hz, raw_path, port_hint=port_hint)
+    return record
+
+
+def protocol_frame_share(module: str) -> Callable[[Any, int], float]:
+    """A kind's ``frame_share`` from its protocol module's ``frame_share``, imported when used."""
+    def share(data: Any, min_frames: int) -> float:
+        return float(importlib.import_module(module).frame_share(data, min_frames))
+    return share
+
+
 def _warn(text: str) -> None:
     print(f"archline: warning: {text}", file=sys.stderr)
 
