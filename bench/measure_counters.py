@@ -1,7 +1,7 @@
 """Hardware counters of a measured command (``archline measure --counters perf|likwid``): whether this machine
 lets a tool count (:func:`available`, with the reason when it does not), the command line that runs the user's
 command under it (:func:`wrap_command`), and where its output goes. The output is read by
-``archline.fit.io.counters.read_collected(tool, out_path)`` (fit owns the formats).
+``archline.formats.counters.read_collected(tool, out_path)`` (fit owns the formats).
 
 Why a tool cannot count, in the order checked: no binary on PATH; ``/proc/sys/kernel/perf_event_paranoid`` above 2
 for a user without CAP_PERFMON (3 and 4 forbid unprivileged counting on Debian/Ubuntu kernels); no hardware PMU

@@ -47,7 +47,7 @@ ROWS_PER_PART = 1_000_000
 FLOOR = """
 import sys, numpy as np, pyarrow.parquet as pq, pyarrow.compute as pc
 from pathlib import Path
-from archline.fit.io.dataset import PARQUET_BATCH_ROWS, PARQUET_BUFFER_BYTES
+from archline.formats.dataset import PARQUET_BATCH_ROWS, PARQUET_BUFFER_BYTES
 from archline.fit.io.results import COUNT_COLUMNS, FLAG_COLUMNS, SETTING_COLUMNS, TEXT_KEYS
 text, num = (*TEXT_KEYS, *FLAG_COLUMNS), (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
 n, s = 0, 0.0

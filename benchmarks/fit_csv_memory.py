@@ -1,6 +1,6 @@
 """Peak RSS of ``archline fit FILE.csv --model basic`` and ``archline compare FILE.csv --by host`` against the
 number of rows of one plain (uncompressed, regular) CSV file (breaker 28c): every CSV is read a block of whole
-lines at a time (fit/io/results_file.py, line_blocks.py), so memory should be flat in rows beyond the fit's
+lines at a time (formats/results_file.py, line_blocks.py), so memory should be flat in rows beyond the fit's
 fixed reservoir of at most 1 M rows.
 
 Writes, per row count, one CSV of 4 hosts x 2 runs of a seeded emulated GTX 580 sweep of 40 intensity

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 MIB = 1 << 20
-ROOMS = ("cli", "fit", "bench", "powermon", "common")
+ROOMS = ("cli", "fit", "bench", "powermon", "formats", "model", "common")
 #: run archline from PKGROOT, the editable install's finder removed (the --source-tree case)
 LAUNCHER = """import sys
 root = sys.argv.pop(1)

@@ -37,8 +37,8 @@ def _rows_of(table: Any, truth_rate: dict[str, float]) -> list[dict[str, Any]]:
 
 
 def run_dir(path: Path) -> dict[str, Any]:
-    from archline.fit.io.ert_roofline import read_ert
     from archline.fit.regress.api import fit_files
+    from archline.formats.ert_roofline import read_ert
 
     csvs = sorted(path.glob("*.csv"))
     if not csvs:

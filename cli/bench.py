@@ -172,8 +172,8 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
         files.append((ert, "ERT roofline.json of this run: peak GFLOP/s and GB/s per level"))
     if out.rows and out.precisions:
         from archline.bench.run.summary import plot_roof
-        from archline.fit.errors import ArchlineFitError
         from archline.fit.plots.inputs import plot_results
+        from archline.model.errors import ArchlineFitError
 
         for prec in out.precisions:      # every precision the run measured: one figure each
             fig = run_files.figure(prec)
@@ -212,7 +212,7 @@ def _summary(results: Path, ert_path: Path) -> dict[str, Any]:
     """The closing summary (peaks, bandwidths, balance, checksums); writes <run_id>.roofline.json (ERT's layout)
     and, after a measured localhost run, its copy where `localhost` is read as a platform."""
     from archline.bench.run.export import export_roofline, write_host_roofline
-    from archline.fit.io.results_file import ResultsFile
+    from archline.formats.results_file import ResultsFile
 
     with ResultsFile.open(results) as rf:
         rows = list(rf.rows())
@@ -248,7 +248,7 @@ def export_ert_cmd(results: tuple[Path, ...], out: Path, fmt: str) -> None:
       archline bench export-ert results/*.csv --out roofline.json --format json
     """
     from archline.bench.run.export import export_roofline, export_warnings, read_rows, warning
-    from archline.fit.io.ert_roofline import check_ert_path
+    from archline.formats.ert_roofline import check_ert_path
     from archline.powermon.record.output_files import writes_stdout
 
     check_ert_path(out)

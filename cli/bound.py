@@ -59,7 +59,7 @@ def bound(algorithm: str | None, fast_memory: int | None, word_bytes: str, costs
     result = ob.oi_upper_bound(algorithm, float(fast_memory), int(word_bytes),
                                fft_bound if algorithm == "fft" else None)
     if costs is not None:
-        from archline.fit.platforms.profiles import load_platform
+        from archline.formats.platforms.profiles import load_platform
         result = ob.with_costs(result, load_platform(costs))
     if fmt == "json":
         click.echo(json.dumps(result.as_dict(), indent=2))

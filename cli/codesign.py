@@ -57,7 +57,7 @@ def codesign(kind: str, algorithms: tuple[str, ...], machine_file: Path | None, 
     from archline.fit.analyses.elango import design_space as ds_mod
     from archline.fit.analyses.elango import figures
     from archline.fit.analyses.elango.oi_bounds import parse_bytes
-    from archline.fit.errors import ArchlineFitError
+    from archline.model.errors import ArchlineFitError
 
     machine = ds_mod.load_machine(machine_file) if machine_file else ds_mod.nehalem_ex()
     if eps_scaling:

@@ -28,7 +28,7 @@ def __getattr__(name: str) -> object:
 def platform_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Every profile name found (shipped and the user's), and localhost (this machine, detected)."""
     try:
-        from archline.fit.platforms.profiles import iter_profiles
+        from archline.formats.platforms.profiles import iter_profiles
 
         names = {p.stem for p in iter_profiles()} | {"localhost"}
     except Exception:  # completion must not print a traceback into the user's command line

@@ -13,8 +13,8 @@ from archline.cli.params import FIGURE_SUFFIXES, OutPath
 from archline.common.outputs import show
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.fit.io.costs_files import Job
     from archline.fit.regress.result import FitResult
+    from archline.formats.costs_files import Job
 
 
 @click.command("fit")
@@ -83,11 +83,11 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit lab-dataset/ --format json --out costs/
       archline fit lab-dataset/ --where host=node03
     """
-    from archline.fit.io.costs import render
-    from archline.fit.io.costs_files import points_job, write_all
     from archline.fit.plots.layout import check_figure_format
     from archline.fit.regress.api import FitOptions, fit_files
     from archline.fit.regress.outliers import outlier_warnings
+    from archline.formats.costs import render
+    from archline.formats.costs_files import points_job, write_all
 
     if out is not None:
         _check_suffix(out, fmt)
@@ -170,8 +170,8 @@ def _out_jobs(results: list[FitResult], out: str, fmt: str) -> list[Job]:
     platform, and several platforms' json into an existing file is refused (exit 2) naming the file."""
     import os
 
-    from archline.fit.io.costs import EXTENSIONS
-    from archline.fit.io.costs_files import costs_jobs, group_filename
+    from archline.formats.costs import EXTENSIONS
+    from archline.formats.costs_files import costs_jobs, group_filename
 
     if _names_dir(out):
         return [j for r in results for j in costs_jobs([r], os.path.join(out, group_filename(r, EXTENSIONS[fmt])),

@@ -96,7 +96,7 @@ def iso_power(big: str, small: str, budget_w: float | None, n: int | None, power
         system,
         with_constants,
     )
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     pa = with_constants(load_platform(big), settings_dict(set_a, "--set-a"))
     pb = with_constants(load_platform(small), settings_dict(set_b, "--set-b"))

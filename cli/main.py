@@ -46,7 +46,8 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 #: Modules whose ``USER_ERRORS`` tuple lists exception types that mean "the user asked for something wrong".
-_ERROR_MODULES = ("archline.common.errors", "archline.fit.errors", "archline.powermon.errors", "archline.bench.errors")
+_ERROR_MODULES = ("archline.common.errors", "archline.model.errors", "archline.powermon.errors",
+                  "archline.bench.errors")
 
 
 class LazyGroup(click.Group):

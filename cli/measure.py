@@ -15,7 +15,7 @@ import click
 from archline.bench.errors import BenchError
 from archline.cli.complete import platform_names, profile_meters
 from archline.cli.params import NON_NEGATIVE, POSITIVE, OutPath
-from archline.fit.io.schema import CONTRACT
+from archline.formats.schema import CONTRACT
 
 #: the counts CSV's count columns (`archline predict`'s format): one --COLUMN option each, for the whole command
 COUNT_COLUMNS = [c for c in CONTRACT if c.kind == "count"]
@@ -178,13 +178,13 @@ class _Hooks:
 
             self.platform = load_platform(costs)
         if counts_file is not None and counts_tool is not None:
-            from archline.fit.io.counters import read_collected
+            from archline.formats.counters import read_collected
 
             self.collected.append(read_collected(counts_tool, counts_file))   # several kernels: summed
         if counts_file is not None and counts_tool is None:
             self._read_counts_csv(counts_file, hand)
         if hand:
-            from archline.fit.io.counters import Counts
+            from archline.formats.counters import Counts
 
             self.collected.append(Counts("run", dict(hand), source=f"given by hand ({_flags(hand)})"))
         from archline.fit.analyses.choi.app_predict import check_counts
@@ -199,7 +199,7 @@ class _Hooks:
         """archline's counts CSV, read by `archline predict`'s reader: 'run' is the whole command, the other
         rows its phases."""
         from archline.fit.analyses.choi.app_predict import CountsFormatError, read_counts
-        from archline.fit.io.counters import Counts
+        from archline.formats.counters import Counts
 
         try:
             rows = read_counts(path)
@@ -230,7 +230,7 @@ class _Hooks:
         tool = self.tool
 
         def hook(argv: Any) -> tuple[list[str], Any]:
-            from archline.fit.io.counters import read_collected
+            from archline.formats.counters import read_collected
 
             work = Path(tempfile.mkdtemp(prefix="archline-counters-"))
             path = work / "counters.csv"
@@ -276,7 +276,7 @@ class _Hooks:
         import statistics
 
         from archline.fit.analyses.placement import place_program
-        from archline.fit.errors import ArchlineFitError
+        from archline.model.errors import ArchlineFitError
 
         if counts is None:
             return {"name": name, "reason": "no counts"}

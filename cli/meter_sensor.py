@@ -302,7 +302,7 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
         raise click.UsageError("--profile and --out go together (the calibration is stored in a new profile)")
     if profile_path and not Path(profile_path).exists() and Path(profile_path).suffix != ".toml" \
             and "/" not in profile_path:      # a profile's name, as --platform takes it: its TOML file
-        from archline.fit.platforms.profiles import load_platform
+        from archline.formats.platforms.profiles import load_platform
 
         profile_path = load_platform(profile_path).origin
     text = read_text(profile_path, error=MeterError, what="profile") if profile_path else None

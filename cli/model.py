@@ -9,7 +9,7 @@ import click
 
 from archline.cli.output import echo_files, echo_json, echo_table, format_option, panels
 from archline.cli.params import FIGURE_SUFFIXES, POSITIVE, OutPath, check_finite, intensities
-from archline.fit.model.summary import (
+from archline.fit.summary import (
     SYMBOLS,
     energy_missing,
     platform_summary,
@@ -17,10 +17,10 @@ from archline.fit.model.summary import (
     predict_time_rows,
     time_only,
 )
-from archline.fit.model.units import display
+from archline.model.units import display
 
 if TYPE_CHECKING:
-    from archline.fit.platforms.profiles import Platform
+    from archline.formats.platforms.profiles import Platform
 
 precision_option = click.option("--precision", type=click.Choice(["sp", "dp", "both"]), default="both",
                                 show_default=True, help="single or double precision (flop costs differ)")
@@ -80,7 +80,7 @@ def show_cmd(name_or_costs: str, precision: str, fmt: str) -> None:
     Example:
       archline model show gtx580 --precision sp
     """
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     pl = load_platform(name_or_costs)
     summary = platform_summary(pl, _precisions(name_or_costs, precision))
@@ -145,7 +145,7 @@ def predict_cmd(name_or_costs: str, intensity: str, cap_divisor: float, precisio
     Example:
       archline model predict gtx580 --intensity 0.25:64 --precision dp
     """
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     pl = load_platform(name_or_costs)
     values = intensities(intensity)
@@ -197,9 +197,9 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str, f
       archline model plot gtx580 gtx680 --precision sp --out two.png --format json
     """
     from archline.common.outputs import safe_component
-    from archline.fit.platforms.profiles import load_platform
     from archline.fit.plots.layout import check_figure_format
     from archline.fit.plots.rooflines import KINDS, curves_for, plot_model
+    from archline.formats.platforms.profiles import load_platform
 
     if out is not None:
         check_figure_format(out)    # a .pgf without TeX: one line before anything is read or drawn
@@ -235,7 +235,7 @@ def peak_cmd(name_or_profile: str, mix_name: str, fmt: str) -> None:
       archline model peak gtx580 --mix mymix.toml --format json
     """
     from archline.fit.analyses.choi.mix_peak import issue_rules, load_mix, mix_peak
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     pl = load_platform(name_or_profile)
     rules = issue_rules(pl)
@@ -281,7 +281,7 @@ def keckler_cmd(name_or_costs: str, fmt: str) -> None:
       archline model keckler my-costs.json --format json
     """
     from archline.fit.analyses.choi.keckler import keckler_comparison
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     k = keckler_comparison(load_platform(name_or_costs))
     if fmt == "json":

@@ -161,10 +161,10 @@ BYTES = ByteSize()
 
 
 def intensities(text: str, flag: str = "--intensity") -> list[float]:
-    """The intensities (flop/B) of ``--intensity`` (``fit.model.summary.parse_intensities``: '0.25,1,4' or a
+    """The intensities (flop/B) of ``--intensity`` (``fit.summary.parse_intensities``: '0.25,1,4' or a
     range of powers of two '0.25:64'), refusing one so small that it underflows (a subnormal number: the model's
     rates round to 0 and its power to NaN)."""
-    from archline.fit.model.summary import parse_intensities
+    from archline.fit.summary import parse_intensities
 
     values = parse_intensities(text)
     tiny = [v for v in values if v < sys.float_info.min]

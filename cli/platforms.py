@@ -8,8 +8,8 @@ import click
 
 from archline.cli.complete import platform_names
 from archline.cli.output import echo_json, echo_table, format_option
-from archline.fit.model.units import display
-from archline.fit.platforms.profiles import CONSTANT_UNITS, load_all_profiles, load_platform
+from archline.formats.platforms.profiles import CONSTANT_UNITS, load_all_profiles, load_platform
+from archline.model.units import display
 
 
 @click.group()
@@ -64,7 +64,7 @@ def show_cmd(name: str, fmt: str) -> None:
       archline platforms show gtx580
     """
     if name == "localhost":
-        from archline.fit.errors import PlatformNotFoundError
+        from archline.model.errors import PlatformNotFoundError
 
         try:
             p = load_platform(name)

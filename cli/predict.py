@@ -61,9 +61,9 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
       archline predict --counters daxpy-ncu.csv --tool ncu --costs gtx580
     """
     from archline.fit.analyses.choi import app_predict as ap
-    from archline.fit.model.hierarchy import TIME_MODEL
-    from archline.fit.platforms.profiles import load_platform
     from archline.fit.plots.layout import check_figure_format
+    from archline.formats.platforms.profiles import load_platform
+    from archline.model.hierarchy import TIME_MODEL
 
     if plot_path is not None:
         check_figure_format(plot_path)
@@ -74,7 +74,7 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     platform = load_platform(costs)
     if counters is not None and tool is not None:
         from archline.fit.analyses.placement import counts_rows
-        from archline.fit.io.counters import read_counters
+        from archline.formats.counters import read_counters
 
         rows = counts_rows(read_counters(tool, counters))
     else:
@@ -102,7 +102,7 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
     def num(v: float | None, spec: str) -> str:
         return "-" if v is None else format(v, spec)
 
-    from archline.fit.io.counters.kernels import short_labels
+    from archline.formats.counters.kernels import short_labels
 
     labels = short_labels([p.name for p in preds])         # a CUTLASS name runs to thousands of characters
     echo_table(["name", "E (J)", "T (s)", "P (W)", *terms],

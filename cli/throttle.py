@@ -41,7 +41,7 @@ def throttle(platform: str, precision: str, delta_pi_w: float | None, pi0_w: flo
     """
     from archline.cli.params import intensities as parse_intensities
     from archline.fit.analyses.choi import throttling as th
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     pl = load_platform(platform)
     m = th.require_cap(th.with_power(pl.machine(precision, needed_for="throttling"), pi0_w, delta_pi_w), pl.name)

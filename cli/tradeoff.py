@@ -46,7 +46,7 @@ def tradeoff(platform: str, precision: str, f_text: str, m_text: str, with_pi0: 
       archline tradeoff fermi-sample --plot fig8.png
     """
     from archline.fit.analyses.choi.tradeoff import CASES, plot_tradeoffs, tradeoff_grid
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     pl = load_platform(platform)
     g = tradeoff_grid(pl.machine(precision, needed_for="the trade-off analysis"), fs=_floats(f_text, "--f"),

@@ -40,7 +40,7 @@ def tune(costs: str, intensity: float | None, precision: str, flops_per_cycle: f
       archline tune --costs tk1-dvfs.json --measured results/dvfs.csv
     """
     from archline.fit.analyses.choi import dvfs_tune as dt
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     if intensity is None and measured is None:
         raise click.UsageError("give --intensity I, --measured RESULTS.csv, or both")

@@ -58,7 +58,7 @@ def _reset_archline_inputs() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _private_state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """XDG_STATE_HOME in a fresh temp dir for every test (its subprocesses inherit it): a measured localhost run
-    keeps its roofline.json there (archline.fit.io.ert_roofline.host_roofline_path), never in the real home."""
+    keeps its roofline.json there (archline.formats.ert_roofline.host_roofline_path), never in the real home."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 

@@ -1,7 +1,7 @@
 """The bench layer's sections of a platform profile: ``[bench]``, ``[emulate]`` and ``[dvfs]`` (pydantic models on
 the one input boundary, :mod:`archline.common.inputs`), and the profile as the runner sees it. The ``[[meters]]``
 entries are powermon's schema (:mod:`archline.powermon.spec`); the model constants are fit's profile
-(:mod:`archline.fit.platforms.profiles`), which lets these tables through untouched.
+(:mod:`archline.formats.platforms.profiles`), which lets these tables through untouched.
 
 Schema (every key optional)::
 
@@ -51,7 +51,7 @@ from pydantic import Field, field_validator, model_validator
 from archline.bench.errors import BenchError
 from archline.bench.registry import check_name, of_kind
 from archline.common.inputs import Strict, validate
-from archline.fit.platforms.profiles import Constant, Platform, find_profile, load_platform, load_profile
+from archline.formats.platforms.profiles import Constant, Platform, find_profile, load_platform, load_profile
 from archline.powermon.spec import MeterSpec, parse_meters
 
 Kernel = Literal["intensity", "cache", "chase", "int", "ceilings", "ceil_flop", "ceil_mem"]

@@ -1,6 +1,6 @@
 """The model an emulated platform runs: fit's capped energy roofline (model.md §1, §3.1, §4) with a profile's
 constants, one term per count column of ``archline.results/1``. The equations are fit's
-(:func:`archline.fit.model.hierarchy.time_s` = eq.34 with one term per count, :func:`~archline.fit.model.hierarchy.
+(:func:`archline.model.hierarchy.time_s` = eq.34 with one term per count, :func:`~archline.model.hierarchy.
 energy_j` = eq.32 / S1 eq.10); this module only picks the rates and costs::
 
     T = max( max_c(count_c / rate_c) , sum_c(count_c * eps_c) / delta_pi )      (eq.34, perfect overlap)
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, fields
 from archline.bench.config.profile import BenchProfile
 from archline.bench.errors import BenchError
 from archline.bench.kernels import Counts
-from archline.fit.model import hierarchy
-from archline.fit.model.roofline import flop_power_w, mem_power_w
+from archline.model import hierarchy
+from archline.model.roofline import flop_power_w, mem_power_w
 
 #: count column -> (observed-rate key in [emulate], profile constant for its time cost)
 COUNT_RATES: dict[str, tuple[str, str | None]] = {

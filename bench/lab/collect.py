@@ -1,9 +1,9 @@
 """``archline lab collect LAB.toml --out DATASET``: every machine's rows into one partitioned Parquet data set
-(:mod:`archline.fit.io.dataset`: ``platform=/host=/run_id=`` directories, copies of a point dropped), and per
+(:mod:`archline.formats.dataset`: ``platform=/host=/run_id=`` directories, copies of a point dropped), and per
 machine what is in, what is missing and what failed.
 
 Machines that report the same host name (containers, copies of one image) keep every row: a point is one run's
-(:data:`archline.fit.io.dataset.POINT_KEY` holds the run id, which no two machines share), and each such machine's
+(:data:`archline.formats.dataset.POINT_KEY` holds the run id, which no two machines share), and each such machine's
 note names the others, since ``--where host=...`` cannot tell them apart (``--where run_id=...`` can).
 
 An unreachable results directory is an error, and so is a lab none of whose machines has a row: never an empty
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from archline.bench.lab.labfile import Lab
 from archline.bench.lab.status import LabError, TaskStatus, lab_status
 from archline.bench.run.sweep import RESULTS_NAME
-from archline.fit.io.dataset import DatasetError, DatasetReport, write_dataset
-from archline.fit.io.results_file import ResultsFile, SourceError
+from archline.formats.dataset import DatasetError, DatasetReport, write_dataset
+from archline.formats.results_file import ResultsFile, SourceError
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -50,7 +50,7 @@ from archline.bench.lab.task import RECORD_NAME, SWEEP_NAME, read_record, run_ta
 from archline.common.atomic import write_atomic
 from archline.common.outputs import make_dirs
 from archline.common.stamps import utc_iso
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 #: the local executor's time limit when the machine names none (submitit's own default is 2 minutes)
 LOCAL_TIMEOUT_MIN = 7 * 24 * 60

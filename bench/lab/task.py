@@ -69,7 +69,7 @@ def run_task(machine: str, directory: str) -> dict[str, Any]:
     from archline.common.errors import CommonError
     from archline.common.logs import configure
     from archline.common.outputs import reset as reset_inputs
-    from archline.fit.errors import ArchlineFitError
+    from archline.model.errors import ArchlineFitError
     from archline.powermon.errors import MeterError
 
     main = threading.current_thread() is threading.main_thread()

@@ -16,9 +16,9 @@ from archline.bench.run.summary import LEVELS, PRECISION_FLOPS, checksum_state, 
 from archline.common.files import unique_inputs
 from archline.common.outputs import show
 from archline.common.peaks import TRUE_WORDS
-from archline.fit.io import schema
-from archline.fit.io.ert_roofline import MAX_GB_PER_S, MAX_GFLOP_PER_S, cpu_model, figure_name
-from archline.fit.io.results_file import ResultsFile
+from archline.formats import schema
+from archline.formats.ert_roofline import MAX_GB_PER_S, MAX_GFLOP_PER_S, cpu_model, figure_name
+from archline.formats.results_file import ResultsFile
 
 log = logging.getLogger("archline.bench")
 
@@ -77,8 +77,8 @@ def warning(message: str) -> None:
 def _file_rows(p: Path) -> tuple[list[dict[str, str]], str]:
     """The rows of one results file as text cells, and how its rows are named (``line`` for a CSV, whose header is
     line 1; ``row`` for Parquet): a CSV through its owner (:class:`ResultsFile`), a Parquet file through the data
-    set's (:func:`archline.fit.io.dataset.read_dataset_table`)."""
-    from archline.fit.io.dataset import PARQUET_SUFFIXES, DatasetError, read_dataset_table
+    set's (:func:`archline.formats.dataset.read_dataset_table`)."""
+    from archline.formats.dataset import PARQUET_SUFFIXES, DatasetError, read_dataset_table
 
     if p.suffix.lower() in PARQUET_SUFFIXES:
         try:
@@ -96,10 +96,10 @@ def _file_rows(p: Path) -> tuple[list[dict[str, str]], str]:
 
 def _check_contract(rows: Sequence[dict[str, str]], p: Path) -> None:
     """The checks the fit makes of every row (schema version, precision and level words, numbers, counts >= 0: the
-    same code, :func:`archline.fit.io.dataset.check_rows`), so a file ``fit`` refuses is not exported either."""
+    same code, :func:`archline.formats.dataset.check_rows`), so a file ``fit`` refuses is not exported either."""
     import pyarrow as pa
 
-    from archline.fit.io.dataset import DatasetError, check_rows
+    from archline.formats.dataset import DatasetError, check_rows
 
     # a failed checksum is a row the export counts (and the fit drops): checked here as any other row
     cells = [{**r, "checksum_ok": ""} if str(r.get("checksum_ok") or "").strip().lower() in schema.FALSE_WORDS
@@ -179,7 +179,7 @@ def export_roofline(out: Path, rows: Sequence[dict[str, str]], names: Sequence[s
     list of the files read, ``figures`` each figure's points and spread; the summary is returned for the report.
     With ``require_figure`` (``bench export-ert``), rows that give no figure are refused and nothing is written:
     an empty roofline.json is no roofline (archline's own reader refuses it)."""
-    from archline.fit.io.ert_roofline import write_ert
+    from archline.formats.ert_roofline import write_ert
 
     check_one_machine(rows)
     summ = summarize(rows)
@@ -217,7 +217,7 @@ def export_warnings(summ: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) 
 
 
 def _roofline(summ: dict[str, Any], metadata: dict[str, Any], platform: str = "") -> Any:
-    from archline.fit.io.ert_roofline import ErtRoofline
+    from archline.formats.ert_roofline import ErtRoofline
 
     spec_flops, spec_bytes, spec_source = nominal_peaks(platform)
     return ErtRoofline.from_summary(summ["peaks_gflop_per_s"], summ["bandwidths_gb_per_s"],
@@ -232,8 +232,8 @@ def nominal_peaks(platform: str) -> tuple[dict[str, float], dict[str, float], st
     """ERT's ``spec`` (nominal peaks) from the shipped or user profile named ``platform``: its
     ``peak_flop_per_s_sp``/``_dp`` (GFLOP/s) and ``peak_byte_per_s`` (GB/s, as DRAM), and where they come from;
     none (empty, as ERT writes a spec it was not given) for a platform without a profile (localhost) or peaks."""
-    from archline.fit.errors import ArchlineFitError
-    from archline.fit.platforms.profiles import find_profile, load_profile
+    from archline.formats.platforms.profiles import find_profile, load_profile
+    from archline.model.errors import ArchlineFitError
 
     found = find_profile(platform) if platform else None
     if found is None:
@@ -259,7 +259,7 @@ def _value(pl: Any, key: str) -> float | None:
 
 def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], results: Path) -> Path | None:
     """After a measured (not emulated) cpu_asm run on platform ``localhost`` that measured at least one figure: a
-    copy of its roofline.json at :func:`archline.fit.io.ert_roofline.host_roofline_path`, where ``localhost`` is
+    copy of its roofline.json at :func:`archline.formats.ert_roofline.host_roofline_path`, where ``localhost`` is
     read as a platform (model, plot, predict), with the run's id, CSV, time, host and CPU model. From the copy
     before (same host and CPU), a figure this run did not measure is kept, and so is a trusted figure this run
     measured NOT TRUSTED (an untrusted figure never replaces a trusted one); each figure names its run, and one
@@ -267,7 +267,7 @@ def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], re
     (the chase kernel alone), or any other run (emulated, another platform, an OpenCL/GPU device) writes none
     (None) and says nothing. A failure to write it is one warning line: the run itself succeeded."""
     from archline.common.stamps import utc_iso
-    from archline.fit.io.ert_roofline import host_roofline_path, write_ert
+    from archline.formats.ert_roofline import host_roofline_path, write_ert
 
     if (summ["emulated"] or not rows or {str(r.get("platform")) for r in rows} != {"localhost"}
             or {str(r.get("backend")) for r in rows} != {"cpu_asm"}
@@ -304,7 +304,7 @@ def _keep_unmeasured(roof: Any, path: Path) -> list[str]:
     """Carry into ``roof`` the figures of the copy at ``path`` that ``roof`` lacks, and the trusted ones ``roof``
     has NOT TRUSTED, where that copy is readable and from the same host and CPU model (a copy from another machine,
     through a shared home, is replaced whole); returns one phrase per figure kept, saying why."""
-    from archline.fit.io.ert_roofline import read_ert
+    from archline.formats.ert_roofline import read_ert
 
     try:
         prev = read_ert(path)

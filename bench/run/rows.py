@@ -1,8 +1,8 @@
 """Result rows, once: who and where a run is (:class:`RunContext`, one run-id format), the one row builder (a
 point's regions -> one ``archline.results/1`` row). Rows are appended through the results file's owner,
-:class:`archline.fit.io.results_file.ResultsFile` (one complete line per ``os.write`` and fsynced, so a killed run
+:class:`archline.formats.results_file.ResultsFile` (one complete line per ``os.write`` and fsynced, so a killed run
 never leaves half a row; a file that is not a results file is refused). The columns are the schema's
-(:mod:`archline.fit.io.schema`).
+(:mod:`archline.formats.schema`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from archline._version import __version__
 from archline.bench.kernels import KernelSpec, RunResult
 from archline.common.stamps import utc_compact, utc_iso, utc_now
-from archline.fit.io import schema
-from archline.fit.io.results_file import ResultsFile
+from archline.formats import schema
+from archline.formats.results_file import ResultsFile
 
 #: the writer and reader of a results CSV is its owner (ResultsFile, imported from here by the runner); a partial
 #: last line is cut by it too, never in a file that is not a results file

@@ -44,7 +44,7 @@ from archline.common.exits import (
 from archline.common.logs import LOGGER, configure, file_handler
 from archline.common.outputs import check_output, make_dirs, reset
 from archline.common.stamps import utc_iso
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 from archline.powermon.errors import MeterError
 
 log = logging.getLogger("archline.bench")

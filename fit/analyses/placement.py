@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from archline.fit.analyses.choi import app_predict as ap
-from archline.fit.errors import ArchlineFitError, MissingValueError
-from archline.fit.io.counters.base import CountersFormatError, Counts
-from archline.fit.model.hierarchy import COUNT_TO_COST
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import Platform, load_platform
+from archline.formats.counters.base import CountersFormatError, Counts
+from archline.formats.platforms.profiles import Platform, load_platform
+from archline.model.errors import ArchlineFitError, MissingValueError
+from archline.model.hierarchy import COUNT_TO_COST
+from archline.model.machine import Machine
 
 #: coverage factor of the agreement test: 2 standard errors (about 95 %)
 K_SIGMA = 2.0

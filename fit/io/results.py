@@ -2,7 +2,7 @@
 hive-partitioned Parquet data sets (:mod:`archline.fit.io.sources`), checked vectorised with pyarrow and
 numpy, batch by batch, and reduced at once to configurations (:mod:`archline.fit.io.configs`).
 
-Every user mistake raises a subclass of :class:`~archline.fit.errors.ArchlineFitError` whose message names the
+Every user mistake raises a subclass of :class:`~archline.model.errors.ArchlineFitError` whose message names the
 file and the line (CSV) or row (Parquet), so the CLI prints it as one line."""
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from archline.common.arrow import arrow_of, numpy_of
 from archline.common.files import unique_inputs
 from archline.common.inputs import show_value
 from archline.common.outputs import show
-from archline.fit.errors import ArchlineFitError
-from archline.fit.io import schema
 from archline.fit.io.batches import ahead, check_range, column_codes, rows_with
 from archline.fit.io.configs import Grouped, KeyReducer, Source
 from archline.fit.io.hosts import note_hosts
 from archline.fit.io.sources import SourceError, iter_sources, open_source, stdin_paths
 from archline.fit.io.time_only import TIME_ONLY, split_time_only
 from archline.fit.io.words import check_words
+from archline.formats import schema
+from archline.model.errors import ArchlineFitError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

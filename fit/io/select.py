@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.io import schema
+from archline.formats import schema
+from archline.model.errors import ArchlineFitError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -1,7 +1,7 @@
 """Result inputs as pyarrow tables, batch by batch, for the fit: which file behind each command-line path is read
-how. The formats themselves have one owner each: a CSV :class:`~archline.fit.io.results_file.ResultsFile` (read
+how. The formats themselves have one owner each: a CSV :class:`~archline.formats.results_file.ResultsFile` (read
 once, so pipes and ``<(...)`` work), single Parquet files and hive-partitioned data set directories
-(``platform=<p>/host=<h>/run_id=<r>/part-*.parquet``) :mod:`archline.fit.io.dataset`.
+(``platform=<p>/host=<h>/run_id=<r>/part-*.parquet``) :mod:`archline.formats.dataset`.
 
 Only the columns the fit reads are decoded; memory stays bounded by a batch, not the data set. Each table comes
 with its rows' positions: CSV line numbers (header = line 1; one line per row, as archline writes them) or 1-based
@@ -28,9 +28,9 @@ import numpy as np
 from archline.common.arrow import numpy_of
 from archline.common.outputs import note_input, show
 from archline.fit.io.configs import Source
-from archline.fit.io.dataset import PARQUET_SUFFIXES, parquet_columns, parquet_tables, partition_values
-from archline.fit.io.partitions import dataset_listing, note_dataset_input
-from archline.fit.io.results_file import COMPRESSION, ResultsFile, SourceError
+from archline.formats.dataset import PARQUET_SUFFIXES, parquet_columns, parquet_tables, partition_values
+from archline.formats.partitions import dataset_listing, note_dataset_input
+from archline.formats.results_file import COMPRESSION, ResultsFile, SourceError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -158,8 +158,8 @@ def is_results_csv(item: str) -> bool:
 def refuse_json_inputs(files: Sequence[str]) -> None:
     """A .json input is not result rows: a cost table is said to be one (its place is --costs), any other JSON
     is said to be JSON, instead of the CSV reader's 'ends in the middle of a line'."""
-    from archline.fit.io.costs import names_cost_table
     from archline.fit.io.results import ResultsError
+    from archline.formats.costs import names_cost_table
 
     for f in files:
         p = Path(f)

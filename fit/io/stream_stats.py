@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
 from archline.fit.io.config_keys import _hash
 from archline.fit.io.configs import _smallest, config_stats
+from archline.model.errors import ArchlineFitError
 
 #: Distinct configurations a bounded fit keeps statistics for, unless ``ARCHLINE_FIT_MAX_CONFIGS`` says otherwise
 #: (docs/lab.md). Chosen so that ``archline fit`` stays well under 1 GB peak RSS at the limit: measured 0.47-0.55 GB

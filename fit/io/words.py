@@ -1,4 +1,4 @@
-"""The text values ``archline.results/1`` defines (docs/formats.md, :mod:`archline.fit.io.schema`), checked by the
+"""The text values ``archline.results/1`` defines (docs/formats.md, :mod:`archline.formats.schema`), checked by the
 results reader once per distinct value of a batch: another precision or level is refused (a row would be counted
 as if it meant something), another kernel is warned of once (the counts, not the name, enter the model)."""
 
@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from archline.fit.io import schema
 from archline.fit.io.batches import rows_with
 from archline.fit.io.configs import Source
+from archline.formats import schema
 
 #: column -> (its known values, whether another value is refused rather than warned of)
 WORDS: dict[str, tuple[tuple[str, ...], bool]] = {"precision": (schema.PRECISIONS, True),

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.io import schema
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import Platform, load_platform
 from archline.fit.plots.rooflines import KINDS, Curve, Measured, curves_for, plot_model
+from archline.formats import schema
+from archline.formats.platforms.profiles import Platform, load_platform
+from archline.model.errors import ArchlineFitError
+from archline.model.machine import Machine
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -37,8 +37,8 @@ def measured_from_results(path: Path, precision: str | None, notes: list[str] | 
 
     Rows whose energy_j is missing or not positive keep their time point; they are left out of the arch and power
     lines, and ``notes`` says how many."""
-    from archline.fit.io.dataset import read_csv_frame, read_frame
     from archline.fit.io.sources import is_results_csv
+    from archline.formats.dataset import read_csv_frame, read_frame
 
     csv = is_results_csv(str(path)) or not (path.is_dir() or path.suffix == ".parquet")
     df = read_csv_frame(path) if csv else read_frame(path)

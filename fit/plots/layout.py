@@ -111,7 +111,7 @@ def check_figure_format(out_path: str | Path) -> str:
 
     import matplotlib
 
-    from archline.fit.errors import ArchlineFitError
+    from archline.model.errors import ArchlineFitError
 
     p = Path(out_path)
     fmt = p.suffix.lstrip(".").lower() or "png"
@@ -135,7 +135,7 @@ def draw_to(fig: Any, path: str | Path, fmt: str, dpi: int = 130) -> None:
     import io
 
     from archline.common.outputs import is_stream
-    from archline.fit.errors import ArchlineFitError
+    from archline.model.errors import ArchlineFitError
 
     plt = pyplot()
     try:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.model.machine import Machine
 from archline.fit.plots.layout import legend_outside, pyplot, save_figure, title_with_notes
+from archline.model.machine import Machine
 
 if TYPE_CHECKING:
     from archline.fit.analyses.placement import Placement

@@ -21,7 +21,7 @@ from archline.fit.analyses.s4.power_roofline import (
     efficiency_ceiling_w,
     power_ceiling_w,
 )
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 _UNIT = {"compute": ("flop", "pJ/flop", "GFLOP/J", "GFLOP/s"), "memory": ("byte", "pJ/B", "GB/J", "GB/s")}
 NOMINAL_POWER_W = 100.0     # scale of the axes when no ceiling and no point carries a power

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from archline.common.outputs import inside, safe_component
-from archline.fit.io.costs_files import Job
-from archline.fit.model.machine import Machine
 from archline.fit.plots.layout import check_figure_format, draw_to, legend_outside, title_with_notes
 from archline.fit.regress.result import FitResult
+from archline.formats.costs_files import Job
+from archline.model.machine import Machine
 
 COLOURS = {"sp": "tab:blue", "dp": "tab:orange"}
 
@@ -170,7 +170,7 @@ def _draw(r: FitResult) -> Any:
 
 
 def fit_report_jobs(results: FitResult | list[FitResult], path: str | Path) -> list[Job]:
-    """The report figures as outputs (:func:`archline.fit.io.costs_files.write_all`): one per result, suffixed
+    """The report figures as outputs (:func:`archline.formats.costs_files.write_all`): one per result, suffixed
     with the platform (made a safe file name) when there are several. The format is checked here (a .pgf without
     TeX is an ArchlineFitError before anything is drawn); each figure is drawn when it is written."""
     rs = [results] if isinstance(results, FitResult) else list(results)

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model.errors import ArchlineFitError
+from archline.model.machine import Machine
 
 KINDS = ("roofline", "archline", "powerline")
 

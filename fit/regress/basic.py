@@ -20,7 +20,6 @@ import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
 from archline.fit.io.results import PrecisionError, TooFewPointsError
-from archline.fit.model.machine import Machine
 from archline.fit.regress.requirements import require_points
 from archline.fit.regress.result import (
     NON_BASIC_COUNTS,
@@ -32,6 +31,7 @@ from archline.fit.regress.result import (
     t_interval,
 )
 from archline.fit.regress.sufficient import Inference, Pseudo, fit_relative, inference
+from archline.model.machine import Machine
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -1,6 +1,6 @@
 """What every regression returns: coefficients with uncertainty, quality, warnings, and a predictor.
 
-Shared by the basic, cache, capped and dvfs fits; written out by :mod:`archline.fit.io.costs` (the owner of
+Shared by the basic, cache, capped and dvfs fits; written out by :mod:`archline.formats.costs` (the owner of
 ``archline.costs/1``, which defines :class:`Coefficient` and the SI :data:`UNITS`, re-exported here).
 """
 
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.io.costs import Coefficient as Coefficient  # re-exported: the fits build them
-from archline.fit.io.costs_units import UNITS as UNITS
 from archline.fit.io.results import COUNT_COLUMNS
+from archline.formats.costs import Coefficient as Coefficient  # re-exported: the fits build them
+from archline.formats.costs_units import UNITS as UNITS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

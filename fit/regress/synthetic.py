@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.io import schema
+from archline.formats import schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -253,6 +253,6 @@ def dvfs_pi0_truth(coefficients: dict[str, float] | None = None, *, mem_v_spread
 
 def write_results_csv(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write rows as an archline.results/1 CSV (atomic: temp file + rename), through the format's owner."""
-    from archline.fit.io.results_file import ResultsFile
+    from archline.formats.results_file import ResultsFile
 
     return ResultsFile.dump_frame(frame, path)

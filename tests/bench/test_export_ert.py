@@ -186,8 +186,8 @@ def test_every_real_ert_file_has_its_hand_checked_ceilings() -> None:
 
 @pytest.mark.parametrize("name", sorted(REAL_CEILINGS))
 def test_a_real_ert_file_is_a_platform_of_its_ceilings(name: str) -> None:
-    from archline.fit.io.ert_roofline import ceiling_constants, read_ert
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.ert_roofline import ceiling_constants, read_ert
+    from archline.formats.platforms.profiles import load_platform
 
     rates, n_left = REAL_CEILINGS[name]
     pl = load_platform(str(REAL / name))
@@ -202,7 +202,7 @@ def test_a_real_ert_file_is_a_platform_of_its_ceilings(name: str) -> None:
 
 def test_a_real_ert_spec_section_is_read() -> None:
     """ERT 1.1.0's spec: ERT_SPEC_GFLOPS and ERT_SPEC_GBYTES_<LEVEL> of the run's config (Edison, Cray XC30)."""
-    from archline.fit.io.ert_roofline import read_ert
+    from archline.formats.ert_roofline import read_ert
 
     roof = read_ert(REAL / "roofline.edison.nersc.gov.01.json")
     assert roof.spec_gflops == {"GFLOPs": pytest.approx(460.4)}
@@ -300,8 +300,8 @@ def test_export_spec_is_the_profiles_nominal_peaks_or_empty(export: Any, tmp_pat
 
 
 def test_emulated_export_says_so_in_every_name_and_reads_back_untagged(export: Any, tmp_path: Path) -> None:
-    from archline.fit.io.ert_roofline import read_ert
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.ert_roofline import read_ert
+    from archline.formats.platforms.profiles import load_platform
 
     src = write_rows(tmp_path / "r.csv", [{**r, "emulated": "true", "checksum_ok": ""} for r in ROWS])
     assert export(str(src), "--out", str(tmp_path / "e.json"))[0] == 0
@@ -495,7 +495,7 @@ def _ert(tmp_path: Path, gflops: list[Any], gbytes: list[Any], name: str = "f.js
 
 def test_a_name_given_twice_keeps_the_highest_and_is_named(run_cli: Any, tmp_path: Path) -> None:
     """[#4] Last one won, silently."""
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     f = _ert(tmp_path, [["FP64 GFLOPs", 100], ["FP64 GFLOPs", 50]], [["DRAM", 10], ["DRAM", 20], ["L1", 300],
                                                                      ["L1", 30]])
@@ -522,7 +522,7 @@ def test_a_rate_no_machine_has_is_one_line_in_every_reader(run_cli: Any, tmp_pat
 
 def test_units_in_names_and_on_chip_memories_are_left_out_not_misread(run_cli: Any, tmp_path: Path) -> None:
     """[#9] "FP64 TFLOPs" 100 was read as 100 GFLOP/s, "DRAM MB/s" 10000 as 10000 GB/s, "Shared Mem" as DRAM."""
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     r = run_cli("model", "show", str(_ert(tmp_path, [["FP64 TFLOPs", 100]], [["DRAM MB/s", 10000]])))
     assert r.exit_code == 2 and "no ceiling archline models" in r.stderr
@@ -535,7 +535,7 @@ def test_units_in_names_and_on_chip_memories_are_left_out_not_misread(run_cli: A
 def test_platform_names_follow_ert_directories_and_never_pose_as_a_profile(run_cli: Any, tmp_path: Path) -> None:
     """[#10] ERT 1.1.0's Results.<name>/Run.NNN/roofline.json was named "roofline" (two runs alike); a file in
     Results.gtx580/ posed as the shipped gtx580; one file named twice in plot was drawn twice."""
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     run = _ert(tmp_path, [["GFLOPs", 100]], [["DRAM", 10]], "Results.box/Run.007/roofline.json")
     assert load_platform(str(run)).name == "box/Run.007"
@@ -551,7 +551,7 @@ def test_platform_names_follow_ert_directories_and_never_pose_as_a_profile(run_c
 
 def test_a_bom_does_not_hide_an_ert_file(tmp_path: Path) -> None:
     """[#11] It was "not an archline.costs/1 cost table"."""
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     f = tmp_path / "bom.json"
     f.write_bytes(b"\xef\xbb\xbf" + json.dumps({"empirical": {"gflops": {"data": [["FP64 GFLOPs", 100]]},
@@ -587,8 +587,8 @@ def test_spec_peaks_are_shown_and_those_no_machine_has_warned(run_cli: Any, tmp_
 def test_titles_name_the_host_and_who_measured_on_one_line(export: Any, tmp_path: Path) -> None:
     """[#14] HPCL's files were "unnamed host"; archline's export "measured by ERT"; a newline in HOSTNAME went
     into the title; a dict ERT_VERSION was printed as one; a pipe was named "63"."""
-    from archline.fit.platforms.ert_file import ert_platform
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.ert_file import ert_platform
+    from archline.formats.platforms.profiles import load_platform
 
     assert load_platform(str(REAL / "hpcl_roofline.json")).title.startswith(
         "apollo.cs.uoregon.edu, measured by ERT 1.1.0")
@@ -601,7 +601,7 @@ def test_titles_name_the_host_and_who_measured_on_one_line(export: Any, tmp_path
 
 
 def read_ert_of(path: Path) -> Any:
-    from archline.fit.io.ert_roofline import read_ert
+    from archline.formats.ert_roofline import read_ert
 
     return read_ert(path)
 
@@ -626,7 +626,7 @@ def test_inverted_levels_and_an_exports_not_trusted_figures_are_warned(run_cli: 
 
 def test_a_warning_of_20000_names_is_one_short_line(tmp_path: Path) -> None:
     """[#19] 20,000 lower ceilings made a 1.5 MB warning line."""
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     f = _ert(tmp_path, [[f"FP64 GFLOPs {i}", 100.0 - i / 1000] for i in range(20000)], [["DRAM", 10]])
     (line,) = load_platform(str(f)).cautions
@@ -638,7 +638,7 @@ def test_localhost_copy_warnings_are_prefixed_and_a_foreign_copy_is_cautioned(ru
     "this machine, measured by run unknown run"."""
     import shutil
 
-    from archline.fit.io.ert_roofline import host_roofline_path
+    from archline.formats.ert_roofline import host_roofline_path
 
     path = host_roofline_path()
     path.parent.mkdir(parents=True, exist_ok=True)

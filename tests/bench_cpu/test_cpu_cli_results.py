@@ -11,7 +11,7 @@ import pytest
 from archline.bench.kernels import Counts, KernelSpec, RunResult
 from archline.bench.run.rows import MeterInfo, Region, ResultsFile, RunContext, build_row
 from archline.cli.main import main
-from archline.fit.io.schema import COLUMNS, SCHEMA, check_row
+from archline.formats.schema import COLUMNS, SCHEMA, check_row
 
 
 def test_bench_list(cpu_backend, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.errors import ArchlineFitError
 from archline.fit.plots.inputs import measured_from_results, observed_curve
+from archline.model.errors import ArchlineFitError
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> Path:

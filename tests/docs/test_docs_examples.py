@@ -208,7 +208,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.environ["XDG_STATE_HOME"] = state
     (sb / "mychip.toml").write_text('name = "mychip"\n')      # the keys it lacks take Nehalem-EX's values
     # the user's own GTX 580 profile, with the on-board sensor as a meter (meter calibrate --profile)
-    (sb / "gtx580.toml").write_text((REPO / "fit" / "platforms" / "gtx580.toml").read_text()
+    (sb / "gtx580.toml").write_text((REPO / "formats" / "platforms" / "gtx580.toml").read_text()
                                     + '\n[[meters]]\nname = "nvml0"\nkind = "nvml"\nindex = 0\n')
     _cli(sb, "meter", "probe", "nvml0", "--emulate", "--out", "nvml0.sensor.json")
     for name in ("ncu.csv", "daxpy-ncu.csv"):

@@ -171,8 +171,8 @@ def test_the_check_sees_what_the_issue_saw(tmp_path: Path) -> None:
 
 
 def test_temp_figure_never_left_behind(tmp_path: Path) -> None:
-    from archline.fit.platforms.profiles import load_platform
     from archline.fit.plots.rooflines import curves_for, plot_model
+    from archline.formats.platforms.profiles import load_platform
 
     plot_model(curves_for([load_platform("gtx580")], ["sp"]), tmp_path / "x.png")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.png"]

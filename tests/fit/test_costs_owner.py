@@ -1,4 +1,4 @@
-"""The cost table (archline.costs/1) has one owner, fit/io/costs.py: units honoured or refused, non-physical values
+"""The cost table (archline.costs/1) has one owner, formats/costs.py: units honoured or refused, non-physical values
 refused with one line naming the key, read once (a pipe works), written and read back unchanged."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from archline.fit.errors import ProfileFormatError
-from archline.fit.io.costs import COSTS_SCHEMA, CostTable
-from archline.fit.io.costs_units import UNITS, UnitError, parse_unit, si_factor
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.costs import COSTS_SCHEMA, CostTable
+from archline.formats.costs_units import UNITS, UnitError, parse_unit, si_factor
+from archline.formats.platforms.profiles import load_platform
+from archline.model.errors import ProfileFormatError
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "results" / "sample" / "gtx580.costs.json"
@@ -171,10 +171,10 @@ def test_sample_table_round_trips(tmp_path: Path) -> None:
 def test_cost_tables_are_parsed_only_by_their_owner() -> None:
     """No other module names the schema or loads JSON for a cost table (profiles calls CostTable.load)."""
     offenders = []
-    for room in ("cli", "fit", "bench", "powermon", "common"):
+    for room in ("cli", "fit", "bench", "powermon", "formats", "model", "common"):
         for p in (REPO / room).rglob("*.py"):
             rel = str(p.relative_to(REPO))
-            if rel.startswith("fit/io/costs"):
+            if rel.startswith("formats/costs"):
                 continue
             text = p.read_text()
             if '"archline.costs/' in text:
@@ -198,7 +198,7 @@ def _fifo_with(tmp_path: Path, data: bytes) -> tuple[Path, threading.Thread]:
 @pytest.mark.parametrize("what", ["costs", "profile"])
 def test_model_show_reads_a_pipe_once(run_cli: Callable[..., Any], tmp_path: Path, what: str) -> None:
     """`archline model show <(cat costs.json)`: the name says nothing, the content says which; read once."""
-    data = SAMPLE.read_bytes() if what == "costs" else (REPO / "fit" / "platforms" / "gtx580.toml").read_bytes()
+    data = SAMPLE.read_bytes() if what == "costs" else (REPO / "formats" / "platforms" / "gtx580.toml").read_bytes()
     fifo, t = _fifo_with(tmp_path, data)
     r = run_cli("model", "show", str(fifo))
     t.join(5)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.io.counters import CountersFormatError, read_counters
-from archline.fit.io.counters.perf import event_key
+from archline.formats.counters import CountersFormatError, read_counters
+from archline.formats.counters.perf import event_key
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "counters"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from archline.fit.io.counters import CountersFormatError, read_counters
+from archline.formats.counters import CountersFormatError, read_counters
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "counters"
 N = 1_048_576                   # daxpy elements per launch

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.io.counters import CountersFormatError, read_counters
+from archline.formats.counters import CountersFormatError, read_counters
 
 NCU = Path(__file__).resolve().parents[1] / "data" / "counters" / "ncu_raw.csv"
 

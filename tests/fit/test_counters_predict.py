@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "counters"
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ COST = {"flops_sp": "eps_flop_sp", "flops_dp": "eps_flop_dp", "bytes_mem": "eps_
 
 def _cpu_profile(tmp_path: Path) -> Path:
     """The shipped i7-950 profile (S0 Table IV) with an assumed eps_l3 (no paper gives one) for the L3 term."""
-    text = (REPO / "fit" / "platforms" / "i7-950.toml").read_text()
+    text = (REPO / "formats" / "platforms" / "i7-950.toml").read_text()
     line = "eps_l3 = { value = 300e-12, source = \"assumed for a test\" }\n"
     text = text.replace("[constants]\n", "[constants]\n" + line, 1)
     p = tmp_path / "i7-l3.toml"
@@ -96,7 +96,7 @@ def test_multiplexed_counts_widen_the_predicted_energy_uncertainty() -> None:
 
     from archline.fit.analyses.choi.app_predict import CONSTANT_TERM
     from archline.fit.analyses.placement import place_program
-    from archline.fit.io.counters import Counts
+    from archline.formats.counters import Counts
 
     counts = {"flops_dp": 2e9, "bytes_mem": 4e8}
     exact = place_program(str(GTX580_FIT), Counts("p", dict(counts)), 0.5, 60.0)
@@ -154,7 +154,7 @@ def test_predict_table_keeps_long_names_short_and_notes_under_their_kernel(run_c
 
 
 def test_predict_help_points_at_the_docs_and_names_the_exports(run_cli: Callable[..., Any]) -> None:
-    """Issue 35 FN #22: the help named a source directory (fit/io/counters/)."""
+    """Issue 35 FN #22: the help named a source directory (formats/counters/)."""
     r = run_cli("predict", "--help")
     text = " ".join(r.stdout.split())
     assert "fit/io/counters" not in text and "docs/counters.md" in text

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from archline.fit.io.costs import to_costs_dict
 from archline.fit.regress.api import FitOptions, fit_frame, prepare_frame
 from archline.fit.regress.capped import fit_capped
 from archline.fit.regress.synthetic import (
@@ -17,6 +16,7 @@ from archline.fit.regress.synthetic import (
     synthetic_dvfs,
     synthetic_results,
 )
+from archline.formats.costs import to_costs_dict
 
 
 def test_fit_capped_recovers_delta_pi_within_3pct() -> None:

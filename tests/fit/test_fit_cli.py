@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from archline.fit.platforms.profiles import load_costs, load_platform
 from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
+from archline.formats.platforms.profiles import load_costs, load_platform
 from tests.support.datasets import part_csv
 
 
@@ -216,7 +216,7 @@ def test_a_file_with_time_in_ms_is_named(run_cli, tmp_path: Path) -> None:  # ty
 
 
 def test_a_data_set_run_in_kj_is_named_by_its_host_and_run(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from archline.fit.io.dataset import write_dataset
+    from archline.formats.dataset import write_dataset
 
     srcs = [part_csv(tmp_path, f"n{i}", GTX580, f"node{i}", "r0", seed=10 + i) for i in range(4)]
     f = pd.read_csv(srcs[2], dtype=str)
@@ -230,7 +230,7 @@ def test_a_data_set_run_in_kj_is_named_by_its_host_and_run(run_cli, tmp_path: Pa
 
 
 def test_clean_files_and_a_clean_data_set_raise_no_unit_warning(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from archline.fit.io.dataset import write_dataset
+    from archline.formats.dataset import write_dataset
 
     files = [_results(tmp_path, f"g{i}.csv", 20 + i, f"h{i}") for i in range(3)]
     srcs = [part_csv(tmp_path, f"n{i}", GTX580, f"node{i}", "r0", seed=10 + i) for i in range(4)]
@@ -272,7 +272,7 @@ def test_an_existing_file_as_the_directory_of_several_platforms_is_refused(run_c
 # --- 3. an output inside an input directory -----------------------------------------------------------------------
 
 def test_an_output_inside_an_input_data_set_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from archline.fit.io.dataset import write_dataset
+    from archline.formats.dataset import write_dataset
 
     srcs = [part_csv(tmp_path, f"n{i}", GTX580, f"node{i}", "r0", seed=10 + i) for i in range(2)]
     fleet = tmp_path / "fleet"

@@ -113,7 +113,7 @@ def _warnings(stderr: str) -> list[str]:
 def _fleet(tmp: Path, edit: dict[tuple[str, str], str]) -> Path:
     """A data set of 4 hosts x 3 runs of the GTX 580; ``edit[(host, run)]`` = "kJ" (energy written in kJ) or
     "shuffle" (its energies shuffled over the rows)."""
-    from archline.fit.io.dataset import write_dataset
+    from archline.formats.dataset import write_dataset
 
     srcs = []
     for i in range(4):

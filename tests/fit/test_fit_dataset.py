@@ -1,4 +1,4 @@
-"""The lab data set (fit/io/dataset.py): hive partitions platform/host/run_id, schema types, copies of a point
+"""The lab data set (formats/dataset.py): hive partitions platform/host/run_id, schema types, copies of a point
 dropped by (host, run_id, config_hash, point_id), merged on a second collect, read by `archline fit` exactly as the CSVs
 it came from, and --where filters."""
 
@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from support.datasets import part_csv
 
-from archline.fit.io.dataset import DatasetError, read_dataset_table, write_dataset
 from archline.fit.io.results import read_results
 from archline.fit.regress.synthetic import GTX580, I7_950, synthetic_results, write_results_csv
+from archline.formats.dataset import DatasetError, read_dataset_table, write_dataset
 
 
 @pytest.fixture

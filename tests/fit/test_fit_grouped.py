@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from archline.fit.model.machine import Machine
 from archline.fit.regress.api import FitOptions, fit_frame, prepare_frame
 from archline.fit.regress.basic import fit_basic
 from archline.fit.regress.cache import fit_cache
@@ -15,6 +14,7 @@ from archline.fit.regress.dvfs import fit_dvfs
 from archline.fit.regress.result import row_normaliser
 from archline.fit.regress.synthetic import GTX580, synthetic_dvfs, synthetic_results
 from archline.fit.regress.validation import config_folds
+from archline.model.machine import Machine
 
 KEYS = ["kernel", "precision", "level", "flops_sp", "flops_dp", "int_ops", "bytes_mem", "bytes_l1", "bytes_l2",
         "bytes_l3", "bytes_shared", "rand_accesses", "core_v", "mem_v"]

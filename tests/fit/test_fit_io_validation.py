@@ -21,14 +21,14 @@ from support.cli_errors import one_line_error
 from support.datasets import fit_json, part_csv
 from support.pipes import pipe_of
 
-from archline.fit.io import line_blocks as line_blocks_mod
-from archline.fit.io import results_file as results_file_mod
-from archline.fit.io.dataset import write_dataset
 from archline.fit.io.results import ResultsError, group_rows, read_results
-from archline.fit.io.results_file import ResultsFile
 from archline.fit.regress.result import row_normaliser
 from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
 from archline.fit.regress.validation import holdout_mask, kfold_indices
+from archline.formats import line_blocks as line_blocks_mod
+from archline.formats import results_file as results_file_mod
+from archline.formats.dataset import write_dataset
+from archline.formats.results_file import ResultsFile
 
 
 def test_fit_io_checksum_failures_dropped_and_emulated_column(tmp_path: Path) -> None:
@@ -501,7 +501,7 @@ def test_f4_duplicate_csv_column_is_refused(tmp_path: Path, run_cli: RunCli) -> 
 
 
 def test_f4_writer_refuses_to_append_to_a_duplicate_header(tmp_path: Path) -> None:
-    from archline.fit.io.results_file import NotResultsError, ResultsFile
+    from archline.formats.results_file import NotResultsError, ResultsFile
 
     dup = tmp_path / "dup.csv"
     _dup_energy_csv(SAMPLE, dup)
@@ -544,7 +544,7 @@ def test_f5_duplicate_column_inside_a_data_set_is_refused(tmp_path: Path, run_cl
 
 
 def test_f5_data_set_reader_refuses_duplicate_columns(tmp_path: Path) -> None:
-    from archline.fit.io.dataset import DatasetError, ResultsDataset
+    from archline.formats.dataset import DatasetError, ResultsDataset
 
     part = tmp_path / "ds" / "platform=gtx580" / "host=h" / "run_id=r"
     part.mkdir(parents=True)

@@ -141,7 +141,7 @@ def test_a_failing_writer_leaves_no_output(tmp_path: Path, monkeypatch: pytest.M
                                            frame: pd.DataFrame) -> None:
     """The second output cannot be made: the first, already written to its temporary file, is not renamed, and
     the directory made for it is removed again."""
-    from archline.fit.io.costs_files import text_job, write_all
+    from archline.formats.costs_files import text_job, write_all
 
     def boom(tmp: Path) -> None:
         raise OSError(28, "No space left on device", str(tmp))

@@ -122,7 +122,7 @@ def _localhost_run(tmp_path: Path) -> tuple[Path, dict[str, float]]:
     """A dp-only time-only localhost run (as --quick writes) and its roofline.json where localhost is read from;
     returns the rows and the summary's peaks (flop/s, byte/s)."""
     from archline.bench.run.summary import summarize
-    from archline.fit.io.ert_roofline import ErtRoofline, host_roofline_path, write_ert
+    from archline.formats.ert_roofline import ErtRoofline, host_roofline_path, write_ert
 
     frame = _time_only(synthetic_results(GTX580, seed=9, noise=0.03, efficiency_spread=0.0, n_sp=0, n_l1=0,
                                          n_l2=0, n_rand=0, n_repeats=2), platform="localhost")
@@ -138,8 +138,8 @@ def _localhost_run(tmp_path: Path) -> tuple[Path, dict[str, float]]:
 
 
 def test_localhost_is_the_last_runs_peaks_and_its_time_table_agrees(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from archline.fit.platforms.profiles import load_platform
     from archline.fit.regress.api import fit_files
+    from archline.formats.platforms.profiles import load_platform
 
     r = run_cli("model", "show", "localhost")        # before any run: one line, what to do
     assert r.exit_code == 2 and "archline bench run --platform localhost --quick" in r.stderr
@@ -175,7 +175,7 @@ def test_model_show_and_predict_give_time_and_say_why_no_energy(run_cli, host_an
     (why,) = [line for line in r.stdout.splitlines() if line.startswith("no energy answers (")]
     assert "eps_flop, eps_mem, pi0" in why and ("no meter" in why or "no energy" in why)
     assert "cannot compute" not in r.stdout
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     has_l1 = load_platform(platform).value("tau_l1") is not None
     assert any(line.split()[:1] == ["tau_l1"] for line in r.stdout.splitlines()) == has_l1
@@ -256,8 +256,8 @@ def test_fit_figure_of_time_only_rows_is_one_line(run_cli, tmp_path: Path) -> No
 
 
 def test_localhost_takes_the_summary_figures_spread_and_trust(tmp_path: Path) -> None:
-    from archline.fit.io.ert_roofline import ErtRoofline, host_roofline_path, write_ert
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.ert_roofline import ErtRoofline, host_roofline_path, write_ert
+    from archline.formats.platforms.profiles import load_platform
 
     figures = {"peak DP": {"gflop_per_s": 40.0, "points": 3, "spread_rel": 0.08, "why_not_trusted": None},
                "bandwidth DRAM": {"gb_per_s": 20.0, "points": 1, "spread_rel": 0.5,
@@ -273,7 +273,7 @@ def test_localhost_takes_the_summary_figures_spread_and_trust(tmp_path: Path) ->
 
 
 def _write_host_copy(gflops: dict[str, float], gbytes: dict[str, float], meta: dict[str, object]) -> Path:
-    from archline.fit.io.ert_roofline import ErtRoofline, host_roofline_path, write_ert
+    from archline.formats.ert_roofline import ErtRoofline, host_roofline_path, write_ert
 
     path = host_roofline_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -315,7 +315,7 @@ def test_localhost_copy_from_another_machine_is_said(run_cli) -> None:  # type: 
     assert "gpu-node-17" in line and socket.gethostname() in line and "Xeon" in line
     assert "bench run --platform localhost --quick" in line
     assert "cautions" in json.loads(run_cli("model", "show", "localhost", "--format", "json").stdout)
-    from archline.fit.io.ert_roofline import cpu_model
+    from archline.formats.ert_roofline import cpu_model
 
     _write_host_copy({"FP64 GFLOPs": 40.0}, {}, {"hostname": socket.gethostname(), "cpu_model": cpu_model()})
     r = run_cli("model", "show", "localhost")
@@ -346,7 +346,7 @@ def test_emulated_gtx580_rows_give_the_emulators_rates(run_cli, tmp_path: Path) 
     import csv
 
     from archline.bench.emulated.model import DERIVED_RATE_FACTORS
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     (sample,) = sorted((Path(__file__).resolve().parents[2] / "results" / "sample").glob("gtx580-*.csv"))
     with sample.open(newline="") as f:

@@ -1,4 +1,4 @@
-"""One owner of the results rows (fit/io/results_file.py for the CSV, fit/io/dataset.py for the Parquet data set),
+"""One owner of the results rows (formats/results_file.py for the CSV, formats/dataset.py for the Parquet data set),
 varied by situation: the input is a pipe, a FIFO or ``/dev/stdin``; a file is named twice; the file to append to
 is not ours, or ours with other columns; the data set directory holds a user's files; names come from the data."""
 
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from support.pipes import pipe_of
 
-from archline.fit.io.dataset import DatasetError, owned_files, read_dataset_table, write_dataset
 from archline.fit.io.results import read_results
-from archline.fit.io.results_file import NotResultsError, ResultsFile, SourceError
 from archline.fit.regress.synthetic import GTX580, I7_950, synthetic_results, write_results_csv
+from archline.formats.dataset import DatasetError, owned_files, read_dataset_table, write_dataset
+from archline.formats.results_file import NotResultsError, ResultsFile, SourceError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -309,12 +309,12 @@ def test_an_empty_partition_value_is_refused_before_any_write(tmp_path: Path) ->
 
 # --- 6. one owner ------------------------------------------------------------------------------------------
 
-OWNERS = {"fit/io/results_file.py", "fit/io/dataset.py", "fit/io/schema.py"}   # schema: the cell format
+OWNERS = {"formats/results_file.py", "formats/dataset.py", "formats/schema.py"}   # schema: the cell format
 #: modules that still parse or write results rows themselves (not this owner's files); each says why
 KNOWN_ELSEWHERE = {
     "fit/analyses/choi/dvfs_tune.py": "paper_table8 reads the shipped S1 Table 8 seed CSV: another format",
     "fit/analyses/choi/app_predict.py": "a counts CSV keyed by result column names: another format",
-    "fit/io/counters/base.py": "profiler exports (ncu, rocprof, perf stat, likwid-perfctr): other formats",
+    "formats/counters/base.py": "profiler exports (ncu, rocprof, perf stat, likwid-perfctr): other formats",
 }
 
 
@@ -326,7 +326,7 @@ def test_only_the_owners_parse_or_write_results_rows() -> None:
     parsers = {"read_csv", "open_csv", "DictReader", "reader", "to_csv", "writer", "DictWriter", "header_line",
                "row_line", "read_table", "write_table", "write_dataset"}
     found = []
-    for room in ("fit", "bench", "cli"):
+    for room in ("fit", "bench", "cli", "formats", "model"):
         for path in sorted((ROOT / room).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             if rel in OWNERS or rel in KNOWN_ELSEWHERE:

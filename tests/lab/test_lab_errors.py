@@ -192,7 +192,7 @@ def test_f20_collect_refuses_non_physical_rows(tmp_path: Path, run_cli: RunCli, 
 def test_f20_collect_uses_the_fit_readers_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One validator: the data set writer calls the fit reader's (a second copy would drift)."""
     import archline.fit.io.results as results
-    from archline.fit.io.dataset import DatasetError, write_dataset
+    from archline.formats.dataset import DatasetError, write_dataset
 
     calls: list[int] = []
     real = results.from_frame

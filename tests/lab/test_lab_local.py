@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.labs import write_lab
 
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 
 def test_lab_local_scheduler_submit_status_collect(tmp_path: Path, run_cli: Callable[..., object]) -> None:
@@ -110,7 +110,7 @@ def test_lab_collect_reads_a_fifo_once(tmp_path: Path, run_cli: Callable[..., ob
     second open of the FIFO is refused here instead of hanging the test)."""
     import threading
 
-    from archline.fit.io import results_file
+    from archline.formats import results_file
 
     lab = _box_lab(tmp_path)
     fifo = tmp_path / "results" / "box2" / "results.csv"

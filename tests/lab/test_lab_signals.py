@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support.labs import write_lab
 
-from archline.fit.io import schema
+from archline.formats import schema
 
 
 def complete_rows(path: Path) -> int:

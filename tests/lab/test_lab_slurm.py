@@ -20,7 +20,7 @@ import pytest
 from support.labs import scaled_profile, write_lab
 from support.slurm import Cluster
 
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 #: the single-machine end-to-end test's tolerance (tests/runner/test_runner_emulated_e2e.py)
 TOL_REL = 0.03

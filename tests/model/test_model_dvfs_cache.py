@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.fit.model import dvfs, hierarchy
+from archline.model import dvfs, hierarchy
 
 COEFFS = {"c0_core_single": 40e-12, "delta_c0_core_double": 200e-12, "c0_mem": 300e-12, "c0_core_integer": 20e-12,
           "c0_core_sm": 30e-12, "c0_core_l2": 60e-12, "c1_core": 2.0, "c1_mem": 1.0, "pi_misc": 1.5}

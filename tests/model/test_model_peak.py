@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.choi.mix_peak import IssueRules, load_mix, mix_peak
-from archline.fit.errors import ArchlineFitError
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.model.errors import ArchlineFitError
 
 RULES = load_platform("gtx580")
 MIX = load_mix("fmmu")

@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archline.fit.model import roofline as rl
-from archline.fit.model.machine import Machine
-from archline.fit.model.tradeoffs import greenup, greenup_bounds, greenup_max_extra_work, speedup, tradeoff_case
+from archline.model import roofline as rl
+from archline.model.machine import Machine
+from archline.model.tradeoffs import greenup, greenup_bounds, greenup_max_extra_work, speedup, tradeoff_case
 
 pos = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
 

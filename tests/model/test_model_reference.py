@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 DATA = Path(__file__).parent.parent / "data"
 

@@ -12,7 +12,7 @@ from click.shell_completion import BashComplete
 
 from archline.cli.complete import RECORD_SPECS
 from archline.cli.main import cli
-from archline.fit.platforms.profiles import SHIPPED_DIR
+from archline.formats.platforms.profiles import SHIPPED_DIR
 
 
 def _complete(words: list[str], incomplete: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from archline.fit.io.schema import CONTRACT, EXTRA
+from archline.formats.schema import CONTRACT, EXTRA
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "formats.md").read_text()
@@ -34,7 +34,7 @@ def test_design_page_names_files_that_exist() -> None:
     """docs/design.md (the architecture on one page) names only files and folders that exist, so it cannot go
     stale silently when one moves."""
     text = (ROOT / "docs" / "design.md").read_text()
-    named = set(re.findall(r"\b((?:cli|fit|bench|powermon|common|tests|pkg)/[\w/]*\w(?:\.py|/)?)", text))
+    named = set(re.findall(r"\b((?:cli|fit|bench|powermon|formats|model|common|tests|pkg)/[\w/]*\w(?:\.py|/)?)", text))
     assert len(named) > 40
     missing = sorted(p for p in named if not (ROOT / p).exists() and not (ROOT / "tests" / p).exists())
     assert not missing, f"docs/design.md names {missing}, which do not exist"
@@ -45,7 +45,7 @@ def test_code_cites_the_design_page_by_its_sections() -> None:
     exists."""
     sections = set(re.findall(r"^## (\d+)\. ", (ROOT / "docs" / "design.md").read_text(), re.M))
     cited: list[tuple[str, str]] = []
-    for room in ("cli", "fit", "bench", "powermon", "common", "pkg"):
+    for room in ("cli", "fit", "bench", "powermon", "formats", "model", "common", "pkg"):
         for path in (ROOT / room).rglob("*.py"):
             text = path.read_text()
             assert "DESIGN.md" not in text, f"{path.relative_to(ROOT)} cites DESIGN.md: cite docs/design.md"

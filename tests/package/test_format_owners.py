@@ -1,6 +1,6 @@
 """Each file format has one module that reads and writes it (issue 22): the results rows
-(``fit/io/results_file.ResultsFile``, the Parquet data set ``fit/io/dataset.ResultsDataset``), cost tables
-(``fit/io/costs.CostTable``) and samples files (``powermon/record/samples_file.SamplesFile``).
+(``formats/results_file.ResultsFile``, the Parquet data set ``formats/dataset.ResultsDataset``), cost tables
+(``formats/costs.CostTable``) and samples files (``powermon/record/samples_file.SamplesFile``).
 
 The check is by behaviour: the owner's entry point is replaced by one that raises, and every command that reads or
 writes the format is run. A command that still succeeds parsed or wrote the file some other way, and fails this
@@ -74,13 +74,13 @@ def test_results_are_read_only_by_their_owner(make: Callable[[dict[str, str]], l
     files = {k: os.fspath(v) for k, v in fx.files.items()}
     ok = run_cli(*make(files))
     assert ok.exit_code in (0, 2), ok.stderr        # the command itself runs (2: ceilings need energy rows)
-    _replace(monkeypatch, "archline.fit.io.results_file.ResultsFile", "open")
+    _replace(monkeypatch, "archline.formats.results_file.ResultsFile", "open")
     _through_owner(run_cli, make(files))
 
 
 def test_results_are_written_only_by_their_owner(run_cli: Callable[..., Any], in_tmp: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    _replace(monkeypatch, "archline.fit.io.results_file.ResultsFile", "append")
+    _replace(monkeypatch, "archline.formats.results_file.ResultsFile", "append")
     _through_owner(run_cli, ["bench", "run", "--platform", "gtx580", "--emulate", "--quick", "--kernel",
                              "intensity", "--precision", "sp", "--out", "run-out"])
     assert not list(in_tmp.rglob("*.csv")), "a results file was written without the owner"
@@ -93,7 +93,7 @@ def test_the_data_set_is_written_only_by_its_owner(fx: bi.Fixtures, run_cli: Cal
     shutil.copy(fx.files["lab"], in_tmp / "lab.toml")
     r = run_cli("lab", "submit", "lab.toml", "--wait")
     assert r.exit_code == 0, r.stderr
-    _replace(monkeypatch, "archline.fit.io.dataset.ResultsDataset", "write")
+    _replace(monkeypatch, "archline.formats.dataset.ResultsDataset", "write")
     _through_owner(run_cli, ["lab", "collect", "lab.toml", "--out", "fleet"])
     assert not (in_tmp / "fleet").exists()
 
@@ -114,14 +114,14 @@ def test_cost_tables_are_read_only_by_their_owner(make: Callable[[dict[str, str]
     files = {k: os.fspath(v) for k, v in fx.files.items()}
     ok = run_cli(*make(files))
     assert ok.exit_code == 0, ok.stderr
-    _replace(monkeypatch, "archline.fit.io.costs.CostTable", "from_doc")
+    _replace(monkeypatch, "archline.formats.costs.CostTable", "from_doc")
     _through_owner(run_cli, make(files))
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "table"])
 def test_cost_tables_are_written_only_by_their_owner(fmt: str, fx: bi.Fixtures, run_cli: Callable[..., Any],
                                                      in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from archline.fit.io import costs
+    from archline.formats import costs
 
     monkeypatch.setitem(costs.RENDERERS, fmt, _boom)    # json renders through CostTable, csv and table beside it
     for out in ([], ["--out", f"costs.{fmt}"]):

@@ -118,7 +118,7 @@ def test_a_value_in_pj_without_its_unit_is_refused(tmp_path: Path, run_cli: Call
         f = tmp_path / "nu.json"
         f.write_text(json.dumps(d))
     else:
-        text = (REPO / "fit" / "platforms" / "gtx580.toml").read_text()
+        text = (REPO / "formats" / "platforms" / "gtx580.toml").read_text()
         f = tmp_path / "mine.toml"
         import re
 
@@ -195,7 +195,7 @@ def test_a_new_name_under_dev_is_a_file_not_a_stream(tmp_path: Path) -> None:
 
 def test_a_ceiling_without_pi0_says_so(tmp_path: Path) -> None:
     from archline.fit.analyses.s4.power_roofline import ceilings_from_platform
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     (roof,) = ceilings_from_platform(load_platform("titan"))       # the Titan profile has no pi0 (S1 Table 6)
     assert "without pi0" in roof.label

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from archline.fit.platforms.profiles import SHIPPED_DIR
+from archline.formats.platforms.profiles import SHIPPED_DIR
 from archline.powermon.errors import MeterError
 from archline.powermon.sensor.apply import apply_spec
 from archline.powermon.sensor.calibration import Calibration

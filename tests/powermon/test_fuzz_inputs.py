@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archline.bench.errors import BenchError
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.decode import StreamDecoder, decode_bytes
 from archline.powermon.powermon2.protocol import (
@@ -147,7 +147,7 @@ def valid_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     decode_file(raw, d / "s.csv")
     results = sorted((REPO / "results" / "sample").glob("*.csv"))[0]
     return {"samples": (d / "s.csv").read_bytes(), "results": results.read_bytes()[:6000].rsplit(b"\n", 1)[0] + b"\n",
-            "profile": (REPO / "fit" / "platforms" / "gtx580.toml").read_bytes(),
+            "profile": (REPO / "formats" / "platforms" / "gtx580.toml").read_bytes(),
             "costs": (REPO / "results" / "sample" / "gtx580.costs.json").read_bytes(),
             "sweep": b'[sweep]\nplatform = "gtx580"\nemulate = true\nkernels = ["intensity"]\nreps = 3\n'}
 
@@ -159,7 +159,7 @@ def test_fuzz_readers(valid_files: dict[str, bytes], tmp_path_factory: pytest.Te
     from archline.bench.config.sweep import load_config
     from archline.common.files import read_json, read_toml
     from archline.fit.io.results import read_results
-    from archline.fit.platforms.profiles import load_costs, load_profile
+    from archline.formats.platforms.profiles import load_costs, load_profile
     from archline.powermon.record.integrate import integrate_samples
     from archline.powermon.record.samples_file import read_samples
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.platforms.profiles import SHIPPED_DIR
+from archline.formats.platforms.profiles import SHIPPED_DIR
 from archline.powermon import emulate_meter
 from archline.powermon.errors import MeterError
 from archline.powermon.record.recorder import Recorder

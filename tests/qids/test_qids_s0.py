@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from archline.fit.analyses.choi import keckler as kk
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 FERMI = load_platform("fermi-sample").machine("dp")
 GTX580 = load_platform("gtx580")

@@ -9,9 +9,9 @@ import pytest
 
 from archline.fit.analyses.choi import keckler as kk
 from archline.fit.analyses.choi import printed, throttling
-from archline.fit.model import tradeoffs
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import iter_profiles, load_platform
+from archline.formats.platforms.profiles import iter_profiles, load_platform
+from archline.model import tradeoffs
+from archline.model.machine import Machine
 
 PJ = 1e-12
 
@@ -113,7 +113,7 @@ def test_q074_q075_q079_q080_q081_streaming_energy() -> None:
 
 def test_q083_throttle_range() -> None:
     """Q083: the cap is set to delta_pi/k for k = 1..8 with every other constant kept (S1 §4.4.4)."""
-    from archline.fit.model.machine import Machine
+    from archline.model.machine import Machine
     m = Machine(1e-12, 1e-11, 50e-12, 400e-12, 50.0, 100.0)
     for k in range(1, 9):
         t = m.throttled(k)

@@ -11,7 +11,7 @@ import pytest
 from archline.fit.analyses.elango.design_space import area_share_leakage_w, nehalem_ex
 from archline.fit.analyses.hongkim import ipp
 from archline.fit.analyses.hongkim.files import load_gpu
-from archline.fit.model import dvfs
+from archline.model import dvfs
 
 GPU = load_gpu("gtx280")
 

@@ -20,8 +20,8 @@ from archline.bench.emulated.meters import SensorPlayed, choose, emulated_kinds
 from archline.bench.emulated.model import EmulatedModel, EmulationError
 from archline.bench.errors import BenchError
 from archline.bench.kernels import Counts
-from archline.fit.errors import ProfileFormatError
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.model.errors import ProfileFormatError
 from archline.powermon.spec import ChannelSpec, MeterSpec
 
 GTX580 = Path(load_platform("gtx580").origin)

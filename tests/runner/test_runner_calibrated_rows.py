@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from archline.fit.platforms.profiles import SHIPPED_DIR
+from archline.formats.platforms.profiles import SHIPPED_DIR
 
 CAL = ("calibration = { gain = 1.07, gain_err = 0.001, offset_w = -3.5, offset_w_err = 0.1, lag_s = 0.0, "
        "lag_s_err = 0.0, emulated = true }")      # as `meter calibrate --emulate` writes it

@@ -24,7 +24,7 @@ from archline.bench.controls import (
     apply_pending_restore,
     open_controls,
 )
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 
 class FakeNvml:

@@ -11,7 +11,7 @@ import pytest
 
 from archline.bench.config.profile import localhost_profile
 from archline.cli.main import main
-from archline.fit.io.ert_roofline import host_roofline_path, read_ert
+from archline.formats.ert_roofline import host_roofline_path, read_ert
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-GTX580 = Path(__file__).resolve().parents[2] / "fit" / "platforms" / "gtx580.toml"
+GTX580 = Path(__file__).resolve().parents[2] / "formats" / "platforms" / "gtx580.toml"
 
 
 def profile(tmp_path: Path, *, name: str = "myfault", file: str | None = None, edit: Any = None) -> Path:

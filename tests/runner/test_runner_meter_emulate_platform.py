@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from archline.bench.emulated.backend import steady_power_script
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 
 def _total_w(script) -> float:  # type: ignore[no-untyped-def]

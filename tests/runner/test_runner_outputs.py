@@ -108,7 +108,7 @@ def test_full_disk_after_rows_keeps_them_and_names_the_file(run: Any, tmp_path: 
     ert1 = out / "localhost-20261125T000000Z-aaaaaa.roofline.json"      # an earlier run's export
     ert1.write_text("{}\n")
     first = ert1.read_bytes()
-    import archline.fit.io.ert_roofline as ert
+    import archline.formats.ert_roofline as ert
 
     def full(*a: Any, **k: Any) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -22,8 +22,8 @@ from archline.bench.emulated.model import EmulatedModel
 from archline.bench.kernels import Counts
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import ResultsFile, ci_halfwidth_rel, repair_tail
-from archline.fit.io.schema import row_line
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.formats.schema import row_line
 from archline.powermon.errors import MeterError
 from archline.powermon.spec import parse_meters
 
@@ -93,7 +93,7 @@ def test_runner_emulated_model_is_the_capped_model() -> None:
     """Time and energy of counted work equal fit's Machine (eq.34/35, eq.32) at the emulated rates."""
     prof = bench_profile(load_platform("gtx580"))
     model = EmulatedModel.from_profile(prof)
-    from archline.fit.model.machine import Machine
+    from archline.model.machine import Machine
 
     m = Machine(tau_flop_s=1 / 1398e9, tau_mem_s_per_byte=1 / 170e9, eps_flop_j=99.7e-12,
                 eps_mem_j_per_byte=513e-12, pi0_w=122.0)

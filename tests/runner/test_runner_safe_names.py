@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from archline.common.outputs import safe_component
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 
 def test_profile_name_with_path_parts_stays_inside_out(tmp_path: Path, run_cli: Callable[..., object]) -> None:

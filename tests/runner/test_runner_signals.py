@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from archline.fit.io import schema
+from archline.formats import schema
 
 
 def complete_rows(path: Path) -> int:

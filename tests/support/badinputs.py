@@ -169,7 +169,7 @@ class Fixtures:
     def _build(self) -> None:
         import numpy as np
 
-        from archline.fit.model.dvfs import costs_at
+        from archline.model.dvfs import costs_at
         from archline.powermon.emulator.power import DEFAULT_SCRIPT
         from archline.powermon.powermon2.protocol import (
             code_from_amps,
@@ -186,7 +186,7 @@ class Fixtures:
         self._put("costs", "costs.json", (sample / "gtx580.costs.json").read_bytes())
         self._put("ipprows", "ipp-rows.csv",
                   (REPO / "fit" / "analyses" / "data" / "ipp-microbench-emulated.csv").read_bytes())
-        self._put("profile", "profile.toml", (REPO / "fit" / "platforms" / "gtx580.toml").read_bytes())
+        self._put("profile", "profile.toml", (REPO / "formats" / "platforms" / "gtx580.toml").read_bytes())
         coeffs = {"c0_core_single": 28e-12, "delta_c0_core_double": 160e-12, "c0_mem": 220e-12,
                   "c0_core_integer": 22e-12, "c0_core_sm": 9e-12, "c0_core_l2": 35e-12, "c1_core": 2.2,
                   "c1_mem": 0.8, "pi_misc": 1.4}

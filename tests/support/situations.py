@@ -1130,7 +1130,7 @@ def sweep_situations(fx: bi.Fixtures) -> list[Situation]:
 # --- issue 36: output names (empty, long, not UTF-8), long input names, meters that cannot open, refusals ---------
 
 #: the gtx580 profile, from which the profiles of the meter cases are made
-GTX580 = REPO / "fit" / "platforms" / "gtx580.toml"
+GTX580 = REPO / "formats" / "platforms" / "gtx580.toml"
 
 
 def _long_name(t: Target, ext: str) -> str:

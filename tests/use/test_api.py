@@ -88,7 +88,7 @@ def test_open_monitor_without_meters_is_the_null_meter_with_the_reason(tmp_path:
     import archline
 
     prof = tmp_path / "nometer.toml"
-    gtx = (ROOT / "fit" / "platforms" / "gtx580.toml").read_text()
+    gtx = (ROOT / "formats" / "platforms" / "gtx580.toml").read_text()
     prof.write_text(gtx.split("[[meters]]")[0].replace('name = "gtx580"', 'name = "nometer"', 1))
     mon = archline.open_monitor(str(prof))
     assert "configures no meter" in mon.reason

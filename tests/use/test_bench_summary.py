@@ -9,7 +9,7 @@ import pytest
 
 from archline.bench.run.progress import point_numbers
 from archline.bench.run.summary import summarize, summary_rows
-from archline.fit.io.ert_roofline import ErtRoofline, read_ert, write_ert
+from archline.formats.ert_roofline import ErtRoofline, read_ert, write_ert
 
 ROWS = [  # as csv.DictReader gives them: strings
     {"backend": "cpu_asm", "kernel": "intensity", "time_s": "0.5", "flops_dp": "5e9", "bytes_mem": "1e10",
@@ -131,7 +131,7 @@ def test_ert_round_trip(tmp_path: Path) -> None:
 def test_a_measured_localhost_run_keeps_its_roofline_for_the_localhost_platform(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     from archline.bench.run.export import write_host_roofline
-    from archline.fit.io.ert_roofline import host_roofline_path
+    from archline.formats.ert_roofline import host_roofline_path
 
     rows = [{**r, "platform": "localhost", "host": "h1", "run_id": "localhost-1", "backend": "cpu_asm"} for r in ROWS]
     s = summarize(rows)
@@ -250,7 +250,7 @@ def test_export_ert_cli(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from archline.cli.main import cli
-    from archline.fit.io.schema import REQUIRED_FOR_FIT
+    from archline.formats.schema import REQUIRED_FOR_FIT
 
     src = tmp_path / "r.csv"      # every column the contract requires (export-ert checks rows as fit does)
     rows = [{**dict.fromkeys(REQUIRED_FOR_FIT, ""), "schema": "archline.results/1", "platform": "p",

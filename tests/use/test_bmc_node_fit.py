@@ -27,7 +27,7 @@ from archline.bench.config.options import RunOptions
 from archline.bench.run.session import run_once
 from archline.cli.main import main
 
-GIVEN = {"pi0": 150.0, "eps_flop_dp": 500e-12, "eps_mem": 1000e-12}   # fit/platforms/emulated-node.toml
+GIVEN = {"pi0": 150.0, "eps_flop_dp": 500e-12, "eps_mem": 1000e-12}   # formats/platforms/emulated-node.toml
 
 
 def _bmc_threads() -> list[str]:

@@ -233,7 +233,7 @@ def _faulty_gtx580(tmp_path: Any, faults: str) -> str:
     """A derived gtx580 profile (tests' copy, not a real file) whose PowerMon 2 port plays emulator faults."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "fit" / "platforms" / "gtx580.toml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "formats" / "platforms" / "gtx580.toml").read_text()
     assert text.count('port = "/dev/ttyUSB0"') == 1
     path = tmp_path / "gtx580-faults.toml"
     path.write_text(text.replace('port = "/dev/ttyUSB0"', f'port = "powermon://default?{faults}"'))

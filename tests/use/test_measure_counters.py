@@ -12,7 +12,7 @@ import pytest
 
 from archline.bench.errors import BenchError
 from archline.bench.measure_counters import available, wrap_command
-from archline.fit.io.counters import read_collected
+from archline.formats.counters import read_collected
 
 
 def _pmu(tmp_path: Path, names: list[str]) -> Path:

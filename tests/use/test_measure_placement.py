@@ -90,7 +90,7 @@ PHASED = 'echo "begin kernel" > "$ARCHLINE_MARKS"; sleep 0.2; echo "end kernel" 
 def test_counts_by_hand_with_no_meter_place_the_program_on_the_time_roofline() -> None:
     """localhost has no meter here: exit 0, the time side exact from the counts and the measured time (achieved =
     W / T, attainable = W / max(W*tau_dp, Q*tau_mem) of the shipped gtx580), every energy field null with why."""
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     w, q = 2.0e9, 2.4e7
     r = archline("measure", "--costs", "gtx580", "--flops-dp", "2e9", "--bytes-mem", "2.4e7", "--format", "json",
@@ -115,7 +115,7 @@ def test_counts_by_hand_with_no_meter_place_the_program_on_the_time_roofline() -
 def test_mixed_precision_is_timed_per_precision_and_beating_the_roofline_is_said() -> None:
     """SP and DP flops: labelled sp+dp, the model time W_sp*tau_sp + W_dp*tau_dp (each precision's own tau); a
     run faster than that is impossible for right counts and a right table: a warning line and a JSON flag."""
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     args = ["measure", "--costs", "gtx580", "--flops-sp", "1e11", "--flops-dp", "1e11", "--bytes-mem", "1e8"]
     r = archline(*args, "--format", "json", "--", "true")
@@ -137,8 +137,8 @@ def test_measure_help_spells_the_access_unit() -> None:
 def _cost_table(tmp_path: Path, *, time_only: bool) -> tuple[Path, dict[str, float]]:
     """A cost table made here through its owner (CostTable): the sample gtx580 fit with eps_flop_dp doubled (or
     with no energy costs at all); returns its path and its SI values."""
-    from archline.fit.io.costs import CostTable
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.costs import CostTable
+    from archline.formats.platforms.profiles import load_platform
 
     doc = json.loads(COSTS.read_text())
     if time_only:

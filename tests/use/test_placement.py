@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.placement import K_SIGMA, PlacementError, place_program
-from archline.fit.io.counters import Counts
-from archline.fit.platforms.profiles import Platform, load_platform
+from archline.formats.counters import Counts
+from archline.formats.platforms.profiles import Platform, load_platform
 
 REPO = Path(__file__).resolve().parents[2]
 FIT = REPO / "results" / "sample" / "gtx580.costs.json"
@@ -139,7 +139,7 @@ def test_a_time_only_table_places_the_program_by_time(tmp_path: Path) -> None:
     the model time is max(W*tau_flop, Q*tau_mem) from the table's own taus."""
     import json
 
-    from archline.fit.io.costs import CostTable
+    from archline.formats.costs import CostTable
 
     doc = json.loads(FIT.read_text())
     doc["coefficients"] = {}

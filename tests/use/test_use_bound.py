@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.elango import oi_bounds as ob
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 DATA = Path(ob.__file__).parent.parent / "data"
 

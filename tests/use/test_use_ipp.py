@@ -7,7 +7,7 @@ import math
 import pytest
 
 from archline.fit.analyses.hongkim import ipp
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 GPU = ipp.load_gtx280()
 

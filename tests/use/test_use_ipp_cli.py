@@ -16,7 +16,7 @@ from archline.fit.analyses.hongkim import ipp
 from archline.fit.analyses.hongkim.files import load_gpu, load_kernels
 from archline.fit.analyses.hongkim.report import kernel_power, timing
 from archline.fit.analyses.hongkim.timing import TimingInputs, cwp, exec_cycles
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 GPU = load_gpu("gtx280")
 
@@ -185,7 +185,7 @@ def test_cli_ptx_counts(tmp_path: Path, run_cli: Callable[..., object]) -> None:
 # Breaker 27 items 6-10 and 16: `archline ipp fit / validate / microbench` and IPP GPU files.
 #
 # Rows files are strict CSV (a column named twice, a ragged row: one line naming the file and the line, exit 2);
-# a power above 1 MW (``archline.fit.io.costs_units.implausible``) is refused in rows and GPU files; the footer, the
+# a power above 1 MW (``archline.formats.costs_units.implausible``) is refused in rows and GPU files; the footer, the
 # --help and docs/analyses.md quote what S3 (Hong & Kim, ISCA 2010) prints: §6.1 2.5% (Fig. 7) and 9.18% (Fig. 9),
 # §6.3 (Fig. 12) 2.7% and 8.94%.
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.choi.cluster import iso_power, system
-from archline.fit.errors import ArchlineFitError
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.model.errors import ArchlineFitError
 
 TITAN = system(load_platform("titan"))
 

@@ -13,9 +13,9 @@ import pytest
 
 from archline.fit.analyses.s4 import power_roofline as pr
 from archline.fit.analyses.s4.inputs import load_ceiling_inputs
-from archline.fit.errors import ArchlineFitError
-from archline.fit.platforms.profiles import load_platform
 from archline.fit.plots.power_roofline import plot_power_roofline
+from archline.formats.platforms.profiles import load_platform
+from archline.model.errors import ArchlineFitError
 
 
 def test_use_power_ceilings_gtx580() -> None:

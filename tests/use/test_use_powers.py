@@ -124,7 +124,7 @@ def test_set_must_name_an_argument() -> None:
 # --- folded from test_breaker27_models.py (a review round's regression tests) ------------------------------------
 # Regressions for a hostile tester's findings on the issue-27 model commands (power-bound, iso-power, powers and
 # their --set KEY=VALUE parsing): each reproducer must end as one line `archline: error: ...` with exit 2 (never a
-# traceback, a negative pi0 or an inf in a table), using fit/io/costs_units.implausible for non-physical values.
+# traceback, a negative pi0 or an inf in a table), using formats/costs_units.implausible for non-physical values.
 
 
 _MAIN = "import sys; from archline.cli.main import main; sys.exit(main(sys.argv[1:]))"

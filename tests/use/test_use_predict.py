@@ -1,7 +1,7 @@
 """archline predict: E = sum_i N_i*eps_i + pi0*T (S1 Ch. 6, S0 Sec. V-C; model.md §6.6).
 
 Costs are those of the shipped gtx580 profile (S1 Table 4, Table 5) or hand-made cost tables; DVFS costs come
-from eq.44-46 (fit/model/dvfs.py) at Jetson TK1 clocks of S1 Table 10."""
+from eq.44-46 (model/dvfs.py) at Jetson TK1 clocks of S1 Table 10."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.choi import app_predict as ap
-from archline.fit.model.dvfs import costs_at
-from archline.fit.model.hierarchy import model_time
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.model.dvfs import costs_at
+from archline.model.hierarchy import model_time
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -10,8 +10,8 @@ import pytest
 
 from archline.fit.analyses.choi import app_predict as ap
 from archline.fit.analyses.choi import counter_recipe as cr
-from archline.fit.errors import ArchlineFitError
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.model.errors import ArchlineFitError
 
 EVENTS = """==123== Profiling result:
 "Device","Kernel","Invocations","Event Name","Min","Max","Avg","Total"

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from archline.fit.analyses.choi import throttling as th
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.model.machine import Machine
 
 GTX580 = load_platform("gtx580").machine("sp")
 

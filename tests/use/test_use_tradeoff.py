@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from archline.fit.analyses.choi.tradeoff import tradeoff_grid
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
 
 FERMI = load_platform("fermi-sample").machine("dp")
 

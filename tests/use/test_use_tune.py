@@ -1,7 +1,7 @@
 """archline tune: DVFS setting choice and the S1 Table 8 evaluation (S1 §5.3.2; model.md §6.5).
 
 The 16-setting data set follows S1 §5.3.1's design (per setting 25 SP + 36 DP intensity points, 23 integer,
-16 shared-memory, 16 L2) with energies from eq.47/48 (fit/model/dvfs.py) at ASSUMED Tegra-K1-like coefficients and
+16 shared-memory, 16 L2) with energies from eq.47/48 (model/dvfs.py) at ASSUMED Tegra-K1-like coefficients and
 voltages; S1 Table 7 (the real settings and costs) is not in the seed. It is emulated data."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from archline.fit.analyses.choi import dvfs_tune as dt
-from archline.fit.model.dvfs import costs_at, energy_j
-from archline.fit.platforms.profiles import load_platform
+from archline.formats.platforms.profiles import load_platform
+from archline.model.dvfs import costs_at, energy_j
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

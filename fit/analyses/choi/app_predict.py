@@ -22,10 +22,10 @@ from typing import Any
 
 from archline.common.files import read_text
 from archline.fit.analyses.choi import counter_recipe as cr
-from archline.fit.errors import ArchlineFitError, MissingValueError
-from archline.fit.model.dvfs import DVFS_COEFFICIENTS, costs_at
-from archline.fit.model.hierarchy import COUNT_TO_COST, TIME_EXTRA, model_time
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model.dvfs import DVFS_COEFFICIENTS, costs_at
+from archline.model.errors import ArchlineFitError, MissingValueError
+from archline.model.hierarchy import COUNT_TO_COST, TIME_EXTRA, model_time
 
 
 class CountsFormatError(ArchlineFitError):
@@ -370,7 +370,7 @@ def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str
     from archline.fit.plots.layout import legend_outside, save_figure
 
     terms = [t for t in [*TERMS, CONSTANT_TERM] if any(t in p.terms_j for p in predictions)]
-    from archline.fit.io.counters.kernels import short_labels
+    from archline.formats.counters.kernels import short_labels
 
     names = short_labels([p.name for p in predictions], width=40)   # a CUTLASS name would squeeze the axes to 0
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 3), 4.2), layout="constrained")

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError, MissingValueError
-from archline.fit.io.costs_units import implausible
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import CONSTANT_UNITS, Constant, Platform
+from archline.formats.costs_units import implausible
+from archline.formats.platforms.profiles import CONSTANT_UNITS, Constant, Platform
+from archline.model.errors import ArchlineFitError, MissingValueError
+from archline.model.machine import Machine
 
 
 class IsoPowerError(ArchlineFitError):

@@ -74,7 +74,7 @@ from archline.fit.analyses.choi.compare_stats import (
 from archline.fit.analyses.choi.compare_stats import (
     welch as welch,
 )
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 if TYPE_CHECKING:  # pragma: no cover
     from archline.fit.io.configs import Grouped

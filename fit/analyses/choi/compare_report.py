@@ -6,7 +6,7 @@ groups, between their runs or hosts, residual); the tests named on top."""
 from __future__ import annotations
 
 from archline.fit.analyses.choi.compare import Block, CoefComparison, Comparison
-from archline.fit.io.costs import HUMAN_UNITS
+from archline.formats.costs import HUMAN_UNITS
 
 #: up to this many groups are columns (side by side); more become rows
 MAX_COLUMNS = 6

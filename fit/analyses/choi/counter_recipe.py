@@ -26,7 +26,7 @@ import csv
 import re
 from collections.abc import Sequence
 
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 LINE_BYTES = 128.0          # L1 line (S1 §6.2)
 SECTOR_BYTES = 32.0         # L2 / DRAM sector (S1 §6.2)

@@ -21,9 +21,9 @@ from typing import Any
 
 from archline.common.inputs import show_value
 from archline.fit.analyses.choi.app_predict import CountsRow, predict_row
-from archline.fit.errors import ArchlineFitError, MissingValueError
-from archline.fit.model.hierarchy import COUNT_TO_COST
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model.errors import ArchlineFitError, MissingValueError
+from archline.model.hierarchy import COUNT_TO_COST
 
 
 class TuneInputError(ArchlineFitError):
@@ -171,7 +171,7 @@ class MeasuredPoint:
 
 def read_measured(path: Path) -> list[MeasuredPoint]:
     """Result rows (archline.results/1) with core_mhz, mem_mhz, time_s, energy_j and count columns."""
-    from archline.fit.io.results_file import ResultsFile
+    from archline.formats.results_file import ResultsFile
 
     with ResultsFile.open(path, what="measured data") as rf:
         fields, rows = list(rf.columns), list(rf.rows())

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
 
 PJ = 1e-12
 

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.files import read_toml
-from archline.fit.errors import ArchlineFitError
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model.errors import ArchlineFitError
 
 if sys.version_info >= (3, 11):
     pass

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model.errors import ArchlineFitError
+from archline.model.machine import Machine
 
 #: the twelve platforms of S1 Table 6 / Fig. 12, as shipped profiles
 S1_TABLE6 = ("titan", "gtx680", "gtx580", "xeon-phi", "i7-950", "nuc-cpu", "nuc-gpu", "arndale-cpu", "arndale-gpu",
@@ -213,7 +213,7 @@ def settings_by_platform(names: Sequence[str],
 
 def load(names: Sequence[str], settings: Mapping[str, Mapping[str, float]], precision: str) -> list[PlatformPower]:
     from archline.fit.analyses.choi.cluster import with_constants
-    from archline.fit.platforms.profiles import load_platform
+    from archline.formats.platforms.profiles import load_platform
 
     if len(set(names)) != len(names):
         raise PowersError("a platform is named twice")

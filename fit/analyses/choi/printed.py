@@ -5,13 +5,13 @@ constants) is absent (S1 §4.4.3, §5.2.3.1; model.md §4).
   eps_mem + tau_mem*pi0 (S1 §4.4.3): ``streaming_energy_per_byte_j``.
 * Given tau_mem*pi0 and a bandwidth, pi0 follows; given the peak energy efficiency 1/eps_hat (S1 §4.4.3 prints
   16 GFLOP/J for the GTX Titan) and tau_flop, eps_flop = eps_hat - pi0*tau_flop (S1 eq.5), and a
-  :class:`~archline.fit.model.machine.Machine` of them gives S1 §5.2.3.1's balances (B_tau ~ 16, B_eps ~ 8;
+  :class:`~archline.model.machine.Machine` of them gives S1 §5.2.3.1's balances (B_tau ~ 16, B_eps ~ 8;
   tests/qids/test_qids_s1.py::test_q097_titan_balances).
 """
 
 from __future__ import annotations
 
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
 
 
 def streaming_energy_per_byte_j(platform: Platform) -> float:

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.io.costs_units import implausible
-from archline.fit.model.machine import Machine
+from archline.formats.costs_units import implausible
+from archline.model.errors import ArchlineFitError
+from archline.model.machine import Machine
 
 DEFAULT_DIVISORS = (1, 2, 3, 4, 5, 6, 7, 8)   # S1 §4.4.4: k in [1, 8]
 

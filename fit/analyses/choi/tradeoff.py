@@ -2,7 +2,7 @@
 moves 1/m of the traffic of a baseline at intensity I. Speedup dT (S1 eq.15) and greenup dE (eq.16; eq.26 with
 pi0 > 0) for every (I, f, m) of a grid, with the per-case bounds of §3.5.4 (eq.18-23; eq.30-31). Fig. 8 plots the
 points and, per case, the smallest lower and the largest upper bound over the grid as lines. The formulas are
-``archline.fit.model.tradeoffs``; this module sweeps and draws them."""
+``archline.model.tradeoffs``; this module sweeps and draws them."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.model import tradeoffs as tr
-from archline.fit.model.machine import Machine
+from archline.model import tradeoffs as tr
+from archline.model.errors import ArchlineFitError
+from archline.model.machine import Machine
 
 CASES = {1: "case 1: both memory-bound", 2: "case 2: baseline memory-, new compute-bound",
          3: "case 3: both compute-bound"}

@@ -37,8 +37,8 @@ from pydantic import Field
 
 from archline.common.inputs import Strict, validate
 from archline.fit.analyses.elango.oi_bounds import BoundResult, get_bound, oi_upper_bound
-from archline.fit.errors import ArchlineFitError, ProfileFormatError
-from archline.fit.platforms.profiles import read_toml
+from archline.formats.platforms.profiles import read_toml
+from archline.model.errors import ArchlineFitError, ProfileFormatError
 
 DATA_DIR = Path(__file__).parent.parent / "data"
 EPS_SCALINGS = ("v", "v2", "table6")

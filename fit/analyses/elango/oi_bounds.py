@@ -17,8 +17,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model.errors import ArchlineFitError
 
 
 class UnknownAlgorithmError(ArchlineFitError):

@@ -26,7 +26,7 @@ from archline.common.files import parse_toml, read_text, read_toml
 from archline.common.outputs import show
 from archline.fit.analyses.hongkim.ipp import DATA_DIR, GpuParams, IppInputError, Unit, load_gtx280
 from archline.fit.analyses.hongkim.timing import TimingInputs
-from archline.fit.io.costs_units import PLAUSIBLE_MAX_SI, implausible
+from archline.formats.costs_units import PLAUSIBLE_MAX_SI, implausible
 
 if sys.version_info >= (3, 11):
     pass

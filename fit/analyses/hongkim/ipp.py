@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 DATA_DIR = Path(__file__).parent.parent / "data"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from archline.fit.errors import ArchlineFitError
+from archline.model.errors import ArchlineFitError
 
 
 class IppTimingError(ArchlineFitError):

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from archline.fit.analyses.hongkim.ipp import GpuParams, IppInputError, Unit, power_from_rates
-from archline.fit.io.costs_units import PLAUSIBLE_MAX_SI, implausible
+from archline.formats.costs_units import PLAUSIBLE_MAX_SI, implausible
 
 RATE_PREFIX = "rate_"
 

@@ -31,9 +31,9 @@ import numpy as np
 
 from archline.common.files import read_toml
 from archline.fit.analyses.s4.power_roofline import KINDS, Ceiling, KernelPoint, ceilings_from_platform, model_points
-from archline.fit.errors import ArchlineFitError, ProfileFormatError
-from archline.fit.platforms.profiles import load_platform
 from archline.fit.plots.inputs import _checksum_failed  # one reading of checksum_ok for every plot
+from archline.formats.platforms.profiles import load_platform
+from archline.model.errors import ArchlineFitError, ProfileFormatError
 
 CEILING_KERNELS = ("ceil_flop", "ceil_mem")
 _MEMORY_POINT_KERNELS = ("intensity", "cache", "ceil_mem")   # rows whose bytes_mem is their DRAM stream
@@ -147,7 +147,7 @@ def _params_label(params: Any) -> str:
 def _from_results(path: Path, precs: tuple[str, ...], out: CeilingInputs) -> None:
     import pandas as pd
 
-    from archline.fit.io.dataset import read_csv_frame
+    from archline.formats.dataset import read_csv_frame
 
     df = read_csv_frame(path)
     need = {"schema", "platform", "kernel", "precision", "time_s", "flops_sp", "flops_dp", "bytes_mem"}

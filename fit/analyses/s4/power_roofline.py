@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from archline.fit.model.roofline import FloatArray
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model.roofline import FloatArray
 
 KINDS = ("compute", "memory")
 #: intensities (flop/B) at which a platform's or cost table's model places its kernels on the plot

@@ -1,11 +1,11 @@
-"""Nsight Compute's metric names as archline reads them (fit/io/counters/ncu.py reads the files): which metric
+"""Nsight Compute's metric names as archline reads them (formats/counters/ncu.py reads the files): which metric
 makes which count, sectors and parts of a total, the time metrics, and the unit each metric must carry."""
 
 from __future__ import annotations
 
 import re
 
-from archline.fit.io.counters.base import CountersFormatError, unit_factor
+from archline.formats.counters.base import CountersFormatError, unit_factor
 
 _OP = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
 #: metric -> (count column or a pseudo column, units per count)

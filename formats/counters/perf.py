@@ -31,7 +31,7 @@ while the unseen rate stays within 0..2x the seen one). An event the model uses 
 :data:`MIN_RUNNING_PCT` % of the time is refused: more than 90% of its count would be perf's extrapolation.
 
 The rules (which events, their multipliers, the time and the energy) are in
-:mod:`archline.fit.io.counters.perf_events`.
+:mod:`archline.formats.counters.perf_events`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archline.fit.io.counters.base import (
+from archline.formats.counters.base import (
     MIN_RUNNING_PCT,
     CountersFormatError,
     Counts,
@@ -51,7 +51,7 @@ from archline.fit.io.counters.base import (
     read_lines,
     unit_factor,
 )
-from archline.fit.io.counters.perf_events import (
+from archline.formats.counters.perf_events import (
     AGGR_ID,
     ALL_ENERGY,
     CLOCK_EVENTS,

@@ -2,7 +2,7 @@
 (:meth:`CostTable.load`) and writes it (:meth:`CostTable.dump`), like pyperf's Benchmark with its format version.
 
 Reading honours each coefficient's ``unit`` (``pJ/flop`` becomes J/flop; a unit of another dimension or one not
-known is one line naming the file, the coefficient and the unit, :mod:`archline.fit.io.costs_units`) and refuses
+known is one line naming the file, the coefficient and the unit, :mod:`archline.formats.costs_units`) and refuses
 what cannot be physical, naming the key:
 
 * every number finite (JSON's ``NaN`` and ``Infinity``, which Python accepts, are refused);
@@ -11,8 +11,8 @@ what cannot be physical, naming the key:
 * ``tau_*`` and ``delta_pi`` > 0 (a free model leaves ``delta_pi`` out); a stderr >= 0 or null;
 * DVFS ``settings``: clocks and voltages > 0, costs as above.
 
-A profile (:mod:`archline.fit.platforms.profiles`) sees a table through :meth:`CostTable.load`; the CSV and the
-table for people are written here too (:func:`to_csv`, :mod:`archline.fit.io.costs_table`).
+A profile (:mod:`archline.formats.platforms.profiles`) sees a table through :meth:`CostTable.load`; the CSV and the
+table for people are written here too (:func:`to_csv`, :mod:`archline.formats.costs_table`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,12 +31,12 @@ from archline.common.atomic import write_atomic
 from archline.common.files import read_json
 from archline.common.inputs import show_value, validate
 from archline.common.outputs import show
-from archline.fit.errors import PlatformNotFoundError, ProfileFormatError
-from archline.fit.io.costs_table import format_table, to_table
-from archline.fit.io.costs_units import HUMAN_UNITS, UNITS, UnitError, implausible, si_factor
+from archline.formats.costs_table import format_table, to_table
+from archline.formats.costs_units import HUMAN_UNITS, UNITS, UnitError, implausible, si_factor
+from archline.model.errors import PlatformNotFoundError, ProfileFormatError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.fit.regress.result import FitResult
+    import pandas as pd
 
 __all__ = ["COSTS_SCHEMA", "FORMAT_VERSION", "HUMAN_UNITS", "UNITS", "Coefficient", "CostTable", "format_table",
            "names_cost_table", "render", "to_costs_dict", "to_csv", "to_json", "to_table"]
@@ -48,6 +48,26 @@ COSTS_SCHEMA = f"archline.costs/{FORMAT_VERSION}"
 def names_cost_table(head: bytes) -> bool:
     """Whether the first bytes of a JSON file name this format's schema (a peek, for a reader refusing it)."""
     return f'"{COSTS_SCHEMA}"'.encode() in head
+
+
+class FitResult(Protocol):
+    """What a cost table is written from: the fields of a fit's outcome (``archline.fit.regress.result.FitResult``
+    has them). A protocol, so this format never imports the fit that produces it (docs/design.md §6)."""
+
+    platform: str
+    model: str
+    emulated: bool
+    n_points: int
+    coefficients: dict[str, Coefficient]
+    tau: dict[str, Coefficient]
+    derived: dict[str, float]
+    quality: dict[str, Any]
+    warnings: list[str]
+    omitted: dict[str, str]
+    extra: dict[str, Any]
+
+    @property
+    def point_errors(self) -> pd.DataFrame | None: ...
 
 
 #: clock and voltage keys of a DVFS setting (must be > 0)

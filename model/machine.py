@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike
 
-from archline.fit.model import roofline as rl
-from archline.fit.model.roofline import FloatArray
+from archline.model import roofline as rl
+from archline.model.roofline import FloatArray
 
 
 @dataclass(frozen=True)

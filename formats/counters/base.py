@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.files import read_text
-from archline.fit.errors import ArchlineFitError
-from archline.fit.model.hierarchy import COUNT_TO_COST
+from archline.model.errors import ArchlineFitError
+from archline.model.hierarchy import COUNT_TO_COST
 
 
 class CountersFormatError(ArchlineFitError):

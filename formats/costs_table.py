@@ -1,5 +1,5 @@
 """The cost table for people: pJ/flop, pJ/B and W, one line per coefficient, then quality and warnings (what
-``archline fit`` prints by default). The JSON and CSV are :mod:`archline.fit.io.costs`'s."""
+``archline fit`` prints by default). The JSON and CSV are :mod:`archline.formats.costs`'s."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from archline.common.outputs import show
-from archline.fit.io.costs_units import HUMAN_UNITS, UNITS
+from archline.formats.costs_units import HUMAN_UNITS, UNITS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.fit.io.costs import Coefficient
-    from archline.fit.regress.result import FitResult
+    from archline.formats.costs import Coefficient, FitResult
 
 
 def _human(c: Coefficient) -> tuple[str, str, str, str]:

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.errors import ArchlineFitError
-from archline.fit.model import roofline as rl
-from archline.fit.model.machine import Machine
-from archline.fit.platforms.profiles import Platform
+from archline.formats.platforms.profiles import Platform
+from archline.model import roofline as rl
+from archline.model.errors import ArchlineFitError
+from archline.model.machine import Machine
 
 #: symbol -> (unit, meaning) for every key `model show` emits.
 SYMBOLS: dict[str, tuple[str, str]] = {

@@ -1,5 +1,5 @@
 """Platform profiles (TOML) and cost tables (archline.costs/1 JSON, read by their owner
-:mod:`archline.fit.io.costs`): one way to get a machine's constants.
+:mod:`archline.formats.costs`): one way to get a machine's constants.
 
 A profile's ``[constants]`` table maps a symbol to ``{ value = …, source = "…" }``. A constant the papers do not
 give has no ``value`` and says why in ``source``. Values are SI: J/flop, J/byte, J/access, J/op, W, s/flop, s/byte.
@@ -22,12 +22,12 @@ from archline.common.files import parse_json, parse_toml, read_text
 from archline.common.files import read_toml as common_read_toml
 from archline.common.inputs import Strict, unknown_key_hint, validate
 from archline.common.outputs import show
-from archline.fit.errors import ArchlineFitError, MissingValueError, PlatformNotFoundError, ProfileFormatError
-from archline.fit.io.costs import COSTS_SCHEMA as COSTS_SCHEMA  # the owner's; re-exported
-from archline.fit.io.costs import CostTable
-from archline.fit.io.costs_units import implausible
-from archline.fit.io.ert_roofline import names_ert_roofline
-from archline.fit.model.machine import Machine
+from archline.formats.costs import COSTS_SCHEMA as COSTS_SCHEMA  # the owner's; re-exported
+from archline.formats.costs import CostTable
+from archline.formats.costs_units import implausible
+from archline.formats.ert_roofline import names_ert_roofline
+from archline.model.errors import ArchlineFitError, MissingValueError, PlatformNotFoundError, ProfileFormatError
+from archline.model.machine import Machine
 
 PROFILE_SCHEMA = "archline.platform/1"
 SHIPPED_DIR = Path(__file__).parent  # the shipped *.toml profiles live beside this module
@@ -213,7 +213,7 @@ def platform_of_costs(t: CostTable) -> Platform:
 
 def load_costs(path: Path) -> Platform:
     """A cost table written by ``archline fit --format json``, usable wherever a profile is (read and checked by
-    its owner, :class:`archline.fit.io.costs.CostTable`)."""
+    its owner, :class:`archline.formats.costs.CostTable`)."""
     return platform_of_costs(CostTable.load(path, error=ProfileFormatError, not_found=PlatformNotFoundError))
 
 
@@ -229,8 +229,8 @@ def load_any(path: Path) -> Platform:
     text = read_text(path, error=ProfileFormatError, what="profile or cost table", not_found=PlatformNotFoundError)
     if text.lstrip().startswith("{"):
         data = parse_json(text, path, error=ProfileFormatError)
-        if names_ert_roofline(text[:4096].encode()):      # an ERT user's roofline.json (fit/platforms/ert_file.py)
-            from archline.fit.io.ert_roofline import ErtRoofline
+        if names_ert_roofline(text[:4096].encode()):      # an ERT user's roofline.json (formats/platforms/ert_file.py)
+            from archline.formats.ert_roofline import ErtRoofline
 
             return _ert_platform(path, ErtRoofline.from_doc(data, show(path)))
         return platform_of_costs(CostTable.from_doc(data, show(path), error=ProfileFormatError))
@@ -246,7 +246,7 @@ def _is_ert(p: Path) -> bool:
 
 
 def _ert_platform(p: Path, roof: Any = None) -> Platform:
-    from archline.fit.platforms.ert_file import ert_platform
+    from archline.formats.platforms.ert_file import ert_platform
 
     return ert_platform(p, roof)
 
@@ -300,7 +300,7 @@ def find_profile(name: str) -> Path | None:
 
 def load_platform(name_or_path: str) -> Platform:
     """A profile by name, a profile .toml path, a cost-table .json path or an ERT roofline.json (an ERT user's
-    measured ceilings, :func:`archline.fit.platforms.ert_file.ert_platform`); ``localhost`` (unless a user's
+    measured ceilings, :func:`archline.formats.platforms.ert_file.ert_platform`); ``localhost`` (unless a user's
     localhost.toml shadows it) is this host as its last measured run found it (:func:`localhost_platform`)."""
     p = Path(name_or_path)
     if p.suffix == ".json":
@@ -317,7 +317,7 @@ def load_platform(name_or_path: str) -> Platform:
     if found is not None:
         return load_profile(found)
     if name_or_path == LOCALHOST:
-        from archline.fit.platforms.localhost import localhost_platform
+        from archline.formats.platforms.localhost import localhost_platform
 
         return localhost_platform()
     known = ", ".join([*(p.stem for p in iter_profiles()), LOCALHOST])

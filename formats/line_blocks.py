@@ -1,5 +1,5 @@
 """An input read as blocks of whole lines without holding it (a pipe, ``/dev/stdin``, ``<(...)``, a compressed
-file): the CSV reader (:mod:`archline.fit.io.results_file`) parses each block with the header line before it, so
+file): the CSV reader (:mod:`archline.formats.results_file`) parses each block with the header line before it, so
 memory does not grow with the rows and every line keeps its number."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 
 from archline.common.files import check_text_bytes
 from archline.common.outputs import show
-from archline.fit.io.results_file import HEADER_BYTES, ReadError, SourceError
+from archline.formats.results_file import HEADER_BYTES, ReadError, SourceError
 
 __all__ = ["MAX_LINE_BYTES", "LineBlocks", "decompress"]
 

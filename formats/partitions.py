@@ -1,6 +1,6 @@
 """Hive partition values from a path (``DATASET/platform=gtx580/host=n1/run_id=r/part-0.parquet``): the
 ``key=value`` directories above a file, percent-decoded as hive writes them, from the data set's own root even
-when the path given is a partition directory or one part file (:mod:`archline.fit.io.dataset` owns the format)."""
+when the path given is a partition directory or one part file (:mod:`archline.formats.dataset` owns the format)."""
 
 from __future__ import annotations
 

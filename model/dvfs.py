@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from archline.fit.model.roofline import FloatArray
+from archline.model.roofline import FloatArray
 
 #: eq.48 coefficient names (archline.costs/1, snake case) in design-matrix order.
 DVFS_COEFFICIENTS: tuple[str, ...] = (

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.atomic import write_atomic
-from archline.fit.errors import ArchlineFitError, ProfileFormatError
+from archline.model.errors import ArchlineFitError, ProfileFormatError
 
 _PREC_NAMES = {"dp": "FP64 GFLOPs", "sp": "FP32 GFLOPs"}
 #: ERT's level order (its summary lists the fastest level first): L1 -> L2 -> L3 -> DRAM

@@ -29,8 +29,8 @@ import math
 import re
 from pathlib import Path
 
-from archline.fit.io.counters.base import CountersFormatError, Counts, csv_rows, number, read_lines, show_path
-from archline.fit.io.counters.kernels import display_names
+from archline.formats.counters.base import CountersFormatError, Counts, csv_rows, number, read_lines, show_path
+from archline.formats.counters.kernels import display_names
 
 VALU: dict[str, tuple[str, float]] = {}
 for _p, _col in (("F64", "flops_dp"), ("F32", "flops_sp")):

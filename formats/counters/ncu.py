@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from archline.fit.io.counters.base import (
+from archline.formats.counters.base import (
     CountersFormatError,
     Counts,
     csv_rows,
@@ -46,8 +46,8 @@ from archline.fit.io.counters.base import (
     show_path,
     unit_factor,
 )
-from archline.fit.io.counters.kernels import display_names
-from archline.fit.io.counters.ncu_metrics import (
+from archline.formats.counters.kernels import display_names
+from archline.formats.counters.ncu_metrics import (
     ACTIVE,
     COLLECT,
     CYCLES,

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from archline.common.atomic import atomic_path
 from archline.common.errors import OutputError
 from archline.common.outputs import check_output, inside, is_stream, safe_component, show
-from archline.fit.io.costs import EXTENSIONS, RENDERERS
+from archline.formats.costs import EXTENSIONS, RENDERERS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.fit.regress.result import FitResult
+    from archline.formats.costs import FitResult
 
 #: an output: its path, and what writes it given the path to write (a temporary file, or the stream itself)
 Job = tuple[Path, Callable[[Path], None]]

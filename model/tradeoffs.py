@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from archline.fit.model import roofline as rl
-from archline.fit.model.roofline import FloatArray
+from archline.model import roofline as rl
+from archline.model.roofline import FloatArray
 
 
 def _a(x: ArrayLike) -> FloatArray:

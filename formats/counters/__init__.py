@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from archline.fit.io.counters import likwid, ncu, perf, rocprof
-from archline.fit.io.counters.base import CountersFormatError, Counts
+from archline.formats.counters import likwid, ncu, perf, rocprof
+from archline.formats.counters.base import CountersFormatError, Counts
 
 READERS: dict[str, Callable[[Path], list[Counts]]] = {
     "ncu": ncu.read, "rocprof": rocprof.read, "perf": perf.read, "likwid": likwid.read,
@@ -24,7 +24,7 @@ def read_counters(tool: str, path: str | Path) -> list[Counts]:
         raise CountersFormatError(f"unknown counter tool '{tool}' (known: {', '.join(TOOLS)})")
     other = _looks_like(Path(path))
     if other is not None and other[0] != tool:
-        from archline.fit.io.counters.base import show_path
+        from archline.formats.counters.base import show_path
 
         article = "an" if other[0] == "ncu" else "a"             # "an en-see-you"
         raise CountersFormatError(f"{show_path(Path(path))}: this looks like {article} {other[0]} export "
@@ -58,7 +58,7 @@ def _check_physical(c: Counts, path: Path) -> None:
     """A count that overflowed (inf) or a kernel that took no time is an error, never an inf or NaN downstream."""
     import math
 
-    from archline.fit.io.counters.base import show_path
+    from archline.formats.counters.base import show_path
 
     for column, n in c.counts.items():
         if not math.isfinite(n) or n < 0:

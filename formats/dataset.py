@@ -4,7 +4,7 @@ pandas, DuckDB, Spark) reads without knowing how many hosts there were::
 
     DATASET/platform=gtx580/host=node03/run_id=gtx580-20260131T011500Z-1a2b3c/part-0.parquet
 
-Columns and their types come from the results schema (:mod:`archline.fit.io.schema`): text columns are strings,
+Columns and their types come from the results schema (:mod:`archline.formats.schema`): text columns are strings,
 ``bool`` columns booleans, every number float64 (an empty CSV cell is null); a column the schema does not know is
 kept as text. The partition columns (``platform``, ``host``, ``run_id``) are strings in the directory names,
 percent-encoded as hive does (``../x`` is ``platform=..%2Fx``): a value from the data never becomes a path of its
@@ -44,12 +44,12 @@ import numpy as np
 from archline.common.atomic import atomic_dir, atomic_path
 from archline.common.errors import OutputError
 from archline.common.outputs import inside, make_dirs, prune_dirs, show
-from archline.fit.errors import ArchlineFitError
-from archline.fit.io import schema
-from archline.fit.io.parquet_types import check_column_types, partition_mismatch, type_fits
-from archline.fit.io.partitions import dataset_listing, dataset_root, file_partition, note_dataset_input
-from archline.fit.io.partitions import partition_values as partition_values  # re-exported: sources reads it here
-from archline.fit.io.results_file import ResultsFile, SourceError, check_unique_columns
+from archline.formats import schema
+from archline.formats.parquet_types import check_column_types, partition_mismatch, type_fits
+from archline.formats.partitions import dataset_listing, dataset_root, file_partition, note_dataset_input
+from archline.formats.partitions import partition_values as partition_values  # re-exported: sources reads it here
+from archline.formats.results_file import ResultsFile, SourceError, check_unique_columns
+from archline.model.errors import ArchlineFitError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

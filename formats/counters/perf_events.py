@@ -1,5 +1,5 @@
 """What perf stat's events mean for the model, and how an event's lines add up (the perf reader's rules;
-the lines themselves are parsed in :mod:`archline.fit.io.counters.perf`).
+the lines themselves are parsed in :mod:`archline.formats.counters.perf`).
 
 Rules (the vendors' event definitions):
 
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archline.fit.io.counters.base import FP_ARITH_WIDTHS, LINE_BYTES, CountersFormatError, Counts
+from archline.formats.counters.base import FP_ARITH_WIDTHS, LINE_BYTES, CountersFormatError, Counts
 
 FLOP_EVENTS: dict[str, tuple[str, float]] = {}
 for _w, _dp, _sp in FP_ARITH_WIDTHS:

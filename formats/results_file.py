@@ -1,5 +1,5 @@
 """The one reader and writer of ``archline.results/1`` CSV files (columns, kinds and cell format:
-:mod:`archline.fit.io.schema`; the Parquet data set: :mod:`archline.fit.io.dataset`). Nothing else parses or
+:mod:`archline.formats.schema`; the Parquet data set: :mod:`archline.formats.dataset`). Nothing else parses or
 writes one.
 
 :class:`ResultsFile` is both sides, as pyperf's ``Benchmark`` is (``load``/``dump``, the format version beside
@@ -8,7 +8,7 @@ the data, here :attr:`ResultsFile.SCHEMA`):
 * **Reading** (:meth:`ResultsFile.open`) opens the input once (:func:`archline.common.files.open_input`, which
   notes it as an input of the command) and never by name again, so a pipe, a FIFO, ``/dev/stdin`` and
   ``<(...)`` work. The fit's read (``stream``) takes every CSV, a regular file, a pipe or a compressed one
-  (``.gz``, ``.bz2``, ``.zst``, ``.lz4``, ``.xz``), whole lines at a time (:mod:`~archline.fit.io.line_blocks`);
+  (``.gz``, ``.bz2``, ``.zst``, ``.lz4``, ``.xz``), whole lines at a time (:mod:`~archline.formats.line_blocks`);
   other reads hold a pipe in memory (at most :data:`~archline.common.files.MAX_STREAM_BYTES`).
 * **Writing**: ``ResultsFile(path)`` opens a file for appending rows (the header written atomically when the
   file is new); rows are appended in the columns of the file's *own* header, one complete line per
@@ -35,14 +35,14 @@ import numpy as np
 from archline.common.atomic import atomic_path, write_atomic
 from archline.common.files import check_text_bytes, open_input, read_stream
 from archline.common.outputs import show
-from archline.fit.errors import ArchlineFitError
-from archline.fit.io import schema
+from archline.formats import schema
+from archline.model.errors import ArchlineFitError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
-    from archline.fit.io.line_blocks import LineBlocks
+    from archline.formats.line_blocks import LineBlocks
 
 COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4", ".xz": "xz"}   # xz: Python's lzma
 #: the most of a file's start read to find its header line
@@ -233,7 +233,7 @@ class ResultsFile:
             st = os.fstat(f.fileno())
             codec = COMPRESSION.get(p.suffix.lower())
             if stream and whole_lines and not (stat.S_ISREG(st.st_mode) and codec is None):
-                from archline.fit.io.line_blocks import LineBlocks
+                from archline.formats.line_blocks import LineBlocks
 
                 self._file, self._data, self._size = None, None, 0
                 self._pipe = LineBlocks(f, p, codec, what, CSV_BLOCK_BYTES)
@@ -256,7 +256,7 @@ class ResultsFile:
             else:
                 data = read_stream(f, p, error=ReadError, what=what)
                 if codec is not None and data:
-                    from archline.fit.io.line_blocks import decompress
+                    from archline.formats.line_blocks import decompress
 
                     data = decompress(data, codec, p, what)
                 check_text_bytes(data, p, error=ReadError, what=what, lines=whole_lines)
@@ -339,12 +339,12 @@ class ResultsFile:
     def tables(self, text: Sequence[str], num: Sequence[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
         """The fit's read: only the columns ``text`` (dictionary-encoded) and ``num`` (float64) the file has, in
         tables with the CSV line number of each row (header = line 1), read in blocks of whole lines
-        (:class:`~archline.fit.io.line_blocks.LineBlocks`), so memory is flat in rows (a file held already, read
+        (:class:`~archline.formats.line_blocks.LineBlocks`), so memory is flat in rows (a file held already, read
         without ``whole_lines``, in one call). Unparsable numbers are re-read as text."""
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
-        from archline.fit.io.line_blocks import LineBlocks
+        from archline.formats.line_blocks import LineBlocks
         header = self.columns
         present = [c for c in (*text, *num) if c in header]
         dict_type = pa.dictionary(pa.int32(), pa.string())

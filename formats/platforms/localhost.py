@@ -1,5 +1,5 @@
 """``localhost`` as a platform: this host from the roofline.json its last measured ``bench run --platform
-localhost`` kept (format owner: :mod:`archline.fit.io.ert_roofline`), its rates checked, its figures' runs and
+localhost`` kept (format owner: :mod:`archline.formats.ert_roofline`), its rates checked, its figures' runs and
 trust named, and a copy from another machine said (docs/formats.md)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.outputs import show
-from archline.fit.errors import PlatformNotFoundError, ProfileFormatError
-from archline.fit.platforms.ert_file import ENERGY_KEYS as _ENERGY_KEYS  # what a roofline.json cannot give
-from archline.fit.platforms.profiles import LOCALHOST, Constant, Platform, _check_value
+from archline.formats.platforms.ert_file import ENERGY_KEYS as _ENERGY_KEYS  # what a roofline.json cannot give
+from archline.formats.platforms.profiles import LOCALHOST, Constant, Platform, _check_value
+from archline.model.errors import PlatformNotFoundError, ProfileFormatError
 
 
 class HostRooflineMissingError(PlatformNotFoundError):
@@ -21,12 +21,12 @@ class HostRooflineMissingError(PlatformNotFoundError):
 
 def localhost_platform() -> Platform:
     """This host from the peaks its last measured ``bench run --platform localhost`` kept
-    (:func:`archline.fit.io.ert_roofline.host_roofline_path`): tau_flop = 1/peak GFLOP/s per precision, tau_mem =
+    (:func:`archline.formats.ert_roofline.host_roofline_path`): tau_flop = 1/peak GFLOP/s per precision, tau_mem =
     1/DRAM bandwidth, tau_l1..l3 = 1/that level's bandwidth (model.md §1.1, §3); the run summary's figure of each
     (metadata ``figures``) gives the stderr (half its points' relative spread) and, when not trusted, says so in
     the source. Energy constants are absent: no meter
     stands behind a roofline.json. Labelled emulated when the file says so, and named by the run it came from."""
-    from archline.fit.io.ert_roofline import (
+    from archline.formats.ert_roofline import (
         ErtFormatError,
         capped,
         ceiling_key,
@@ -108,7 +108,7 @@ MAX_LOCALHOST_GB_PER_S = 1e5
 def _check_rate(path: Path, name: str, rate: float) -> None:
     """A rate of localhost's copy that is not positive, not finite or above a CPU's bounds: one line naming the
     file, the key and the value (exit 2; the format owner's check), never a figure silently dropped or believed."""
-    from archline.fit.io.ert_roofline import check_rate
+    from archline.formats.ert_roofline import check_rate
 
     check_rate(show(path), name, rate, name.endswith("GFLOPs"), "run `archline bench run --platform localhost "
                "--quick` again to rewrite it", (MAX_LOCALHOST_GFLOP_PER_S, MAX_LOCALHOST_GB_PER_S))
@@ -129,7 +129,7 @@ def _stale_host(meta: dict[str, Any], path: Path) -> list[str]:
     state directory), naming both and how to refresh it; none when the copy names neither."""
     import socket
 
-    from archline.fit.io.ert_roofline import cpu_model
+    from archline.formats.ert_roofline import cpu_model
 
     theirs = (str(meta.get("hostname") or ""), str(meta.get("cpu_model") or ""))
     ours = (socket.gethostname(), cpu_model())

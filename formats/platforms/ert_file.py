@@ -1,5 +1,5 @@
 """An ERT roofline.json as a platform: an Empirical Roofline Toolkit user's measured ceilings, read by the format's
-owner (:mod:`archline.fit.io.ert_roofline`), as the time constants ``model`` and ``plot`` draw (tau = 1/rate,
+owner (:mod:`archline.formats.ert_roofline`), as the time constants ``model`` and ``plot`` draw (tau = 1/rate,
 model.md §1.1, §3). No meter stands behind a roofline.json: its energy constants are absent, said once."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.outputs import show
-from archline.fit.io.ert_roofline import (
+from archline.formats.ert_roofline import (
     ErtFormatError,
     ErtRoofline,
     capped,
@@ -19,7 +19,7 @@ from archline.fit.io.ert_roofline import (
     rate_problem,
     read_ert,
 )
-from archline.fit.platforms.profiles import Constant, Platform, _check_value
+from archline.formats.platforms.profiles import Constant, Platform, _check_value
 
 #: the energy constants a roofline.json cannot give (it holds rates only)
 ENERGY_KEYS = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0")
@@ -137,7 +137,7 @@ def _name(path: Path, host: str = "") -> str:
     ERT 1.1.0's ``Results.<name>/Run.NNN/roofline.json`` ``<name>/Run.NNN`` (two runs are two names). A pipe
     (``<(...)``: /dev/fd/63) is named by its host, not "63". A name a shipped or user profile has gets " (ERT)", so
     neither is taken for the other."""
-    from archline.fit.platforms.profiles import find_profile
+    from archline.formats.platforms.profiles import find_profile
 
     stem = path.name.removesuffix(".json") or "ert"
     parents = path.resolve().parents if stem == "roofline" else ()

@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archline.fit.io.counters.base import (
+from archline.formats.counters.base import (
     FP_ARITH_WIDTHS,
     LINE_BYTES,
     MIN_RUNNING_PCT,
@@ -365,7 +365,7 @@ def _reads(g: _Group) -> bool:
 
 
 def _energy(c: Counts, energy: dict[str, float]) -> None:
-    """likwid's RAPL events as the measured energy, perf's rule (fit/io/counters/perf.py): package + DRAM."""
+    """likwid's RAPL events as the measured energy, perf's rule (formats/counters/perf.py): package + DRAM."""
     if ENERGY_PKG in energy:
         used = [k for k in (ENERGY_PKG, ENERGY_DRAM) if k in energy]
         what = "the whole package(s)" + (" and their DRAM" if ENERGY_DRAM in energy else "")

@@ -1,5 +1,5 @@
 """Whether a Parquet file's columns can be read as the fit reads them (one value per cell: text or a number), and
-whether a part file's own partition column agrees with its directory (:mod:`archline.fit.io.dataset` owns the
+whether a part file's own partition column agrees with its directory (:mod:`archline.formats.dataset` owns the
 format and reads the rows)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archline.common.outputs import show
-from archline.fit.io import schema
-from archline.fit.io.results_file import SourceError
+from archline.formats import schema
+from archline.formats.results_file import SourceError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from archline.fit.errors import MissingValueError
-from archline.fit.model.roofline import FloatArray
+from archline.model.errors import MissingValueError
+from archline.model.roofline import FloatArray
 
 #: Count column (archline.results/1) -> coefficient name (archline.costs/1) for every linear energy term.
 COUNT_TO_COST: dict[str, str] = {
