@@ -20,9 +20,9 @@ from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.bench.lab.labfile import Lab
-from archline.bench.lab.state import LabStateError, Submission, Submissions, read_submissions_file
 from archline.bench.lab.task import RECORD_NAME, TaskRecord, read_record
 from archline.bench.run.sweep import RESULTS_NAME, done_points
+from archline.formats.lab_state import LabStateError, Submission, Submissions, read_submissions_file
 
 log = logging.getLogger("archline.bench")
 

@@ -12,7 +12,7 @@ machine) or, with the local scheduler, the same tasks on this machine one after 
 * Submissions are recorded in ``<results>/.lab/<lab>/submissions.json``, the tasks' stdout/stderr go to
   ``<results>/.lab/<lab>/logs/`` (submitit's folder, which must be on the shared filesystem too).
 * A state file it cannot read (damaged, wrong types, a newer archline's) is an error before anything is
-  submitted (:mod:`archline.bench.lab.state`).
+  submitted (:mod:`archline.formats.lab_state`).
 * With the local scheduler, SIGTERM or Ctrl-C stops the running task (DECISION): submitit's local controller is
   started in its own session, so a terminal's Ctrl-C reaches archline only (the controller would otherwise
   SIGKILL the task one second later, before it records anything); archline then sends the controller SIGTERM,
@@ -36,7 +36,6 @@ from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.bench.lab.labfile import Lab, Machine, python_command, toml_table
-from archline.bench.lab.state import LabStateError
 from archline.bench.lab.status import (
     LabError,
     Submission,
@@ -50,6 +49,7 @@ from archline.bench.lab.task import RECORD_NAME, SWEEP_NAME, read_record, run_ta
 from archline.common.atomic import write_atomic
 from archline.common.outputs import make_dirs
 from archline.common.stamps import utc_iso
+from archline.formats.lab_state import LabStateError
 from archline.model.errors import ArchlineFitError
 
 #: the local executor's time limit when the machine names none (submitit's own default is 2 minutes)

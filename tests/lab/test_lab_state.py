@@ -19,7 +19,7 @@ import pytest
 from support.labs import write_lab
 
 from archline.bench.lab.labfile import LabFileError, load_lab
-from archline.bench.lab.state import (
+from archline.formats.lab_state import (
     SUBMISSIONS_SCHEMA,
     TASK_SCHEMA,
     LabStateError,

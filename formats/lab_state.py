@@ -23,10 +23,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from archline.bench.errors import BenchError
 from archline.common.atomic import write_atomic
+from archline.common.exits import EXIT_INPUT
 from archline.common.inputs import describe
 from archline.common.outputs import show
+from archline.model.errors import ArchlineFitError
 
 TASK_SCHEMA = "archline.lab-task/1"
 SUBMISSIONS_SCHEMA = "archline.lab-submissions/1"
@@ -34,10 +35,11 @@ SUBMISSIONS_SCHEMA = "archline.lab-submissions/1"
 MAX_STATE_BYTES = 16 << 20
 
 
-class LabStateError(BenchError):
-    """A lab state file that cannot be read: damaged, wrong types, or from a newer archline."""
+class LabStateError(ArchlineFitError):
+    """A lab state file that cannot be read: damaged, wrong types, or from a newer archline. A user error as the
+    other formats' (the CLI prints it as one line, exit 2; bench's lab code catches it with bench's own)."""
 
-    exit_code = 2
+    exit_code = EXIT_INPUT
 
 
 class StateModel(BaseModel):
