@@ -48,7 +48,7 @@ FLOOR = """
 import sys, numpy as np, pyarrow.parquet as pq, pyarrow.compute as pc
 from pathlib import Path
 from archline.formats.dataset import PARQUET_BATCH_ROWS, PARQUET_BUFFER_BYTES
-from archline.fit.io.results import COUNT_COLUMNS, FLAG_COLUMNS, SETTING_COLUMNS, TEXT_KEYS
+from archline.formats.results_check import COUNT_COLUMNS, FLAG_COLUMNS, SETTING_COLUMNS, TEXT_KEYS
 text, num = (*TEXT_KEYS, *FLAG_COLUMNS), (*COUNT_COLUMNS, *SETTING_COLUMNS, "time_s", "energy_j")
 n, s = 0, 0.0
 for f in sorted(Path(sys.argv[1]).glob("platform=*/host=*/run_id=*/part-*.parquet")):

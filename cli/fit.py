@@ -97,7 +97,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     opts = FitOptions(model=model, folds=folds, holdout_col=holdout_col, include_emulated=include_emulated,
                       mix_emulated=mix_emulated, platform=platform, cache_method=cache_method,
                       one_precision=one_precision, n_boot=n_boot, seed=seed, cv=cv, where=where)
-    from archline.fit.io.sources import refuse_json_inputs
+    from archline.formats.results_read import refuse_json_inputs
 
     refuse_json_inputs(files)
     results = fit_files(files, opts)
@@ -105,8 +105,8 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
     if points:
         jobs.append(points_job(results, points))
     if figure:
-        from archline.fit.io.results import ResultsError
         from archline.fit.plots.report import fit_report_jobs
+        from archline.formats.results_check import ResultsError
 
         timed = [r.platform for r in results if r.model == "time"]
         if timed:       # the report draws the energy fit: a time table has none (before anything is written)

@@ -234,9 +234,9 @@ def read_csv_table(path: Path, *, whole_lines: bool = True) -> pa.Table:
 
 def check_rows(table: pa.Table, path: Path) -> None:
     """Refuse (one line naming the file and line) rows the fit's reader would refuse: the same checks, by the
-    same code (:func:`archline.fit.io.results.from_frame`: schema, non-empty platform and kernel, time_s > 0,
+    same code (:func:`archline.formats.results_check.check_frame`: schema, non-empty platform and kernel, time_s > 0,
     energy_j finite and >= 0, counts finite and >= 0), so that the data set never holds a row no fit can read."""
-    from archline.fit.io.results import ResultsError, from_frame
+    from archline.formats import results_check
 
     if table.num_rows == 0:
         return
@@ -244,8 +244,8 @@ def check_rows(table: pa.Table, path: Path) -> None:
     frame["_file"] = show(path)
     frame["_line"] = np.arange(2, table.num_rows + 2, dtype=np.int64)    # one line per row, header line 1
     try:
-        from_frame(frame)
-    except ResultsError as e:
+        results_check.check_frame(frame)
+    except results_check.ResultsError as e:
         raise DatasetError(f"{e}; nothing written") from None
 
 

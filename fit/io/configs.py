@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.fit.io.config_keys import factorize_rows, key_bits
+from archline.formats.results_check import Source
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -70,18 +71,6 @@ class Columns:
         """A numeric column as float64; 0 when absent (a count not in the data)."""
         v = self._d.get(name)
         return np.zeros(len(self)) if v is None else np.asarray(v, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class Source:
-    """One input file: where a row is, in words. CSV rows are named by line (header = line 1), Parquet rows by
-    their 1-based row number in the file."""
-
-    name: str
-    kind: str  # "csv" | "parquet"
-
-    def where(self, pos: int) -> str:
-        return f"{self.name}:{pos}" if self.kind == "csv" else f"{self.name}, row {pos}"
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archline.fit.io.batches import column_codes
+from archline.common.arrow import column_codes
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -113,7 +113,7 @@ class BatchWhere:
 
     def mask(self, tab: pa.Table) -> np.ndarray | None:
         """Rows of ``tab`` every filter selects (None: no filters, keep all)."""
-        from archline.fit.io.sources import text_codes
+        from archline.common.arrow import text_codes
 
         if not self.filters:
             return None

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def is_results(item: str) -> bool:
     """A results CSV (also a pipe, ``/dev/stdin`` or ``<(...)``), a Parquet file or a data set directory (not a
     platform name, profile or cost table)."""
-    from archline.fit.io.sources import is_results_csv
+    from archline.formats.results_read import is_results_csv
 
     return is_results_csv(item) or item.endswith(".parquet") or Path(item).is_dir()
 
@@ -37,8 +37,8 @@ def measured_from_results(path: Path, precision: str | None, notes: list[str] | 
 
     Rows whose energy_j is missing or not positive keep their time point; they are left out of the arch and power
     lines, and ``notes`` says how many."""
-    from archline.fit.io.sources import is_results_csv
     from archline.formats.dataset import read_csv_frame, read_frame
+    from archline.formats.results_read import is_results_csv
 
     csv = is_results_csv(str(path)) or not (path.is_dir() or path.suffix == ".parquet")
     df = read_csv_frame(path) if csv else read_frame(path)
@@ -177,7 +177,7 @@ def load_plot_inputs(items: Sequence[str], precision: str | None, notes: list[st
     draw under get their observed time roofline instead. ``precision`` None (issue 34): the precisions the result
     rows have (both when both are there), else sp, or dp for platforms that have dp only."""
     from archline.common.files import unique_inputs
-    from archline.fit.io.results import warn
+    from archline.formats.results_check import warn
 
     platforms: list[Platform] = []
     measured: list[Measured] = []

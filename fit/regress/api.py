@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
-from archline.fit.io.results import Group, ResultsError, from_frame, group_rows, read_results
+from archline.fit.io.results import Group, from_frame, group_rows, read_results
 from archline.fit.regress.basic import fit_basic, fit_basic_params, predict_linear
 from archline.fit.regress.cache import fit_cache, fit_joint_params, fit_residual_params, has_cache_rows
 from archline.fit.regress.capped import fit_capped, fit_capped_params, predict_capped
 from archline.fit.regress.dvfs import distinct_settings, fit_dvfs, fit_dvfs_params, predict_dvfs
 from archline.fit.regress.result import FitResult, Predictor
 from archline.fit.regress.validation import SPLITS, cross_validate, holdout, n_units
+from archline.formats.results_check import ResultsError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

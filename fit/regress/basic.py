@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
-from archline.fit.io.results import PrecisionError, TooFewPointsError
 from archline.fit.regress.requirements import require_points
 from archline.fit.regress.result import (
     NON_BASIC_COUNTS,
@@ -31,6 +30,7 @@ from archline.fit.regress.result import (
     t_interval,
 )
 from archline.fit.regress.sufficient import Inference, Pseudo, fit_relative, inference
+from archline.formats.results_check import PrecisionError, TooFewPointsError
 from archline.model.machine import Machine
 
 if TYPE_CHECKING:  # pragma: no cover

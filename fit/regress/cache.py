@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
-from archline.fit.io.results import TooFewPointsError
 from archline.fit.regress.basic import (
     TIME_MODEL_NOTE,
     basic_mask,
@@ -39,6 +38,7 @@ from archline.fit.regress.result import (
     t_interval,
 )
 from archline.fit.regress.sufficient import Pseudo, fit_relative, inference
+from archline.formats.results_check import TooFewPointsError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

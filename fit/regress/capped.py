@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped
-from archline.fit.io.results import TooFewPointsError
 from archline.fit.regress.basic import (
     basic_mask,
     basic_rows,
@@ -37,6 +36,7 @@ from archline.fit.regress.basic import (
 )
 from archline.fit.regress.requirements import require_points
 from archline.fit.regress.result import UNITS, Coefficient, FitResult, as_grouped, error_summary, relative_error
+from archline.formats.results_check import TooFewPointsError
 from archline.model.machine import Machine
 
 if TYPE_CHECKING:  # pragma: no cover

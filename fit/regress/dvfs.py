@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from archline.fit.io.configs import Columns, Grouped, iter_groups
-from archline.fit.io.results import TooFewPointsError
 from archline.fit.regress.requirements import require_columns, require_points
 from archline.fit.regress.result import UNITS, Coefficient, FitResult, as_grouped, row_normaliser
 from archline.fit.regress.sufficient import Pseudo, nnls_relative, rel_rmse_pct
+from archline.formats.results_check import TooFewPointsError
 from archline.model.dvfs import DVFS_COEFFICIENTS, costs_at, energy_j
 
 if TYPE_CHECKING:  # pragma: no cover

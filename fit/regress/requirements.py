@@ -1,5 +1,5 @@
 """What a model needs of the configurations before it is fitted: its extra columns filled, and enough distinct
-points for its parameters. Each failure is a one-line user error (:mod:`archline.fit.io.results`' types)."""
+points for its parameters. Each failure is a one-line user error (:mod:`archline.formats.results_check`' types)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from archline.common.inputs import show_value
 from archline.fit.io.configs import Grouped
-from archline.fit.io.results import BadValueError, MissingColumnError, TooFewPointsError
+from archline.formats.results_check import BadValueError, MissingColumnError, TooFewPointsError
 
 
 def require_columns(data: Grouped, columns: Sequence[str], model: str) -> None:

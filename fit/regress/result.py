@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from archline.fit.io.results import COUNT_COLUMNS
 from archline.formats.costs import Coefficient as Coefficient  # re-exported: the fits build them
 from archline.formats.costs_units import UNITS as UNITS
+from archline.formats.results_check import COUNT_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -23,8 +23,8 @@ import numpy as np
 from archline.common.peaks import PLATEAU_REL
 from archline.common.peaks import plateau as find_plateau
 from archline.fit.io.configs import Grouped
-from archline.fit.io.results import TIME_ONLY, ResultsError
 from archline.fit.regress.result import COUNT_COEFFICIENT, UNITS, Coefficient, FitResult, t_interval
+from archline.formats.results_check import TIME_ONLY, ResultsError
 
 #: count column -> its time constant (archline.costs/1 ``tau`` section)
 TAU_OF_COUNT: dict[str, str] = {

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from archline.fit.io.configs import CHUNK_ROWS, Columns, Grouped, restat
-from archline.fit.io.results import ResultsError
 from archline.fit.regress.pointwise import affine, signed_errors
 from archline.fit.regress.result import Predictor, error_summary, relative_error
+from archline.formats.results_check import ResultsError
 
 Fitter = Callable[[Columns], Predictor]
 

@@ -15,8 +15,9 @@ import pytest
 
 from archline.fit.analyses.choi.compare import Cell, Comparison, compare_cells, compare_files, compare_frame
 from archline.fit.analyses.choi.compare_report import to_table
-from archline.fit.io.results import SchemaError, read_results
+from archline.fit.io.results import read_results
 from archline.fit.regress.synthetic import GTX580, synthetic_results
+from archline.formats.results_check import SchemaError
 
 
 def _fleet(root: Path, hosts: int = 3, runs: int = 2, repeats: int = 3, in_file: bool = False) -> Path:

@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from support.datasets import part_csv
 
-from archline.fit.io import sources as sources_mod
 from archline.fit.io.results import FIT_MAX_ROWS, group_rows, read_results
 from archline.fit.regress.api import FitOptions, fit_group
 from archline.fit.regress.synthetic import GTX580, I7_950, synthetic_results
 from archline.formats import dataset as dataset_mod
+from archline.formats import results_read as sources_mod
 from archline.formats.dataset import dataset_root, partition_values, read_dataset_table, write_dataset
 
 

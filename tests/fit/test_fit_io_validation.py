@@ -21,13 +21,14 @@ from support.cli_errors import one_line_error
 from support.datasets import fit_json, part_csv
 from support.pipes import pipe_of
 
-from archline.fit.io.results import ResultsError, group_rows, read_results
+from archline.fit.io.results import group_rows, read_results
 from archline.fit.regress.result import row_normaliser
 from archline.fit.regress.synthetic import GTX580, synthetic_results, write_results_csv
 from archline.fit.regress.validation import holdout_mask, kfold_indices
 from archline.formats import line_blocks as line_blocks_mod
 from archline.formats import results_file as results_file_mod
 from archline.formats.dataset import write_dataset
+from archline.formats.results_check import ResultsError
 from archline.formats.results_file import ResultsFile
 
 

@@ -1,4 +1,4 @@
-"""fit/io/batches.ahead: the results reader's read-ahead thread gives every item in order, raises the producer's
+"""formats/results_read.ahead: the results reader's read-ahead thread gives every item in order, raises the producer's
 error where its item would have come, and closes the producer (its open files) when the consumer stops early."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from archline.fit.io.batches import ahead
+from archline.formats.results_read import ahead
 
 
 def test_items_in_order_and_the_thread_ends() -> None:

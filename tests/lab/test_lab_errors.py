@@ -191,24 +191,24 @@ def test_f20_collect_refuses_non_physical_rows(tmp_path: Path, run_cli: RunCli, 
 
 def test_f20_collect_uses_the_fit_readers_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One validator: the data set writer calls the fit reader's (a second copy would drift)."""
-    import archline.fit.io.results as results
+    import archline.formats.results_check as results
     from archline.formats.dataset import DatasetError, write_dataset
 
     calls: list[int] = []
-    real = results.from_frame
+    real = results.check_frame
 
     def spy(frame: Any, *a: Any, **k: Any) -> Any:
         calls.append(len(frame))
         return real(frame, *a, **k)
 
-    monkeypatch.setattr(results, "from_frame", spy)
+    monkeypatch.setattr(results, "check_frame", spy)
     write_dataset([SAMPLE], tmp_path / "ds")
     assert calls and calls[0] > 0
 
     def refuse(frame: Any, *a: Any, **k: Any) -> Any:
         raise results.BadValueError("refused by the fit's validator")
 
-    monkeypatch.setattr(results, "from_frame", refuse)
+    monkeypatch.setattr(results, "check_frame", refuse)
     with pytest.raises(DatasetError, match="refused by the fit's validator"):
         write_dataset([SAMPLE], tmp_path / "ds2")
     assert not (tmp_path / "ds2").exists()

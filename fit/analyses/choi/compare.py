@@ -150,8 +150,9 @@ def _fit_cells(data: Grouped, on: np.ndarray, column: str, reps: Sequence[str], 
     """Stage 1: one fit per (group, replicate) cell of the configurations ``on``; with no replicate columns, one
     per group. Each cell is its configurations' statistics (``Grouped.select``), never a regrouping of rows."""
     from archline.fit.io.configs import iter_groups
-    from archline.fit.io.results import Group, ResultsError
+    from archline.fit.io.results import Group
     from archline.fit.regress.api import FitOptions, fit_group
+    from archline.formats.results_check import ResultsError
 
     fits: dict[str, dict[str, Any]] = {}
     notes: list[str] = []

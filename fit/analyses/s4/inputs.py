@@ -49,8 +49,8 @@ class CeilingInputs:
 def load_ceiling_inputs(items: Sequence[str], precision: str | None = None) -> CeilingInputs:
     """Every item's ceilings and points (``precision`` None: both sp and dp)."""
     from archline.common.files import unique_inputs
-    from archline.fit.io.results import warn
-    from archline.fit.io.sources import is_results_csv
+    from archline.formats.results_check import warn
+    from archline.formats.results_read import is_results_csv
 
     precs = ("sp", "dp") if precision is None else (precision,)
     out = CeilingInputs()
