@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from archline.bench.cpu_asm import build_info
 from archline.bench.cpu_asm import reference as ref
@@ -35,8 +35,16 @@ from archline.bench.cpu_asm.variants import (
 from archline.bench.errors import BenchError, UnsupportedError
 from archline.bench.kernels import KernelSpec, RunResult
 
-if TYPE_CHECKING:  # pragma: no cover
-    from archline.bench.cpu_asm.backend import CpuAsmBackend
+
+class BufferKeeper(Protocol):
+    """What a point asks of the back end that prepared it (:class:`~archline.bench.cpu_asm.backend.CpuAsmBackend`):
+    the ISA a request resolves to, and the native stream buffers it keeps between points."""
+
+    def _require_isa(self, isa: str | None) -> str: ...
+
+    def stream(self, kern: Any, key: tuple[Any, ...]) -> Any: ...
+
+    def keep(self, key: tuple[Any, ...], native: Any) -> None: ...
 
 
 def _positive_int(params: dict[str, Any], key: str, default: int | None = None) -> int:
@@ -51,7 +59,7 @@ def _positive_int(params: dict[str, Any], key: str, default: int | None = None) 
 class CpuPrepared:
     """One allocated, first-touched sweep point; ``run(reps)`` times ``reps`` repetitions in native code."""
 
-    def __init__(self, backend: CpuAsmBackend, spec: KernelSpec) -> None:
+    def __init__(self, backend: BufferKeeper, spec: KernelSpec) -> None:
         self.spec = spec
         self._backend = backend
         p = dict(spec.params)

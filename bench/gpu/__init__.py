@@ -31,16 +31,7 @@ believed up to 64 MiB per compute unit, then max(1 GiB, 8x it)), bounded by a qu
 host's available memory and by the largest allocation; ``--working-set`` overrides it.
 """
 
-from archline.bench.gpu.desc import (
-    CONST_C,
-    INT_C,
-    INT_SEED,
-    SEED,
-    X_BOUND,
-    GpuKernelDesc,
-    fma_fraction,
-    with_shape,
-)
+from archline.bench.gpu.desc import GpuKernelDesc, fma_fraction, with_shape
 from archline.bench.gpu.points import (
     CACHE_TARGET_BYTES,
     CHASE_DEFAULT_STEPS,
@@ -54,6 +45,7 @@ from archline.bench.gpu.points import (
     parse_spec,
 )
 from archline.bench.gpu.reference import cache_strides, chase_starts
+from archline.bench.gpu.shape import CONST_C, INT_C, INT_SEED, SEED, X_BOUND
 
 __all__ = ["CACHE_TARGET_BYTES", "CHASE_DEFAULT_STEPS", "CONST_C", "INTENSITY_MAX_FLOP_PER_BYTE",
            "INTENSITY_MIN_FLOP_PER_BYTE", "INT_C", "INT_SEED", "SEED", "X_BOUND", "Geometry", "GpuKernelDesc",

@@ -22,9 +22,10 @@ from archline.bench.gpu.ceilings import (
     ceiling_points,
     parse_ceiling_spec,
 )
-from archline.bench.gpu.desc import CONST_C, INT_C, INT_SEED, SEED, GpuKernelDesc
+from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry, cache_points, describe_counts, intensity_points, parse_spec
 from archline.bench.gpu.reference import cache_strides, chase_starts
+from archline.bench.gpu.shape import CONST_C, INT_C, INT_SEED, SEED
 from archline.bench.kernels import KernelSpec
 
 #: every name `archline bench run --kernel` accepts on a GPU driver

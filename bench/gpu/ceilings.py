@@ -35,10 +35,23 @@ import numpy as np
 from archline.bench.errors import BenchError
 
 # the generator's own pieces: one style for every GPU kernel
-from archline.bench.gpu.desc import _TYPES, GpuKernelDesc
+from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.gpu.points import Geometry, min_bytes
 from archline.bench.gpu.reference import _sequential_sums  # the device's order of additions (cache kernels)
-from archline.bench.gpu.render import _header, _ids, _lanes, _load, _sig, _store, _vt, check_dialect
+from archline.bench.gpu.render import (
+    CUDA,
+    HIP,
+    OPENCL,
+    _header,
+    _ids,
+    _lanes,
+    _load,
+    _sig,
+    _store,
+    _vt,
+    check_dialect,
+)
+from archline.bench.gpu.shape import _TYPES
 from archline.bench.gpu.working_set import pow2_floor as _pow2_floor
 from archline.bench.kernels import Counts, KernelSpec
 
@@ -161,11 +174,11 @@ class CeilingKernelDesc(GpuKernelDesc):
 # rendering (OpenCL C and CUDA C from the same lines)
 
 def _mul_add(d: CeilingKernelDesc, lang: str, acc: str, b: str) -> str:
-    m = "mv" if lang == "opencl" else "m"
+    m = "mv" if lang == OPENCL else "m"
     if d.fma:
-        fn = "fma" if lang == "opencl" or d.precision == "dp" else "fmaf"
+        fn = "fma" if lang == OPENCL or d.precision == "dp" else "fmaf"
         return f"{acc} = {fn}({acc}, {m}, {b});"
-    if lang != "cuda":        # two statements under FP_CONTRACT OFF / clang fp contract(off): never fused
+    if lang != CUDA:        # two statements under FP_CONTRACT OFF / clang fp contract(off): never fused
         return f"{acc} = {acc} * {m}; {acc} = {acc} + {b};"
     mul, add = ("__fmul_rn", "__fadd_rn") if d.precision == "sp" else ("__dmul_rn", "__dadd_rn")
     return f"{acc} = {add}({mul}({acc}, m), {b});"
@@ -173,15 +186,15 @@ def _mul_add(d: CeilingKernelDesc, lang: str, acc: str, b: str) -> str:
 
 def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
     check_dialect(d, lang)
-    t = _TYPES[d.precision][0 if lang == "opencl" else 1]
+    t = _TYPES[d.precision][0 if lang == OPENCL else 1]
     vt = _vt(d, lang)
-    pt = vt if lang == "opencl" else t
-    u = "uint" if lang == "opencl" else "unsigned int"
+    pt = vt if lang == OPENCL else t
+    u = "uint" if lang == OPENCL else "unsigned int"
     lanes = _lanes(d, lang)
     gid, gsz, _, _ = _ids(lang)
     c = d.chains
     body = [_header(d, lang)]
-    if lang == "opencl" and d.kernel == "ceil_flop" and not d.fma:
+    if lang == OPENCL and d.kernel == "ceil_flop" and not d.fma:
         body.append("#pragma OPENCL FP_CONTRACT OFF")
     if d.kernel == "ceil_flop":
         args = [f"global const {pt}* a", f"global {pt}* out", f"const {t} m", f"const {u} rounds"]
@@ -189,11 +202,11 @@ def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
         args = [f"global const {pt}* a", f"global {pt}* out"] + [f"const {u} {n}" for n in
                                                                 ("rounds", "active", "mask", "sl", "sr")]
     body += [_sig(d, lang, args), "{"]
-    if lang == "hip" and d.kernel == "ceil_flop" and not d.fma:
+    if lang == HIP and d.kernel == "ceil_flop" and not d.fma:
         body.append("  #pragma clang fp contract(off)")        # at the start of the body, as clang requires
     body += [f"  const {u} g = {gid};", f"  const {u} G = {gsz};"]
     if d.kernel == "ceil_flop":
-        if lang == "opencl":
+        if lang == OPENCL:
             body.append(f"  const {vt} mv = ({vt})(m);")
         for k in range(c):
             body += ["  " + x for x in _load(d, lang, f"acc{k}", "a", f"{2 * k}u * G + g")]
@@ -201,7 +214,7 @@ def _render_ceiling(d: CeilingKernelDesc, lang: str) -> str:
     else:
         body += [f"  {vt} acc{k}{ln} = ({vt})(0);" for k in range(c) for ln in lanes]
         body.append("  if (g < active) {")
-    if lang != "opencl":
+    if lang != OPENCL:
         body.append("  #pragma unroll 1")
     body.append(f"  for ({u} r = 0; r < rounds; ++r) {{")
     if d.kernel == "ceil_flop":

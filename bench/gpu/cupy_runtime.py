@@ -90,7 +90,7 @@ class CupyDevice:
     """What a cupy-loaded device does the same for both vendors; a driver subclasses it with its names, its
     device layer, its architecture name and its compiler."""
 
-    lang = ""                # "cuda", "hip": the catalogue's source language
+    lang = ""                # the catalogue's source language: one of render.DIALECTS
     timer = ""               # "cuda-events", "hip-events"
     layer: Any = None        # powermon's device layer class of the vendor (open(index), readings())
     readings_poll_s = 0.01   # clocks and temperature sampled this often inside a window (and at both its edges)

@@ -7,7 +7,8 @@ from fractions import Fraction
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.gpu.desc import _TYPES, GpuKernelDesc, fma_fraction
+from archline.bench.gpu.desc import GpuKernelDesc, fma_fraction
+from archline.bench.gpu.shape import _TYPES
 
 # ---------------------------------------------------------------------------------------------------------------
 # sweep points and spec -> (description, launch geometry): shared by the OpenCL and CUDA back ends

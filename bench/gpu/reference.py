@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from archline.bench.errors import BenchError
-from archline.bench.gpu.desc import CONST_C, INT_C, INT_SEED, SEED, GpuKernelDesc
+from archline.bench.gpu.shape import CONST_C, INT_C, INT_SEED, SEED, KernelShape
 
 
-def _stream_reference(d: GpuKernelDesc, x: np.ndarray) -> np.ndarray:
+def _stream_reference(d: KernelShape, x: np.ndarray) -> np.ndarray:
     """Each round applies an affine map acc -> M*acc + B per lane; build them for all rounds at once (fma_num
     vectorised passes), then compose them in order with a pairwise tree (log2(rounds) passes).
 
@@ -103,7 +103,7 @@ def _sequential_sums(acc: np.ndarray, rounds: int, gather: Any, chunk_elems: int
     return acc
 
 
-def _cache_reference(d: GpuKernelDesc, a: np.ndarray, g: int, rounds: int) -> np.ndarray:
+def _cache_reference(d: KernelShape, a: np.ndarray, g: int, rounds: int) -> np.ndarray:
     w = d.vector_width
     nvec = a.size // w
     if nvec & (nvec - 1):
@@ -119,7 +119,7 @@ def _cache_reference(d: GpuKernelDesc, a: np.ndarray, g: int, rounds: int) -> np
     return _sequential_sums(np.zeros((d.chains, g, w), dtype=d.dtype), rounds, gather)
 
 
-def cache_strides(d: GpuKernelDesc, global_size: int, nvec: int) -> tuple[int, int]:
+def cache_strides(d: KernelShape, global_size: int, nvec: int) -> tuple[int, int]:
     """(s1, s2) of the global cache kernel: vector index = ((r*chains + k)*s1 + g*s2) & (nvec - 1).
 
     interleaved: neighbouring work-items read neighbouring vectors (coalesced); blocked: every work-item sweeps
@@ -129,7 +129,7 @@ def cache_strides(d: GpuKernelDesc, global_size: int, nvec: int) -> tuple[int, i
     return 1, max(nvec // max(global_size, 1), 1)
 
 
-def _shared_reference(d: GpuKernelDesc, a: np.ndarray, g: int, rounds: int, lsz: int) -> np.ndarray:
+def _shared_reference(d: KernelShape, a: np.ndarray, g: int, rounds: int, lsz: int) -> np.ndarray:
     w, le = d.vector_width, d.local_elems
     groups = g // lsz
     av = a[: groups * le * w].reshape(groups, le, w)
