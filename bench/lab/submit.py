@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.lab.labfile import Lab, Machine, python_command, toml_table
+from archline.bench.lab.labfile import Lab, Machine, python_command
 from archline.bench.lab.status import (
     LabError,
     Submission,
@@ -46,10 +46,10 @@ from archline.bench.lab.status import (
     write_submissions,
 )
 from archline.bench.lab.task import RECORD_NAME, SWEEP_NAME, read_record, run_task
-from archline.common.atomic import write_atomic
 from archline.common.outputs import make_dirs
 from archline.common.stamps import utc_iso
 from archline.formats.lab_state import LabStateError
+from archline.formats.sweep_config import write_sweep_config
 from archline.model.errors import ArchlineFitError
 
 #: the local executor's time limit when the machine names none (submitit's own default is 2 minutes)
@@ -102,11 +102,9 @@ def prepare(lab: Lab, machines: Sequence[Machine]) -> None:
 
     for m in machines:
         path = lab.results / m.name / SWEEP_NAME
-        text = f"# written by `archline lab submit {lab.path}`; edit the lab file, not this\n" + \
-            toml_table("sweep", {**m.sweep, "out": "."})
         try:
-            if not path.exists() or path.read_text() != text:
-                write_atomic(path, text)
+            write_sweep_config(path, {**m.sweep, "out": "."},
+                               comment=f"written by `archline lab submit {lab.path}`; edit the lab file, not this")
         except OSError as e:
             raise LabError(f"cannot write {path}: {e.strerror or e}") from None
         try:

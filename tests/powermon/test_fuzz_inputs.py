@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archline.bench.errors import BenchError
+from archline.formats.sweep_config import SweepConfigError
 from archline.model.errors import ArchlineFitError
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.decode import StreamDecoder, decode_bytes
@@ -170,7 +170,7 @@ def test_fuzz_readers(valid_files: dict[str, bytes], tmp_path_factory: pytest.Te
         "results": ("r.csv", lambda p: read_results([p]), ArchlineFitError),
         "profile": ("p.toml", load_profile, ArchlineFitError),
         "costs": ("c.json", load_costs, ArchlineFitError),
-        "sweep": ("w.toml", load_config, BenchError),
+        "sweep": ("w.toml", load_config, SweepConfigError),
     }
     for kind, (name, read, error) in readers.items():
         p = d / name
