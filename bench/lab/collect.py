@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archline.bench.lab.labfile import Lab
 from archline.bench.lab.status import LabError, TaskStatus, lab_status
 from archline.bench.run.sweep import RESULTS_NAME
 from archline.formats.dataset import DatasetError, DatasetReport, write_dataset
+from archline.formats.lab_file import Lab
 from archline.formats.results_file import ResultsFile, SourceError
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.lab.labfile import Lab
 from archline.bench.lab.task import RECORD_NAME, TaskRecord, read_record
 from archline.bench.run.sweep import RESULTS_NAME, done_points
+from archline.formats.lab_file import Lab
 from archline.formats.lab_state import LabStateError, Submission, Submissions, read_submissions_file
 
 log = logging.getLogger("archline.bench")

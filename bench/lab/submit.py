@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.lab.labfile import Lab, Machine, python_command
 from archline.bench.lab.status import (
     LabError,
     Submission,
@@ -48,6 +47,7 @@ from archline.bench.lab.status import (
 from archline.bench.lab.task import RECORD_NAME, SWEEP_NAME, read_record, run_task
 from archline.common.outputs import make_dirs
 from archline.common.stamps import utc_iso
+from archline.formats.lab_file import Lab, Machine
 from archline.formats.lab_state import LabStateError
 from archline.formats.sweep_config import write_sweep_config
 from archline.model.errors import ArchlineFitError
@@ -137,7 +137,7 @@ def slurm_parameters(lab: Lab, m: Machine, n_tasks: int) -> dict[str, Any]:
 
 def _python(lab: Lab) -> str:
     """The command word that starts Python in the job script: quoted (submitit pastes it in unquoted)."""
-    return python_command(lab) or shlex.quote(sys.executable)
+    return shlex.quote(lab.python if lab.python is not None else sys.executable)
 
 
 def _check_slurm_paths(lab: Lab) -> None:
