@@ -39,7 +39,7 @@ class BackendInfo:
     opener: str | Callable[..., Backend]
     #: one line for ``--help`` and completion: what it runs on
     help: str
-    #: what it measures: this CPU's cores, a GPU (nvml/amdsmi controls, GPU meters' step load), or a model
+    #: what it measures: this CPU's cores, a GPU (a GPU vendor's controls, GPU meters' step load), or a model
     device_kind: Literal["cpu", "gpu", "model"]
     kernels: tuple[str, ...] = KERNELS
     precisions: tuple[str, ...] = PRECISIONS
@@ -47,8 +47,10 @@ class BackendInfo:
     options: frozenset[str] = frozenset()
     #: ``--device`` picks one of its devices
     takes_device: bool = True
-    #: the GPU vendor libraries whose controls set its device's caps and clocks, in the order tried
-    control_vendors: tuple[str, ...] = ("nvml", "amdsmi")
+    #: the GPU vendor libraries whose controls set its device's caps and clocks, in the order tried: each the
+    #: ``"module:attr"`` of a :class:`~archline.bench.controls.gpu.GpuVendor` declared in the back end's folder;
+    #: empty: every vendor some back end declares (:func:`gpu_vendors`)
+    control_vendors: tuple[str, ...] = ()
     #: chosen by ``--emulate`` only (it runs a profile's model, not this machine), never a profile's [bench] backend
     needs_emulate: bool = False
     #: ``bench list`` lists its kernel variants even where it cannot run (e.g. the ISAs it was built for)
@@ -73,15 +75,24 @@ class BackendInfo:
         """Its ``archline --version`` line (None: it has none)."""
         if self.version_line is None:
             return None
-        module, _, attr = self.version_line.partition(":")
-        return str(getattr(importlib.import_module(module), attr)())
+        return str(_resolve(self.version_line)())
 
     def steady_load(self, backend: Backend, **options: Any) -> tuple[Any, dict[str, Any]]:
         """This back end's ``step_load`` on ``backend`` (one it opened); BackendUnavailableError when it has none."""
         if self.step_load is None:
             raise BackendUnavailableError(f"backend '{self.name}' has no CPU step load")
-        module, _, attr = self.step_load.partition(":")
-        return cast("tuple[Any, dict[str, Any]]", getattr(importlib.import_module(module), attr)(backend, **options))
+        return cast("tuple[Any, dict[str, Any]]", _resolve(self.step_load)(backend, **options))
+
+    def vendors(self) -> tuple[Any, ...]:
+        """The GPU vendors (:class:`~archline.bench.controls.gpu.GpuVendor`) whose controls its device may use, in
+        the order tried: its ``control_vendors``, else every one declared."""
+        return tuple(_resolve(v) for v in self.control_vendors) if self.control_vendors else gpu_vendors()
+
+
+def _resolve(ref: str) -> Any:
+    """The object a ``"module:attr"`` names (the module imported now)."""
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @functools.cache
@@ -104,6 +115,12 @@ def backends() -> dict[str, BackendInfo]:
         else:
             out[info.name] = info
     return out
+
+
+def gpu_vendors() -> tuple[Any, ...]:
+    """Every GPU vendor some back end declares in ``control_vendors``, once each, in the registry's order."""
+    refs = dict.fromkeys(v for info in backends().values() for v in info.control_vendors)
+    return tuple(_resolve(v) for v in refs)
 
 
 def _warn(message: str) -> None:

@@ -6,7 +6,7 @@ entries are powermon's schema (:mod:`archline.powermon.spec`); the model constan
 Schema (every key optional)::
 
     [bench]
-    backend = "cuda"                 # a back end that runs on real hardware (bench list); --emulate overrides
+    backend = "<back end>"           # one that runs on real hardware (archline bench list); --emulate overrides
     device = "0"                     # back-end device selector
     kernels = ["intensity", "cache"] # which kernels a run covers (bench run --all-kernels)
     precisions = ["sp", "dp"]        # of the intensity sweep

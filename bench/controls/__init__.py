@@ -1,8 +1,9 @@
 """Power caps and clocks (model.md §5): NVML power limit and locked clocks, AMD SMI power cap and clock ranges, RAPL
 constraints, Jetson sysfs override files and cpufreq. NVML, AMD SMI and RAPL are reached through their one powermon
-device layer each (``powermon/counters/nvml.py``, ``amdsmi.py``, ``rapl.py``). Each control is skipped with a reason
-when it is absent or not permitted, records the requested and the enforced value, and always restores the previous
-setting, even after a crash:
+device layer each (``powermon/counters/nvml.py``, ``amdsmi.py``, ``rapl.py``); the GPU vendors' controls are
+declared in their back ends' folders (:class:`GpuVendor`: ``bench/cuda/vendor.py``, ``bench/hip/vendor.py``). Each
+control is skipped with a reason when it is absent or not permitted, records the requested and the enforced value,
+and always restores the previous setting, even after a crash:
 
 * before a control changes anything, its previous state goes into a restore file (JSON, written atomically);
 * a normal end restores it and removes the entry;
@@ -15,9 +16,9 @@ arguments, so tests run on fake sysfs trees and fake NVML and amdsmi objects.
 
 from archline.bench.controls.base import DEFAULT_RESTORE, Control, ControlError, ControlRangeError, RestoreFile
 from archline.bench.controls.devices import CpuFreq, JetsonOverride, RaplPowerLimit
-from archline.bench.controls.gpu import AmdSmiClockRange, AmdSmiPowerCap, NvmlLockedClocks, NvmlPowerLimit
+from archline.bench.controls.gpu import GpuVendor
 from archline.bench.controls.plan import ControlSet, apply_pending_restore, open_controls, restore_from_entry
 
-__all__ = ["DEFAULT_RESTORE", "AmdSmiClockRange", "AmdSmiPowerCap", "Control", "ControlError", "ControlRangeError",
-           "ControlSet", "CpuFreq", "JetsonOverride", "NvmlLockedClocks", "NvmlPowerLimit", "RaplPowerLimit",
-           "RestoreFile", "apply_pending_restore", "open_controls", "restore_from_entry"]
+__all__ = ["DEFAULT_RESTORE", "Control", "ControlError", "ControlRangeError", "ControlSet", "CpuFreq", "GpuVendor",
+           "JetsonOverride", "RaplPowerLimit", "RestoreFile", "apply_pending_restore", "open_controls",
+           "restore_from_entry"]

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archline.bench.controls.base import ControlError, _probe_writable, _read, _write
-from archline.powermon.counters.rapl import PowercapConstraint
+from archline.powermon.counters.kind import RAPL
+from archline.powermon.counters.rapl import PowercapConstraint, default_root, list_zones
 from archline.powermon.errors import MeterError
 
 T = TypeVar("T")
@@ -33,7 +34,7 @@ class RaplPowerLimit:
 
     zone_dir: Path
     constraint: int = 0
-    kind: str = "rapl"
+    kind: str = RAPL
     unit: str = "W"
 
     @property
@@ -59,6 +60,11 @@ class RaplPowerLimit:
 
     def restore(self, state: dict[str, Any]) -> None:
         _rapl(lambda: self._c.set_limit_uw(int(state["power_limit_uw"])))
+
+
+def rapl_power_limits(powercap_root: Path | None = None) -> list[RaplPowerLimit]:
+    """The power limit of every top-level RAPL zone (packages, psys; not their subzones), in powercap's order."""
+    return [RaplPowerLimit(z.path) for z in list_zones(powercap_root or default_root()) if "/" not in z.name]
 
 
 # --- cpufreq --------------------------------------------------------------------------------------------------

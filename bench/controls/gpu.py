@@ -1,30 +1,44 @@
-"""GPU power caps and clocks, each vendor through its one powermon device layer (NVML: ``NvmlGpu``, AMD SMI:
-``AmdSmiGpu``), the place every call to the vendor's library is made. A control holds the initialised library and
-the GPU index; the restore-file kind names the vendor (``nvml_power``, ``amdsmi_core_clock`` ...) and the target
-the GPU (``gpu0``)."""
+"""GPU power caps and clocks: what every vendor's controls share. Each vendor is declared once, as a
+:class:`GpuVendor`, in its back end's folder (NVML: ``bench/cuda/vendor.py``, AMD SMI: ``bench/hip/vendor.py``),
+whose controls call the vendor's library through its one powermon device layer (``NvmlGpu``, ``AmdSmiGpu``); a back
+end's :class:`~archline.bench.registry.BackendInfo` names the vendors its devices use. A control holds the
+initialised library and the GPU index; the restore-file kind names the vendor (``nvml_power``,
+``amdsmi_core_clock`` ...) and the target the GPU (``gpu0``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from archline.bench.controls.base import ControlError
-from archline.powermon.errors import DeviceError
-
-if TYPE_CHECKING:
-    from archline.powermon.counters.amdsmi import AmdSmiGpu
-    from archline.powermon.counters.nvml import NvmlGpu
-
-#: what to do when the library says "not permitted", per vendor
-PERMISSION_FIX = {
-    "NVML": "run as root or enable persistence mode and application-clock permissions "
-            "(nvidia-smi -acp UNRESTRICTED)",
-    "AMD SMI": "run as root (AMD SMI sets caps and clocks through the amdgpu driver's root-only sysfs files)",
-}
+from archline.bench.controls.base import Control, ControlError
+from archline.powermon.errors import DeviceError, MeterError
 
 
-def _layer_call(gpu: Any, vendor: str, method: str, *args: Any) -> Any:
+@dataclass(frozen=True)
+class GpuVendor:
+    """One GPU vendor's library as bench's controls and GPU back ends use it, declared once in its back end's
+    folder."""
+
+    #: the library's name: its powermon meter kind, the restore-file kinds' first part and the keyword a caller
+    #: passes its library object under (``open_controls(..., nvml=fake)``)
+    name: str
+    power: Callable[[Any, int], Control]            #: ``power(lib, index)``: the GPU's power limit
+    clock: Callable[[Any, int, str], Control]       #: ``clock(lib, index, "core" | "mem")``: a clock it holds
+    load: Callable[[], Any]                         #: the initialised library, or MeterError (or DeviceError) why not
+    layer: Any                                      #: powermon's device layer class (open(index), readings())
+
+    def library(self, given: Any = None) -> Any:
+        """``given`` (a caller's library object), else the library loaded; its absence as a control error."""
+        if given is not None:
+            return given
+        try:
+            return self.load()
+        except MeterError as e:
+            raise ControlError(str(e)) from None
+
+
+def _layer_call(gpu: Any, vendor: str, method: str, *args: Any, fix: str = "") -> Any:
     """``gpu.method(*args)``, the library's failure (``NvmlCallError``, ``AmdSmiCallError``: ``fn`` and ``text``)
     worded for someone setting a cap or a clock."""
     try:
@@ -32,7 +46,7 @@ def _layer_call(gpu: Any, vendor: str, method: str, *args: Any) -> Any:
     except DeviceError as e:
         fn, text = getattr(e, "fn", method), getattr(e, "text", str(e))
         if any(w in text for w in ("Permission", "NO_PERMISSION", "NO_PERM", "Insufficient")):
-            raise ControlError(f"{vendor} {fn}: not permitted ({text}); {PERMISSION_FIX[vendor]}") from None
+            raise ControlError(f"{vendor} {fn}: not permitted ({text}); {fix}") from None
         if "Not Supported" in text or "NOT_SUPPORTED" in text:
             raise ControlError(f"{vendor} {fn}: not supported on this GPU ({text})") from None
         raise ControlError(f"{vendor} {fn} failed: {text}") from None
@@ -46,8 +60,9 @@ class _GpuControl:
     index: int = 0
 
     vendor = ""        #: "NVML", "AMD SMI": the words of its errors
-    prefix = ""        #: "nvml", "amdsmi": the restore-file kind's first part
+    prefix = ""        #: the vendor's GpuVendor.name: the restore-file kind's first part
     units = ""         #: "W", "MHz"
+    permission_fix = ""  #: what to do when the library says "not permitted"
 
     @property
     def what(self) -> str:
@@ -71,7 +86,7 @@ class _GpuControl:
         raise NotImplementedError
 
     def call(self, method: str, *args: Any) -> Any:
-        return _layer_call(self.gpu, self.vendor, method, *args)
+        return _layer_call(self.gpu, self.vendor, method, *args, fix=self.permission_fix)
 
     def allowed_range(self) -> tuple[float, float] | None:
         raise NotImplementedError
@@ -120,112 +135,3 @@ class _Clock(_GpuControl):
     @property
     def what(self) -> str:
         return f"{self.which}_clock"
-
-
-# --- NVML -----------------------------------------------------------------------------------------------------
-
-class _Nvml(_GpuControl):
-    vendor, prefix = "NVML", "nvml"
-
-    @property
-    def gpu(self) -> NvmlGpu:
-        from archline.powermon.counters.nvml import NvmlGpu
-
-        return NvmlGpu(self.lib, self.index)
-
-
-@dataclass
-class NvmlPowerLimit(_Nvml, _PowerLimit):
-    pass
-
-
-@dataclass
-class NvmlLockedClocks(_Nvml, _Clock):
-    """GPU (``which="core"``) or memory (``which="mem"``) locked clocks; reset on restore."""
-
-    which: str = "core"
-
-    def available(self) -> tuple[bool, str]:
-        def lacks() -> str:
-            return "" if self.gpu.can_lock_clock(self.which) else \
-                f"this NVML has no {self.gpu._lock_fn(self.which, 'Set')}"
-
-        return self._probe(f"NVML locked {self.which} clocks of GPU {self.index}", lacks=lacks)
-
-    def allowed_range(self) -> tuple[float, float] | None:
-        return 1.0, float(self.call("max_clock_mhz", self.which))
-
-    def state(self) -> dict[str, Any]:
-        return {"clock_mhz": int(self.call("clock_mhz", self.which))}
-
-    def set(self, value: float) -> float:
-        return float(self.call("lock_clock_mhz", self.which, round(value)))
-
-    def restore(self, state: dict[str, Any]) -> None:
-        self.call("reset_clock", self.which)
-
-
-# --- AMD SMI --------------------------------------------------------------------------------------------------
-
-class _AmdSmi(_GpuControl):
-    vendor, prefix = "AMD SMI", "amdsmi"
-
-    @property
-    def gpu(self) -> AmdSmiGpu:
-        from archline.powermon.counters.amdsmi import AmdSmiGpu
-
-        try:
-            return AmdSmiGpu.at(self.lib, self.index)
-        except DeviceError as e:
-            raise ControlError(str(e)) from None
-
-
-@dataclass
-class AmdSmiPowerCap(_AmdSmi, _PowerLimit):
-    """The socket power cap (``amdsmi_set_power_cap`` on power sensor 0), read back after each set."""
-
-
-#: the performance level of each AMD GPU before archline set a clock range on it, (id(lib), index) -> (lib, level):
-#: setting the first clock's range leaves AUTO for MANUAL, so the other clock's state must not take MANUAL for the
-#: level to go back to (restored in either order, each range then the level, the GPU ends at the level before)
-_LEVEL_BEFORE: dict[tuple[int, int], tuple[Any, str]] = {}
-
-
-@dataclass
-class AmdSmiClockRange(_AmdSmi, _Clock):
-    """GFX (``which="core"``) or memory (``which="mem"``) clock held at one value by setting its range's minimum and
-    maximum to it. The state is the range and the GPU's performance level before (the driver leaves AUTO for MANUAL
-    to set a range); restore puts both back, the range first."""
-
-    which: str = "core"
-    #: the range before archline changed it: the allowed range for every later point (a set range narrows what
-    #: the device reports as its range)
-    _range: tuple[float, float] | None = field(default=None, compare=False, repr=False)
-
-    def available(self) -> tuple[bool, str]:
-        def lacks() -> str:
-            return "" if self.gpu.can_set_clock_range() else "this amdsmi has no amdsmi_set_gpu_clk_range"
-
-        return self._probe(f"AMD SMI {self.which} clock range of GPU {self.index}", ("perf_level",), lacks=lacks)
-
-    def allowed_range(self) -> tuple[float, float] | None:
-        if self._range is None:
-            self._range = self.call("clock_range_mhz", self.which)
-        return self._range
-
-    def state(self) -> dict[str, Any]:
-        lo, hi = self.allowed_range() or self.call("clock_range_mhz", self.which)
-        key = (id(self.lib), self.index)
-        seen = _LEVEL_BEFORE.get(key)
-        if seen is None or seen[0] is not self.lib:
-            seen = _LEVEL_BEFORE[key] = (self.lib, str(self.call("perf_level")))
-        return {"min_mhz": int(lo), "max_mhz": int(hi), "perf_level": seen[1]}
-
-    def set(self, value: float) -> float:
-        mhz = round(value)
-        return float(self.call("set_clock_range_mhz", self.which, mhz, mhz))
-
-    def restore(self, state: dict[str, Any]) -> None:
-        self.call("set_clock_range_mhz", self.which, int(state["min_mhz"]), int(state["max_mhz"]))
-        self.call("set_perf_level", str(state["perf_level"]))
-        _LEVEL_BEFORE.pop((id(self.lib), self.index), None)

@@ -16,9 +16,10 @@ from archline.bench.controls.base import (
     ControlRangeError,
     RestoreFile,
 )
-from archline.bench.controls.devices import CpuFreq, JetsonOverride, RaplPowerLimit
-from archline.bench.controls.gpu import AmdSmiClockRange, AmdSmiPowerCap, NvmlLockedClocks, NvmlPowerLimit
-from archline.bench.registry import backends, of_kind
+from archline.bench.controls.devices import CpuFreq, JetsonOverride, RaplPowerLimit, rapl_power_limits
+from archline.bench.controls.gpu import GpuVendor
+from archline.bench.registry import backends, gpu_vendors, of_kind
+from archline.powermon.counters.kind import AMDSMI, NVML, RAPL
 
 # --- a run's set of controls ---------------------------------------------------------------------------------
 
@@ -26,7 +27,7 @@ def restore_from_entry(entry: dict[str, Any], *, nvml: Any = None, amdsmi: Any =
     """Put one restore-file entry back."""
     kind, target, state = entry["kind"], entry["target"], entry["state"]
     ctl: Any
-    if kind == "rapl":
+    if kind == RAPL:
         p = Path(target)
         ctl = RaplPowerLimit(p.parent, int(p.name.split("_")[1]))
     elif kind == "cpufreq":
@@ -34,12 +35,11 @@ def restore_from_entry(entry: dict[str, Any], *, nvml: Any = None, amdsmi: Any =
     elif kind == "jetson":
         rate = Path(target)
         ctl = JetsonOverride(rate, rate.parent / "state")
-    elif kind.startswith(("nvml_", "amdsmi_")):
-        vendor, what = kind.split("_", 1)
-        lib = (nvml if vendor == "nvml" else amdsmi) or _load_layer(vendor)
+    elif (vendor := next((v for v in gpu_vendors() if kind.startswith(f"{v.name}_")), None)) is not None:
+        what = kind.removeprefix(f"{vendor.name}_")
+        lib = vendor.library(_given(nvml, amdsmi).get(vendor.name))
         idx = int(target.removeprefix("gpu"))
-        power, clock = (NvmlPowerLimit, NvmlLockedClocks) if vendor == "nvml" else (AmdSmiPowerCap, AmdSmiClockRange)
-        ctl = power(lib, idx) if what == "power" else clock(lib, idx, what.removesuffix("_clock"))
+        ctl = vendor.power(lib, idx) if what == "power" else vendor.clock(lib, idx, what.removesuffix("_clock"))
     else:
         raise ControlError(f"restore file names an unknown control '{kind}'")
     ctl.restore(state)
@@ -59,33 +59,22 @@ def apply_pending_restore(path: Path, *, nvml: Any = None, amdsmi: Any = None,
     return n
 
 
-def _load_layer(vendor: str) -> Any:
-    """NVML (``vendor="nvml"``) or AMD SMI (``"amdsmi"``) through powermon (the one place each is initialised), its
-    absence as a control error."""
-    from archline.powermon.errors import MeterError
-
-    try:
-        if vendor == "nvml":
-            from archline.powermon.counters.nvml import load_nvml
-
-            return load_nvml()
-        from archline.powermon.counters.amdsmi import load_amdsmi
-
-        return load_amdsmi()
-    except MeterError as e:
-        raise ControlError(str(e)) from None
+def _given(nvml: Any, amdsmi: Any) -> dict[str, Any]:
+    """A caller's library objects (a test's fakes) by vendor name."""
+    return {NVML: nvml, AMDSMI: amdsmi}
 
 
-def _gpu_libs(backend: str, given: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The vendor libraries a GPU profile's controls may use, in the order tried (the back end's
-    ``control_vendors`` in the registry; else both), each given or loaded; and why those that are not there are not."""
+def _gpu_libs(backend: str, given: dict[str, Any]) -> tuple[list[tuple[GpuVendor, Any]], str]:
+    """The vendors a GPU profile's controls may use with their libraries, in the order tried (the back end's
+    ``control_vendors`` in the registry; else every vendor's), each given or loaded; and why those that are not
+    there are not."""
     info = backends().get(backend)
-    vendors = info.control_vendors if info is not None and info.control_vendors else ("nvml", "amdsmi")
-    libs: dict[str, Any] = {}
+    vendors: tuple[GpuVendor, ...] = info.vendors() if info is not None else gpu_vendors()
+    libs: list[tuple[GpuVendor, Any]] = []
     reasons: list[str] = []
     for v in vendors:
         try:
-            libs[v] = given[v] if given.get(v) is not None else _load_layer(v)
+            libs.append((v, v.library(given.get(v.name))))
         except ControlError as e:
             reasons.append(str(e))
     return libs, "; ".join(reasons)
@@ -193,23 +182,21 @@ def open_controls(profile: Any, caps: Sequence[float], dvfs_ids: Sequence[str], 
     # OpenCL on a CPU (PoCL) is a CPU: RAPL and cpufreq, not a GPU vendor's library
     gpu = kind == "gpu" or (kind != "cpu" and backend in of_kind("gpu"))
     cs = ControlSet(RestoreFile(rpath), log=log)
-    libs: dict[str, Any] = {}
+    libs: list[tuple[GpuVendor, Any]] = []
     lib_reason = ""
     dev = str(profile.bench.device or "0")
     idx = int(dev) if dev.isdigit() else 0
     if gpu and (caps or dvfs_ids):
         if dev.isdigit():
-            libs, lib_reason = _gpu_libs(backend, {"nvml": nvml, "amdsmi": amdsmi})
+            libs, lib_reason = _gpu_libs(backend, _given(nvml, amdsmi))
         else:
             lib_reason = f"the profile's [bench] device '{dev}' is not a GPU index (caps and clocks need one)"
     if caps:
         cands: list[Control] = []
         if gpu:
-            cands += [NvmlPowerLimit(lib, idx) if v == "nvml" else AmdSmiPowerCap(lib, idx) for v, lib in libs.items()]
+            cands += [v.power(lib, idx) for v, lib in libs]
         else:
-            from archline.powermon.counters.rapl import default_root, list_zones
-
-            cands += [RaplPowerLimit(z.path) for z in list_zones(powercap_root or default_root()) if "/" not in z.name]
+            cands += rapl_power_limits(powercap_root)
         cs.cap, cs.cap_skip = _pick(cands)
         if cs.cap is None:
             cs.cap_skip = "; ".join(r for r in (cs.cap_skip if cands else "", lib_reason) if r) or (
@@ -226,10 +213,9 @@ def open_controls(profile: Any, caps: Sequence[float], dvfs_ids: Sequence[str], 
             core_c.append(JetsonOverride(Path(d.core_clock_files[0]), Path(d.core_clock_files[1])))
         if d.mem_clock_files:
             mem_c.append(JetsonOverride(Path(d.mem_clock_files[0]), Path(d.mem_clock_files[1])))
-        for v, lib in libs.items():
-            clock = NvmlLockedClocks if v == "nvml" else AmdSmiClockRange
-            core_c.append(clock(lib, idx, "core"))
-            mem_c.append(clock(lib, idx, "mem"))
+        for v, lib in libs:
+            core_c.append(v.clock(lib, idx, "core"))
+            mem_c.append(v.clock(lib, idx, "mem"))
         if not gpu:
             core_c.append(CpuFreq(cpu_root or Path("/sys/devices/system/cpu")))
         cs.core, cs.core_skip = _pick(core_c)

@@ -7,4 +7,4 @@ BACKEND = BackendInfo(
     name="cuda", opener="archline.bench.cuda.backend:CudaBackend",
     help="an NVIDIA GPU: the GPU catalogue built by nvcc, launched through cupy",
     device_kind="gpu", kernels=(*KERNELS, "ceilings", "ceil_flop", "ceil_mem"), precisions=("sp", "dp", "int32"),
-    control_vendors=("nvml",))
+    control_vendors=("archline.bench.cuda.vendor:VENDOR",))

@@ -14,17 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 from archline.bench.cuda import nvcc
+from archline.bench.cuda.vendor import VENDOR
 from archline.bench.gpu.core import GpuBackend
 from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.kernels import KernelSpec
-from archline.powermon.counters.nvml import NvmlGpu
 
 NAME = "cuda"
 
 
 class CudaDevice(CupyDevice):
-    lang, timer, compiler, unit_word, layer = "cuda", "cuda-events", "nvcc", "SMs", NvmlGpu
+    lang, timer, compiler, unit_word, layer = "cuda", "cuda-events", "nvcc", "SMs", VENDOR.layer
     find_compiler = staticmethod(nvcc.find_nvcc)
     check_arch = staticmethod(nvcc.check_arch)
 

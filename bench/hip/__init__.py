@@ -8,4 +8,4 @@ BACKEND = BackendInfo(
     name="hip", opener="archline.bench.hip.backend:HipBackend",
     help="an AMD GPU: the GPU catalogue built by hipcc, launched through cupy on ROCm",
     device_kind="gpu", kernels=(*KERNELS, "ceilings", "ceil_flop", "ceil_mem"), precisions=("sp", "dp", "int32"),
-    control_vendors=("amdsmi",))
+    control_vendors=("archline.bench.hip.vendor:VENDOR",))

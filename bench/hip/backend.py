@@ -17,14 +17,14 @@ from archline.bench.gpu.core import GpuBackend
 from archline.bench.gpu.cupy_runtime import CupyDevice, CupyDriver, text
 from archline.bench.gpu.desc import GpuKernelDesc
 from archline.bench.hip import hipcc
+from archline.bench.hip.vendor import VENDOR
 from archline.bench.kernels import KernelSpec
-from archline.powermon.counters.amdsmi import AmdSmiGpu
 
 NAME = "hip"
 
 
 class HipDevice(CupyDevice):
-    lang, timer, compiler, unit_word, layer = "hip", "hip-events", "hipcc", "CUs", AmdSmiGpu
+    lang, timer, compiler, unit_word, layer = "hip", "hip-events", "hipcc", "CUs", VENDOR.layer
     find_compiler = staticmethod(hipcc.find_hipcc)
     check_arch = staticmethod(hipcc.check_target)
 

@@ -14,8 +14,6 @@ from typing import Any, ClassVar
 import pytest
 
 from archline.bench.controls import (
-    AmdSmiClockRange,
-    AmdSmiPowerCap,
     ControlError,
     ControlRangeError,
     ControlSet,
@@ -23,6 +21,7 @@ from archline.bench.controls import (
     apply_pending_restore,
     open_controls,
 )
+from archline.bench.hip.vendor import AmdSmiClockRange, AmdSmiPowerCap
 from archline.powermon.counters.amdsmi import AmdSmiCallError, AmdSmiGpu
 
 LEVELS = ("AUTO", "LOW", "HIGH", "MANUAL", "STABLE_STD", "STABLE_PEAK", "DETERMINISM")

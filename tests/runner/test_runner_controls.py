@@ -17,13 +17,12 @@ from archline.bench.controls import (
     ControlSet,
     CpuFreq,
     JetsonOverride,
-    NvmlLockedClocks,
-    NvmlPowerLimit,
     RaplPowerLimit,
     RestoreFile,
     apply_pending_restore,
     open_controls,
 )
+from archline.bench.cuda.vendor import NvmlLockedClocks, NvmlPowerLimit
 from archline.formats.platforms.profiles import load_platform
 
 
