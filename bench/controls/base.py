@@ -1,14 +1,14 @@
-"""What every control shares: the Control interface, its errors, the restore file and sysfs helpers."""
+"""What every control shares: the Control interface, its errors, the restore file (read and written by its owner,
+:mod:`archline.formats.restore_state`) and sysfs helpers."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Protocol
 
 from archline.bench.errors import BenchError
-from archline.common.atomic import write_atomic
+from archline.formats import restore_state
 
 DEFAULT_RESTORE = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "archline" / \
     "restore.json"
@@ -52,37 +52,15 @@ class Control(Protocol):
     def restore(self, state: dict[str, Any]) -> None: ...
 
 
-class RestoreFile:
-    """``{"entries": [{"kind", "target", "state"}]}``: the settings to put back. The first state recorded for a
-    (kind, target) is the original and is never overwritten."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
+class RestoreFile(restore_state.RestoreFile):
+    """The restore file (its format: :mod:`archline.formats.restore_state`), whose problems are control errors: a
+    point that finds it damaged fails as any control's would, and the run goes on to the next."""
 
     def entries(self) -> list[dict[str, Any]]:
         try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return []
-        except (OSError, json.JSONDecodeError) as e:
-            raise ControlError(f"restore file {self.path} is unreadable ({e}); fix or remove it after checking "
-                               "the device settings by hand") from None
-        return list(data.get("entries", []))
-
-    def _save(self, entries: list[dict[str, Any]]) -> None:
-        if entries:
-            write_atomic(self.path, json.dumps({"entries": entries}, indent=1))
-        elif self.path.exists():
-            self.path.unlink()
-
-    def record(self, kind: str, target: str, state: dict[str, Any]) -> None:
-        entries = self.entries()
-        if not any(e["kind"] == kind and e["target"] == target for e in entries):
-            entries.append({"kind": kind, "target": target, "state": state})
-            self._save(entries)
-
-    def done(self, kind: str, target: str) -> None:
-        self._save([e for e in self.entries() if not (e["kind"] == kind and e["target"] == target)])
+            return super().entries()
+        except restore_state.RestoreStateError as e:
+            raise ControlError(str(e)) from None
 
 
 # --- sysfs helpers ------------------------------------------------------------------------------------------

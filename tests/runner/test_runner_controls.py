@@ -129,6 +129,30 @@ def test_runner_restore_file_applied_by_the_next_run_after_a_crash(tmp_path: Pat
     assert not rpath.exists() and len(log) == 2
 
 
+def test_runner_restore_file_is_versioned_and_damage_is_one_line(tmp_path: Path) -> None:
+    """The restore file's owner (formats/restore_state.py, issue 37): written with its schema; a file from before
+    the schema reads as version 1; a newer major version, damaged JSON or a malformed entry is a ControlError naming
+    the file (a point fails, as with any control), never a guess."""
+    z = _rapl_tree(tmp_path / "powercap")
+    rpath = tmp_path / "restore.json"
+    ControlSet(RestoreFile(rpath), cap=RaplPowerLimit(z)).apply_point(SimpleNamespace(power_cap_w=60.0, dvfs_id=None))
+    data = json.loads(rpath.read_text())
+    assert data["schema"] == "archline.restore/1" and [e["kind"] for e in data["entries"]] == ["rapl"]
+    rpath.write_text(json.dumps({"entries": data["entries"]}))          # an older archline's file: no schema
+    assert apply_pending_restore(rpath) == 1 and not rpath.exists()
+    assert (z / "constraint_0_power_limit_uw").read_text().strip() == "95000000"
+    for text, says in ((json.dumps({"schema": "archline.restore/2", "entries": []}), "written by a newer archline"),
+                       (json.dumps({"schema": "archline.costs/1"}), "expected 'archline.restore/1'"),
+                       ('{"entries": [', "Expecting value"), ("[]", "not a JSON object"),
+                       (json.dumps({"entries": [{"kind": "rapl", "target": "x"}]}), "entries[0] is not"),
+                       (json.dumps({"entries": {}}), "'entries' is not a list")):
+        rpath.write_text(text)
+        with pytest.raises(ControlError) as e:
+            apply_pending_restore(rpath)
+        assert str(e.value).startswith(f"restore file {rpath} is unreadable (") and says in str(e.value)
+        assert "\n" not in str(e.value) and rpath.read_text() == text       # left for someone to check
+
+
 def test_runner_jetson_override_files(tmp_path: Path) -> None:
     clock = tmp_path / "clock"
     ov = clock / "override.gbus"
