@@ -84,8 +84,8 @@ def main() -> None:
         floor = min(floor, read_floor(raw))
         for k, out in outs.items():
             best[k] = min(best[k], run_cli(["meter", "decode", str(raw), "--out", str(out)]))
+    from archline.formats.meters.samples_file import write_samples
     from archline.powermon.offline import decode_file, decode_to_file
-    from archline.powermon.record.samples_file import write_samples
 
     t0 = time.perf_counter()
     s, meta = decode_file(raw, None)

@@ -206,8 +206,8 @@ def decode_cmd(raw: str, out: str, channels: str | None, rate_hz: float | None, 
       archline meter decode capture.raw.bin --out samples.csv
       archline meter decode capture.raw.bin --out samples.csv --format json
     """
+    from archline.formats.meters.capture import stream_capture_kind
     from archline.powermon.offline import decode_to_file
-    from archline.powermon.powermon2.capture import stream_capture_kind
 
     kind = stream_capture_kind(raw)
     if kind is not None:      # a PowerSensor3 or PMD-USB capture (its sidecar says which)
@@ -340,9 +340,9 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
       archline meter emulate --kind powersensor3 --rate 2000 --duration 1
     """
 
+    from archline.formats.meters.versions import emulator_speed_problem, max_emulator_speed
     from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
     from archline.powermon.errors import MeterError
-    from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
     from archline.powermon.powermon2.protocol import MAX_AGGREGATE_RECORDS_PER_S
 
     # a client may ask for the device's fastest stream: the pty must carry that at this speed (bench run's rule;

@@ -21,7 +21,7 @@ from archline.common.outputs import is_stream, note_output, read_only, resolve_o
 #: figure formats every matplotlib back end writes
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp",
                    ".pgf")
-#: trace and samples formats (powermon.record.traces)
+#: trace and samples formats (formats.meters.traces)
 SAMPLES_SUFFIXES = (".csv", ".csv.gz", ".parquet")
 
 

@@ -59,7 +59,7 @@ _EXPORTS = {
     "NvmlMeter": "archline.powermon.counters.nvml",
     "Script": "archline.powermon.emulator.power",
     "Faults": "archline.powermon.emulator.device",
-    "Samples": "archline.powermon.record.samples",
+    "Samples": "archline.formats.meters.samples",
     "integrate_samples": "archline.powermon.record.integrate",
     "MeterError": "archline.powermon.errors",
 }

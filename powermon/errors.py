@@ -1,12 +1,7 @@
 """User-facing errors of the meter layer (the CLI prints each as one line with its exit code)."""
 
-from archline.common.exits import EXIT_DEVICE, EXIT_INPUT, EXIT_SAMPLES_LOST
-
-
-class MeterError(Exception):
-    """A meter problem the user can act on: bad capture, bad channel map, bad value, a window with no data."""
-
-    exit_code = EXIT_INPUT
+from archline.common.exits import EXIT_DEVICE, EXIT_SAMPLES_LOST
+from archline.formats.meters.errors import MeterError as MeterError  # the base: the file owners raise it too
 
 
 class DeviceError(MeterError):

@@ -50,7 +50,8 @@ class MeterKind:
     opener: Callable[..., Any] | None = None
     #: ``meter record --meter`` words and their help (shell completion offers them): ("powermon2:", "...")
     record_words: tuple[tuple[str, str], ...] = ()
-    #: turns ``WORD:ARG`` into a meter; None (with ``record_words``): :func:`default_record`
+    #: turns ``WORD:ARG`` into a meter; None (with ``record_words``):
+    #: :func:`archline.powermon.record_entry.default_record`
     record: RecordFn | None = None
     #: ``meter list`` rows of this kind, ``lister(**options)`` (options: a test's roots and layers, ignore the
     #: others); None: the module's ``list_meters()``, else a row saying to configure it in a profile
@@ -73,6 +74,9 @@ class MeterKind:
     #: without its sidecar is recognised (powermon/stream/sniff.py)
     frame_share: Callable[[Any, int], float] | None = None
     captures: bool = False                      #: ``meter record`` keeps a raw byte capture beside the trace
+    #: the module whose ``decode_file`` and ``decode_to_file`` decode its raw captures that are not a byte stream's
+    #: (``meter decode`` of a capture without an ``archline.stream.raw/1`` sidecar)
+    decoder: str | None = None
     #: what its samples sidecar keeps for the resolution bound (``meter integrate``); None: no bound of its own
     resolution: str | None = None
     #: the ``[[meters]]`` keys only some kinds take (powermon/spec.py: RESTRICTED_KEYS) that this kind takes
@@ -80,17 +84,6 @@ class MeterKind:
     #: the kind's own rules on a validated entry: raises ValueError (the message names the key)
     check: Callable[[Any], None] | None = None
     origin: str = "archline"                    #: who declared it (a plugin: its distribution and entry point)
-
-
-def stream_recorder(port_hint: str) -> Callable[..., Any]:
-    """``meter record`` for a serial stream meter (PowerSensor3, PMD-USB), ``port_hint`` named when no port is
-    given. The recording module is imported when used: the registry is read on every command."""
-    def record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
-               raw_path: Path | None) -> Any:
-        from archline.powermon.recording import record_stream_meter
-
-        return record_stream_meter(word, arg, channels, rate_hz, raw_path, port_hint=port_hint)
-    return record
 
 
 def protocol_frame_share(module: str) -> Callable[[Any, int], float]:
@@ -143,11 +136,14 @@ def _with_origin(k: MeterKind, origin: str) -> MeterKind:
 
 
 @functools.cache
+def builtin_kinds() -> tuple[MeterKind, ...]:
+    """archline's own kinds, in :data:`BUILTIN_MODULES` order (no plugin is discovered: nothing to warn about)."""
+    return tuple(k for mod in BUILTIN_MODULES for k in importlib.import_module(mod).KINDS)
+
+
+@functools.cache
 def _registry() -> dict[str, MeterKind]:
-    reg: dict[str, MeterKind] = {}
-    for mod in BUILTIN_MODULES:
-        for k in importlib.import_module(mod).KINDS:
-            reg[k.name] = k
+    reg: dict[str, MeterKind] = {k.name: k for k in builtin_kinds()}
     for k in _plugins(set(reg)):
         reg[k.name] = k
     return reg
@@ -188,26 +184,6 @@ def by_word(word: str) -> MeterKind | None:
 def by_scheme(scheme: str) -> MeterKind | None:
     """The kind whose emulator URL has ``scheme``."""
     return next((k for k in kinds() if k.scheme is not None and k.scheme == scheme), None)
-
-
-def default_record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
-                   raw_path: Path | None) -> Any:
-    """``meter record --meter KIND[:ADDRESS]`` of a kind that gives no ``record`` of its own: the entry
-    ``{name = KIND, kind = KIND, url = ADDRESS}`` opened as a profile's would be. It has no channel numbers or rate
-    of ours to set: --channels and --rate are refused, never ignored."""
-    from archline.powermon.errors import MeterError
-    from archline.powermon.spec import MeterSpec, open_meter
-
-    k = get(word)
-    given = [o for o, v in (("--channels", channels), ("--rate", rate_hz)) if v is not None]
-    if given:
-        raise MeterError(f"--meter {word}: a {k.title} meter is recorded as its profile entry would be, so "
-                         f"{' and '.join(given)} cannot apply; leave {'them' if len(given) > 1 else 'it'} out")
-    from archline.common.inputs import validate
-
-    spec = validate(MeterSpec, {"name": k.name, "kind": k.name, **({"url": arg} if arg else {})},
-                    f"--meter {word}", error=MeterError)
-    return open_meter(spec)
 
 
 def clear_cache() -> None:

@@ -241,8 +241,8 @@ def emulated_meter(be: EmulatedBackend, *, seed: int = 0, raw_dir: Path | None =
     import importlib
 
     from archline.bench.emulated.device import ModelPowerSource
+    from archline.formats.meters.versions import MAX_EMULATED_RECORDS_PER_S, slower_advice
     from archline.powermon import kinds
-    from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, slower_advice
 
     spec = be.meter
     kind = kinds.get(spec.kind)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from archline.formats.meters.samples import Samples
 from archline.powermon.bmc.bound import MAX_FAILED_KEPT, BoundTerms, window_energy
 from archline.powermon.bmc.reading import BmcUnavailable, PowerReading
 from archline.powermon.bmc.redfish_sources import SOURCE_SUBSYSTEM
@@ -28,7 +29,6 @@ from archline.powermon.counters.base import CounterMeter
 from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
-from archline.powermon.record.samples import Samples
 
 POLLS_PER_PERIOD = 4
 #: a BMC clock whose ReadingTime runs off the host's by more than this share is not used to place readings

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from archline.powermon.record.samples import Samples
+from archline.formats.meters.samples import Samples
 
 RESOLUTION_W = 1.0             # a BMC's reading is good to a watt at best (most serve whole watts)
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from archline.formats.meters.samples import Samples
 from archline.powermon.counters.edges import at_poll, interp_range_j, outside_edge_j, spaced
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
-from archline.powermon.record.samples import Samples
 
 
 def read_int(path: Path, denied: str, gone: str, read: Callable[[Path], str] = Path.read_text) -> int:

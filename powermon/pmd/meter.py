@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from archline.formats.meters.capture import read_stream_capture, stream_capture
+from archline.formats.meters.samples import Samples
 from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.pmd.driver import PmdUsb
 from archline.powermon.pmd.emulator import PmdCore
 from archline.powermon.pmd.protocol import FRAME_BYTES
-from archline.powermon.powermon2.capture import read_stream_capture, stream_capture
-from archline.powermon.record.samples import Samples
 from archline.powermon.spec import MeterSpec
 from archline.powermon.stream import meter as stream
 from archline.powermon.stream.core import StreamFaults

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 import serial
 
+from archline.formats.meters.capture import RawCapture
+from archline.formats.meters.capture import sidecar_path as sidecar_path  # re-exported: the sidecar's name
+from archline.formats.meters.samples import Samples
+from archline.formats.meters.versions import RAW_FORMAT as RAW_FORMAT  # re-exported: the capture sidecar's format
 from archline.powermon.errors import DeviceError, MeterError
-from archline.powermon.formats import RAW_FORMAT as RAW_FORMAT  # re-exported: the capture sidecar's format
-from archline.powermon.powermon2.capture import RawCapture
-from archline.powermon.powermon2.capture import sidecar_path as sidecar_path  # re-exported: the sidecar's name
 from archline.powermon.powermon2.decode import DecodeStats, StreamDecoder
 from archline.powermon.powermon2.protocol import (
     BAUD_RATE,
@@ -39,7 +40,6 @@ from archline.powermon.powermon2.protocol import (
     volts_from_code,
 )
 from archline.powermon.record.clock import ClockMap, fit_clock
-from archline.powermon.record.samples import Samples
 from archline.powermon.stream.driver import open_serial
 
 EMULATOR_PACKAGE = "archline.powermon.emulator"

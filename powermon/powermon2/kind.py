@@ -19,7 +19,7 @@ RECORD_RATE_HZ = 128.0
 def _record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
             raw_path: Path | None) -> Any:
     """``powermon2:PORT`` (``powermon://NAME`` an emulator URL) or ``emulated[:SPEED]`` (a PowerMon 2 emulator)."""
-    from archline.powermon.recording import url_speed
+    from archline.powermon.meter_words import url_speed
     from archline.powermon.spec import channels_spec, open_meter
 
     rate = RECORD_RATE_HZ if rate_hz is None else rate_hz
@@ -28,7 +28,7 @@ def _record(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float 
             raise MeterError(f"--meter {NAME} needs a port: {NAME}:/dev/ttyUSB0")
         return open_meter(channels_spec(NAME, NAME, channels, port=arg, rate_hz=rate), raw_path=raw_path,
                           speed=url_speed(arg))
-    from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
+    from archline.formats.meters.versions import emulator_speed_problem, max_emulator_speed
     from archline.powermon.powermon2.meter import emulated_powermon
 
     try:
@@ -60,4 +60,5 @@ KINDS = (MeterKind(
                   ("emulated", "an emulated PowerMon 2 (emulated:SPEED runs it faster)")),
     record=_record, lister=_list, absent="plug one in; give its port",
     channel_ids=range(MAX_CHANNELS), voltage_limit_v=VOLTAGE_FULL_SCALE_V, serial=True, scheme="powermon",
-    reference=True, captures=True, resolution="shunts (r_sense_ohm)"),)
+    reference=True, captures=True, resolution="shunts (r_sense_ohm)",
+    decoder="archline.powermon.powermon2.capture_decode"),)

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from archline.formats.meters.versions import RAW_TICK_HZ
 from archline.powermon.errors import MeterError
 
 BAUD_RATE = 1_000_000
-TICK_HZ = 1024                      #: device sample tick (32.768 kHz crystal / 32)
+TICK_HZ = RAW_TICK_HZ               #: device sample tick (32.768 kHz crystal / 32): what a capture's sidecar counts
 PROMPT = b"OK\r\n"
 VERSION_REPLY = b"PowerMon\r\n HW v2.0\r\n SW v2.2\r\n"
 RECORD_BYTES = 4

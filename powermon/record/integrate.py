@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from archline.formats.meters.samples import Samples
+from archline.formats.meters.samples_file import check_power
 from archline.powermon.errors import MeterError
-from archline.powermon.record.samples import Samples
 
 F64 = npt.NDArray[np.float64]
 
@@ -202,24 +203,6 @@ class Integration:
         if self.emulated:
             out["emulated"] = True
         return out
-
-
-def check_power(samples: Samples, where: str = "") -> None:
-    """NaN, infinite or negative power (or time) in a samples file is an error naming the first such row: a meter
-    never reports it, so the file is damaged or not a meter's."""
-    at = f"{where}: " if where else ""
-    for name, col in (("t_s", samples.t_s), ("power_w", samples.power_w)):
-        bad = ~np.isfinite(col)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise MeterError(f"{at}{name} is not a finite number in {int(bad.sum())} sample(s) (first: row {i + 1}, "
-                             f"{col[i]}); a meter never reports that: the file is damaged")
-    neg = samples.power_w < 0
-    if neg.any():
-        i = int(np.argmax(neg))
-        raise MeterError(f"{at}power_w is negative in {int(neg.sum())} sample(s) (first: row {i + 1}, "
-                         f"{float(samples.power_w[i]):g} W at t_s {float(samples.t_s[i]):g}); a meter never "
-                         "reports negative power: the file is damaged")
 
 
 def integrate_samples(samples: Samples, t0_s: float | None = None, t1_s: float | None = None,

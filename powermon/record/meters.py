@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from archline.powermon.record.samples import Samples
+from archline.formats.meters.samples import Samples
 
 
 @dataclass

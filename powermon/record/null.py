@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from archline.formats.meters.samples import Samples
 from archline.powermon.record.meters import MeterRegion
-from archline.powermon.record.samples import Samples
 
 
 class NullMeter:

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from archline.common.outputs import show
+from archline.formats.meters.samples import Samples
 from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, half_lsb_w
 from archline.powermon.record.bounds import half_lsb_power_w
-from archline.powermon.record.samples import Samples
 
 
 def _resolution(kind: Any) -> str | None:

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from archline.formats.meters.samples import Samples
 from archline.powermon.errors import DeviceError
 from archline.powermon.record.meters import ChannelResult, DeviceResult, MeterRegion
-from archline.powermon.record.samples import Samples
 
 F64 = npt.NDArray[np.float64]
 

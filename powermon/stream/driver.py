@@ -84,7 +84,7 @@ class StreamDriver:
         self.rate_warning: str | None = None        #: the rate note, logged once the stream starts
         self.config: Any = self.default_config()
         self.config_raw = b""                       #: the configuration bytes the handshake read (for a capture)
-        #: the raw capture (:class:`archline.powermon.powermon2.capture.RawCapture`, its one owner), or None
+        #: the raw capture (:class:`archline.formats.meters.capture.RawCapture`, its one owner), or None
         self.capture = capture
         self._captured = 0
         #: (capture offsets of the chunk, its frame index hint) of each chunk after a silence

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from archline.formats.meters.samples import Samples
 from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.emulator.pty_server import PtyServer
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.clock import ClockMap
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
-from archline.powermon.record.samples import Samples
 from archline.powermon.spec import MeterSpec
 from archline.powermon.stream.core import StreamFaults
 from archline.powermon.stream.driver import StreamDriver
@@ -301,7 +301,7 @@ def decode_capture_to_file(raw: str | Path, out: str | Path, kind: str, channels
     import importlib
 
     from archline.common.outputs import show
-    from archline.powermon.record.samples_file import write_samples
+    from archline.formats.meters.samples_file import write_samples
     from archline.powermon.spec import METER_MODULES
 
     if r_sense_ohm is not None:     # Hall sensors or the device's own scale: no shunt of ours to set

@@ -40,24 +40,16 @@ for _room in ALLOWED:
 #: sub-folder pairs that import each other today, each to be cut by the named owner; a new pair fails, and a pair
 #: that no longer imports both ways must leave this list
 KNOWN_SUBFOLDER_CYCLES: dict[tuple[str, str], str] = {
-    ("fit/analyses", "fit/plots"): "fit's owner (issue 27: analyses by paper)",
     ("powermon/emulator", "powermon/powermon2"): "powermon's owner (powermon2 is being changed)",
     ("powermon/powermon2", "powermon/record"): "powermon's owner (record is being changed)",
 }
 #: module-level import circles that exist today (issue 37 cuts them); the list may only shrink
 KNOWN_MODULE_CYCLES: set[frozenset[str]] = {frozenset(c.split()) for c in (
-    "archline.bench.measure.meters archline.bench.measure.run",
-    "archline.bench.run.sensor_windows archline.bench.run.session",
-    "archline.fit.analyses.placement archline.fit.plots.placement",
-    "archline.fit.io.configs archline.fit.io.stream_stats",
-    "archline.fit.regress.pointwise archline.fit.regress.result",
     "archline.formats.costs archline.formats.costs_table",
     "archline.formats.line_blocks archline.formats.results_file",
     "archline.formats.platforms.ert_file archline.formats.platforms.localhost archline.formats.platforms.profiles",
     "archline.powermon.bmc.ipmi archline.powermon.bmc.meter",
     "archline.powermon.counters.kind archline.powermon.meter_list",
-    "archline.powermon.kinds archline.powermon.recording archline.powermon.spec archline.powermon.stream.meter "
-    "archline.powermon.stream.url_rate",
 )}
 MAX_LINES = 400
 #: modules another issue owns right now (they may not be edited here); each names who and why

@@ -1,6 +1,6 @@
 """Each file format has one module that reads and writes it (issue 22): the results rows
 (``formats/results_file.ResultsFile``, the Parquet data set ``formats/dataset.ResultsDataset``), cost tables
-(``formats/costs.CostTable``) and samples files (``powermon/record/samples_file.SamplesFile``).
+(``formats/costs.CostTable``) and samples files (``formats/meters/samples_file.SamplesFile``).
 
 The check is by behaviour: the owner's entry point is replaced by one that raises, and every command that reads or
 writes the format is run. A command that still succeeds parsed or wrote the file some other way, and fails this
@@ -133,15 +133,15 @@ def test_samples_are_read_only_by_their_owner(fx: bi.Fixtures, run_cli: Callable
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["meter", "integrate", os.fspath(fx.files["samples"])]
     assert run_cli(*args).exit_code == 0
-    _replace(monkeypatch, "archline.powermon.record.samples_file.SamplesFile", "load")
+    _replace(monkeypatch, "archline.formats.meters.samples_file.SamplesFile", "load")
     _through_owner(run_cli, args)
 
 
 @pytest.mark.parametrize("entry", ["dump", "csv_stream"])
 def test_samples_are_written_only_by_their_owner(entry: str, fx: bi.Fixtures, run_cli: Callable[..., Any],
                                                  in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _replace(monkeypatch, "archline.powermon.record.samples_file.SamplesFile", "dump")
-    _replace(monkeypatch, "archline.powermon.record.samples_file.SamplesFile", "csv_stream")
+    _replace(monkeypatch, "archline.formats.meters.samples_file.SamplesFile", "dump")
+    _replace(monkeypatch, "archline.formats.meters.samples_file.SamplesFile", "csv_stream")
     for args in (["meter", "decode", os.fspath(fx.files["raw"]), "--out", "s.csv"],
                  ["meter", "decode", os.fspath(fx.files["raw"]), "--out", "s.parquet"],
                  ["meter", "record", "--meter", "emulated:4", "--channels", "0,1", "--duration", "0.3", "--out",

@@ -159,9 +159,9 @@ def test_fuzz_readers(valid_files: dict[str, bytes], tmp_path_factory: pytest.Te
     from archline.bench.config.sweep import load_config
     from archline.common.files import read_json, read_toml
     from archline.fit.io.results import read_results
+    from archline.formats.meters.samples_file import read_samples
     from archline.formats.platforms.profiles import load_costs, load_profile
     from archline.powermon.record.integrate import integrate_samples
-    from archline.powermon.record.samples_file import read_samples
 
     d = tmp_path_factory.getbasetemp() / "fuzz-readers"      # one directory, overwritten by every example
     d.mkdir(exist_ok=True)

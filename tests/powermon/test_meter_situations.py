@@ -24,8 +24,8 @@ from support.pipes import pipe_of
 from support.powermon_helpers import make_capture, one_line, run
 
 from archline.common.exits import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_SAMPLES_LOST
+from archline.formats.meters.versions import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
 from archline.powermon.emulator.device import EMULATED_LINE
-from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
 from archline.powermon.powermon2.protocol import PROMPT, VERSION_REPLY
 
 RATE_HZ = 128.0
@@ -184,7 +184,7 @@ def test_a_device_and_an_endless_pipe_are_refused(tmp_path: Path, capsys: pytest
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     code, _, err = run(capsys, "meter", "decode", "/dev/zero", "--out", str(tmp_path / "z.csv"))
     assert code == EXIT_INPUT and "device" in one_line(err)
-    from archline.powermon.powermon2 import capture as cap
+    from archline.formats.meters import capture as cap
 
     monkeypatch.setattr(cap, "MAX_CAPTURE_STREAM_BYTES", 1 << 20)
     with pipe_of(None) as p:

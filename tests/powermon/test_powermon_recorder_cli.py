@@ -23,13 +23,13 @@ from support.powermon_helpers import SCRIPT
 
 from archline.cli.meter import meter as meter_cli
 from archline.common.exits import EXIT_INPUT, EXIT_OK, EXIT_WRITE
+from archline.formats.meters.samples_file import read_samples
 from archline.powermon.emulator import Script
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.driver import PowerMon2
 from archline.powermon.powermon2.meter import emulated_powermon, open_powermon
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.recorder import Recorder
-from archline.powermon.record.samples_file import read_samples
 from archline.powermon.spec import MeterSpec, parse_meters
 
 #: the papers' GPU rails (S0 §IV-A): PCIe slot 12 V and 3.3 V through the interposer, 6-pin and 8-pin cables
@@ -545,7 +545,7 @@ def test_a_write_that_fails_at_the_end_leaves_nothing(run_cli: Any, tmp_path: Pa
                                                       where: str) -> None:
     """A full disk while the trace or its sidecar is written: exit 7 naming the user's file, and neither the
     trace, its sidecar, nor the capture (finished before them) is left."""
-    import archline.powermon.record.samples_file as sf
+    import archline.formats.meters.samples_file as sf
 
     def full(*a: Any, **k: Any) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / ("t.csv.json" if where == "sidecar"
@@ -553,7 +553,7 @@ def test_a_write_that_fails_at_the_end_leaves_nothing(run_cli: Any, tmp_path: Pa
     if where == "sidecar":
         monkeypatch.setattr(sf, "_write_sidecar", full)
     else:
-        monkeypatch.setattr("archline.powermon.record.traces.csv_bytes", full)
+        monkeypatch.setattr("archline.formats.meters.traces.csv_bytes", full)
     r = _record_r24b(run_cli, tmp_path / "t.csv")
     assert r.exit_code == EXIT_WRITE and "t.csv" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert _files(tmp_path) == []
@@ -563,7 +563,7 @@ def test_a_failed_write_keeps_files_it_did_not_make(run_cli: Any, tmp_path: Path
     """Another recording's files beside it are left as they were."""
     assert _record_r24b(run_cli, tmp_path / "a.csv").exit_code == EXIT_OK
     before = {n: (tmp_path / n).read_bytes() for n in _files(tmp_path)}
-    import archline.powermon.record.samples_file as sf
+    import archline.formats.meters.samples_file as sf
 
     def full(*a: Any, **k: Any) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "b.csv.json"))

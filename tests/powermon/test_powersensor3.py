@@ -433,7 +433,7 @@ def test_a_killed_recording_leaves_a_decodable_capture_and_a_later_one_cleans_it
     import subprocess
     import sys
 
-    from archline.powermon.powermon2.capture import STREAM_RAW_FORMAT, sidecar_path, stream_capture
+    from archline.formats.meters.capture import STREAM_RAW_FORMAT, sidecar_path, stream_capture
     from archline.powermon.powersensor3.meter import decode_capture
 
     cap = stream_capture("powersensor3", None, tmp_path / "k.raw.bin")

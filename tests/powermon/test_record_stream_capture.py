@@ -320,7 +320,7 @@ def test_a_250_byte_capture_keeps_its_recovery_sidecar_and_cleans_a_killed_ones(
     import subprocess
     import sys
 
-    from archline.powermon.powermon2.capture import sidecar_path, stream_capture
+    from archline.formats.meters.capture import sidecar_path, stream_capture
 
     name = "k" * (250 - len(".raw.bin")) + ".raw.bin"
     meta = {"type": "powersensor3", "rate_hz": 2000.0, "emulated": True}

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archline.formats.meters.samples import Samples
+from archline.formats.meters.samples_csv import format_block
+from archline.formats.meters.samples_file import SamplesFile, read_samples, write_samples
+from archline.formats.meters.traces import _chunk_rows
+from archline.formats.meters.versions import SAMPLES_FORMAT
 from archline.powermon.errors import MeterError
-from archline.powermon.formats import SAMPLES_FORMAT
 from archline.powermon.powermon2.records import RecordArrays
-from archline.powermon.record.samples import Samples
-from archline.powermon.record.samples_csv import RowFormat, format_block
-from archline.powermon.record.samples_file import SamplesFile, read_samples, write_samples
-from archline.powermon.record.traces import _chunk_rows
+from archline.powermon.powermon2.row_format import RowFormat
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +63,7 @@ def test_counter_rows_without_volts_and_amps_pass_the_power_check(tmp_path: Path
 
 
 def test_sidecar_models_tolerate_newer_and_refuse_wrong_types() -> None:
-    from archline.powermon.sidecar import CaptureSidecar, SamplesSidecar
+    from archline.formats.meters.sidecar import CaptureSidecar, SamplesSidecar
 
     s = SamplesSidecar.model_validate({"format": "archline.samples/9", "rate_hz": 128, "x": {"y": 1}})
     assert s.version == 9 and s.rate_hz == 128.0 and s.extra("x") == {"y": 1}
@@ -77,7 +78,7 @@ def test_sidecar_models_tolerate_newer_and_refuse_wrong_types() -> None:
 
 
 def test_sidecar_errors_are_one_line_naming_file_and_key(tmp_path: Path) -> None:
-    from archline.powermon.sidecar import CaptureSidecar
+    from archline.formats.meters.sidecar import CaptureSidecar
 
     sp = tmp_path / "c.raw.bin.json"
     sp.write_text(json.dumps({"clock": {"offset_s": 1.0, "drift_ppm": -1e6}}))
@@ -104,7 +105,7 @@ def test_key_numbering_in_the_code_box_matches_the_hash_table() -> None:
 
 def test_no_other_module_parses_samples_or_sidecars() -> None:
     """pyarrow's CSV/Parquet readers and sidecar JSON reads appear in the owners only (powermon, cli, bench)."""
-    owners = {"powermon/record/samples_file.py", "powermon/sidecar.py", "powermon/powermon2/capture.py",
+    owners = {"formats/meters/samples_file.py", "formats/meters/sidecar.py", "formats/meters/capture.py",
               "powermon/sensor/profile.py"}   # the last owns another format: archline.sensor_profile/1
     pattern = re.compile(r"pcsv\.read_csv|pq\.read_table|read_json\(|json\.load\(|CaptureSidecar\.load|"
                          r"SamplesSidecar\.load")

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from support.stream_meters import SPEED, spec_of
 
+from archline.formats.meters.capture import STREAM_RAW_FORMAT, sidecar_path, stream_capture_kind
 from archline.powermon.errors import MeterError
-from archline.powermon.powermon2.capture import STREAM_RAW_FORMAT, sidecar_path, stream_capture_kind
 from archline.powermon.record.recorder import Recorder
 from archline.powermon.spec import emulate_meter
 from archline.powermon.stream.core import StreamFaults
@@ -81,7 +81,7 @@ def test_meter_decode_reads_a_stream_capture(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from archline.cli.meter import meter as meter_cli
-    from archline.powermon.record.samples_file import read_samples
+    from archline.formats.meters.samples_file import read_samples
 
     meter = emulate_meter(spec_of("pmd"), _ramp, speed=SPEED, seed=2, raw_dir=tmp_path)
     with Recorder([meter]) as rec:

@@ -18,8 +18,8 @@ from archline.bench.config.options import RunOptions
 from archline.bench.run.session import run_once
 from archline.cli.main import main
 from archline.cli.meter import meter as meter_cli
+from archline.formats.meters.samples_file import read_samples
 from archline.powermon.emulator import register_device, unregister_device
-from archline.powermon.record.samples_file import read_samples
 
 CONSTANT = {0: (12.0, 5.0), 1: (3.3, 2.0)}
 

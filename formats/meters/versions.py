@@ -5,6 +5,8 @@ imports: writers use these without paying for the readers' validation)."""
 SAMPLES_FORMAT = "archline.samples/1"
 #: a raw PowerMon 2 capture's sidecar (``C.raw.bin.json``)
 RAW_FORMAT = "archline.powermon2.raw/1"
+#: the tick a raw PowerMon 2 capture's ``period_ticks`` count (the device's 32.768 kHz crystal / 32)
+RAW_TICK_HZ = 1024
 #: the largest clock drift a sidecar may claim: a quartz crystal drifts tens of ppm; 1000 ppm is a damaged file
 MAX_DRIFT_PPM = 1000.0
 #: a power_w column may differ from voltage_v x current_a by this share (plus POWER_ABS_TOL_W): the files hold 7

@@ -1,20 +1,20 @@
 """The one owner of samples files: ``t_s, channel, voltage_v, current_a, power_w`` as ``.csv``, ``.csv.gz`` or
-``.parquet``, and the JSON sidecar ``PATH.json`` beside them (:class:`archline.powermon.sidecar.SamplesSidecar`,
+``.parquet``, and the JSON sidecar ``PATH.json`` beside them (:class:`archline.formats.meters.sidecar.SamplesSidecar`,
 format ``archline.samples/1``). Every reader and writer of samples files goes through :class:`SamplesFile`.
 
 * **Read once, as a stream**: the file is read whole through :func:`archline.common.files.open_input`, so a pipe
   or ``<(...)`` works (its format is told by its first bytes, not its name); a pipe is bounded by
   :data:`archline.common.files.MAX_STREAM_BYTES`.
 * **Checked at the door**: the columns are there and numeric, ``t_s`` of each channel increases, and ``power_w``
-  agrees with ``voltage_v`` x ``current_a`` within :data:`~archline.powermon.formats.POWER_REL_TOL` (plus
-  :data:`~archline.powermon.formats.POWER_ABS_TOL_W`) where both are given; the sidecar is validated (pydantic,
+  agrees with ``voltage_v`` x ``current_a`` within :data:`~archline.formats.meters.versions.POWER_REL_TOL` (plus
+  :data:`~archline.formats.meters.versions.POWER_ABS_TOL_W`) where both are given; the sidecar is validated (pydantic,
   imported only when a sidecar is read).
 * **Written under the output policy** (:mod:`archline.common.atomic`): atomically, never onto an input, through a
   symlink; a device or pipe (``/dev/null``) is written as a stream (CSV unless its name says otherwise) and gets no
   sidecar (nothing is written beside a device).
 
-The CSV bytes themselves are formatted by :mod:`archline.powermon.record.traces` (whole samples) and
-:mod:`archline.powermon.record.samples_csv` (decoded records, while the decoder goes on).
+The CSV bytes themselves are formatted by :mod:`archline.formats.meters.traces` (whole samples) and
+:mod:`archline.formats.meters.samples_csv` (decoded records, while the decoder goes on).
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ import numpy as np
 
 from archline.common.atomic import atomic_path, write_atomic
 from archline.common.outputs import check_output, is_stream, resolve_output, show
-from archline.powermon.errors import MeterError
-from archline.powermon.formats import POWER_ABS_TOL_W, POWER_REL_TOL, SAMPLES_FORMAT
-from archline.powermon.record.samples import COLUMNS, Samples
+from archline.formats.meters.errors import MeterError
+from archline.formats.meters.samples import COLUMNS, Samples
+from archline.formats.meters.versions import POWER_ABS_TOL_W, POWER_REL_TOL, SAMPLES_FORMAT
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.powermon.record.samples_csv import CsvStream, RowFormat
-    from archline.powermon.sidecar import SamplesSidecar
+    from archline.formats.meters.samples_csv import CsvStream, RowFormat
+    from archline.formats.meters.sidecar import SamplesSidecar
 
 #: the samples formats, by suffix
 SUFFIXES = (".csv", ".csv.gz", ".parquet")
@@ -155,7 +155,7 @@ class SamplesFile:
         meta: dict[str, Any] = {}
         sp = find_sidecar(p)
         if sp is not None:
-            from archline.powermon.sidecar import SamplesSidecar
+            from archline.formats.meters.sidecar import SamplesSidecar
 
             side = SamplesSidecar.load(sp)
             meta = side.model_dump(exclude_none=True)
@@ -166,8 +166,6 @@ class SamplesFile:
                     cols["voltage_v"].astype(np.float64), cols["current_a"].astype(np.float64),
                     cols["power_w"].astype(np.float64), None, side.meter if side else "",
                     side.emulated if side else None, side.clock if side else "unknown")
-        from archline.powermon.record.integrate import check_power  # NaN or negative first: the plainer fault
-
         check_power(s, show(p))
         check_time_order(s, show(p))
         check_power_vi(s, show(p))
@@ -177,7 +175,7 @@ class SamplesFile:
     def dump(self, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
         """Write the samples as ``.csv``, ``.csv.gz`` or ``.parquet`` (by suffix; a stream as CSV), then the
         sidecar ``PATH.json`` (``meta`` on top of the meter, clock and columns)."""
-        from archline.powermon.record.traces import csv_bytes
+        from archline.formats.meters.traces import csv_bytes
 
         samples = self.samples
         p = Path(path)
@@ -226,7 +224,7 @@ class SamplesFile:
         """A samples CSV (or csv.gz) written while a decoder goes on: feed the stream blocks of records; on a clean
         exit the file is finished, renamed onto ``path`` and ``meta()`` (called then) becomes its sidecar. On an
         error or an interrupt nothing is left (no temp file, no half file under ``path``)."""
-        from archline.powermon.record.samples_csv import CsvStream
+        from archline.formats.meters.samples_csv import CsvStream
 
         p = Path(path)
         check_samples_output(p)
@@ -280,6 +278,24 @@ def _parse(data: bytes, p: Path) -> dict[str, Any]:
         if cols[c].dtype.kind not in "iuf":
             raise MeterError(f"{show(p)}: column {c} must hold numbers (found {cols[c].dtype})")
     return cols
+
+
+def check_power(samples: Samples, where: str = "") -> None:
+    """NaN, infinite or negative power (or time) in a samples file is an error naming the first such row: a meter
+    never reports it, so the file is damaged or not a meter's."""
+    at = f"{where}: " if where else ""
+    for name, col in (("t_s", samples.t_s), ("power_w", samples.power_w)):
+        bad = ~np.isfinite(col)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MeterError(f"{at}{name} is not a finite number in {int(bad.sum())} sample(s) (first: row {i + 1}, "
+                             f"{col[i]}); a meter never reports that: the file is damaged")
+    neg = samples.power_w < 0
+    if neg.any():
+        i = int(np.argmax(neg))
+        raise MeterError(f"{at}power_w is negative in {int(neg.sum())} sample(s) (first: row {i + 1}, "
+                         f"{float(samples.power_w[i]):g} W at t_s {float(samples.t_s[i]):g}); a meter never "
+                         "reports negative power: the file is damaged")
 
 
 def check_time_order(s: Samples, where: str) -> None:

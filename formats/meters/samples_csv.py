@@ -1,5 +1,5 @@
 """The samples CSV (``t_s,channel,voltage_v,current_a,power_w``) written straight from decoded PowerMon 2
-records, a block at a time, while the decoder goes on: the bytes :func:`archline.powermon.record.traces.csv_bytes`
+records, a block at a time, while the decoder goes on: the bytes :func:`archline.formats.meters.traces.csv_bytes`
 writes, in a third of the time.
 
 Everything after ``t_s`` on a row depends only on the record's (channel, voltage code, current code): a block's
@@ -16,20 +16,17 @@ import gzip
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from archline.common.arrow import arrow_of, numpy_of
-from archline.powermon.powermon2.protocol import amps_from_code, volts_from_code
-from archline.powermon.powermon2.records import RecordArrays
-from archline.powermon.record.samples import COLUMNS, Samples
-from archline.powermon.record.traces import SIG_T, SIG_V, _chunk_rows, _fmt_matrix, code_tables
+from archline.formats.meters.samples import COLUMNS, Samples
+from archline.formats.meters.traces import SIG_T, SIG_V, _chunk_rows, _fmt_matrix
 
 T_WIDTH = SIG_T + 2                           #: "t_s," bytes
 TAIL_WIDTH = 2 + 3 * (SIG_V + 2) + 1          #: ",c,V,I,P\n" bytes
@@ -38,28 +35,36 @@ QUEUE_BLOCKS = 3                              #: blocks formatted ahead of the w
 BLOCK_ROWS = 1 << 19                          #: rows formatted as one block
 
 
-@dataclass
-class RowFormat:
-    """What a row needs besides the record: the code tables, the shunts and the event -> t_s map."""
+class CodeRecords(Protocol):
+    """A meter's decoded records as raw codes (the PowerMon 2's ``RecordArrays``), in arrival order."""
 
-    r_lut: npt.NDArray[np.float64]
+    event: npt.NDArray[np.int64]
+    channel: npt.NDArray[np.int16]
+    vcode: npt.NDArray[np.uint16]
+    icode: npt.NDArray[np.uint16]
+
+    def __len__(self) -> int: ...
+
+    @staticmethod
+    def concat(parts: Sequence[Any]) -> Any: ...
+
+
+class RowFormat(Protocol):
+    """What a row needs besides the record, from the meter that decodes the codes (the PowerMon 2's
+    :class:`archline.powermon.powermon2.row_format.RowFormat`): the event -> t_s map, the formatted volts of each
+    voltage code and amps of each (channel, current code), and the power of (channel, vcode, icode)."""
+
     t_of_event: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]
-    meter: str = ""
-    emulated: bool | None = False      #: None: not known (a capture without its sidecar)
-    clock: str = "host_monotonic"
+    vtab: npt.NDArray[np.uint8]
+    itab: npt.NDArray[np.uint8]
+    meter: str
+    emulated: bool | None
+    clock: str
 
-    def __post_init__(self) -> None:
-        tabs = code_tables(self.r_lut)
-        self.vtab, self.itab = tabs["vtab"], tabs["itab"]
+    def samples(self, rec: Any) -> Samples: ...
 
-    def samples(self, rec: RecordArrays) -> Samples:
-        """The block as samples (the row-by-row path and the Samples a caller gets back)."""
-        volts = volts_from_code(rec.vcode)
-        amps = amps_from_code(rec.icode, self.r_lut[rec.channel])
-        s = Samples(self.t_of_event(rec.event), rec.channel.astype(np.int16), volts, amps, volts * amps,
-                    (rec.vcode != 0) | (rec.icode != 0), self.meter, self.emulated, self.clock)
-        s.meta["codes"] = {"vcode": rec.vcode, "icode": rec.icode, "vtab": self.vtab, "itab": self.itab}
-        return s
+    def power_w(self, channel: npt.NDArray[np.int64], vcode: npt.NDArray[Any], icode: npt.NDArray[Any]
+                ) -> npt.NDArray[np.float64]: ...
 
 
 #: the largest (channels x voltage codes x current codes) box a block's keys are numbered in directly
@@ -111,7 +116,7 @@ def _arrow_rows(s: Samples) -> bytes:
 ROW_DTYPE = np.dtype([("t", f"V{SIG_T + 1}"), ("rest", f"V{TAIL_WIDTH}")])
 
 
-def format_block(rec: RecordArrays, fmt: RowFormat, out: npt.NDArray[np.uint8] | None = None) -> npt.NDArray[Any]:
+def format_block(rec: CodeRecords, fmt: RowFormat, out: npt.NDArray[np.uint8] | None = None) -> npt.NDArray[Any]:
     """The CSV rows of a block of records, as one contiguous byte array (in ``out`` when it is big enough)."""
     n = len(rec)
     ch = rec.channel
@@ -134,7 +139,7 @@ def format_block(rec: RecordArrays, fmt: RowFormat, out: npt.NDArray[np.uint8] |
     tail[:, 3 + w] = ord(",")
     tail[:, 4 + w:4 + 2 * w] = fmt.itab[c * 4096 + i]
     tail[:, 4 + 2 * w] = ord(",")
-    tail[:, 5 + 2 * w:5 + 3 * w] = _fmt_matrix(volts_from_code(v) * amps_from_code(i, fmt.r_lut[c]), SIG_V)
+    tail[:, 5 + 2 * w:5 + 3 * w] = _fmt_matrix(fmt.power_w(c, v, i), SIG_V)
     tail[:, -1] = ord("\n")
     head = _fmt_matrix(times, SIG_T)
     size = n * ROW_DTYPE.itemsize
@@ -166,15 +171,15 @@ class _Buffers:
                 self._free.append(base)
 
 
-def _format_parts(parts: list[RecordArrays], fmt: RowFormat, buffers: _Buffers) -> npt.NDArray[Any]:
-    rec = RecordArrays.concat(parts)
+def _format_parts(parts: list[CodeRecords], fmt: RowFormat, buffers: _Buffers) -> npt.NDArray[Any]:
+    rec: CodeRecords = type(parts[0]).concat(parts)
     return format_block(rec, fmt, buffers.get(len(rec) * ROW_DTYPE.itemsize))
 
 
 class CsvStream:
     """Blocks of records in, CSV rows out, in order, formatted ahead on worker threads.
 
-    ``path`` is the final name; rows go to ``tmp`` (the owner, :class:`archline.powermon.record.samples_file.
+    ``path`` is the final name; rows go to ``tmp`` (the owner, :class:`archline.formats.meters.samples_file.
     SamplesFile`, renames it). ``.csv.gz`` is compressed (level 1) by the writer thread. ``sync(fd)`` makes the
     file durable (a device output cannot be synced: the owner passes one that allows that)."""
 
@@ -194,11 +199,11 @@ class CsvStream:
         self._writer = threading.Thread(target=self._drain, name="samples csv writer", daemon=True)
         self._writer.start()
 
-    def submit(self, parts: list[RecordArrays]) -> None:
+    def submit(self, parts: list[CodeRecords]) -> None:
         """Queue finished blocks of records (joined and formatted on a worker, not on the caller's thread)."""
         if self._error is not None:
             raise self._error
-        batch: list[RecordArrays] = []
+        batch: list[CodeRecords] = []
         size = 0
         for p in [*parts, None]:
             if p is not None and size + len(p) <= BLOCK_ROWS:

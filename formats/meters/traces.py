@@ -1,6 +1,6 @@
 """The bytes of a samples CSV (``t_s, channel, voltage_v, current_a, power_w``), formatted with numpy, not per row:
 each column becomes fixed-point digits in a byte matrix, and the padding is squeezed out in one pass. Files are
-read and written by their owner, :mod:`archline.powermon.record.samples_file`; this module only formats.
+read and written by their owner, :mod:`archline.formats.meters.samples_file`; this module only formats.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from archline.powermon.record.samples import COLUMNS, Samples
+from archline.formats.meters.samples import COLUMNS, Samples
 
 #: "000".."999" as 4-byte words (3 ASCII digits + a spare byte): one 1-D gather gives three digits
 _LUT4 = np.frombuffer(b"".join(f"{i:03d}".encode() + b"0" for i in range(1000)), dtype=np.uint32).copy()
@@ -142,16 +142,6 @@ def csv_bytes(samples: Samples, chunk_rows: int = 1 << 18) -> list[bytes]:
     with ThreadPoolExecutor(workers) as ex:
         parts.extend(ex.map(lambda lo: _chunk_rows(samples, lo, min(n, lo + chunk_rows)), bounds))
     return parts
-
-
-def code_tables(r_lut: npt.NDArray[np.float64]) -> dict[str, npt.NDArray[np.uint8]]:
-    """Formatted volts for the 4096 codes, and amps for the 4096 codes of each of 16 channels' shunts."""
-    from archline.powermon.powermon2.protocol import amps_from_code, volts_from_code
-
-    codes = np.arange(4096)
-    vtab = _fmt_matrix(volts_from_code(codes), SIG_V)
-    itab = _fmt_matrix(np.concatenate([amps_from_code(codes, r) for r in r_lut]), SIG_V)
-    return {"vtab": vtab, "itab": itab}
 
 
 def _csv_bytes_arrow(samples: Samples) -> list[bytes]:

@@ -7,7 +7,7 @@
   :data:`MAX_DRIFT_PPM`, ``seconds_per_device_s``, ``rate_hz`` and ``speed`` positive and finite.
 
 This module imports pydantic (about 0.1 s): import it only where a sidecar is read (``load``); writers build plain
-dicts (:func:`samples_meta`) and the format strings live in :mod:`archline.powermon.formats`.
+dicts (:func:`samples_meta`) and the format strings live in :mod:`archline.formats.meters.versions`.
 """
 
 from __future__ import annotations
@@ -22,16 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from archline.common.files import read_json
 from archline.common.inputs import validate
 from archline.common.outputs import show
-from archline.powermon.errors import MeterError
-from archline.powermon.formats import (
+from archline.formats.meters.errors import MeterError
+from archline.formats.meters.versions import (
     MAX_DRIFT_PPM,
     RAW_FORMAT,
+    RAW_TICK_HZ,
     SAMPLES_FORMAT,
     emulator_speed_problem,
     max_emulator_speed,
 )
-from archline.powermon.powermon2.kind import NAME as POWERMON2
-from archline.powermon.powermon2.protocol import TICK_HZ
 
 S = TypeVar("S", bound="_Sidecar")
 
@@ -127,7 +126,7 @@ def _agree(a: float, b: float) -> bool:
 def check_speed(where: str, speed: float, speed_key: str, seconds_per_device_s: float | None, clock_key: str,
                 records_per_device_s: float) -> None:
     """An emulator's speed as a sidecar states it: ``seconds_per_device_s`` (its clock map) must be 1/speed, and
-    the stream at that speed must be one an emulator can run (:func:`archline.powermon.formats.
+    the stream at that speed must be one an emulator can run (:func:`archline.formats.meters.versions.
     emulator_speed_problem`); else one line naming the sidecar and the keys."""
     if seconds_per_device_s is not None and not _agree(seconds_per_device_s * speed, 1.0):
         raise MeterError(f"{where}: {speed_key} {speed:g} and {clock_key} {seconds_per_device_s:g} disagree (the "
@@ -181,7 +180,7 @@ class CaptureSidecar(_Sidecar):
     FAMILY: ClassVar[str] = RAW_FORMAT.rpartition("/")[0]
     WHAT: ClassVar[str] = "capture sidecar"
 
-    meter: str = POWERMON2
+    meter: str | None = None      #: None: not stated (the decoder names the kind that wrote this format)
     emulated: bool = False
     channels: list[int] | None = Field(default=None, min_length=1)
     r_sense_ohm: dict[str, float] = Field(default_factory=dict)
@@ -221,7 +220,7 @@ class CaptureSidecar(_Sidecar):
         return {int(k): float(r) for k, r in self.r_sense_ohm.items()}
 
     def check_consistent(self, where: str) -> None:
-        rate = self.rate_hz or (TICK_HZ / self.period_ticks if self.period_ticks else 128.0)
+        rate = self.rate_hz or (RAW_TICK_HZ / self.period_ticks if self.period_ticks else 128.0)
         check_speed(where, self.speed, "speed", self.clock.seconds_per_device_s if self.clock else None,
                     "clock.seconds_per_device_s", rate * len(self.channels or [0]))
 

@@ -1,6 +1,6 @@
 """The one owner of raw PowerMon 2 captures (``C.raw.bin``) and their sidecars (``C.raw.bin.json``,
-:class:`archline.powermon.sidecar.CaptureSidecar`), and of the byte-stream meters' captures (PowerSensor3, PMD-USB:
-the same bytes-as-read file, with a :data:`STREAM_RAW_FORMAT` sidecar that :func:`read_stream_capture` reads).
+:class:`archline.formats.meters.sidecar.CaptureSidecar`), and of the byte-stream meters' captures (PowerSensor3,
+PMD-USB: the same bytes-as-read file, with a :data:`STREAM_RAW_FORMAT` sidecar that :func:`read_stream_capture` reads).
 
 Writing (:class:`RawCapture`): every byte read, written as it arrives under a hidden temporary name
 (``.NAME.PID.tmp``) and renamed onto its final name, with its JSON sidecar, when the stream stops. A killed process
@@ -9,7 +9,7 @@ OSError naming the capture. The output policy applies: a capture never replaces 
 written through a symlink to its target.
 
 Reading (:func:`read_capture`): once, as a stream (a pipe or ``<(...)`` works; a device such as ``/dev/zero`` is
-refused), a pipe bounded by :data:`archline.powermon.formats.MAX_CAPTURE_STREAM_BYTES`; the sidecar is validated.
+refused), a pipe bounded by :data:`archline.formats.meters.versions.MAX_CAPTURE_STREAM_BYTES`; the sidecar is validated.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from archline.common.atomic import write_atomic
 from archline.common.outputs import check_output, make_dirs, temp_name
-from archline.powermon.errors import MeterError
-from archline.powermon.formats import MAX_CAPTURE_STREAM_BYTES
+from archline.formats.meters.errors import MeterError
+from archline.formats.meters.versions import MAX_CAPTURE_STREAM_BYTES
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.powermon.sidecar import CaptureSidecar
+    from archline.formats.meters.sidecar import CaptureSidecar
 
 
 #: the sidecar format of a byte-stream meter's capture (its ``type`` names the meter kind that decodes it)
@@ -55,7 +55,7 @@ def _read_bytes(p: Path) -> bytes:
 
 def stream_capture_kind(path: str | Path) -> str | None:
     """The meter kind of a byte-stream meter's capture (from its sidecar), or None (a PowerMon 2 capture, or none)."""
-    from archline.powermon.record.samples_file import find_sidecar
+    from archline.formats.meters.samples_file import find_sidecar
 
     sp = find_sidecar(Path(path))
     if sp is None or not sp.is_file():  # a FIFO or device beside it is not read here (read_capture says why)
@@ -72,7 +72,7 @@ def stream_capture_kind(path: str | Path) -> str | None:
 def read_stream_capture(path: str | Path, kind: str) -> tuple[bytes, dict[str, Any]]:
     """A byte-stream meter's capture (read once) and its sidecar, which must name ``kind``."""
     from archline.common.files import read_json
-    from archline.powermon.record.samples_file import find_sidecar
+    from archline.formats.meters.samples_file import find_sidecar
 
     p = Path(path)
     data = _read_bytes(p)
@@ -93,12 +93,12 @@ def read_capture(path: str | Path) -> tuple[bytes, CaptureSidecar | None]:
     """A capture's bytes (read once) and its validated sidecar (None when it has none, e.g. a pipe)."""
     p = Path(path)
     data = _read_bytes(p)
-    from archline.powermon.record.samples_file import find_sidecar
+    from archline.formats.meters.samples_file import find_sidecar
 
     sp = find_sidecar(p)
     if sp is None:
         return data, None
-    from archline.powermon.sidecar import CaptureSidecar
+    from archline.formats.meters.sidecar import CaptureSidecar
 
     return data, CaptureSidecar.load(sp)
 
