@@ -58,7 +58,7 @@ def compare(inputs: tuple[str, ...], by: str, model: str, where: tuple[str, ...]
 
     if figure is not None:      # before any work: the figure is not an input, and its format can be written
         from archline.common.outputs import check_output
-        from archline.fit.plots.layout import check_figure_format
+        from archline.fit.figure_layout import check_figure_format
 
         check_output(figure, extra_inputs=inputs)
         check_figure_format(figure)

@@ -83,7 +83,7 @@ def fit(files: tuple[str, ...], fmt: str, out: str | None, model: str, cache_met
       archline fit lab-dataset/ --format json --out costs/
       archline fit lab-dataset/ --where host=node03
     """
-    from archline.fit.plots.layout import check_figure_format
+    from archline.fit.figure_layout import check_figure_format
     from archline.fit.regress.api import FitOptions, fit_files
     from archline.fit.regress.outliers import outlier_warnings
     from archline.formats.costs import render

@@ -197,7 +197,7 @@ def plot_cmd(name_or_costs: tuple[str, ...], out: Path | None, precision: str, f
       archline model plot gtx580 gtx680 --precision sp --out two.png --format json
     """
     from archline.common.outputs import safe_component
-    from archline.fit.plots.layout import check_figure_format
+    from archline.fit.figure_layout import check_figure_format
     from archline.fit.plots.rooflines import KINDS, curves_for, plot_model
     from archline.formats.platforms.profiles import load_platform
 

@@ -50,7 +50,7 @@ def plot(files_or_costs: tuple[str, ...], kind: str, precision: str | None, out:
       archline plot R/*.csv costs.json my-ceilings.toml --kind ceilings --out ceilings.png
       archline plot gtx580 --out gtx580.png --format json     the file written and what it shows, as JSON
     """
-    from archline.fit.plots.layout import check_figure_format
+    from archline.fit.figure_layout import check_figure_format
 
     check_figure_format(out)        # a .pgf without TeX: one line before anything is read or drawn
     if kind == "ceilings":

@@ -61,7 +61,7 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
       archline predict --counters daxpy-ncu.csv --tool ncu --costs gtx580
     """
     from archline.fit.analyses.choi import app_predict as ap
-    from archline.fit.plots.layout import check_figure_format
+    from archline.fit.figure_layout import check_figure_format
     from archline.formats.platforms.profiles import load_platform
     from archline.model.hierarchy import TIME_MODEL
 

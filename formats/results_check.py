@@ -40,6 +40,8 @@ FLAG_COLUMNS: tuple[str, ...] = ("schema", "backend", "emulated", "checksum_ok",
 #: Configuration key that is 1 on time-only rows (energy_j empty, no meter): kept apart from metered rows.
 TIME_ONLY = "time_only"
 _TRUE, _FALSE = schema.TRUE_WORDS, schema.FALSE_WORDS
+#: the ``backend`` of rows an emulator wrote (with ``emulated`` true, the provenance rule :func:`is_emulated`)
+EMULATED_BACKEND = "emulated"
 #: what a row of any machine can be: a timed region of at least a nanosecond, drawing between a microwatt and a
 #: megawatt (the power-cap limit); outside is a unit slip (kJ as J) or a corrupted cell, refused with its line
 MIN_TIME_S, MIN_POWER_W, MAX_POWER_W = 1e-9, 1e-6, 1e6
@@ -91,8 +93,30 @@ def warn(message: str) -> None:
 def is_emulated(backend: object, emulated: object) -> bool:
     """THE provenance rule of result rows: a row (or a table) is emulated when its back end is the emulator or its
     ``emulated`` cell is true; it is labelled so wherever it goes and never mixed silently with real rows."""
-    return (str(backend).strip().lower() == "emulated"
+    return (str(backend).strip().lower() == EMULATED_BACKEND
             or (emulated is not None and str(emulated).strip().lower() in _TRUE))
+
+
+def emulated_rows(frame: pd.DataFrame) -> pd.Series:
+    """:func:`is_emulated` on every row of a row-wise frame (a missing column or an empty cell says nothing)."""
+    import pandas as pd
+
+    out = pd.Series(False, index=frame.index)
+    for col, words in (("backend", {EMULATED_BACKEND}), ("emulated", _TRUE)):
+        if col in frame:
+            out |= frame[col].astype("string").str.strip().str.lower().isin(words).fillna(False).astype(bool)
+    return out
+
+
+def checksum_failed_rows(frame: pd.DataFrame) -> pd.Series:
+    """True for the rows of a row-wise frame whose checksum_ok says false (missing column or empty cell: not
+    failed): a wrong answer is not a measurement."""
+    import pandas as pd
+
+    if "checksum_ok" not in frame:
+        return pd.Series(False, index=frame.index)
+    ck = frame["checksum_ok"].astype("string").str.strip().str.lower()
+    return ck.isin(_FALSE).fillna(False).astype(bool)
 
 
 @dataclass(frozen=True)

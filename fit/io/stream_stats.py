@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from archline.fit.io.config_keys import _hash
-from archline.fit.io.configs import _smallest, config_stats
+from archline.fit.io.config_stats import config_stats, smallest
 from archline.model.errors import ArchlineFitError
 
 #: Distinct configurations a bounded fit keeps statistics for, unless ``ARCHLINE_FIT_MAX_CONFIGS`` says otherwise
@@ -204,7 +204,7 @@ class StreamStats:
             mt, me, ml, r_tt, r_ee, r_te, r_ll = _run_sums(t, e, starts, lens_i)
             cand = np.flatnonzero(t < np.repeat(thr, lens_i))
             run_of = np.searchsorted(starts, cand, side="right") - 1
-            run_fast = _smallest(run_of, t[cand], starts.size, 3)
+            run_fast = smallest(run_of, t[cand], starts.size, 3)
         nb = np.bincount(rcodes, lens, minlength=u)
         bt, be, bl = (np.bincount(rcodes, lens * m, minlength=u) / nb for m in (mt, me, ml))
         ct, ce, cl = mt - bt[rcodes], me - be[rcodes], ml - bl[rcodes]
@@ -213,7 +213,7 @@ class StreamStats:
              "energy_ss": np.bincount(rcodes, r_ee + lens * ce * ce, minlength=u),
              "time_energy_sp": np.bincount(rcodes, r_te + lens * ct * ce, minlength=u),
              "log_time_ss": np.bincount(rcodes, r_ll + lens * cl * cl, minlength=u)}
-        fastest = _smallest(np.repeat(rcodes, 3), run_fast.ravel(), u, 3)
+        fastest = smallest(np.repeat(rcodes, 3), run_fast.ravel(), u, 3)
         b["time_min1"], b["time_min2"], b["time_min3"] = fastest[:, 0], fastest[:, 1], fastest[:, 2]
         self._merge(gid, b)
         row_g = gid[rcodes]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from archline.fit.analyses.choi.compare import Comparison
-from archline.fit.plots.layout import pyplot, save_figure, title_with_notes
+from archline.fit.figure_layout import pyplot, save_figure, title_with_notes
 from archline.formats.costs import HUMAN_UNITS
 
 #: the coefficients drawn (delta_eps_dp is eps_flop_dp - eps_flop_sp: drawn through those two)

@@ -89,13 +89,14 @@ def _measured_points(path: Path, df: pd.DataFrame, precision: str, notes: list[s
     robust roof from all of that platform and back end's rows in ``every`` (every kernel and precision)."""
     import pandas as pd
 
-    failed = _checksum_failed(df)
+    from archline.formats.results_check import checksum_failed_rows, emulated_rows
+
+    failed = checksum_failed_rows(df)
     out = []
     keys = _group_keys(df)
     groups = dict(iter(every.groupby(keys))) if every is not None else {}
     for key, all_rows in df.groupby(keys):
-        platform, backend = (key if isinstance(key, tuple) and len(key) == 2
-                             else ((key[0] if isinstance(key, tuple) else key), None))
+        platform = key[0] if isinstance(key, tuple) else key     # one Measured per platform and back end
         # a wrong answer is not a measurement: failed rows never feed a point, a peak or a bandwidth
         bad = failed.loc[all_rows.index]
         g = all_rows.loc[~bad]
@@ -120,7 +121,7 @@ def _measured_points(path: Path, df: pd.DataFrame, precision: str, notes: list[s
             notes.append(f"{path.name}: {int(no_e.sum())} of {len(g)} {platform} rows have a missing or non-positive "
                          "energy_j; they are left out of the arch and power lines")
         energy = np.where(no_e, np.nan, energy)
-        emulated = backend == "emulated" or _emulated(g)
+        emulated = bool(emulated_rows(g).any())
         if emulated and has_e and notes is not None:   # the energy is an emulator's or a schedule's: say so
             said = sorted({seg for n in g.get("note", pd.Series(dtype=str)).dropna().astype(str)
                            for seg in n.split("; ") if seg.startswith("emulated")})
@@ -134,23 +135,6 @@ def _measured_points(path: Path, df: pd.DataFrame, precision: str, notes: list[s
                             flops / energy if has_e else None, energy / t if has_e else None, left_out=n_bad,
                             roof=roof))
     return out
-
-
-def _checksum_failed(df: pd.DataFrame) -> pd.Series:
-    """True for rows whose checksum_ok says false (missing column or empty cell: not failed)."""
-    import pandas as pd
-
-    if "checksum_ok" not in df:
-        return pd.Series(False, index=df.index)
-    ck = df["checksum_ok"].astype("string").str.strip().str.lower()
-    return ck.isin(schema.FALSE_WORDS).fillna(False).astype(bool)
-
-
-def _emulated(g: pd.DataFrame) -> bool:
-    """Rows that say emulated=true (an emulated device, or real kernels under --emulate's power schedule)."""
-    if "emulated" not in g:
-        return False
-    return bool(g["emulated"].astype("string").str.strip().str.lower().isin(("1", "true", "yes", "y", "t")).any())
 
 
 def observed_curve(m: Measured) -> Curve:

@@ -56,7 +56,7 @@ def _legend_label(c: Ceiling, kind: str) -> str:
 
 def _draw_column(ax_p: Any, ax_e: Any, kind: str, cs: Sequence[Ceiling], ps: Sequence[KernelPoint]) -> None:
     """Both panels of one kind: ceilings as lines, each group of points with its own marker."""
-    from archline.fit.plots.layout import log10_axis
+    from archline.fit.figure_layout import log10_axis
 
     u = _UNIT[kind]
     x_max = _x_max(cs, ps)
@@ -111,7 +111,7 @@ def plot_power_roofline(ceilings: Sequence[Ceiling], out_path: Path, points: Seq
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from archline.fit.plots.layout import legend_outside, save_figure, title_with_notes
+    from archline.fit.figure_layout import legend_outside, save_figure, title_with_notes
 
     kinds = [k for k in KINDS if any(c.kind == k for c in ceilings) or any(p.kind == k for p in points)]
     if not kinds:

@@ -18,7 +18,7 @@ def _missing_notes(skipped: dict[str, tuple[str, ...]]) -> list[str]:
 
 def plot_compare(c: Comparison, out_path: Path, precision: str) -> Path:
     """S1 Fig. 12: one panel per platform, power against intensity, ordered by decreasing peak flop/J."""
-    from archline.fit.plots.layout import log2_axis, pyplot, save_figure, title_with_notes
+    from archline.fit.figure_layout import log2_axis, pyplot, save_figure, title_with_notes
 
     plt = pyplot()
     drawn = [p for p in c.platforms if p.name in c.power_w]
@@ -60,7 +60,7 @@ def plot_compare(c: Comparison, out_path: Path, precision: str) -> Path:
 
 def plot_spread(s: Spread, out_path: Path) -> Path:
     """S1 Fig. 14: (a) performance and (b) energy efficiency at delta_pi/k relative to delta_pi, per platform."""
-    from archline.fit.plots.layout import log2_axis, pyplot, save_figure, title_with_notes
+    from archline.fit.figure_layout import log2_axis, pyplot, save_figure, title_with_notes
 
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
@@ -86,7 +86,7 @@ def plot_spread(s: Spread, out_path: Path) -> Path:
 
 def plot_pi0_share(r: Pi0Share, out_path: Path) -> Path:
     """S1 §4.4.3: pi0/(pi0 + delta_pi) against peak energy efficiency (described, "not shown", in the thesis)."""
-    from archline.fit.plots.layout import pyplot, save_figure, title_with_notes
+    from archline.fit.figure_layout import pyplot, save_figure, title_with_notes
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 5.2), layout="constrained")

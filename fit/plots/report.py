@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from archline.common.outputs import inside, safe_component
-from archline.fit.plots.layout import check_figure_format, draw_to, legend_outside, title_with_notes
+from archline.fit.figure_layout import check_figure_format, draw_to, legend_outside, title_with_notes
 from archline.fit.regress.result import FitResult
 from archline.formats.costs_files import Job
 from archline.model.machine import Machine

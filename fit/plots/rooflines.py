@@ -91,7 +91,7 @@ def plot_model(curves: Sequence[Curve], out_path: Path, kinds: Sequence[str] = K
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from archline.fit.plots.layout import legend_outside, log2_axis, save_figure, title_with_notes
+    from archline.fit.figure_layout import legend_outside, log2_axis, save_figure, title_with_notes
 
     if not curves:
         raise ArchlineFitError("nothing to plot: no platform with the constants the plot needs")

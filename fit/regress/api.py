@@ -26,7 +26,8 @@ from archline.fit.regress.basic import fit_basic, fit_basic_params, predict_line
 from archline.fit.regress.cache import fit_cache, fit_joint_params, fit_residual_params, has_cache_rows
 from archline.fit.regress.capped import fit_capped, fit_capped_params, predict_capped
 from archline.fit.regress.dvfs import distinct_settings, fit_dvfs, fit_dvfs_params, predict_dvfs
-from archline.fit.regress.result import FitResult, Predictor
+from archline.fit.regress.pointwise import Predictor
+from archline.fit.regress.result import FitResult
 from archline.fit.regress.validation import SPLITS, cross_validate, holdout, n_units
 from archline.formats.results_check import ResultsError
 

@@ -34,8 +34,9 @@ from archline.fit.regress.basic import (
     observed_tau,
     precisions_present,
 )
+from archline.fit.regress.pointwise import error_summary, relative_error
 from archline.fit.regress.requirements import require_points
-from archline.fit.regress.result import UNITS, Coefficient, FitResult, as_grouped, error_summary, relative_error
+from archline.fit.regress.result import UNITS, Coefficient, FitResult, as_grouped
 from archline.formats.results_check import TooFewPointsError
 from archline.model.machine import Machine
 

@@ -7,12 +7,12 @@ Shared by the basic, cache, capped and dvfs fits; written out by :mod:`archline.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from archline.fit.regress.pointwise import Predictor, RowErrors
 from archline.formats.costs import Coefficient as Coefficient  # re-exported: the fits build them
 from archline.formats.costs_units import UNITS as UNITS
 from archline.formats.results_check import COUNT_COLUMNS
@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from archline.fit.io.configs import Columns, Grouped
-    from archline.fit.regress.pointwise import RowErrors
 
 #: count column -> energy coefficient for the linear (cache / joint) fits.
 COUNT_COEFFICIENT: dict[str, str] = {
@@ -35,11 +34,6 @@ NORMALISER_ORDER: tuple[str, ...] = ("work_flop", "int_ops", "bytes_shared", "by
 #: Counts that make a row something other than a plain intensity (flop + DRAM) point.
 NON_BASIC_COUNTS: tuple[str, ...] = tuple(c for c in COUNT_COLUMNS
                                           if c not in ("flops_sp", "flops_dp", "bytes_mem"))
-
-
-#: predictor(configurations) -> (predicted time_s or None, predicted energy_j at each entry's time_s). Every
-#: model's energy is affine in the measured time, so evaluating it at time 0 and 1 gives the per-row prediction.
-Predictor = Callable[["Columns"], tuple["np.ndarray | None", "np.ndarray"]]
 
 
 @dataclass
@@ -151,32 +145,6 @@ def t_sf(x: float, dof: int) -> float:
 def t_interval(value: float, stderr: float, dof: int) -> tuple[float, float]:
     q = t_quantile(0.975, dof)
     return (value - q * stderr, value + q * stderr)
-
-
-def relative_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
-    """(model - measured)/measured: signed, overprediction positive (model.md §6.3)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (pred - meas) / meas
-
-
-def error_summary(err: np.ndarray, prefix: str, *, absolute: bool = False) -> dict[str, float]:
-    """Mean |err|, median |err|, sd, min, max (in %) of a relative-error vector; NaNs ignored. One array of
-    |err| and in-place selection for the median: these vectors have millions of rows. ``absolute``: ``err``
-    already holds |err| and may be reordered."""
-    a = err if absolute else np.abs(err)
-    if not np.isfinite(a.sum()):
-        a = a[np.isfinite(a)]
-    n = a.size
-    if n == 0:
-        return {}
-    mean = float(a.sum()) / n
-    var = max(float(np.dot(a, a)) - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
-    lo, hi = float(a.min()), float(a.max())
-    k = n // 2
-    a.partition([k - 1, k] if n % 2 == 0 else [k])
-    med = float(a[k]) if n % 2 else 0.5 * float(a[k - 1] + a[k])
-    return {f"{prefix}_mape_pct": 100 * mean, f"{prefix}_median_ape_pct": 100 * med,
-            f"{prefix}_sd_pct": 100 * math.sqrt(var), f"{prefix}_min_pct": 100 * lo, f"{prefix}_max_pct": 100 * hi}
 
 
 def omission_reason(c: Coefficient) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archline.formats import schema
+from archline.formats.results_check import EMULATED_BACKEND
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -87,7 +88,7 @@ def _frame(rows: dict[str, np.ndarray | list[object]], n: int, platform: str) ->
 
 _TEXT_DEFAULTS: dict[str, object] = {
     "schema": schema.SCHEMA, "run_id": "synthetic", "started_at": "2026-01-01T00:00:00Z", "host": "synthetic",
-    "device": "synthetic", "backend": "emulated", "level": "", "meter": "synthetic", "checksum_ok": "true",
+    "device": "synthetic", "backend": EMULATED_BACKEND, "level": "", "meter": "synthetic", "checksum_ok": "true",
     "reps": 100, "sample_hz": 1024, "n_samples": 1000,
 }
 

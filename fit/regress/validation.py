@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.fit.io.configs import CHUNK_ROWS, Columns, Grouped, restat
-from archline.fit.regress.pointwise import affine, signed_errors
-from archline.fit.regress.result import Predictor, error_summary, relative_error
+from archline.fit.io.config_stats import CHUNK_ROWS
+from archline.fit.io.configs import Columns, Grouped, restat
+from archline.fit.regress.pointwise import Predictor, affine, error_summary, relative_error, signed_errors
 from archline.formats.results_check import ResultsError
 
 Fitter = Callable[[Columns], Predictor]

@@ -1,6 +1,6 @@
 """Every figure kind the command line makes, checked as drawn: no text on another text, no text or legend over a
 plotted point, no text off the canvas (tick labels closer than 2 px count as touching), and every fallback said on
-the figure and on stderr. The check is archline.fit.plots.layout.overlaps, run on each figure as it is saved."""
+the figure and on stderr. The check is archline.fit.figure_layout.overlaps, run on each figure as it is saved."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from archline.fit.plots.layout import overlaps, pow2_label
+from archline.fit.figure_layout import overlaps, pow2_label
 
 SAMPLE = Path(__file__).resolve().parents[2] / "results" / "sample"
 SAMPLE_CSV = next(SAMPLE.glob("gtx580-*.csv"), None)

@@ -87,8 +87,8 @@ def test_compare_by_host_on_synthetic_nodes(tmp_path: Path, run_cli: Callable[..
 
 @pytest.mark.parametrize("n_hosts", [2, 12])
 def test_compare_figure_has_no_overlaps(tmp_path: Path, n_hosts: int) -> None:
+    from archline.fit.figure_layout import overlaps, pyplot
     from archline.fit.plots.compare import draw_compare
-    from archline.fit.plots.layout import overlaps, pyplot
 
     path = _hosts(tmp_path, {f"cluster-node{i:03d}": 1.0 + 0.01 * (i % 3) for i in range(n_hosts)})
     fig = draw_compare(compare_files([path], "host"))

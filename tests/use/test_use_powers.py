@@ -27,7 +27,7 @@ TITAN = ["--set", "titan:pi0=120", "--set", "titan:delta_pi=160", "--set", "tita
 def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, list[str], str]]]:
     from matplotlib.figure import Figure
 
-    from archline.fit.plots.layout import overlaps
+    from archline.fit.figure_layout import overlaps
 
     seen: list[tuple[str, list[str], str]] = []
     orig = Figure.savefig

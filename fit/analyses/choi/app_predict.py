@@ -367,7 +367,7 @@ def plot_breakdown(predictions: Sequence[Prediction], out_path: Path, title: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from archline.fit.plots.layout import legend_outside, save_figure
+    from archline.fit.figure_layout import legend_outside, save_figure
 
     terms = [t for t in [*TERMS, CONSTANT_TERM] if any(t in p.terms_j for p in predictions)]
     from archline.formats.counters.kernels import short_labels

@@ -225,7 +225,7 @@ def plot_iso_power(r: IsoPower, out_path: Any, precision: str = "sp", missing: S
     there either), so only one B curve is drawn in the middle panel. A side without energy constants has no
     curve in the energy and power panels; ``missing`` (one line per side, e.g. "titan: no eps_flop_sp") is
     said under the title, and a panel with no curve at all says so in its middle."""
-    from archline.fit.plots.layout import pyplot, save_figure
+    from archline.fit.figure_layout import pyplot, save_figure
 
     plt = pyplot()
     grid = np.geomspace(min([*r.intensities, 1 / 16]), max([*r.intensities, 256.0]), 300)

@@ -173,7 +173,7 @@ def plot_throttle(sw: ThrottleSweep, out_path: Any, name: str) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from archline.fit.plots.layout import legend_outside, log2_axis, save_figure
+    from archline.fit.figure_layout import legend_outside, log2_axis, save_figure
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), layout="constrained")
     cmap = plt.get_cmap("viridis")

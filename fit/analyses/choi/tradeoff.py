@@ -82,7 +82,7 @@ def plot_tradeoffs(g: TradeoffGrid, out_path: Any, name: str) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from archline.fit.plots.layout import legend_outside, log2_axis, save_figure
+    from archline.fit.figure_layout import legend_outside, log2_axis, save_figure
 
     fig, ax = plt.subplots(figsize=(7.5, 6.4), layout="constrained")
     colours = {1: "tab:blue", 2: "tab:orange", 3: "tab:green"}

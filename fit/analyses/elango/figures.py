@@ -130,7 +130,7 @@ def compute(kind: str, m: DesignMachine, algorithms: Sequence[str] = ALGORITHMS,
 
 def plot(fig_data: Figure, m: DesignMachine, out_path: Path) -> Path:
     """Draw one of S2's Figs. 4-8 from ``compute``'s rows; the title names the figure."""
-    from archline.fit.plots.layout import pyplot, save_figure
+    from archline.fit.figure_layout import pyplot, save_figure
 
     plt = pyplot()
     kind, rows = fig_data.kind, fig_data.rows

@@ -17,7 +17,7 @@ def plot_efficiency_map(ds: DesignSpace, out_path: Path, objective: str = "energ
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from archline.fit.plots.layout import legend_outside, save_figure
+    from archline.fit.figure_layout import legend_outside, save_figure
 
     sizes = ds.llc_sizes_bytes
     pmax = max(p.max_cores for p in ds.points)

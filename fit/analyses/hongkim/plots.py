@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.fit.analyses.hongkim.report import KernelPower, Sweep, breakdown_w
-from archline.fit.plots.layout import pyplot, save_figure
+from archline.fit.figure_layout import pyplot, save_figure
 
 _STYLES = ["-", "--", "-.", ":"]
 _MARKERS = ["o", "^", "s", "D", "v", "x"]

@@ -220,7 +220,7 @@ def fit_unit_powers(rows: Sequence[MicroRow], gpu: GpuParams) -> UnitFit:
 def plot_validation(names: Sequence[str], measured_w: np.ndarray, predicted_w: np.ndarray, out_path: Path,
                     title: str) -> Path:
     """S3 Figs. 7 and 12: measured and predicted GPU power side by side, one pair of bars per row."""
-    from archline.fit.plots.layout import pyplot, save_figure
+    from archline.fit.figure_layout import pyplot, save_figure
 
     plt = pyplot()
     n = len(names)

@@ -31,8 +31,8 @@ import numpy as np
 
 from archline.common.files import read_toml
 from archline.fit.analyses.s4.power_roofline import KINDS, Ceiling, KernelPoint, ceilings_from_platform, model_points
-from archline.fit.plots.inputs import _checksum_failed  # one reading of checksum_ok for every plot
 from archline.formats.platforms.profiles import load_platform
+from archline.formats.results_check import checksum_failed_rows, emulated_rows
 from archline.model.errors import ArchlineFitError, ProfileFormatError
 
 CEILING_KERNELS = ("ceil_flop", "ceil_mem")
@@ -156,7 +156,7 @@ def _from_results(path: Path, precs: tuple[str, ...], out: CeilingInputs) -> Non
         cols = ", ".join(sorted(missing))
         raise ArchlineFitError(f"{path}: not an archline.results/1 file (missing columns: {cols})")
     df = df[df["precision"].isin(precs)]
-    failed = _checksum_failed(df)
+    failed = checksum_failed_rows(df)
     if failed.any():     # a wrong answer is not a measurement
         out.notes.append(f"{path.name}: {int(failed.sum())} row(s) failed their checksum and are left out")
     df = df[~failed].copy()
@@ -169,8 +169,7 @@ def _from_results(path: Path, precs: tuple[str, ...], out: CeilingInputs) -> Non
     e = pd.to_numeric(df["energy_j"], errors="coerce").to_numpy(float) if "energy_j" in df else np.full(len(df),
                                                                                                         np.nan)
     df["_work"], df["_q"], df["_t"], df["_e"] = work, q, t, e
-    emulated = df["backend"].astype(str).eq("emulated") if "backend" in df else pd.Series(False, index=df.index)
-    df["_tag"] = np.where(emulated, " [emulated]", "")
+    df["_tag"] = np.where(emulated_rows(df), " [emulated]", "")
     df["_label"] = [_params_label(p) or k for p, k in zip(df.get("params", pd.Series("", index=df.index)),
                                                           df["kernel"], strict=True)]
     bad_energy = int(((e <= 0) & np.isfinite(e)).sum())
