@@ -42,6 +42,14 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
+def commit_temp(tmp: Path, final: Path) -> None:
+    """The last step of every atomic write: the finished temp file (fsynced by its writer) renamed onto ``final``,
+    then the directory fsynced. :func:`atomic_path` ends with it, and so does a raw capture written over a whole
+    recording (:class:`archline.formats.meters.capture.RawCapture`)."""
+    os.replace(tmp, final)
+    _fsync_dir(final.parent)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temp path beside ``path``'s real target; on a clean exit fsync it and rename it onto the target,
@@ -71,8 +79,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield given
         _fsync_file(tmp)
-        os.replace(tmp, final)
-        _fsync_dir(final.parent)
+        commit_temp(tmp, final)
     except OSError as e:     # a full disk, an unwritable directory: name the file the user asked for, not the temp
         if e.filename is None or str(e.filename) in (str(tmp), str(given)):
             raise OSError(e.errno, e.strerror, show(path)) from None

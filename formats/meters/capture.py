@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from archline.common.atomic import write_atomic
+from archline.common.atomic import commit_temp, write_atomic
 from archline.common.outputs import check_output, make_dirs, temp_name
 from archline.formats.meters.errors import MeterError
 from archline.formats.meters.versions import MAX_CAPTURE_STREAM_BYTES
@@ -171,7 +171,7 @@ class RawCapture:
             f.flush()
             os.fsync(f.fileno())
             f.close()
-            os.replace(self.tmp, self.target)
+            commit_temp(self.tmp, self.target)     # the one atomic-write mechanism's rename (and directory fsync)
             side = meta() if self.sidecar_format is None else {"format": self.sidecar_format, **meta()}
             write_atomic(sidecar_path(self.path), json.dumps(side, indent=1))
             sidecar_path(self.tmp).unlink(missing_ok=True)

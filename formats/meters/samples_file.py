@@ -92,6 +92,16 @@ def sidecar_of(path: str | Path) -> Path | None:
     return p.with_name(p.name + ".json")
 
 
+def recorded_capture(path: str | Path) -> Any:
+    """The raw capture the sidecar of the samples file ``path`` names (its ``raw`` key), or None where there is no
+    sidecar or it cannot be read: a lenient look (a damaged sidecar belongs to the recording being replaced)."""
+    side = sidecar_of(path)
+    try:
+        return json.loads(side.read_text()).get("raw") if side is not None and side.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def find_sidecar(path: str | Path) -> Path | None:
     """The sidecar of an input: ``PATH.json`` beside the name given, else beside a symlink's target; None when
     there is none (a pipe has none)."""
