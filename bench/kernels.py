@@ -133,6 +133,34 @@ class Backend(Protocol):
         ...
 
 
+class Emulator(Backend, Protocol):
+    """A back end that ``--emulate`` runs (the registry's ``needs_emulate``: the profile's model on an emulated
+    device, opened with ``profile=``, ``time_compression=``, ``seed=``, ``meter=``): what bench run's emulated path
+    asks of it besides the kernels."""
+
+    #: what it chose for the profile, for the log (e.g. the default emulated meter of a profile without one)
+    meter_notes: list[str]
+
+    def check_caps(self, caps_w: Sequence[float]) -> None:
+        """Refuse a power cap the device cannot take (the message gives the allowed range)."""
+        ...
+
+    def open_meter(self, *, seed: int, raw_dir: Any, notes: list[str]) -> tuple[Any, str, str, float]:
+        """Its emulated meter: (meter, label, description, the configured rate in Hz); what it made of the meter's
+        emulator URL is appended to ``notes``."""
+        ...
+
+    def emulation_note(self) -> str:
+        """The rows' note: which platform is emulated, at which time compression and idle power."""
+        ...
+
+    def set_cap(self, power_cap_w: float | None) -> None: ...
+
+    def idle(self, device_s: float) -> None:
+        """Idle the emulated device for ``device_s`` device seconds."""
+        ...
+
+
 class BackendBase:
     """The optional capabilities of :class:`Backend` with their defaults: a back end overrides those it has."""
 

@@ -60,6 +60,9 @@ class BackendInfo:
     step_load: str | None = None
     #: ``"module:function"`` giving its line of ``archline --version`` (e.g. what its native code was built for)
     version_line: str | None = None
+    #: an emulating back end's ``meter emulate --platform`` power: ``"module:function"`` taking (platform,
+    #: intensity_flop_per_byte, precision) and giving (the power script, what it plays)
+    steady_power: str | None = None
 
     def open(self, **options: Any) -> Backend:
         opener = self.opener
@@ -82,6 +85,13 @@ class BackendInfo:
         if self.step_load is None:
             raise BackendUnavailableError(f"backend '{self.name}' has no CPU step load")
         return cast("tuple[Any, dict[str, Any]]", _resolve(self.step_load)(backend, **options))
+
+    def steady_power_script(self, platform: str, intensity_flop_per_byte: float | None,
+                            precision: str) -> tuple[Any, str]:
+        """Its ``steady_power`` for ``platform``; BackendUnavailableError when it has none."""
+        if self.steady_power is None:
+            raise BackendUnavailableError(f"backend '{self.name}' plays no platform's power")
+        return cast("tuple[Any, str]", _resolve(self.steady_power)(platform, intensity_flop_per_byte, precision))
 
     def vendors(self) -> tuple[Any, ...]:
         """The GPU vendors (:class:`~archline.bench.controls.gpu.GpuVendor`) whose controls its device may use, in
@@ -137,6 +147,14 @@ def info_of(name: str) -> BackendInfo:
 def names(*, emulated: bool | None = None) -> tuple[str, ...]:
     """Every back end's name; ``emulated=False``: those a profile may name (not chosen by --emulate only)."""
     return tuple(n for n, i in backends().items() if emulated is None or i.needs_emulate == emulated)
+
+
+def emulator() -> BackendInfo:
+    """The back end ``--emulate`` runs (the first that needs it, in the registry's order)."""
+    found = next((i for i in backends().values() if i.needs_emulate), None)
+    if found is None:
+        raise BackendUnavailableError("no back end runs --emulate")
+    return found
 
 
 def of_kind(kind: str) -> tuple[str, ...]:

@@ -359,9 +359,9 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
     power = Script.load(script) if script else None
     what = f"the script {script}" if script else "the default power script"
     if platform is not None:
-        from archline.bench.emulated.backend import steady_power_script
+        from archline.bench.registry import emulator
 
-        power, what = steady_power_script(platform, intensity, precision)
+        power, what = emulator().steady_power_script(platform, intensity, precision)
         click.echo(what, err=True)
     if rate_hz is not None and kind != "powersensor3":
         raise click.UsageError("--rate is for --kind powersensor3 (a PowerMon 2's client sets its own rate)")

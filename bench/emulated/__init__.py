@@ -6,4 +6,5 @@ from archline.bench.registry import BackendInfo
 BACKEND = BackendInfo(
     name="emulated", opener="archline.bench.emulated.backend:EmulatedBackend",
     help="the profile's model on an emulated device, no hardware (chosen by --emulate)",
-    device_kind="model", takes_device=False, control_vendors=(), needs_emulate=True)
+    device_kind="model", takes_device=False, control_vendors=(), needs_emulate=True,
+    steady_power="archline.bench.emulated.backend:steady_power_script")

@@ -3,6 +3,7 @@ with exact counts; and the steady power ``archline meter emulate --platform`` pl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,25 @@ class EmulatedBackend(BackendBase):
             self.model, time_compression=time_compression or emu.time_compression, meter=meter,
             noise_rel=emu.noise_rel if noise_rel is None else noise_rel, seed=seed)
         self.meter = self.device.meter
+
+    # -- what bench run's emulated path asks (bench.kernels.Emulator) -----------------------------------------
+    def check_caps(self, caps_w: Sequence[float]) -> None:
+        for c in caps_w:
+            self.model.with_cap(c)  # raises with the allowed range
+
+    def open_meter(self, *, seed: int, raw_dir: Path | None, notes: list[str]) -> tuple[Any, str, str, float]:
+        meter, label, what = emulated_meter(self, seed=seed, raw_dir=raw_dir, notes=notes)
+        return meter, label, what, self.meter.rate_hz
+
+    def emulation_note(self) -> str:
+        return (f"emulated {self.profile.name}: time compression {self.device.time_compression:g}x, idle "
+                f"{self.model.idle_w:g} W ({self.model.idle_source})")
+
+    def set_cap(self, power_cap_w: float | None) -> None:
+        self.device.set_cap(power_cap_w)
+
+    def idle(self, device_s: float) -> None:
+        self.device.idle(device_s)
 
     def availability(self) -> tuple[bool, str]:
         return True, f"emulated {self.profile.name} (capped model with the profile's constants; no hardware)"

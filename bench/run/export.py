@@ -18,6 +18,7 @@ from archline.common.outputs import show
 from archline.common.peaks import TRUE_WORDS
 from archline.formats import schema
 from archline.formats.ert_roofline import MAX_GB_PER_S, MAX_GFLOP_PER_S, cpu_model, figure_name
+from archline.formats.results_check import is_emulated
 from archline.formats.results_file import ResultsFile
 
 log = logging.getLogger("archline.bench")
@@ -111,10 +112,10 @@ def _check_contract(rows: Sequence[dict[str, str]], p: Path) -> None:
 
 
 def _mark_emulated(rows: Sequence[dict[str, str]], name: str, say: Callable[[str], None]) -> None:
-    """Rows of the emulated back end are emulated, whatever their ``emulated`` cell says (as the fit reads them:
-    fit/io/results.py); an absent or false cell on such rows is said once."""
-    odd = [r for r in rows if str(r.get("backend") or "").strip().lower() == "emulated"
-           and str(r.get("emulated") or "").strip().lower() not in TRUE_WORDS]
+    """Rows of the emulated back end are emulated, whatever their ``emulated`` cell says (the one provenance rule,
+    as the fit reads them: formats/results_check.py); an absent or false cell on such rows is said once."""
+    of_emulator = [r for r in rows if is_emulated(r.get("backend") or "", None)]
+    odd = [r for r in of_emulator if not is_emulated("", r.get("emulated"))]      # the cell: absent or false
     if odd:
         cell = "has no emulated column" if "emulated" not in rows[0] else "says emulated=false"
         say(f"{name}: {len(odd)} row(s) of the emulated back end {cell}; they are emulated (as `archline fit` "

@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from archline.bench.config.options import RunOptions, check_applies
 from archline.bench.config.profile import BenchProfile, ProfileSectionError, load_bench_profile
 from archline.bench.errors import BenchError
-from archline.bench.kernels import Backend
+from archline.bench.kernels import Backend, Emulator
 from archline.bench.run.files import RunFiles
 from archline.bench.run.points import Point, RunSettings, make_points, quick_roofline
 from archline.bench.run.progress import Progress
@@ -71,7 +71,8 @@ class Session:
             self.meter.reason
         if self.path == "schedule":        # real kernels, emulated energy: the note says which is which
             return f"backend {self.backend.name}, {energy}; {self.ctx.note}"
-        return f"{'emulated, ' if self.path == 'emulated' else ''}backend {self.backend.name}, {energy}"
+        path = "emulated, " if self.path == "emulated" else ""     # the measurement path, not a back end
+        return f"{path}backend {self.backend.name}, {energy}"
 
     def run_indexed(self, todo: Sequence[tuple[int, Point]], results: ResultsFile, *, stream: TextIO | None = None,
                     tty: bool | None = None) -> tuple[int, int]:
@@ -125,27 +126,24 @@ class Session:
 
 def _emulated(prof: BenchProfile, opts: RunOptions, caps: Sequence[float], raw_dir: Path | None
               ) -> tuple[Backend, Any, MeterInfo, str, Callable[[Point], dict[str, Any]], Callable[[float], None]]:
-    from archline.bench.emulated.backend import EmulatedBackend, emulated_meter
+    from archline.bench.registry import emulator
 
-    be = EmulatedBackend(prof, time_compression=opts.time_compression, seed=opts.seed,
-                         meter=prof.meter(opts.meter) if opts.meter else None)
-    for c in caps:
-        be.model.with_cap(c)  # raises with the allowed range
+    be = cast("Emulator", emulator().open(profile=prof, time_compression=opts.time_compression, seed=opts.seed,
+                                          meter=prof.meter(opts.meter) if opts.meter else None))
+    be.check_caps(caps)   # raises with the allowed range
     url_notes: list[str] = []
-    meter, label, what = emulated_meter(be, seed=opts.seed, raw_dir=raw_dir, notes=url_notes)
+    meter, label, what, rate_hz = be.open_meter(seed=opts.seed, raw_dir=raw_dir, notes=url_notes)
     for n in be.meter_notes:   # a profile without [[meters]]: the default emulated PowerMon 2 (say so)
         log.info(f"note: {n}")
     for n in url_notes:   # the port's emulator URL: its faults are played, its speed/seed give way (say which)
         (log.warning if "not used" in n else log.info)(n)
-    info = MeterInfo(label, float(getattr(meter, "update_hz", be.meter.rate_hz)), True, what, calibration_of(meter))
-    note = (f"emulated {prof.name}: time compression {be.device.time_compression:g}x, idle {be.model.idle_w:g} W "
-            f"({be.model.idle_source})")
+    info = MeterInfo(label, float(getattr(meter, "update_hz", rate_hz)), True, what, calibration_of(meter))
 
     def set_point(p: Point) -> dict[str, Any]:
-        be.device.set_cap(p.power_cap_w)
+        be.set_cap(p.power_cap_w)
         return {"power_cap_w": p.power_cap_w, "power_cap_requested_w": p.power_cap_w}
 
-    return be, meter, info, note, set_point, be.device.idle
+    return be, meter, info, be.emulation_note(), set_point, be.idle
 
 
 def _real_backend(prof: BenchProfile, opts: RunOptions) -> Backend:

@@ -135,7 +135,8 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
         left = c["rows"] - c["checked"]
         out.append(("checksums", f"{c['ok']}/{c['checked']} {status}", "",
                     f"of {c['rows']} rows" + (f" ({left} not computed)" if left else "")))
-    out.append(("source", "emulated" if summary["emulated"] else "measured", "", ", ".join(summary["backends"])))
+    source = "emulated" if summary["emulated"] else "measured"     # the rows' provenance, then their back ends
+    out.append(("source", source, "", ", ".join(summary["backends"])))
     if summary.get("energy_source"):      # real kernels' times, an emulated schedule's energy: say which is which
         out.append(("energy", "emulated", "", str(summary["energy_source"])))
     if summary.get("not_trusted"):
