@@ -17,7 +17,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,16 @@ from archline.powermon.counters.base import CounterMeter
 from archline.powermon.emulator.sensor import SensorModel
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices
+
+if TYPE_CHECKING:  # pragma: no cover
+    from archline.powermon.spec import MeterSpec
+
+
+def spec_channel(spec: MeterSpec) -> tuple[str, str]:
+    """(rail, device) of a BMC entry: its one channel's, else (its kind, "node")."""
+    c = spec.channels[0] if spec.channels else None
+    return (c.rail, c.device) if c is not None else (spec.kind, "node")
+
 
 POLLS_PER_PERIOD = 4
 #: a BMC clock whose ReadingTime runs off the host's by more than this share is not used to place readings

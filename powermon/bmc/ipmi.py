@@ -337,9 +337,8 @@ def emulate_node(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, 
     127.0.0.1 answering DCMI Get Power Reading in whole watts, read by the real client; the readings are computed
     here (the Redfish emulator's sensor model). ``faults``: every Nth request answered 0xC0 (busy), stale stretches
     as for Redfish. ``meter.server``: that model (its ``served_503`` counts the busy answers)."""
-    from archline.powermon.bmc.bmc_meter import BmcMeter
+    from archline.powermon.bmc.bmc_meter import BmcMeter, spec_channel
     from archline.powermon.bmc.emulator import RedfishEmulator, RedfishFaults
-    from archline.powermon.bmc.meter import _channel
     from archline.powermon.counters.emulated import Timeline, device_power
 
     server = dcmi_bmc(lambda: reading(), {"archline": "emulated"})   # its process (~1 s) first, then the clock
@@ -363,7 +362,7 @@ def emulate_node(spec: MeterSpec, power: PowerSource | PowerCallable | None, *, 
             return dcmi.emulated_reading(w, tk, clock0_s, sensor.window_s)
 
         client = DcmiClient(f"ipmi://127.0.0.1:{server.port}", "archline", "emulated")
-        rail, device = _channel(spec)
+        rail, device = spec_channel(spec)
         meter = BmcMeter(client, rail, device, update_period_s=sensor.update_period_s, lag_s=sensor.lag_s,
                          window_s=sensor.window_s, quantum_w=1.0, speed=speed,
                          name=name or f"{spec.name}-emulated", emulated=True, **kw)

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archline.powermon.bmc.bmc_meter import POLLS_PER_PERIOD, BmcMeter
+from archline.powermon.bmc.bmc_meter import POLLS_PER_PERIOD, BmcMeter, spec_channel
 from archline.powermon.bmc.bound import RESOLUTION_W
 from archline.powermon.bmc.redfish import RedfishClient
 from archline.powermon.bmc.redfish_sources import SOURCE_SUBSYSTEM
@@ -56,11 +56,6 @@ def _password(spec: MeterSpec) -> str | None:
     return pw
 
 
-def _channel(spec: MeterSpec) -> tuple[str, str]:
-    c = spec.channels[0] if spec.channels else None
-    return (c.rail, c.device) if c is not None else (spec.kind, "node")
-
-
 def _url(spec: MeterSpec) -> str:
     url = spec.url or spec.port
     if not url:
@@ -81,7 +76,7 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
                           if spec.password_env else None)
         # the period stated (profile's update_period_s), else the statistics period the BMC's reading gives
         period = update_period_s or spec.update_period_s or ipmi.reported_period() or DEFAULT_PERIOD_S
-        rail, device = _channel(spec)
+        rail, device = spec_channel(spec)
         return BmcMeter(ipmi, rail, device, update_period_s=period, lag_s=lag_s,
                         window_s=window_s, quantum_w=1.0, name=name or spec.name, emulated=ipmi.emulated, **kw)
     if spec.kind != "redfish":
@@ -96,7 +91,7 @@ def open_from_spec(spec: MeterSpec, *, raw_dir: str | Path | None = None, name: 
                      f"most, so each reading seen covers the time since the last (read as a {MIN_PERIOD_S:g} s "
                      "period)")
         period = MIN_PERIOD_S
-    rail, device = _channel(spec)
+    rail, device = spec_channel(spec)
     # a sum of supplies is good to a watt per supply
     quantum = RESOLUTION_W * max(1, len(client.psu_metrics)) if client.source == SOURCE_SUBSYSTEM else 0.0
     return BmcMeter(client, rail, device, update_period_s=period, lag_s=lag_s, window_s=window_s,
@@ -136,7 +131,7 @@ def emulate_from_spec(spec: MeterSpec, power: PowerSource | PowerCallable | None
     except Exception:
         server.stop()
         raise
-    rail, device = _channel(spec)
+    rail, device = spec_channel(spec)
     meter = BmcMeter(client, rail, device, update_period_s=sensor.update_period_s, lag_s=sensor.lag_s,
                      window_s=sensor.window_s, quantum_w=sensor.quantum_w, speed=speed,
                      name=name or f"{spec.name}-emulated", emulated=True, **kw)

@@ -57,9 +57,66 @@ def _open_nvml(spec: Any, *, nvml: Any = None, **kw: Any) -> Any:
 
 def _list_rapl(*, powercap_root: str | Path | None = None, perf_root: str | Path | None = None,
                perf_reader: Any = None, **_: Any) -> list[dict[str, Any]]:
-    from archline.powermon.meter_list import rapl_rows
-
     return rapl_rows(powercap_root, perf_root, perf_reader)
+
+
+def _in_vm() -> bool:
+    """A hypervisor guest (x86's ``hypervisor`` CPU flag): RAPL is the host's, no command here gives it."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " hypervisor" in line for line in f)
+    except OSError:
+        return False
+
+
+def rapl_rows(powercap_root: str | Path | None = None, perf_root: str | Path | None = None,
+              perf_reader: Any = None) -> list[dict[str, Any]]:
+    """The RAPL meter's two sources: each powercap zone (readable or the chmod that opens it), then perf's power
+    events (readable or the sysctl/setcap that opens them), or why there is neither."""
+    from archline.powermon.counters import rapl, rapl_perf
+
+    rows: list[dict[str, Any]] = []
+    root = rapl.default_root() if powercap_root is None else Path(powercap_root)
+    zones = rapl.list_zones(root)
+    chmod = f"sudo chmod o+r {root}/intel-rapl:*/energy_uj {root}/intel-rapl:*:*/energy_uj"
+    for z in zones:
+        try:
+            z.read_uj()
+            rows.append({"kind": RAPL, "name": z.name, "available": True,
+                         "detail": f"powercap {z.path} range {z.max_energy_range_uj} uJ"})
+        except MeterError as e:
+            rows.append({"kind": RAPL, "name": z.name, "available": False, "fix": chmod,
+                         "detail": f"{e}; the fix lasts until reboot, a udev rule keeps it: `{UDEV_FIX}`"})
+    proot = rapl_perf.default_root() if perf_root is None else Path(perf_root)
+    pmu = rapl_perf.read_pmu(proot)
+    if pmu is not None and pmu.events:
+        try:
+            src = rapl_perf.PerfSource(None, proot, perf_reader)
+            rows += [{"kind": RAPL, "name": f"perf:{z.name}", "available": True,
+                      "detail": f"perf event power/{z.event.name}/ on CPU {z.cpu} (the RAPL meter's source where "
+                                "powercap is not readable)"} for z in src.zones]
+            src.close()
+        except MeterError as e:
+            denied = "not permitted" in str(e)
+            rows.append({"kind": RAPL, "name": "perf:-", "available": False,
+                         "fix": rapl_perf.PARANOID_FIX if denied else "",
+                         "detail": f"{e}" if not denied else
+                         f"perf's power events {', '.join(ev.name for ev in pmu.events)} are not permitted "
+                         f"(kernel.perf_event_paranoid is {rapl_perf.paranoid_level()}; they need <= 0, or "
+                         f"CAP_PERFMON: `{rapl_perf.CAPABILITY_FIX}`)"})
+    if not zones and (pmu is None or not pmu.events):
+        vm = _in_vm()
+        rows.append({"kind": RAPL, "name": "-", "available": False,
+                     "fix": "none here: a VM guest; measure on the host" if vm else "sudo modprobe intel_rapl_msr",
+                     "detail": f"no RAPL zones under {root} and no perf power events under {proot} ("
+                               + ("a VM guest: RAPL is the host's, measure there" if vm else
+                                  "the RAPL driver not loaded, or not an Intel/AMD CPU") + ")"})
+    return rows
+
+
+#: powercap's energy_uj opened to every user at each boot (the chmod fix made permanent)
+UDEV_FIX = ("echo 'ACTION==\"add\", SUBSYSTEM==\"powercap\", RUN+=\"/bin/chmod o+r /sys%p/energy_uj\"' | "
+            "sudo tee /etc/udev/rules.d/99-archline-rapl.rules")
 
 
 def list_nvml(*, nvml: Any = None, **_: Any) -> list[dict[str, Any]]:

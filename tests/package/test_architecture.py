@@ -45,11 +45,6 @@ KNOWN_SUBFOLDER_CYCLES: dict[tuple[str, str], str] = {
 }
 #: module-level import circles that exist today (issue 37 cuts them); the list may only shrink
 KNOWN_MODULE_CYCLES: set[frozenset[str]] = {frozenset(c.split()) for c in (
-    "archline.formats.costs archline.formats.costs_table",
-    "archline.formats.line_blocks archline.formats.results_file",
-    "archline.formats.platforms.ert_file archline.formats.platforms.localhost archline.formats.platforms.profiles",
-    "archline.powermon.bmc.ipmi archline.powermon.bmc.meter",
-    "archline.powermon.counters.kind archline.powermon.meter_list",
 )}
 MAX_LINES = 400
 #: modules another issue owns right now (they may not be edited here); each names who and why

@@ -218,7 +218,7 @@ def test_real_perf_power_events() -> None:
 # --- `meter list`: what is missing and the one command that gives it ---
 
 def test_meter_list_rapl_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from archline.powermon.meter_list import UDEV_FIX, rapl_rows
+    from archline.powermon.counters.kind import UDEV_FIX, rapl_rows
 
     root = tree(tmp_path / "powercap")
     pmu = make_perf_power_tree(tmp_path / "power")
@@ -233,10 +233,10 @@ def test_meter_list_rapl_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         "sudo sysctl kernel.perf_event_paranoid=0"]
     assert UDEV_FIX in denied[0]["detail"] and "cap_perfmon+ep" in denied[2]["detail"]
     # issue 34 finding 11: in a VM guest no command gives RAPL, and the fix column says so in words
-    from archline.powermon import meter_list
+    from archline.powermon.counters import kind as counters_kind
 
     for vm, fix in ((True, "none here: a VM guest; measure on the host"), (False, "sudo modprobe intel_rapl_msr")):
-        monkeypatch.setattr(meter_list, "_in_vm", lambda vm=vm: vm)
+        monkeypatch.setattr(counters_kind, "_in_vm", lambda vm=vm: vm)
         (none,) = rapl_rows(tmp_path / "no-powercap", tmp_path / "no-pmu")
         assert none["available"] is False and "no perf power events" in none["detail"] and none["fix"] == fix
 
