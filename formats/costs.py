@@ -23,7 +23,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,11 +32,10 @@ from archline.common.files import read_json
 from archline.common.inputs import show_value, validate
 from archline.common.outputs import show
 from archline.formats.costs_table import format_table, to_table
+from archline.formats.costs_types import Coefficient as Coefficient  # re-exported: the fits build them
+from archline.formats.costs_types import FitResult
 from archline.formats.costs_units import HUMAN_UNITS, UNITS, UnitError, implausible, si_factor
 from archline.model.errors import PlatformNotFoundError, ProfileFormatError
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
 
 __all__ = ["COSTS_SCHEMA", "FORMAT_VERSION", "HUMAN_UNITS", "UNITS", "Coefficient", "CostTable", "format_table",
            "names_cost_table", "render", "to_costs_dict", "to_csv", "to_json", "to_table"]
@@ -50,49 +49,8 @@ def names_cost_table(head: bytes) -> bool:
     return f'"{COSTS_SCHEMA}"'.encode() in head
 
 
-class FitResult(Protocol):
-    """What a cost table is written from: the fields of a fit's outcome (``archline.fit.regress.result.FitResult``
-    has them). A protocol, so this format never imports the fit that produces it (docs/design.md §6)."""
-
-    platform: str
-    model: str
-    emulated: bool
-    n_points: int
-    coefficients: dict[str, Coefficient]
-    tau: dict[str, Coefficient]
-    derived: dict[str, float]
-    quality: dict[str, Any]
-    warnings: list[str]
-    omitted: dict[str, str]
-    extra: dict[str, Any]
-
-    @property
-    def point_errors(self) -> pd.DataFrame | None: ...
-
-
 #: clock and voltage keys of a DVFS setting (must be > 0)
 SETTING_CLOCKS = ("core_mhz", "mem_mhz", "core_v", "mem_v")
-
-
-@dataclass
-class Coefficient:
-    """One fitted cost, in its SI unit (:data:`UNITS`)."""
-
-    name: str
-    value: float
-    stderr: float | None
-    ci95: tuple[float, float] | None
-    unit: str
-    method: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": self.value,
-                             "stderr": None if self.stderr is None else float(self.stderr),
-                             "ci95": None if self.ci95 is None else [float(self.ci95[0]), float(self.ci95[1])],
-                             "unit": self.unit}
-        if self.method:
-            d["method"] = self.method
-        return d
 
 
 def _clean(x: Any) -> Any:

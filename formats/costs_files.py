@@ -21,7 +21,7 @@ from archline.common.outputs import check_output, inside, is_stream, safe_compon
 from archline.formats.costs import EXTENSIONS, RENDERERS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.formats.costs import FitResult
+    from archline.formats.costs_types import FitResult
 
 #: an output: its path, and what writes it given the path to write (a temporary file, or the stream itself)
 Job = tuple[Path, Callable[[Path], None]]

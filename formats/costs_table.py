@@ -10,7 +10,7 @@ from archline.common.outputs import show
 from archline.formats.costs_units import HUMAN_UNITS, UNITS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from archline.formats.costs import Coefficient, FitResult
+    from archline.formats.costs_types import Coefficient, FitResult
 
 
 def _human(c: Coefficient) -> tuple[str, str, str, str]:

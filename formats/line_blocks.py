@@ -1,6 +1,8 @@
 """An input read as blocks of whole lines without holding it (a pipe, ``/dev/stdin``, ``<(...)``, a compressed
 file): the CSV reader (:mod:`archline.formats.results_file`) parses each block with the header line before it, so
-memory does not grow with the rows and every line keeps its number."""
+memory does not grow with the rows and every line keeps its number. The errors of reading a results file
+(:class:`SourceError`, :class:`ReadError`) are defined here, at the bottom of its reading, and re-exported by its
+owner."""
 
 from __future__ import annotations
 
@@ -10,12 +12,31 @@ from typing import Any, BinaryIO
 
 from archline.common.files import check_text_bytes
 from archline.common.outputs import show
-from archline.formats.results_file import HEADER_BYTES, ReadError, SourceError
+from archline.model.errors import ArchlineFitError
 
-__all__ = ["MAX_LINE_BYTES", "LineBlocks", "decompress"]
+__all__ = ["HEADER_BYTES", "MAX_LINE_BYTES", "LineBlocks", "ReadError", "SourceError", "decompress"]
+
+#: the most of a file's start read to find its header line
+HEADER_BYTES = 1 << 20
 
 #: the longest line a streamed input may hold (one without newlines is not a CSV)
 MAX_LINE_BYTES = 64 << 20
+
+
+class SourceError(ArchlineFitError):
+    """A results file (or data set) that cannot be read as such; ``kind`` says how (a reader may re-raise it as
+    its own type): read | empty | schema | malformed."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ReadError(SourceError):
+    """Missing, unreadable, a directory or device, binary, empty or cut off (common.files' checks)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("read", message)
 
 
 class LineBlocks:

@@ -36,7 +36,9 @@ from archline.common.atomic import atomic_path, write_atomic
 from archline.common.files import check_text_bytes, open_input, read_stream
 from archline.common.outputs import show
 from archline.formats import schema
-from archline.model.errors import ArchlineFitError
+from archline.formats.line_blocks import HEADER_BYTES as HEADER_BYTES  # re-exported: the results file's
+from archline.formats.line_blocks import ReadError as ReadError
+from archline.formats.line_blocks import SourceError as SourceError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -45,28 +47,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from archline.formats.line_blocks import LineBlocks
 
 COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4", ".xz": "xz"}   # xz: Python's lzma
-#: the most of a file's start read to find its header line
-HEADER_BYTES = 1 << 20
 #: the largest regular file the fit parses in one call: none (was 512 MB: memory grew with its rows)
 CSV_WHOLE_BYTES = 0
 #: blocks of whole lines: a pipe's or compressed file's, a regular file's; pyarrow's parse unit within one (threads)
 CSV_BLOCK_BYTES, CSV_FILE_BLOCK_BYTES, CSV_PARSE_BYTES = 16 << 20, 16 << 20, 2 << 20
-
-
-class SourceError(ArchlineFitError):
-    """A results file (or data set) that cannot be read as such; ``kind`` says how (a reader may re-raise it as
-    its own type): read | empty | schema | malformed."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class ReadError(SourceError):
-    """Missing, unreadable, a directory or device, binary, empty or cut off (common.files' checks)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("read", message)
 
 
 class NotResultsError(SourceError):

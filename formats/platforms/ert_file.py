@@ -19,7 +19,7 @@ from archline.formats.ert_roofline import (
     rate_problem,
     read_ert,
 )
-from archline.formats.platforms.profiles import Constant, Platform, _check_value
+from archline.formats.platforms.platform import Constant, Platform, check_value
 
 #: the energy constants a roofline.json cannot give (it holds rates only)
 ENERGY_KEYS = ("eps_flop_sp", "eps_flop_dp", "eps_mem", "pi0")
@@ -50,7 +50,7 @@ def ert_platform(path: str | Path, roof: ErtRoofline | None = None) -> Platform:
         flops = key.startswith("tau_flop")
         check_rate(where, name, rate, flops, _FIX)
         unit = "GFLOP/s" if flops else "GB/s"
-        constants[key] = Constant(_check_value(key, 1.0 / (rate * 1e9), f"{where}: {name}"),
+        constants[key] = Constant(check_value(key, 1.0 / (rate * 1e9), f"{where}: {name}"),
                                   f"{label} by {by}: 1/{name!r} = 1/({rate:g} {unit}), {where}")
     for prec, other, ert in (("sp", "dp", "FP32"), ("dp", "sp", "FP64")):    # a precision the file lacks: why
         if f"tau_flop_{prec}" not in chosen:
@@ -137,7 +137,7 @@ def _name(path: Path, host: str = "") -> str:
     ERT 1.1.0's ``Results.<name>/Run.NNN/roofline.json`` ``<name>/Run.NNN`` (two runs are two names). A pipe
     (``<(...)``: /dev/fd/63) is named by its host, not "63". A name a shipped or user profile has gets " (ERT)", so
     neither is taken for the other."""
-    from archline.formats.platforms.profiles import find_profile
+    from archline.formats.platforms.platform import find_profile
 
     stem = path.name.removesuffix(".json") or "ert"
     parents = path.resolve().parents if stem == "roofline" else ()

@@ -11,7 +11,7 @@ from typing import Any
 
 from archline.common.outputs import show
 from archline.formats.platforms.ert_file import ENERGY_KEYS as _ENERGY_KEYS  # what a roofline.json cannot give
-from archline.formats.platforms.profiles import LOCALHOST, Constant, Platform, _check_value
+from archline.formats.platforms.platform import LOCALHOST, Constant, Platform, check_value
 from archline.model.errors import PlatformNotFoundError, ProfileFormatError
 
 
@@ -72,7 +72,7 @@ def localhost_platform() -> Platform:
         why = f"; NOT TRUSTED: {fig['why_not_trusted']}" if fig.get("why_not_trusted") else ""
         if why:
             not_trusted.append(fig_name)
-        constants[key] = Constant(_check_value(key, tau, f"{show(path)}: {name}"),
+        constants[key] = Constant(check_value(key, tau, f"{show(path)}: {name}"),
                                   f"{label}: 1/peak of run {fig_run}, {where}{why}", se)
     if not constants:
         raise ProfileFormatError(f"{show(path)}: holds no peak rate (FP64/FP32 GFLOPs, DRAM, L1-L3 GB/s); run "

@@ -8,11 +8,7 @@ Peaks (``peak_flop_per_s_sp``…) may stand in for the tau they invert (tau = 1/
 
 from __future__ import annotations
 
-import logging
-import math
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,104 +20,25 @@ from archline.common.inputs import Strict, unknown_key_hint, validate
 from archline.common.outputs import show
 from archline.formats.costs import COSTS_SCHEMA as COSTS_SCHEMA  # the owner's; re-exported
 from archline.formats.costs import CostTable
-from archline.formats.costs_units import implausible
 from archline.formats.ert_roofline import names_ert_roofline
-from archline.model.errors import ArchlineFitError, MissingValueError, PlatformNotFoundError, ProfileFormatError
-from archline.model.machine import Machine
+from archline.formats.platforms.platform import CONSTANT_UNITS as CONSTANT_UNITS  # re-exported: one import for callers
+from archline.formats.platforms.platform import LOCALHOST as LOCALHOST
+from archline.formats.platforms.platform import PRECISIONS as PRECISIONS
+from archline.formats.platforms.platform import SHIPPED_DIR as SHIPPED_DIR
+from archline.formats.platforms.platform import Constant as Constant
+from archline.formats.platforms.platform import Platform as Platform
+from archline.formats.platforms.platform import check_value
+from archline.formats.platforms.platform import find_profile as find_profile
+from archline.formats.platforms.platform import iter_profiles as iter_profiles
+from archline.formats.platforms.platform import search_dirs as search_dirs
+from archline.model.errors import ArchlineFitError, PlatformNotFoundError, ProfileFormatError
 
 PROFILE_SCHEMA = "archline.platform/1"
-SHIPPED_DIR = Path(__file__).parent  # the shipped *.toml profiles live beside this module
 
-#: Every constant a profile may hold, with its SI unit.
-CONSTANT_UNITS: dict[str, str] = {
-    "tau_flop_sp": "s/flop", "tau_flop_dp": "s/flop", "tau_mem": "s/byte", "tau_int": "s/op",
-    "tau_l1": "s/byte", "tau_l2": "s/byte", "tau_l3": "s/byte", "tau_shared": "s/byte", "tau_rand": "s/access",
-    "peak_flop_per_s_sp": "flop/s", "peak_flop_per_s_dp": "flop/s", "peak_byte_per_s": "byte/s",
-    "eps_flop_sp": "J/flop", "eps_flop_dp": "J/flop", "eps_mem": "J/byte", "eps_l1": "J/byte",
-    "eps_l2": "J/byte", "eps_l3": "J/byte", "eps_shared": "J/byte", "eps_rand": "J/access", "eps_int": "J/op",
-    "pi0": "W", "delta_pi": "W", "tdp_w": "W", "idle_w": "W", "const_energy_per_byte": "J/byte",
-}
 #: Top-level keys of a profile. The bench layer reads ``bench``, ``meters`` and ``emulate``; ``issue`` holds the
 #: per-SM issue rules of the instruction-mix peak (fit/analyses/choi/mix_peak.py).
 PROFILE_KEYS = {"schema", "name", "title", "device_kind", "notes", "sources", "constants", "dvfs", "bench",
                 "meters", "emulate", "issue"}
-PRECISIONS = ("sp", "dp")
-
-
-@dataclass(frozen=True)
-class Constant:
-    value: float | None
-    source: str
-    stderr: float | None = None
-
-
-@dataclass
-class Platform:
-    """A platform profile or a fitted cost table, seen through the same interface."""
-
-    name: str
-    title: str
-    constants: dict[str, Constant]
-    origin: str                      # file it came from
-    kind: str = "profile"            # "profile", "costs" or "measured" (localhost from its last run's peaks)
-    emulated: bool = False
-    device_kind: str = ""
-    notes: str = ""
-    dvfs: dict[str, Any] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
-    not_trusted: list[str] = field(default_factory=list)   #: figures the source says are NOT TRUSTED (localhost)
-    cautions: list[str] = field(default_factory=list)      #: one line each: what a reader should be told (localhost)
-
-    def value(self, key: str) -> float | None:
-        c = self.constants.get(key)
-        if c is not None and c.value is not None:
-            return c.value
-        inverse = {"tau_flop_sp": "peak_flop_per_s_sp", "tau_flop_dp": "peak_flop_per_s_dp",
-                   "tau_mem": "peak_byte_per_s"}
-        if key in inverse:
-            peak = self.constants.get(inverse[key])
-            if peak is not None and peak.value:
-                return 1.0 / peak.value
-        return None
-
-    def require(self, key: str, needed_for: str) -> float:
-        v = self.value(key)
-        if v is None:
-            c = self.constants.get(key)
-            why = f" ({c.source})" if c is not None and c.source else ""
-            if why and self.kind == "measured":    # an ERT file says what it lacks and what to give instead
-                raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it")
-            raise MissingValueError(f"platform '{self.name}' has no value for {key}{why}; {needed_for} needs it "
-                                    "(measure it with `archline bench run` and `archline fit`, and give the cost "
-                                    "table instead)")
-        return v
-
-    def source(self, key: str) -> str:
-        c = self.constants.get(key)
-        return c.source if c is not None else ""
-
-    def machine(self, precision: str, needed_for: str = "the model") -> Machine:
-        """The model's constants at one precision; delta_pi is inf (free model) when unknown."""
-        if precision not in PRECISIONS:
-            raise ProfileFormatError(f"precision must be one of {', '.join(PRECISIONS)}, got '{precision}'")
-        delta_pi = self.value("delta_pi")
-        return Machine(
-            tau_flop_s=self.require(f"tau_flop_{precision}", needed_for),
-            tau_mem_s_per_byte=self.require("tau_mem", needed_for),
-            eps_flop_j=self.require(f"eps_flop_{precision}", needed_for),
-            eps_mem_j_per_byte=self.require("eps_mem", needed_for),
-            pi0_w=self.require("pi0", needed_for),
-            delta_pi_w=math.inf if delta_pi is None else delta_pi,
-        )
-
-    def precisions_timed(self) -> list[str]:
-        """The precisions the time roofline can be drawn at (tau_flop and tau_mem known; energy may be absent)."""
-        return [p for p in PRECISIONS if self.value(f"tau_flop_{p}") is not None and self.value("tau_mem") is not None]
-
-    def precisions_available(self) -> list[str]:
-        need = ("tau_flop_{p}", "eps_flop_{p}")
-        base = all(self.value(k) is not None for k in ("tau_mem", "eps_mem", "pi0"))
-        return [p for p in PRECISIONS if base and all(self.value(k.format(p=p)) is not None for k in need)]
 
 
 # --- loading: pydantic models on the one input boundary (archline.common.inputs) --------------------------
@@ -149,21 +66,6 @@ class ProfileFile(Strict):
     issue: Any = None              #: per-SM issue rules of the instruction-mix peak (fit/analyses/choi/mix_peak.py)
 
 
-def _check_value(key: str, v: float | None, where: str) -> float | None:
-    if v is None:
-        return None
-    if not math.isfinite(v) and not (math.isinf(v) and v > 0):
-        raise ProfileFormatError(f"{where}: expected a finite number, got {v!r}")
-    if v < 0:
-        raise ProfileFormatError(f"{where}: must not be negative, got {v}")
-    if v == 0 and (key.startswith("tau") or key.startswith("peak")):
-        raise ProfileFormatError(f"{where}: must be positive")
-    why = implausible(v, CONSTANT_UNITS.get(key, "")) if math.isfinite(v) else None
-    if why is not None:
-        raise ProfileFormatError(f"{where}: {why}")
-    return v
-
-
 def _parse_constants(table: dict[str, ConstantEntry | float], origin: str) -> dict[str, Constant]:
     out: dict[str, Constant] = {}
     for key, entry in table.items():
@@ -171,7 +73,7 @@ def _parse_constants(table: dict[str, ConstantEntry | float], origin: str) -> di
         if key not in CONSTANT_UNITS:
             raise ProfileFormatError(f"{where}: unknown constant '{key}'" + unknown_key_hint(key, CONSTANT_UNITS))
         e = entry if isinstance(entry, ConstantEntry) else ConstantEntry(value=float(entry))
-        out[key] = Constant(_check_value(key, e.value, where), e.source, _check_value(key, e.stderr, where))
+        out[key] = Constant(check_value(key, e.value, where), e.source, check_value(key, e.stderr, where))
     return out
 
 
@@ -251,36 +153,6 @@ def _ert_platform(p: Path, roof: Any = None) -> Platform:
     return ert_platform(p, roof)
 
 
-def search_dirs() -> list[Path]:
-    """User profiles first ($ARCHLINE_PLATFORM_PATH, then ~/.config/archline/platforms), shipped ones last."""
-    dirs = [Path(p) for p in os.environ.get("ARCHLINE_PLATFORM_PATH", "").split(os.pathsep) if p]
-    config = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
-    dirs.append(config / "archline" / "platforms")
-    dirs.append(SHIPPED_DIR)
-    return dirs
-
-
-_WARNED_DIRS: set[str] = set()
-
-
-def iter_profiles() -> Iterator[Path]:
-    seen: set[str] = set()
-    asked = {p for p in os.environ.get("ARCHLINE_PLATFORM_PATH", "").split(os.pathsep) if p}
-    for d in search_dirs():
-        if str(d) in asked and not d.is_dir():
-            if str(d) not in _WARNED_DIRS:     # a stale path entry is said once, not silently skipped
-                _WARNED_DIRS.add(str(d))
-                logging.getLogger("archline.fit").warning(
-                    f"archline: warning: ARCHLINE_PLATFORM_PATH names {d}, which is not a directory; "
-                    "its profiles are skipped")
-            continue
-        if d.is_dir():
-            for p in sorted(d.glob("*.toml")):
-                if p.stem not in seen:
-                    seen.add(p.stem)
-                    yield p
-
-
 def load_all_profiles() -> tuple[list[tuple[Path, Platform]], list[str]]:
     """Every profile found, and one line for each that cannot be read (it is skipped, the others are listed)."""
     found: list[tuple[Path, Platform]] = []
@@ -291,11 +163,6 @@ def load_all_profiles() -> tuple[list[tuple[Path, Platform]], list[str]]:
         except ArchlineFitError as e:
             problems.append(f"skipped {path}: {e}")
     return found, problems
-
-
-def find_profile(name: str) -> Path | None:
-    """The profile file named ``name`` (user profiles first, then shipped ones), or None."""
-    return next((c for c in iter_profiles() if c.stem == name), None)
 
 
 def load_platform(name_or_path: str) -> Platform:
@@ -322,6 +189,3 @@ def load_platform(name_or_path: str) -> Platform:
         return localhost_platform()
     known = ", ".join([*(p.stem for p in iter_profiles()), LOCALHOST])
     raise PlatformNotFoundError(f"unknown platform '{name_or_path}' (known: {known}; or give a .toml or .json path)")
-
-
-LOCALHOST = "localhost"
