@@ -74,6 +74,9 @@ class MeterKind:
     #: without its sidecar is recognised (powermon/stream/sniff.py)
     frame_share: Callable[[Any, int], float] | None = None
     captures: bool = False                      #: ``meter record`` keeps a raw byte capture beside the trace
+    #: the kind the emulators play when nothing names one (a profile without ``[[meters]]`` under ``--emulate``,
+    #: ``meter emulate --platform``'s rails); the first kind that says so (:func:`default_emulated`)
+    emulated_by_default: bool = False
     #: the module whose ``decode_file`` and ``decode_to_file`` decode its raw captures that are not a byte stream's
     #: (``meter decode`` of a capture without an ``archline.stream.raw/1`` sidecar)
     decoder: str | None = None
@@ -173,6 +176,14 @@ def get(name: str) -> MeterKind:
 def where(**flags: Any) -> tuple[str, ...]:
     """The names of the kinds whose fields equal ``flags`` (``where(serial=True)``)."""
     return tuple(k.name for k in kinds() if all(getattr(k, f) == v for f, v in flags.items()))
+
+
+def default_emulated() -> MeterKind:
+    """The kind the emulators play when nothing names one (its ``emulated_by_default``)."""
+    found = next((k for k in kinds() if k.emulated_by_default), None)
+    if found is None:
+        raise KeyError("no meter kind is emulated by default")
+    return found
 
 
 def by_word(word: str) -> MeterKind | None:

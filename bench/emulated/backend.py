@@ -217,9 +217,9 @@ def steady_power_script(profile: BenchProfile | str, intensity_flop_per_byte: fl
             raise EmulationError(f"platform '{model.platform}' has no {precision} flop cost to emulate")
         power_w = model.power_w(counts)
         what = f"{precision} kernel at I = {intensity_flop_per_byte:g} flop/B, {power_w:.4g} W (capped model)"
-    from archline.powermon.powermon2.kind import NAME as POWERMON2  # meter emulate serves a PowerMon 2
+    from archline.powermon.kinds import default_emulated  # meter emulate serves a PowerMon 2
 
-    meter = next((m for m in prof.meters if m.kind == POWERMON2), None)
+    meter = next((m for m in prof.meters if m.kind == default_emulated().name), None)
     split = rail_split(meter, model.free_peak_power_w)
     check_range(split, power_w, model.platform)
     return Script([(0.0, readings(split, power_w))]), f"{model.platform} [emulated]: {what}"

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from archline.bench.emulated.model import EmulatedModel, EmulationError
 from archline.bench.kernels import Counts
-from archline.powermon.powermon2.kind import NAME as POWERMON2
+from archline.powermon.kinds import default_emulated
 from archline.powermon.spec import ChannelSpec, MeterSpec
 
 F64 = npt.NDArray[np.float64]
@@ -77,7 +77,7 @@ def default_meter(peak_power_w: float) -> MeterSpec:
     """A profile without a PowerMon 2 section: enough 12 V channels (stock shunt) to carry 1.3 x the peak."""
     full_w = 12.0 * ChannelSpec(id=0, rail="x").full_scale_a
     n = min(8, max(1, math.ceil(1.3 * peak_power_w / full_w)))
-    return MeterSpec(name="powermon", kind=POWERMON2, channels=tuple(
+    return MeterSpec(name="powermon", kind=default_emulated().name, channels=tuple(
         ChannelSpec(id=i, rail=f"device_12v_{i}", device="device", nominal_v=12.0, share=1.0 / n) for i in range(n)))
 
 

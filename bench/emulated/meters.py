@@ -30,7 +30,6 @@ import numpy.typing as npt
 
 from archline.bench.emulated.model import EmulationError
 from archline.powermon import kinds
-from archline.powermon.powermon2.kind import NAME as POWERMON2
 from archline.powermon.spec import MeterSpec
 
 F64 = npt.NDArray[np.float64]
@@ -70,16 +69,17 @@ def choose(prof: Any, meter: str | None) -> tuple[MeterSpec | None, list[str]]:
     exit 2) naming them and the kinds ``--emulate`` plays: another meter is never put in their place silently."""
     if meter:
         return check_emulatable(prof.meter(meter), prof.name), []
-    kinds = emulated_kinds()
-    spec = next((s for s in prof.meters if s.kind == POWERMON2), None) or \
-        next((s for s in prof.meters if s.kind in kinds), None)
+    playable = emulated_kinds()
+    first = kinds.default_emulated().name      # the PowerMon 2
+    spec = next((s for s in prof.meters if s.kind == first), None) or \
+        next((s for s in prof.meters if s.kind in playable), None)
     if spec is not None:
         return spec, []
     if prof.meters:
         have = ", ".join(f"'{s.name}' ({s.kind})" for s in prof.meters)
         raise EmulationError(
             f"platform '{prof.name}' cannot be emulated with its meters {have}: --emulate plays meters of kind "
-            f"{', '.join(kinds)}; add a [[meters]] entry of one of those kinds to the profile, or drop --emulate")
+            f"{', '.join(playable)}; add a [[meters]] entry of one of those kinds to the profile, or drop --emulate")
     return None, [f"platform '{prof.name}' configures no [[meters]]: --emulate plays a default emulated PowerMon 2 "
                   "(12 V channels on the stock shunt, enough to carry 1.3 x the model's peak power)"]
 

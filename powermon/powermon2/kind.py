@@ -60,5 +60,5 @@ KINDS = (MeterKind(
                   ("emulated", "an emulated PowerMon 2 (emulated:SPEED runs it faster)")),
     record=_record, lister=_list, absent="plug one in; give its port",
     channel_ids=range(MAX_CHANNELS), voltage_limit_v=VOLTAGE_FULL_SCALE_V, serial=True, scheme="powermon",
-    reference=True, captures=True, resolution="shunts (r_sense_ohm)",
+    reference=True, captures=True, emulated_by_default=True, resolution="shunts (r_sense_ohm)",
     decoder="archline.powermon.powermon2.capture_decode"),)
