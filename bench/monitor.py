@@ -1,5 +1,6 @@
-"""A :class:`~archline.powermon.monitor.Monitor` for a platform: its profile's ``[[meters]]`` opened, or the null
-meter with the reason, or (``emulate=True``) an emulated meter of that platform whose device draws ``busy_w``
+"""A :class:`~archline.powermon.monitor.Monitor` for a platform (through powermon's one
+:func:`~archline.powermon.monitor.open_windows`): its profile's ``[[meters]]`` opened, or the null meter with the
+reason, or (``emulate=True``) an emulated meter of that platform whose device draws ``busy_w``
 while any window is open and ``idle_w`` otherwise, so that every window has a known true energy
 (:meth:`PhasePower.energy_j`). ``archline.open_monitor`` is this function (docs/api.md)."""
 
@@ -19,8 +20,7 @@ import numpy.typing as npt
 from archline.bench.config.profile import BenchProfile, load_bench_profile
 from archline.bench.errors import BenchError
 from archline.powermon.errors import MeterError, reworded
-from archline.powermon.monitor import Monitor
-from archline.powermon.record.null import NullMeter
+from archline.powermon.monitor import Monitor, open_windows
 from archline.powermon.spec import MeterSpec
 
 F64 = npt.NDArray[np.float64]
@@ -158,22 +158,16 @@ def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = 
         schedule = PhasePower(model.idle_w if idle_w is None else idle_w,
                               model.free_peak_power_w if busy_w is None else busy_w)
         m = _emulated_meter(prof, schedule, meter=meter, speed=1.0, seed=seed, raw_dir=raw_dir, notes=notes)
-        mon = Monitor([m], hooks=[schedule.edge], settle_timeout_s=settle_timeout_s)
+        mon = open_windows([m], hooks=[schedule.edge], settle_timeout_s=settle_timeout_s)
         mon.power = schedule  # type: ignore[attr-defined]
         return mon
     if busy_w is not None or idle_w is not None:
         raise BenchError("busy_w and idle_w set an emulated device's power: pass emulate=True too")
     specs = [prof.meter(meter)] if meter else list(prof.meters)
-    if not specs:
-        return Monitor([NullMeter(prof.detected_note or f"platform '{prof.name}' configures no meter")],
-                       settle_timeout_s=settle_timeout_s)
-    from archline.powermon.spec import open_meter
 
-    meters = []
-    for s in specs:
-        try:
-            meters.append(open_meter(s, raw_dir=raw_dir))
-        except MeterError as e:
-            raise reworded(e, f"meter '{s.name}' ({s.kind}) of platform '{prof.name}' cannot be opened: {e}") \
-                from None
-    return Monitor(meters, settle_timeout_s=settle_timeout_s)
+    def cannot_open(s: MeterSpec, e: MeterError) -> MeterError:
+        return reworded(e, f"meter '{s.name}' ({s.kind}) of platform '{prof.name}' cannot be opened: {e}")
+
+    # no [[meters]]: the null meter with the reason
+    return open_windows(specs, reason=prof.detected_note or f"platform '{prof.name}' configures no meter",
+                        raw_dir=raw_dir, cannot_open=cannot_open, settle_timeout_s=settle_timeout_s)

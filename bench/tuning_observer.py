@@ -36,8 +36,9 @@ from typing import Any
 from archline.bench.errors import BenchError
 from archline.bench.tuning_args import MODES, OBSERVABLES, check_args
 from archline.powermon.errors import MAX_LOST_SHARE
-from archline.powermon.monitor import Measurement, Monitor, PendingWindow
+from archline.powermon.monitor import Monitor
 from archline.powermon.record.period import sample_period_s
+from archline.powermon.record.windows import Measurement, Window
 
 log = logging.getLogger("archline.bench")
 
@@ -142,7 +143,7 @@ class EnergyObserver:
         if self.mode != "iteration":   # Kernel Tuner runs its continuous loop for observers that have one
             self.continuous_observer = self.continuous_class(self, continuous_duration_s)
         self.params: dict[str, Any] = {}
-        self._pending: list[PendingWindow] = []
+        self._pending: list[Window] = []
         #: every configuration measured so far: (params, its iterations' measurements)
         self.history: list[tuple[dict[str, Any], list[Measurement]]] = []
         #: every continuous loop measured so far: (params, its window's measurement, the kernel time in s)
@@ -217,11 +218,11 @@ class EnergyObserver:
         name, self._window = self._window, None
         self._pending.append(self.monitor.end_window_later(name))   # microseconds: no wait for samples here
 
-    def _integrate(self, pending: PendingWindow) -> Measurement:
+    def _integrate(self, pending: Window) -> Measurement:
         """The window's measurement without its samples: a tuning run of thousands of configurations keeps only
         numbers (the recorder's copy of the region, which holds them, is dropped too)."""
         m = pending.measurement()
-        self.monitor.recorder.regions.pop(pending.name, None)
+        self.monitor.regions.pop(pending.name, None)
         return dataclasses.replace(m, region=None)
 
     def _continuous_results(self, kt_results: dict[str, Any] | None) -> dict[str, Any]:

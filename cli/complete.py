@@ -12,7 +12,7 @@ from click.shell_completion import BashComplete, CompletionItem, FishComplete, Z
 
 def record_words() -> dict[str, str]:
     """What ``meter record --meter`` takes before its argument, from the meter-kind registry (each kind's
-    ``record_words``, plugins' too; a test checks that each is accepted by powermon.recording.meter_from_spec):
+    ``record_words``, plugins' too; a test checks that each is accepted by powermon.meter_words.meter_from_spec):
     word -> help shown by shells that show it."""
     from archline.powermon import kinds
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from archline.powermon.errors import MeterError
 
+#: the environment variable ``archline measure`` sets in its child: the path of the marks FIFO
+MARKS_ENV = "ARCHLINE_MARKS"
 #: a mark line longer than this is refused (PIPE_BUF is at least 512 on POSIX: one write, never interleaved)
 MAX_LINE = 512
 

@@ -4,7 +4,6 @@ than the allowed share was lost or the meter vanished (docs/errors.md)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -17,67 +16,19 @@ import numpy as np
 
 from archline.common.errors import OutputError
 from archline.common.outputs import check_output, is_stream, show
+from archline.formats.meters.samples_file import (
+    SUFFIXES,
+    check_samples_output,
+    recorded_capture,
+    sidecar_of,
+    write_samples,
+)
 from archline.powermon.errors import MAX_LOST_SHARE, DeviceError, MeterError, SamplesLostError
-from archline.powermon.formats import emulator_speed_problem, max_emulator_speed
+from archline.powermon.meter_words import meter_from_spec
+from archline.powermon.monitor import open_windows
 from archline.powermon.record.output_files import Made, deferred_interrupts
 from archline.powermon.record.output_files import check_writable as check_writable  # re-exported (cli)
 from archline.powermon.record.output_files import writes_stdout as writes_stdout
-from archline.powermon.record.samples_file import SUFFIXES, check_samples_output, sidecar_of, write_samples
-
-
-def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: float | None = None,
-                    raw_path: str | Path | None = None) -> Any:
-    """``KIND:ARG`` as a recorder meter, made as the kind the word names declares (powermon/kinds.py: its
-    ``record_words`` and ``record``): ``powermon2:PORT``, ``powersensor3:PORT``, ``pmd:PORT`` (an emulator URL such
-    as ``pmd://default`` alone is its kind's), ``emulated[:SPEED]``, ``rapl[:ZONE,...]``, ``nvml[:INDEX]``,
-    ``redfish:URL``, ``ipmi:URL``, and a plugin's kinds. ``rate_hz`` None: the meter's own."""
-    from archline.powermon import kinds
-
-    bad = [c for c in channels or () if c < 0]
-    if bad:     # caught here: a channel spec built from a negative number is a pydantic error, not one line
-        raise MeterError(f"--channels takes channel numbers of 0 or more, got {bad[0]}")
-    word, _, arg = spec.partition(":")
-    k = kinds.by_word(word)
-    if k is not None and arg.startswith("//") and k.scheme == word:     # a bare emulator URL: SCHEME://NAME
-        word, arg = k.name, spec
-    if k is None:
-        usage = ", ".join(w.rstrip(":") + (":..." if w.endswith(":") else "[:...]")
-                          for kk in kinds.kinds() for w, _ in kk.record_words)
-        raise MeterError(f"unknown meter {spec!r} (use {usage})")
-    record_fn = k.record or kinds.default_record
-    return record_fn(word, arg, channels, rate_hz, None if raw_path is None else Path(raw_path))
-
-
-def record_stream_meter(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,
-                        raw_path: Path | None, *, port_hint: str) -> Any:
-    """A byte-stream meter (PowerSensor3, PMD-USB) on its port or its emulator URL, at ``rate_hz`` frames per
-    second or the kind's own; the URL's ``?rate=`` and --rate must agree; an emulator is refused at a speed its pty
-    cannot carry."""
-    import importlib
-
-    from archline.powermon import kinds
-    from archline.powermon.spec import channels_spec, open_meter
-    from archline.powermon.stream.meter import url_rate_hz
-
-    kind = kinds.get(word)
-    if not arg:
-        raise MeterError(f"--meter {word} needs a port: {word}:{port_hint} or {kind.emulator_url} (emulated)")
-    url_rate = url_rate_hz(arg, word)
-    if rate_hz is not None and url_rate is not None and not math.isclose(rate_hz, url_rate, rel_tol=1e-9):
-        # two rates asked for: neither may win silently
-        raise MeterError(f"--rate {rate_hz:g} and the URL's rate={url_rate:g} ({word}:{arg}) disagree: give the rate "
-                         "once (drop --rate or the URL's ?rate=)")
-    extra = {} if rate_hz is None else {"rate_hz": rate_hz}   # --rate: frames per second, else the kind's
-    mspec = channels_spec(word, word, channels, port=arg, **extra)
-    speed = url_speed(arg)
-    if "://" in arg and kind.module:     # an emulator: refused at a speed the pty cannot carry (bench run's rule)
-        per_s = importlib.import_module(kind.module).records_per_device_s(mspec)
-        # real time is what the hardware streams and always allowed; faster must fit what the pty carries
-        problem = emulator_speed_problem(speed, per_s) if speed > 1 else None
-        if problem is not None:
-            raise MeterError(f"--meter {arg}: {problem}; lower ?speed= to "
-                             f"{max(1, max_emulator_speed(per_s))} or less (or ?rate=)")
-    return open_meter(mspec, speed=speed, raw_path=raw_path)
 
 
 def raw_capture_path(out: Path) -> Path | None:
@@ -96,7 +47,7 @@ def raw_capture_path(out: Path) -> Path | None:
 
 
 def _capture_sidecar(raw: Path) -> Path:
-    from archline.powermon.powermon2.capture import sidecar_path
+    from archline.formats.meters.capture import sidecar_path
 
     return sidecar_path(raw)
 
@@ -109,12 +60,7 @@ def check_capture_free(raw: Path, out: Path) -> None:
     there = [p for p in (raw, _capture_sidecar(raw)) if os.path.lexists(p)]
     if not there:
         return
-    side = sidecar_of(out)
-    try:
-        named = json.loads(side.read_text()).get("raw") if side is not None and side.is_file() else None
-    except (OSError, ValueError, AttributeError):
-        named = None
-    if named == raw.name:
+    if recorded_capture(out) == raw.name:     # the sidecar's owner reads it
         return
     raise OutputError(f"raw capture {show(there[0])} already exists and is not the capture of --out {show(out)} "
                       f"(another recording's): it would be overwritten; move it away or name another --out")
@@ -130,25 +76,6 @@ class Recording:
     warnings: list[str] = field(default_factory=list)
     error: MeterError | None = None
     interrupted: bool = False
-
-
-def url_speed(port: str) -> float:
-    """The time compression an in-process emulator URL asks for (``powermon://default?speed=4``), else 1."""
-    from archline.powermon import kinds
-
-    scheme = port.partition("://")[0]
-    if "://" not in port or kinds.by_scheme(scheme) is None:
-        return 1.0
-    from archline.powermon.emulator.serial_base import url_options
-
-    try:
-        speed = float(url_options(port).get("speed", "1"))
-    except ValueError as e:
-        why = str(e) if "given" in str(e) else "speed must be a number"
-        raise MeterError(f"bad {scheme}:// URL {port!r}: {why}") from None
-    if not (math.isfinite(speed) and speed > 0):
-        raise MeterError(f"bad {scheme}:// URL {port!r}: speed must be positive")
-    return speed
 
 
 def _edge_s(meter: Any) -> float:
@@ -185,7 +112,6 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     and the decoder's own counts; a loss above ``max_lost`` (a share) or a vanished meter is returned as the error
     to exit with. Ctrl-C stops the recording early: what was recorded is written, whole, and reported."""
     from archline.powermon.record.period import check_duration
-    from archline.powermon.record.recorder import Recorder
 
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise MeterError(f"--duration must be a positive number of seconds, got {duration_s:g}")
@@ -210,7 +136,7 @@ def record(spec: str, duration_s: float, out: str | Path, channels: Sequence[int
     meter = meter_from_spec(spec, channels, rate_hz, raw)
     check_duration(meter, duration_s)       # not silently widened to one sample period
     interrupted = False
-    rec = Recorder([meter]).start()
+    rec = open_windows([meter], start=True)
     try:
         rec.begin("record")
         try:

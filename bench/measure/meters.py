@@ -4,13 +4,11 @@ opens here and measures a device no meter before it measures (see :func:`_open`)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from archline.bench.measure.options import MeasureOptions
 from archline.powermon.errors import MeterError
-from archline.powermon.monitor import Monitor
-
-if TYPE_CHECKING:
-    from archline.bench.measure.run import MeasureOptions
+from archline.powermon.monitor import Monitor, open_windows
 
 
 def _devices(spec: Any) -> set[str]:
@@ -75,6 +73,6 @@ def _open(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[Monito
     if not meters:
         assert first_error is not None
         raise first_error
-    return Monitor(meters, settle_timeout_s=5.0), notes
+    return open_windows(meters, settle_timeout_s=5.0), notes
 
 

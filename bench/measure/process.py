@@ -18,8 +18,7 @@ from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.common.limits import user_env
-from archline.powermon.marks import Mark, pair_marks
-from archline.powermon.monitor import MARKS_ENV
+from archline.powermon.marks import MARKS_ENV, Mark, pair_marks
 
 #: signals passed on to the command
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -9,7 +9,7 @@ renders it as a table.
      "runs": [{window, "phases": [{window}, ...]}, ...],  "summary": {...}, "problems": [...], "warnings": [...],
      "files": {...}}
 
-A window is :meth:`archline.powermon.monitor.Measurement.as_dict` (units in every name), plus, where asked,
+A window is :meth:`archline.powermon.record.windows.Measurement.as_dict` (units in every name), plus, where asked,
 ``energy_above_idle_j`` / ``energy_above_idle_err_j``, for an emulated device ``truth_energy_j`` (what
 it drew; not on a busy/idle schedule, which has no truth beyond itself), and, for a window
 widened to a profiled sensor's shortest, ``widened_from`` (the command's or phase's own ``t_start_s``, ``t_end_s``,

@@ -25,7 +25,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 from archline.bench.errors import BenchError
 from archline.bench.measure import result, schedule
 from archline.bench.measure.meters import _open
+from archline.bench.measure.options import MeasureOptions
 from archline.bench.measure.process import (
     GRACE_S,
     STOP_PHASES_S,
@@ -44,43 +45,17 @@ from archline.bench.measure.process import (
     _wait,
     phases_of_run,
 )
-from archline.bench.measure.sensor_windows import (
-    _between,
-    _end_run,
-    _round_up,
-    _Sensor,
-    _sensor_need,
-    _widened_note,
-)
 from archline.common.outputs import make_dirs, safe_component
 from archline.common.stamps import utc_compact, utc_iso
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.marks import Mark, MarksReader
-from archline.powermon.monitor import Measurement, Monitor
+from archline.powermon.monitor import Monitor, open_windows
+from archline.powermon.record.windows import Measurement
+from archline.powermon.sensor.windows import Sensor, between, end_run, round_up, strictest_sensor, widened_note
 
 __all__ = ["GRACE_S", "MeasureOptions", "MeasureOutcome", "_wait", "measure", "profile_name"]
 #: before the baseline window, let the meter's first samples settle (host seconds)
 SETTLE_S = 0.1
-
-
-@dataclass
-class MeasureOptions:
-    command: Sequence[str]
-    platform: str = "localhost"
-    emulate: bool = False
-    meter: str | None = None
-    out: Path | None = None
-    repeat: int = 1
-    baseline_s: float = 0.0
-    subtract_idle: bool = False
-    busy_w: float | None = None          #: emulated device's power inside a phase (default: the model's peak)
-    idle_w: float | None = None          #: ... and outside (default: the profile's idle power)
-    #: hook for counters (perf stat, likwid-perfctr): given the command, the argv to run instead (the command
-    #: wrapped by the collector) and a function that reads the counts once it has exited (a dict, or a reason)
-    counters: Callable[[Sequence[str]], tuple[Sequence[str], Callable[[], Any]]] | None = None
-    place: Callable[[dict[str, Any]], dict[str, Any]] | None = None  #: hook: the program on its roofline
-    #: the command's stdout goes to archline's stderr (``--format json``: stdout holds the report alone)
-    child_stdout_to_stderr: bool = False
 
 
 @dataclass
@@ -115,7 +90,7 @@ def _is_path(platform: str) -> bool:
 
 
 def _window(m: Measurement, asked: tuple[float, float] | None = None, *, idle: Measurement | None, mon: Monitor,
-            sensor: _Sensor | None = None) -> dict[str, Any]:
+            sensor: Sensor | None = None) -> dict[str, Any]:
     w = m.as_dict()
     if idle is not None and idle.has_energy and m.has_energy:
         d = m.duration_s
@@ -127,7 +102,7 @@ def _window(m: Measurement, asked: tuple[float, float] | None = None, *, idle: M
     if asked is not None and sensor is not None:    # measured over a widened window (see _end_run)
         t0, t1 = asked
         w["widened_from"] = {"t_start_s": t0, "t_end_s": t1, "time_s": t1 - t0}
-        w["warnings"] = [*w["warnings"], _widened_note(m.name, t1 - t0, m.time_s, sensor)]
+        w["warnings"] = [*w["warnings"], widened_note(m.name, t1 - t0, m.time_s, sensor)]
     return w
 
 
@@ -146,16 +121,14 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
     run_dir = _run_dir(opts.out, name) if opts.out is not None else None
     try:
         if scheduled:
-            from archline.powermon.record.null import NullMeter
-
-            mon, notes = Monitor([NullMeter(schedule.NOTE)]), []
+            mon, notes = open_windows(reason=schedule.NOTE), []
         else:
             mon, notes = _open(prof, opts, run_dir)
-        sensor = _sensor_need(mon)
+        sensor = strictest_sensor(mon.meters)
         if sensor is not None and 0 < opts.baseline_s * sensor.speed < sensor.limits.min_window_s * (1 - 1e-9):
             # archline's own window, known now: refused before the command runs (nothing measured, nothing run)
             raise BenchError(f"--baseline-s {opts.baseline_s:g} is shorter than meter '{sensor.meter}' allows "
-                             f"({sensor.limits.why()}): give --baseline-s {_round_up(sensor.need_s)} or more")
+                             f"({sensor.limits.why()}): give --baseline-s {round_up(sensor.need_s)} or more")
     except BaseException:
         if run_dir is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -231,7 +204,7 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                     if power is not None:        # the emulated device goes idle at the end of each run
                         power.idle()
                     counters = read_counters() if read_counters is not None else None
-                    run, asked = _end_run(mon, name, t_begin, sensor, floor)
+                    run, asked = end_run(mon, name, t_begin, sensor, floor)
                     floor = run.t_end_s
                     phases, problems = phases_of_run(reader.take(), run.t_start_s, run.t_end_s)
                     problems += reader.take_malformed()
@@ -253,7 +226,7 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
                                             f"(from {p!r} on)")
                             break
                         try:
-                            w["phases"].append(_window(*_between(mon, p if opts.repeat == 1 else f"{name}/{p}", t0,
+                            w["phases"].append(_window(*between(mon, p if opts.repeat == 1 else f"{name}/{p}", t0,
                                                                  t1, sensor, data_from),
                                                        idle=sub, mon=mon, sensor=sensor))
                         except DeviceError:         # the meter itself failed: its own exit code, as for the run

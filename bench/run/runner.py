@@ -29,7 +29,6 @@ from archline.bench.run.points import Point, RunSettings
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, Region, RunContext, build_row, ci_halfwidth_rel
 from archline.powermon.monitor import Monitor
-from archline.powermon.record.recorder import Recorder
 
 #: warm-up and tail last at least this many meter sample periods
 EDGE_SAMPLES = 32
@@ -70,7 +69,7 @@ def calibrate(prepared: PreparedKernel, min_time_s: float) -> tuple[int, bool]:
 class Runner:
     """Measures points with one back end and one recorder (one meter, or the null meter)."""
 
-    def __init__(self, backend: Backend, recorder: Monitor | Recorder, meter: MeterInfo, ctx: RunContext,
+    def __init__(self, backend: Backend, recorder: Monitor, meter: MeterInfo, ctx: RunContext,
                  settings: RunSettings, *, trace_dir: Path | None = None, device: str | None = None,
                  idle: Callable[[float], None] | None = None,
                  set_point: Callable[[Point], dict[str, Any]] | None = None, timed_windows: bool = False) -> None:
@@ -79,8 +78,8 @@ class Runner:
         #: threads' start and join around it: --emulate's busy/idle schedule (bench/emulated/schedule.py), busy over
         #: the whole window, then gives busy_w x time_s within the meter's bound (issue 34 #6)
         self.timed_windows = timed_windows
-        # the windows go through the public API (archline.Monitor), whose window logic is the recorder's
-        self.rec = recorder if isinstance(recorder, Monitor) else Monitor(recorder=recorder)
+        # the windows go through the public API (archline.Monitor: powermon's one recorder)
+        self.rec = recorder
         self.meter = meter
         self.ctx = ctx
         self.s = settings
@@ -99,7 +98,7 @@ class Runner:
         """Close window ``name``: a Region for a kernel result, else (duration_s, power_w) of an idle window."""
         edges = {} if result is None else {"t0_s": result.extra.get("t0_host_s"), "t1_s": result.extra.get("t1_host_s")}
         if result is not None and self.timed_windows and edges["t0_s"] is None and result.time_s > 0:
-            t1 = self.rec.recorder.clock()     # the schedule stays busy until the window closes, after this
+            t1 = self.rec.clock()     # the schedule stays busy until the window closes, after this
             edges = {"t0_s": t1 - result.time_s, "t1_s": t1}
         # a window whose meter lost more than max_lost of its samples raises SamplesLostError: the point fails
         win = self.rec.end_region(name, strict=self.metered, max_lost=self.s.max_lost if self.metered else None,

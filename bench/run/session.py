@@ -23,13 +23,13 @@ from archline.bench.run.points import Point, RunSettings, make_points, quick_roo
 from archline.bench.run.progress import Progress
 from archline.bench.run.rows import MeterInfo, ResultsFile, RunContext, calibration_of
 from archline.bench.run.runner import Runner
-from archline.bench.run.sensor_windows import _fit_sensor_windows, _for_bench
+from archline.bench.run.sensor_windows import fit_sensor_windows, for_bench
 from archline.bench.run.signals import _interrupts_remembered, _signals_held
 from archline.common.exits import EXIT_DEVICE
 from archline.common.outputs import inside, safe_component
+from archline.formats.meters.versions import MAX_EMULATED_RECORDS_PER_S  # noqa: F401  (bench run's pty limit, as before)
 from archline.powermon.errors import MeterError
-from archline.powermon.formats import MAX_EMULATED_RECORDS_PER_S  # noqa: F401  (bench run's pty limit, as before)
-from archline.powermon.monitor import Monitor
+from archline.powermon.monitor import Monitor, open_windows
 from archline.powermon.record.null import NullMeter
 
 log = logging.getLogger("archline.bench")
@@ -92,7 +92,7 @@ class Session:
                         row = runner.measure(p, i, progress)
                     except (BenchError, MeterError) as e:
                         failed += 1
-                        progress.message(f"point {p.point_id} failed: {_for_bench(str(e))}")
+                        progress.message(f"point {p.point_id} failed: {for_bench(str(e))}")
                         continue
                     results.append(row)
                     written += 1
@@ -258,13 +258,14 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
                                 float(getattr(meter, "update_hz", 0.0)) or None, True, s.ctx.note)
         else:
             spec = prof.meter(opts.meter) if opts.meter else prof.meters[0]
-            from archline.powermon.spec import open_meter
 
-            try:
-                meter = open_meter(spec, raw_dir=None if s.trace_dir is None else s.trace_dir / s.ctx.run_id)
-            except MeterError as e:
-                raise MeterMissing(f"meter '{spec.name}' ({spec.kind}) is configured for platform '{prof.name}' "
-                                   f"but cannot be opened: {e}") from None
+            def cannot_open(spec: Any, e: MeterError) -> MeterMissing:
+                return MeterMissing(f"meter '{spec.name}' ({spec.kind}) is configured for platform '{prof.name}' "
+                                    f"but cannot be opened: {e}")
+
+            s.recorder = open_windows([spec], raw_dir=None if s.trace_dir is None else s.trace_dir / s.ctx.run_id,
+                                      cannot_open=cannot_open, settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False)
+            (meter,) = s.recorder.meters
             s.meter = MeterInfo(f"{spec.name}:{spec.kind}", float(getattr(meter, "update_hz", spec.rate_hz)), False,
                                 f"{spec.kind} meter {spec.name}", calibration_of(meter))
         if caps or dvfs_ids:
@@ -283,8 +284,9 @@ def _open(s: Session, opts: RunOptions, caps: tuple[float, ...], dvfs_ids: tuple
     s.notes += list(s.backend.plan_notes())   # e.g. what the back end made of the topology
     if not s.points:
         raise BenchError(f"nothing to run on '{prof.name}': " + ("; ".join(s.notes) or "no points"))
-    _fit_sensor_windows(s, meter)
-    s.recorder = Monitor([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False, hooks=hooks)
+    fit_sensor_windows(s.settings, s.notes, meter)
+    if s.recorder is None:     # (a profile's meter was opened as its recorder above)
+        s.recorder = open_windows([meter], settle_timeout_s=SETTLE_TIMEOUT_S, keep_regions=False, hooks=hooks)
     try:
         s.recorder.start()
     except MeterError as e:

@@ -31,9 +31,9 @@ _configure_matplotlib()     # before anything imports matplotlib: no warnings, n
 
 _EXPORTS = {
     "Monitor": "archline.powermon.monitor",
-    "Measurement": "archline.powermon.monitor",
-    "Window": "archline.powermon.monitor",
-    "MARKS_ENV": "archline.powermon.monitor",
+    "Measurement": "archline.powermon.record.windows",
+    "Window": "archline.powermon.record.windows",
+    "MARKS_ENV": "archline.powermon.marks",
     "open_monitor": "archline.bench.monitor",
     "PhasePower": "archline.bench.monitor",
     "NullMeter": "archline.powermon.record.null",

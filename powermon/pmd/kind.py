@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from archline.powermon.kinds import MeterKind, protocol_frame_share, stream_recorder
+from archline.powermon.kinds import MeterKind, protocol_frame_share
+from archline.powermon.meter_words import stream_recorder
 
 NAME = "pmd"
 

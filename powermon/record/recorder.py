@@ -1,104 +1,112 @@
-"""One recorder: several meters at once, each on its own thread, all on the host monotonic clock.
+"""The one running recorder: several meters at once, each on its own thread, all on the host monotonic clock, and
+the named windows measured on them (the public API's ``archline.Monitor`` is this class; docs/api.md).
 
-    with Recorder([meter_a, meter_b]) as rec:
-        rec.begin("dgemm-n4096")
-        ...                                  # the timed work
-        region = rec.end("dgemm-n4096")      # Region: time_s, energy per meter/channel/device, samples
-    rec.write_traces("results/run-1")        # trace-<meter>.parquet (or .csv.gz)
+    with Recorder([meter_a, meter_b]) as rec:         # or powermon.monitor.open_windows(meters), archline.open_monitor
+        rec.begin_window("dgemm-n4096")
+        ...                                           # the timed work
+        m = rec.end_window("dgemm-n4096")             # Measurement: time_s, energy_j and its bound, per device/rail
+        with rec.window("solve") as w:                # a context manager: w.energy_j once the block has ended
+            solve()
+    rec.write_traces("results/run-1")                 # trace-<meter>.parquet (or .csv.gz)
 
-Named regions may overlap or nest; reopening a live name or ending an unknown one is an error.
+Two levels over the same marks: ``begin``/``end`` (also ``close`` + ``integrate``) return a :class:`Region`, every
+meter's integrated view with its samples (the bench runner builds rows from it); ``begin_window``/``end_window``/
+``window``/``measure``/``end_window_later`` return a :class:`Measurement` and call the window hooks, which see each
+edge (an emulated device draws power inside a window; ``from_env`` sends the edges to ``archline measure``). Named
+windows may overlap or nest; reopening a live name or ending an unknown one is an error.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from archline.common.outputs import safe_component
+from archline.formats.meters.samples_file import write_samples
 from archline.powermon.errors import DeviceError, MeterError, SamplesLostError
+from archline.powermon.record.bounds import clock_err_s, full_scale_w
 from archline.powermon.record.meters import Meter, MeterRegion
-from archline.powermon.record.samples_file import write_samples
+from archline.powermon.record.null import NullMeter
+from archline.powermon.record.windows import Mark, Measurement, Region, Window, WindowHook, check_window_name
 
+__all__ = ["Mark", "Measurement", "Recorder", "Region", "Window", "WindowHook"]
 
-@dataclass
-class Mark:
-    name: str
-    kind: str          #: "begin" or "end"
-    t_s: float
-
-
-@dataclass
-class Region:
-    name: str
-    t_start_s: float
-    t_end_s: float
-    meters: dict[str, MeterRegion]
-    emulated: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def time_s(self) -> float:
-        return self.t_end_s - self.t_start_s
-
-    def energy_j(self, meter: str | None = None, device: str | None = None) -> float:
-        m = self._meter(meter)
-        return m.devices[device].energy_j if device is not None else m.energy_j
-
-    def energy_err_j(self, meter: str | None = None, device: str | None = None) -> float:
-        m = self._meter(meter)
-        return m.devices[device].energy_err_j if device is not None else m.energy_err_j
-
-    def _meter(self, meter: str | None) -> MeterRegion:
-        if meter is None:
-            if len(self.meters) != 1:
-                raise MeterError(f"region {self.name!r} has {len(self.meters)} meters: name one")
-            return next(iter(self.meters.values()))
-        return self.meters[meter]
-
-    def summary(self) -> dict[str, Any]:
-        """A flat dict for a result row (no samples); a meter that sampled device readings (NVML, AMD SMI: clocks
-        and temperature, see :attr:`MeterRegion.readings`) adds them under ``readings``."""
-        out: dict[str, Any] = {"name": self.name, "time_s": self.time_s, "emulated": self.emulated}
-        for mname, m in self.meters.items():
-            out[mname] = {"energy_j": m.energy_j, "energy_err_j": m.energy_err_j, "mean_power_w": m.mean_power_w,
-                          "n_samples": m.n_samples, "sample_hz": m.sample_hz, "duration_s": m.duration_s,
-                          "expected_samples": m.expected_samples, "lost_samples": m.lost_samples,
-                          "lost_share": m.lost_share, "lost_s": m.lost_s, "overflows": m.overflows,
-                          "gaps": m.gaps, "warnings": list(m.warnings), "emulated": m.emulated,
-                          "channels": {k: vars(c) for k, c in m.channels.items()},
-                          "devices": {k: vars(d) for k, d in m.devices.items()}}
-            if m.readings:   # clocks and temperature a counter meter sampled on its polls over the window
-                out[mname]["readings"] = dict(m.readings)
-        return out
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Recorder:
-    def __init__(self, meters: Sequence[Meter], clock: Callable[[], float] = time.monotonic,
-                 settle_timeout_s: float = 3.0, keep_regions: bool = True) -> None:
-        names = [m.name for m in meters]
+    """Meters (or the null meter with its reason) and named windows on the host monotonic clock.
+
+    Use it as a context manager (the meters' threads stop at the end, also on an error), or call :meth:`start` /
+    :meth:`stop`; a stopped recorder cannot measure again. ``hooks`` see each window edge (:class:`WindowHook`);
+    ``closers`` run once the meters are stopped (a marks writer's close)."""
+
+    def __init__(self, meters: Sequence[Meter] | None = None, clock: Callable[[], float] = time.monotonic,
+                 settle_timeout_s: float = 3.0, keep_regions: bool = True, *, reason: str = "",
+                 hooks: Sequence[WindowHook] = (), closers: Sequence[Callable[[], None]] = ()) -> None:
+        ms = list(meters or ()) or [NullMeter(reason or "no meter given")]
+        names = [m.name for m in ms]
         if len(set(names)) != len(names):
             raise MeterError(f"meter names must be unique, got {names}")
-        self.meters = list(meters)
+        self.meters = ms
         self.clock = clock
         self.settle_timeout_s = settle_timeout_s
         self.keep_regions = keep_regions
+        self.hooks = list(hooks)
         self.marks: list[Mark] = []
         self.regions: dict[str, Region] = {}
-        self._open: dict[str, float] = {}
+        self.measurements: list[Measurement] = []     #: what the decorator measured, in order
+        self.started_at_s: float | None = None        #: nothing before this host time was measured
+        self.failed_meter: str | None = None          #: the meter whose start failed (its name), for the message
+        self._open: dict[str, float] = {}             #: open windows: the recorder's begin mark
+        self._edges: dict[str, float] = {}            #: open windows: the edge a hook gave (else the mark)
         self._started: list[Meter] = []
-        self.failed_meter: str | None = None     #: the meter whose start failed (its name), for the message
+        self._closers = list(closers)
+        self._stopped = False
 
+    # --- what is measured ---
     @property
     def emulated(self) -> bool:
         return any(m.emulated for m in self.meters)
 
+    @property
+    def reason(self) -> str:
+        """Why a window has no energy ("time only: ..."), '' when a meter measures."""
+        return "; ".join(str(getattr(m, "reason", "")) for m in self.meters if getattr(m, "kind", "") == "none")
+
+    def describe(self) -> str:
+        parts = []
+        for m in self.meters:
+            info = m.info()
+            kind = info.get("type") or getattr(m, "kind", "meter")
+            parts.append(getattr(m, "reason", "") if kind == "none" else
+                         f"{m.name} ({'emulated ' if m.emulated else ''}{kind})")
+        return ", ".join(p for p in parts if p)
+
+    @property
+    def open_names(self) -> list[str]:
+        """The windows open now (begun, not yet ended or cancelled), sorted."""
+        return sorted(self._open)
+
+    # --- life cycle ---
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` ran: its meters are closed and it cannot measure again."""
+        return self._stopped
+
     def start(self) -> Recorder:
-        if getattr(self, "started_at_s", None) is None:
-            self.started_at_s: float | None = self.clock()   # nothing before this host time was measured
+        if self._stopped:
+            raise MeterError("this monitor is stopped (its meters are closed): make a new one to measure again")
+        if self._started:
+            return self
+        if self.started_at_s is None:
+            self.started_at_s = self.clock()
         try:
             for m in self.meters:
                 self.failed_meter = m.name
@@ -106,11 +114,11 @@ class Recorder:
                 self._started.append(m)
             self.failed_meter = None
         except BaseException:
-            self.stop()
+            self._stop_meters()
             raise
         return self
 
-    def stop(self) -> None:
+    def _stop_meters(self) -> None:
         errors: list[BaseException] = []
         while self._started:
             m = self._started.pop()
@@ -121,12 +129,21 @@ class Recorder:
         if errors:
             raise errors[0]
 
+    def stop(self) -> None:
+        self._stopped = True
+        try:
+            self._stop_meters()
+        finally:
+            while self._closers:
+                self._closers.pop()()
+
     def __enter__(self) -> Recorder:
         return self.start()
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
+    # --- marks and regions ---
     def begin(self, name: str) -> float:
         if name in self._open:
             raise MeterError(f"region {name!r} is already open")
@@ -232,3 +249,125 @@ class Recorder:
             safe = safe_component(m.name)
             out.append(write_samples(s, d / f"trace-{safe}.{fmt}", {"marks": marks, "info": m.info()}))
         return out
+
+    # --- windows (hooks, Measurement) ---
+    def _edge(self, kind: str, name: str) -> float | None:
+        t: float | None = None
+        for h in self.hooks:
+            got = h(kind, name)
+            t = got if got is not None else t
+        return t
+
+    def begin_window(self, name: str) -> float:
+        """Open window ``name`` (names may nest or overlap); returns its host start time."""
+        check_window_name(name)
+        self.start()
+        if name in self._open:
+            raise MeterError(f"window {name!r} is already open")
+        t_hook = self._edge("begin", name)
+        t = self.begin(name)
+        self._edges[name] = t if t_hook is None else t_hook
+        return self._edges[name]
+
+    def end_region(self, name: str, *, cancel: bool = False, t0_s: float | None = None, t1_s: float | None = None,
+                   strict: bool = False, max_lost: float | None = None) -> Region:
+        """Close window ``name`` and return its Region (what the bench runner builds rows from)."""
+        t0, t1 = self._close_window(name, cancel, t0_s, t1_s)
+        return self.integrate(name, t0, t1, cancel, strict=strict, max_lost=max_lost)
+
+    def _close_window(self, name: str, cancel: bool, t0_s: float | None, t1_s: float | None) -> tuple[float, float]:
+        """The window's end edge (hooks, marks), without waiting for samples: the (t0, t1) to integrate."""
+        if name not in self._open:
+            raise MeterError(f"window {name!r} was never begun (open: {sorted(self._open)})")
+        t_hook = self._edge("end", name)
+        t0 = self._edges.pop(name)
+        if t0_s is None and t1_s is None and t_hook is not None:
+            t0_s, t1_s = t0, t_hook
+        elif t0_s is None and t1_s is None and t0 != self._open[name]:
+            t0_s, t1_s = t0, self.clock()
+        return self.close(name, cancel, t0_s=t0_s, t1_s=t1_s)
+
+    def end_window_later(self, name: str) -> Window:
+        """Close window ``name`` now without waiting for the meters (its end edge is taken here, in
+        microseconds); ``.measurement()`` on what it returns waits for the samples past the edge and integrates,
+        once. For a caller inside a timed loop (a tuner's iterations) that reads the energies afterwards."""
+        t0, t1 = self._close_window(name, False, None, None)
+
+        def integrate(strict: bool, max_lost: float | None) -> Measurement:
+            return self.measurement_of(self.integrate(name, t0, t1, strict=strict, max_lost=max_lost))
+
+        return Window(name, t0, t1, integrate)
+
+    def end_window(self, name: str, *, t0_s: float | None = None, t1_s: float | None = None, strict: bool = False,
+                   max_lost: float | None = None) -> Measurement:
+        """Close window ``name``: its Measurement. ``t0_s``/``t1_s`` (host monotonic) replace the edges when the
+        work timed itself; ``strict``: a meter without data is an error; ``max_lost``: a larger lost share is."""
+        region = self.end_region(name, t0_s=t0_s, t1_s=t1_s, strict=strict, max_lost=max_lost)
+        return self.measurement_of(region)
+
+    def measurement_of(self, region: Region) -> Measurement:
+        """A Region of these meters as a Measurement (the clock and short-window bounds of each meter added)."""
+        return Measurement.from_region(region, self.reason, {m.name: clock_err_s(m) for m in self.meters},
+                                       {m.name: fs for m in self.meters if (fs := full_scale_w(m)) is not None})
+
+    def cancel_window(self, name: str) -> None:
+        """Drop window ``name``: its edge is marked (and its hooks see it), nothing is integrated or waited for."""
+        self._close_window(name, True, None, None)
+
+    def window_between(self, name: str, t0_s: float, t1_s: float) -> Measurement:
+        """A window whose edges were taken elsewhere (marks a child process sent), measured now."""
+        check_window_name(name)
+        if not (math.isfinite(t0_s) and math.isfinite(t1_s)):
+            raise MeterError(f"window {name!r}: its edges must be finite host times, got {t0_s!r}, {t1_s!r}")
+        self.start()
+        started = self.started_at_s
+        if started is not None and t0_s < started:
+            raise MeterError(f"window {name!r} begins {started - t0_s:.3g} s before the meters started: its energy "
+                             "was not measured (open the monitor before the work starts)")
+        self.begin(name)
+        return self.measurement_of(self.end(name, t0_s=t0_s, t1_s=t1_s))
+
+    @contextmanager
+    def window(self, name: str) -> Iterator[Window]:
+        """``with recorder.window("solve") as w: ...``: w.energy_j etc. after the block (an error cancels it)."""
+        w = Window(name)
+        self.begin_window(name)
+        try:
+            yield w
+        except BaseException:
+            if name in self._open:
+                self.cancel_window(name)
+            raise
+        w.done(self.end_window(name))
+
+    def measure(self, name: str | None = None) -> Callable[[F], F]:
+        """A decorator: each call of the function is one window (named ``name`` or the function's name); its
+        Measurement is appended to ``measurements``."""
+        def wrap(fn: F) -> F:
+            label: str = name or str(getattr(fn, "__qualname__", "call"))
+
+            @functools.wraps(fn)
+            def inner(*args: Any, **kwargs: Any) -> Any:
+                with self.window(label) as w:
+                    out = fn(*args, **kwargs)
+                self.measurements.append(w.measurement())
+                return out
+            return inner  # type: ignore[return-value]
+        return wrap
+
+    # --- inside a command run by ``archline measure`` ---
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Recorder:
+        """Inside ``archline measure -- CMD``: a recorder whose windows are sent to the parent as phase marks (the
+        parent measures them and reports each as a window; here they carry time only). Elsewhere: one with the
+        null meter, saying that no ``archline measure`` is around."""
+        import os
+
+        from archline.powermon.marks import MARKS_ENV, MarksWriter
+
+        path = (os.environ if env is None else env).get(MARKS_ENV)
+        if not path:
+            return cls([NullMeter(f"{MARKS_ENV} is not set: not running under 'archline measure'")])
+        writer = MarksWriter(path)
+        return cls([NullMeter("measured by the parent 'archline measure': this window is a phase in its output")],
+                   hooks=[writer], closers=[writer.close])

@@ -16,8 +16,8 @@ import numpy as np
 
 from archline.powermon.bmc.kind import REDFISH
 from archline.powermon.errors import DeviceError, MeterError
+from archline.powermon.monitor import open_windows
 from archline.powermon.powermon2.kind import NAME as POWERMON2
-from archline.powermon.record.recorder import Recorder
 from archline.powermon.sensor.calibration import Calibration
 from archline.powermon.sensor.probe import (
     ProbeResult,
@@ -162,15 +162,7 @@ def record_steps(reference: Any, sensor: Any, load: StepLoad, *, n_steps: int, s
         raise MeterError(f"a probe needs at least 2 steps, got {n_steps}")
     speed = float(getattr(reference, "speed", 1.0) or 1.0)
     plan = step_plan(n_steps, step_s, seed)
-    rec = Recorder([reference, sensor], settle_timeout_s=5.0)
-    try:
-        rec.start()
-    except MeterError as e:
-        label = (labels or {}).get(rec.failed_meter or "")
-        if label is None:
-            raise
-        e.args = (f"{label}: {e}", *e.args[1:])
-        raise
+    rec = open_windows([reference, sensor], settle_timeout_s=5.0, start=True, labels=labels)
     try:                   # started above: stopped however the steps end (as ``with Recorder(...)`` would)
         rec.begin("steps")
         drive_steps(load, plan, speed)

@@ -56,7 +56,7 @@ def test_bench_run_meter_completes_the_profiles_meters() -> None:
 def test_meter_record_kinds_are_accepted_by_the_recorder() -> None:
     """Each offered kind reaches its own meter's checks, never 'unknown meter' (the list has not drifted)."""
     from archline.powermon.errors import MeterError
-    from archline.powermon.recording import meter_from_spec
+    from archline.powermon.meter_words import meter_from_spec
 
     assert _complete(["meter", "record", "--meter"], "p") == ["powermon2:", "powersensor3:", "pmd:"]
     for kind in RECORD_SPECS:

@@ -103,7 +103,7 @@ def test_a_failed_iteration_is_dropped_not_measured(monitor: Any) -> None:
     obs.before_start()
     obs.after_start()                 # the kernel failed: Kernel Tuner moves on without after_finish
     obs.register_configuration({"block_size_x": 256})
-    assert obs.monitor.recorder._open == {}
+    assert obs.monitor.open_names == []
     with pytest.raises(BenchError, match="out of Kernel Tuner's order"):
         obs.after_finish()
 
@@ -318,13 +318,13 @@ def test_after_finish_only_marks_the_edge_integration_waits_for_get_results(moni
         time.sleep(0.01)
         obs.after_finish()
     pending = list(obs._pending)
-    assert len(pending) == 3 and all(p._measurement is None for p in pending)
-    assert not any(name in monitor.recorder.regions for name in (p.name for p in pending))  # not integrated yet
-    assert [m.kind for m in monitor.recorder.marks[-6:]] == ["begin", "end"] * 3            # edges taken
+    assert len(pending) == 3 and all(not p.measured for p in pending)
+    assert not any(name in monitor.regions for name in (p.name for p in pending))  # not integrated yet
+    assert [m.kind for m in monitor.marks[-6:]] == ["begin", "end"] * 3            # edges taken
     r = obs.get_results()
     ms = obs.history[-1][1]
-    assert [p._measurement for p in pending] == ms and len(ms) == 3      # (== leaves the samples out)
-    assert all(m.region is None for m in ms) and not monitor.recorder.regions     # numbers kept, not samples
+    assert [p.measurement() for p in pending] == ms and len(ms) == 3     # (== leaves the samples out)
+    assert all(m.region is None for m in ms) and not monitor.regions     # numbers kept, not samples
     assert all(m.t_end_s == p.t1_s and m.has_energy for m, p in zip(ms, pending, strict=True))
     assert r["archline_energy"] == pytest.approx(sum(m.energy_j for m in ms) / 3, rel=1e-12)
     for m in ms:      # 10 ms windows: two samples at most, a bound larger than the value, said
