@@ -198,7 +198,7 @@ class _Hooks:
     def _read_counts_csv(self, path: Path, hand: dict[str, float]) -> None:
         """archline's counts CSV, read by `archline predict`'s reader: 'run' is the whole command, the other
         rows its phases."""
-        from archline.fit.analyses.choi.app_predict import CountsFormatError, read_counts
+        from archline.formats.app_counts import CountsFormatError, read_counts
         from archline.formats.counters import Counts
 
         try:

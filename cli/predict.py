@@ -79,7 +79,9 @@ def predict(counts: Path | None, counters: Path | None, tool: str | None, costs:
         rows = counts_rows(read_counters(tool, counters))
     else:
         assert counts is not None
-        rows = ap.read_counts(counts)
+        from archline.formats.app_counts import read_counts
+
+        rows = read_counts(counts)
     no_energy = ap.time_only_reason(platform)
     if plot_path is not None and no_energy is not None and not ap.is_dvfs(platform):
         raise click.BadParameter(f"the chart shows energy per term, and {no_energy}; leave --plot out (the table "

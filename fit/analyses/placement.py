@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from archline.fit.analyses.choi import app_predict as ap
+from archline.formats.app_counts import CountsRow
 from archline.formats.counters.base import CountersFormatError, Counts
 from archline.formats.platforms.profiles import Platform, load_platform
 from archline.model.errors import ArchlineFitError, MissingValueError
@@ -153,7 +154,7 @@ class Placement:
                 "notes": list(self.notes), "figure": None if self.figure is None else str(self.figure)}
 
 
-def counts_rows(counts: Sequence[Counts]) -> list[ap.CountsRow]:
+def counts_rows(counts: Sequence[Counts]) -> list[CountsRow]:
     """Counter imports as the rows ``archline predict`` takes (their source and notes kept)."""
     out = []
     for c in counts:
@@ -165,7 +166,7 @@ def counts_rows(counts: Sequence[Counts]) -> list[ap.CountsRow]:
                                       "predict from (E would be pi0 x T alone); count flops or bytes "
                                       "(docs/counters.md)")
         notes = [f"counts from {c.source}"] if c.source else []
-        out.append(ap.CountsRow(c.name, dict(c.counts), c.time_s, notes=[*notes, *c.notes]))
+        out.append(CountsRow(c.name, dict(c.counts), c.time_s, notes=[*notes, *c.notes]))
     return out
 
 
@@ -240,7 +241,7 @@ def place_program(costs: str | Platform, counts: Counts | Mapping[str, float], m
     precision = "dp" if counts.counts.get("flops_dp", 0.0) >= counts.counts.get("flops_sp", 0.0) else "sp"
     reasons = [f"no energy was measured: {energy_reason or 'no meter'}"] if no_meter else []
     try:
-        pred = ap.predict([ap.CountsRow(counts.name, dict(counts.counts), t)], platform)[0]
+        pred = ap.predict([CountsRow(counts.name, dict(counts.counts), t)], platform)[0]
     except MissingValueError as missing:      # a table missing a cost: the time roofline still places the program
         reasons.append(f"no energy predicted: {missing}")
         pred = None

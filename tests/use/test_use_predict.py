@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.choi import app_predict as ap
+from archline.formats.app_counts import read_counts
 from archline.formats.platforms.profiles import load_platform
 from archline.model.dvfs import costs_at
 from archline.model.hierarchy import model_time
@@ -42,7 +43,7 @@ def test_use_predict_gtx580_by_hand(tmp_path: Path) -> None:
     (S1 Table 5)."""
     f = tmp_path / "c.csv"
     f.write_text("name,time_s,flops_sp,bytes_mem,bytes_l2,bytes_l1\nk,0.5,4e11,2e10,5e10,1e11\n")
-    (p,) = ap.predict(ap.read_counts(f), load_platform("gtx580"))
+    (p,) = ap.predict(read_counts(f), load_platform("gtx580"))
     assert p.terms_j["flops"] == pytest.approx(4e11 * 99.7e-12)
     assert p.terms_j["dram"] == pytest.approx(2e10 * 513e-12)
     assert p.terms_j["l2"] == pytest.approx(5e10 * 257e-12)
@@ -56,7 +57,7 @@ def test_use_predict_model_time_when_no_time(tmp_path: Path) -> None:
     """Without time_s, T = max(W*tau_flop, Q*tau_mem) (S0 eq.3) with gtx580 peaks (S1 Table 3)."""
     f = tmp_path / "c.csv"
     f.write_text("flops_sp,bytes_mem\n1e12,1e11\n")
-    (p,) = ap.predict(ap.read_counts(f), load_platform("gtx580"))
+    (p,) = ap.predict(read_counts(f), load_platform("gtx580"))
     assert p.time_source == "model"
     assert p.time_s == pytest.approx(max(1e12 / 1581.06e9, 1e11 / 192.4e9))
 
@@ -67,7 +68,7 @@ def test_use_predict_dvfs_setting(tmp_path: Path) -> None:
     f = tmp_path / "c.csv"
     f.write_text("name,core_mhz,mem_mhz,time_s,flops_sp,int_ops,bytes_mem,bytes_shared,bytes_l2\n"
                  "s5,612,528,0.2,1e9,2e8,3e8,4e8,5e8\n")
-    (p,) = ap.predict(ap.read_counts(f), load_platform(str(table)))
+    (p,) = ap.predict(read_counts(f), load_platform(str(table)))
     vc, vm = 0.9, 1.0
     e = (1e9 * 20e-12 * vc**2 + 2e8 * 15e-12 * vc**2 + 3e8 * 300e-12 * vm**2 + 4e8 * 10e-12 * vc**2
          + 5e8 * 30e-12 * vc**2 + (2.0 * vc + 1.0 * vm + 1.5) * 0.2)
@@ -82,7 +83,7 @@ def test_use_predict_nvprof_export(tmp_path: Path) -> None:
                  '"GK20A","p2p","2","flop_count_sp","Floating Point Operations(Single Precision)",5,5,5000\n'
                  '"GK20A","p2p","2","dram_read_transactions","Device Memory Read Transactions",10,10,100\n'
                  '"GK20A","p2p","2","dram_write_transactions","Device Memory Write Transactions",1,1,10\n')
-    (row,) = ap.read_counts(f)
+    (row,) = read_counts(f)
     assert row.name == "p2p"
     assert row.counts == {"flops_sp": 10000.0, "bytes_mem": (200 + 20) * 32.0}
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from archline.fit.analyses.choi import app_predict as ap
-from archline.fit.analyses.choi import counter_recipe as cr
+from archline.formats.app_counts import read_counts
+from archline.formats.counters import recipe as cr
 from archline.formats.platforms.profiles import load_platform
 from archline.model.errors import ArchlineFitError
 
@@ -44,7 +45,7 @@ def test_events_export_by_the_recipe(tmp_path: Path) -> None:
     requests (L1 misses) equal the L2 hits plus DRAM reads, and are not charged again."""
     f = tmp_path / "ev.csv"
     f.write_text(EVENTS)
-    (row,) = ap.read_counts(f)
+    (row,) = read_counts(f)
     assert row.counts == {"bytes_l1": 200 * 128, "bytes_l2": 100 * 32, "bytes_mem": 70 * 32,
                           "bytes_shared": 20 * 128, "flops_sp": 2 * (2 * 1000 + 300), "int_ops": 1000}
     assert any("requested 5120 B" in n and "served 5120 B" in n for n in row.notes)
@@ -56,7 +57,7 @@ def test_wide_counters_predict_gtx580(tmp_path: Path, run_cli: Callable[..., obj
     f = tmp_path / "w.csv"
     f.write_text("name,time_s,l1_global_load_hit,l2_subp0_read_l1_hit_sectors,l2_subp1_read_l1_hit_sectors,"
                  "fb_subp0_read_sectors,flop_count_sp\nk,0.5,1e6,2e6,1e6,4e6,1e11\n")
-    (p,) = ap.predict(ap.read_counts(f), load_platform("gtx580"))
+    (p,) = ap.predict(read_counts(f), load_platform("gtx580"))
     expect = 1e11 * 99.7e-12 + 4e6 * 32 * 513e-12 + 3e6 * 32 * 257e-12 + 1e6 * 128 * 149e-12 + 122 * 0.5
     assert p.energy_j == pytest.approx(expect)
     r = run_cli("predict", str(f), "--costs", "gtx580", "--format", "json")
@@ -80,6 +81,6 @@ def test_malformed_counter_files_one_line(tmp_path: Path, body: str, message: st
     f = tmp_path / "bad.csv"
     f.write_text(body)
     with pytest.raises(ArchlineFitError, match=message):
-        ap.read_counts(f)
+        read_counts(f)
     r = run_cli("predict", str(f), "--costs", "gtx580")
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and str(f) in r.stderr  # type: ignore[attr-defined]

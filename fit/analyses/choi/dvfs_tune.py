@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.inputs import show_value
-from archline.fit.analyses.choi.app_predict import CountsRow, predict_row
+from archline.fit.analyses.choi.app_predict import predict_row
+from archline.formats.app_counts import CountsRow
 from archline.formats.platforms.profiles import Platform
 from archline.model.errors import ArchlineFitError, MissingValueError
 from archline.model.hierarchy import COUNT_TO_COST
