@@ -22,6 +22,7 @@ from typing import Any
 from archline.common.inputs import show_value
 from archline.fit.analyses.choi.app_predict import predict_row
 from archline.formats.app_counts import CountsRow
+from archline.formats.dvfs_rows import read_dvfs_rows
 from archline.formats.platforms.profiles import Platform
 from archline.model.errors import ArchlineFitError, MissingValueError
 from archline.model.hierarchy import COUNT_TO_COST
@@ -171,35 +172,13 @@ class MeasuredPoint:
 
 
 def read_measured(path: Path) -> list[MeasuredPoint]:
-    """Result rows (archline.results/1) with core_mhz, mem_mhz, time_s, energy_j and count columns."""
-    from archline.formats.results_file import ResultsFile
-
-    with ResultsFile.open(path, what="measured data") as rf:
-        fields, rows = list(rf.columns), list(rf.rows())
-    need = {"core_mhz", "mem_mhz", "time_s", "energy_j"}
-    if not need <= set(fields):
-        raise TuneInputError(f"{path}: measured data needs columns {', '.join(sorted(need - set(fields)))}")
+    """Result rows (archline.results/1) with core_mhz, mem_mhz, time_s, energy_j and count columns (read by their
+    owner, :mod:`archline.formats.dvfs_rows`), as Table 8's cases."""
     out: list[MeasuredPoint] = []
-    for k, r in enumerate(rows, start=2):
-        if None in r or None in r.values():
-            raise TuneInputError(f"{path}: line {k}: {len(fields)} columns in the header, "
-                                 "a different number in this row")
-        try:
-            counts = {c: float(r[c]) for c in COUNT_TO_COST if r.get(c) not in (None, "")}
-            counts = {c: v for c, v in counts.items() if v}
-            setting = (float(r["core_mhz"]), float(r["mem_mhz"]))
-            t, e_j = float(r["time_s"]), float(r["energy_j"])
-        except ValueError as err:
-            raise TuneInputError(f"{path}: line {k}: {err}") from None
-        values = [*counts.values(), *setting, t, e_j]
-        if not all(math.isfinite(v) and v >= 0 for v in values) or min(*setting, t) <= 0:
-            raise TuneInputError(f"{path}: line {k}: clocks and time_s must be positive, counts and energy_j "
-                                 "finite and non-negative")
-        bench = benchmark_of(r.get("kernel", ""), r.get("precision", ""), r.get("level", ""))
-        case = tuple(round(counts.get(c, 0.0), 6) for c in COUNT_TO_COST)
-        out.append(MeasuredPoint(bench, case, setting, t, e_j, counts))
-    if not out:
-        raise TuneInputError(f"{path}: no data rows")
+    for r in read_dvfs_rows(path, error=TuneInputError):
+        bench = benchmark_of(r.kernel, r.precision, r.level)
+        case = tuple(round(r.counts.get(c, 0.0), 6) for c in COUNT_TO_COST)
+        out.append(MeasuredPoint(bench, case, r.setting, r.time_s, r.energy_j, r.counts))
     return out
 
 

@@ -8,16 +8,12 @@ the access rates are known: P - idle = log10(alpha*active + beta) * (Num_SMs * s
 fit is a non-negative linear least squares on columns computed by the model itself (``power_from_rates`` with one
 unit at 1 W and the rest at 0), and a unit no row accesses keeps the GPU file's value.
 
-Rows file (this module is its only reader): CSV with a header; ``name`` and ``gpu_power_w`` (measured, W)
-required, ``active_sms`` optional (default: all SMs), and ``rate_<unit>`` (access rate 0..1, eq.10) for any of
-the GPU's units (fp, reg, alu, sfu, int, fds, shared, texture, const_cache, global_mem, local_mem). A missing
-rate is 0. ``emulated`` (true/false) marks rows that did not come from hardware.
+The rows file (``name``, ``gpu_power_w``, ``active_sms``, ``emulated``, ``rate_<unit>``) is read and written by its
+owner, :mod:`archline.formats.hongkim_rows`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -27,104 +23,15 @@ from typing import Any
 import numpy as np
 
 from archline.fit.analyses.hongkim.ipp import GpuParams, IppInputError, Unit, power_from_rates
-from archline.formats.costs_units import PLAUSIBLE_MAX_SI, implausible
-
-RATE_PREFIX = "rate_"
-
-
-@dataclass(frozen=True)
-class MicroRow:
-    name: str
-    rates: dict[str, float]
-    active_sms: int | None
-    gpu_power_w: float
-    emulated: bool = False
-
-
-def _strict_records(text: str, path: str | Path) -> list[tuple[int, list[str]]]:
-    """Every non-blank CSV record with the line it starts on; a column named twice or a row with more or fewer
-    fields than the header is an error naming the file and the line."""
-    out: list[tuple[int, list[str]]] = []
-    reader = csv.reader(io.StringIO(text))
-    start = 1
-    try:
-        for rec in reader:
-            line, start = start, reader.line_num + 1
-            if not rec or (len(rec) == 1 and not rec[0].strip()):
-                continue
-            out.append((line, [f.strip() if not out else f for f in rec]))
-    except csv.Error as e:
-        raise IppInputError(f"{path}, line {reader.line_num}: not valid CSV ({e})") from None
-    if not out:
-        return out
-    header_line, header = out[0]
-    seen: set[str] = set()
-    for c in header:
-        if c in seen:
-            raise IppInputError(f"{path}, line {header_line}: column '{c}' is named twice in the header")
-        seen.add(c)
-    for line, rec in out[1:]:
-        if len(rec) != len(header):
-            raise IppInputError(f"{path}, line {line}: {len(rec)} fields, the header has {len(header)} "
-                                f"({'more' if len(rec) > len(header) else 'fewer'} than the header)")
-    return out
+from archline.formats import hongkim_rows
+from archline.formats.hongkim_rows import MicroRow
 
 
 def read_rows(path: str | Path, gpu: GpuParams) -> list[MicroRow]:
-    """The rows of a microbenchmark file; every problem is one line naming the file, the row and the column."""
-    from archline.common.files import read_text
-
-    text = read_text(path, error=IppInputError, what="microbenchmark rows", lines=True)
-    records = _strict_records(text, path)
-    cols = records[0][1] if records else []
-    for need in ("name", "gpu_power_w"):
-        if need not in cols:
-            raise IppInputError(f"{path}: no '{need}' column (has: {', '.join(cols) or 'none'})")
-    known = {f"{RATE_PREFIX}{u}" for u in gpu.units if u != "const_sm"} | {"name", "gpu_power_w", "active_sms",
-                                                                           "emulated"}
-    extra = [c for c in cols if c not in known]
-    if extra:
-        raise IppInputError(f"{path}: unknown column '{extra[0]}' (known: name, gpu_power_w, active_sms, emulated, "
-                            + ", ".join(sorted(k for k in known if k.startswith(RATE_PREFIX))) + ")")
-    rows: list[MicroRow] = []
-    for n, fields in records[1:]:
-        where = f"{path}, line {n}"
-        r: dict[str, Any] = dict(zip(cols, fields, strict=True))
-
-        def num(col: str, *, positive: bool = False, where: str = where, r: dict[str, Any] = r) -> float | None:
-            v = (r.get(col) or "").strip()
-            if not v:
-                return None
-            try:
-                x = float(v)
-            except ValueError:
-                raise IppInputError(f"{where}: {col} '{v}' is not a number") from None
-            if not math.isfinite(x) or x < 0 or (positive and x == 0):
-                raise IppInputError(f"{where}: {col} must be a {'positive' if positive else 'non-negative'} "
-                                    f"finite number, got '{v}'")
-            return x
-
-        name = (r.get("name") or "").strip()
-        if not name:
-            raise IppInputError(f"{where}: empty name")
-        power = num("gpu_power_w", positive=True)
-        if power is None:
-            raise IppInputError(f"{where}: no gpu_power_w")
-        if implausible(power, "W"):
-            raise IppInputError(f"{where}: gpu_power_w {power:g} W is not a real machine's (at most "
-                                f"{PLAUSIBLE_MAX_SI['W']:g} W; give watts)")
-        act = num("active_sms", positive=True)
-        if act is not None and (not act.is_integer() or act > gpu.num_sms):
-            raise IppInputError(f"{where}: active_sms must be a whole number 1..{gpu.num_sms}, got {act:g}")
-        rates = {c.removeprefix(RATE_PREFIX): v for c in cols if c.startswith(RATE_PREFIX)
-                 and (v := num(c)) is not None}
-        emu = (r.get("emulated") or "").strip().lower()
-        if emu not in ("", "true", "false"):
-            raise IppInputError(f"{where}: emulated must be true or false, got '{emu}'")
-        rows.append(MicroRow(name, rates, None if act is None else int(act), power, emu == "true"))
-    if not rows:
-        raise IppInputError(f"{path}: no rows")
-    return rows
+    """The rows of a microbenchmark file for ``gpu``'s units (their owner,
+    :func:`archline.formats.hongkim_rows.read_rows`); every problem is one line naming the file, the row and the
+    column."""
+    return hongkim_rows.read_rows(path, [u for u in gpu.units if u != "const_sm"], gpu.num_sms, error=IppInputError)
 
 
 def _with_powers(gpu: GpuParams, powers: dict[str, float]) -> GpuParams:
@@ -275,12 +182,5 @@ def emulated_rows(gpu: GpuParams, rel_noise: float = 0.0, seed: int = 0) -> list
 
 
 def rows_csv(rows: Sequence[MicroRow], gpu: GpuParams) -> str:
-    """Rows in the file format ``read_rows`` reads."""
-    units = [u for u in gpu.units if u != "const_sm"]
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["name", "gpu_power_w", "active_sms", "emulated", *(RATE_PREFIX + u for u in units)])
-    for r in rows:
-        w.writerow([r.name, f"{r.gpu_power_w:.12g}", "" if r.active_sms is None else r.active_sms,
-                    "true" if r.emulated else "false", *(f"{r.rates[u]:g}" if u in r.rates else "" for u in units)])
-    return buf.getvalue()
+    """Rows in the file format ``read_rows`` reads (its owner, :func:`archline.formats.hongkim_rows.rows_csv`)."""
+    return hongkim_rows.rows_csv(rows, [u for u in gpu.units if u != "const_sm"])
