@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from archline.powermon.emulator import PowerMon2Core, Script
+from archline.powermon.emulator import Script
+from archline.powermon.powermon2.emulator import PowerMon2Core
 
 
 class Clock:

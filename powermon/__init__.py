@@ -58,7 +58,7 @@ _EXPORTS = {
     "RaplMeter": "archline.powermon.counters.rapl",
     "NvmlMeter": "archline.powermon.counters.nvml",
     "Script": "archline.powermon.emulator.power",
-    "Faults": "archline.powermon.emulator.device",
+    "Faults": "archline.powermon.emulator.registry",
     "Samples": "archline.formats.meters.samples",
     "integrate_samples": "archline.powermon.record.integrate",
     "MeterError": "archline.powermon.errors",

@@ -36,6 +36,17 @@ RecordFn = Callable[[str, str, "Sequence[int] | None", "float | None", "Path | N
 
 
 @dataclass(frozen=True)
+class PtyEmulator:
+    """How ``meter emulate --kind NAME`` serves a kind on a pseudo-terminal."""
+
+    #: ``core(power, speed=, seed=, rate_hz=)``: the emulator core the pty serves (``rate_hz`` None: its default)
+    core: Callable[..., Any]
+    #: its fastest stream at ``--rate`` (None: its default), in the pty's 4-byte records per second
+    records_per_s: Callable[[float | None], float]
+    takes_rate: bool = False                    #: ``--rate`` sets its frames per second (its core has ``rate_hz``)
+
+
+@dataclass(frozen=True)
 class MeterKind:
     """One meter kind, declared once. Only ``name`` and ``title`` are required; a plugin usually gives ``module``
     (with ``open_from_spec`` and, for ``--emulate``, ``emulate_from_spec``) and ``whole_device``."""
@@ -77,11 +88,17 @@ class MeterKind:
     #: the kind the emulators play when nothing names one (a profile without ``[[meters]]`` under ``--emulate``,
     #: ``meter emulate --platform``'s rails); the first kind that says so (:func:`default_emulated`)
     emulated_by_default: bool = False
+    #: ``meter emulate --kind`` serves it on a pty (:func:`pty_kinds`); None: it does not
+    pty_emulator: PtyEmulator | None = None
     #: the module whose ``decode_file`` and ``decode_to_file`` decode its raw captures that are not a byte stream's
     #: (``meter decode`` of a capture without an ``archline.stream.raw/1`` sidecar)
     decoder: str | None = None
     #: what its samples sidecar keeps for the resolution bound (``meter integrate``); None: no bound of its own
     resolution: str | None = None
+    #: ``resolution_w(samples, info)``: each sample's resolution bound (W) from what its samples sidecar keeps
+    #: (``resolution``), or None where the sidecar does not say; a kind whose ``resolution`` is "ADC steps
+    #: (resolution)" needs none (powermon/record/resolution.py reads those steps)
+    resolution_w: Callable[[Any, dict[str, Any]], Any] | None = None
     #: the ``[[meters]]`` keys only some kinds take (powermon/spec.py: RESTRICTED_KEYS) that this kind takes
     own_keys: frozenset[str] = frozenset()
     #: the kind's own rules on a validated entry: raises ValueError (the message names the key)
@@ -176,6 +193,11 @@ def get(name: str) -> MeterKind:
 def where(**flags: Any) -> tuple[str, ...]:
     """The names of the kinds whose fields equal ``flags`` (``where(serial=True)``)."""
     return tuple(k.name for k in kinds() if all(getattr(k, f) == v for f, v in flags.items()))
+
+
+def pty_kinds() -> tuple[MeterKind, ...]:
+    """archline's kinds that ``meter emulate`` serves on a pty, in the registry's order (the first is its default)."""
+    return tuple(k for k in builtin_kinds() if k.pty_emulator is not None)
 
 
 def default_emulated() -> MeterKind:

@@ -53,9 +53,9 @@ def _stream_faults(port: str, scheme: str) -> Any:
 def _powermon_faults(port: str) -> Any:
     """The PowerMon 2 URL's faults, parsed as ``powermon://`` parses them (protocol_powermon.core_from_url), without
     building its core."""
-    from archline.powermon.emulator.device import Faults
-    from archline.powermon.emulator.protocol_powermon import _OPTIONS, _pairs
+    from archline.powermon.emulator.registry import Faults
     from archline.powermon.emulator.serial_base import set_byte_fault, url_device
+    from archline.powermon.powermon2.protocol_powermon import _OPTIONS, _pairs
 
     dev, options = url_device(port, "powermon", "PowerMon")
     faults = Faults(**vars(dev.faults))

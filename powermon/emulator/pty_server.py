@@ -1,4 +1,5 @@
-"""Serve an emulated PowerMon 2 on the master end of a real pseudo-terminal, from a thread.
+"""Serve an emulated meter (a PowerMon 2's core, a stream kind's :class:`~archline.powermon.stream.core.StreamCore`)
+on the master end of a real pseudo-terminal, from a thread.
 
 The slave end (``server.port``, e.g. ``/dev/pts/7``) is an ordinary serial device: the driver opens it
 exactly as it would open ``/dev/ttyUSB0``.
@@ -13,8 +14,8 @@ import threading
 import time
 import tty
 from types import TracebackType
+from typing import Protocol
 
-from archline.powermon.emulator.device import PowerMon2Core
 from archline.powermon.errors import MeterError
 
 #: the core's output is taken only while less than this waits for the pty (a device's queue is bounded: an
@@ -22,8 +23,21 @@ from archline.powermon.errors import MeterError
 PULL_BELOW_BYTES = 4096
 
 
+class ServedCore(Protocol):
+    """What the server needs of an emulated device: the bytes the host sends in, the bytes it produced by now out,
+    when its next bytes are due (None: nothing scheduled), and whether it vanished."""
+
+    disconnected: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def read_available(self) -> bytes: ...
+
+    def next_due_s(self) -> float | None: ...
+
+
 class PtyServer:
-    def __init__(self, core: PowerMon2Core, batch_s: float = 0.002) -> None:
+    def __init__(self, core: ServedCore, batch_s: float = 0.002) -> None:
         import pty
 
         self.core = core

@@ -1,12 +1,32 @@
-"""Named emulated devices for ``powermon://NAME`` URLs."""
+"""Named emulated devices for emulator URLs (``powermon://NAME``, a stream kind's ``SCHEME://NAME``) and the faults
+they inject."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
-from archline.powermon.emulator.device import Faults, PowerMon2Core
 from archline.powermon.emulator.power import PowerCallable, PowerSource
+
+
+@dataclass
+class Faults:
+    """Faults to inject. Byte offsets count bytes of the clean binary stream (0 = first byte after ``e``)."""
+
+    drop_bytes: tuple[int, ...] = ()                      #: clean-stream offsets of bytes that never arrive
+    noise: tuple[tuple[int, int], ...] = ()               #: (offset, n): n random bytes inserted before offset
+    partial_first: int = 0                                #: bytes missing from the start of the first record
+    overflow: tuple[tuple[int, int], ...] = ()            #: (event index, records lost) bursts
+    stall: tuple[float, float] | None = None              #: (emulated s, duration s): the port goes quiet
+    disconnect_s: float | None = None                     #: emulated s after which the device vanishes
+    silent: bool = False                                  #: never answers
+    adc_noise_lsb: float = 0.0                            #: Gaussian noise on the 12-bit codes (LSB rms)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.drop_bytes or self.noise or self.partial_first or self.overflow or self.stall
+                    or self.disconnect_s is not None or self.silent or self.adc_noise_lsb)
 
 
 @dataclass
@@ -15,7 +35,7 @@ class DeviceSpec:
     faults: Faults = field(default_factory=Faults)
     speed: float = 1.0
     seed: int = 0
-    cores: list[PowerMon2Core] = field(default_factory=list)   #: one per open, newest last
+    cores: list[Any] = field(default_factory=list)   #: the device cores opened on it, one per open, newest last
 
 
 _LOCK = threading.Lock()

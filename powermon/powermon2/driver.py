@@ -42,7 +42,7 @@ from archline.powermon.powermon2.protocol import (
 from archline.powermon.record.clock import ClockMap, fit_clock
 from archline.powermon.stream.driver import open_serial
 
-EMULATOR_PACKAGE = "archline.powermon.emulator"
+EMULATOR_PACKAGE = "archline.powermon.powermon2"   #: its protocol_powermon.py: pyserial's powermon:// handler
 if EMULATOR_PACKAGE not in serial.protocol_handler_packages:
     serial.protocol_handler_packages.append(EMULATOR_PACKAGE)
 

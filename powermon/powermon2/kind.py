@@ -8,8 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from archline.powermon.errors import MeterError
-from archline.powermon.kinds import MeterKind
-from archline.powermon.powermon2.protocol import MAX_CHANNELS, VOLTAGE_FULL_SCALE_V
+from archline.powermon.kinds import MeterKind, PtyEmulator
+from archline.powermon.powermon2.protocol import (
+    DEFAULT_R_SENSE_OHM,
+    MAX_AGGREGATE_RECORDS_PER_S,
+    MAX_CHANNELS,
+    VOLTAGE_FULL_SCALE_V,
+    half_lsb_w,
+)
 
 NAME = "powermon2"
 #: a PowerMon 2's per-channel rate when --rate is not given
@@ -54,6 +60,30 @@ def _list(**_: Any) -> list[dict[str, Any]]:
              "detail": "emulator (labelled emulated): --meter emulated[:SPEED], or `archline meter emulate`"}]
 
 
+def _pty_core(power: Any, *, speed: float, seed: int, rate_hz: float | None = None) -> Any:
+    """``meter emulate``'s PowerMon 2 (its client sets the rate)."""
+    from archline.powermon.powermon2.emulator import PowerMon2Core
+
+    return PowerMon2Core(power, speed=speed, seed=seed)
+
+
+def _resolution_w(s: Any, info: dict[str, Any]) -> Any:
+    """Half an ADC step of V and I through the shunts the samples sidecar keeps (``r_sense_ohm``, the default for a
+    channel it does not name), as the live meter had it; None where the sidecar does not say or says nonsense."""
+    import numpy as np
+
+    r_lut = info.get("r_sense_ohm")
+    if not isinstance(r_lut, dict):
+        return None
+    try:
+        r = np.array([float(r_lut.get(str(int(c)), DEFAULT_R_SENSE_OHM)) for c in s.channel], dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(r).all() and (r > 0).all()):
+        return None
+    return half_lsb_w(s.current_a, s.voltage_v, r)
+
+
 KINDS = (MeterKind(
     name=NAME, title="PowerMon 2", module="archline.powermon.powermon2.meter",
     record_words=((f"{NAME}:", f"PowerMon 2 on a serial port ({NAME}:/dev/ttyUSB0)"),
@@ -61,4 +91,6 @@ KINDS = (MeterKind(
     record=_record, lister=_list, absent="plug one in; give its port",
     channel_ids=range(MAX_CHANNELS), voltage_limit_v=VOLTAGE_FULL_SCALE_V, serial=True, scheme="powermon",
     reference=True, captures=True, emulated_by_default=True, resolution="shunts (r_sense_ohm)",
+    resolution_w=_resolution_w,
+    pty_emulator=PtyEmulator(core=_pty_core, records_per_s=lambda rate_hz: MAX_AGGREGATE_RECORDS_PER_S),
     decoder="archline.powermon.powermon2.capture_decode"),)

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from archline.powermon.emulator.device import Faults, PowerMon2Core
 from archline.powermon.emulator.power import PowerCallable, PowerSource
 from archline.powermon.emulator.pty_server import PtyServer
+from archline.powermon.emulator.registry import Faults
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.powermon2.driver import PowerMon2
+from archline.powermon.powermon2.emulator import PowerMon2Core
 from archline.powermon.powermon2.protocol import half_lsb_w
 from archline.powermon.record.integrate import integrate_series
 from archline.powermon.record.meters import ChannelResult, MeterRegion, _devices

@@ -12,16 +12,20 @@ import numpy as np
 
 from archline.common.outputs import show
 from archline.formats.meters.samples import Samples
-from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, half_lsb_w
 from archline.powermon.record.bounds import half_lsb_power_w
+
+
+def _kind(kind: Any) -> Any:
+    """The registry's declaration of a sidecar's ``type`` (powermon/kinds.py), or None."""
+    from archline.powermon import kinds
+
+    return kinds.find(kind) if isinstance(kind, str) else None
 
 
 def _resolution(kind: Any) -> str | None:
     """What the sidecar of a ``kind`` meter keeps for its resolution bound (its kind's declaration, powermon/kinds.py:
     "shunts (r_sense_ohm)" or "ADC steps (resolution)"); None: no bound of its own."""
-    from archline.powermon import kinds
-
-    k = kinds.find(kind) if isinstance(kind, str) else None
+    k = _kind(kind)
     return None if k is None else k.resolution
 
 
@@ -31,19 +35,13 @@ def resolution_w(s: Samples, info: dict[str, Any]) -> Any:
     PMD-USB trace, half a step of V and I from the sidecar's ``resolution`` (each pair's volts and amps per step,
     from the device's configuration). None where the sidecar does not say (then the bound covers the integration
     only: :func:`resolution_note`)."""
-    what = _resolution(info.get("type"))
+    k = _kind(info.get("type"))
+    what = None if k is None else k.resolution
     if what == "ADC steps (resolution)":
         return _stream_resolution_w(s, info.get("resolution"))
-    r_lut = info.get("r_sense_ohm")
-    if what != "shunts (r_sense_ohm)" or not isinstance(r_lut, dict):
+    if what is None or k.resolution_w is None:     # the kind's own bound from the sidecar (the PowerMon 2's shunts)
         return None
-    try:
-        r = np.array([float(r_lut.get(str(int(c)), DEFAULT_R_SENSE_OHM)) for c in s.channel], dtype=float)
-    except (TypeError, ValueError):
-        return None
-    if not (np.isfinite(r).all() and (r > 0).all()):
-        return None
-    return half_lsb_w(s.current_a, s.voltage_v, r)
+    return k.resolution_w(s, info)
 
 
 def _stream_resolution_w(s: Samples, steps: Any) -> Any:

@@ -40,8 +40,6 @@ for _room in ALLOWED:
 #: sub-folder pairs that import each other today, each to be cut by the named owner; a new pair fails, and a pair
 #: that no longer imports both ways must leave this list
 KNOWN_SUBFOLDER_CYCLES: dict[tuple[str, str], str] = {
-    ("powermon/emulator", "powermon/powermon2"): "powermon's owner (powermon2 is being changed)",
-    ("powermon/powermon2", "powermon/record"): "powermon's owner (record is being changed)",
 }
 #: module-level import circles that exist today (issue 37 cuts them); the list may only shrink
 KNOWN_MODULE_CYCLES: set[frozenset[str]] = {frozenset(c.split()) for c in (

@@ -5,7 +5,8 @@ from collections.abc import Iterator
 import pytest
 from support.powermon_helpers import SCRIPT
 
-from archline.powermon.emulator import Faults, PowerMon2Core, PtyServer, Script
+from archline.powermon.emulator import Faults, PtyServer, Script
+from archline.powermon.powermon2.emulator import PowerMon2Core
 
 
 @pytest.fixture

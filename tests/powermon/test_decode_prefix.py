@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 from support.powermon_helpers import SCRIPT, match_truth
 
-from archline.powermon.emulator import PowerMon2Core
-from archline.powermon.emulator.device import EMULATED_LINE
 from archline.powermon.powermon2.decode import StreamDecoder
+from archline.powermon.powermon2.emulator import EMULATED_LINE, PowerMon2Core
 from archline.powermon.powermon2.protocol import PROMPT, VERSION_REPLY, mask_from_channels
 from archline.powermon.powermon2.records import RecordArrays
 

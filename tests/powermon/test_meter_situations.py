@@ -25,7 +25,7 @@ from support.powermon_helpers import make_capture, one_line, run
 
 from archline.common.exits import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_SAMPLES_LOST
 from archline.formats.meters.versions import MAX_EMULATED_RECORDS_PER_S, max_emulator_speed
-from archline.powermon.emulator.device import EMULATED_LINE
+from archline.powermon.powermon2.emulator import EMULATED_LINE
 from archline.powermon.powermon2.protocol import PROMPT, VERSION_REPLY
 
 RATE_HZ = 128.0

@@ -198,7 +198,7 @@ def test_chunking_does_not_change_the_decode(pty_device) -> None:
     rec = pm.decoder.records()
     # the same bytes fed one odd-sized chunk at a time
     stream = bytearray()
-    from archline.powermon.emulator import PowerMon2Core
+    from archline.powermon.powermon2.emulator import PowerMon2Core
 
     class Clock:
         t = 0.0

@@ -13,8 +13,9 @@ import pytest
 from archline.formats.meters.samples_csv import format_block
 from archline.formats.meters.samples_file import read_samples
 from archline.formats.meters.traces import _chunk_rows, csv_bytes
-from archline.powermon.emulator import PowerMon2Core, Script
+from archline.powermon.emulator import Script
 from archline.powermon.offline import decode_file, decode_to_file
+from archline.powermon.powermon2.emulator import PowerMon2Core
 from archline.powermon.powermon2.records import RecordArrays
 from archline.powermon.powermon2.row_format import RowFormat
 

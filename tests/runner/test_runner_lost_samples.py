@@ -26,7 +26,7 @@ def _rows(out: Path) -> list[dict[str, str]]:
 
 def test_a_lossy_point_fails_and_the_resumed_sweep_retries_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import archline.powermon.powermon2.meter as pm
-    from archline.powermon.emulator.device import Faults
+    from archline.powermon.emulator.registry import Faults
 
     real = pm.emulated_powermon
 

@@ -47,7 +47,7 @@ def make_capture(path: Path, *, speed: float = 1.0, seconds: int = 4, meter: str
     sidecar, as `meter record --meter emulated:N` writes them."""
     import json
 
-    from archline.powermon.emulator import PowerMon2Core
+    from archline.powermon.powermon2.emulator import PowerMon2Core
 
     clk = _Clock()
     core = PowerMon2Core(SCRIPT, clock=clk, speed=speed)

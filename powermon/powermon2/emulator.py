@@ -19,6 +19,7 @@ import numpy as np
 
 from archline.powermon.emulator.byte_faults import ByteFaults
 from archline.powermon.emulator.power import PowerCallable, PowerSource, as_power_source
+from archline.powermon.emulator.registry import Faults
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.decode import RecordArrays
 from archline.powermon.powermon2.protocol import (
@@ -36,25 +37,6 @@ from archline.powermon.powermon2.protocol import (
 )
 
 EMULATED_LINE = b" EMULATED by archline\r\n"
-
-
-@dataclass
-class Faults:
-    """Faults to inject. Byte offsets count bytes of the clean binary stream (0 = first byte after ``e``)."""
-
-    drop_bytes: tuple[int, ...] = ()                      #: clean-stream offsets of bytes that never arrive
-    noise: tuple[tuple[int, int], ...] = ()               #: (offset, n): n random bytes inserted before offset
-    partial_first: int = 0                                #: bytes missing from the start of the first record
-    overflow: tuple[tuple[int, int], ...] = ()            #: (event index, records lost) bursts
-    stall: tuple[float, float] | None = None              #: (emulated s, duration s): the port goes quiet
-    disconnect_s: float | None = None                     #: emulated s after which the device vanishes
-    silent: bool = False                                  #: never answers
-    adc_noise_lsb: float = 0.0                            #: Gaussian noise on the 12-bit codes (LSB rms)
-
-    @property
-    def any(self) -> bool:
-        return bool(self.drop_bytes or self.noise or self.partial_first or self.overflow or self.stall
-                    or self.disconnect_s is not None or self.silent or self.adc_noise_lsb)
 
 
 @dataclass

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from serial.serialutil import SerialException
 
-from archline.powermon.emulator.device import Faults, PowerMon2Core
+from archline.powermon.emulator.registry import Faults
 from archline.powermon.emulator.serial_base import CoreSerial, pairs, set_byte_fault, url_device, url_number
+from archline.powermon.powermon2.emulator import PowerMon2Core
 
 _OPTIONS = ("speed", "seed", "partial_first", "drop", "noise", "overflow", "stall", "disconnect", "silent",
             "adc_noise")
