@@ -17,6 +17,7 @@ import numpy as np
 
 from archline.fit.io.configs import Grouped, KeyReducer
 from archline.fit.io.hosts import note_hosts
+from archline.formats import results_read
 from archline.formats.results_check import (
     COUNT_COLUMNS,
     SETTING_COLUMNS,
@@ -27,7 +28,6 @@ from archline.formats.results_check import (
     ResultsError,
     check_frame,
 )
-from archline.formats.results_read import checked_batches, results_files
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -107,7 +107,7 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     """
     from archline.fit.io.select import BatchWhere
 
-    files = results_files(paths)
+    files = results_read.results_files(paths)
     extra = tuple(k for k in extra_keys if k and k not in TEXT_KEYS)
     carry = tuple(c for c in carry if c not in (*TEXT_KEYS, *extra))
     flt = BatchWhere(where)
@@ -118,8 +118,8 @@ def read_results(paths: Iterable[str | Path], where: Sequence[str] = (), extra_k
     seen: set[str] = set()
     hosts: dict[str, dict[str, None]] = {}
     warned: set[tuple[str, str]] = set()
-    for batch, tab in checked_batches(files, extra=extra, carry=carry, also=flt.columns, mask=flt.mask, seen=seen,
-                                      warned=warned):
+    for batch, tab in results_read.checked_batches(files, extra=extra, carry=carry, also=flt.columns, mask=flt.mask,
+                                                   seen=seen, warned=warned):
         dropped += _reduce(batch, reducer)
         note_hosts(hosts, tab)
     flt.check(seen)

@@ -21,8 +21,8 @@ from typing import Any
 
 from archline.common.inputs import show_value
 from archline.fit.analyses.choi.app_predict import predict_row
+from archline.formats import dvfs_rows
 from archline.formats.app_counts import CountsRow
-from archline.formats.dvfs_rows import read_dvfs_rows
 from archline.formats.platforms.profiles import Platform
 from archline.model.errors import ArchlineFitError, MissingValueError
 from archline.model.hierarchy import COUNT_TO_COST
@@ -175,7 +175,7 @@ def read_measured(path: Path) -> list[MeasuredPoint]:
     """Result rows (archline.results/1) with core_mhz, mem_mhz, time_s, energy_j and count columns (read by their
     owner, :mod:`archline.formats.dvfs_rows`), as Table 8's cases."""
     out: list[MeasuredPoint] = []
-    for r in read_dvfs_rows(path, error=TuneInputError):
+    for r in dvfs_rows.read_dvfs_rows(path, error=TuneInputError):
         bench = benchmark_of(r.kernel, r.precision, r.level)
         case = tuple(round(r.counts.get(c, 0.0), 6) for c in COUNT_TO_COST)
         out.append(MeasuredPoint(bench, case, r.setting, r.time_s, r.energy_j, r.counts))
