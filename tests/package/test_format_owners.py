@@ -148,3 +148,38 @@ def test_samples_are_written_only_by_their_owner(entry: str, fx: bi.Fixtures, ru
                   "rec.csv"]):
         _through_owner(run_cli, args)
     assert not [p for p in in_tmp.rglob("*") if p.suffix in (".csv", ".parquet", ".gz")]
+
+
+#: the formats issue 37 moved out of fit: (owner module, its entry point, a command that reads or writes the format)
+FIT_FORMATS: list[tuple[str, str, Callable[[Path, bi.Fixtures], list[str]]]] = [
+    ("archline.formats.results_read", "checked_batches", lambda d, fx: ["fit", os.fspath(fx.files["results"])]),
+    ("archline.formats.app_counts", "read_counts",
+     lambda d, fx: ["predict", str(d / "counts.csv"), "--costs", "gtx580"]),
+    ("archline.formats.counters.recipe", "read_events_export",
+     lambda d, fx: ["predict", str(d / "events.csv"), "--costs", "gtx580"]),
+    ("archline.formats.hongkim_rows", "read_rows", lambda d, fx: ["ipp", "fit", str(d / "rows.csv")]),
+    ("archline.formats.hongkim_rows", "rows_csv", lambda d, fx: ["ipp", "microbench"]),
+    ("archline.formats.dvfs_rows", "read_dvfs_rows",
+     lambda d, fx: ["tune", "--costs", str(d / "c.json"), "--measured", str(d / "m.csv")]),
+]
+
+
+@pytest.mark.parametrize(("owner", "entry", "make"), FIT_FORMATS, ids=[f"{o.rsplit('.', 1)[1]}.{e}"
+                                                                       for o, e, _ in FIT_FORMATS])
+def test_the_fit_side_formats_are_read_and_written_only_by_their_owners(
+        owner: str, entry: str, make: Callable[[Path, bi.Fixtures], list[str]], fx: bi.Fixtures,
+        run_cli: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import json
+
+    (tmp_path / "counts.csv").write_text("name,flops_sp,bytes_mem\nk,1e9,1e9\n")
+    (tmp_path / "events.csv").write_text('"Device","Kernel","Invocations","Event Name","Min","Max","Avg","Total"\n'
+                                         '"GPU","k","1","inst_integer","1","1","1","1"\n')
+    (tmp_path / "rows.csv").write_text("name,gpu_power_w,rate_fp\nfp,120,0.5\n")
+    (tmp_path / "c.json").write_text(json.dumps({"schema": "archline.costs/1", "platform": "two", "model": "dvfs",
+                                                 "settings": [{"core_mhz": 800, "mem_mhz": 900, "eps_flop_sp": 1e-9,
+                                                               "eps_mem": 1e-9, "pi0": 1.0}]}))
+    (tmp_path / "m.csv").write_text("kernel,precision,level,core_mhz,mem_mhz,time_s,energy_j,flops_sp,bytes_mem\n"
+                                    "intensity,sp,mem,800,900,1.0,10.0,1e9,1e9\n")
+    monkeypatch.setattr(importlib.import_module(owner), entry, _boom)
+    _through_owner(run_cli, make(tmp_path, fx))
