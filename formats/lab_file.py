@@ -32,7 +32,7 @@ whose stem is not is named by a cleaned stem plus a hash). ``setup`` lines are s
 one line each, no control characters.
 
 A machine's sweep keys include every ``bench run`` option, whose model (and the back-end names it checks) is
-bench's: :func:`read_lab_file` takes the machine's model (:class:`MachineKeys` joined with the sweep's table;
+bench's: :meth:`Lab.read` takes the machine's model (:class:`MachineKeys` joined with the sweep's table;
 ``archline.bench.lab.labfile.MachineEntry``). The lab file is written by people, never by archline: this module
 reads it only. Version: :data:`LAB_FILE_VERSION`, the only one; the file spells none (a later major version adds a
 key, which this reader, refusing unknown keys, refuses rather than misreads).
@@ -169,6 +169,40 @@ class Lab:
         """The lab's own files (submissions, task logs) under the results directory."""
         return self.results / ".lab" / self.name
 
+    @classmethod
+    def read(cls, path: Path, machine: type[M]) -> Lab:
+        """The lab file ``path``, each ``[[machine]]`` validated as ``machine``; every problem is one
+        :class:`LabFileError` line naming the file and the key."""
+        data = read_toml(path, error=LabFileError, what="lab file")
+        _no_control(data, "", path)
+        try:
+            model = validate(LabModel[machine], data, f"{path}:", error=LabFileError)  # type: ignore[valid-type]
+        except LabFileError as e:       # "lab.toml:: missing 'machine'" at the top level
+            raise LabFileError(str(e).replace(f"{path}::", f"{path}:")) from None
+        base = path.parent
+        seen: set[str] = set()
+        machines = []
+        for i, raw in enumerate(data["machine"]):
+            entry = model.machine[i]
+            if entry.name in seen:
+                raise LabFileError(f"{path}: machine[{i}].name: '{entry.name}' is used by another machine")
+            seen.add(entry.name)
+            sweep = {k: v for k, v in raw.items() if k not in ("slurm", "name")}
+            plat = str(sweep["platform"])
+            if plat.endswith(".toml") and not Path(plat).is_absolute():
+                sweep["platform"] = str((base / plat).resolve())
+            sweep["name"] = entry.name
+            emulate = raw.get("emulate", False) is True      # a bool: validated above
+            if emulate and "host" not in sweep:
+                sweep["host"] = entry.name
+            machines.append(Machine(entry.name, sweep, entry.slurm, emulate))
+        results = Path(model.lab.results)
+        results = results if results.is_absolute() else base / results
+        return cls(path=path, name=model.lab.name or lab_name(path), results=results,
+               scheduler=model.lab.scheduler, parallel=model.lab.parallel, python=model.lab.python,
+               setup=model.lab.setup, machines=tuple(machines))
+
+
 
 def _no_control(value: Any, where: str, path: Path) -> None:
     """Refuse a control character in any string of the lab file (keys included), naming the key."""
@@ -193,37 +227,3 @@ def lab_name(path: Path) -> str:
         return stem
     clean = re.sub(r"[^A-Za-z0-9._-]", "_", safe_component(stem)).lstrip("._-") or "lab"
     return clean
-
-
-def read_lab_file(path: Path, machine: type[M]) -> Lab:
-    """The lab file ``path``, each ``[[machine]]`` validated as ``machine``; every problem is one
-    :class:`LabFileError` line naming the file and the key."""
-    data = read_toml(path, error=LabFileError, what="lab file")
-    _no_control(data, "", path)
-    try:
-        model = validate(LabModel[machine], data, f"{path}:", error=LabFileError)  # type: ignore[valid-type]
-    except LabFileError as e:       # "lab.toml:: missing 'machine'" at the top level
-        raise LabFileError(str(e).replace(f"{path}::", f"{path}:")) from None
-    base = path.parent
-    seen: set[str] = set()
-    machines = []
-    for i, raw in enumerate(data["machine"]):
-        entry = model.machine[i]
-        if entry.name in seen:
-            raise LabFileError(f"{path}: machine[{i}].name: '{entry.name}' is used by another machine")
-        seen.add(entry.name)
-        sweep = {k: v for k, v in raw.items() if k not in ("slurm", "name")}
-        plat = str(sweep["platform"])
-        if plat.endswith(".toml") and not Path(plat).is_absolute():
-            sweep["platform"] = str((base / plat).resolve())
-        sweep["name"] = entry.name
-        emulate = raw.get("emulate", False) is True      # a bool: validated above
-        if emulate and "host" not in sweep:
-            sweep["host"] = entry.name
-        machines.append(Machine(entry.name, sweep, entry.slurm, emulate))
-    results = Path(model.lab.results)
-    results = results if results.is_absolute() else base / results
-    return Lab(path=path, name=model.lab.name or lab_name(path), results=results,
-               scheduler=model.lab.scheduler, parallel=model.lab.parallel, python=model.lab.python,
-               setup=model.lab.setup, machines=tuple(machines))
-

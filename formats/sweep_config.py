@@ -86,6 +86,39 @@ class SweepConfigFile(Generic[T]):
     platform: str       #: a profile name, or a .toml path made absolute (relative: to the config file)
     out: Path           #: ``out`` (default ``results/<name>``), relative: to the config file
 
+    @classmethod
+    def read(cls, path: Path, table: type[T]) -> SweepConfigFile[T]:
+        """``path``'s ``[sweep]`` table validated as ``table`` (:class:`SweepKeys` and the run options); every
+        problem is one :class:`SweepConfigError` line naming the file and the key."""
+        data = read_toml(path, error=SweepConfigError, what="sweep config")
+        extra = [k for k in data if k != "sweep"]
+        if extra:
+            raise SweepConfigError(f"{path}: unknown top-level key '{extra[0]}' (the config is one [sweep] table)")
+        t = data.get("sweep")
+        if not isinstance(t, dict):
+            raise SweepConfigError(f"{path}: missing the [sweep] table")
+        known = file_keys(table)
+        for k in t:
+            if k not in known:
+                raise SweepConfigError(f"{path}: [sweep]: unknown key '{k}'" + unknown_key_hint(k, known))
+        valid = validate(table, t, f"{path}: [sweep]", error=SweepConfigError)
+        base = path.parent
+        plat = valid.platform
+        if plat.endswith(".toml") and not Path(plat).is_absolute():
+            plat = str((base / plat).resolve())
+        name = valid.name or path.stem
+        out = Path(valid.out or f"results/{name}")
+        return cls(path=path, table=valid, raw=dict(t), name=name, platform=plat,
+                   out=out if out.is_absolute() else base / out)
+
+    @staticmethod
+    def write(path: Path, table: Mapping[str, Any], *, comment: str = "") -> None:
+        """Write ``table`` as the sweep config ``path`` (atomically), unless the file already holds exactly that:
+        its mtime then stays. An ``OSError`` (unwritable, full disk) is the caller's to word."""
+        text = sweep_config_text(table, comment=comment)
+        if not path.exists() or path.read_text() != text:
+            write_atomic(path, text)
+
 
 def file_keys(model: type[Strict]) -> list[str]:
     """The keys a table of ``model`` takes, as the file spells them (a field's alias where it has one)."""
@@ -93,31 +126,6 @@ def file_keys(model: type[Strict]) -> list[str]:
     aliased = [str(a) for f in model.model_fields.values() if isinstance(f.validation_alias, AliasChoices)
                for a in f.validation_alias.choices]
     return plain + aliased
-
-
-def read_sweep_config(path: Path, table: type[T]) -> SweepConfigFile[T]:
-    """``path``'s ``[sweep]`` table validated as ``table`` (:class:`SweepKeys` and the run options); every problem is
-    one :class:`SweepConfigError` line naming the file and the key."""
-    data = read_toml(path, error=SweepConfigError, what="sweep config")
-    extra = [k for k in data if k != "sweep"]
-    if extra:
-        raise SweepConfigError(f"{path}: unknown top-level key '{extra[0]}' (the config is one [sweep] table)")
-    t = data.get("sweep")
-    if not isinstance(t, dict):
-        raise SweepConfigError(f"{path}: missing the [sweep] table")
-    known = file_keys(table)
-    for k in t:
-        if k not in known:
-            raise SweepConfigError(f"{path}: [sweep]: unknown key '{k}'" + unknown_key_hint(k, known))
-    valid = validate(table, t, f"{path}: [sweep]", error=SweepConfigError)
-    base = path.parent
-    plat = valid.platform
-    if plat.endswith(".toml") and not Path(plat).is_absolute():
-        plat = str((base / plat).resolve())
-    name = valid.name or path.stem
-    out = Path(valid.out or f"results/{name}")
-    return SweepConfigFile(path=path, table=valid, raw=dict(t), name=name, platform=plat,
-                           out=out if out.is_absolute() else base / out)
 
 
 def toml_table(name: str, table: Mapping[str, Any]) -> str:
@@ -143,11 +151,3 @@ def toml_table(name: str, table: Mapping[str, Any]) -> str:
 def sweep_config_text(table: Mapping[str, Any], *, comment: str = "") -> str:
     """A sweep config holding ``table`` as its ``[sweep]`` table, after a ``# comment`` line when one is given."""
     return (f"# {comment}\n" if comment else "") + toml_table("sweep", table)
-
-
-def write_sweep_config(path: Path, table: Mapping[str, Any], *, comment: str = "") -> None:
-    """Write ``table`` as the sweep config ``path`` (atomically), unless the file already holds exactly that: its
-    mtime then stays. An ``OSError`` (unwritable, full disk) is the caller's to word."""
-    text = sweep_config_text(table, comment=comment)
-    if not path.exists() or path.read_text() != text:
-        write_atomic(path, text)

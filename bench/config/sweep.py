@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.config.options import RunOptions
-from archline.formats.sweep_config import SweepConfigError, SweepKeys, read_sweep_config
+from archline.formats.sweep_config import SweepConfigError, SweepConfigFile, SweepKeys
 
 EXIT_CONFIG = SweepConfigError.exit_code
 
@@ -40,7 +40,7 @@ class SweepConfig:
 
 
 def load_config(path: Path) -> SweepConfig:
-    f = read_sweep_config(path, SweepTable)
+    f = SweepConfigFile.read(path, SweepTable)
     table = f.table
     opts = RunOptions(**{k: getattr(table, k) for k in RunOptions.model_fields if k != "platform"},
                       platform=f.platform)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from archline.bench.config.sweep import SweepTable
-from archline.formats.lab_file import Lab, LabFileError, MachineKeys, read_lab_file
+from archline.formats.lab_file import Lab, LabFileError, MachineKeys
 
 __all__ = ["Lab", "LabFileError", "MachineEntry", "load_lab"]
 
@@ -17,4 +17,4 @@ class MachineEntry(MachineKeys, SweepTable):
 
 
 def load_lab(path: Path) -> Lab:
-    return read_lab_file(path, MachineEntry)
+    return Lab.read(path, MachineEntry)

@@ -49,7 +49,7 @@ from archline.common.outputs import make_dirs
 from archline.common.stamps import utc_iso
 from archline.formats.lab_file import Lab, Machine
 from archline.formats.lab_state import LabStateError
-from archline.formats.sweep_config import write_sweep_config
+from archline.formats.sweep_config import SweepConfigFile
 from archline.model.errors import ArchlineFitError
 
 #: the local executor's time limit when the machine names none (submitit's own default is 2 minutes)
@@ -103,8 +103,8 @@ def prepare(lab: Lab, machines: Sequence[Machine]) -> None:
     for m in machines:
         path = lab.results / m.name / SWEEP_NAME
         try:
-            write_sweep_config(path, {**m.sweep, "out": "."},
-                               comment=f"written by `archline lab submit {lab.path}`; edit the lab file, not this")
+            SweepConfigFile.write(path, {**m.sweep, "out": "."},
+                                  comment=f"written by `archline lab submit {lab.path}`; edit the lab file, not this")
         except OSError as e:
             raise LabError(f"cannot write {path}: {e.strerror or e}") from None
         try:

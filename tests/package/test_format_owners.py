@@ -150,6 +150,26 @@ def test_samples_are_written_only_by_their_owner(entry: str, fx: bi.Fixtures, ru
     assert not [p for p in in_tmp.rglob("*") if p.suffix in (".csv", ".parquet", ".gz")]
 
 
+def test_lab_files_and_sweep_configs_are_read_and_written_only_by_their_owners(
+        fx: bi.Fixtures, run_cli: Callable[..., Any], in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lab file (formats/lab_file.py ``Lab.read``) and the sweep config (formats/sweep_config.py
+    ``SweepConfigFile.read``, ``.write``: the sweep.toml ``lab submit`` writes for each machine), issue 37."""
+    import shutil
+
+    shutil.copy(fx.files["lab"], in_tmp / "lab.toml")
+    with monkeypatch.context() as m:
+        _replace(m, "archline.formats.lab_file.Lab", "read")
+        for args in (["status"], ["submit"], ["collect", "--out", "fleet"]):
+            _through_owner(run_cli, ["lab", args[0], "lab.toml", *args[1:]])
+    with monkeypatch.context() as m:
+        _replace(m, "archline.formats.sweep_config.SweepConfigFile", "write")
+        _through_owner(run_cli, ["lab", "submit", "lab.toml"])
+    assert not list(in_tmp.rglob("sweep.toml"))
+    with monkeypatch.context() as m:
+        _replace(m, "archline.formats.sweep_config.SweepConfigFile", "read")
+        _through_owner(run_cli, ["bench", "sweep", os.fspath(fx.files["sweep"])])
+
+
 #: the formats issue 37 moved out of fit: (owner module, its entry point, a command that reads or writes the format)
 FIT_FORMATS: list[tuple[str, str, Callable[[Path, bi.Fixtures], list[str]]]] = [
     ("archline.formats.results_read", "checked_batches", lambda d, fx: ["fit", os.fspath(fx.files["results"])]),

@@ -227,24 +227,26 @@ def test_sweep_config_owner_reads_back_what_it_writes(tmp_path: Path) -> None:
     import os
 
     from archline.bench.config.sweep import SweepTable
-    from archline.formats.sweep_config import read_sweep_config, write_sweep_config
+    from archline.formats.sweep_config import SweepConfigFile
+
+    read, write = SweepConfigFile.read, SweepConfigFile.write
 
     table = {"platform": "gtx580", "emulate": True, "kernels": ["intensity", "cache"], "reps": 3, "min_time_s": 0.5,
              "power_caps_w": [150.0, 200.0], "name": 'a "quoted" name', "host": "node03", "working_set": "64M",
              "max_points": 2, "time_compression": 50.0}
     p = tmp_path / "s.toml"
-    write_sweep_config(p, table, comment="written by a test")
+    write(p, table, comment="written by a test")
     assert p.read_text().splitlines()[:2] == ["# written by a test", "[sweep]"]
-    f = read_sweep_config(p, SweepTable)
+    f = read(p, SweepTable)
     assert f.raw == table
     assert (f.name, f.out, f.platform) == ('a "quoted" name', tmp_path / 'results/a "quoted" name', "gtx580")
     assert f.table.working_set_bytes == 64 << 20 and f.table.power_caps_w == (150.0, 200.0)
     assert f.table.kernels == ("intensity", "cache") and f.table.max_points == 2 and f.table.host == "node03"
     os.utime(p, ns=(1, 1))
-    write_sweep_config(p, table, comment="written by a test")
+    write(p, table, comment="written by a test")
     assert p.stat().st_mtime_ns == 1
-    write_sweep_config(p, {**table, "reps": 4}, comment="written by a test")
-    assert p.stat().st_mtime_ns != 1 and read_sweep_config(p, SweepTable).table.reps == 4
+    write(p, {**table, "reps": 4}, comment="written by a test")
+    assert p.stat().st_mtime_ns != 1 and read(p, SweepTable).table.reps == 4
 
 
 # --- the schedule path: --emulate on a platform with no power model (localhost before a fit) --------------------
