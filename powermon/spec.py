@@ -3,7 +3,7 @@ validated once, and :func:`open_meter`, which turns an entry into a recorder met
 
     [[meters]]
     name = "powermon"                # required, unique
-    kind = "powermon2"               # required: a registered kind (powermon/kinds.py; plugins add more)
+    kind = "KIND"                    # required: a registered kind (powermon/kinds.py; plugins add more)
     port = "/dev/ttyUSB0"            # powermon2 / powersensor3 / pmd: serial device or pyserial URL
                                      # (powermon://, powersensor3://, pmd:// serve an emulator)
     rate_hz = 128                    # sampling kinds: per-channel samples per second
@@ -41,7 +41,7 @@ from pydantic_core import PydanticCustomError
 
 from archline.common.inputs import Strict, validate
 from archline.powermon.errors import MeterError
-from archline.powermon.powermon2.protocol import DEFAULT_R_SENSE_OHM, SENSE_FULL_SCALE_V
+from archline.powermon.shunts import DEFAULT_R_SENSE_OHM, SENSE_FULL_SCALE_V
 
 #: the keys only some kinds take: each kind's ``own_keys`` (powermon/kinds.py) says which of these it takes
 RESTRICTED_KEYS = ("cipher_suite", "update_period_s", "power_source")

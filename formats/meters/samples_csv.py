@@ -51,7 +51,7 @@ class CodeRecords(Protocol):
 
 class RowFormat(Protocol):
     """What a row needs besides the record, from the meter that decodes the codes (the PowerMon 2's
-    :class:`archline.powermon.powermon2.row_format.RowFormat`): the event -> t_s map, the formatted volts of each
+    ``RowFormat`` in its folder's ``row_format.py``): the event -> t_s map, the formatted volts of each
     voltage code and amps of each (channel, current code), and the power of (channel, vcode, icode)."""
 
     t_of_event: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]

@@ -1,7 +1,6 @@
 """What every emulated meter (labelled ``emulated`` everywhere) is made of: the power it plays, the faults it
-injects, a pty server and the named devices its URLs open. Each kind's device core is in its own folder (the
-PowerMon 2's: :mod:`archline.powermon.powermon2.emulator`, served in-process by its ``powermon://NAME?speed=...``
-URL handler, :mod:`archline.powermon.powermon2.protocol_powermon`).
+injects, a pty server and the named devices its URLs open. Each kind's device core, and the pyserial URL handler
+that opens it in-process (``powermon://NAME?speed=...``), is in the kind's own folder.
 
 * :class:`PtyServer` serves a core on a real pseudo-terminal (``archline meter emulate``);
 * :func:`register_device` names a device (its power, :class:`Faults`, speed) for ``SCHEME://NAME``.

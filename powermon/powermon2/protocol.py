@@ -18,6 +18,8 @@ import numpy.typing as npt
 
 from archline.formats.meters.versions import RAW_TICK_HZ
 from archline.powermon.errors import MeterError
+from archline.powermon.shunts import DEFAULT_R_SENSE_OHM as DEFAULT_R_SENSE_OHM  # the board's stock shunt
+from archline.powermon.shunts import SENSE_FULL_SCALE_V as SENSE_FULL_SCALE_V  # its ADC's sense range
 
 BAUD_RATE = 1_000_000
 TICK_HZ = RAW_TICK_HZ               #: device sample tick (32.768 kHz crystal / 32): what a capture's sidecar counts
@@ -36,8 +38,6 @@ BIT_28 = 0x1000_0000
 TIME_COUNTER_MASK = 0x3FFF_FFFF
 
 VOLTAGE_FULL_SCALE_V = 26.52        #: volts per 4096 codes
-SENSE_FULL_SCALE_V = 0.10584        #: shunt volts per 4096 codes
-DEFAULT_R_SENSE_OHM = 0.00422       #: stock board shunt (full scale about 25.1 A)
 
 U32 = npt.NDArray[np.uint32]
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from archline.powermon import kinds
 from archline.powermon.bmc.kind import REDFISH
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.monitor import open_windows
-from archline.powermon.powermon2.kind import NAME as POWERMON2
 from archline.powermon.sensor.calibration import Calibration
 from archline.powermon.sensor.probe import (
     ProbeResult,
@@ -56,8 +56,13 @@ class EdgeLoad:
             self._high = False
 
 
+def _reference_kind() -> str:
+    """The emulated reference's kind: archline's kind that is a reference and emulated by default (the PowerMon 2)."""
+    return next(k.name for k in kinds.builtin_kinds() if k.reference and k.emulated_by_default)
+
+
 #: the emulated reference: one 12 V channel of the PowerMon 2 at its fastest per-channel rate (about 1 ms)
-REFERENCE_SPEC = MeterSpec(name="reference", kind=POWERMON2, rate_hz=1024.0,
+REFERENCE_SPEC = MeterSpec(name="reference", kind=_reference_kind(), rate_hz=1024.0,
                            channels=(ChannelSpec(id=0, rail="device_12v", device="device", share=1.0),))
 
 
@@ -66,10 +71,10 @@ def emulated_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int = 0, 
     """(reference, sensor): the emulated PowerMon 2 of ``spec`` playing ``power`` (a PowerSource, optionally with
     ``bind(core)``) and an emulated sensor given ``model`` (a SensorModel) on the same core. Start the reference
     first (a Recorder starts them in order)."""
-    from archline.powermon.powermon2.meter import emulated_powermon
     from archline.powermon.sensor.emulated import EmulatedSensorMeter
+    from archline.powermon.spec import emulate_meter
 
-    ref = emulated_powermon(spec, power, speed=speed, seed=seed)
+    ref = emulate_meter(spec, power, speed=speed, seed=seed)        # its kind's emulator (the PowerMon 2's)
     sensor = EmulatedSensorMeter(name, model, power, [c.id for c in spec.channels], ref.core)
     return ref, sensor
 
@@ -82,9 +87,9 @@ def emulated_bmc_pair(model: Any, power: Any, *, speed: float = 1.0, seed: int =
     ReadingTime handling). Its server stops when the meter stops. Start the reference first."""
     from archline.powermon.bmc.emulator import EPOCH
     from archline.powermon.bmc.meter import emulate_from_spec
-    from archline.powermon.powermon2.meter import emulated_powermon
+    from archline.powermon.spec import emulate_meter
 
-    ref = emulated_powermon(spec, power, speed=speed, seed=seed)
+    ref = emulate_meter(spec, power, speed=speed, seed=seed)
     bmc = emulate_from_spec(MeterSpec(name=name, kind=REDFISH, channels=spec.channels), power, sensor=model,
                             timeline=ref.core, name=name)
     bmc.clock_zero_s = EPOCH.timestamp()          # the emulated BMC's clock reads EPOCH at device time 0

@@ -1,5 +1,5 @@
-"""One owner per powermon file format (issue 22): samples files and their sidecar (record/samples_file.py,
-sidecar.py), raw captures and theirs (powermon2/capture.py). Round trips, the format version, content read by its
+"""One owner per powermon file format (issue 22): samples files and their sidecar (formats/meters/samples_file.py,
+sidecar.py), raw captures and theirs (formats/meters/capture.py). Round trips, the format version, content read by its
 bytes rather than its name, the sidecar models, and a guard that no other module parses these files."""
 
 from __future__ import annotations

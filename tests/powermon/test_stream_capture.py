@@ -1,5 +1,5 @@
 """Raw captures of the byte-stream meters (PowerSensor3, PMD-USB): the bytes the reader read, kept through the one
-capture owner (powermon2/capture.py) with a sidecar, decode offline into the very samples of the live run, faults
+capture owner (formats/meters/capture.py) with a sidecar, decode offline into the very samples of the live run, faults
 (a dropped byte, garbage, a stall, whose frame index hint the sidecar keeps) included."""
 
 from __future__ import annotations
