@@ -76,6 +76,16 @@ class TaskRecord(StateModel):
     def write(self, path: Path) -> None:
         write_atomic(path, self.dump_json())
 
+    @classmethod
+    def read(cls, path: Path) -> TaskRecord | None:
+        """A task's record, None when it has none yet; a damaged or newer record is a :class:`LabStateError`."""
+        data = _read_raw(path, "task record")
+        if data is None:
+            return None
+        check_schema(data, path, TASK_SCHEMA, "task record")
+        rec: TaskRecord = _validate(cls, data, path, "task record")
+        return rec
+
 
 class Submission(StateModel):
     """How one machine's task was last submitted."""
@@ -94,6 +104,16 @@ class Submissions(StateModel):
 
     def write(self, path: Path) -> Path:
         return write_atomic(path, self.dump_json())
+
+    @classmethod
+    def read(cls, path: Path, lab: str) -> Submissions:
+        """The lab's submission record (empty when there is none yet); problems are a :class:`LabStateError`."""
+        data = _read_raw(path, "lab submission record")
+        if data is None:
+            return cls(lab=lab)
+        check_schema(data, path, SUBMISSIONS_SCHEMA, "lab submission record")
+        subs: Submissions = _validate(cls, data, path, "lab submission record")
+        return subs
 
 
 def _read_raw(path: Path, what: str) -> Any:
@@ -152,22 +172,3 @@ def _validate(model: type[StateModel], data: dict[str, Any], path: Path, what: s
         said = describe(e, model)       # " key: what", or ": what" for a key at the top (never "task.json::")
         raise LabStateError(f"the {what} {show(path)}:{said.removeprefix(':')}") from None
 
-
-def read_task_record(path: Path) -> TaskRecord | None:
-    """A task's record, None when it has none yet; a damaged or newer record is a :class:`LabStateError`."""
-    data = _read_raw(path, "task record")
-    if data is None:
-        return None
-    check_schema(data, path, TASK_SCHEMA, "task record")
-    rec: TaskRecord = _validate(TaskRecord, data, path, "task record")
-    return rec
-
-
-def read_submissions_file(path: Path, lab: str) -> Submissions:
-    """The lab's submission record (empty when there is none yet); problems are a :class:`LabStateError`."""
-    data = _read_raw(path, "lab submission record")
-    if data is None:
-        return Submissions(lab=lab)
-    check_schema(data, path, SUBMISSIONS_SCHEMA, "lab submission record")
-    subs: Submissions = _validate(Submissions, data, path, "lab submission record")
-    return subs

@@ -22,7 +22,7 @@ from archline.bench.errors import BenchError
 from archline.bench.lab.task import RECORD_NAME, TaskRecord, read_record
 from archline.bench.run.sweep import RESULTS_NAME, done_points
 from archline.formats.lab_file import Lab
-from archline.formats.lab_state import LabStateError, Submission, Submissions, read_submissions_file
+from archline.formats.lab_state import LabStateError, Submission, Submissions
 
 log = logging.getLogger("archline.bench")
 
@@ -48,7 +48,7 @@ def submissions_path(lab: Lab) -> Path:
 def read_submissions(lab: Lab) -> dict[str, Submission]:
     """Machine -> its last submission; a damaged file, one with wrong types or from a newer archline is a
     :class:`LabStateError` (``lab submit`` refuses to write over it)."""
-    return dict(read_submissions_file(submissions_path(lab), lab.name).machines)
+    return dict(Submissions.read(submissions_path(lab), lab.name).machines)
 
 
 def write_submissions(lab: Lab, subs: dict[str, Submission]) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.common.stamps import utc_iso
-from archline.formats.lab_state import TaskRecord, read_task_record
+from archline.formats.lab_state import TaskRecord
 
 SWEEP_NAME = "sweep.toml"
 RECORD_NAME = "task.json"
@@ -33,7 +33,7 @@ __all__ = ["RECORD_NAME", "SWEEP_NAME", "TaskRecord", "current_job_id", "read_re
 def read_record(path: Path) -> TaskRecord | None:
     """The task's record (:mod:`archline.formats.lab_state`); None when it has none yet. A damaged record, one
     with a wrong type or from a newer archline raises :class:`~archline.formats.lab_state.LabStateError`."""
-    return read_task_record(path)
+    return TaskRecord.read(path)
 
 
 def current_job_id() -> str:

@@ -24,9 +24,8 @@ from archline.formats.lab_state import (
     TASK_SCHEMA,
     LabStateError,
     Submission,
+    Submissions,
     TaskRecord,
-    read_submissions_file,
-    read_task_record,
 )
 
 GPU = {"name": "gpu01", "platform": "gtx580", "precisions": ["sp"]}
@@ -57,18 +56,18 @@ def test_task_record_round_trip_and_tolerated_extras(tmp_path: Path) -> None:
     TaskRecord(machine="m", state="running", pid=7, point_ids=["a", "b"]).write(p)
     raw = json.loads(p.read_text())
     assert raw["schema"] == TASK_SCHEMA and next(iter(raw)) == "schema"
-    rec = read_task_record(p)
+    rec = TaskRecord.read(p)
     assert rec is not None and (rec.machine, rec.state, rec.pid, rec.point_ids) == ("m", "running", 7, ["a", "b"])
     # a newer minor version's key, and a file written before the schema key existed: both read
     p.write_text(json.dumps({**GOOD, "schema": "archline.lab-task/1.3", "gpu_serial": "X123", "new": {"a": 1}}))
-    assert read_task_record(p).state == "done"  # type: ignore[union-attr]
+    assert TaskRecord.read(p).state == "done"  # type: ignore[union-attr]
     p.write_text(json.dumps({k: v for k, v in GOOD.items() if k != "schema"}))
-    assert read_task_record(p).job_id == "123"  # type: ignore[union-attr]
-    assert read_task_record(tmp_path / "none.json") is None
+    assert TaskRecord.read(p).job_id == "123"  # type: ignore[union-attr]
+    assert TaskRecord.read(tmp_path / "none.json") is None
     subs = tmp_path / "submissions.json"
     subs.write_text(json.dumps({"schema": SUBMISSIONS_SCHEMA, "lab": "x", "extra": 1, "machines": {
         "gpu01": {"job_id": "5_0", "scheduler": "slurm", "submitted_at": "t", "array_size": 4}}}))
-    got = read_submissions_file(subs, "x").machines["gpu01"]
+    got = Submissions.read(subs, "x").machines["gpu01"]
     assert got == Submission(job_id="5_0", scheduler="slurm", submitted_at="t")
 
 
@@ -91,7 +90,7 @@ def test_bad_task_record_is_one_line_in_status_and_submit(
     if body.startswith("\xff"):
         rec.write_bytes(b"\xff\xfe{}")
     with pytest.raises(LabStateError, match="task record"):
-        read_task_record(rec)
+        TaskRecord.read(rec)
     before = rec.read_bytes()
     for fmt in ("json", "table"):
         r = run_cli("lab", "status", str(lab), "--format", fmt)

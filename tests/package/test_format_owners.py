@@ -150,10 +150,11 @@ def test_samples_are_written_only_by_their_owner(entry: str, fx: bi.Fixtures, ru
     assert not [p for p in in_tmp.rglob("*") if p.suffix in (".csv", ".parquet", ".gz")]
 
 
-def test_lab_files_and_sweep_configs_are_read_and_written_only_by_their_owners(
+def test_lab_files_sweep_configs_and_lab_state_go_through_their_owners(
         fx: bi.Fixtures, run_cli: Callable[..., Any], in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lab file (formats/lab_file.py ``Lab.read``) and the sweep config (formats/sweep_config.py
-    ``SweepConfigFile.read``, ``.write``: the sweep.toml ``lab submit`` writes for each machine), issue 37."""
+    """The lab file (formats/lab_file.py ``Lab.read``), the sweep config (formats/sweep_config.py
+    ``SweepConfigFile.read``, ``.write``: the sweep.toml ``lab submit`` writes for each machine) and the lab's
+    submission record (formats/lab_state.py ``Submissions.read``), issue 37."""
     import shutil
 
     shutil.copy(fx.files["lab"], in_tmp / "lab.toml")
@@ -168,6 +169,10 @@ def test_lab_files_and_sweep_configs_are_read_and_written_only_by_their_owners(
     with monkeypatch.context() as m:
         _replace(m, "archline.formats.sweep_config.SweepConfigFile", "read")
         _through_owner(run_cli, ["bench", "sweep", os.fspath(fx.files["sweep"])])
+    with monkeypatch.context() as m:        # the lab's state (formats/lab_state.py): the submission record
+        _replace(m, "archline.formats.lab_state.Submissions", "read")
+        for args in (["status"], ["submit"]):
+            _through_owner(run_cli, ["lab", args[0], "lab.toml"])
 
 
 #: the formats issue 37 moved out of fit: (owner module, its entry point, a command that reads or writes the format)
