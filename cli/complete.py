@@ -19,6 +19,14 @@ def record_words() -> dict[str, str]:
     return {w: h for k in kinds.kinds() for w, h in k.record_words}
 
 
+def pty_kind_names() -> list[str]:
+    """The meter kinds ``meter emulate --kind`` serves on a pty, from the meter-kind registry (the first: its
+    default)."""
+    from archline.powermon.kinds import pty_kinds
+
+    return [k.name for k in pty_kinds()]
+
+
 def __getattr__(name: str) -> object:
     if name == "RECORD_SPECS":      # the table this module held before the registry
         return record_words()

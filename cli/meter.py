@@ -11,9 +11,9 @@ from typing import Any
 
 import click
 
-from archline.cli.complete import platform_names, record_specs
+from archline.cli.complete import platform_names, pty_kind_names, record_specs
 from archline.cli.output import echo_json, echo_table, format_option, format_options
-from archline.cli.params import DURATION, FINITE, POSITIVE, SAMPLES_SUFFIXES, FiniteFloat, OutPath
+from archline.cli.params import DURATION, FINITE, POSITIVE, SAMPLES_SUFFIXES, FiniteFloat, OutPath, RegistryChoiceOption
 from archline.common.outputs import show
 from archline.powermon.errors import MAX_LOST_SHARE
 
@@ -160,7 +160,7 @@ def _record_table(summary: dict[str, Any], err: bool = False) -> None:
                      f"{m.get('lost_samples', 0)} of {m.get('expected_samples', '?')}"])
         for ch, c in (m.get("channels") or {}).items():
             rail = c.get("rail", "")
-            label_ch = ch if rail in ("", ch) else f"{ch} {rail}"       # a BMC's one channel: "redfish", once
+            label_ch = ch if rail in ("", ch) else f"{ch} {rail}"       # a BMC's one channel (its kind's name): once
             rows.append(["", label_ch, f"{c['energy_j']:.6g}", f"{c['energy_err_j']:.3g}",
                          f"{c['mean_power_w']:.4g}", c.get("n_samples", ""), ""])
     echo_table(["meter", "channel", "energy_j", "err_j", "mean_power_w", "samples", "lost"], rows, err=err)
@@ -319,7 +319,7 @@ def _show_integration(res: Any, fmt: str) -> None:
               help="play this platform's model power on its profile's rails (idle unless --intensity is given)")
 @click.option("--intensity", type=POSITIVE, default=None, help="with --platform: a kernel at this flop/byte")
 @click.option("--precision", type=click.Choice(["sp", "dp"]), default="sp", show_default=True)
-@click.option("--kind", type=click.Choice(["powermon2", "powersensor3"]), default="powermon2", show_default=True,
+@click.option("--kind", cls=RegistryChoiceOption, registry=pty_kind_names, show_default=True,
               help="the device on the pty: a PowerMon 2, or a PowerSensor3 (firmware 1.6.1's protocol: psinfo, "
                    "psrun or meter record can be pointed at the port)")
 @click.option("--rate", "rate_hz", type=POSITIVE, default=None,
@@ -341,16 +341,19 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
     """
 
     from archline.formats.meters.versions import emulator_speed_problem, max_emulator_speed
-    from archline.powermon.emulator import PowerMon2Core, PtyServer, Script
+    from archline.powermon import kinds
+    from archline.powermon.emulator import PtyServer, Script
     from archline.powermon.errors import MeterError
-    from archline.powermon.powermon2.protocol import MAX_AGGREGATE_RECORDS_PER_S
 
+    mk = kinds.get(kind)
+    pty = mk.pty_emulator
+    assert pty is not None      # the choice lists only the kinds that have one
     # a client may ask for the device's fastest stream: the pty must carry that at this speed (bench run's rule;
-    # a PowerSensor3 streams its one rate, 18-byte frames in 4-byte record units)
-    per_s = MAX_AGGREGATE_RECORDS_PER_S if kind != "powersensor3" else (rate_hz or 20_000.0) * 18 / 4
+    # a PowerSensor3 streams its one rate)
+    per_s = pty.records_per_s(rate_hz)
     problem = emulator_speed_problem(speed, per_s)
     if problem is not None:
-        raise MeterError(f"--speed {speed:g}: at the {'PowerSensor3' if kind == 'powersensor3' else 'PowerMon 2'}'s"
+        raise MeterError(f"--speed {speed:g}: at the {mk.title}'s"
                          f" fastest stream, {problem}; lower --speed to {max_emulator_speed(per_s)} or less")
     if platform is not None and script is not None:
         raise click.UsageError("give --script or --platform, not both")
@@ -363,20 +366,14 @@ def emulate_cmd(script: str | None, speed: float, seed: int, duration_s: float |
 
         power, what = emulator().steady_power_script(platform, intensity, precision)
         click.echo(what, err=True)
-    if rate_hz is not None and kind != "powersensor3":
+    if rate_hz is not None and not pty.takes_rate:
         raise click.UsageError("--rate is for --kind powersensor3 (a PowerMon 2's client sets its own rate)")
-    core: Any = PowerMon2Core(power, speed=speed, seed=seed)
-    label = "PowerMon 2"
-    if kind == "powersensor3":
-        from archline.powermon.powersensor3.emulator import PowerSensor3Core
-        from archline.powermon.powersensor3.protocol import REAL_RATE_HZ
-
-        core, label = PowerSensor3Core(power, REAL_RATE_HZ if rate_hz is None else rate_hz, speed=speed,
-                                       seed=seed), "PowerSensor3"
+    core: Any = pty.core(power, speed=speed, seed=seed, rate_hz=rate_hz)
+    label = mk.title
     with PtyServer(core) as srv:
         if fmt == "json":
             echo_json({"port": srv.port, "meter": kind, "emulated": True, "speed": speed, "seed": seed,
-                       "plays": what, **({"rate_hz": core.rate_hz} if kind == "powersensor3" else {})})
+                       "plays": what, **({"rate_hz": core.rate_hz} if pty.takes_rate else {})})
         else:
             click.echo(srv.port)
         sys.stdout.flush()      # the port now, not when the server stops: a script waits for it

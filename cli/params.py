@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -197,3 +197,35 @@ class BackendOption(click.Option):
             return super().get_help_record(ctx)
         finally:
             self.help = saved
+
+
+class RegistryChoice(click.Choice):
+    """A choice among names a registry gives, read when first needed (help, parsing, completion), so that importing
+    a command loads nothing; the first name is the option's default (:class:`RegistryChoiceOption`)."""
+
+    def __init__(self, read: Callable[[], Sequence[str]]) -> None:
+        self._read = read
+        self._names: tuple[str, ...] | None = None
+        super().__init__((), case_sensitive=True)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = tuple(self._read())
+        return self._names
+
+    @choices.setter
+    def choices(self, _: Sequence[str]) -> None:   # click.Choice's constructor sets it; the registry gives it
+        pass
+
+
+class RegistryChoiceOption(click.Option):
+    """An option choosing among the names ``registry()`` gives (a :class:`RegistryChoice`), read when first needed;
+    its default is the first (shown by ``--help``)."""
+
+    def __init__(self, *args: Any, registry: Callable[[], Sequence[str]], **kw: Any) -> None:
+        kw["type"] = RegistryChoice(registry)
+        super().__init__(*args, **kw)
+
+    def get_default(self, ctx: click.Context, call: bool = True) -> Any:
+        return cast(RegistryChoice, self.type).choices[0]
