@@ -90,6 +90,10 @@ class MeterKind:
     emulated_by_default: bool = False
     #: ``meter emulate --kind`` serves it on a pty (:func:`pty_kinds`); None: it does not
     pty_emulator: PtyEmulator | None = None
+    #: ``url_faults(url)``: the faults its emulator URL asks for, parsed as opening the URL parses them but without
+    #: building the emulator (bench's ``--emulate`` plays them on its own device); None: a stream kind's URL, parsed
+    #: by powermon/stream/urlserial.py
+    url_faults: Callable[[str], Any] | None = None
     #: the module whose ``decode_file`` and ``decode_to_file`` decode its raw captures that are not a byte stream's
     #: (``meter decode`` of a capture without an ``archline.stream.raw/1`` sidecar)
     decoder: str | None = None

@@ -28,15 +28,14 @@ def port_faults(spec: Any, replaced: dict[str, str] | None = None) -> tuple[Any 
     from archline.powermon import kinds
 
     kind = kinds.find(spec.kind)
-    scheme = None if kind is None else kind.scheme     # its emulator URL's (powermon/kinds.py)
     port = getattr(spec, "port", None) or ""
-    if scheme is None or not port.startswith(f"{scheme}://"):
+    if kind is None or kind.scheme is None or not port.startswith(f"{kind.scheme}://"):   # not its emulator's URL
         return None, []
     given = {k for k in parse_qs(urlsplit(port).query, keep_blank_values=True)}
     notes = [f"meter '{spec.name}': the port's {k}= is not used under --emulate ({replaced[k]} is used)"
              for k in sorted(given & replaced.keys())]
     try:
-        faults = _powermon_faults(port) if scheme == "powermon" else _stream_faults(port, scheme)
+        faults = kind.url_faults(port) if kind.url_faults is not None else _stream_faults(port, kind.scheme)
     except Exception as e:   # SerialException / ValueError: the option and its form, one line
         raise EmulationError(f"meter '{spec.name}' port {port!r}: {e}") from None
     if not faults.any:
@@ -48,31 +47,6 @@ def _stream_faults(port: str, scheme: str) -> Any:
     from archline.powermon.stream.urlserial import parse_url
 
     return parse_url(port, scheme, 1.0)[1]
-
-
-def _powermon_faults(port: str) -> Any:
-    """The PowerMon 2 URL's faults, parsed as ``powermon://`` parses them (protocol_powermon.core_from_url), without
-    building its core."""
-    from archline.powermon.emulator.registry import Faults
-    from archline.powermon.emulator.serial_base import set_byte_fault, url_device
-    from archline.powermon.powermon2.protocol_powermon import _OPTIONS, _pairs
-
-    dev, options = url_device(port, "powermon", "PowerMon")
-    faults = Faults(**vars(dev.faults))
-    for key, v in options.items():
-        if key in ("speed", "seed"):
-            continue
-        if key == "partial_first":
-            faults.partial_first = int(v)
-        elif key == "overflow":
-            faults.overflow = _pairs(v)
-        elif key == "silent":
-            faults.silent = v not in ("0", "false", "")
-        elif key == "adc_noise":
-            faults.adc_noise_lsb = float(v)
-        elif not set_byte_fault(faults, key, v):
-            raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
-    return faults
 
 
 def _describe(faults: Any) -> str:

@@ -84,6 +84,13 @@ def _resolution_w(s: Any, info: dict[str, Any]) -> Any:
     return half_lsb_w(s.current_a, s.voltage_v, r)
 
 
+def _url_faults(url: str) -> Any:
+    """The faults a ``powermon://`` URL asks for (bench's ``--emulate`` plays them)."""
+    from archline.powermon.powermon2.protocol_powermon import url_faults
+
+    return url_faults(url)
+
+
 KINDS = (MeterKind(
     name=NAME, title="PowerMon 2", module="archline.powermon.powermon2.meter",
     record_words=((f"{NAME}:", f"PowerMon 2 on a serial port ({NAME}:/dev/ttyUSB0)"),
@@ -91,6 +98,6 @@ KINDS = (MeterKind(
     record=_record, lister=_list, absent="plug one in; give its port",
     channel_ids=range(MAX_CHANNELS), voltage_limit_v=VOLTAGE_FULL_SCALE_V, serial=True, scheme="powermon",
     reference=True, captures=True, emulated_by_default=True, resolution="shunts (r_sense_ohm)",
-    resolution_w=_resolution_w,
+    resolution_w=_resolution_w, url_faults=_url_faults,
     pty_emulator=PtyEmulator(core=_pty_core, records_per_s=lambda rate_hz: MAX_AGGREGATE_RECORDS_PER_S),
     decoder="archline.powermon.powermon2.capture_decode"),)

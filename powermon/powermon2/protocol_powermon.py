@@ -10,6 +10,8 @@ Options: ``speed``, ``seed``, ``partial_first``, ``drop=OFF,OFF``, ``noise=OFF:N
 
 from __future__ import annotations
 
+from typing import Any
+
 from serial.serialutil import SerialException
 
 from archline.powermon.emulator.registry import Faults
@@ -30,26 +32,39 @@ def _pairs(key: str, text: str) -> tuple[tuple[int, int], ...]:
         raise ValueError(f"{key} takes {form}, got {text!r}") from None
 
 
-def core_from_url(url: str) -> PowerMon2Core:
+def parse_url(url: str) -> tuple[Any, Faults, float, int]:
+    """A ``powermon://`` URL's registered device, and the faults, speed and seed its options ask for; a bad option
+    is a ValueError naming it."""
     spec, options = url_device(url, "powermon", "PowerMon")
     faults = Faults(**vars(spec.faults))
     speed, seed = spec.speed, spec.seed
+    for key, v in options.items():
+        if key == "speed":
+            speed = url_number(key, v, positive=True) * 1.0
+        elif key == "seed":
+            seed = url_number(key, v, whole=True)
+        elif key == "partial_first":
+            faults.partial_first = url_number(key, v, whole=True)
+        elif key == "overflow":
+            faults.overflow = _pairs(key, v)
+        elif key == "silent":
+            faults.silent = v not in ("0", "false", "")
+        elif key == "adc_noise":
+            faults.adc_noise_lsb = url_number(key, v) * 1.0
+        elif not set_byte_fault(faults, key, v):
+            raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
+    return spec, faults, speed, seed
+
+
+def url_faults(url: str) -> Faults:
+    """The faults a ``powermon://`` URL asks for, parsed as opening it parses them, without building its core
+    (bench's ``--emulate`` plays them on its own emulated device); a bad option is a ValueError naming it."""
+    return parse_url(url)[1]
+
+
+def core_from_url(url: str) -> PowerMon2Core:
     try:
-        for key, v in options.items():
-            if key == "speed":
-                speed = url_number(key, v, positive=True) * 1.0
-            elif key == "seed":
-                seed = url_number(key, v, whole=True)
-            elif key == "partial_first":
-                faults.partial_first = url_number(key, v, whole=True)
-            elif key == "overflow":
-                faults.overflow = _pairs(key, v)
-            elif key == "silent":
-                faults.silent = v not in ("0", "false", "")
-            elif key == "adc_noise":
-                faults.adc_noise_lsb = url_number(key, v) * 1.0
-            elif not set_byte_fault(faults, key, v):
-                raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
+        spec, faults, speed, seed = parse_url(url)
     except ValueError as e:
         raise SerialException(f"bad powermon:// URL {url!r}: {e}") from None
     core = PowerMon2Core(spec.power, faults, speed=speed, seed=seed)

@@ -522,6 +522,12 @@ def test_f8_port_faults_parsed_per_kind() -> None:
     real = MeterSpec.model_validate({"name": "pm", "kind": "powermon2", "port": "/dev/ttyUSB0",
                                      "channels": [{"id": 0, "rail": "r", "device": "gpu", "nominal_v": 12.0}]})
     assert port_faults(real) == (None, [])
+    # the PowerMon 2's options through its URL's one parser (issue 37: the copy here had drifted and refused
+    # overflow=, which meter record takes), its errors worded as meter record's
+    over = port_faults(pm.model_copy(update={"port": "powermon://default?overflow=64:3&partial_first=2"}))[0]
+    assert over is not None and over.overflow == ((64, 3),) and over.partial_first == 2
+    with pytest.raises(EmulationError, match=r"port 'powermon://default\?overflow=64': overflow takes EVENT:N pairs"):
+        port_faults(pm.model_copy(update={"port": "powermon://default?overflow=64"}))
 
 
 # --- 14: the BMC's time-compression limit ---------------------------------------------------------------------
