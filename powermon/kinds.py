@@ -94,6 +94,10 @@ class MeterKind:
     #: building the emulator (bench's ``--emulate`` plays them on its own device); None: a stream kind's URL, parsed
     #: by powermon/stream/urlserial.py
     url_faults: Callable[[str], Any] | None = None
+    #: ``detect(powercap_root=, **roots)``: finds it on this machine with no configuration, giving (the keys of its
+    #: ``[[meters]]`` entry, or None where it is not there, and what was found or why not, in words); the
+    #: ``localhost`` profile's meter is the first kind found (:func:`detected`)
+    detect: Callable[..., tuple[dict[str, Any] | None, str]] | None = None
     #: the module whose ``decode_file`` and ``decode_to_file`` decode its raw captures that are not a byte stream's
     #: (``meter decode`` of a capture without an ``archline.stream.raw/1`` sidecar)
     decoder: str | None = None
@@ -202,6 +206,19 @@ def where(**flags: Any) -> tuple[str, ...]:
 def pty_kinds() -> tuple[MeterKind, ...]:
     """archline's kinds that ``meter emulate`` serves on a pty, in the registry's order (the first is its default)."""
     return tuple(k for k in builtin_kinds() if k.pty_emulator is not None)
+
+
+def detected(**roots: Any) -> tuple[MeterKind | None, dict[str, Any], str]:
+    """The first of archline's kinds found on this machine with no configuration (its ``detect``): (the kind, its
+    entry's keys, what was found); (None, {}, why not) where none is."""
+    why: list[str] = []
+    for k in builtin_kinds():
+        if k.detect is not None:
+            keys, said = k.detect(**roots)
+            if keys is not None:
+                return k, keys, said
+            why.append(said)
+    return None, {}, "; ".join(why)
 
 
 def default_emulated() -> MeterKind:

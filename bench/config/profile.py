@@ -270,17 +270,16 @@ def load_bench_profile(name_or_path: str) -> BenchProfile:
 def localhost_profile(powercap_root: str | os.PathLike[str] | None = None) -> BenchProfile:
     """This machine: CPU kernels through cpu_asm (intensity in dp), RAPL if it is readable, otherwise time only
     (said plainly). A user's ``localhost.toml`` among the platform profiles replaces it."""
-    from archline.powermon.counters.kind import RAPL
-    from archline.powermon.counters.rapl import readable_zones
+    from archline.powermon.kinds import detected
 
     cpu = of_kind("cpu")[0]   # the registry's first CPU back end runs this machine's kernels
-    zones, rapl_reason = readable_zones(powercap_root)
+    kind, keys, found = detected(powercap_root=powercap_root)     # RAPL, where this user can read it
     meters: tuple[MeterSpec, ...] = ()
-    if zones:
-        meters = (MeterSpec(name=RAPL, kind=RAPL, zones=tuple(zones)),)
-        note = f"localhost: energy from {rapl_reason}"
+    if kind is not None:
+        meters = (MeterSpec(name=kind.name, kind=kind.name, **keys),)
+        note = f"localhost: energy from {found}"
     else:
-        note = f"localhost: time only, no energy: {rapl_reason}"
+        note = f"localhost: time only, no energy: {found}"
     # the profile's notes name its default kernels; the rows' note only the meter (a run may pick another back end)
     plat = Platform(
         name="localhost",

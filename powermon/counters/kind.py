@@ -119,6 +119,14 @@ UDEV_FIX = ("echo 'ACTION==\"add\", SUBSYSTEM==\"powercap\", RUN+=\"/bin/chmod o
             "sudo tee /etc/udev/rules.d/99-archline-rapl.rules")
 
 
+def _detect_rapl(*, powercap_root: str | Path | None = None, **_: Any) -> tuple[dict[str, Any] | None, str]:
+    """This CPU's readable RAPL zones (powercap's, else perf's power events), or why there are none."""
+    from archline.powermon.counters.rapl import readable_zones
+
+    zones, reason = readable_zones(powercap_root)
+    return ({"zones": tuple(zones)} if zones else None), reason
+
+
 def list_nvml(*, nvml: Any = None, **_: Any) -> list[dict[str, Any]]:
     """NVML's GPUs, or why there are none."""
     from archline.powermon.counters import nvml as nvml_mod
@@ -135,7 +143,7 @@ def list_nvml(*, nvml: Any = None, **_: Any) -> list[dict[str, Any]]:
 KINDS = (
     MeterKind(name=RAPL, title="RAPL", opener=_open_rapl, record=_record, lister=_list_rapl,
               record_words=((RAPL, f"RAPL zones of this CPU ({RAPL}:ZONE,...)"),),
-              absent="no RAPL on this CPU or kernel", device="cpu", counter=True),
+              absent="no RAPL on this CPU or kernel", device="cpu", counter=True, detect=_detect_rapl),
     MeterKind(name=NVML, title="NVML", opener=_open_nvml, record=_record, lister=list_nvml,
               record_words=((NVML, f"an NVIDIA GPU through NVML ({NVML}:INDEX)"),),
               absent="no NVIDIA GPU or driver", device="gpu", counter=True),
