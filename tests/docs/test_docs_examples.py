@@ -77,6 +77,14 @@ SUBSTITUTE: dict[str, tuple[list[tuple[str, str]], str]] = {
 #: would break the examples that fit results/*.csv
 EXTRA: dict[str, list[str]] = {r"--measured results/dvfs\.csv": ["results/dvfs.csv"]}
 
+#: the two parts of the sandbox that take long to make (a real quick run of this CPU: 18 points, about 20 s; a lab
+#: of two emulated nodes: about 8 s), made only for the examples that name them, which see the whole sandbox (the
+#: base one plus both parts) and run with -m slow, so the default run makes neither (regex -> what it needs)
+NEEDS_FULL: dict[str, str] = {
+    r"localhost|results/quick|quick-costs": "this CPU's quick run (results/quick/, the platform 'localhost')",
+    r"lab\.toml|fleet/|lab-dataset/|\blab/|before/": "the lab's run (lab.toml's results, fleet/, lab-dataset/ ...)",
+}
+
 
 def _match(table: Mapping[str, object], ex: Example) -> str | None:
     return next((rx for rx in table if re.search(rx, ex.command)), None)
@@ -103,7 +111,7 @@ def _param(ex: Example) -> object:
     marks = []
     if (rx := _match(SKIP, ex)) is not None:
         marks.append(pytest.mark.skip(reason=SKIP[rx]))
-    elif _match(SLOW, ex) is not None:
+    elif _match(SLOW, ex) is not None or _match(NEEDS_FULL, ex) is not None:
         marks.append(pytest.mark.slow)
     return pytest.param(ex, id=f"{ex.where.split(' = ')[0]} {ex.command}"[:120], marks=marks)
 
@@ -157,20 +165,6 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     put(REPO / "tests" / "data" / "counters" / "perf_intel.csv", "perf.csv")
     _cli(sb, "fit", "tk1/tk1.csv", "--model", "dvfs", "--format", "json", "--out", "tk1-dvfs.json")
     put(sb / "tk1-dvfs.json", "jetson-dvfs.json")
-    # the lab: two emulated GTX 580 nodes, collected as fleet/ and lab-dataset/. Its scheduler is the local one
-    # (no Slurm here), so `lab submit lab.toml --wait` runs it here; tests/lab/test_lab_slurm.py drives Slurm
-    write_lab(sb / "lab.toml", [{"name": n, "platform": "gtx580", "precisions": ["sp"], "seed": s}
-                                for n, s in (("node03", 1), ("node04", 2))])
-    _cli(sb, "lab", "submit", "lab.toml", "--scheduler", "local")
-    _cli(sb, "lab", "collect", "lab.toml", "--out", "fleet/")
-    shutil.copytree(sb / "fleet", sb / "lab-dataset")
-    shutil.copytree(sb / "fleet", sb / "lab")
-    # two data sets of different runs, for compare --by run
-    for keep, name in (("node03", "before"), ("node04", "after")):
-        shutil.copytree(sb / "fleet", sb / name)
-        for d in (sb / name).glob("platform=*/host=*"):
-            if d.name != f"host={keep}":
-                shutil.rmtree(d)
     # R/: ceiling rows come from the (slow) OpenCL run; here the shipped run stands in as result points
     put(sample, "R/gtx580.csv")
     # IPP and the rest
@@ -192,20 +186,6 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     put(root / ".fixtures" / "capture.raw.bin.json", "capture.raw.bin.json")
     put(root / ".fixtures" / "capture.raw.bin.json", "capture.bin.json")
     put(f["samples"], "samples.csv")
-    # the README's walk-through from the main job: a real quick run of this machine (time only without a meter),
-    # its roofline kept as the platform 'localhost' under the sandbox's own state directory (each test's
-    # XDG_STATE_HOME is set to its copy of it)
-    state = os.environ.get("XDG_STATE_HOME")
-    os.environ["XDG_STATE_HOME"] = str(sb / ".state")
-    try:
-        _cli(sb, "bench", "run", "--platform", "localhost", "--quick", "--out", "results/quick")
-        _cli(sb, "fit", *(str(p.relative_to(sb)) for p in (sb / "results" / "quick").glob("*.csv")), "--format",
-             "json", "--out", "quick-costs.json")
-    finally:
-        if state is None:
-            os.environ.pop("XDG_STATE_HOME")
-        else:
-            os.environ["XDG_STATE_HOME"] = state
     (sb / "mychip.toml").write_text('name = "mychip"\n')      # the keys it lacks take Nehalem-EX's values
     # the user's own GTX 580 profile, with the on-board sensor as a meter (meter calibrate --profile)
     (sb / "gtx580.toml").write_text((REPO / "formats" / "platforms" / "gtx580.toml").read_text()
@@ -226,6 +206,42 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield sb
 
 
+@pytest.fixture(scope="session")
+def full_sandbox(sandbox: Path) -> Path:
+    """The sandbox plus its two long parts (NEEDS_FULL), for the examples that name them (all -m slow)."""
+    sb = sandbox.parent / "full"
+    shutil.copytree(sandbox, sb, symlinks=True)
+    # the lab: two emulated GTX 580 nodes, collected as fleet/ and lab-dataset/. Its scheduler is the local one
+    # (no Slurm here), so `lab submit lab.toml --wait` runs it here; tests/lab/test_lab_slurm.py drives Slurm
+    write_lab(sb / "lab.toml", [{"name": n, "platform": "gtx580", "precisions": ["sp"], "seed": s}
+                                for n, s in (("node03", 1), ("node04", 2))])
+    _cli(sb, "lab", "submit", "lab.toml", "--scheduler", "local")
+    _cli(sb, "lab", "collect", "lab.toml", "--out", "fleet/")
+    shutil.copytree(sb / "fleet", sb / "lab-dataset")
+    shutil.copytree(sb / "fleet", sb / "lab")
+    # two data sets of different runs, for compare --by run
+    for keep, name in (("node03", "before"), ("node04", "after")):
+        shutil.copytree(sb / "fleet", sb / name)
+        for d in (sb / name).glob("platform=*/host=*"):
+            if d.name != f"host={keep}":
+                shutil.rmtree(d)
+    # the README's walk-through from the main job: a real quick run of this machine (time only without a meter),
+    # its roofline kept as the platform 'localhost' under the sandbox's own state directory (each test's
+    # XDG_STATE_HOME is set to its copy of it)
+    state = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(sb / ".state")
+    try:
+        _cli(sb, "bench", "run", "--platform", "localhost", "--quick", "--out", "results/quick")
+        _cli(sb, "fit", *(str(p.relative_to(sb)) for p in (sb / "results" / "quick").glob("*.csv")), "--format",
+             "json", "--out", "quick-costs.json")
+    finally:
+        if state is None:
+            os.environ.pop("XDG_STATE_HOME")
+        else:
+            os.environ["XDG_STATE_HOME"] = state
+    return sb
+
+
 def _link_or_copy(src: str, dst: str) -> None:
     if Path(src).name in ("sweep.log", ".sweep.lock", "submit.lock"):
         shutil.copy2(src, dst)
@@ -238,14 +254,15 @@ def _state(root: Path) -> dict[str, tuple[int, int]]:
             if p.is_file()}
 
 
-@pytest.fixture(scope="session")
-def sandbox_state(sandbox: Path) -> dict[str, tuple[int, int]]:
-    return _state(sandbox)
+#: each sandbox's files as made, before any example ran in a copy of it (session-wide, like the sandboxes)
+_STATES: dict[Path, dict[str, tuple[int, int]]] = {}
 
 
 @pytest.mark.parametrize("ex", [_param(e) for e in _distinct(EXAMPLES)])
-def test_doc_example_runs(ex: Example, sandbox: Path, sandbox_state: dict[str, tuple[int, int]],
-                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doc_example_runs(ex: Example, request: pytest.FixtureRequest, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox: Path = request.getfixturevalue("full_sandbox" if _match(NEEDS_FULL, ex) is not None else "sandbox")
+    sandbox_state = _STATES.setdefault(sandbox, _state(sandbox))
     work = tmp_path / "sb"
     monkeypatch.setenv("XDG_STATE_HOME", str(work / ".state"))    # 'localhost': the sandbox's quick run
     # hard links: quick, and safe, since archline replaces a file it writes (atomic rename) and never an input;
@@ -271,8 +288,8 @@ def test_doc_example_runs(ex: Example, sandbox: Path, sandbox_state: dict[str, t
     assert not missing, f"{ex.where}: `{command}` states {missing}, which its output lacks:\n{r.stdout[-1500:]}"
 
 
-@pytest.mark.parametrize("table", [SKIP, SLOW, ADAPT, SUBSTITUTE, EXTRA], ids=["SKIP", "SLOW", "ADAPT", "SUBSTITUTE",
-                                                                            "EXTRA"])
+@pytest.mark.parametrize("table", [SKIP, SLOW, ADAPT, SUBSTITUTE, EXTRA, NEEDS_FULL],
+                         ids=["SKIP", "SLOW", "ADAPT", "SUBSTITUTE", "EXTRA", "NEEDS_FULL"])
 def test_no_stale_entries(table: Mapping[str, object]) -> None:
     stale = [rx for rx in table if not any(re.search(rx, e.command) for e in EXAMPLES)]
     assert not stale, f"entries that match no example any more: {stale}"
