@@ -123,3 +123,29 @@ class FakeNvml:
         dt = t / n if t > 0 else 0.0
         e = sum(self.power((k + 0.5) * dt) for k in range(n)) * dt
         return round(e * 1000)
+
+
+class StartFailsMeter:
+    """A recorder meter (the null meter's interface) that cannot start: what a serial meter whose port is gone
+    raises when its recorder starts it. ``stopped`` counts the stops it got."""
+
+    kind = "none"
+    emulated = False
+
+    def __init__(self, name: str, why: str = "its port is gone") -> None:
+        from archline.powermon.record.null import NullMeter
+
+        self.name, self.why, self.stopped = name, why, 0
+        self._null = NullMeter(why, name)
+        self.reason = why
+
+    def start(self) -> None:
+        from archline.powermon.errors import DeviceError
+
+        raise DeviceError(self.why)
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+    def __getattr__(self, attr: str) -> Any:     # mark, wait_until, region, samples, info: the null meter's
+        return getattr(self.__dict__["_null"], attr)

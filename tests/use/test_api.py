@@ -164,3 +164,43 @@ def test_the_bench_runner_measures_through_the_monitor() -> None:
                RunContext.new("x", "dev", "fake", False), None)  # type: ignore[arg-type]
     assert isinstance(r.rec, Monitor) and r.rec is rec
     assert Session.__annotations__["recorder"] in ("Monitor", Monitor)
+
+
+def test_open_windows_is_the_one_way_to_a_recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """powermon.monitor.open_windows: meters kept in order, [[meters]] entries opened (one that cannot be is the
+    caller's error), none at all the null meter with the reason, ``start`` names a meter that cannot start."""
+    from support.fakes import StartFailsMeter
+
+    from archline.powermon.errors import DeviceError, MeterError
+    from archline.powermon.monitor import Monitor, open_windows
+    from archline.powermon.record.null import NullMeter
+    from archline.powermon.spec import MeterSpec
+
+    rec = open_windows(reason="time only: nothing here")
+    assert isinstance(rec, Monitor) and [m.name for m in rec.meters] == ["none"]
+    assert rec.reason == "time only: nothing here" and not rec.stopped and rec.open_names == []
+    a, b = NullMeter("a", "a"), NullMeter("b", "b")
+    rec = open_windows([b, a], settle_timeout_s=1.5, keep_regions=False)
+    assert rec.meters == [b, a] and rec.settle_timeout_s == 1.5 and rec.keep_regions is False
+    with rec:
+        rec.begin_window("x")
+        w = rec.end_window_later("x")
+        assert not w.measured and w.t0_s is not None and w.t1_s is not None and w.t0_s <= w.t1_s
+        m = w.measurement()
+        assert w.measured and w.measurement() is m and m.name == "x" and math.isnan(m.energy_j)
+    assert rec.stopped
+
+    monkeypatch.setenv("ARCHLINE_POWERCAP_ROOT", str(tmp_path / "no-powercap"))   # no RAPL here, whatever the host
+    monkeypatch.setenv("ARCHLINE_PERF_POWER_ROOT", str(tmp_path / "no-perf"))
+    spec = MeterSpec(name="cpu", kind="rapl")
+    with pytest.raises(DeviceError, match="RAPL"):
+        open_windows([spec])
+    with pytest.raises(KeyError, match=r"meter 'cpu' \(rapl\)"):
+        open_windows([spec], cannot_open=lambda s, e: KeyError(f"meter '{s.name}' ({s.kind}): {e}"))
+
+    bad = StartFailsMeter("ps3")
+    with pytest.raises(MeterError, match=r"^sensor meter 'ps3' of platform 'P': its port is gone$"):
+        open_windows([NullMeter("ok", "ok"), bad], start=True, labels={"ps3": "sensor meter 'ps3' of platform 'P'"})
+    assert bad.stopped == 0
+    with pytest.raises(MeterError, match=r"^its port is gone$"):    # no label given: the meter's own words
+        open_windows([bad], start=True)
