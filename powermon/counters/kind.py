@@ -119,11 +119,12 @@ UDEV_FIX = ("echo 'ACTION==\"add\", SUBSYSTEM==\"powercap\", RUN+=\"/bin/chmod o
             "sudo tee /etc/udev/rules.d/99-archline-rapl.rules")
 
 
-def _detect_rapl(*, powercap_root: str | Path | None = None, **_: Any) -> tuple[dict[str, Any] | None, str]:
+def _detect_rapl(*, powercap_root: str | Path | None = None, perf_root: str | Path | None = None,
+                 **_: Any) -> tuple[dict[str, Any] | None, str]:
     """This CPU's readable RAPL zones (powercap's, else perf's power events), or why there are none."""
     from archline.powermon.counters.rapl import readable_zones
 
-    zones, reason = readable_zones(powercap_root)
+    zones, reason = readable_zones(powercap_root, perf_root)
     return ({"zones": tuple(zones)} if zones else None), reason
 
 

@@ -88,6 +88,24 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     sys.modules.pop("toy_backend", None)
 
 
+def test_the_gpu_vendors_and_the_emulator_are_declared_in_their_back_ends_folders() -> None:
+    """Issue 37: the controls and --emulate read these declarations, not the names. cuda's NVML and hip's AMD SMI
+    each in its own folder; opencl declares none, so its device takes every vendor's, NVML's first (as before)."""
+    from archline.bench.cuda.vendor import NvmlPowerLimit
+    from archline.bench.hip.vendor import AmdSmiClockRange
+    from archline.powermon.counters.nvml import NvmlGpu
+
+    known = registry.backends()
+    assert [v.name for v in registry.gpu_vendors()] == ["nvml", "amdsmi"]
+    assert [v.name for v in known["cuda"].vendors()] == ["nvml"] and [v.name for v in known["hip"].vendors()] == [
+        "amdsmi"]
+    assert [v.name for v in known["opencl"].vendors()] == ["nvml", "amdsmi"]
+    nvml, amdsmi = registry.gpu_vendors()
+    assert nvml.power is NvmlPowerLimit and amdsmi.clock is AmdSmiClockRange and nvml.layer is NvmlGpu
+    assert nvml.power(object(), 1).kind == "nvml_power" and amdsmi.clock(object(), 0, "mem").kind == "amdsmi_mem_clock"
+    assert registry.emulator().name == "emulated" and registry.emulator().steady_power is not None
+
+
 def test_the_built_in_back_ends_each_declare_themselves_in_their_folder() -> None:
     known = registry.backends()
     assert list(known) == ["cpu_asm", "opencl", "cuda", "hip", "emulated"]

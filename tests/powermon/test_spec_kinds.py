@@ -70,6 +70,24 @@ def test_channels_spec_defaults_per_kind() -> None:
     assert [c.id for c in channels_spec("p", "pmd").channels] == [0, 1, 2, 3]
 
 
+def test_what_the_emulators_and_localhost_read_from_the_registry(tmp_path: Path) -> None:
+    """Issue 37: bench and the CLI read these declarations instead of spelling a kind. The emulators' default kind,
+    the kinds ``meter emulate --kind`` serves (its default first) and their fastest streams, the PowerMon 2 URL's
+    faults, and the kind the localhost profile finds (RAPL; none under a powercap root that is not there)."""
+    from archline.powermon import kinds
+
+    assert kinds.default_emulated().name == "powermon2"
+    served = kinds.pty_kinds()
+    assert [k.name for k in served] == ["powermon2", "powersensor3"]
+    pm, ps3 = (k.pty_emulator for k in served)
+    assert pm is not None and ps3 is not None and not pm.takes_rate and ps3.takes_rate
+    assert pm.records_per_s(None) == 3072 and ps3.records_per_s(2000.0) == 9000.0
+    url_faults = kinds.get("powermon2").url_faults
+    assert url_faults is not None and url_faults("powermon://default?stall=0.3:0.5").stall == (0.3, 0.5)
+    kind, keys, found = kinds.detected(powercap_root=tmp_path / "missing", perf_root=tmp_path / "no-pmu")
+    assert kind is None and keys == {} and found.startswith("no RAPL: ")
+
+
 def test_emulatable_kinds_and_a_missing_driver() -> None:
     specs = parse_meters([{"name": k, "kind": k, "port": "x", "channels": [{"id": 0, "rail": "a"}]}
                           for k in ("powermon2", "powersensor3", "pmd")], "p.toml")
