@@ -1,5 +1,5 @@
 """The meters ``archline measure`` reads: ``--meter``'s, the emulated one, or every meter of the profile that
-opens here and measures a device no meter before it measures (see :func:`_open`)."""
+opens here and measures a device no meter before it measures (see :func:`open_meters`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _unwrapped(e: MeterError, spec: Any) -> str:
         else text
 
 
-def _open(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[Monitor, list[str]]:
+def open_meters(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[Monitor, list[str]]:
     """The monitor: ``--meter``'s meter; under ``--emulate`` one emulated meter (the emulated device is one power
     schedule: the profile's PowerMon 2, else its first meter with an emulator, else a default PowerMon 2 where it
     has no [[meters]], with a note; its port URL's faults played and noted, as in bench run); else every meter of

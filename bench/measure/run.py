@@ -32,7 +32,7 @@ from typing import Any
 
 from archline.bench.errors import BenchError
 from archline.bench.measure import result, schedule
-from archline.bench.measure.meters import _open
+from archline.bench.measure.meters import open_meters
 from archline.bench.measure.options import MeasureOptions
 from archline.bench.measure.process import (
     GRACE_S,
@@ -123,7 +123,7 @@ def measure(opts: MeasureOptions, *, on_monitor: Callable[[Monitor], None] | Non
         if scheduled:
             mon, notes = open_windows(reason=schedule.NOTE), []
         else:
-            mon, notes = _open(prof, opts, run_dir)
+            mon, notes = open_meters(prof, opts, run_dir)
         sensor = strictest_sensor(mon.meters)
         if sensor is not None and 0 < opts.baseline_s * sensor.speed < sensor.limits.min_window_s * (1 - 1e-9):
             # archline's own window, known now: refused before the command runs (nothing measured, nothing run)
