@@ -13,6 +13,13 @@ class BackendUnavailableError(BenchError):
     """The back end, device or ISA asked for is not usable here; the message says why."""
 
 
+class BackendFaultError(BackendUnavailableError):
+    """A plugin back end that cannot be loaded or opened, or whose code failed or answered out of its contract
+    outside a point (bench/guarded.py): it is not usable here, exit 4 as a missing device."""
+
+    exit_code = EXIT_DEVICE
+
+
 class ToolUnavailableError(BenchError):
     """A measuring tool this machine does not give access to (perf or likwid without a PMU): exit 4, as a missing
     device or meter."""

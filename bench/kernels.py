@@ -20,7 +20,9 @@ LEVELS = ("mem", "l1", "l2", "l3", "shared")
 
 @dataclass(frozen=True)
 class Counts:
-    """Useful work and traffic of ONE repetition; column names are those of archline.results/1."""
+    """Useful work and traffic (exact counts); column names are those of archline.results/1. A prepared kernel's
+    ``counts_per_rep`` holds ONE repetition's; a :class:`RunResult`'s ``counts`` the whole ``run(reps)`` call's
+    (``counts_per_rep.scaled(reps)``), which the runner divides by the call's ``time_s``."""
 
     flops_sp: int = 0
     flops_dp: int = 0
@@ -66,7 +68,8 @@ class KernelSpec:
 
 @dataclass
 class RunResult:
-    """What a prepared kernel returns for ``reps`` repetitions."""
+    """What a prepared kernel returns for one ``run(reps)`` call: its time and counts are TOTALS of the call's
+    ``reps`` repetitions (time_s > 0 and finite, counts >= 0: a plugin's are checked, see bench/guarded.py)."""
 
     time_s: float                    # the timed region (slowest thread / device events), all reps
     reps: int
@@ -79,7 +82,9 @@ class PreparedKernel(Protocol):
     spec: KernelSpec
     counts_per_rep: Counts
 
-    def run(self, reps: int) -> RunResult: ...
+    def run(self, reps: int) -> RunResult:
+        """Run ``reps`` repetitions back to back; the result's ``time_s`` and ``counts`` are their totals."""
+        ...
 
     def close(self) -> None: ...
 
@@ -89,6 +94,8 @@ class Backend(Protocol):
     six members) have defaults in :class:`BackendBase`, which every back end of archline derives from; a plugin
     may derive from it too or spell them all."""
 
+    #: the name it is registered under (its BackendInfo's), which its rows carry; a plugin may leave it out (the
+    #: registered one is used) but may not give another (refused when opened)
     name: str
     #: ``--quick`` with no kernel named runs :meth:`roofline` (few points) instead of the intensity sweep
     has_roofline: bool

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Literal, cast
 
-from archline.bench.errors import BackendUnavailableError
+from archline.bench.errors import BackendFaultError, BackendUnavailableError
 from archline.bench.kernels import KERNELS, PRECISIONS, Backend
 
 log = logging.getLogger("archline.bench")
@@ -65,6 +65,23 @@ class BackendInfo:
     steady_power: str | None = None
 
     def open(self, **options: Any) -> Backend:
+        """The back end, opened with ``options``. A plugin's is never trusted: it comes wrapped in
+        :class:`~archline.bench.guarded.GuardedBackend` (its faults one line, its rows the registered name), and an
+        opener that cannot be imported or fails is BackendFaultError (exit 4: a missing dependency is a reason)."""
+        origin = plugin_origin(self)
+        if origin is None:
+            return self._open(**options)
+        from archline.bench.guarded import FAULTS, GuardedBackend, _one_line
+
+        try:
+            inner = self._open(**options)
+        except FAULTS as e:
+            why = str(e) if isinstance(e, BackendUnavailableError) else f"{type(e).__name__}: {_one_line(e)}"
+            raise BackendFaultError(f"backend '{self.name}' ({origin}) cannot be opened: {why}") from None
+        guarded = GuardedBackend(self.name, inner, origin, kernels=self.kernels, precisions=self.precisions)
+        return cast("Backend", guarded)
+
+    def _open(self, **options: Any) -> Backend:
         opener = self.opener
         if isinstance(opener, str):
             module, _, attr = opener.partition(":")
@@ -84,6 +101,7 @@ class BackendInfo:
         """This back end's ``step_load`` on ``backend`` (one it opened); BackendUnavailableError when it has none."""
         if self.step_load is None:
             raise BackendUnavailableError(f"backend '{self.name}' has no CPU step load")
+        backend = getattr(backend, "inner", backend)    # a plugin's own step load gets its own object
         return cast("tuple[Any, dict[str, Any]]", _resolve(self.step_load)(backend, **options))
 
     def steady_power_script(self, platform: str, intensity_flop_per_byte: float | None,
@@ -105,26 +123,74 @@ def _resolve(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+#: the plugins' BackendInfo (by id) -> where each came from, "plugin <distribution>"; built-ins are absent
+_PLUGIN_ORIGINS: dict[int, tuple[BackendInfo, str]] = {}
+#: the run options a back end may declare it takes
+OPTIONS = frozenset({"isa", "threads", "cpus", "store"})
+DEVICE_KINDS = ("cpu", "gpu", "model")
+
+
 @functools.cache
 def backends() -> dict[str, BackendInfo]:
-    """Every back end by name: the built-in ones, then the plugins (a plugin may not replace a built-in)."""
+    """Every back end by name: the built-in ones, then the plugins (a plugin may not replace a built-in, nor take a
+    name that is not one word, a device kind or precision archline does not know, or a run option no back end
+    takes: each is one warning, and the plugin is left out)."""
     out: dict[str, BackendInfo] = {}
+    _PLUGIN_ORIGINS.clear()
     for module in BUILTIN:
         info = importlib.import_module(module).BACKEND
         out[info.name] = info
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+        who = f"back-end plugin {_quoted(ep.name)} ({dist}, {ep.value})"
         try:
             info = ep.load()
-        except Exception as e:  # a third party's import error: named and left out, archline still runs
-            _warn(f"back-end plugin '{ep.name}' ({ep.value}) cannot be loaded: {type(e).__name__}: {e}")
+        except (Exception, SystemExit) as e:  # a third party's import error (sys.exit too): named and left out
+            _warn(f"{who} cannot be loaded: {type(e).__name__}: {_quoted(str(e), quote='')}")
             continue
-        if not isinstance(info, BackendInfo):
-            _warn(f"back-end plugin '{ep.name}' ({ep.value}) is a {type(info).__name__}, not a BackendInfo")
-        elif info.name in out:
-            _warn(f"back-end plugin '{ep.name}' ({ep.value}) names back end '{info.name}', which is already known")
+        why = _refused(info, out)
+        if why:
+            _warn(f"{who} {why}")
         else:
             out[info.name] = info
+            _PLUGIN_ORIGINS[id(info)] = (info, f"plugin {dist}")
     return out
+
+
+def _refused(info: Any, known: dict[str, BackendInfo]) -> str | None:
+    """Why a plugin's declaration is left out (None: it is taken)."""
+    if not isinstance(info, BackendInfo):
+        return f"is a {type(info).__name__}, not a BackendInfo"
+    if not isinstance(info.name, str) or not info.name.isidentifier():
+        return f"names back end {_quoted(str(info.name))}, which is not a name (letters, digits, _)"
+    if info.name in known:
+        return f"names back end '{info.name}', which is already known"
+    if info.device_kind not in DEVICE_KINDS:
+        return f"declares device_kind {_quoted(str(info.device_kind))}, not one of {', '.join(DEVICE_KINDS)}"
+    for what, given, allowed in (("precision", info.precisions, PRECISIONS), ("option", info.options, OPTIONS)):
+        bad = sorted(str(x) for x in given if x not in allowed)
+        if bad:
+            return f"declares {what} {_quoted(bad[0])}, not one of {', '.join(sorted(allowed))}"
+    return None
+
+
+def _quoted(text: str, quote: str = "'") -> str:
+    """``text`` quoted for one warning line: a newline or other control character is escaped, never printed."""
+    safe = text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+    return f"{quote}{safe}{quote}"
+
+
+def plugin_origin(info: BackendInfo) -> str | None:
+    """Where a plugin back end came from ("plugin <distribution>"); None for a built-in one."""
+    backends()
+    found = _PLUGIN_ORIGINS.get(id(info))
+    return found[1] if found is not None and found[0] is info else None
+
+
+def is_builtin(name: str) -> bool:
+    """A back end of archline's own (a folder in :data:`BUILTIN`), not a plugin's."""
+    info = backends().get(name)
+    return info is not None and plugin_origin(info) is None
 
 
 def gpu_vendors() -> tuple[Any, ...]:

@@ -167,10 +167,12 @@ def run_cmd(platform: str, backend: str | None, kernel: str | None, precision: s
     run_files = out.files
     assert run_files is not None
     ert = run_files.roofline_json
-    summ = run_files.write_extra(ert, out.rows, lambda: _summary(out.results, ert)) if out.rows else None
+    # every row failed its checksum: no figure to give, so no roofline.json and no plot (exit 3 below says why)
+    measured = out.rows > out.n_bad_checksum
+    summ = run_files.write_extra(ert, out.rows, lambda: _summary(out.results, ert)) if measured else None
     if summ is not None:
         files.append((ert, "ERT roofline.json of this run: peak GFLOP/s and GB/s per level"))
-    if out.rows and out.precisions:
+    if measured and out.precisions:
         from archline.bench.run.summary import plot_roof
         from archline.fit.plots.inputs import plot_results
         from archline.model.errors import ArchlineFitError

@@ -4,7 +4,10 @@ profile is validated) and never fails: a completion that cannot be computed offe
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import logging
+from collections.abc import Iterator
 
 import click
 from click.shell_completion import BashComplete, CompletionItem, FishComplete, ZshComplete, add_completion_class
@@ -73,21 +76,46 @@ def record_specs(ctx: click.Context, param: click.Parameter, incomplete: str) ->
 
 
 def kernel_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """The kernels bench run knows (ceilings: OpenCL/CUDA only)."""
+    """The kernels bench run knows (ceilings: OpenCL/CUDA only); after ``--backend NAME``, those NAME declares."""
     from archline.bench.kernels import KERNELS
 
-    return [CompletionItem(k) for k in (*KERNELS, "ceilings") if k.startswith(incomplete)]
+    offered: tuple[str, ...] = (*KERNELS, "ceilings")
+    name = ctx.params.get("backend")
+    if name:
+        try:
+            with _quiet():
+                from archline.bench.registry import backends
+
+                info = backends().get(str(name))
+            if info is not None:
+                offered = tuple(k for k in offered if k in info.kernels)
+        except Exception:  # a registry that cannot be read: every kernel (completion never fails)
+            pass
+    return [CompletionItem(k) for k in offered if k.startswith(incomplete)]
 
 
 def backend_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Every registered back end (built-in folders and ``archline.backends`` plugins), with its help line."""
     try:
-        from archline.bench.registry import backends
+        with _quiet():
+            from archline.bench.registry import backends
 
-        items = [(n, i.help) for n, i in backends().items()]
+            items = [(n, i.help) for n, i in backends().items()]
     except Exception:  # a registry that cannot be read offers nothing (completion never fails)
         items = []
     return [CompletionItem(n, help=h) for n, h in items if n.startswith(incomplete)]
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The back-end registry's warnings (a broken plugin) are not printed into the user's command line on every
+    Tab press: the commands themselves say them."""
+    log = logging.getLogger("archline.bench")
+    was, log.disabled = log.disabled, True
+    try:
+        yield
+    finally:
+        log.disabled = was
 
 
 
@@ -97,6 +125,9 @@ class _SafeComplete:
     exits 0, rather than printing a traceback into the user's command line."""
 
     def complete(self) -> str:
+        from archline.powermon import kinds
+
+        kinds.hush()            # a meter plugin's warnings are its commands' to say, not the Tab press's
         try:
             return super().complete()  # type: ignore[misc, no-any-return]
         except Exception:  # completion runs on every Tab press: it must never fail

@@ -252,6 +252,14 @@ def nominal_peaks(platform: str) -> tuple[dict[str, float], dict[str, float], st
     return flops, gbytes, f"profile {platform}" + (f" ({'; '.join(srcs)})" if srcs else "")
 
 
+def _builtin_cpu(backend: str) -> bool:
+    """A back end whose rows may become localhost's kept roofline: one of archline's own (a folder in the
+    registry's BUILTIN, not a plugin, whatever name the plugin takes) that measures this CPU's cores."""
+    from archline.bench.registry import backends, is_builtin
+
+    return is_builtin(backend) and backends()[backend].device_kind == "cpu"
+
+
 def _value(pl: Any, key: str) -> float | None:
     """A profile constant as given (not derived from its inverse: a nominal peak is a peak the profile states)."""
     c = pl.constants.get(key)
@@ -259,19 +267,20 @@ def _value(pl: Any, key: str) -> float | None:
 
 
 def write_host_roofline(summ: dict[str, Any], rows: Sequence[dict[str, Any]], results: Path) -> Path | None:
-    """After a measured (not emulated) cpu_asm run on platform ``localhost`` that measured at least one figure: a
-    copy of its roofline.json at :func:`archline.formats.ert_roofline.host_roofline_path`, where ``localhost`` is
-    read as a platform (model, plot, predict), with the run's id, CSV, time, host and CPU model. From the copy
+    """After a measured (not emulated) run of a built-in CPU back end on platform ``localhost`` that measured at
+    least one figure: a copy of its roofline.json at :func:`archline.formats.ert_roofline.host_roofline_path`, where
+    ``localhost`` is read as a platform (model, plot, predict), with the run's id, CSV, time, host and CPU model (a
+    plugin back end's rows never: whatever it calls itself, it is not one of the registry's BUILTIN). From the copy
     before (same host and CPU), a figure this run did not measure is kept, and so is a trusted figure this run
     measured NOT TRUSTED (an untrusted figure never replaces a trusted one); each figure names its run, and one
     line on stderr says which figures this run gave and which were kept, and why. A run that measured no figure
-    (the chase kernel alone), or any other run (emulated, another platform, an OpenCL/GPU device) writes none
+    (the chase kernel alone), or any other run (emulated, another platform, a GPU device, a plugin) writes none
     (None) and says nothing. A failure to write it is one warning line: the run itself succeeded."""
     from archline.common.stamps import utc_iso
     from archline.formats.ert_roofline import host_roofline_path, write_ert
 
     if (summ["emulated"] or not rows or {str(r.get("platform")) for r in rows} != {"localhost"}
-            or {str(r.get("backend")) for r in rows} != {"cpu_asm"}
+            or not all(_builtin_cpu(str(r.get("backend"))) for r in rows)
             or not (summ.get("peaks_gflop_per_s") or summ.get("bandwidths_gb_per_s"))):
         return None
     path = host_roofline_path()
