@@ -121,39 +121,74 @@ def protocol_frame_share(module: str) -> Callable[[Any, int], float]:
     return share
 
 
+#: warnings are not printed (a shell's Tab press: :func:`hush`); the commands themselves say them
+_HUSHED = {"on": False}
+
+
+def hush() -> None:
+    """Print no plugin warnings in this process (shell completion runs on every Tab press: a warning there would be
+    printed into the user's command line; the command, once run, says it)."""
+    _HUSHED["on"] = True
+
+
 def _warn(text: str) -> None:
-    print(f"archline: warning: {text}", file=sys.stderr)
+    if not _HUSHED["on"]:
+        print(f"archline: warning: {' '.join(text.split())}", file=sys.stderr)    # one line, whatever it holds
 
 
-def _as_kinds(obj: Any) -> list[MeterKind]:
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _as_kinds(obj: Any) -> tuple[list[MeterKind], list[str]]:
+    """The kinds a plugin's entry point declares, and what else it declares (type names): a sequence with one bad
+    element keeps its good kinds."""
     if callable(obj) and not isinstance(obj, MeterKind):
         obj = obj()
     items = [obj] if isinstance(obj, MeterKind) else list(obj) if isinstance(obj, (list, tuple)) else [obj]
-    bad = [type(o).__name__ for o in items if not isinstance(o, MeterKind)]
-    if bad:
-        raise TypeError(f"declares a {bad[0]}, not an archline.powermon.kinds.MeterKind")
-    return items
+    return [o for o in items if isinstance(o, MeterKind)], [type(o).__name__ for o in items
+                                                            if not isinstance(o, MeterKind)]
 
 
-def _plugins(taken: set[str]) -> list[MeterKind]:
+def _load(ep: Any) -> tuple[list[MeterKind], list[str], str]:
+    """``ep`` loaded (and called, where it is a callable): its kinds, what else it declares, and what it printed.
+    Anything it writes on stdout is kept off archline's stdout (``--format json`` stays JSON)."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        found, bad = _as_kinds(ep.load())
+    return found, bad, out.getvalue()
+
+
+def _plugins(taken: dict[str, str]) -> list[MeterKind]:
+    """The plugins' kinds; ``taken``: the names declared so far -> who declared them."""
     from importlib.metadata import entry_points
 
     out: list[MeterKind] = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
-        who = f"meter plugin '{ep.name}' ({dist}, {ep.value})"
+        who = f"meter plugin {ep.name!r} ({dist}, {ep.value})"
         try:
-            found = _as_kinds(ep.load())
-        except Exception as e:  # a third party's bug: said in one line, archline goes on without it
+            found, bad, printed = _load(ep)
+        except (Exception, SystemExit) as e:  # a third party's bug (sys.exit too): one line, archline goes on
             _warn(f"{who} cannot be loaded and is left out: {type(e).__name__}: {e}")
             continue
+        if printed:
+            _warn(f"{who} printed {len(printed)} character(s) on stdout when loaded; dropped (stdout is archline's)")
+        for b in bad:
+            _warn(f"{who} declares {_article(b)} {b}, not an archline.powermon.kinds.MeterKind; left out")
         for k in found:
-            if k.name in taken or not k.name.isidentifier():
-                why = "is already declared" if k.name in taken else "is not a name (letters, digits, _)"
-                _warn(f"{who}: meter kind '{k.name}' {why}; left out")
+            if not isinstance(k.name, str) or not k.name.isidentifier():
+                _warn(f"{who}: meter kind {k.name!r} is not a name (letters, digits, _); left out")
                 continue
-            taken.add(k.name)
-            out.append(k if k.origin != "archline" else _with_origin(k, f"{dist} ({ep.name})"))
+            if k.name in taken:
+                _warn(f"{who}: meter kind {k.name!r} is already declared by {taken[k.name]}; left out")
+                continue
+            origin = f"{dist} ({ep.name})"
+            taken[k.name] = origin
+            out.append(k if k.origin != "archline" else _with_origin(k, origin))
     return out
 
 
@@ -172,7 +207,7 @@ def builtin_kinds() -> tuple[MeterKind, ...]:
 @functools.cache
 def _registry() -> dict[str, MeterKind]:
     reg: dict[str, MeterKind] = {k.name: k for k in builtin_kinds()}
-    for k in _plugins(set(reg)):
+    for k in _plugins({name: "archline" for name in reg}):
         reg[k.name] = k
     return reg
 

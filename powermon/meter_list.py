@@ -84,12 +84,12 @@ def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str
     that fails is one row saying so, never a crash of the listing."""
     if k.lister is not None:
         try:
-            return list(k.lister(**options))
+            return _checked_rows(k, "lister", list(k.lister(**options)))
         except MeterError as e:
             return [{"kind": k.name, "name": "-", "available": False, "detail": str(e)}]
-        except Exception as e:  # a plugin's bug: its row says so, the other kinds are still listed
+        except (Exception, SystemExit) as e:  # a plugin's bug: its row says so, the other kinds are still listed
             return [{"kind": k.name, "name": "-", "available": False,
-                     "detail": f"its lister ({k.origin}) failed: {type(e).__name__}: {e}"}]
+                     "detail": f"its lister ({k.origin}) failed: {type(e).__name__}: {' '.join(str(e).split())}"}]
     if k.emulator_url is not None:
         out = [] if k.name in seen else [{"kind": k.name, "name": "-", "available": False,
                                           "detail": f"no {k.name} on a USB port (plugged in?)"}]
@@ -97,6 +97,7 @@ def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str
                        "detail": f"emulator (labelled emulated): --meter {k.name}:{k.emulator_url}"
                                  + k.emulator_note}]
     lister = None
+    plugin = k.origin != "archline"
     if k.module is not None:
         import importlib
 
@@ -104,10 +105,43 @@ def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str
             lister = getattr(importlib.import_module(k.module), "list_meters", None)
         except ImportError:
             return [{"kind": k.name, "name": "-", "available": False, "detail": "its driver is not in this archline"}]
+        except (Exception, SystemExit) as e:
+            if not plugin:
+                raise
+            return [{"kind": k.name, "name": "-", "available": False,
+                     "detail": f"its driver ({k.origin}) cannot be imported: {type(e).__name__}: "
+                               f"{' '.join(str(e).split())}"}]
     if callable(lister):
         try:
-            return [r for r in lister() if r.get("kind") == k.name]
+            rows = list(lister())
+            if plugin:
+                rows = _checked_rows(k, "driver's list_meters()", rows)
+            return [r for r in rows if r.get("kind") == k.name]
         except MeterError as e:
             return [{"kind": k.name, "name": "-", "available": False, "detail": str(e)}]
+        except (Exception, SystemExit) as e:
+            if not plugin:
+                raise
+            return [{"kind": k.name, "name": "-", "available": False,
+                     "detail": f"its driver's list_meters() ({k.origin}) failed: {type(e).__name__}: "
+                               f"{' '.join(str(e).split())}"}]
     return [{"kind": k.name, "name": "-", "available": False,
              "detail": f"configure it in a platform profile's [[meters]] (kind = \"{k.name}\")"}]
+
+
+#: what each ``meter list`` row holds (``fix`` is optional: the listing fills it in)
+ROW_KEYS: dict[str, type] = {"kind": str, "name": str, "available": bool, "detail": str}
+
+
+def _checked_rows(k: Any, source: str, rows: list[Any]) -> list[dict[str, Any]]:
+    """A lister's rows, each a dict with :data:`ROW_KEYS` of their types (and ``fix`` a str where given); those
+    that are not are left out, and one row of the kind says how many and why (never a crash of the listing)."""
+    good = [r for r in rows if isinstance(r, dict) and all(isinstance(r.get(key), typ) for key, typ in ROW_KEYS.items())
+            and isinstance(r.get("fix", ""), str)]
+    if len(good) == len(rows):
+        return rows
+    bad = next(r for r in rows if not any(r is g for g in good))
+    shown = " ".join(repr(bad).split())
+    return [*good, {"kind": k.name, "name": "-", "available": False,
+                    "detail": f"its {source} ({k.origin}) gave {len(rows) - len(good)} malformed row(s) (first: "
+                              f"{shown[:80]}); a row is a dict with {', '.join(ROW_KEYS)} (and fix); left out"}]

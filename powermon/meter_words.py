@@ -35,8 +35,13 @@ def meter_from_spec(spec: str, channels: Sequence[int] | None = None, rate_hz: f
         raise MeterError(f"unknown meter {spec!r} (use {usage})")
     from archline.powermon.record_entry import default_record
 
-    record_fn = k.record or default_record
-    return record_fn(word, arg, channels, rate_hz, None if raw_path is None else Path(raw_path))
+    if k.record is None:        # opened as a profile's entry: open_meter guards a plugin's hooks
+        return default_record(word, arg, channels, rate_hz, None if raw_path is None else Path(raw_path))
+    from archline.powermon.guarded import call_opener, guard_meter
+
+    meter = call_opener(k, "record", k.record, word, arg, channels, rate_hz,
+                        None if raw_path is None else Path(raw_path))
+    return guard_meter(k, meter, "record")
 
 
 def record_stream_meter(word: str, arg: str, channels: Sequence[int] | None, rate_hz: float | None,

@@ -21,7 +21,8 @@ def default_record(word: str, arg: str, channels: Sequence[int] | None, rate_hz:
     k = kinds.get(word)
     given = [o for o, v in (("--channels", channels), ("--rate", rate_hz)) if v is not None]
     if given:
-        raise MeterError(f"--meter {word}: a {k.title} meter is recorded as its profile entry would be, so "
+        meter = k.title if k.title.lower().endswith("meter") else f"{k.title} meter"    # "a Toy meter meter": no
+        raise MeterError(f"--meter {word}: a {meter} is recorded as its profile entry would be, so "
                          f"{' and '.join(given)} cannot apply; leave {'them' if len(given) > 1 else 'it'} out")
     spec = validate(MeterSpec, {"name": k.name, "kind": k.name, **({"url": arg} if arg else {})},
                     f"--meter {word}", error=MeterError)

@@ -40,7 +40,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from archline.common.inputs import Strict, validate
-from archline.powermon.errors import MeterError
+from archline.powermon.errors import MeterError, MeterOpenError
 from archline.powermon.shunts import DEFAULT_R_SENSE_OHM, SENSE_FULL_SCALE_V
 
 #: the keys only some kinds take: each kind's ``own_keys`` (powermon/kinds.py) says which of these it takes
@@ -68,6 +68,21 @@ def _registry_view(name: str) -> Any:
 
 def __getattr__(name: str) -> Any:
     return _registry_view(name)
+
+
+def _kind_check(k: Any, spec: Any) -> None:
+    """A kind's own rules on an entry: its ValueError names the key (one line, exit 2); a plugin's check that fails
+    otherwise says so in one line too, never a traceback."""
+    from archline.powermon.guarded import FAULTS, is_plugin, one_line, who
+
+    try:
+        k.check(spec)
+    except ValueError:
+        raise
+    except FAULTS as e:
+        if not is_plugin(k):
+            raise
+        raise ValueError(f"{who(k)} failed in check: {type(e).__name__}: {one_line(e)}") from None
 
 
 def _kind(name: Any) -> Any:
@@ -174,7 +189,7 @@ class MeterSpec(Strict):
                 if abs(tot - 1.0) > 1e-6:
                     raise ValueError(f"the shares of device '{dev}' sum to {tot:g}, not 1")
         if k.check is not None:
-            k.check(self)
+            _kind_check(k, self)
         return self
 
     def r_sense(self) -> dict[int, float]:
@@ -250,7 +265,23 @@ def _module(spec: MeterSpec) -> Any:
         if e.name and name.startswith(e.name):
             raise MeterError(f"meter '{spec.name}': the {spec.kind} driver is not in this archline "
                              "(update archline)") from None
-        raise
+        if not _is_plugin(spec.kind):
+            raise
+        raise MeterOpenError(f"meter '{spec.name}': the {spec.kind} plugin's driver {name} cannot be imported: "
+                             f"{e}") from None
+    except (Exception, SystemExit) as e:     # a plugin's driver that fails at import: one line, exit 4
+        if not _is_plugin(spec.kind):
+            raise
+        from archline.powermon.guarded import one_line
+
+        raise MeterOpenError(f"meter '{spec.name}': the {spec.kind} plugin's driver {name} cannot be imported: "
+                             f"{type(e).__name__}: {one_line(e)}") from None
+
+
+def _is_plugin(kind: str) -> bool:
+    from archline.powermon.guarded import is_plugin
+
+    return is_plugin(_kind(kind))
 
 
 def open_meter(spec: MeterSpec, *, raw_dir: str | Path | None = None, powercap_root: str | Path | None = None,
@@ -259,12 +290,22 @@ def open_meter(spec: MeterSpec, *, raw_dir: str | Path | None = None, powercap_r
     ``opener`` (RAPL zones under ``powercap_root``, an NVML GPU through ``nvml``), else its driver module's
     ``open_from_spec(spec, raw_dir=raw_dir, **kw)`` (e.g. the PowerMon 2 on its port with raw captures under
     ``raw_dir``). MeterError says why it cannot be opened."""
-    opener = _kind(spec.kind).opener
-    if opener is not None:
-        meter = opener(spec, raw_dir=raw_dir, powercap_root=powercap_root, nvml=nvml, **kw)
+    from archline.powermon.guarded import call_opener, guard_meter, is_plugin
+
+    k = _kind(spec.kind)
+    if k.opener is not None:
+        meter = call_opener(k, "opener", k.opener, spec, raw_dir=raw_dir, powercap_root=powercap_root, nvml=nvml,
+                            **kw)
+        hook = "opener"
     else:
-        meter = _module(spec).open_from_spec(spec, raw_dir=raw_dir, **kw)
-    return _sensor_applied(meter, spec)
+        hook = "open_from_spec"
+        fn = getattr(_module(spec), hook, None)
+        if fn is None and is_plugin(k):
+            raise MeterOpenError(f"meter '{spec.name}': the {spec.kind} kind's driver {k.module} has no {hook} "
+                                 "(the meter-driver contract: docs/design.md section 7)")
+        meter = call_opener(k, hook, fn if fn is not None else _module(spec).open_from_spec, spec, raw_dir=raw_dir,
+                            **kw)
+    return _sensor_applied(guard_meter(k, meter, hook), spec)    # a plugin's meter: never trusted
 
 
 def _sensor_applied(meter: Any, spec: MeterSpec) -> Any:
@@ -292,8 +333,12 @@ def emulate_meter(spec: MeterSpec, power: Any, *, speed: float = 1.0, seed: int 
     """The emulated meter of ``spec``'s kind playing ``power`` (a PowerSource: ``sample(t_s, channels) ->
     (volts, amps)``, optionally ``bind(core)``), labelled emulated; ``speed`` compresses time, ``faults`` are the
     kind's own fault description."""
+    from archline.powermon.guarded import call_opener, guard_meter
+
     mod = _module(spec)
     fn = getattr(mod, "emulate_from_spec", None)
     if fn is None:
         raise MeterError(f"meter '{spec.name}': a {spec.kind} meter has no emulator")
-    return _sensor_applied(fn(spec, power, speed=speed, seed=seed, raw_dir=raw_dir, faults=faults, **kw), spec)
+    k, hook = _kind(spec.kind), "emulate_from_spec"
+    meter = call_opener(k, hook, fn, spec, power, speed=speed, seed=seed, raw_dir=raw_dir, faults=faults, **kw)
+    return _sensor_applied(guard_meter(k, meter, hook), spec)

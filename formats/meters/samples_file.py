@@ -290,22 +290,30 @@ def _parse(data: bytes, p: Path) -> dict[str, Any]:
     return cols
 
 
-def check_power(samples: Samples, where: str = "") -> None:
-    """NaN, infinite or negative power (or time) in a samples file is an error naming the first such row: a meter
-    never reports it, so the file is damaged or not a meter's."""
-    at = f"{where}: " if where else ""
+def nonphysical_power(samples: Samples) -> str | None:
+    """What no meter reports in ``samples``, naming the first such row: NaN or infinite power (or time), negative
+    power; None when there is none. The one rule: a samples file (:func:`check_power`) and a plugin meter's live
+    windows (powermon/guarded.py) are held to it."""
     for name, col in (("t_s", samples.t_s), ("power_w", samples.power_w)):
         bad = ~np.isfinite(col)
         if bad.any():
             i = int(np.argmax(bad))
-            raise MeterError(f"{at}{name} is not a finite number in {int(bad.sum())} sample(s) (first: row {i + 1}, "
-                             f"{col[i]}); a meter never reports that: the file is damaged")
+            return f"{name} is not a finite number in {int(bad.sum())} sample(s) (first: row {i + 1}, {col[i]})"
     neg = samples.power_w < 0
     if neg.any():
         i = int(np.argmax(neg))
-        raise MeterError(f"{at}power_w is negative in {int(neg.sum())} sample(s) (first: row {i + 1}, "
-                         f"{float(samples.power_w[i]):g} W at t_s {float(samples.t_s[i]):g}); a meter never "
-                         "reports negative power: the file is damaged")
+        return (f"power_w is negative in {int(neg.sum())} sample(s) (first: row {i + 1}, "
+                f"{float(samples.power_w[i]):g} W at t_s {float(samples.t_s[i]):g})")
+    return None
+
+
+def check_power(samples: Samples, where: str = "") -> None:
+    """NaN, infinite or negative power (or time) in a samples file is an error naming the first such row: a meter
+    never reports it, so the file is damaged or not a meter's."""
+    why = nonphysical_power(samples)
+    if why is not None:
+        what = "negative power" if why.startswith("power_w is negative") else "that"
+        raise MeterError(f"{f'{where}: ' if where else ''}{why}; a meter never reports {what}: the file is damaged")
 
 
 def check_time_order(s: Samples, where: str) -> None:
