@@ -261,3 +261,202 @@ def test_a_broken_plugin_is_one_warning_line_never_a_crash(tmp_path: Path, monke
         assert kinds.get("rapl") is before
     finally:
         kinds.clear_cache()
+
+
+HOSTILE_MODULE = '''"""A hostile meter kind (issue 37, plugin findings 6-8, 17-18): its url says what it does."""
+import sys
+
+from archline.powermon.counters.base import CounterMeter
+from archline.powermon.kinds import MeterKind
+
+print("HELLO FROM PLUGIN")          # at import: must never reach archline's stdout
+
+
+class Hostile(CounterMeter):
+    kind = "hostile"
+    emulated = True
+
+    def __init__(self, name, mode):
+        super().__init__(["0"], {"node": ["0"]}, poll_s=0.01)
+        self.name, self.mode = name, mode
+        self.t0_s = self.clock()
+
+    def _read(self):
+        if self.mode == "raise_read":
+            raise OSError("hostile: sensor read failed")
+        if self.mode in ("nan", "inf"):
+            return [float(self.mode)]
+        if self.mode == "none":
+            return []
+        return [float(self.mode) * (self.clock() - self.t0_s)]
+
+
+def open_from_spec(spec, *, raw_dir=None, **kw):
+    if spec.url == "raise_open":
+        raise RuntimeError("hostile: open exploded")
+    if spec.url == "exit_open":
+        sys.exit(3)
+    if spec.url == "garbage":
+        return 42
+    if spec.url not in ("raise_read", "nan", "inf", "none"):
+        float(spec.url)             # a bad address: ValueError
+    return Hostile(spec.name, spec.url)
+
+
+def emulate_from_spec(spec, power, *, speed=1.0, seed=0, raw_dir=None, faults=None, **kw):
+    raise RuntimeError("hostile: emulate exploded")
+
+
+def lister(**options):
+    return [{"kind": "hostile", "name": "h0", "available": True, "detail": "ok"}, {"foo": 1}, "str"]
+
+
+def exits():
+    sys.exit(3)
+
+
+KIND = MeterKind(name="hostile", title="Hostile meter", module="hostile_meter", whole_device="node", device="node",
+                 lister=lister, record_words=(("hostile", "a hostile meter (hostile:MODE)"),))
+MIXED = [MeterKind(name="good_one", title="Good"), 3, MeterKind(name="bad\\nname", title="Bad")]
+'''
+
+
+def _hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _install_plugin(tmp_path, "hostile = hostile_meter:KIND\nmixed = hostile_meter:MIXED\n"
+                    "z_exits = hostile_meter:exits\nclash = archline_clash:KIND", HOSTILE_MODULE)
+    (tmp_path / "hostile_meter.py").write_text(HOSTILE_MODULE)
+    (tmp_path / "archline_clash.py").write_text(TOY_MODULE.replace('name="toy"', 'name="rapl"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_a_hostile_plugin_at_import_is_one_line_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Findings 6, 16, 18: sys.exit at import, stdout at import, a sequence with one bad element, a name holding a
+    newline, a clash: one warning line each (the clash names who holds the name); the good kinds are kept."""
+    from archline.powermon import kinds
+
+    _hostile(tmp_path, monkeypatch)
+    kinds.clear_cache()
+    try:
+        assert {"hostile", "good_one"} <= set(kinds.names()) and "bad\nname" not in kinds.names()
+        out, err = capsys.readouterr()
+        assert out == ""                                        # the plugin's print never reaches stdout
+        lines = err.splitlines()
+        assert all(ln.startswith("archline: warning: meter plugin '") for ln in lines), lines
+        said = {ln.split("'")[1]: ln for ln in lines}
+        assert "SystemExit: 3" in said["z_exits"] and "left out" in said["z_exits"]
+        assert "printed 18 character(s) on stdout" in said["hostile"]
+        mixed = [ln for ln in lines if ln.startswith("archline: warning: meter plugin 'mixed'")]
+        assert len(mixed) == 2 and "declares an int," in mixed[0] and "'bad\\nname' is not a name" in mixed[1]
+        assert "is already declared by archline" in said["clash"]
+        assert len(lines) == 5
+        assert kinds.get("hostile").origin == "toy-meter (hostile)"
+    finally:
+        kinds.clear_cache()
+
+
+def test_completion_hushes_plugin_warnings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Finding 15: a Tab press (the safe completion classes) prints no plugin warning into the command line."""
+    from archline.cli.complete import SafeBashComplete
+    from archline.cli.main import cli
+    from archline.powermon import kinds
+
+    _hostile(tmp_path, monkeypatch)
+    monkeypatch.setattr(kinds, "_HUSHED", {"on": False})
+    monkeypatch.setenv("COMP_WORDS", "archline meter record --meter hos")
+    monkeypatch.setenv("COMP_CWORD", "4")
+    kinds.clear_cache()
+    try:
+        got = SafeBashComplete(cli, {}, "archline", "_ARCHLINE_COMPLETE").complete()
+        assert "plain,hostile" in got.splitlines()
+        assert capsys.readouterr().err == ""
+    finally:
+        kinds.clear_cache()
+
+
+def test_a_plugin_listers_malformed_rows_are_one_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 17: a lister's rows without 'available' (or not dicts) never crash meter list: its good row stays,
+    one row says how many were malformed."""
+    from archline.powermon import kinds
+    from archline.powermon.meter_list import _kind_rows
+
+    _hostile(tmp_path, monkeypatch)
+    kinds.clear_cache()
+    try:
+        rows = _kind_rows(kinds.get("hostile"), set(), {})
+    finally:
+        kinds.clear_cache()
+    assert [r["name"] for r in rows] == ["h0", "-"]
+    assert rows[1]["available"] is False and "gave 2 malformed row(s) (first: {'foo': 1})" in rows[1]["detail"]
+
+
+@pytest.mark.parametrize(("url", "code", "text"), [
+    ("raise_open", 4, "failed in open_from_spec: RuntimeError: hostile: open exploded"),
+    ("exit_open", 4, "failed in open_from_spec: SystemExit: 3"),
+    ("garbage", 4, "open_from_spec gave a int without start, stop"),
+    ("abc", 2, "refused the entry in open_from_spec: could not convert string to float: 'abc'"),
+    ("raise_read", 4, "failed in _read(): OSError: hostile: sensor read failed"),
+    ("nan", 4, "_read() gave [nan]: an energy that is not a finite number"),
+    ("inf", 4, "_read() gave [inf]: an energy that is not a finite number"),
+    ("none", 4, "_read() gave [], not one cumulative energy (J) per channel (1)"),
+    ("-50", 4, "over a window: a meter never reports negative power"),
+    ("1e12", 4, "W over a window: not a real machine's (at most 1e+06 W)"),
+])
+def test_a_plugin_meters_faults_and_non_physical_values_are_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, code: int, text: str) -> None:
+    """Findings 7, 8: a plugin's open, read and values, through the one boundary (powermon/guarded.py): one line
+    naming the kind and the hook, exit 4 for a meter fault, exit 2 for a bad address; NaN, inf, negative and
+    implausible power are refused when measured, never written."""
+    from archline.powermon import kinds
+
+    _hostile(tmp_path, monkeypatch)
+    kinds.clear_cache()
+    try:
+        spec = _one({"name": "h", "kind": "hostile", "url": url})
+        with pytest.raises(MeterError) as e:
+            with Recorder([open_meter(spec)]) as rec:  # type: ignore[arg-type]
+                rec.begin("w")
+                time.sleep(0.05)
+                rec.end("w")
+        with pytest.raises(MeterError, match="emulate_from_spec: RuntimeError: hostile: emulate exploded") as em:
+            emulate_meter(spec, None)  # type: ignore[arg-type]
+    finally:
+        kinds.clear_cache()
+    assert e.value.exit_code == code and text in str(e.value) and "\n" not in str(e.value), str(e.value)
+    assert "meter kind 'hostile' (toy-meter (hostile))" in str(e.value)
+    assert em.value.exit_code == 4
+
+
+def test_a_plugin_meter_within_bounds_is_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard passes a physical plugin meter's window as it is: 30 W over the window."""
+    from archline.powermon import kinds
+
+    _hostile(tmp_path, monkeypatch)
+    kinds.clear_cache()
+    try:
+        meter = open_meter(_one({"name": "h", "kind": "hostile", "url": "30"}))  # type: ignore[arg-type]
+        with Recorder([meter]) as rec:
+            rec.begin("w")
+            time.sleep(0.1)
+            mr = rec.end("w").meters["h"]
+    finally:
+        kinds.clear_cache()
+    assert mr.mean_power_w == pytest.approx(30.0, rel=0.02) and meter.samples().power_w.size > 5
+
+
+def test_meter_record_refuses_a_nan_meter_and_writes_nothing(tmp_path: Path) -> None:
+    """Finding 7 end to end: meter record with a NaN meter is one line, exit 4, no trace; meter list --format json
+    with the hostile plugin (it prints and sys.exits at import) is JSON, exit 0."""
+    (tmp_path / "site").mkdir()
+    plugin = _install_plugin(tmp_path / "site", "hostile = hostile_meter:KIND\nexits = hostile_meter:exits",
+                             HOSTILE_MODULE)
+    (plugin / "hostile_meter.py").write_text(HOSTILE_MODULE)
+    rec = _archline(["meter", "record", "--meter", "hostile:nan", "--duration", "0.2", "--out", "t.csv"], tmp_path,
+                    plugin)
+    err = [ln for ln in rec.stderr.splitlines() if not ln.startswith("archline: warning: ")]
+    assert rec.returncode == 4 and len(err) == 1 and err[0].startswith("archline: error: meter 'hostile' of meter "
+                                                                       "kind 'hostile'"), rec.stderr
+    assert rec.stdout == "" and not list(tmp_path.glob("t.csv*"))
+    listed = _archline(["meter", "list", "--format", "json"], tmp_path, plugin)
+    assert listed.returncode == 0 and "hostile" in {r["kind"] for r in json.loads(listed.stdout)}, listed.stderr
