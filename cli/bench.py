@@ -73,9 +73,10 @@ def _yes(ok: bool) -> str:
 @click.option("--backend", default=None, cls=BackendOption, shell_complete=backend_names,
               help="{backends} (`archline bench list` says which run here; default: the profile's [bench] "
                    "backend); emulated with --emulate.")
-@click.option("--kernel", default=None, shell_complete=kernel_names,
-              help="intensity (default), cache, chase or int; opencl/cuda/hip also 'ceilings' (S4's optimisation "
-                   "ceilings: ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`).")
+@click.option("--kernel", default=None, cls=BackendOption, shell_complete=kernel_names,
+              help="intensity (default), cache, chase or int; {ceilings} also 'ceilings' (S4's optimisation "
+                   "ceilings: ceil_flop and ceil_mem; plot them with `archline plot R.csv --kind ceilings`); a "
+                   "back end runs the kernels its registry entry declares (`archline bench list`).")
 @click.option("--precision", default=None,
               help="sp, dp or int32 (default on every path: the profile's [bench] precisions for intensity, "
                    "int32 for int, dp for the others).")

@@ -185,15 +185,18 @@ def check_finite(rows: Sequence[dict[str, Any]], keys: Sequence[str], flag: str 
 
 
 class BackendOption(click.Option):
-    """An option whose help names the registered back ends where it says ``{backends}``, read when the help is
-    shown (plugins included), so that ``archline --help`` loads no back end."""
+    """An option whose help names the registered back ends where it says ``{backends}``, and those declaring the
+    ceilings kernel where it says ``{ceilings}``, read when the help is shown (plugins included), so that
+    ``archline --help`` loads no back end."""
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         saved = self.help
         try:
-            from archline.bench.registry import names
+            from archline.bench.registry import backends, names
 
-            self.help = (saved or "").replace("{backends}", ", ".join(names(emulated=False)))
+            ceilings = "/".join(n for n, i in backends().items() if "ceilings" in i.kernels)
+            self.help = (saved or "").replace("{backends}", ", ".join(names(emulated=False))).replace(
+                "{ceilings}", ceilings or "no back end")
             return super().get_help_record(ctx)
         finally:
             self.help = saved
