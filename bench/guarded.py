@@ -22,10 +22,9 @@ from typing import Any, TypeVar
 
 from archline.bench.errors import BackendFaultError, BenchError, UnsupportedError
 from archline.bench.kernels import Backend, BackendBase, Counts, KernelSpec, PreparedKernel, RunResult
+from archline.powermon.guarded import FAULTS, one_line  # the meter plugins' guard: the same rule for a fault
 
 T = TypeVar("T")
-#: what a plugin's code may raise that is its own fault (SystemExit too: sys.exit in a hook must not end archline)
-FAULTS = (Exception, SystemExit)
 
 
 def _call(who: str, hook: str, fn: Callable[..., T], *args: Any, error: type[BenchError] = BackendFaultError,
@@ -37,11 +36,7 @@ def _call(who: str, hook: str, fn: Callable[..., T], *args: Any, error: type[Ben
     except BenchError:
         raise
     except FAULTS as e:
-        raise error(f"{who} failed in {hook}: {type(e).__name__}: {_one_line(e)}") from None
-
-
-def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split())[:300]
+        raise error(f"{who} failed in {hook}: {type(e).__name__}: {one_line(e)}") from None
 
 
 class GuardedPrepared:

@@ -10,8 +10,10 @@ reason, not a crash.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
+import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,12 +73,12 @@ class BackendInfo:
         origin = plugin_origin(self)
         if origin is None:
             return self._open(**options)
-        from archline.bench.guarded import FAULTS, GuardedBackend, _one_line
+        from archline.bench.guarded import FAULTS, GuardedBackend, one_line
 
         try:
             inner = self._open(**options)
         except FAULTS as e:
-            why = str(e) if isinstance(e, BackendUnavailableError) else f"{type(e).__name__}: {_one_line(e)}"
+            why = str(e) if isinstance(e, BackendUnavailableError) else f"{type(e).__name__}: {one_line(e)}"
             raise BackendFaultError(f"backend '{self.name}' ({origin}) cannot be opened: {why}") from None
         guarded = GuardedBackend(self.name, inner, origin, kernels=self.kernels, precisions=self.precisions)
         return cast("Backend", guarded)
@@ -95,7 +97,15 @@ class BackendInfo:
         """Its ``archline --version`` line (None: it has none)."""
         if self.version_line is None:
             return None
-        return str(_resolve(self.version_line)())
+        origin = plugin_origin(self)
+        if origin is None:
+            return str(_resolve(self.version_line)())
+        from archline.bench.guarded import FAULTS, one_line
+
+        try:    # a plugin's line: one line, and its fault is said there, never the end of --version
+            return " ".join(str(_resolve(self.version_line)()).split())
+        except FAULTS as e:
+            return f"{self.name} ({origin}): no version line ({type(e).__name__}: {one_line(e)})"
 
     def steady_load(self, backend: Backend, **options: Any) -> tuple[Any, dict[str, Any]]:
         """This back end's ``step_load`` on ``backend`` (one it opened); BackendUnavailableError when it has none."""
@@ -143,11 +153,17 @@ def backends() -> dict[str, BackendInfo]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
         who = f"back-end plugin {_quoted(ep.name)} ({dist}, {ep.value})"
+        printed = io.StringIO()
         try:
-            info = ep.load()
+            with contextlib.redirect_stdout(printed):    # stdout is archline's (--format json stays JSON)
+                info = ep.load()
         except (Exception, SystemExit) as e:  # a third party's import error (sys.exit too): named and left out
             _warn(f"{who} cannot be loaded: {type(e).__name__}: {_quoted(str(e), quote='')}")
             continue
+        finally:
+            if printed.getvalue():
+                log.warning(f"archline: warning: {who} printed {len(printed.getvalue())} character(s) on stdout "
+                            "when loaded; dropped (stdout is archline's)")
         why = _refused(info, out)
         if why:
             _warn(f"{who} {why}")
@@ -195,8 +211,22 @@ def is_builtin(name: str) -> bool:
 
 def gpu_vendors() -> tuple[Any, ...]:
     """Every GPU vendor some back end declares in ``control_vendors``, once each, in the registry's order."""
-    refs = dict.fromkeys(v for info in backends().values() for v in info.control_vendors)
-    return tuple(_resolve(v) for v in refs)
+    refs: dict[str, str | None] = {}
+    for info in backends().values():
+        for v in info.control_vendors:
+            refs.setdefault(v, plugin_origin(info))
+    out = []
+    for ref, origin in refs.items():
+        if origin is None:
+            out.append(_resolve(ref))
+            continue
+        from archline.bench.guarded import FAULTS, one_line
+
+        try:    # a plugin's vendor that cannot be imported leaves the others' controls working
+            out.append(_resolve(ref))
+        except FAULTS as e:
+            _warn(f"GPU vendor {ref} of {origin} cannot be loaded: {type(e).__name__}: {one_line(e)}")
+    return tuple(out)
 
 
 def _warn(message: str) -> None:

@@ -232,9 +232,21 @@ if os.environ.get("HOSTILE_NAME") is not None:
     Hostile.name = os.environ["HOSTILE_NAME"]
 if os.environ.get("HOSTILE_LOAD") == "exit":
     sys.exit(3)
+if os.environ.get("HOSTILE_LOAD") == "print":
+    print("HELLO FROM PLUGIN")
+
+
+def version():
+    if MODE() == "version_raise":
+        raise RuntimeError("no version here")
+    return "hostile 0.1\\n(built today)"
+
 
 BACKEND = BackendInfo(name="hostile", opener=Hostile, help="a hostile plugin", device_kind="cpu",
-                      kernels=("intensity",), precisions=("dp",), options=frozenset({"threads"}))
+                      kernels=("intensity",), precisions=("dp",), options=frozenset({"threads"}),
+                      version_line="hostile_backend:version")
+VENDOR = BackendInfo(name="badvendor", opener=Hostile, help="its GPU vendor is missing", device_kind="gpu",
+                     control_vendors=("hostile_missing:VENDOR",))
 NOOPEN = BackendInfo(name="noopen", opener="hostile_missing:Backend", help="its opener is missing", device_kind="cpu")
 EMPTY = BackendInfo(name="", opener=Hostile, help="no name", device_kind="cpu")
 SPACED = BackendInfo(name="my backend", opener=Hostile, help="two words", device_kind="cpu")
@@ -245,7 +257,8 @@ TURBO = BackendInfo(name="turbo", opener=Hostile, help="an option", device_kind=
 """
 
 HOSTILE_EPS = {name: f"hostile_backend:{attr}" for name, attr in (
-    ("hostile", "BACKEND"), ("noopen", "NOOPEN"), ("empty", "EMPTY"), ("spaced", "SPACED"), ("newline", "NEWLINE"),
+    ("hostile", "BACKEND"), ("noopen", "NOOPEN"), ("badvendor", "VENDOR"),
+    ("empty", "EMPTY"), ("spaced", "SPACED"), ("newline", "NEWLINE"),
     ("banana", "BANANA"), ("fp8", "FP8"), ("turbo", "TURBO"))}
 
 
@@ -286,7 +299,7 @@ def test_a_plugin_declaration_that_is_not_a_back_end_is_one_warning_each(
     """Findings 5 and 16: no empty or two-word name, no unknown device kind, precision or option; each refusal is one
     line naming the distribution and the entry point (a newline in a name is escaped, never printed)."""
     assert [n for n in registry.names() if n not in ("cpu_asm", "opencl", "cuda", "hip", "emulated")] == [
-        "hostile", "noopen"]
+        "hostile", "noopen", "badvendor"]
     got = sorted(r.getMessage() for r in caplog.records if "back-end plugin" in r.getMessage())
     who = "archline: warning: back-end plugin '{}' (hostile-backend, hostile_backend:{}) "
     assert got == sorted([
@@ -318,7 +331,7 @@ def test_a_plugin_exiting_at_import_is_left_out(hostile: Path, monkeypatch: pyte
 def test_an_empty_backend_name_is_refused_not_the_default(hostile: Path, run_cli: Any) -> None:
     """Finding 5: --backend '' once ran the profile's default back end (cpu_asm) in full."""
     _one_error(run_cli("bench", "run", "--backend", "", "--out", "o"), 2,
-               "--backend must be one of cpu_asm, opencl, cuda, hip, emulated, hostile, noopen, got ''")
+               "--backend must be one of cpu_asm, opencl, cuda, hip, emulated, hostile, noopen, badvendor, got ''")
     assert not (hostile / "o").exists()
 
 
@@ -369,8 +382,8 @@ def test_completion_offers_a_back_ends_own_kernels_and_says_no_warning(
     assert [c.value for c in got] == ["intensity"]
     got = complete.get_completions(["bench", "run", "--kernel"], "")
     assert [c.value for c in got] == ["intensity", "cache", "chase", "int", "ceilings"]
-    assert [c.value for c in complete.get_completions(["bench", "run", "--backend"], "")][-2:] == ["hostile",
-                                                                                                 "noopen"]
+    assert [c.value for c in complete.get_completions(["bench", "run", "--backend"], "")][-3:] == [
+        "hostile", "noopen", "badvendor"]
     assert capsys.readouterr().err == ""     # the six refused declarations say nothing on a Tab press
 
 
@@ -437,3 +450,31 @@ def test_every_checksum_failing_is_exit_3_with_no_roofline(hostile: Path, monkey
     rows = [r for f in sorted((hostile / "o").glob("*.csv")) for r in csv.DictReader(f.open())]
     assert [r["checksum_ok"] for r in rows] == ["False"] or [r["checksum_ok"] for r in rows] == ["false"]
     assert not list((hostile / "o").glob("*.json")) and not list((hostile / "o").glob("*.png"))
+
+
+def test_a_plugin_printing_at_import_leaves_stdout_to_archline(hostile: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               run_cli: Any) -> None:
+    import json
+
+    monkeypatch.setenv("HOSTILE_LOAD", "print")
+    res = run_cli("bench", "list", "--format", "json")
+    assert res.exit_code == 0 and "hostile" in [b["backend"] for b in json.loads(res.stdout)]
+    assert ("archline: warning: back-end plugin 'hostile' (hostile-backend, hostile_backend:BACKEND) printed 18 "
+            "character(s) on stdout when loaded; dropped (stdout is archline's)") in res.stderr.splitlines()
+
+
+def test_a_plugins_version_line_and_gpu_vendor_cannot_break_others(hostile: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   caplog: pytest.LogCaptureFixture,
+                                                                   run_cli: Any) -> None:
+    """archline --version gives the plugin's line on one line, or says its fault there; the controls' vendors are
+    the built-ins' when a plugin's cannot be imported (one warning)."""
+    res = run_cli("--version")
+    assert res.exit_code == 0 and "hostile 0.1 (built today)" in res.stdout.splitlines()
+    monkeypatch.setenv("HOSTILE_MODE", "version_raise")
+    res = run_cli("--version")
+    assert res.exit_code == 0
+    assert ("hostile (plugin hostile-backend): no version line (RuntimeError: no version here)"
+            in res.stdout.splitlines())
+    assert [v.name for v in registry.gpu_vendors()] == ["nvml", "amdsmi"]
+    assert ("archline: warning: GPU vendor hostile_missing:VENDOR of plugin hostile-backend cannot be loaded: "
+            "ModuleNotFoundError: No module named 'hostile_missing'; it is left out") in caplog.messages
