@@ -22,6 +22,15 @@ def record_words() -> dict[str, str]:
     return {w: h for k in kinds.kinds() for w, h in k.record_words}
 
 
+def plugin_record_help() -> str:
+    """``meter record --meter``'s help for the plugins' kinds ("a plugin's: toy (a toy meter), ..."); '' when
+    none is installed (the help is then archline's own)."""
+    from archline.powermon import kinds
+
+    words = [f"{w} ({h})" if h else w for k in kinds.kinds() if k.origin != "archline" for w, h in k.record_words]
+    return f"a plugin's: {', '.join(words)}" if words else ""
+
+
 def pty_kind_names() -> list[str]:
     """The meter kinds ``meter emulate --kind`` serves on a pty, from the meter-kind registry (the first: its
     default)."""

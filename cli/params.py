@@ -222,6 +222,24 @@ class RegistryChoice(click.Choice):
         pass
 
 
+class MoreHelpOption(click.Option):
+    """An option whose help ends with what ``more()`` says, read only when the help is shown (a registry's plugins:
+    ``meter record --meter``'s plugin kinds); where it says nothing the help is the static one."""
+
+    def __init__(self, *args: Any, more: Callable[[], str], **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._more = more
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        extra, static = self._more(), self.help
+        if extra:
+            self.help = f"{static}; {extra}"
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.help = static
+
+
 class RegistryChoiceOption(click.Option):
     """An option choosing among the names ``registry()`` gives (a :class:`RegistryChoice`), read when first needed;
     its default is the first (shown by ``--help``)."""

@@ -460,3 +460,23 @@ def test_meter_record_refuses_a_nan_meter_and_writes_nothing(tmp_path: Path) -> 
     assert rec.stdout == "" and not list(tmp_path.glob("t.csv*"))
     listed = _archline(["meter", "list", "--format", "json"], tmp_path, plugin)
     assert listed.returncode == 0 and "hostile" in {r["kind"] for r in json.loads(listed.stdout)}, listed.stderr
+
+
+def test_meter_record_help_names_the_plugins_kinds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 15: meter record's --meter help ends with the plugins' record words (read when the help is shown);
+    with no plugin it is archline's own."""
+    from click.testing import CliRunner
+
+    from archline.cli.main import cli
+    from archline.powermon import kinds
+
+    kinds.clear_cache()
+    plain = CliRunner().invoke(cli, ["meter", "record", "--help"], terminal_width=400)
+    _hostile(tmp_path, monkeypatch)
+    kinds.clear_cache()
+    try:
+        more = CliRunner().invoke(cli, ["meter", "record", "--help"], terminal_width=400)
+    finally:
+        kinds.clear_cache()
+    assert plain.exit_code == 0 and more.exit_code == 0 and "a plugin's" not in plain.output
+    assert "by default); a plugin's: hostile (a hostile meter (hostile:MODE))" in " ".join(more.output.split())
