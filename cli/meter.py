@@ -11,18 +11,10 @@ from typing import Any
 
 import click
 
+from archline.cli import params
 from archline.cli.complete import platform_names, plugin_record_help, pty_kind_names, record_specs
 from archline.cli.output import echo_json, echo_table, format_option, format_options
-from archline.cli.params import (
-    DURATION,
-    FINITE,
-    POSITIVE,
-    SAMPLES_SUFFIXES,
-    FiniteFloat,
-    MoreHelpOption,
-    OutPath,
-    RegistryChoiceOption,
-)
+from archline.cli.params import DURATION, FINITE, POSITIVE, SAMPLES_SUFFIXES, FiniteFloat, OutPath, RegistryChoiceOption
 from archline.common.outputs import show
 from archline.powermon.errors import MAX_LOST_SHARE
 
@@ -101,7 +93,7 @@ def list_cmd(fmt: str) -> None:
 
 
 @meter.command("record")
-@click.option("--meter", "spec", required=True, shell_complete=record_specs, cls=MoreHelpOption,
+@click.option("--meter", "spec", required=True, shell_complete=record_specs, cls=params.MoreHelpOption,
               more=plugin_record_help,
               help="powermon2:PORT, powersensor3:PORT, pmd:PORT, emulated[:SPEED], rapl[:ZONES], nvml[:INDEX] "
                    "(powersensor3://default, pmd://default: their emulators), or a node's BMC: "
