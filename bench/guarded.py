@@ -42,10 +42,11 @@ def _call(who: str, hook: str, fn: Callable[..., T], *args: Any, error: type[Ben
 class GuardedPrepared:
     """A plugin's prepared kernel: its faults fail the point alone."""
 
-    def __init__(self, who: str, inner: PreparedKernel) -> None:
+    def __init__(self, who: str, inner: PreparedKernel, spec: KernelSpec) -> None:
         self._who, self._inner = who, inner
-        self.spec = inner.spec
-        self.counts_per_rep = inner.counts_per_rep
+        self.spec = spec
+        # not read by the runner (it takes a run's own counts): a plugin's may be left out
+        self.counts_per_rep = getattr(inner, "counts_per_rep", None)
 
     def run(self, reps: int) -> RunResult:
         res = _call(self._who, "run()", self._inner.run, reps, error=BenchError)
@@ -134,10 +135,10 @@ class GuardedBackend:
 
     def prepare(self, spec: KernelSpec, device: str | None = None) -> GuardedPrepared:
         kern = _call(self._who, "prepare()", self._inner.prepare, spec, device, error=BenchError)
-        for attr in ("spec", "counts_per_rep", "run", "close"):
-            if not hasattr(kern, attr):
+        for attr in ("run", "close"):
+            if not callable(getattr(kern, attr, None)):
                 raise BenchError(f"{self._who}: prepare() gave a {type(kern).__name__} without '{attr}'")
-        return GuardedPrepared(self._who, kern)
+        return GuardedPrepared(self._who, kern, spec)
 
     def _optional(self, hook: str) -> Callable[..., Any]:
         """The plugin's optional capability, else BackendBase's default (a plugin need not derive from it)."""
