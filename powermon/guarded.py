@@ -96,7 +96,10 @@ class GuardedMeter:
             inner._read = self._guarded_read(read, names)
 
     def __getattr__(self, name: str) -> Any:
-        got = getattr(self._inner, name)
+        inner = self.__dict__.get("_inner")
+        if inner is None:               # not set up (a copy being made): nothing to forward to
+            raise AttributeError(name)
+        got = getattr(inner, name)
         if name in METER_METHODS or name in OPTIONAL_METHODS:
             return self._guarded(name, got)
         return got
