@@ -20,7 +20,7 @@ import numpy.typing as npt
 from archline.bench.config.profile import BenchProfile, load_bench_profile
 from archline.bench.errors import BenchError
 from archline.powermon.errors import MeterError, reworded
-from archline.powermon.monitor import Monitor, open_windows
+from archline.powermon.monitor import Monitor, check_raw_dir, open_windows
 from archline.powermon.spec import MeterSpec
 
 F64 = npt.NDArray[np.float64]
@@ -150,6 +150,8 @@ def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = 
     Not started: use ``with open_monitor(...) as mon`` (or ``mon.start()``/``mon.stop()``). ``notes``: a list
     to which what ``emulate=True`` made of the profile is appended (a default meter, its port URL's faults).
     """
+    if raw_dir is not None:         # never an overwritten capture, nor the cwd for an empty name
+        raw_dir = check_raw_dir(raw_dir)
     prof = load_bench_profile(platform) if isinstance(platform, str) else platform
     if emulate:
         from archline.bench.emulated.model import EmulatedModel

@@ -3,6 +3,7 @@ command writes one line per edge of a phase, and each phase becomes a window of 
 
     begin NAME            # from a shell:  echo "begin solve" > "$ARCHLINE_MARKS"
     end NAME
+    cancel NAME           # the phase is dropped (an exception in an API window): said in problems, not reported
     begin NAME<TAB>T_S    # from archline's Python API: T_S = the edge's time.monotonic() (one clock per machine)
 
 A line without a time is stamped when the parent reads it (well under a millisecond later). Lines are shorter
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from archline.powermon.errors import MeterError
 
@@ -33,7 +35,7 @@ MAX_LINE = 512
 
 @dataclass(frozen=True)
 class Mark:
-    kind: str        #: "begin" or "end"
+    kind: str        #: "begin", "end" or "cancel"
     name: str
     t_s: float       #: host monotonic seconds of the edge
 
@@ -43,7 +45,7 @@ def parse_line(line: str, received_s: float) -> Mark | None:
     text, _, t = line.rstrip("\r\n").partition("\t")
     kind, _, name = text.strip().partition(" ")
     name = name.strip()
-    if kind not in ("begin", "end") or not name:
+    if kind not in ("begin", "end", "cancel") or not name:
         return None
     try:
         t_s = float(t) if t.strip() else received_s
@@ -63,18 +65,36 @@ class MarksWriter:
             raise MeterError(f"cannot open the marks channel {self.path} (from $ARCHLINE_MARKS): {e.strerror}; "
                              "run under 'archline measure' or unset it") from None
         os.set_blocking(self._fd, True)
+        self._closed = False
 
     def __call__(self, kind: str, name: str) -> float | None:
+        if self._closed:
+            raise MeterError(f"window {name!r}: the marks channel {self.path} is closed (its monitor stopped)")
+        check_phase_name(name)
         t = time.monotonic()
-        line = f"{kind} {' '.join(name.split())}\t{t!r}\n".encode()
+        line = f"{kind} {name}\t{t!r}\n".encode()
         if len(line) > MAX_LINE:
             raise MeterError(f"window name too long for the marks channel ({len(line)} bytes, at most {MAX_LINE})")
         os.write(self._fd, line)
         return t
 
     def close(self) -> None:
+        self._closed = True
         with contextlib.suppress(OSError):
             os.close(self._fd)
+
+
+def check_phase_name(name: str) -> None:
+    """A window name the parent reads back as it is: one line of UTF-8 with no control character, no leading,
+    trailing or doubled white space (the line's own separators), so that a phase is never renamed on the way."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        raise MeterError(f"window name {name!r} is not valid UTF-8 (a lone surrogate): archline measure could not "
+                         "read it back; name the window in plain text") from None
+    if " ".join(name.split()) != name or not name.isprintable():
+        raise MeterError(f"window name {name!r} would not reach archline measure as it is (white space at an end or "
+                         "doubled, a tab, a line break or another control character): name the window without them")
 
 
 class MarksReader:
@@ -174,9 +194,11 @@ class MarksReader:
 
 def pair_marks(marks: list[Mark]) -> tuple[list[tuple[str, float, float]], list[str]]:
     """(name, t0_s, t1_s) of each phase, in begin order, and problems in words (an end without a begin, a phase
-    never ended). A name begun again after it ended is a second phase ``NAME#2``."""
+    never ended, a phase cancelled). A name begun again after it ended is a second phase ``NAME#2`` (the next
+    number no phase has: a phase the command itself named ``NAME#2`` keeps its name)."""
     open_: dict[str, float] = {}
     seen: dict[str, int] = {}
+    taken = {m.name for m in marks}          # names the command gave: never given to another phase
     phases: list[tuple[str, float, float]] = []
     problems: list[str] = []
     for m in marks:
@@ -186,10 +208,33 @@ def pair_marks(marks: list[Mark]) -> tuple[list[tuple[str, float, float]], list[
                 continue
             open_[m.name] = m.t_s
         elif m.name not in open_:
-            problems.append(f"phase {m.name!r} ended without a begin; ignored")
+            problems.append(f"phase {m.name!r} {'cancelled' if m.kind == 'cancel' else 'ended'} without a begin; "
+                            "ignored")
+        elif m.kind == "cancel":
+            del open_[m.name]
+            problems.append(f"phase {m.name!r} was cancelled by the command (an exception in its window, or its "
+                            "monitor stopped with it open); not reported")
         else:
             n = seen[m.name] = seen.get(m.name, 0) + 1
-            phases.append((m.name if n == 1 else f"{m.name}#{n}", open_.pop(m.name), m.t_s))
+            label = m.name
+            if n > 1:
+                while (label := f"{m.name}#{n}") in taken:
+                    n += 1
+                seen[m.name] = n
+                taken.add(label)
+            phases.append((label, open_.pop(m.name), m.t_s))
     problems += [f"phase {n!r} never ended; not reported" for n in open_]
     phases.sort(key=lambda p: p[1])
     return phases, problems
+
+
+def recorder_args(env: dict[str, str] | None = None) -> tuple[Any, list[MarksWriter]]:
+    """``Recorder.from_env``'s meter and hooks: under ``archline measure`` (``$ARCHLINE_MARKS`` set), the null meter
+    that says the parent measures, and the writer that sends each edge to it; elsewhere the null meter saying why."""
+    from archline.powermon.record.null import NullMeter
+
+    path = (os.environ if env is None else env).get(MARKS_ENV)
+    if not path:
+        return NullMeter(f"{MARKS_ENV} is not set: not running under 'archline measure'"), []
+    return (NullMeter("measured by the parent 'archline measure': this window is a phase in its output"),
+            [MarksWriter(path)])

@@ -17,11 +17,13 @@ meters become a recorder with windows: ``bench run``'s session, ``archline measu
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from archline.common.outputs import show
 from archline.powermon.errors import MeterError
 from archline.powermon.record.meters import Meter
 from archline.powermon.record.recorder import Recorder
@@ -29,6 +31,28 @@ from archline.powermon.record.windows import WindowHook
 
 #: the public name of the one running recorder (docs/api.md)
 Monitor = Recorder
+
+#: the names the meters give their raw captures and sidecars in a ``raw_dir`` (powermon-0000.raw, KIND-0000.raw)
+CAPTURE_NAMES = ("*.raw", "*.raw.json", "*.raw.bin", "*.raw.bin.json")
+
+
+def check_raw_dir(raw_dir: str | Path) -> Path:
+    """A ``raw_dir`` the public API may write captures into: a non-empty name (never the current directory by
+    accident), a directory or nothing yet (made when the first capture is kept), and no capture of another run in
+    it (a capture is never overwritten: name a new directory per monitor). MeterError names it otherwise."""
+    if not os.fspath(raw_dir).strip():
+        raise MeterError("raw_dir is empty: name the directory for the raw captures (an empty name is refused, "
+                         "never taken as the current directory), or leave raw_dir=None to keep none")
+    d = Path(raw_dir)
+    if d.exists() and not d.is_dir():
+        raise MeterError(f"raw_dir {show(d)} is not a directory: name a directory (new or empty) for the raw captures")
+    if d.is_dir():
+        old = sorted(p.name for pat in CAPTURE_NAMES for p in d.glob(pat))
+        if old:
+            raise MeterError(f"raw_dir {show(d)} already holds raw captures ({', '.join(old[:3])}"
+                             f"{', ...' if len(old) > 3 else ''}): a capture is never overwritten; name a new or "
+                             "empty directory")
+    return d
 
 
 def open_windows(meters: Sequence[Any] = (), *, reason: str = "", raw_dir: str | Path | None = None,

@@ -205,6 +205,22 @@ class MeterSpec(Strict):
             out.setdefault(c.device, []).append(c.rail)
         return out
 
+    def measured_devices(self) -> set[str]:
+        """The devices this entry measures (its channels' devices, else its kind's whole device)."""
+        from archline.powermon import kinds
+
+        got = {c.device for c in self.channels}
+        if not got:
+            kind = kinds.find(self.kind)
+            got = {(kind.device if kind is not None else None) or self.kind}
+        return got
+
+    def same_power(self, other: MeterSpec) -> set[str]:
+        """The devices both entries count (empty: none): one in common, or all of either when one measures the
+        whole ``node``. Added together, their energies would count that power twice."""
+        a, b = self.measured_devices(), other.measured_devices()
+        return a | b if "node" in a or "node" in b else a & b
+
     def with_even_shares(self) -> MeterSpec:
         """Shares for an emulator where the profile gives none: each device's power split evenly."""
         if any(c.share is not None for c in self.channels):

@@ -11,22 +11,6 @@ from archline.powermon.errors import MeterError
 from archline.powermon.monitor import Monitor, open_windows
 
 
-def _devices(spec: Any) -> set[str]:
-    """The devices a [[meters]] entry measures (its channels' devices, else its kind's whole device)."""
-    from archline.powermon import kinds
-
-    got = {c.device for c in spec.channels}
-    if not got:
-        kind = kinds.find(spec.kind)
-        got = {(kind.device if kind is not None else None) or spec.kind}
-    return got
-
-
-def _overlaps(a: set[str], b: set[str]) -> bool:
-    """Two meters count the same power: a device in common, or one of them measures the whole node."""
-    return bool(a & b) or "node" in a or "node" in b
-
-
 def _unwrapped(e: MeterError, spec: Any) -> str:
     text = str(e)
     head = f"meter '{spec.name}' ({spec.kind}) of platform "
@@ -52,11 +36,11 @@ def open_meters(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[
     if opts.emulate or opts.meter is not None or len(prof.meters) <= 1:
         return one(opts.meter), notes
     meters: list[Any] = []
-    taken: list[tuple[str, set[str]]] = []
+    taken: list[Any] = []
     first_error: MeterError | None = None
     for spec in prof.meters:
-        devs = _devices(spec)
-        same = next((n for n, d in taken if _overlaps(d, devs)), None)
+        devs = spec.measured_devices()
+        same = next((t.name for t in taken if spec.same_power(t)), None)
         if same is not None:
             notes.append(f"meter '{spec.name}' left out: it measures {', '.join(sorted(devs))} as meter '{same}' "
                          f"does, and the meters' energies are added (--meter {spec.name} measures with it instead)")
@@ -69,7 +53,7 @@ def open_meters(prof: Any, opts: MeasureOptions, run_dir: Path | None) -> tuple[
             first_error = first_error or e
             notes.append(f"meter '{spec.name}' ({spec.kind}) left out: it cannot be opened here: {_unwrapped(e, spec)}")
             continue
-        taken.append((spec.name, devs))
+        taken.append(spec)
     if not meters:
         assert first_error is not None
         raise first_error

@@ -4,7 +4,7 @@ about one window (:class:`MeterRegion`: energy per channel and per device on the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -108,3 +108,18 @@ def _devices(channels: dict[str, ChannelResult], devices: Mapping[str, list[str]
         out[dev] = DeviceResult(e, sum(p.energy_err_j for p in parts), e / duration_s if duration_s > 0 else
                                 float("nan"), list(rails))
     return out
+
+
+def same_power_note(meters: Sequence[Meter]) -> str:
+    """Why a Measurement of these meters would count a device twice (a window adds every meter's energy), or ''.
+    Meters opened from a profile's entries know what they measure; a reference beside a sensor on one device
+    (``meter calibrate``) is read per meter, through ``Recorder.end`` (a Region), and is not refused there."""
+    specs: list[tuple[str, Any]] = [(m.name, getattr(m, "spec", None)) for m in meters]
+    specs = [(n, sp) for n, sp in specs if callable(getattr(sp, "same_power", None))]
+    for i, (a, sa) in enumerate(specs):
+        for b, sb in specs[i + 1:]:
+            if devs := sa.same_power(sb):
+                return (f"meters {a!r} and {b!r} both measure {', '.join(sorted(devs))}: a window adds the meters' "
+                        "energies, so that power would be counted twice; give the monitor one of them (or one "
+                        "monitor each)")
+    return ""

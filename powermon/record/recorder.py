@@ -19,8 +19,9 @@ windows may overlap or nest; reopening a live name or ending an unknown one is a
 from __future__ import annotations
 
 import functools
-import math
+import threading
 import time
+import warnings as py_warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,8 +31,9 @@ from typing import Any, TypeVar
 from archline.common.outputs import safe_component
 from archline.formats.meters.samples_file import write_samples
 from archline.powermon.errors import DeviceError, MeterError, SamplesLostError
+from archline.powermon.record import windows
 from archline.powermon.record.bounds import clock_err_s, full_scale_w
-from archline.powermon.record.meters import Meter, MeterRegion
+from archline.powermon.record.meters import Meter, MeterRegion, same_power_note
 from archline.powermon.record.null import NullMeter
 from archline.powermon.record.windows import Mark, Measurement, Region, Window, WindowHook, check_window_name
 
@@ -69,6 +71,9 @@ class Recorder:
         self._started: list[Meter] = []
         self._closers = list(closers)
         self._stopped = False
+        self._left_open: list[str] = []               #: windows still open at stop (cancelled then)
+        self._names_lock = threading.Lock()           #: the decorator's name for a call, taken once
+        self._same_power = same_power_note(ms)            #: why a Measurement would count a device twice ('' if not)
 
     # --- what is measured ---
     @property
@@ -130,6 +135,15 @@ class Recorder:
             raise errors[0]
 
     def stop(self) -> None:
+        """Stop the meters; a window still open is cancelled (its hooks see it) with a RuntimeWarning."""
+        if not self._stopped and self._open:
+            left = sorted(self._open, key=self._open.__getitem__)
+            for name in left:
+                self._close_window(name, True, None, None)
+            self._left_open += left
+            py_warnings.warn(f"window(s) {', '.join(map(repr, left))} still open when the monitor stopped: "
+                             "cancelled, not measured (end a window before the monitor stops)", RuntimeWarning,
+                             stacklevel=3)
         self._stopped = True
         try:
             self._stop_meters()
@@ -261,6 +275,8 @@ class Recorder:
     def begin_window(self, name: str) -> float:
         """Open window ``name`` (names may nest or overlap); returns its host start time."""
         check_window_name(name)
+        if self._same_power:
+            raise MeterError(self._same_power)
         self.start()
         if name in self._open:
             raise MeterError(f"window {name!r} is already open")
@@ -277,9 +293,13 @@ class Recorder:
 
     def _close_window(self, name: str, cancel: bool, t0_s: float | None, t1_s: float | None) -> tuple[float, float]:
         """The window's end edge (hooks, marks), without waiting for samples: the (t0, t1) to integrate."""
+        if self._stopped:      # its meters are closed (and a marks channel with them): nothing is measured now
+            why = ("was still open when the monitor stopped and was cancelled then: end it before the monitor stops"
+                   if name in self._left_open else "cannot be ended: this monitor is stopped (its meters are closed)")
+            raise MeterError(f"window {name!r} {why}")
         if name not in self._open:
             raise MeterError(f"window {name!r} was never begun (open: {sorted(self._open)})")
-        t_hook = self._edge("end", name)
+        t_hook = self._edge("cancel" if cancel else "end", name)
         t0 = self._edges.pop(name)
         if t0_s is None and t1_s is None and t_hook is not None:
             t0_s, t1_s = t0, t_hook
@@ -301,7 +321,14 @@ class Recorder:
     def end_window(self, name: str, *, t0_s: float | None = None, t1_s: float | None = None, strict: bool = False,
                    max_lost: float | None = None) -> Measurement:
         """Close window ``name``: its Measurement. ``t0_s``/``t1_s`` (host monotonic) replace the edges when the
-        work timed itself; ``strict``: a meter without data is an error; ``max_lost``: a larger lost share is."""
+        work timed itself (one given: the other is the window's own edge; both between the monitor's start and now,
+        in order); ``strict``: a meter without data is an error; ``max_lost``: a larger lost share is."""
+        if t0_s is not None or t1_s is not None:
+            if name not in self._edges:
+                raise MeterError(f"window {name!r} was never begun (open: {sorted(self._open)})")
+            t0_s = self._edges[name] if t0_s is None else t0_s
+            t1_s = self.clock() if t1_s is None else t1_s
+            windows.check_edges(name, t0_s, t1_s, self.started_at_s, self.clock())
         region = self.end_region(name, t0_s=t0_s, t1_s=t1_s, strict=strict, max_lost=max_lost)
         return self.measurement_of(region)
 
@@ -315,40 +342,45 @@ class Recorder:
         self._close_window(name, True, None, None)
 
     def window_between(self, name: str, t0_s: float, t1_s: float) -> Measurement:
-        """A window whose edges were taken elsewhere (marks a child process sent), measured now."""
+        """A window whose edges were taken elsewhere (marks a child process sent), measured now (see check_edges)."""
         check_window_name(name)
-        if not (math.isfinite(t0_s) and math.isfinite(t1_s)):
-            raise MeterError(f"window {name!r}: its edges must be finite host times, got {t0_s!r}, {t1_s!r}")
+        if self._same_power:
+            raise MeterError(self._same_power)
         self.start()
-        started = self.started_at_s
-        if started is not None and t0_s < started:
-            raise MeterError(f"window {name!r} begins {started - t0_s:.3g} s before the meters started: its energy "
-                             "was not measured (open the monitor before the work starts)")
+        windows.check_edges(name, t0_s, t1_s, self.started_at_s, self.clock())
         self.begin(name)
         return self.measurement_of(self.end(name, t0_s=t0_s, t1_s=t1_s))
 
     @contextmanager
-    def window(self, name: str) -> Iterator[Window]:
+    def window(self, name: str, *, _begun: bool = False) -> Iterator[Window]:
         """``with recorder.window("solve") as w: ...``: w.energy_j etc. after the block (an error cancels it)."""
         w = Window(name)
-        self.begin_window(name)
+        if not _begun:          # (the decorator begins its call's window under its lock)
+            self.begin_window(name)
         try:
             yield w
         except BaseException:
-            if name in self._open:
+            w.cancelled = True
+            if name in self._open and not self._stopped:
                 self.cancel_window(name)
             raise
         w.done(self.end_window(name))
 
     def measure(self, name: str | None = None) -> Callable[[F], F]:
         """A decorator: each call of the function is one window (named ``name`` or the function's name); its
-        Measurement is appended to ``measurements``."""
+        Measurement is appended to ``measurements``. A call while another is open (threads, recursion) is window
+        ``NAME#2`` (the lowest number not open then)."""
         def wrap(fn: F) -> F:
             label: str = name or str(getattr(fn, "__qualname__", "call"))
+            check_window_name(label)
 
             @functools.wraps(fn)
             def inner(*args: Any, **kwargs: Any) -> Any:
-                with self.window(label) as w:
+                with self._names_lock:        # the name is free and taken in one step (another thread may call)
+                    call = next(n for k in range(1, len(self._open) + 2)
+                                if (n := label if k == 1 else f"{label}#{k}") not in self._open)
+                    self.begin_window(call)
+                with self.window(call, _begun=True) as w:
                     out = fn(*args, **kwargs)
                 self.measurements.append(w.measurement())
                 return out
@@ -361,13 +393,8 @@ class Recorder:
         """Inside ``archline measure -- CMD``: a recorder whose windows are sent to the parent as phase marks (the
         parent measures them and reports each as a window; here they carry time only). Elsewhere: one with the
         null meter, saying that no ``archline measure`` is around."""
-        import os
+        from archline.powermon.marks import recorder_args
 
-        from archline.powermon.marks import MARKS_ENV, MarksWriter
+        meter, hooks = recorder_args(env)
+        return cls([meter], hooks=hooks, closers=[h.close for h in hooks])
 
-        path = (os.environ if env is None else env).get(MARKS_ENV)
-        if not path:
-            return cls([NullMeter(f"{MARKS_ENV} is not set: not running under 'archline measure'")])
-        writer = MarksWriter(path)
-        return cls([NullMeter("measured by the parent 'archline measure': this window is a phase in its output")],
-                   hooks=[writer], closers=[writer.close])

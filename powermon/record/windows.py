@@ -20,7 +20,7 @@ from archline.powermon.record.meters import MeterRegion
 @dataclass
 class Mark:
     name: str
-    kind: str          #: "begin" or "end"
+    kind: str          #: "begin", "end" or "cancel"
     t_s: float
 
 
@@ -180,6 +180,7 @@ class Window:
         self.t0_s, self.t1_s = t0_s, t1_s        #: host monotonic edges to integrate on (None until closed)
         self._integrate = integrate
         self._measured: Measurement | None = None
+        self.cancelled = False                   #: an exception in its ``with`` block cancelled it: no measurement
 
     @property
     def measured(self) -> bool:
@@ -194,14 +195,23 @@ class Window:
         """The window's Measurement: integrated now if its edges were taken without waiting (once)."""
         if self._measured is None:
             if self._integrate is None:
-                raise MeterError(f"window {self.name!r} is still open: read its measurement after its 'with' block")
+                raise MeterError(self._why_not("its measurement"))
             self._measured = self._integrate(strict, max_lost)
         return self._measured
 
+    def _why_not(self, what: str) -> str:
+        if self.__dict__.get("cancelled"):
+            return f"window {self.name!r} was cancelled (an exception left its 'with' block): it has no {what}"
+        if self.__dict__.get("_integrate") is not None:
+            return f"window {self.name!r} is closed but not yet integrated: call .measurement() first, then read {what}"
+        return f"window {self.name!r} is still open: read {what} after its 'with' block"
+
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):          # copy, pickle and the like probe dunders: not a Measurement's
+            raise AttributeError(attr)
         m = self.__dict__.get("_measured")
         if m is None:
-            raise MeterError(f"window {self.name!r} is still open: read {attr} after its 'with' block")
+            raise MeterError(self._why_not(attr))
         return getattr(m, attr)
 
     def __repr__(self) -> str:
@@ -212,3 +222,19 @@ def check_window_name(name: object) -> None:
     """A window's name is a non-empty string (it keys the trace's marks and the rows)."""
     if not isinstance(name, str) or not name.strip():
         raise MeterError(f"a window's name must be a non-empty string, got {name!r}")
+
+
+def check_edges(name: str, t0_s: float, t1_s: float, started_s: float | None, now_s: float) -> None:
+    """Edges a caller gave a window: finite, in order, not before the meters started (``started_s``) and not after
+    now (a future edge has no samples yet: never a window of zero energy). MeterError names the window."""
+    if not (isinstance(t0_s, (int, float)) and isinstance(t1_s, (int, float))
+            and math.isfinite(t0_s) and math.isfinite(t1_s)):
+        raise MeterError(f"window {name!r}: its edges must be finite host times, got {t0_s!r}, {t1_s!r}")
+    if t1_s < t0_s:
+        raise MeterError(f"window {name!r} ends {t0_s - t1_s:.3g} s before it begins: give t0_s <= t1_s")
+    if started_s is not None and t0_s < started_s:
+        raise MeterError(f"window {name!r} begins {started_s - t0_s:.3g} s before the meters started: its energy "
+                         "was not measured (open the monitor before the work starts)")
+    if t1_s > now_s:
+        raise MeterError(f"window {name!r} ends {t1_s - now_s:.3g} s after now: nothing is measured there yet "
+                         "(measure a window once it has ended)")

@@ -204,3 +204,194 @@ def test_open_windows_is_the_one_way_to_a_recorder(tmp_path: Path, monkeypatch: 
     assert bad.stopped == 0
     with pytest.raises(MeterError, match=r"^its port is gone$"):    # no label given: the meter's own words
         open_windows([bad], start=True)
+
+
+def _edges_seen() -> tuple[list[tuple[str, str]], object]:
+    """A window hook that records each edge it sees (kind, name)."""
+    seen: list[tuple[str, str]] = []
+
+    def hook(kind: str, name: str) -> None:
+        seen.append((kind, name))
+    return seen, hook
+
+
+def test_raw_dir_never_overwrites_and_a_bad_raw_dir_is_one_meter_error(tmp_path: Path) -> None:
+    """Issue 37 Y#1, #2: a capture of an earlier run is never replaced; an empty raw_dir is not the cwd; a file or a
+    device is one MeterError naming raw_dir (nothing opened, nothing written)."""
+    import archline
+
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "powermon-0000.raw").write_text("precious\n")
+    regular = tmp_path / "regfile"
+    regular.write_text("x")
+    for raw_dir, words in ((d, r"already holds raw captures \(powermon-0000.raw\).*never overwritten"),
+                           ("", "raw_dir is empty"), (" ", "raw_dir is empty"),
+                           (regular, "regfile is not a directory"), ("/dev/null", "/dev/null is not a directory")):
+        with pytest.raises(archline.MeterError, match=words):
+            archline.open_monitor("gtx580", emulate=True, busy_w=60.0, idle_w=20.0, raw_dir=raw_dir)
+    assert (d / "powermon-0000.raw").read_text() == "precious\n" and sorted(p.name for p in d.iterdir()) == \
+        ["powermon-0000.raw"]
+    assert regular.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["r", "regfile"]
+
+
+def test_a_window_open_when_the_monitor_stops_is_cancelled_with_a_warning() -> None:
+    """Y#5: a window left open is cancelled at stop (its hooks see a 'cancel' edge: an emulated device goes idle,
+    archline measure is told), a RuntimeWarning names it, and ending it afterwards is refused (never measured as
+    if the device kept drawing); from_env's marks channel refuses a write once closed (no bare OSError)."""
+    import archline
+    from archline.powermon.marks import MarksReader, MarksWriter
+
+    seen, hook = _edges_seen()
+    mon = archline.Monitor([archline.NullMeter("test")], hooks=[hook])  # type: ignore[list-item]
+    with pytest.warns(RuntimeWarning, match=r"window\(s\) 'x', 'y' still open when the monitor stopped: cancelled"):
+        with mon:
+            mon.begin_window("x")
+            mon.begin_window("y")
+            with mon.window("done"):
+                pass
+    assert mon.open_names == [] and mon.stopped
+    assert seen == [("begin", "x"), ("begin", "y"), ("begin", "done"), ("end", "done"), ("cancel", "x"),
+                    ("cancel", "y")]
+    assert [(m.name, m.kind) for m in mon.marks][-2:] == [("x", "cancel"), ("y", "cancel")]
+    with pytest.raises(archline.MeterError, match="'x' was still open when the monitor stopped and was cancelled"):
+        mon.end_window("x")
+    with pytest.raises(archline.MeterError, match="'z' cannot be ended: this monitor is stopped"):
+        mon.end_window("z")
+    with pytest.raises(archline.MeterError, match="stopped"):
+        mon.begin_window("again")
+    assert len(seen) == 6                                  # nothing after the stop reached a hook
+    reader = MarksReader()
+    try:
+        w = MarksWriter(reader.path)
+        w.close()
+        with pytest.raises(archline.MeterError, match="marks channel .* is closed"):
+            w("end", "x")
+    finally:
+        reader.close()
+
+
+def test_edges_given_are_finite_in_order_and_never_in_the_future() -> None:
+    """Y#3, #4: a window ending after now (no samples yet) is refused, never 0 J with a bound of 0; end_window's
+    t0_s/t1_s are held to the same rules as window_between's (one given: the other is the window's own edge)."""
+    import archline
+
+    with archline.Monitor([archline.NullMeter("test")]) as mon:
+        t = time.monotonic()
+        with pytest.raises(archline.MeterError, match=r"^window 'future' ends 1\d(\.\d+)? s after now"):
+            mon.window_between("future", t + 10, t + 11)
+        with pytest.raises(archline.MeterError, match=r"^window 'rev' ends 1 s before it begins: give t0_s <= t1_s"):
+            mon.window_between("rev", t, t - 1)
+        tb = mon.begin_window("d")
+        with pytest.raises(archline.MeterError, match=r"^window 'd' ends [45](\.\d+)? s after now"):
+            mon.end_window("d", t1_s=tb + 5)
+        with pytest.raises(archline.MeterError, match=r"^window 'd' ends 1 s before it begins"):
+            mon.end_window("d", t1_s=tb - 1)
+        with pytest.raises(archline.MeterError, match=r"^window 'd': its edges must be finite"):
+            mon.end_window("d", t0_s=math.nan, t1_s=tb)
+        assert mon.open_names == ["d"]                   # a refused edge leaves the window open
+        t1 = time.monotonic()
+        m = mon.end_window("d", t1_s=t1)
+        assert (m.t_start_s, m.t_end_s) == (tb, t1)
+        assert "future" not in mon.open_names and mon.open_names == []
+
+
+def test_a_window_handle_says_why_it_has_no_numbers() -> None:
+    """Y#6: a cancelled window says it was cancelled; end_window_later's handle says to call .measurement()."""
+    import archline
+
+    with archline.Monitor([archline.NullMeter("test")]) as mon:
+        with pytest.raises(ValueError), mon.window("exc") as we:
+            raise ValueError("boom")
+        with pytest.raises(archline.MeterError, match=r"^window 'exc' was cancelled .*: it has no energy_j$"):
+            _ = we.energy_j
+        with pytest.raises(archline.MeterError, match="was cancelled"):
+            we.measurement()
+        mon.begin_window("later")
+        h = mon.end_window_later("later")
+        with pytest.raises(archline.MeterError, match=r"^window 'later' is closed .*call \.measurement\(\) first"):
+            _ = h.time_s
+        assert h.measurement().name == "later" and h.time_s >= 0
+
+
+def test_each_call_of_a_measured_function_is_a_window_also_from_threads_and_recursion() -> None:
+    """Y#7: overlapping calls (four threads at once, recursion) are windows step, step#2, ...: none refused."""
+    import threading
+
+    import archline
+
+    with archline.Monitor([archline.NullMeter("test")]) as mon:
+        gate = threading.Barrier(4)
+
+        @mon.measure("step")
+        def step() -> None:
+            gate.wait(5)                       # all four windows are open at once
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                step()
+            except BaseException as e:     # noqa: BLE001 - collected, asserted empty below
+                errors.append(e)
+        threads = [threading.Thread(target=call) for _ in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(10)
+        assert errors == []
+        assert sorted(m.name for m in mon.measurements) == ["step", "step#2", "step#3", "step#4"]
+
+        @mon.measure()
+        def down(n: int) -> int:
+            return n if n == 0 else down(n - 1) + 1
+        assert down(2) == 2
+        assert [m.name for m in mon.measurements[4:]] == [f"{down.__qualname__}#3", f"{down.__qualname__}#2",
+                                                          down.__qualname__]
+        assert mon.open_names == []
+
+
+def test_two_meters_on_one_device_are_refused_for_windows() -> None:
+    """Y#13: a window adds every meter's energy, so two meters on one device would count it twice: refused (the
+    per-meter Region of begin/end, as meter calibrate reads its reference and sensor, stays)."""
+    import archline
+    from archline.powermon.spec import MeterSpec
+
+    def meter(name: str, kind: str) -> archline.NullMeter:
+        m = archline.NullMeter("test", name)
+        m.spec = MeterSpec(name=name, kind=kind)       # type: ignore[attr-defined]
+        return m
+
+    mon = archline.Monitor([meter("a", "rapl"), meter("b", "hwmon")])
+    with mon:
+        with pytest.raises(archline.MeterError, match="meters 'a' and 'b' both measure cpu: .*counted twice"):
+            mon.begin_window("w")
+        with pytest.raises(archline.MeterError, match="both measure cpu"):
+            mon.window_between("w", time.monotonic(), time.monotonic())
+        mon.begin("raw")
+        assert set(mon.end("raw").meters) == {"a", "b"}
+    with pytest.raises(archline.MeterError, match="'a' and 'b' both measure gpu, node"):
+        archline.Monitor([meter("a", "nvml"), meter("b", "ipmi"), meter("c", "rapl")]).begin_window("w")
+    with archline.Monitor([meter("a", "rapl"), meter("b", "nvml")]) as ok, ok.window("w") as w:
+        pass
+    assert w.time_s >= 0
+
+
+def test_from_env_refuses_a_name_the_parent_would_read_otherwise() -> None:
+    """Y#9: a window name from_env cannot send as it is (line breaks, white space at an end, a lone surrogate) is
+    one MeterError in the child, never a phase renamed on the way or a bare UnicodeEncodeError."""
+    import archline
+    from archline.powermon.marks import MarksReader
+
+    reader = MarksReader()
+    try:
+        with archline.Monitor.from_env({archline.MARKS_ENV: str(reader.path)}) as mon:
+            for bad in ("a\nend b", "  pad  ", "tab\there", "two  spaces", "cr\r", "ls\u2028", "bad\udcffname"):
+                with pytest.raises(archline.MeterError, match="window name"):
+                    mon.begin_window(bad)
+            assert mon.open_names == []
+            with mon.window("fine name é"):
+                pass
+        time.sleep(0.05)
+        assert [(m.kind, m.name) for m in reader.take()] == [("begin", "fine name é"), ("end", "fine name é")]
+    finally:
+        reader.close()

@@ -222,6 +222,24 @@ def test_phase_marks_are_ordered_and_clipped_by_one_rule() -> None:
     assert all(10.0 <= t0 <= t1 <= 10.05 for _, t0, t1 in phases)
 
 
+
+def test_a_cancelled_phase_is_said_and_phase_names_stay_unique() -> None:
+    """Issue 37 Y#10, #9: a phase the command cancelled (an exception in a from_env window, or its monitor stopped
+    with it open: 'cancel NAME') is named in problems, not reported as a completed phase; a name begun again is
+    NAME#2 unless the command named a phase so itself (then the next free number): no two phases share a name."""
+    from archline.bench.measure.process import phases_of_run
+    from archline.powermon.marks import Mark, parse_line
+
+    assert parse_line("cancel step\t12.5\n", 1.0) == Mark("cancel", "step", 12.5)
+    marks = [Mark("begin", "ok", 10.1), Mark("end", "ok", 10.2), Mark("begin", "exc", 10.3),
+             Mark("cancel", "exc", 10.4), Mark("cancel", "never", 10.45),
+             Mark("begin", "p", 10.5), Mark("end", "p", 10.51), Mark("begin", "p", 10.52), Mark("end", "p", 10.53),
+             Mark("begin", "p#2", 10.54), Mark("end", "p#2", 10.55), Mark("begin", "p", 10.56), Mark("end", "p", 10.57)]
+    phases, problems = phases_of_run(marks, 10.0, 11.0)
+    assert [p[0] for p in phases] == ["ok", "p", "p#3", "p#2", "p#4"]
+    assert problems == ["phase 'exc' was cancelled by the command (an exception in its window, or its monitor "
+                        "stopped with it open); not reported", "phase 'never' cancelled without a begin; ignored"]
+
 def test_two_thousand_marks_never_lose_the_report() -> None:
     """Issue 36: a command writing 2000 begin/end marks lost the whole report in 2 of 3 runs ('region ends before
     it starts', exit 2 after the command ran). Each pair is one phase inside the run, and the command's exit code
