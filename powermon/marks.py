@@ -97,14 +97,49 @@ def check_phase_name(name: str) -> None:
                          "doubled, a tab, a line break or another control character): name the window without them")
 
 
+def marks_base() -> Path | None:
+    """Where the marks FIFOs live: ``$XDG_RUNTIME_DIR/archline`` (the per-user run-time directory the XDG spec
+    gives FIFOs and sockets: private, in memory, emptied at logout), else ``$XDG_STATE_HOME/archline/run``
+    (``~/.local/state/...``), never the shared temp directory; None when neither can be made (a HOME that is
+    missing or read-only)."""
+    run = os.environ.get("XDG_RUNTIME_DIR") or ""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    for base in ([Path(run) / "archline"] if os.path.isabs(run) and os.path.isdir(run) else []) + \
+            [Path(state) / "archline" / "run"]:
+        try:
+            base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(base, os.W_OK | os.X_OK):
+            return base
+    return None
+
+
+def _remove_stale(base: Path) -> None:
+    """The FIFO directories a killed ``archline measure`` (kill -9) left: ``marks-PID-*`` whose process is gone."""
+    for d in base.glob("marks-*-*"):
+        try:
+            pid = int(d.name.split("-")[1])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (ValueError, OSError):    # not one of ours, or another user's live process
+            continue
+
+
 class MarksReader:
-    """The parent's end: a FIFO in a private temporary directory, read by a thread; ``on_mark(mark)`` is called
-    for each mark as it arrives (it may return the time the edge is to have, e.g. an emulated device's switch)."""
+    """The parent's end: a FIFO in a private directory (:func:`marks_base`; stale ones of killed runs removed
+    first), read by a thread; ``on_mark(mark)`` is called for each mark as it arrives (it may return the time the
+    edge is to have, e.g. an emulated device's switch)."""
 
     def __init__(self, on_mark: Callable[[Mark], float | None] | None = None) -> None:
         self.on_mark = on_mark
         self.marks: list[Mark] = []
-        self._dir = Path(tempfile.mkdtemp(prefix="archline-marks-"))
+        base = marks_base()
+        if base is not None:
+            _remove_stale(base)
+        # no base at all (HOME missing or read-only): a private temporary directory, removed at close
+        self._dir = Path(tempfile.mkdtemp(prefix=f"marks-{os.getpid()}-" if base else "archline-marks-", dir=base))
         self.path = self._dir / "marks"
         os.mkfifo(self.path, 0o600)
         self._fd = os.open(self.path, os.O_RDWR | os.O_NONBLOCK)

@@ -136,14 +136,16 @@ class Recorder:
 
     def stop(self) -> None:
         """Stop the meters; a window still open is cancelled (its hooks see it) with a RuntimeWarning."""
-        if not self._stopped and self._open:
-            left = sorted(self._open, key=self._open.__getitem__)
+        left = sorted((n for n in self._open if n in self._edges), key=self._open.__getitem__)
+        if not self._stopped and left:       # (a begin/end region is the caller's: left as it is)
             for name in left:
-                self._close_window(name, True, None, None)
+                try:      # a failing meter or hook: the meters are stopped all the same
+                    self._close_window(name, True, None, None)
+                except Exception:
+                    self._open.pop(name, None)
             self._left_open += left
-            py_warnings.warn(f"window(s) {', '.join(map(repr, left))} still open when the monitor stopped: "
-                             "cancelled, not measured (end a window before the monitor stops)", RuntimeWarning,
-                             stacklevel=3)
+            py_warnings.warn(f"window(s) {', '.join(map(repr, left))} still open when the monitor stopped: cancelled, "
+                             "not measured (end a window before the monitor stops)", RuntimeWarning, stacklevel=3)
         self._stopped = True
         try:
             self._stop_meters()
@@ -320,12 +322,10 @@ class Recorder:
 
     def end_window(self, name: str, *, t0_s: float | None = None, t1_s: float | None = None, strict: bool = False,
                    max_lost: float | None = None) -> Measurement:
-        """Close window ``name``: its Measurement. ``t0_s``/``t1_s`` (host monotonic) replace the edges when the
-        work timed itself (one given: the other is the window's own edge; both between the monitor's start and now,
-        in order); ``strict``: a meter without data is an error; ``max_lost``: a larger lost share is."""
-        if t0_s is not None or t1_s is not None:
-            if name not in self._edges:
-                raise MeterError(f"window {name!r} was never begun (open: {sorted(self._open)})")
+        """Close window ``name``: its Measurement. ``t0_s``/``t1_s`` (host monotonic; one given: the other is the
+        window's own; windows.check_edges) replace the edges when the work timed itself; ``strict``: a meter without
+        data is an error; ``max_lost``: a larger lost share is."""
+        if (t0_s is not None or t1_s is not None) and name in self._edges:   # (else: never begun, said below)
             t0_s = self._edges[name] if t0_s is None else t0_s
             t1_s = self.clock() if t1_s is None else t1_s
             windows.check_edges(name, t0_s, t1_s, self.started_at_s, self.clock())

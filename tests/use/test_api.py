@@ -265,7 +265,7 @@ def test_a_window_open_when_the_monitor_stops_is_cancelled_with_a_warning() -> N
     try:
         w = MarksWriter(reader.path)
         w.close()
-        with pytest.raises(archline.MeterError, match="marks channel .* is closed"):
+        with pytest.raises(archline.MeterError, match=r"marks channel .* is closed"):
             w("end", "x")
     finally:
         reader.close()
@@ -331,7 +331,7 @@ def test_each_call_of_a_measured_function_is_a_window_also_from_threads_and_recu
         def call() -> None:
             try:
                 step()
-            except BaseException as e:     # noqa: BLE001 - collected, asserted empty below
+            except BaseException as e:     # collected, asserted empty below
                 errors.append(e)
         threads = [threading.Thread(target=call) for _ in range(4)]
         for th in threads:
@@ -363,7 +363,7 @@ def test_two_meters_on_one_device_are_refused_for_windows() -> None:
 
     mon = archline.Monitor([meter("a", "rapl"), meter("b", "hwmon")])
     with mon:
-        with pytest.raises(archline.MeterError, match="meters 'a' and 'b' both measure cpu: .*counted twice"):
+        with pytest.raises(archline.MeterError, match=r"meters 'a' and 'b' both measure cpu: .*counted twice"):
             mon.begin_window("w")
         with pytest.raises(archline.MeterError, match="both measure cpu"):
             mon.window_between("w", time.monotonic(), time.monotonic())

@@ -598,3 +598,39 @@ def test_a_signal_while_phases_are_measured_keeps_the_report(tmp_path: Path) -> 
     assert run["exit_code"] == 0 and len(run["phases"]) < n      # (none yet, on a loaded machine)
     assert any(f"of {n} phase(s) not measured" in q for q in doc["problems"])
     assert any("interrupted after the command exited" in q for q in doc["problems"])
+
+
+def test_the_marks_fifo_lives_in_the_users_run_time_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """Y#12: the FIFO is made in $XDG_RUNTIME_DIR/archline (else $XDG_STATE_HOME/archline/run), never the shared
+    temp directory; one a killed archline left (its process gone) is removed by the next; a live one is kept."""
+    import stat as st
+
+    from archline.powermon.marks import MarksReader
+
+    run, state = tmp_path / "run", tmp_path / "state"
+    run.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = run / "archline" / f"marks-{gone.pid}-abc"
+    live = run / "archline" / f"marks-{os.getpid()}-live"
+    for d in (stale, live):
+        d.mkdir(parents=True)
+        os.mkfifo(d / "marks")
+    reader = MarksReader()
+    try:
+        assert reader.path.parent.parent == run / "archline" and st.S_ISFIFO(os.stat(reader.path).st_mode)
+        assert st.S_IMODE(os.stat(reader.path.parent).st_mode) == 0o700
+        assert not stale.exists() and live.exists()
+    finally:
+        reader.close()
+    assert not reader.path.parent.exists()
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    reader = MarksReader()
+    try:
+        assert reader.path.parent.parent == state / "archline" / "run"
+    finally:
+        reader.close()
+    assert sorted(p.name for p in (state / "archline" / "run").iterdir()) == []
