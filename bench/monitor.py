@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import numbers
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ class PhasePower:
 
     def __init__(self, idle_w: float, busy_w: float, clock: Callable[[], float] = time.monotonic) -> None:
         for what, w in (("idle_w", idle_w), ("busy_w", busy_w)):
-            if not (math.isfinite(w) and w >= 0):
+            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not (math.isfinite(w) and w >= 0):
                 raise BenchError(f"emulated power: {what} must be a finite number of watts >= 0, got {w!r}")
         self.idle_w = float(idle_w)
         self.busy_w = float(busy_w)
@@ -154,9 +155,17 @@ def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = 
         raw_dir = check_raw_dir(raw_dir)
     prof = load_bench_profile(platform) if isinstance(platform, str) else platform
     if emulate:
-        from archline.bench.emulated.model import EmulatedModel
+        from archline.bench.emulated.model import EmulatedModel, EmulationError
 
-        model = EmulatedModel.from_profile(prof)
+        try:
+            model = EmulatedModel.from_profile(prof)
+        except EmulationError as e:       # no power model (localhost before a fit): say what works instead
+            if prof.platform.value("pi0") is not None:
+                raise
+            raise EmulationError(f"{e}: emulate=True plays a device from the platform's power model; fit one "
+                                 "(`archline fit`), emulate a paper platform (open_monitor('gtx580', emulate=True)), "
+                                 f"or run the program under `archline measure --platform {prof.name} --emulate "
+                                 "--busy-w W --idle-w W` (busy_w x its measured time)") from None
         schedule = PhasePower(model.idle_w if idle_w is None else idle_w,
                               model.free_peak_power_w if busy_w is None else busy_w)
         m = _emulated_meter(prof, schedule, meter=meter, speed=1.0, seed=seed, raw_dir=raw_dir, notes=notes)

@@ -4,11 +4,12 @@ about one window (:class:`MeterRegion`: energy per channel and per device on the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from archline.formats.meters.samples import Samples
+from archline.powermon.errors import MeterError
 
 
 @dataclass
@@ -123,3 +124,21 @@ def same_power_note(meters: Sequence[Meter]) -> str:
                         "energies, so that power would be counted twice; give the monitor one of them (or one "
                         "monitor each)")
     return ""
+
+
+def given_meters(meters: object) -> list[Meter]:
+    """A monitor's meters as given (None: none), each an object with a ``name`` and ``start``/``stop``/``region``;
+    anything else (a string, None in the list) is one MeterError saying what a monitor takes, not an
+    AttributeError from deep inside."""
+    if meters is None:
+        return []
+    what = ("a monitor takes a list of meters (archline.powermon.open_meter(spec), emulated_powermon(...), "
+            "NullMeter(reason)), or archline.open_monitor(platform)")
+    if isinstance(meters, (str, bytes)) or not isinstance(meters, Iterable):
+        raise MeterError(f"{what}; got {meters!r}")
+    out = list(meters)
+    for m in out:
+        if not (isinstance(getattr(m, "name", None), str)
+                and all(callable(getattr(m, f, None)) for f in ("start", "stop", "mark", "region"))):
+            raise MeterError(f"{what}; got {m!r} in the list")
+    return out

@@ -33,7 +33,7 @@ from archline.formats.meters.samples_file import write_samples
 from archline.powermon.errors import DeviceError, MeterError, SamplesLostError
 from archline.powermon.record import windows
 from archline.powermon.record.bounds import clock_err_s, full_scale_w
-from archline.powermon.record.meters import Meter, MeterRegion, same_power_note
+from archline.powermon.record.meters import Meter, MeterRegion, given_meters, same_power_note
 from archline.powermon.record.null import NullMeter
 from archline.powermon.record.windows import Mark, Measurement, Region, Window, WindowHook, check_window_name
 
@@ -52,7 +52,7 @@ class Recorder:
     def __init__(self, meters: Sequence[Meter] | None = None, clock: Callable[[], float] = time.monotonic,
                  settle_timeout_s: float = 3.0, keep_regions: bool = True, *, reason: str = "",
                  hooks: Sequence[WindowHook] = (), closers: Sequence[Callable[[], None]] = ()) -> None:
-        ms = list(meters or ()) or [NullMeter(reason or "no meter given")]
+        ms = given_meters(meters) or [NullMeter(reason or "no meter given")]
         names = [m.name for m in ms]
         if len(set(names)) != len(names):
             raise MeterError(f"meter names must be unique, got {names}")

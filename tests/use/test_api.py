@@ -395,3 +395,23 @@ def test_from_env_refuses_a_name_the_parent_would_read_otherwise() -> None:
         assert [(m.kind, m.name) for m in reader.take()] == [("begin", "fine name é"), ("end", "fine name é")]
     finally:
         reader.close()
+
+
+def test_plain_mistakes_are_one_error_that_says_what_to_do() -> None:
+    """Y#14, #15: no meters but a string or None, a power given as a string, localhost emulated without a power
+    model: each one error saying what works (never an AttributeError or TypeError from inside)."""
+    import archline
+    from archline.bench.emulated.model import EmulationError
+    from archline.bench.errors import BenchError
+    from archline.powermon.monitor import open_windows
+
+    for bad, shown in (("x", "got 'x'"), ([None], "got None in the list"), (3, "got 3")):
+        with pytest.raises(archline.MeterError, match=r"^a monitor takes a list of meters .*" + re.escape(shown)):
+            archline.Monitor(bad)  # type: ignore[arg-type]
+    with pytest.raises(archline.MeterError, match="got None in the list"):
+        open_windows([None])
+    with pytest.raises(BenchError, match=r"busy_w must be a finite number of watts >= 0, got '60'"):
+        archline.open_monitor("gtx580", emulate=True, busy_w="60", idle_w=20.0)  # type: ignore[arg-type]
+    with pytest.raises(EmulationError, match=r"no value for pi0 .*fit one .*archline measure --platform localhost "
+                                             r"--emulate --busy-w W --idle-w W"):
+        archline.open_monitor("localhost", emulate=True, busy_w=60.0, idle_w=20.0)
