@@ -31,6 +31,9 @@ from archline.powermon.errors import MeterError
 MARKS_ENV = "ARCHLINE_MARKS"
 #: a mark line longer than this is refused (PIPE_BUF is at least 512 on POSIX: one write, never interleaved)
 MAX_LINE = 512
+#: a stamp this much earlier than the line was read is said when the edge is moved to the reading (an emulated
+#: device switches its power when it reads a mark); the API's usual lag is 0.15-3.5 ms
+MOVED_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ class MarksReader:
         self._buf = b""
         self._malformed: list[str] = []    # lines that were not "begin NAME" / "end NAME": said, never silent
         self._n_malformed = 0
+        self._moved: list[tuple[Mark, float]] = []   # stamped marks whose edge on_mark moved by MOVED_S or more
         self._thread = threading.Thread(target=self._run, name="archline-marks", daemon=True)
         self._thread.start()
 
@@ -197,15 +201,23 @@ class MarksReader:
         t = self.on_mark(mark) if self.on_mark is not None else None
         with self._lock:
             self.marks.append(mark if t is None else Mark(mark.kind, mark.name, t))
+            if t is not None and abs(t - mark.t_s) >= MOVED_S:
+                self._moved.append((mark, t - mark.t_s))
 
     def take_malformed(self) -> list[str]:
-        """Problems in words for the lines that were not marks since the last call (and forget them)."""
+        """Problems in words since the last call (and forget them): lines that were not marks, and stamped marks
+        whose edge ``on_mark`` moved by :data:`MOVED_S` or more (written late: the emulated device switched then)."""
         with self._lock:
             n, first, self._n_malformed, self._malformed = self._n_malformed, self._malformed, 0, []
-        if not n:
-            return []
-        return [f"{n} line(s) on $ARCHLINE_MARKS were not 'begin NAME' or 'end NAME' and were ignored "
-                f"(first: {', '.join(ascii(s) for s in first)})"]     # escaped: junk never reaches the terminal
+            moved, self._moved = self._moved, []
+        out = [] if not n else [f"{n} line(s) on $ARCHLINE_MARKS were not 'begin NAME' or 'end NAME' and were "
+                                f"ignored (first: {', '.join(ascii(s) for s in first)})"]   # escaped for the terminal
+        if moved:
+            m, d = moved[0]
+            out.append(f"{len(moved)} mark(s) carried a time {MOVED_S:g} s or more away from when they were read "
+                       f"(first: {m.kind} {m.name!a}, {d:.3g} s): the emulated device switches its power when "
+                       "it reads a mark, so those edges are where it switched")
+        return out
 
     def take(self) -> list[Mark]:
         """The marks so far (and forget them): what the FIFO holds is read first, so that a command that has exited

@@ -634,3 +634,25 @@ def test_the_marks_fifo_lives_in_the_users_run_time_directory(tmp_path: Path, mo
     finally:
         reader.close()
     assert sorted(p.name for p in (state / "archline" / "run").iterdir()) == []
+
+
+def test_a_mark_stamped_long_before_it_was_read_is_said() -> None:
+    """Y#8: under --emulate the device switches its power when a mark is read, so a phase's edges are where it
+    switched; a mark whose own stamp lies 0.1 s or more from that is said (it was silently a phase of 0 s)."""
+    from archline.powermon.marks import MarksReader
+
+    reader = MarksReader(on_mark=lambda mk: time.monotonic())       # an emulated device: it switches on reading
+    try:
+        t0 = time.monotonic() - 0.2
+        fd = os.open(reader.path, os.O_WRONLY)
+        os.write(fd, f"begin delayed\t{t0!r}\nend delayed\t{t0 + 0.2!r}\nbegin plain\nend plain\n".encode())
+        os.close(fd)
+        marks = reader.take()
+        assert [(m.kind, m.name) for m in marks] == [("begin", "delayed"), ("end", "delayed"), ("begin", "plain"),
+                                                     ("end", "plain")]
+        (said,) = reader.take_malformed()
+        assert said.startswith("1 mark(s) carried a time 0.1 s or more away from when they were read (first: "
+                               "begin 'delayed', 0.2") and "where it switched" in said
+        assert reader.take_malformed() == []
+    finally:
+        reader.close()
