@@ -339,7 +339,8 @@ class Recorder:
 
     def cancel_window(self, name: str) -> None:
         """Drop window ``name``: its edge is marked (and its hooks see it), nothing is integrated or waited for."""
-        self._close_window(name, True, None, None)
+        if not (self._stopped and name in self._left_open):      # (the stop cancelled it already)
+            self._close_window(name, True, None, None)
 
     def window_between(self, name: str, t0_s: float, t1_s: float) -> Measurement:
         """A window whose edges were taken elsewhere (marks a child process sent), measured now (see check_edges)."""
@@ -372,7 +373,6 @@ class Recorder:
         ``NAME#2`` (the lowest number not open then)."""
         def wrap(fn: F) -> F:
             label: str = name or str(getattr(fn, "__qualname__", "call"))
-            check_window_name(label)
 
             @functools.wraps(fn)
             def inner(*args: Any, **kwargs: Any) -> Any:

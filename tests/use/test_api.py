@@ -258,6 +258,9 @@ def test_a_window_open_when_the_monitor_stops_is_cancelled_with_a_warning() -> N
         mon.end_window("x")
     with pytest.raises(archline.MeterError, match="'z' cannot be ended: this monitor is stopped"):
         mon.end_window("z")
+    mon.cancel_window("x")                                 # cancelled already (a tuner's clean-up): nothing to do
+    with pytest.raises(archline.MeterError, match="'z' cannot be ended: this monitor is stopped"):
+        mon.cancel_window("z")
     with pytest.raises(archline.MeterError, match="stopped"):
         mon.begin_window("again")
     assert len(seen) == 6                                  # nothing after the stop reached a hook
