@@ -150,6 +150,8 @@ def open_monitor(platform: str | BenchProfile = "localhost", *, emulate: bool = 
     ``idle_w`` outside (default: the profile's idle power); ``monitor.power.energy_j(t0, t1)`` is the truth.
     Not started: use ``with open_monitor(...) as mon`` (or ``mon.start()``/``mon.stop()``). ``notes``: a list
     to which what ``emulate=True`` made of the profile is appended (a default meter, its port URL's faults).
+    ``raw_dir``: where the raw captures go; refused when empty, not a directory, or already holding captures
+    (:func:`~archline.powermon.monitor.check_raw_dir`: a capture is never overwritten).
     """
     if raw_dir is not None:         # never an overwritten capture, nor the cwd for an empty name
         raw_dir = check_raw_dir(raw_dir)
