@@ -313,12 +313,29 @@ def test_the_longest_legal_out_records_and_leaves_no_temp(run_cli: Any, tmp_path
                                                    f"{stem}.raw.bin.json"])
 
 
+def _dead_pid_of_width(width: int) -> int:
+    """A process id with ``width`` digits that no process has now (a child that exited, else the first free one)."""
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    candidates = [int(child.stdout), *range(10 ** (width - 1), 10 ** width)]
+    for pid in candidates:
+        if len(str(pid)) != width:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            continue
+    raise AssertionError(f"no free process id of {width} digits")
+
+
 def test_a_250_byte_capture_keeps_its_recovery_sidecar_and_cleans_a_killed_ones(tmp_path: Path) -> None:
     """A 250-byte capture name (its sidecar 255): the temp name is shortened with room for its own .json, so a
     killed recording still leaves a sidecar for meter decode --partial; a finished one leaves no temp, and a later
     capture removes a killed one's shortened temp files (their process gone)."""
-    import subprocess
-    import sys
 
     from archline.formats.meters.capture import sidecar_path, stream_capture
 
@@ -343,8 +360,8 @@ def test_a_250_byte_capture_keeps_its_recovery_sidecar_and_cleans_a_killed_ones(
     killed = capture()
     killed._f.flush()                                   # type: ignore[union-attr]
     killed._f = None                                    # kill -9: nothing closes it
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = killed.tmp.with_name(killed.tmp.name.replace(f".{os.getpid()}.tmp", f".{int(dead.stdout)}.tmp"))
+    dead_pid = _dead_pid_of_width(len(str(os.getpid())))   # same width: the shortened name has room for our pid only
+    stale = killed.tmp.with_name(killed.tmp.name.replace(f".{os.getpid()}.tmp", f".{dead_pid}.tmp"))
     assert stale != killed.tmp and not stale.name.startswith(f".{name}")      # the shortened (hashed) form
     killed.tmp.rename(stale)
     sidecar_path(killed.tmp).rename(sidecar_path(stale))
