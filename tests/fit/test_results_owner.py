@@ -315,12 +315,16 @@ KNOWN_ELSEWHERE = {
     "fit/analyses/choi/dvfs_tune.py": "paper_table8 reads the shipped S1 Table 8 seed CSV: another format",
     "fit/analyses/choi/app_predict.py": "a counts CSV keyed by result column names: another format",
     "formats/counters/base.py": "profiler exports (ncu, rocprof, perf stat, likwid-perfctr): other formats",
+    "formats/meters/samples_csv.py": "meter samples and traces (archline.samples/1): another format",
+    "formats/meters/samples_file.py": "meter samples and traces (archline.samples/1): another format",
+    "formats/meters/traces.py": "meter samples and traces (archline.samples/1): another format",
 }
 
 
 def test_only_the_owners_parse_or_write_results_rows() -> None:
-    """No module of fit, bench or cli imports pyarrow's CSV, Parquet or data set readers but the owners (powermon's
-    traces are another format), and none that names the results contract parses or writes CSV itself."""
+    """No module of fit, bench, cli, formats or model imports pyarrow's CSV, Parquet or data set readers but the
+    owners (meter samples and traces are another format), and none that names the results contract parses or writes
+    CSV itself."""
     import ast
 
     parsers = {"read_csv", "open_csv", "DictReader", "reader", "to_csv", "writer", "DictWriter", "header_line",
