@@ -114,9 +114,9 @@ def measure(platform: str, emulate: bool, meter: str | None, out: Path | None, r
     measured, and the energies where a meter (or --emulate) measured one and the table has energy costs (else
     their fields are null with the reason, a dash in the table).
     """
-    from archline.bench.measure import result
     from archline.bench.measure.run import MeasureOptions
     from archline.bench.measure.run import measure as run_measure
+    from archline.formats import measure_result as result
 
     if subtract_idle and baseline_s <= 0:
         raise BenchError("--subtract-idle needs an idle baseline: give --baseline-s (e.g. --baseline-s 5)")

@@ -217,8 +217,8 @@ def probe_cmd(meter: str, out: str, **kw: Any) -> None:
       archline meter probe nvml0 --emulate --out s.json --format json
     """
     from archline.common.stamps import utc_iso
+    from archline.formats.meters.sensor_profile import SensorProfile
     from archline.powermon.recording import check_writable
-    from archline.powermon.sensor.profile import SensorProfile
     from archline.powermon.sensor.run import probe
 
     check_writable(out)     # a dangling link, /dev/full, a directory: refused before the probe runs (exit 7)
@@ -293,8 +293,8 @@ def calibrate_cmd(meter: str, profile_path: str | None, out: str | None, sensor_
     """
     from archline.common.atomic import write_atomic
     from archline.common.files import read_text
+    from archline.formats.meters.sensor_profile import SensorProfile
     from archline.powermon.errors import MeterError
-    from archline.powermon.sensor.profile import SensorProfile
     from archline.powermon.sensor.profile_edit import with_calibration
     from archline.powermon.sensor.run import calibrate
 

@@ -115,7 +115,7 @@ def sensor_delay_s(spec: MeterSpec) -> float:
     profile's lag plus half its window; else 0."""
     window_s = lag_s = 0.0
     if spec.sensor_profile:
-        from archline.powermon.sensor.profile import SensorProfile
+        from archline.formats.meters.sensor_profile import SensorProfile
 
         prof = SensorProfile.read(spec.sensor_profile)
         window_s, lag_s = prof.window_s, prof.lag_s

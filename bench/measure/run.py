@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.bench.errors import BenchError
-from archline.bench.measure import result, schedule
+from archline.bench.measure import schedule
 from archline.bench.measure.meters import open_meters
 from archline.bench.measure.options import MeasureOptions
 from archline.bench.measure.process import (
@@ -47,6 +47,7 @@ from archline.bench.measure.process import (
 )
 from archline.common.outputs import make_dirs, safe_component
 from archline.common.stamps import utc_compact, utc_iso
+from archline.formats import measure_result as result
 from archline.powermon.errors import DeviceError, MeterError
 from archline.powermon.marks import Mark, MarksReader
 from archline.powermon.monitor import Monitor, open_windows

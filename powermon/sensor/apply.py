@@ -62,7 +62,7 @@ def apply_spec(meter: Any, spec: Any, *, widen: bool = False) -> Any:
     cal = getattr(spec, "calibration", None)
     window_s = 0.0
     if path:
-        from archline.powermon.sensor.profile import SensorProfile
+        from archline.formats.meters.sensor_profile import SensorProfile
 
         prof = SensorProfile.read(path)
         window_s = prof.window_s

@@ -146,9 +146,9 @@ def test_a_calibrated_sensor_gets_the_reference_energy_without_it(tmp_path: Path
     ``[[meters]]`` entry gives them, reads the energy the PowerMon 2 reads over a window of steps, within the two
     bounds; uncorrected it is off by far more."""
     from archline.bench.monitor import PhasePower, PhasePowerSource
+    from archline.formats.meters.sensor_profile import SensorProfile
     from archline.powermon.record.recorder import Recorder
     from archline.powermon.sensor.probe import drive_steps, step_plan
-    from archline.powermon.sensor.profile import SensorProfile
     from archline.powermon.sensor.run import REFERENCE_SPEC, EdgeLoad, emulated_pair
 
     prof = SensorProfile(meter="nvml0", emulated=True, update_period_s=0.05, window_s=0.02, lag_s=0.03,

@@ -61,7 +61,7 @@ def test_a_sensor_profile_of_another_major_version_or_absurd_quantum_is_refused(
     """Breaker 24 item 14: format archline.sensor_profile/2 was used, quantum_w 1e9 accepted."""
     import json
 
-    from archline.powermon.sensor.profile import SensorProfile
+    from archline.formats.meters.sensor_profile import SensorProfile
 
     good = {"format": "archline.sensor_profile/1", "meter": "nvml0", "emulated": True, "update_period_s": 0.05,
             "window_s": 0.02, "lag_s": 0.03, "quantum_w": 0.25}

@@ -18,6 +18,7 @@ import pytest
 from support.powermon_helpers import one_line, run
 
 from archline.common import outputs
+from archline.formats.meters.sensor_profile import FORMAT, SensorProfile
 from archline.powermon.errors import MeterError
 from archline.powermon.powermon2.protocol import half_lsb_w
 from archline.powermon.record.integrate import SensorLimits, sensor_window
@@ -35,7 +36,6 @@ from archline.powermon.sensor.probe import (
     step_plan,
     update_period,
 )
-from archline.powermon.sensor.profile import FORMAT, SensorProfile
 from archline.powermon.sensor.response import Response, fit_response, time_uncertainty
 from archline.powermon.sensor.run import REFERENCE_SPEC
 from archline.powermon.spec import ChannelSpec

@@ -106,7 +106,7 @@ def test_key_numbering_in_the_code_box_matches_the_hash_table() -> None:
 def test_no_other_module_parses_samples_or_sidecars() -> None:
     """pyarrow's CSV/Parquet readers and sidecar JSON reads appear in the owners only (powermon, cli, bench)."""
     owners = {"formats/meters/samples_file.py", "formats/meters/sidecar.py", "formats/meters/capture.py",
-              "powermon/sensor/profile.py"}   # the last owns another format: archline.sensor_profile/1
+              "formats/meters/sensor_profile.py"}   # the last owns another format: archline.sensor_profile/1
     pattern = re.compile(r"pcsv\.read_csv|pq\.read_table|read_json\(|json\.load\(|CaptureSidecar\.load|"
                          r"SamplesSidecar\.load")
     offenders = []

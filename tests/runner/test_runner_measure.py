@@ -91,7 +91,7 @@ def test_f2_table_mode_prints_every_warning_on_stderr(run: Any, tmp_path: Path) 
 
 
 def test_f2_result_warnings_collects_every_window() -> None:
-    from archline.bench.measure.result import warnings
+    from archline.formats.measure_result import warnings
 
     doc = {"warnings": ["meter 'x' left out"], "baseline": {"name": "baseline", "warnings": ["m: lost 3 samples"]},
            "runs": [{"name": "run", "warnings": ["run: widened"],

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from archline.bench.measure import result
 from archline.bench.measure.run import _wait
 from archline.bench.monitor import PhasePower
+from archline.formats import measure_result as result
 
 _MAIN = "import sys; from archline.cli.main import main; sys.exit(main(sys.argv[1:]))"
 
@@ -81,7 +81,7 @@ def test_emulated_child_phases_are_windows_within_the_bound_of_the_truth(tmp_pat
                 assert k.endswith(UNIT_SUFFIXES), k
     # kept beside the result: measure.json (the same document), trace with the marks, raw capture
     (d,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    from archline.bench.measure import result
+    from archline.formats import measure_result as result
 
     saved = result.read(d / "measure.json")
     assert saved["format"] == "archline.measure/1" and saved["runs"][0]["phases"][1]["name"] == "solve"
@@ -99,7 +99,7 @@ def test_repeats_and_a_second_measurement_never_overwrite(tmp_path: Path) -> Non
         assert res.returncode == 0, res.stderr
     dirs = sorted(p for p in tmp_path.iterdir() if p.is_dir())
     assert len(dirs) == 2                                              # a new directory each time
-    from archline.bench.measure import result
+    from archline.formats import measure_result as result
 
     doc = result.read(dirs[1] / "measure.json")
     assert [r["name"] for r in doc["runs"]] == ["run-1", "run-2"]

@@ -12,17 +12,55 @@ A reader takes a newer version of the same family as far as it knows its keys (u
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from archline.common.inputs import Strict, validate
-from archline.powermon.errors import MeterError
-from archline.powermon.record.integrate import SensorLimits
+from archline.formats.meters.errors import MeterError
 
 FORMAT = "archline.sensor_profile/1"
 FAMILY = FORMAT.split("/")[0]
+
+
+
+@dataclass(frozen=True)
+class SensorLimits:
+    """What a sensor profile (``archline meter probe``) says limits a window on an on-board sensor: a reading
+    averages ``window_s`` and appears ``lag_s`` later, a new one every ``update_period_s``, rounded to ``quantum_w``.
+
+    At each edge of a window the readings mix the power inside with the power outside over about half a window and
+    half an update period, so the edge error is at most the power swing times ``edge_s`` = window + period (both
+    edges together), plus twice the lag's uncertainty, plus half a quantum over the window. A window shorter than
+    ``min_window_s`` (the edges more than ``max_edge_share`` of it) is refused or widened (:func:`sensor_window`).
+    """
+
+    update_period_s: float
+    window_s: float
+    lag_s: float = 0.0
+    quantum_w: float = 0.0
+    lag_err_s: float = 0.0
+    max_edge_share: float = 0.1
+    source: str = ""
+
+    @property
+    def edge_s(self) -> float:
+        return self.update_period_s + self.window_s
+
+    @property
+    def min_window_s(self) -> float:
+        return self.edge_s / self.max_edge_share
+
+    def err_j(self, swing_w: float, duration_s: float) -> float:
+        """The sensor's share of a window's energy bound (see the class)."""
+        return swing_w * (self.edge_s + 2 * self.lag_err_s) + 0.5 * self.quantum_w * duration_s
+
+    def why(self) -> str:
+        return (f"{self.source or 'the sensor'}: a reading every {self.update_period_s:.4g} s averaging "
+                f"{self.window_s:.4g} s, so each edge is smeared over {self.edge_s:.4g} s; windows under "
+                f"{self.min_window_s:.4g} s (edges over {100 * self.max_edge_share:.3g}% of it) are too short")
 
 
 class SensorProfile(Strict):

@@ -29,11 +29,16 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from archline.bench.errors import BenchError
 from archline.common.atomic import write_atomic
+from archline.model.errors import ArchlineFitError
 
 FORMAT = "archline.measure/1"
 FILE_NAME = "measure.json"
+
+
+
+class MeasureResultError(ArchlineFitError):
+    """A file that is not a readable ``archline.measure/1`` result (exit 2, as every bad input)."""
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -65,9 +70,9 @@ def write(doc: dict[str, Any], path: Path) -> Path:
 def read(path: str | Path) -> dict[str, Any]:
     from archline.common.files import read_json
 
-    doc = read_json(Path(path), error=BenchError, what="measure result")
+    doc = read_json(Path(path), error=MeasureResultError, what="measure result")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise BenchError(f"{path}: not an {FORMAT} file (no 'format': '{FORMAT}')")
+        raise MeasureResultError(f"{path}: not an {FORMAT} file (no 'format': '{FORMAT}')")
     return doc
 
 
