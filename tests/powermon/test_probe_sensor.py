@@ -443,8 +443,10 @@ def test_slow_sensor_few_steps_states_an_uncertainty_containing_the_truth(tmp_pa
         m = json.loads(stdout)["measured"]
         assert abs(m["window_s"] - 0.1) <= 2 * m["window_err_s"], m
         assert abs(m["lag_s"] - 0.05) <= 2 * m["lag_err_s"], m
-        if m["n_edge_readings"] < 5:
+        if m["n_edge_readings"] < 5 and m["window_s"] >= REF_PERIOD_S:
             assert "fell inside an edge's window" in err
+        elif m["n_edge_readings"] == 0:     # no reading inside an edge (timing): no window seen, none claimed
+            assert m["window_s"] == 0.0 and m["window_err_s"] >= 0.1 / 2
         prof = SensorProfile.read(out)
         if m["quantum_resolved"]:
             assert m["quantum_w"] is not None
