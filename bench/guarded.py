@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from archline.bench.errors import BackendFaultError, BenchError, UnsupportedError
 from archline.bench.kernels import Backend, BackendBase, Counts, KernelSpec, PreparedKernel, RunResult
-from archline.powermon.guarded import FAULTS, one_line  # the meter plugins' guard: the same rule for a fault
+from archline.common.plugins import FAULTS, one_line, short_repr  # the meter plugins' guard's rule too
 
 T = TypeVar("T")
 
@@ -66,7 +66,7 @@ class GuardedPrepared:
             k, v = next(iter(bad.items()))
             raise BenchError(f"{self._who}: run({reps}) counted {k}={v!r}, not a count (an integer >= 0)")
         if not isinstance(res.checksum_ok, bool) and type(res.checksum_ok).__name__ != "bool_":  # numpy's too
-            raise BenchError(f"{self._who}: run({reps}) gave checksum_ok={_short(res.checksum_ok)}, not a bool")
+            raise BenchError(f"{self._who}: run({reps}) gave checksum_ok={short_repr(res.checksum_ok)}, not a bool")
         return res
 
     def close(self) -> None:
@@ -99,14 +99,14 @@ class GuardedBackend:
     def availability(self) -> tuple[bool, str]:
         got = _call(self._who, "availability()", self._inner.availability)
         if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], bool) and isinstance(got[1], str)):
-            raise BackendFaultError(f"{self._who}: availability() gave {_short(got)}, not (usable, reason)")
+            raise BackendFaultError(f"{self._who}: availability() gave {short_repr(got)}, not (usable, reason)")
         return got
 
     def describe(self) -> list[dict[str, Any]]:
         got = _call(self._who, "describe()", self._inner.describe)
         keys = {"name", "precision", "level", "available", "reason"}
         if not isinstance(got, list) or not all(isinstance(d, dict) and keys <= set(d) for d in got):
-            raise BackendFaultError(f"{self._who}: describe() gave {_short(got)}, not a list of dicts with "
+            raise BackendFaultError(f"{self._who}: describe() gave {short_repr(got)}, not a list of dicts with "
                                     f"{', '.join(sorted(keys))}")
         return got
 
@@ -120,7 +120,7 @@ class GuardedBackend:
 
     def _specs(self, hook: str, got: Any) -> list[KernelSpec]:
         if not isinstance(got, list) or not all(isinstance(s, KernelSpec) for s in got):
-            raise BackendFaultError(f"{self._who}: {hook} gave {_short(got)}, not a list of KernelSpec")
+            raise BackendFaultError(f"{self._who}: {hook} gave {short_repr(got)}, not a list of KernelSpec")
         for s in got:
             self._declared(s.kernel, s.precision)
         # the rows' point ids name the registered back end, whatever the plugin wrote in its specs
@@ -158,8 +158,3 @@ class GuardedBackend:
 
     def plan_notes(self) -> list[str]:
         return [str(n) for n in _call(self._who, "plan_notes()", self._optional("plan_notes"))]
-
-
-def _short(obj: Any) -> str:
-    text = " ".join(repr(obj).split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -10,18 +10,16 @@ reason, not a crash.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
-import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, Literal, cast
 
 from archline.bench.errors import BackendFaultError, BackendUnavailableError
 from archline.bench.kernels import KERNELS, PRECISIONS, Backend
+from archline.common.plugins import FAULTS, load_plugins, one_line
 
 log = logging.getLogger("archline.bench")
 
@@ -73,7 +71,7 @@ class BackendInfo:
         origin = plugin_origin(self)
         if origin is None:
             return self._open(**options)
-        from archline.bench.guarded import FAULTS, GuardedBackend, one_line
+        from archline.bench.guarded import GuardedBackend
 
         try:
             inner = self._open(**options)
@@ -100,8 +98,6 @@ class BackendInfo:
         origin = plugin_origin(self)
         if origin is None:
             return str(_resolve(self.version_line)())
-        from archline.bench.guarded import FAULTS, one_line
-
         try:    # a plugin's line: one line, and its fault is said there, never the end of --version
             return " ".join(str(_resolve(self.version_line)()).split())
         except FAULTS as e:
@@ -150,26 +146,22 @@ def backends() -> dict[str, BackendInfo]:
     for module in BUILTIN:
         info = importlib.import_module(module).BACKEND
         out[info.name] = info
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
-        who = f"back-end plugin {_quoted(ep.name)} ({dist}, {ep.value})"
-        printed = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(printed):    # stdout is archline's (--format json stays JSON)
-                info = ep.load()
-        except (Exception, SystemExit) as e:  # a third party's import error (sys.exit too): named and left out
-            _warn(f"{who} cannot be loaded: {type(e).__name__}: {_quoted(str(e), quote='')}")
+    for ep in load_plugins(ENTRY_POINT_GROUP):
+        who = f"back-end plugin {_quoted(ep.name)} ({ep.dist}, {ep.value})"
+        if ep.error is not None:  # a third party's import error (sys.exit too): named and left out
+            _warn(f"{who} cannot be loaded: {type(ep.error).__name__}: {_quoted(str(ep.error), quote='')}")
+        if ep.printed:
+            log.warning(f"archline: warning: {who} printed {len(ep.printed)} character(s) on stdout "
+                        "when loaded; dropped (stdout is archline's)")
+        if ep.error is not None:
             continue
-        finally:
-            if printed.getvalue():
-                log.warning(f"archline: warning: {who} printed {len(printed.getvalue())} character(s) on stdout "
-                            "when loaded; dropped (stdout is archline's)")
+        info = ep.obj
         why = _refused(info, out)
         if why:
             _warn(f"{who} {why}")
         else:
             out[info.name] = info
-            _PLUGIN_ORIGINS[id(info)] = (info, f"plugin {dist}")
+            _PLUGIN_ORIGINS[id(info)] = (info, f"plugin {ep.dist}")
     return out
 
 
@@ -220,8 +212,6 @@ def gpu_vendors() -> tuple[Any, ...]:
         if origin is None:
             out.append(_resolve(ref))
             continue
-        from archline.bench.guarded import FAULTS, one_line
-
         try:    # a plugin's vendor that cannot be imported leaves the others' controls working
             out.append(_resolve(ref))
         except FAULTS as e:

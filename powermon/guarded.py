@@ -25,22 +25,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from archline.common.plugins import FAULTS, one_line, short_repr
 from archline.formats.costs_units import PLAUSIBLE_MAX_SI
 from archline.formats.meters.samples_file import nonphysical_power
 from archline.powermon.errors import DeviceError, MeterError, MeterOpenError
 
 T = TypeVar("T")
-#: what a plugin's code may raise that is its own fault (SystemExit too: sys.exit in a hook must not end archline)
-FAULTS = (Exception, SystemExit)
 #: the Meter protocol's methods (powermon/record/meters.py) a plugin's meter must have
 METER_METHODS = ("start", "stop", "mark", "wait_until", "region", "samples", "info")
 #: its optional methods, guarded when it has them
 OPTIONAL_METHODS = ("segment", "live_power_w", "stream_start_s", "host_time_s")
-
-
-def one_line(e: BaseException) -> str:
-    """An exception's text on one line, cut at 300 characters (a plugin's message may hold anything)."""
-    return " ".join(str(e).split())[:300]
 
 
 def is_plugin(kind: Any) -> bool:
@@ -135,10 +129,10 @@ class GuardedMeter:
                 raise self._fault("_read", e) from None
             vals = list(got) if isinstance(got, (list, tuple, np.ndarray)) else None
             if vals is None or len(vals) != len(names):
-                raise DeviceError(f"{self._who}: _read() gave {_short(got)}, not one cumulative energy (J) per "
+                raise DeviceError(f"{self._who}: _read() gave {short_repr(got)}, not one cumulative energy (J) per "
                                   f"channel ({len(names)})")
             if not all(isinstance(v, numbers.Real) and math.isfinite(v) for v in vals):
-                raise DeviceError(f"{self._who}: _read() gave {_short(got)}: an energy that is not a finite number "
+                raise DeviceError(f"{self._who}: _read() gave {short_repr(got)}: an energy that is not a finite number "
                                   "(a meter never reads that)")
             return [float(v) for v in vals]
         return guarded
@@ -184,8 +178,3 @@ class GuardedMeter:
                        f"(first: row {i + 1}, {float(s.power_w[i]):g} W)")
         if why is not None:
             raise DeviceError(f"{self._who}: {what}: {why}; a meter never reports that")
-
-
-def _short(obj: Any) -> str:
-    text = " ".join(repr(obj).split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archline.common.plugins import load_plugins
+
 #: the entry-point group third-party meter kinds are declared in
 ENTRY_POINT_GROUP = "archline.meters"
 
@@ -150,33 +152,18 @@ def _as_kinds(obj: Any) -> tuple[list[MeterKind], list[str]]:
                                                             if not isinstance(o, MeterKind)]
 
 
-def _load(ep: Any) -> tuple[list[MeterKind], list[str], str]:
-    """``ep`` loaded (and called, where it is a callable): its kinds, what else it declares, and what it printed.
-    Anything it writes on stdout is kept off archline's stdout (``--format json`` stays JSON)."""
-    import contextlib
-    import io
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        found, bad = _as_kinds(ep.load())
-    return found, bad, out.getvalue()
-
-
 def _plugins(taken: dict[str, str]) -> list[MeterKind]:
     """The plugins' kinds; ``taken``: the names declared so far -> who declared them."""
-    from importlib.metadata import entry_points
-
     out: list[MeterKind] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
-        who = f"meter plugin {ep.name!r} ({dist}, {ep.value})"
-        try:
-            found, bad, printed = _load(ep)
-        except (Exception, SystemExit) as e:  # a third party's bug (sys.exit too): one line, archline goes on
-            _warn(f"{who} cannot be loaded and is left out: {type(e).__name__}: {e}")
+    for ep in load_plugins(ENTRY_POINT_GROUP, _as_kinds, by_name=True):
+        who = f"meter plugin {ep.name!r} ({ep.dist}, {ep.value})"
+        if ep.error is not None:  # a third party's bug (sys.exit too): one line, archline goes on
+            _warn(f"{who} cannot be loaded and is left out: {type(ep.error).__name__}: {ep.error}")
             continue
-        if printed:
-            _warn(f"{who} printed {len(printed)} character(s) on stdout when loaded; dropped (stdout is archline's)")
+        if ep.printed:
+            _warn(f"{who} printed {len(ep.printed)} character(s) on stdout when loaded; dropped (stdout is "
+                  "archline's)")
+        found, bad = ep.obj
         for b in bad:
             _warn(f"{who} declares {_article(b)} {b}, not an archline.powermon.kinds.MeterKind; left out")
         for k in found:
@@ -186,7 +173,7 @@ def _plugins(taken: dict[str, str]) -> list[MeterKind]:
             if k.name in taken:
                 _warn(f"{who}: meter kind {k.name!r} is already declared by {taken[k.name]}; left out")
                 continue
-            origin = f"{dist} ({ep.name})"
+            origin = f"{ep.dist} ({ep.name})"
             taken[k.name] = origin
             out.append(k if k.origin != "archline" else _with_origin(k, origin))
     return out

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archline.common.processes import process_gone
 from archline.powermon.errors import MeterError
 
 #: the environment variable ``archline measure`` sets in its child: the path of the marks FIFO
@@ -121,13 +122,9 @@ def marks_base() -> Path | None:
 def _remove_stale(base: Path) -> None:
     """The FIFO directories a killed ``archline measure`` (kill -9) left: ``marks-PID-*`` whose process is gone."""
     for d in base.glob("marks-*-*"):
-        try:
-            pid = int(d.name.split("-")[1])
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        pid = d.name.split("-")[1]
+        if pid.isdigit() and process_gone(int(pid)):     # else not one of ours, or a live (another user's) process
             shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, OSError):    # not one of ours, or another user's live process
-            continue
 
 
 class MarksReader:

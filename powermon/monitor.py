@@ -67,15 +67,13 @@ def open_windows(meters: Sequence[Any] = (), *, reason: str = "", raw_dir: str |
     meter's own). None at all: the null meter with ``reason``. ``start``: the meters are started now; a meter that
     cannot start is named by ``labels[its name]`` when given (``reference meter 'pm' (powermon2) of platform
     'P': ...``)."""
-    from archline.powermon.spec import MeterSpec
+    from archline.powermon.spec import MeterSpec, open_meter
 
     opened: list[Meter] = []
     for m in meters:
         if not isinstance(m, MeterSpec):
             opened.append(m)
             continue
-        from archline.powermon.spec import open_meter
-
         try:
             opened.append(open_meter(m, raw_dir=raw_dir))
         except MeterError as e:

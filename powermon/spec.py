@@ -73,7 +73,8 @@ def __getattr__(name: str) -> Any:
 def _kind_check(k: Any, spec: Any) -> None:
     """A kind's own rules on an entry: its ValueError names the key (one line, exit 2); a plugin's check that fails
     otherwise says so in one line too, never a traceback."""
-    from archline.powermon.guarded import FAULTS, is_plugin, one_line, who
+    from archline.common.plugins import FAULTS, one_line
+    from archline.powermon.guarded import is_plugin, who
 
     try:
         k.check(spec)
@@ -288,7 +289,7 @@ def _module(spec: MeterSpec) -> Any:
     except (Exception, SystemExit) as e:     # a plugin's driver that fails at import: one line, exit 4
         if not _is_plugin(spec.kind):
             raise
-        from archline.powermon.guarded import one_line
+        from archline.common.plugins import one_line
 
         raise MeterOpenError(f"meter '{spec.name}': the {spec.kind} plugin's driver {name} cannot be imported: "
                              f"{type(e).__name__}: {one_line(e)}") from None

@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from archline.common.atomic import commit_temp, write_atomic
 from archline.common.outputs import check_output, make_dirs, temp_name
+from archline.common.processes import process_gone
 from archline.formats.meters.errors import MeterError
 from archline.formats.meters.versions import MAX_CAPTURE_STREAM_BYTES
 
@@ -227,14 +228,8 @@ def _remove_stale_temps(target: Path) -> None:
     except OSError:
         return
     for p, pid in found:
-        if pid is None or pid == os.getpid():
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if pid is not None and pid != os.getpid() and process_gone(pid):  # alive, another user's: not ours to remove
             p.unlink(missing_ok=True)
-        except OSError:
-            continue                          # alive, another user's: not ours to remove
 
 
 def stream_capture(kind: str, raw_dir: str | Path | None, raw_path: str | Path | None) -> RawCapture | None:
