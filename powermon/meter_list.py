@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from archline.common.plugins import FAULTS
 from archline.powermon.errors import MeterError
+from archline.powermon.guarded import is_plugin
 
 
 def list_meters(powercap_root: str | Path | None = None, nvml: Any = None, perf_root: str | Path | None = None,
@@ -87,7 +89,7 @@ def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str
             return _checked_rows(k, "lister", list(k.lister(**options)))
         except MeterError as e:
             return [{"kind": k.name, "name": "-", "available": False, "detail": str(e)}]
-        except (Exception, SystemExit) as e:  # a plugin's bug: its row says so, the other kinds are still listed
+        except FAULTS as e:  # a plugin's bug: its row says so, the other kinds are still listed
             return [{"kind": k.name, "name": "-", "available": False,
                      "detail": f"its lister ({k.origin}) failed: {type(e).__name__}: {' '.join(str(e).split())}"}]
     if k.emulator_url is not None:
@@ -97,7 +99,7 @@ def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str
                        "detail": f"emulator (labelled emulated): --meter {k.name}:{k.emulator_url}"
                                  + k.emulator_note}]
     lister = None
-    plugin = k.origin != "archline"
+    plugin = is_plugin(k)
     if k.module is not None:
         import importlib
 
@@ -105,7 +107,7 @@ def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str
             lister = getattr(importlib.import_module(k.module), "list_meters", None)
         except ImportError:
             return [{"kind": k.name, "name": "-", "available": False, "detail": "its driver is not in this archline"}]
-        except (Exception, SystemExit) as e:
+        except FAULTS as e:
             if not plugin:
                 raise
             return [{"kind": k.name, "name": "-", "available": False,
@@ -119,7 +121,7 @@ def _kind_rows(k: Any, seen: set[str], options: dict[str, Any]) -> list[dict[str
             return [r for r in rows if r.get("kind") == k.name]
         except MeterError as e:
             return [{"kind": k.name, "name": "-", "available": False, "detail": str(e)}]
-        except (Exception, SystemExit) as e:
+        except FAULTS as e:
             if not plugin:
                 raise
             return [{"kind": k.name, "name": "-", "available": False,

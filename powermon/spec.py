@@ -40,6 +40,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from archline.common.inputs import Strict, validate
+from archline.common.plugins import FAULTS, one_line
 from archline.powermon.errors import MeterError, MeterOpenError
 from archline.powermon.shunts import DEFAULT_R_SENSE_OHM, SENSE_FULL_SCALE_V
 
@@ -73,7 +74,6 @@ def __getattr__(name: str) -> Any:
 def _kind_check(k: Any, spec: Any) -> None:
     """A kind's own rules on an entry: its ValueError names the key (one line, exit 2); a plugin's check that fails
     otherwise says so in one line too, never a traceback."""
-    from archline.common.plugins import FAULTS, one_line
     from archline.powermon.guarded import is_plugin, who
 
     try:
@@ -286,11 +286,9 @@ def _module(spec: MeterSpec) -> Any:
             raise
         raise MeterOpenError(f"meter '{spec.name}': the {spec.kind} plugin's driver {name} cannot be imported: "
                              f"{e}") from None
-    except (Exception, SystemExit) as e:     # a plugin's driver that fails at import: one line, exit 4
+    except FAULTS as e:     # a plugin's driver that fails at import: one line, exit 4
         if not _is_plugin(spec.kind):
             raise
-        from archline.common.plugins import one_line
-
         raise MeterOpenError(f"meter '{spec.name}': the {spec.kind} plugin's driver {name} cannot be imported: "
                              f"{type(e).__name__}: {one_line(e)}") from None
 
